@@ -1,0 +1,310 @@
+//! The billing_credit scenario's rules, stated once: the premise arithmetic, the want rule, and the
+//! judgement of a cell (DESIGN §4.2 and §4.6).
+//!
+//! The runner uses these functions to judge a cell from what it read back from Stripe, and `verify`
+//! uses the same functions to re-derive every judgement from the raw data in a results file.
+
+use crate::results::{BalanceTxnTruth, CreditNoteTruth, GroundTruth, Want};
+
+/// Final statuses that mean "the credit went out" (or was already out).
+pub const SENT_STATUSES: [&str; 8] = [
+    "CREDITED",
+    "REPLAYED_BY_STRIPE",
+    "FOUND_BY_LOOKUP",
+    "COMMITTED",
+    "COMMITTED_BY_RETRY",
+    "COMMITTED_ON_QUERY",
+    "REAPPLIED_AFTER_QUERY",
+    "DUPLICATE_IGNORED",
+];
+
+/// The status a cell gets when the harness could not run it as designed.
+pub const HARNESS_ERROR: &str = "HARNESS_ERROR";
+
+/// Whether a final status says the credit went out.
+pub fn status_says_sent(status: &str) -> bool {
+    SENT_STATUSES.contains(&status)
+}
+
+/// Cents credited to the customer by anyone other than `case_id`, optionally only for `incident`:
+/// issued credit notes (their `amount`) plus negative `adjustment` balance transactions whose
+/// `metadata.case_id` is not this case (their `-amount`).
+///
+/// Not counted: `applied_to_invoice` (a renewal consuming the balance), `credit_note`-type
+/// transactions (counted through the note), positive adjustments (debits), void notes, this case's
+/// own credits, and (when scoped) anything tagged with another incident or with none.
+pub fn compensation_by_others(
+    credit_notes: &[CreditNoteTruth],
+    balance_transactions: &[BalanceTxnTruth],
+    case_id: &str,
+    incident: Option<&str>,
+) -> i64 {
+    let in_scope = |tag: &Option<String>| match incident {
+        None => true,
+        Some(want) => tag.as_deref() == Some(want),
+    };
+    let notes: i64 = credit_notes
+        .iter()
+        .filter(|n| n.status == "issued" && in_scope(&n.incident))
+        .map(|n| n.amount)
+        .sum();
+    let adjustments: i64 = balance_transactions
+        .iter()
+        .filter(|t| is_credit_by_other(t, case_id) && in_scope(&t.incident))
+        .map(|t| -t.amount)
+        .sum();
+    notes + adjustments
+}
+
+fn is_credit_by_other(t: &BalanceTxnTruth, case_id: &str) -> bool {
+    t.kind == "adjustment" && t.amount < 0 && t.case_id.as_deref() != Some(case_id)
+}
+
+/// Whether a balance transaction is one of this case's credits.
+pub fn is_case_credit(t: &BalanceTxnTruth, case_id: &str) -> bool {
+    t.kind == "adjustment" && t.case_id.as_deref() == Some(case_id)
+}
+
+/// The want rule: this case may credit once (`approved_cents`), unless compensation for this
+/// incident by others was created before this case's first credit, or at all if the case never
+/// credited; then zero.
+///
+/// Times are Stripe `created` values in test-clock seconds. A compensation created in the same
+/// second as the case's first credit counts as before it: the clock cannot order them, and the
+/// invariant must not be judged held on a guess.
+pub fn want(truth: &GroundTruth, case_id: &str, incident: &str, approved_cents: i64) -> Want {
+    let first_credit = truth
+        .balance_transactions
+        .iter()
+        .filter(|t| is_case_credit(t, case_id))
+        .map(|t| t.created)
+        .min();
+    let mut compensation_times = truth
+        .credit_notes
+        .iter()
+        .filter(|n| n.status == "issued" && n.incident.as_deref() == Some(incident))
+        .map(|n| n.created)
+        .chain(
+            truth
+                .balance_transactions
+                .iter()
+                .filter(|t| {
+                    is_credit_by_other(t, case_id) && t.incident.as_deref() == Some(incident)
+                })
+                .map(|t| t.created),
+        );
+    let compensated_first = match first_credit {
+        Some(first) => compensation_times.any(|at| at <= first),
+        None => compensation_times.next().is_some(),
+    };
+    if compensated_first {
+        Want { count: 0, cents: 0 }
+    } else {
+        Want {
+            count: 1,
+            cents: approved_cents,
+        }
+    }
+}
+
+/// The invariant: this case's credits in Stripe are exactly what the want rule allows.
+pub fn invariant_held(truth: &GroundTruth, want: Want) -> bool {
+    truth.case_credit_count == want.count && truth.case_credit_cents == want.cents
+}
+
+/// The answer matches Stripe when the final status says "sent" exactly when a case credit exists.
+pub fn answer_matches(outcome: &str, truth: &GroundTruth) -> bool {
+    status_says_sent(outcome) == (truth.case_credit_count > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn txn(
+        id: &str,
+        kind: &str,
+        amount: i64,
+        created: i64,
+        case: Option<&str>,
+        inc: Option<&str>,
+    ) -> BalanceTxnTruth {
+        BalanceTxnTruth {
+            id: id.into(),
+            kind: kind.into(),
+            amount,
+            created,
+            case_id: case.map(Into::into),
+            incident: inc.map(Into::into),
+            credit_note: None,
+            invoice: None,
+        }
+    }
+
+    fn note(
+        id: &str,
+        amount: i64,
+        status: &str,
+        inc: Option<&str>,
+        created: i64,
+    ) -> CreditNoteTruth {
+        CreditNoteTruth {
+            id: id.into(),
+            amount,
+            status: status.into(),
+            incident: inc.map(Into::into),
+            created,
+            invoice: "in_1".into(),
+        }
+    }
+
+    fn truth(txns: Vec<BalanceTxnTruth>, notes: Vec<CreditNoteTruth>, case: &str) -> GroundTruth {
+        let own: Vec<_> = txns.iter().filter(|t| is_case_credit(t, case)).collect();
+        GroundTruth {
+            case_credits: own
+                .iter()
+                .map(|t| crate::results::CaseCredit {
+                    id: t.id.clone(),
+                    amount: t.amount,
+                    created: t.created,
+                    effect_id: None,
+                })
+                .collect(),
+            case_credit_count: own.len() as u32,
+            case_credit_cents: own.iter().map(|t| -t.amount).sum(),
+            credit_notes: notes,
+            balance_transactions: txns,
+            invoices: vec![],
+            customer_balance: 0,
+            compensation_by_others: 0,
+            incident_compensation: 0,
+        }
+    }
+
+    /// The mixed fixture of the original's offline test: own credit, a renewal consuming it, a
+    /// credit-note transaction, other adjustments with and without incidents, a debit, and notes.
+    #[test]
+    fn scoped_and_unscoped_sums_exclude_own_credits() {
+        let txns = vec![
+            txn("own", "adjustment", -1000, 1, Some("case-1"), Some("INC-1")),
+            txn("renewal", "applied_to_invoice", 1000, 2, None, None),
+            txn("cn", "credit_note", -1000, 3, None, Some("INC-1")),
+            txn("a1", "adjustment", -500, 4, Some("case-9"), None),
+            txn("a2", "adjustment", -300, 5, Some("case-8"), Some("INC-1")),
+            txn("debit", "adjustment", 700, 6, Some("case-7"), Some("INC-1")),
+        ];
+        let notes = vec![
+            note("n1", 1000, "issued", Some("INC-1"), 7),
+            note("n2", 400, "void", Some("INC-1"), 8),
+            note("n3", 250, "issued", Some("INC-2"), 9),
+        ];
+        assert_eq!(compensation_by_others(&notes, &txns, "case-1", None), 2050);
+        assert_eq!(
+            compensation_by_others(&notes, &txns, "case-1", Some("INC-1")),
+            1300
+        );
+        assert_eq!(
+            compensation_by_others(&notes, &txns, "case-1", Some("INC-3")),
+            0
+        );
+    }
+
+    #[test]
+    fn want_is_one_credit_when_nobody_else_compensated_the_incident() {
+        let t = truth(
+            vec![txn("own", "adjustment", -1000, 100, Some("c"), None)],
+            vec![],
+            "c",
+        );
+        assert_eq!(
+            want(&t, "c", "INC-1", 1000),
+            Want {
+                count: 1,
+                cents: 1000
+            }
+        );
+        let never = truth(vec![], vec![], "c");
+        assert_eq!(
+            want(&never, "c", "INC-1", 1000),
+            Want {
+                count: 1,
+                cents: 1000
+            }
+        );
+    }
+
+    #[test]
+    fn want_is_zero_when_the_incident_was_compensated_before_or_without_our_credit() {
+        let before = truth(
+            vec![txn("own", "adjustment", -1000, 200, Some("c"), None)],
+            vec![note("n", 1000, "issued", Some("INC-1"), 150)],
+            "c",
+        );
+        assert_eq!(
+            want(&before, "c", "INC-1", 1000),
+            Want { count: 0, cents: 0 }
+        );
+        let same_second = truth(
+            vec![txn("own", "adjustment", -1000, 150, Some("c"), None)],
+            vec![note("n", 1000, "issued", Some("INC-1"), 150)],
+            "c",
+        );
+        assert_eq!(want(&same_second, "c", "INC-1", 1000).count, 0);
+        let no_credit = truth(
+            vec![],
+            vec![note("n", 1000, "issued", Some("INC-1"), 150)],
+            "c",
+        );
+        assert_eq!(want(&no_credit, "c", "INC-1", 1000).count, 0);
+        let by_adjustment = truth(
+            vec![txn(
+                "other",
+                "adjustment",
+                -500,
+                10,
+                Some("c2"),
+                Some("INC-1"),
+            )],
+            vec![],
+            "c",
+        );
+        assert_eq!(want(&by_adjustment, "c", "INC-1", 1000).count, 0);
+    }
+
+    #[test]
+    fn want_ignores_later_other_incident_and_void_compensation() {
+        let t = truth(
+            vec![txn("own", "adjustment", -1000, 100, Some("c"), None)],
+            vec![
+                note("later", 1000, "issued", Some("INC-1"), 500),
+                note("other", 1000, "issued", Some("INC-2"), 50),
+                note("void", 1000, "void", Some("INC-1"), 50),
+            ],
+            "c",
+        );
+        assert_eq!(want(&t, "c", "INC-1", 1000).count, 1);
+    }
+
+    #[test]
+    fn judgement() {
+        let t = truth(
+            vec![txn("own", "adjustment", -1000, 100, Some("c"), None)],
+            vec![],
+            "c",
+        );
+        assert!(invariant_held(
+            &t,
+            Want {
+                count: 1,
+                cents: 1000
+            }
+        ));
+        assert!(!invariant_held(&t, Want { count: 0, cents: 0 }));
+        assert!(answer_matches("COMMITTED_BY_RETRY", &t));
+        assert!(!answer_matches("AMBIGUOUS", &t));
+        assert!(!answer_matches("REFUSED:stale_premise", &t));
+        let none = truth(vec![], vec![], "c");
+        assert!(answer_matches("REFUSED:stale_premise_at_recovery", &none));
+        assert!(!answer_matches("CREDITED", &none));
+    }
+}

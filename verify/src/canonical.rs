@@ -1,0 +1,174 @@
+//! Canonical JSON as in RFC 8785 (JSON Canonicalization Scheme), restricted to what the record
+//! format allows: no floating-point numbers, integers within the exactly representable range of an
+//! IEEE double (|n| <= 2^53 - 1).
+//!
+//! Rules implemented here:
+//! - no whitespace between tokens;
+//! - object members sorted by their keys compared as UTF-16 code units;
+//! - strings escape only `"`, `\` and the control characters U+0000..U+001F (`\b \t \n \f \r` as
+//!   two-character escapes, the rest as `\u00xx` with lowercase hex); everything else, including
+//!   non-ASCII text and `/`, is written as UTF-8;
+//! - integers in plain decimal form.
+
+use serde_json::Value;
+use std::cmp::Ordering;
+
+/// Why a value cannot be put into canonical form.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CanonicalError {
+    /// The value holds a floating-point number; hashed records use integers only.
+    #[error("a floating-point number ({0}) is not allowed in hashed data; use integers (cents, milliseconds)")]
+    Float(String),
+    /// An integer is outside the range a JSON number can carry exactly (|n| <= 2^53 - 1).
+    #[error("the integer {0} is outside the exactly representable range +/-(2^53 - 1)")]
+    IntegerRange(String),
+}
+
+/// Largest integer that an IEEE double (and so every JSON reader) represents exactly.
+pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+
+/// The canonical text of `value`.
+pub fn to_string(value: &Value) -> Result<String, CanonicalError> {
+    let mut out = String::with_capacity(256);
+    write_value(&mut out, value)?;
+    Ok(out)
+}
+
+/// The canonical bytes of `value` (UTF-8 of [`to_string`]).
+pub fn to_vec(value: &Value) -> Result<Vec<u8>, CanonicalError> {
+    to_string(value).map(String::into_bytes)
+}
+
+fn write_value(out: &mut String, value: &Value) -> Result<(), CanonicalError> {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                if !(-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i) {
+                    return Err(CanonicalError::IntegerRange(i.to_string()));
+                }
+                out.push_str(&i.to_string());
+            } else if let Some(u) = n.as_u64() {
+                // Only reached for values above i64::MAX, which are always out of range.
+                return Err(CanonicalError::IntegerRange(u.to_string()));
+            } else {
+                return Err(CanonicalError::Float(n.to_string()));
+            }
+        }
+        Value::String(s) => write_string(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(out, item)?;
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            members.sort_by(|a, b| cmp_utf16(a.0, b.0));
+            out.push('{');
+            for (i, (key, item)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(out, key);
+                out.push(':');
+                write_value(out, item)?;
+            }
+            out.push('}');
+        }
+    }
+    Ok(())
+}
+
+/// Compare two strings by their UTF-16 code units, as RFC 8785 §3.2.3 requires.
+pub fn cmp_utf16(a: &str, b: &str) -> Ordering {
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
+fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{08}' => out.push_str("\\b"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\u{0C}' => out.push_str("\\f"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn sorts_keys_and_drops_whitespace() {
+        let v = json!({"b": 1, "a": [true, null, "x"], "c": {"z": 0, "y": -5}});
+        assert_eq!(
+            to_string(&v).unwrap(),
+            r#"{"a":[true,null,"x"],"b":1,"c":{"y":-5,"z":0}}"#
+        );
+    }
+
+    #[test]
+    fn keys_sort_by_utf16_code_units_not_code_points() {
+        // U+1F600 is encoded as the surrogate pair D83D DE00, which sorts before U+FB01 (one unit).
+        let v = json!({"\u{fb01}": 1, "\u{1f600}": 2, "a": 3});
+        assert_eq!(
+            to_string(&v).unwrap(),
+            "{\"a\":3,\"\u{1f600}\":2,\"\u{fb01}\":1}"
+        );
+    }
+
+    #[test]
+    fn escapes_only_what_rfc8785_escapes() {
+        let v = json!("q\"b\\s/\u{08}\t\n\u{0C}\r\u{01}\u{1f}\u{7f}é");
+        assert_eq!(
+            to_string(&v).unwrap(),
+            "\"q\\\"b\\\\s/\\b\\t\\n\\f\\r\\u0001\\u001f\u{7f}é\""
+        );
+    }
+
+    #[test]
+    fn rejects_floats_and_unsafe_integers() {
+        assert!(matches!(
+            to_string(&json!({"a": 1.5})),
+            Err(CanonicalError::Float(_))
+        ));
+        assert!(matches!(
+            to_string(&json!(MAX_SAFE_INTEGER + 1)),
+            Err(CanonicalError::IntegerRange(_))
+        ));
+        assert!(matches!(
+            to_string(&json!(u64::MAX)),
+            Err(CanonicalError::IntegerRange(_))
+        ));
+        assert_eq!(
+            to_string(&json!(-MAX_SAFE_INTEGER)).unwrap(),
+            "-9007199254740991"
+        );
+    }
+
+    #[test]
+    fn canonical_form_is_a_fixed_point_under_reparse() {
+        let v = json!({"k": ["\u{2028}", {"b": 2, "a": 1}], "n": 0});
+        let once = to_string(&v).unwrap();
+        let reparsed: Value = serde_json::from_str(&once).unwrap();
+        assert_eq!(to_string(&reparsed).unwrap(), once);
+    }
+}

@@ -1,0 +1,2 @@
+//! `verify`: checks receipts and results files offline (work in progress).
+fn main() {}
