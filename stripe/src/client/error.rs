@@ -1,0 +1,153 @@
+//! The client's error type.
+
+/// Everything that can go wrong with a Stripe call.
+///
+/// The important question for a caller that must never apply a side effect twice
+/// is *did it land?* [`StripeError::is_rejected`] means the service answered and
+/// said no: nothing was applied and resending the same request will not help.
+/// [`StripeError::outcome_unknown`] means the request may or may not have been
+/// applied (timeouts, dropped connections, 5xx, 409 while an identical idempotent
+/// request is still running, 429): only a retry under the same idempotency key or
+/// a lookup can tell.
+#[derive(Debug, thiserror::Error)]
+pub enum StripeError {
+    /// The service answered with an error envelope (`{"error": {...}}`).
+    #[error("{method} {path}: HTTP {status} {error_type}{}: {message}", code.as_deref().map(|c| format!(" ({c})")).unwrap_or_default())]
+    Api {
+        /// HTTP method of the request.
+        method: String,
+        /// Request path, e.g. `/v1/customers/cus_x`.
+        path: String,
+        /// HTTP status code.
+        status: u16,
+        /// Stripe's `error.type` (`invalid_request_error`, `idempotency_error`, `api_error`, ...).
+        error_type: String,
+        /// Stripe's `error.code`, e.g. `resource_missing` or `idempotency_key_in_use`.
+        code: Option<String>,
+        /// Stripe's `error.param`: the parameter that was wrong, if any.
+        param: Option<String>,
+        /// Stripe's human-readable `error.message`.
+        message: String,
+        /// The `Request-Id` response header.
+        request_id: Option<String>,
+    },
+    /// No answer within the configured timeout. The request may have landed.
+    #[error("{method} {path}: timed out after {timeout_ms} ms (outcome unknown)")]
+    Timeout {
+        /// HTTP method of the request.
+        method: String,
+        /// Request path.
+        path: String,
+        /// The timeout that expired, in milliseconds.
+        timeout_ms: u128,
+    },
+    /// The connection failed or was dropped before a complete answer arrived.
+    /// The request may have landed.
+    #[error("{method} {path}: connection error (outcome unknown): {detail}")]
+    Connection {
+        /// HTTP method of the request.
+        method: String,
+        /// Request path.
+        path: String,
+        /// What the transport reported.
+        detail: String,
+    },
+    /// An answer arrived but its body is not the JSON Stripe sends. Treated as
+    /// an unknown outcome: the request may have been applied.
+    #[error("{method} {path}: HTTP {status} with an unreadable body (outcome unknown): {detail}")]
+    InvalidResponse {
+        /// HTTP method of the request.
+        method: String,
+        /// Request path.
+        path: String,
+        /// HTTP status code.
+        status: u16,
+        /// Why the body could not be used.
+        detail: String,
+    },
+    /// The client refuses to run with this key (a live key, or a non-test key
+    /// against api.stripe.com).
+    #[error("refusing Stripe key {key_hint}: {reason}")]
+    RefusedKey {
+        /// The first characters of the key, never the whole key.
+        key_hint: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The configuration is unusable (bad base URL, empty key, ...).
+    #[error("invalid Stripe client configuration: {0}")]
+    Config(String),
+}
+
+impl StripeError {
+    /// True when the request may have been applied and nobody can say yet:
+    /// timeouts, connection errors, unreadable answers, HTTP 5xx, 409 (an
+    /// identical idempotent request is still running, or a lock conflict) and 429.
+    pub fn outcome_unknown(&self) -> bool {
+        match self {
+            StripeError::Api { status, .. } => *status >= 500 || *status == 409 || *status == 429,
+            StripeError::Timeout { .. }
+            | StripeError::Connection { .. }
+            | StripeError::InvalidResponse { .. } => true,
+            StripeError::RefusedKey { .. } | StripeError::Config(_) => false,
+        }
+    }
+
+    /// True when the service answered and said no (HTTP 4xx other than 409 and
+    /// 429): the request was not applied and resending it unchanged will not help.
+    pub fn is_rejected(&self) -> bool {
+        match self {
+            StripeError::Api { status, .. } => {
+                (400..500).contains(status) && *status != 409 && *status != 429
+            }
+            _ => false,
+        }
+    }
+
+    /// True for configuration errors (refused key, bad URL): no request was sent.
+    pub fn is_config(&self) -> bool {
+        matches!(self, StripeError::RefusedKey { .. } | StripeError::Config(_))
+    }
+
+    /// The HTTP status, when the service answered.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            StripeError::Api { status, .. } | StripeError::InvalidResponse { status, .. } => {
+                Some(*status)
+            }
+            _ => None,
+        }
+    }
+
+    /// Stripe's `error.code`, when the service answered with one.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            StripeError::Api { code, .. } => code.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Stripe's `error.type`, when the service answered with an error envelope.
+    pub fn error_type(&self) -> Option<&str> {
+        match self {
+            StripeError::Api { error_type, .. } => Some(error_type),
+            _ => None,
+        }
+    }
+
+    /// Stripe's `error.param`, when the service named one.
+    pub fn param(&self) -> Option<&str> {
+        match self {
+            StripeError::Api { param, .. } => param.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Stripe's `error.message` (or this error's own text for non-API errors).
+    pub fn message(&self) -> String {
+        match self {
+            StripeError::Api { message, .. } => message.clone(),
+            other => other.to_string(),
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! Stripe-shaped API errors produced by the emulator.
+
+use serde_json::{json, Map, Value};
+
+/// One error answer: HTTP status plus the fields of Stripe's `error` object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ApiError {
+    pub status: u16,
+    pub kind: &'static str,
+    pub code: Option<&'static str>,
+    pub param: Option<String>,
+    pub message: String,
+}
+
+impl ApiError {
+    fn new(status: u16, kind: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            kind,
+            code: None,
+            param: None,
+            message: message.into(),
+        }
+    }
+
+    fn code(mut self, code: &'static str) -> ApiError {
+        self.code = Some(code);
+        self
+    }
+
+    fn param(mut self, param: impl Into<String>) -> ApiError {
+        self.param = Some(param.into());
+        self
+    }
+
+    /// A 400 about a parameter's value.
+    pub fn invalid(param: impl Into<String>, message: impl Into<String>) -> ApiError {
+        ApiError::new(400, "invalid_request_error", message).param(param)
+    }
+
+    /// A 400 that is not about one parameter.
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(400, "invalid_request_error", message)
+    }
+
+    pub fn missing(param: &str) -> ApiError {
+        ApiError::new(
+            400,
+            "invalid_request_error",
+            format!("Missing required param: {param}."),
+        )
+        .code("parameter_missing")
+        .param(param)
+    }
+
+    pub fn unknown_param(param: &str) -> ApiError {
+        ApiError::new(
+            400,
+            "invalid_request_error",
+            format!("Received unknown parameter: {param}"),
+        )
+        .code("parameter_unknown")
+        .param(param)
+    }
+
+    pub fn invalid_integer(param: &str, value: &str) -> ApiError {
+        ApiError::new(
+            400,
+            "invalid_request_error",
+            format!("Invalid integer: {value}"),
+        )
+        .code("parameter_invalid_integer")
+        .param(param)
+    }
+
+    pub fn invalid_enum(param: &str, value: &str, allowed: &[&str]) -> ApiError {
+        ApiError::invalid(
+            param,
+            format!(
+                "Invalid {param}: must be one of {} (got {value:?})",
+                allowed.join(", ")
+            ),
+        )
+    }
+
+    /// 404 `resource_missing`: `No such customer: 'cus_x'`.
+    pub fn no_such(object: &str, id: &str, param: &str) -> ApiError {
+        ApiError::new(
+            404,
+            "invalid_request_error",
+            format!("No such {object}: '{id}'"),
+        )
+        .code("resource_missing")
+        .param(param)
+    }
+
+    pub fn unrecognized_url(method: &str, path: &str) -> ApiError {
+        ApiError::new(
+            404,
+            "invalid_request_error",
+            format!(
+                "Unrecognized request URL ({method}: {path}). Please see https://stripe.com/docs \
+                 or we can help at https://support.stripe.com/."
+            ),
+        )
+    }
+
+    pub fn unauthorized(message: impl Into<String>) -> ApiError {
+        ApiError::new(401, "invalid_request_error", message)
+    }
+
+    pub fn idempotency_mismatch(key: &str) -> ApiError {
+        ApiError::new(
+            400,
+            "idempotency_error",
+            format!(
+                "Keys for idempotent requests can only be used with the same parameters they \
+                 were first used with. Try using a key other than '{key}' if you meant to \
+                 execute a different request."
+            ),
+        )
+    }
+
+    pub fn idempotency_in_use(key: &str) -> ApiError {
+        ApiError::new(
+            409,
+            "invalid_request_error",
+            format!(
+                "There is currently another in-progress request using this Idempotent Key \
+                 (that probably means you submitted twice, and the other request is still \
+                 going through): {key}. Please try again later."
+            ),
+        )
+        .code("idempotency_key_in_use")
+    }
+
+    pub fn server_error(status: u16) -> ApiError {
+        ApiError::new(
+            status,
+            "api_error",
+            "An unexpected error occurred on Stripe's end (injected by the emulator).",
+        )
+    }
+
+    /// The `{"error": {...}}` envelope.
+    pub fn body(&self) -> Value {
+        let mut error = Map::new();
+        error.insert("type".into(), json!(self.kind));
+        error.insert("message".into(), json!(self.message));
+        if let Some(code) = self.code {
+            error.insert("code".into(), json!(code));
+            error.insert(
+                "doc_url".into(),
+                json!(format!(
+                    "https://stripe.com/docs/error-codes/{}",
+                    code.replace('_', "-")
+                )),
+            );
+        }
+        if let Some(param) = &self.param {
+            error.insert("param".into(), json!(param));
+        }
+        json!({ "error": Value::Object(error) })
+    }
+}
