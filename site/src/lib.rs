@@ -1,1 +1,224 @@
-//! site
+//! Renders verified Interlock results files into a static report site.
+//!
+//! [`build`] reads every `*.json` results file in a directory, verifies each one with the
+//! `verify` crate's checker (refusing, with the problem named, any file that fails), and writes
+//! plain HTML pages, one stylesheet, the results JSON and its JSON Schema. The pages need no
+//! JavaScript and use only relative links, so they work from `file://` and under any sub-path.
+//!
+//! Prose (Verdict, Setup, Rows) comes from Markdown under `scenarios/<scenario>/`; numbers enter
+//! it only through placeholders filled from the data, and claims in it are checked against the
+//! data ([`prose`], [`placeholders`], [`claims`]).
+
+pub mod chart;
+pub mod claims;
+pub mod error;
+pub mod facts;
+pub mod format;
+pub mod model;
+pub mod pages;
+pub mod placeholders;
+pub mod prose;
+pub mod verification;
+
+pub use error::SiteError;
+pub use prose::ProseSource;
+
+use std::path::{Path, PathBuf};
+
+/// What a build wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildReport {
+    /// The site's front page (`<out>/index.html`).
+    pub index: PathBuf,
+    /// Every HTML page written, the front page included.
+    pub pages: Vec<PathBuf>,
+}
+
+/// Options of a build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildOptions {
+    /// Where the scenario prose comes from.
+    pub prose: ProseSource,
+    /// Pin the signer key (32 bytes) every receipt must be signed by; without it each file is
+    /// checked against the key it publishes (self-attested).
+    pub pinned_key: Option<[u8; 32]>,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            prose: ProseSource::Embedded,
+            pinned_key: None,
+        }
+    }
+}
+
+/// Build the site from every results file in `results_dir` into `out_dir`, with the prose
+/// compiled into this crate.
+pub fn build(results_dir: &Path, out_dir: &Path) -> Result<BuildReport, SiteError> {
+    build_with(results_dir, out_dir, &BuildOptions::default())
+}
+
+/// One rendered scenario, before it is written.
+struct Rendered {
+    report: model::Report,
+    bytes: Vec<u8>,
+    report_html: String,
+    ids_html: String,
+    receipts: Vec<(String, String, String)>,
+    facts: facts::Facts,
+}
+
+/// Build with explicit options.
+pub fn build_with(
+    results_dir: &Path,
+    out_dir: &Path,
+    options: &BuildOptions,
+) -> Result<BuildReport, SiteError> {
+    let pinned = match options.pinned_key {
+        Some(bytes) => Some(
+            ed25519_dalek::VerifyingKey::from_bytes(&bytes).map_err(|e| SiteError::Data {
+                path: results_dir.to_path_buf(),
+                problem: format!("the pinned key is not a valid ed25519 public key: {e}"),
+            })?,
+        ),
+        None => None,
+    };
+    let files = results_files(results_dir)?;
+    let mut rendered = Vec::new();
+    for path in files {
+        rendered.push(render_file(&path, options, pinned.as_ref())?);
+    }
+    // Everything rendered: only now touch the output directory.
+    let mut pages = Vec::new();
+    mkdir(out_dir)?;
+    let data = out_dir.join("data");
+    mkdir(&data)?;
+    write(&out_dir.join("style.css"), pages::STYLESHEET.as_bytes())?;
+    let schema = serde_json::to_string_pretty(&verify::results::json_schema()).unwrap_or_default();
+    write(&data.join("results.schema.json"), schema.as_bytes())?;
+    for r in &rendered {
+        write(&data.join(&r.report.json_name), &r.bytes)?;
+        let dir = out_dir.join(&r.report.scenario);
+        let receipts_dir = dir.join("receipts");
+        mkdir(&dir)?;
+        mkdir(&receipts_dir)?;
+        let page = dir.join("index.html");
+        write(&page, r.report_html.as_bytes())?;
+        pages.push(page);
+        let page = dir.join("ids.html");
+        write(&page, r.ids_html.as_bytes())?;
+        pages.push(page);
+        for (name, html, json) in &r.receipts {
+            let page = receipts_dir.join(format!("{name}.html"));
+            write(&page, html.as_bytes())?;
+            write(&receipts_dir.join(format!("{name}.json")), json.as_bytes())?;
+            pages.push(page);
+        }
+        let facts: serde_json::Map<String, serde_json::Value> = r
+            .facts
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.to_string())))
+            .collect();
+        let facts = serde_json::to_string_pretty(&facts).unwrap_or_default();
+        write(
+            &data.join(format!("{}.facts.json", r.report.scenario)),
+            facts.as_bytes(),
+        )?;
+    }
+    let reports: Vec<model::Report> = rendered.into_iter().map(|r| r.report).collect();
+    let index = out_dir.join("index.html");
+    write(&index, pages::index(&reports)?.as_bytes())?;
+    pages.insert(0, index.clone());
+    Ok(BuildReport { index, pages })
+}
+
+/// The `*.json` results files of a directory, sorted (JSON Schema files excluded).
+fn results_files(dir: &Path) -> Result<Vec<PathBuf>, SiteError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| SiteError::io("reading directory", dir, e))?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry
+            .map_err(|e| SiteError::io("reading directory", dir, e))?
+            .path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.ends_with(".json") && !name.ends_with(".schema.json") && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    if files.is_empty() {
+        return Err(SiteError::NoResults(dir.to_path_buf()));
+    }
+    Ok(files)
+}
+
+fn render_file(
+    path: &Path,
+    options: &BuildOptions,
+    pinned: Option<&ed25519_dalek::VerifyingKey>,
+) -> Result<Rendered, SiteError> {
+    let bytes = std::fs::read(path).map_err(|e| SiteError::io("reading", path, e))?;
+    let verified = verification::verify_file(path, &bytes, pinned)?;
+    let data_err = |problem: String| SiteError::Data {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let scenario = &verified.file.scenario;
+    if scenario.is_empty()
+        || !scenario
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(data_err(format!(
+            "scenario name {scenario:?} cannot be a directory name"
+        )));
+    }
+    let json_name = format!("{scenario}.json");
+    let report = model::build(&verified, &json_name).map_err(data_err)?;
+    let facts = facts::compute(&verified.file, &report);
+    let prose_files = prose::load(scenario, &options.prose)?;
+    let verdict = prose::render(&prose_files.verdict.0, &prose_files.verdict.1, &facts)?;
+    let setup = prose::render(&prose_files.setup.0, &prose_files.setup.1, &facts)?;
+    let crashes: Vec<String> = verified.file.rows.iter().map(|r| r.crash.clone()).collect();
+    let outages: Vec<String> = verified
+        .file
+        .rows
+        .iter()
+        .map(|r| r.outage.clone())
+        .collect();
+    let rows = prose::render_rows(
+        &prose_files.rows.0,
+        &prose_files.rows.1,
+        &facts,
+        &crashes,
+        &outages,
+    )?;
+    let chart = chart::timing_svg(&verified.file);
+    let report_html = pages::report(&report, &verdict, &setup, &rows, &chart)?;
+    let ids_html = pages::ids(&report)?;
+    let mut receipts = Vec::new();
+    for rc in &report.receipts {
+        receipts.push((
+            rc.effect_id.clone(),
+            pages::receipt(&report, rc)?,
+            rc.bundle_json.clone(),
+        ));
+    }
+    Ok(Rendered {
+        report,
+        bytes,
+        report_html,
+        ids_html,
+        receipts,
+        facts,
+    })
+}
+
+fn mkdir(path: &Path) -> Result<(), SiteError> {
+    std::fs::create_dir_all(path).map_err(|e| SiteError::io("creating directory", path, e))
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), SiteError> {
+    std::fs::write(path, bytes).map_err(|e| SiteError::io("writing", path, e))
+}

@@ -14,10 +14,12 @@
 //!
 //! See `README.md` in this crate for what is modelled and what is not.
 
+#![recursion_limit = "256"]
+
 pub mod client;
 pub mod emulator;
 
-pub use client::{Client, ClientConfig, Params, Response, StripeError};
+pub use client::{ApiFailure, Client, ClientConfig, Params, Response, StripeError};
 
 /// The Stripe API version this crate is written against.
 ///

@@ -12,25 +12,8 @@
 #[derive(Debug, thiserror::Error)]
 pub enum StripeError {
     /// The service answered with an error envelope (`{"error": {...}}`).
-    #[error("{method} {path}: HTTP {status} {error_type}{}: {message}", code.as_deref().map(|c| format!(" ({c})")).unwrap_or_default())]
-    Api {
-        /// HTTP method of the request.
-        method: String,
-        /// Request path, e.g. `/v1/customers/cus_x`.
-        path: String,
-        /// HTTP status code.
-        status: u16,
-        /// Stripe's `error.type` (`invalid_request_error`, `idempotency_error`, `api_error`, ...).
-        error_type: String,
-        /// Stripe's `error.code`, e.g. `resource_missing` or `idempotency_key_in_use`.
-        code: Option<String>,
-        /// Stripe's `error.param`: the parameter that was wrong, if any.
-        param: Option<String>,
-        /// Stripe's human-readable `error.message`.
-        message: String,
-        /// The `Request-Id` response header.
-        request_id: Option<String>,
-    },
+    #[error("{0}")]
+    Api(Box<ApiFailure>),
     /// No answer within the configured timeout. The request may have landed.
     #[error("{method} {path}: timed out after {timeout_ms} ms (outcome unknown)")]
     Timeout {
@@ -79,13 +62,59 @@ pub enum StripeError {
     Config(String),
 }
 
+/// The details of an error answer from the service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiFailure {
+    /// HTTP method of the request.
+    pub method: String,
+    /// Request path, e.g. `/v1/customers/cus_x`.
+    pub path: String,
+    /// HTTP status code.
+    pub status: u16,
+    /// Stripe's `error.type` (`invalid_request_error`, `idempotency_error`, `api_error`, ...).
+    pub error_type: String,
+    /// Stripe's `error.code`, e.g. `resource_missing` or `idempotency_key_in_use`.
+    pub code: Option<String>,
+    /// Stripe's `error.param`: the parameter that was wrong, if any.
+    pub param: Option<String>,
+    /// Stripe's human-readable `error.message`.
+    pub message: String,
+    /// The `Request-Id` response header.
+    pub request_id: Option<String>,
+}
+
+impl std::fmt::Display for ApiFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}: HTTP {} {}",
+            self.method, self.path, self.status, self.error_type
+        )?;
+        if let Some(code) = &self.code {
+            write!(f, " ({code})")?;
+        }
+        if let Some(param) = &self.param {
+            write!(f, " [param {param}]")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
 impl StripeError {
+    /// The service's error details, when it answered with an error envelope.
+    pub fn api(&self) -> Option<&ApiFailure> {
+        match self {
+            StripeError::Api(failure) => Some(failure),
+            _ => None,
+        }
+    }
+
     /// True when the request may have been applied and nobody can say yet:
     /// timeouts, connection errors, unreadable answers, HTTP 5xx, 409 (an
     /// identical idempotent request is still running, or a lock conflict) and 429.
     pub fn outcome_unknown(&self) -> bool {
         match self {
-            StripeError::Api { status, .. } => *status >= 500 || *status == 409 || *status == 429,
+            StripeError::Api(f) => f.status >= 500 || f.status == 409 || f.status == 429,
             StripeError::Timeout { .. }
             | StripeError::Connection { .. }
             | StripeError::InvalidResponse { .. } => true,
@@ -97,8 +126,8 @@ impl StripeError {
     /// 429): the request was not applied and resending it unchanged will not help.
     pub fn is_rejected(&self) -> bool {
         match self {
-            StripeError::Api { status, .. } => {
-                (400..500).contains(status) && *status != 409 && *status != 429
+            StripeError::Api(f) => {
+                (400..500).contains(&f.status) && f.status != 409 && f.status != 429
             }
             _ => false,
         }
@@ -106,15 +135,17 @@ impl StripeError {
 
     /// True for configuration errors (refused key, bad URL): no request was sent.
     pub fn is_config(&self) -> bool {
-        matches!(self, StripeError::RefusedKey { .. } | StripeError::Config(_))
+        matches!(
+            self,
+            StripeError::RefusedKey { .. } | StripeError::Config(_)
+        )
     }
 
     /// The HTTP status, when the service answered.
     pub fn status(&self) -> Option<u16> {
         match self {
-            StripeError::Api { status, .. } | StripeError::InvalidResponse { status, .. } => {
-                Some(*status)
-            }
+            StripeError::Api(f) => Some(f.status),
+            StripeError::InvalidResponse { status, .. } => Some(*status),
             _ => None,
         }
     }
@@ -122,7 +153,7 @@ impl StripeError {
     /// Stripe's `error.code`, when the service answered with one.
     pub fn code(&self) -> Option<&str> {
         match self {
-            StripeError::Api { code, .. } => code.as_deref(),
+            StripeError::Api(f) => f.code.as_deref(),
             _ => None,
         }
     }
@@ -130,7 +161,7 @@ impl StripeError {
     /// Stripe's `error.type`, when the service answered with an error envelope.
     pub fn error_type(&self) -> Option<&str> {
         match self {
-            StripeError::Api { error_type, .. } => Some(error_type),
+            StripeError::Api(f) => Some(&f.error_type),
             _ => None,
         }
     }
@@ -138,7 +169,7 @@ impl StripeError {
     /// Stripe's `error.param`, when the service named one.
     pub fn param(&self) -> Option<&str> {
         match self {
-            StripeError::Api { param, .. } => param.as_deref(),
+            StripeError::Api(f) => f.param.as_deref(),
             _ => None,
         }
     }
@@ -146,7 +177,7 @@ impl StripeError {
     /// Stripe's `error.message` (or this error's own text for non-API errors).
     pub fn message(&self) -> String {
         match self {
-            StripeError::Api { message, .. } => message.clone(),
+            StripeError::Api(f) => f.message.clone(),
             other => other.to_string(),
         }
     }

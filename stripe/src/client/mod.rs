@@ -3,7 +3,7 @@
 mod error;
 mod params;
 
-pub use error::StripeError;
+pub use error::{ApiFailure, StripeError};
 pub use params::Params;
 
 use reqwest::blocking::Client as HttpClient;
@@ -97,8 +97,8 @@ impl std::fmt::Debug for Client {
 
 /// The first characters of a key: enough to recognise it, never the secret.
 fn key_hint(key: &str) -> String {
-    let shown: String = key.chars().take(12).collect();
-    if key.chars().count() > 12 {
+    let shown: String = key.chars().take(8).collect();
+    if key.chars().count() > 8 {
         format!("{shown}...")
     } else {
         shown
@@ -152,7 +152,9 @@ impl Client {
             });
         }
         if config.timeout.is_zero() {
-            return Err(StripeError::Config("the request timeout must be positive".into()));
+            return Err(StripeError::Config(
+                "the request timeout must be positive".into(),
+            ));
         }
         let http = HttpClient::builder()
             .timeout(config.timeout)
@@ -315,7 +317,7 @@ impl Client {
         match error {
             Some(e) => {
                 let field = |name: &str| e.get(name).and_then(|v| v.as_str()).map(str::to_string);
-                Err(StripeError::Api {
+                Err(StripeError::Api(Box::new(ApiFailure {
                     method: method.into(),
                     path: path.into(),
                     status,
@@ -324,7 +326,7 @@ impl Client {
                     param: field("param"),
                     message: field("message").unwrap_or_default(),
                     request_id,
-                })
+                })))
             }
             None => Err(StripeError::InvalidResponse {
                 method: method.into(),

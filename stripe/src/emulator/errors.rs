@@ -163,3 +163,20 @@ impl ApiError {
         json!({ "error": Value::Object(error) })
     }
 }
+
+impl ApiError {
+    /// The same error with a `code`.
+    pub fn with_code(self, code: &'static str) -> ApiError {
+        self.code(code)
+    }
+
+    /// 402 `card_error` when an invoice cannot be collected.
+    pub fn payment_failed(invoice: &str) -> ApiError {
+        ApiError::new(
+            402,
+            "card_error",
+            format!("The invoice {invoice} could not be paid: the customer has no payment method."),
+        )
+        .code("invoice_payment_intent_requires_action")
+    }
+}

@@ -80,8 +80,7 @@ fn glob(pattern: &str, text: &str) -> bool {
         return pattern == text;
     }
     let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !text.starts_with(first) || text.len() < first.len() + last.len() || !text.ends_with(last)
-    {
+    if !text.starts_with(first) || text.len() < first.len() + last.len() || !text.ends_with(last) {
         return false;
     }
     let mut rest = &text[first.len()..text.len() - last.len()];
@@ -152,7 +151,12 @@ impl FaultHandle {
     }
 
     /// The action for this request, if a rule with uses left matches it.
-    pub(crate) fn take(&self, method: &str, path: &str, api_key: Option<&str>) -> Option<FaultAction> {
+    pub(crate) fn take(
+        &self,
+        method: &str,
+        path: &str,
+        api_key: Option<&str>,
+    ) -> Option<FaultAction> {
         let mut rules = self.rules();
         let active = rules.active.iter_mut().find(|a| {
             a.rule.matches(method, path, api_key) && a.rule.times.is_none_or(|n| a.fired < n)
@@ -171,8 +175,14 @@ mod tests {
         assert!(glob("/v1/customers", "/v1/customers"));
         assert!(!glob("/v1/customers", "/v1/customers/x"));
         assert!(glob("/v1/*", "/v1/customers/x"));
-        assert!(glob("/v1/customers/*/balance_transactions", "/v1/customers/cus_1/balance_transactions"));
-        assert!(!glob("/v1/customers/*/balance_transactions", "/v1/customers/cus_1"));
+        assert!(glob(
+            "/v1/customers/*/balance_transactions",
+            "/v1/customers/cus_1/balance_transactions"
+        ));
+        assert!(!glob(
+            "/v1/customers/*/balance_transactions",
+            "/v1/customers/cus_1"
+        ));
         assert!(glob("*", ""));
     }
 }

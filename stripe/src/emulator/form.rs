@@ -45,8 +45,7 @@ fn segments(key: &str) -> Result<Vec<String>, ApiError> {
 }
 
 fn insert(node: &mut Node, segs: &[String], value: String, key: &str) -> Result<(), ApiError> {
-    let conflict =
-        || ApiError::bad_request(format!("Conflicting values for parameter {key}"));
+    let conflict = || ApiError::bad_request(format!("Conflicting values for parameter {key}"));
     let Some((first, rest)) = segs.split_first() else {
         return Err(conflict());
     };
@@ -64,9 +63,7 @@ fn insert(node: &mut Node, segs: &[String], value: String, key: &str) -> Result<
             } else {
                 first.parse::<usize>().map_err(|_| conflict())?
             };
-            items
-                .entry(index)
-                .or_insert_with(|| Node::Map(Vec::new()))
+            items.entry(index).or_insert_with(|| Node::Map(Vec::new()))
         }
         Node::Map(entries) => {
             let pos = match entries.iter().position(|(k, _)| k == first) {
@@ -287,7 +284,11 @@ impl<'a> Form<'a> {
             }),
             Some(_) => Err(ApiError::invalid(
                 self.name(key),
-                format!("Invalid {}: must be an object (use {}[...])", self.name(key), self.name(key)),
+                format!(
+                    "Invalid {}: must be an object (use {}[...])",
+                    self.name(key),
+                    self.name(key)
+                ),
             )),
         }
     }
@@ -334,7 +335,11 @@ impl<'a> Form<'a> {
             Some(Value::String(s)) if s.is_empty() => Ok(Vec::new()),
             Some(_) => Err(ApiError::invalid(
                 self.name(key),
-                format!("Invalid array: {} (use {}[]=...)", self.name(key), self.name(key)),
+                format!(
+                    "Invalid array: {} (use {}[]=...)",
+                    self.name(key),
+                    self.name(key)
+                ),
             )),
         }
     }

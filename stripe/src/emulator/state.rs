@@ -220,7 +220,6 @@ pub(crate) struct Invoice {
 /// waiting for the subscription's next invoice.
 #[derive(Debug, Clone)]
 pub(crate) struct PendingItem {
-    pub id: String,
     pub customer: String,
     pub subscription: String,
     pub line: Line,
@@ -434,6 +433,11 @@ impl Account {
         );
         id
     }
+}
+
+/// `req_...` for the `Request-Id` header: unique per emulator instance.
+pub(crate) fn request_id(seed: u64, n: u64) -> String {
+    format!("req_{}{}", base62(mix(seed ^ mix(n)), 10), base62(n, 4))
 }
 
 #[cfg(test)]

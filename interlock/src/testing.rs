@@ -1,0 +1,494 @@
+//! Test helpers: targets and lease stores with injectable faults. Not for production use.
+//!
+//! - [`MemTarget`]: an in-memory target of any tier whose sends can be rejected, lost, or land
+//!   while the answer is lost.
+//! - [`FileTarget`]: a target whose state lives in a JSON file under `flock`, so it survives the
+//!   SIGKILL of the process that called it (used by the `gate-crash-probe` binary).
+//! - [`MemLeases`]: leases that can be granted and revoked.
+
+use crate::lease::{LeaseCheck, LeaseError, LeaseStore};
+use crate::target::{Target, TargetError, Tier};
+use serde_json::{json, Map, Value};
+use std::collections::{HashMap, VecDeque};
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// What one `apply` call does at a fault-injecting target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fault {
+    /// Lands (or, at a deduping tier-1 target, replays the first result) and answers.
+    Ok,
+    /// Does not land; the service answers "no".
+    Rejected,
+    /// Does not land; the answer is lost (timeout).
+    Unknown,
+    /// Lands; the answer is lost.
+    LandedButUnknown,
+    /// Lands, yet the service answers "no" (a lying or confused service).
+    RejectedButLanded,
+}
+
+impl Fault {
+    /// Every fault.
+    pub const ALL: [Fault; 5] = [
+        Fault::Ok,
+        Fault::Rejected,
+        Fault::Unknown,
+        Fault::LandedButUnknown,
+        Fault::RejectedButLanded,
+    ];
+
+    fn lands(self) -> bool {
+        matches!(
+            self,
+            Fault::Ok | Fault::LandedButUnknown | Fault::RejectedButLanded
+        )
+    }
+
+    fn answer(self, evidence: Value) -> Result<Value, TargetError> {
+        match self {
+            Fault::Ok => Ok(evidence),
+            Fault::Rejected | Fault::RejectedButLanded => Err(TargetError::Rejected {
+                reason: "injected rejection".into(),
+            }),
+            Fault::Unknown | Fault::LandedButUnknown => Err(TargetError::Unknown {
+                reason: "injected lost answer".into(),
+            }),
+        }
+    }
+
+    /// Parse `ok`, `rejected`, `unknown`, `landed-but-unknown`, `rejected-but-landed`.
+    pub fn parse(s: &str) -> Option<Fault> {
+        Some(match s {
+            "ok" => Fault::Ok,
+            "rejected" => Fault::Rejected,
+            "unknown" => Fault::Unknown,
+            "landed-but-unknown" => Fault::LandedButUnknown,
+            "rejected-but-landed" => Fault::RejectedButLanded,
+            _ => return None,
+        })
+    }
+}
+
+fn premise_violations(premises: &Value, facts: &Map<String, Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Value::Object(p) = premises {
+        for (k, was) in p {
+            let now = facts.get(k).unwrap_or(&Value::Null);
+            if now != was {
+                out.push(format!("{k}: was {was}, now {now}"));
+            }
+        }
+    }
+    out
+}
+
+type ApplyHook = Box<dyn Fn(&str) + Send + Sync>;
+
+#[derive(Default)]
+struct MemState {
+    landed: Vec<(String, Value)>,
+    apply_calls: usize,
+    facts: Map<String, Value>,
+    faults: VecDeque<Fault>,
+    failing_queries: usize,
+}
+
+/// An in-memory target with injectable faults. Premises are a JSON object compared key by key
+/// with the target's current facts.
+pub struct MemTarget {
+    tier: Tier,
+    queryable: bool,
+    dedup_window: Option<Duration>,
+    max_in_flight: Duration,
+    state: Mutex<MemState>,
+    on_apply: Option<ApplyHook>,
+}
+
+impl std::fmt::Debug for MemTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemTarget")
+            .field("tier", &self.tier)
+            .field("queryable", &self.queryable)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MemTarget {
+    /// A target of `tier`; tier 2 is always queryable, tier 3 never. Dedup window forever,
+    /// `max_in_flight` zero.
+    pub fn new(tier: Tier, queryable: bool) -> MemTarget {
+        MemTarget {
+            tier,
+            queryable: match tier {
+                Tier::One => queryable,
+                Tier::Two => true,
+                Tier::Three => false,
+            },
+            dedup_window: None,
+            max_in_flight: Duration::ZERO,
+            state: Mutex::new(MemState::default()),
+            on_apply: None,
+        }
+    }
+
+    /// Set the dedup window.
+    pub fn with_dedup_window(mut self, w: Option<Duration>) -> MemTarget {
+        self.dedup_window = w;
+        self
+    }
+
+    /// Set `max_in_flight`.
+    pub fn with_max_in_flight(mut self, d: Duration) -> MemTarget {
+        self.max_in_flight = d;
+        self
+    }
+
+    /// Call `f(effect_id)` at the start of every `apply` (e.g. to assert a durable DISPATCHED).
+    pub fn with_apply_hook(mut self, f: Box<dyn Fn(&str) + Send + Sync>) -> MemTarget {
+        self.on_apply = Some(f);
+        self
+    }
+
+    fn st(&self) -> std::sync::MutexGuard<'_, MemState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queue faults for the next `apply` calls (after the queue empties, sends succeed).
+    pub fn push_faults(&self, faults: impl IntoIterator<Item = Fault>) {
+        self.st().faults.extend(faults);
+    }
+
+    /// Drop queued faults.
+    pub fn clear_faults(&self) {
+        let mut st = self.st();
+        st.faults.clear();
+        st.failing_queries = 0;
+    }
+
+    /// Make the next `n` lookups fail with an unknown error.
+    pub fn fail_queries(&self, n: usize) {
+        self.st().failing_queries = n;
+    }
+
+    /// Set a fact premises are compared with.
+    pub fn set_fact(&self, key: &str, value: Value) {
+        self.st().facts.insert(key.to_owned(), value);
+    }
+
+    /// How many times this effect landed.
+    pub fn landed(&self, effect_id: &str) -> usize {
+        self.st().landed.iter().filter(|(e, _)| e == effect_id).count()
+    }
+
+    /// How many effects landed in all.
+    pub fn landed_total(&self) -> usize {
+        self.st().landed.len()
+    }
+
+    /// How many times `apply` was called.
+    pub fn apply_calls(&self) -> usize {
+        self.st().apply_calls
+    }
+}
+
+impl Target for MemTarget {
+    fn tier(&self) -> Tier {
+        self.tier
+    }
+    fn queryable(&self) -> bool {
+        self.queryable
+    }
+    fn dedup_window(&self) -> Option<Duration> {
+        self.dedup_window
+    }
+    fn max_in_flight(&self) -> Duration {
+        self.max_in_flight
+    }
+    fn check_premises(&self, _effect_id: &str, premises: &Value) -> Result<Vec<String>, TargetError> {
+        Ok(premise_violations(premises, &self.st().facts))
+    }
+    fn apply(&self, effect_id: &str, effect: &Value) -> Result<Value, TargetError> {
+        if let Some(f) = &self.on_apply {
+            f(effect_id);
+        }
+        let mut st = self.st();
+        st.apply_calls += 1;
+        let fault = st.faults.pop_front().unwrap_or(Fault::Ok);
+        let existing = st.landed.iter().position(|(e, _)| e == effect_id);
+        let n = match existing {
+            Some(i) if self.tier == Tier::One => i,
+            _ => {
+                if !fault.lands() {
+                    return fault.answer(Value::Null);
+                }
+                st.landed.push((effect_id.to_owned(), effect.clone()));
+                st.landed.len() - 1
+            }
+        };
+        fault.answer(json!({"id": format!("obj_{n}"), "effect_id": effect_id}))
+    }
+    fn query(&self, effect_id: &str, _effect: &Value) -> Result<Option<Value>, TargetError> {
+        let mut st = self.st();
+        if st.failing_queries > 0 {
+            st.failing_queries -= 1;
+            return Err(TargetError::Unknown {
+                reason: "injected lookup failure".into(),
+            });
+        }
+        Ok(st
+            .landed
+            .iter()
+            .position(|(e, _)| e == effect_id)
+            .map(|n| json!({"id": format!("obj_{n}"), "effect_id": effect_id})))
+    }
+}
+
+/// Leases that are live once granted and until revoked. The grant record is
+/// `{"lease": <lease>, "revoked": bool}`.
+#[derive(Debug, Default)]
+pub struct MemLeases {
+    leases: Mutex<HashMap<String, bool>>,
+}
+
+impl MemLeases {
+    /// No leases.
+    pub fn new() -> MemLeases {
+        MemLeases::default()
+    }
+
+    fn key(lease: &Value) -> String {
+        verify::canonical::to_string(lease).unwrap_or_else(|_| lease.to_string())
+    }
+
+    /// Grant (or un-revoke) a lease.
+    pub fn grant(&self, lease: &Value) {
+        self.leases
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(Self::key(lease), true);
+    }
+
+    /// Revoke a lease.
+    pub fn revoke(&self, lease: &Value) {
+        self.leases
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(Self::key(lease), false);
+    }
+}
+
+impl LeaseStore for MemLeases {
+    fn check(&self, lease: &Value, _effect: &Value) -> Result<LeaseCheck, LeaseError> {
+        let state = self
+            .leases
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&Self::key(lease))
+            .copied();
+        Ok(LeaseCheck {
+            live: state == Some(true),
+            grant: state.map(|live| json!({"lease": lease, "revoked": !live})),
+        })
+    }
+}
+
+/// Leases that are always live (for tests and probes that do not exercise leases).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AllLive;
+
+impl LeaseStore for AllLive {
+    fn check(&self, lease: &Value, _effect: &Value) -> Result<LeaseCheck, LeaseError> {
+        Ok(LeaseCheck {
+            live: true,
+            grant: Some(json!({"lease": lease})),
+        })
+    }
+}
+
+/// A target whose state lives in a JSON file (`{"landed": [...], "facts": {...}, "faults":
+/// [...], "apply_calls": n}`), read and written under an exclusive `flock` on `<file>.lock`, so it
+/// outlives any process that calls it. Tier 1 dedupes on the effect id; tier 2 does not.
+#[derive(Debug, Clone)]
+pub struct FileTarget {
+    path: PathBuf,
+    tier: Tier,
+    queryable: bool,
+    max_in_flight: Duration,
+    apply_delay: Duration,
+}
+
+/// Why a [`FileTarget`] state file could not be used.
+fn file_err(path: &Path, what: &str, e: impl std::fmt::Display) -> TargetError {
+    TargetError::Unknown {
+        reason: format!("{}: could not {what}: {e}", path.display()),
+    }
+}
+
+impl FileTarget {
+    /// A target with its state in `path` (created empty on first use).
+    pub fn new(path: &Path, tier: Tier, queryable: bool, max_in_flight: Duration) -> FileTarget {
+        FileTarget {
+            path: path.to_owned(),
+            tier,
+            queryable: match tier {
+                Tier::One => queryable,
+                Tier::Two => true,
+                Tier::Three => false,
+            },
+            max_in_flight,
+            apply_delay: Duration::ZERO,
+        }
+    }
+
+    /// Sleep this long inside `apply` (while holding nothing but the caller's claim).
+    pub fn with_apply_delay(mut self, d: Duration) -> FileTarget {
+        self.apply_delay = d;
+        self
+    }
+
+    /// Run `f` on the state under the state file's lock, then write it back (fsynced).
+    pub fn with_state<R>(
+        path: &Path,
+        f: impl FnOnce(&mut Map<String, Value>) -> R,
+    ) -> Result<R, TargetError> {
+        let mut lock_name = path.as_os_str().to_owned();
+        lock_name.push(".lock");
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(PathBuf::from(lock_name))
+            .map_err(|e| file_err(path, "open the lock file", e))?;
+        lock.lock().map_err(|e| file_err(path, "lock", e))?;
+        let mut state = match std::fs::read(path) {
+            Ok(b) if !b.is_empty() => match serde_json::from_slice::<Value>(&b) {
+                Ok(Value::Object(m)) => m,
+                _ => return Err(file_err(path, "parse", "not a JSON object")),
+            },
+            Ok(_) => Map::new(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Map::new(),
+            Err(e) => return Err(file_err(path, "read", e)),
+        };
+        let out = f(&mut state);
+        let mut tmp_name = path.as_os_str().to_owned();
+        tmp_name.push(".tmp");
+        let tmp = PathBuf::from(tmp_name);
+        let bytes = serde_json::to_vec(&state).map_err(|e| file_err(path, "encode", e))?;
+        let write = || -> std::io::Result<()> {
+            let mut f = File::create(&tmp)?;
+            std::io::Write::write_all(&mut f, &bytes)?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, path)
+        };
+        write().map_err(|e| file_err(path, "write", e))?;
+        Ok(out)
+    }
+
+    /// The landed effects recorded in the state file at `path`.
+    pub fn landed_in(path: &Path) -> Result<Vec<Value>, TargetError> {
+        Self::with_state(path, |s| {
+            s.get("landed")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        })
+    }
+
+    /// Set a fact in the state file at `path`.
+    pub fn set_fact_in(path: &Path, key: &str, value: Value) -> Result<(), TargetError> {
+        Self::with_state(path, |s| {
+            let facts = s
+                .entry("facts")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(m) = facts {
+                m.insert(key.to_owned(), value);
+            }
+        })
+    }
+
+    /// Queue faults (by [`Fault::parse`] name) in the state file at `path`.
+    pub fn push_faults_in(path: &Path, faults: &[&str]) -> Result<(), TargetError> {
+        Self::with_state(path, |s| {
+            let q = s.entry("faults").or_insert_with(|| json!([]));
+            if let Value::Array(a) = q {
+                a.extend(faults.iter().map(|f| json!(f)));
+            }
+        })
+    }
+}
+
+impl Target for FileTarget {
+    fn tier(&self) -> Tier {
+        self.tier
+    }
+    fn queryable(&self) -> bool {
+        self.queryable
+    }
+    fn dedup_window(&self) -> Option<Duration> {
+        None
+    }
+    fn max_in_flight(&self) -> Duration {
+        self.max_in_flight
+    }
+    fn check_premises(&self, _effect_id: &str, premises: &Value) -> Result<Vec<String>, TargetError> {
+        Self::with_state(&self.path, |s| {
+            let facts = s
+                .get("facts")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            premise_violations(premises, &facts)
+        })
+    }
+    fn apply(&self, effect_id: &str, effect: &Value) -> Result<Value, TargetError> {
+        if !self.apply_delay.is_zero() {
+            std::thread::sleep(self.apply_delay);
+        }
+        let tier = self.tier;
+        let answer = Self::with_state(&self.path, |s| {
+            let calls = s.get("apply_calls").and_then(Value::as_u64).unwrap_or(0);
+            s.insert("apply_calls".into(), json!(calls + 1));
+            let fault = match s.get_mut("faults").and_then(Value::as_array_mut) {
+                Some(q) if !q.is_empty() => {
+                    Fault::parse(q.remove(0).as_str().unwrap_or("")).unwrap_or(Fault::Ok)
+                }
+                _ => Fault::Ok,
+            };
+            let landed = s
+                .entry("landed")
+                .or_insert_with(|| json!([]));
+            let Value::Array(landed) = landed else {
+                return Err(TargetError::Unknown {
+                    reason: "state file: `landed` is not an array".into(),
+                });
+            };
+            let existing = landed
+                .iter()
+                .position(|l| l.get("effect_id").and_then(Value::as_str) == Some(effect_id));
+            let n = match existing {
+                Some(i) if tier == Tier::One => i,
+                _ => {
+                    if !fault.lands() {
+                        return fault.answer(Value::Null);
+                    }
+                    landed.push(json!({"effect_id": effect_id, "effect": effect, "pid": std::process::id()}));
+                    landed.len() - 1
+                }
+            };
+            fault.answer(json!({"id": format!("obj_{n}"), "effect_id": effect_id}))
+        })?;
+        answer
+    }
+    fn query(&self, effect_id: &str, _effect: &Value) -> Result<Option<Value>, TargetError> {
+        Self::with_state(&self.path, |s| {
+            s.get("landed").and_then(Value::as_array).and_then(|l| {
+                l.iter()
+                    .position(|x| x.get("effect_id").and_then(Value::as_str) == Some(effect_id))
+                    .map(|n| json!({"id": format!("obj_{n}"), "effect_id": effect_id}))
+            })
+        })
+    }
+}

@@ -1,0 +1,185 @@
+//! Where the Stripe calls go: the embedded emulator (default) or Stripe test mode.
+//!
+//! Emulator: started in-process on 127.0.0.1 port 0; every cell gets its own `sk_test_` key, so
+//! its state (prices included) is private to the cell. Stripe test mode: `STRIPE_SECRET_KEY`,
+//! which must be an `sk_test_` or `rk_test_` key; cells share the account and are kept apart by
+//! their own test clocks, customers and case ids; the plan prices are ensured once per run.
+//!
+//! Timing settings are chosen together: the credit target's `max_in_flight` covers the client's
+//! request timeout plus server-side slack, and the claim TTL (backstop for a hung but alive
+//! sender) is twice that. A SIGKILLed sender's claim is never waited out: its lock dies with it.
+
+use scenarios::billing_credit as bc;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// Request timeout of the Stripe client against the loopback emulator.
+pub const EMULATOR_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Request timeout of the Stripe client against Stripe test mode.
+pub const STRIPE_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Environment variable with the Stripe test key.
+pub const STRIPE_KEY_ENV: &str = "STRIPE_SECRET_KEY";
+
+/// Which backend to run against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendKind {
+    /// The project's Stripe emulator, embedded, on loopback (no network, no key).
+    Emulator,
+    /// Stripe test mode with STRIPE_SECRET_KEY (sk_test_/rk_test_ only).
+    Stripe,
+}
+
+/// A started backend.
+pub struct Backend {
+    kind: BackendKind,
+    base_url: String,
+    run_id: String,
+    stripe_key: Option<String>,
+    request_timeout: Duration,
+    settings: bc::ScenarioSettings,
+    shared_prices: OnceLock<bc::Prices>,
+    _emulator: Option<stripe::emulator::RunningEmulator>,
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backend")
+            .field("kind", &self.kind)
+            .field("base_url", &self.base_url)
+            .finish()
+    }
+}
+
+/// Checks a Stripe key is a test key, with an error that says how to fix it.
+pub fn check_stripe_key(key: &str) -> Result<(), String> {
+    let key = key.trim();
+    if key.starts_with("sk_test_") || key.starts_with("rk_test_") {
+        return Ok(());
+    }
+    let shown: String = key.chars().take(8).collect();
+    Err(format!(
+        "{STRIPE_KEY_ENV} must be a Stripe TEST key (sk_test_... or rk_test_...); got a key \
+         starting {shown:?}. The runner never uses live mode: use a test-mode key from the \
+         Stripe dashboard, or the default --backend emulator, which needs no key"
+    ))
+}
+
+impl Backend {
+    /// Starts the backend. `run_id` makes emulator keys unique to the run.
+    pub fn start(kind: BackendKind, run_id: &str) -> Result<Backend, String> {
+        match kind {
+            BackendKind::Emulator => {
+                let emulator =
+                    stripe::emulator::Emulator::start(stripe::emulator::EmulatorConfig::default())
+                        .map_err(|e| format!("cannot start the embedded Stripe emulator: {e}"))?;
+                let base_url = emulator.base_url();
+                Ok(Backend {
+                    kind,
+                    base_url,
+                    run_id: run_id.to_string(),
+                    stripe_key: None,
+                    request_timeout: EMULATOR_REQUEST_TIMEOUT,
+                    settings: bc::ScenarioSettings::for_client_timeout(EMULATOR_REQUEST_TIMEOUT),
+                    shared_prices: OnceLock::new(),
+                    _emulator: Some(emulator),
+                })
+            }
+            BackendKind::Stripe => {
+                let key = std::env::var(STRIPE_KEY_ENV).map_err(|_| {
+                    format!(
+                        "--backend stripe needs {STRIPE_KEY_ENV} set to a Stripe test-mode key \
+                         (sk_test_... or rk_test_...); or use the default --backend emulator"
+                    )
+                })?;
+                check_stripe_key(&key)?;
+                Ok(Backend {
+                    kind,
+                    base_url: stripe::client::STRIPE_API_BASE.to_string(),
+                    run_id: run_id.to_string(),
+                    stripe_key: Some(key.trim().to_string()),
+                    request_timeout: STRIPE_REQUEST_TIMEOUT,
+                    settings: bc::ScenarioSettings::for_client_timeout(STRIPE_REQUEST_TIMEOUT),
+                    shared_prices: OnceLock::new(),
+                    _emulator: None,
+                })
+            }
+        }
+    }
+
+    /// `emulator` or `stripe_test_mode` (`environment.backend`).
+    pub fn name(&self) -> &'static str {
+        match self.kind {
+            BackendKind::Emulator => "emulator",
+            BackendKind::Stripe => "stripe_test_mode",
+        }
+    }
+
+    /// The base URL workers use.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The Stripe client request timeout.
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
+    /// The gate settings given to workers.
+    pub fn scenario_settings(&self) -> bc::ScenarioSettings {
+        self.settings
+    }
+
+    /// The API key of cell `index`.
+    pub fn api_key(&self, index: usize) -> String {
+        match &self.stripe_key {
+            Some(k) => k.clone(),
+            None => crate::keys::cell_api_key(&self.run_id, index),
+        }
+    }
+
+    /// A client for `api_key`.
+    pub fn client(&self, api_key: &str) -> Result<stripe::Client, String> {
+        stripe::Client::new(
+            stripe::ClientConfig::new(&self.base_url, api_key).with_timeout(self.request_timeout),
+        )
+        .map_err(|e| e.to_string())
+    }
+
+    /// The plan prices for a cell's client: per key on the emulator, once per run on Stripe.
+    pub fn prices(&self, client: &stripe::Client) -> Result<bc::Prices, String> {
+        match self.kind {
+            BackendKind::Emulator => bc::ensure_prices(client).map_err(|e| e.to_string()),
+            BackendKind::Stripe => {
+                if let Some(p) = self.shared_prices.get() {
+                    return Ok(p.clone());
+                }
+                let p = bc::ensure_prices(client).map_err(|e| e.to_string())?;
+                Ok(self.shared_prices.get_or_init(|| p).clone())
+            }
+        }
+    }
+
+    /// On Stripe, ensures the prices once before cells run in parallel (no duplicate creation).
+    pub fn prepare(&self) -> Result<(), String> {
+        if self.kind == BackendKind::Stripe {
+            let client = self.client(&self.api_key(0))?;
+            self.prices(&client)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_test_keys_are_accepted() {
+        assert!(check_stripe_key("sk_test_abc").is_ok());
+        assert!(check_stripe_key("rk_test_abc").is_ok());
+        let e = check_stripe_key("sk_live_abcdefgh").unwrap_err();
+        assert!(e.contains("TEST key") && e.contains("sk_live_"), "{e}");
+        assert!(!e.contains("abcdefgh"), "never print the whole key: {e}");
+        assert!(check_stripe_key("pk_test_abc").is_err());
+    }
+}

@@ -1,0 +1,588 @@
+//! Running one cell: open the case, start the decide worker, SIGKILL it at its crash point, run
+//! the outage while it is dead, start the restart worker, read ground truth and judge.
+//!
+//! Every way the harness can fail to run the cell as designed (the worker exits by itself, dies
+//! of another signal, announces the wrong point, times out, a read fails, the restart fails)
+//! becomes a `HARNESS_ERROR` cell with the reason and the worker's stderr tail. Only failures
+//! before the case exists (the backend is unusable) abort the run.
+
+use crate::backend::Backend;
+use crate::judge;
+use crate::matrix::{CellSpec, Column, CrashPoint, Outage};
+use crate::worker::{self, CRASH_LINE_PREFIX, OBSERVED_FILE, STATUS_LINE_PREFIX};
+use rand::{rngs::StdRng, SeedableRng};
+use scenarios::billing_credit as bc;
+use serde_json::Value;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use verify::billing_credit::HARNESS_ERROR;
+use verify::results::{Candidates, Cell, GroundTruth, Observations, OutageRecord, Timings};
+
+/// How much of a worker's stderr a HARNESS_ERROR keeps.
+pub const STDERR_TAIL_CHARS: usize = 1500;
+
+/// Everything a cell needs from the run.
+pub struct CellContext<'a> {
+    /// Where Stripe (or the emulator) is and the cell's key.
+    pub backend: &'a Backend,
+    /// The runner binary (workers are its hidden subcommand).
+    pub exe: &'a Path,
+    /// The run's temporary directory (cell dirs go inside).
+    pub run_dir: &'a Path,
+    /// The private signing key file handed to workers.
+    pub key_file: &'a Path,
+    /// The public key receipts must be signed with.
+    pub public_key: ed25519_dalek::VerifyingKey,
+    /// Worker arguments for the decider.
+    pub decider_args: &'a [String],
+    /// The run's seed (case ids and outage ids derive from it).
+    pub seed: u64,
+    /// Set on Ctrl-C: stop workers and give up.
+    pub cancel: &'a AtomicBool,
+    /// Longest a decide worker may take to reach its crash point.
+    pub decide_timeout: Duration,
+    /// Longest a restart worker may take.
+    pub restart_timeout: Duration,
+}
+
+/// Why a cell produced no cell at all.
+#[derive(Debug)]
+pub enum CellAbort {
+    /// The run was interrupted; workers were killed.
+    Cancelled,
+    /// The case could not even be opened (the backend is unusable).
+    Setup(String),
+}
+
+/// The seed of one cell's random choices.
+pub fn cell_seed(seed: u64, index: usize) -> u64 {
+    seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// The scenario's name for a column.
+pub fn scen_column(c: Column) -> bc::Column {
+    match c {
+        Column::NoCheck => bc::Column::NoCheck,
+        Column::HandCheck => bc::Column::HandCheck,
+        Column::Interlock => bc::Column::Interlock,
+    }
+}
+
+/// The scenario's name for a crash point.
+pub fn scen_crash(c: CrashPoint) -> bc::CrashPoint {
+    match c {
+        CrashPoint::BeforeSend => bc::CrashPoint::BeforeSend,
+        CrashPoint::AfterSend => bc::CrashPoint::AfterSend,
+    }
+}
+
+/// The scenario's name for an outage.
+pub fn scen_outage(o: Outage) -> bc::Outage {
+    match o {
+        Outage::Renewal => bc::Outage::Renewal,
+        Outage::BillingCredit => bc::Outage::BillingCredit,
+        Outage::Proration => bc::Outage::Proration,
+        Outage::UnrelatedCredit => bc::Outage::UnrelatedCredit,
+    }
+}
+
+/// Runs one cell to a judged (or HARNESS_ERROR) results cell.
+pub fn run_cell(ctx: &CellContext<'_>, index: usize, spec: CellSpec) -> Result<Cell, CellAbort> {
+    let dir = ctx.run_dir.join(format!(
+        "cell{index:03}-{}-{}-{}-r{}",
+        spec.crash, spec.outage, spec.column, spec.repeat
+    ));
+    let setup = |what: &str, e: &dyn std::fmt::Display| {
+        CellAbort::Setup(format!("cell {} ({what}): {e}", spec.label()))
+    };
+    fs::create_dir_all(&dir).map_err(|e| setup("create the cell directory", &e))?;
+    let api_key = ctx.backend.api_key(index);
+    let client = ctx
+        .backend
+        .client(&api_key)
+        .map_err(|e| setup("build the Stripe client", &e))?;
+    let prices = ctx
+        .backend
+        .prices(&client)
+        .map_err(|e| setup("ensure the plan prices", &e))?;
+    let mut rng = StdRng::seed_from_u64(cell_seed(ctx.seed, index));
+    let label = format!("billing_credit {}", spec.label());
+    let case = bc::open_case(&client, &prices, &label, &mut rng)
+        .map_err(|e| setup("open the case", &e))?;
+    case.save(&dir).map_err(|e| setup("save case.json", &e))?;
+
+    let mut cell = blank_cell(spec, &case);
+    let decide = run_decide(ctx, &dir, &api_key, spec)?;
+    cell.worker_exit_signal = decide.signal;
+    cell.worker_exit_code = decide.code;
+    cell.decision = bc::load_decision(&dir).ok();
+    cell.observations.decision = read_observed(&dir);
+    let Some(killed_at) = decide.killed_at else {
+        let why = decide
+            .problem
+            .unwrap_or_else(|| "the decide worker was not killed".into());
+        return Ok(harness_error(ctx, cell, &client, &case, &dir, why, None));
+    };
+
+    // The worker is dead: observe, run the outage, observe again.
+    let mut outage_rng = rng;
+    let steps = (|| -> Result<(Candidates, OutageRecord, Candidates), String> {
+        let at_crash = bc::observations(&client, &case).map_err(|e| e.to_string())?;
+        let record = bc::run_outage(&client, &case, scen_outage(spec.outage), &mut outage_rng)
+            .map_err(|e| e.to_string())?;
+        let at_restart = bc::observations(&client, &case).map_err(|e| e.to_string())?;
+        Ok((at_crash, record, at_restart))
+    })();
+    let (at_crash, record, at_restart) = match steps {
+        Ok(v) => v,
+        Err(e) => {
+            let why = format!("the runner's reads or outage failed while the worker was dead: {e}");
+            return Ok(harness_error(ctx, cell, &client, &case, &dir, why, None));
+        }
+    };
+    cell.observations.crash = Some(at_crash);
+    cell.observations.restart = Some(at_restart);
+    cell.outage_record = record;
+    let outage_ms = ms(killed_at.elapsed());
+
+    let restart_at = Instant::now();
+    let restart = run_restart(ctx, &dir, &api_key, spec)?;
+    let settled_at = Instant::now();
+    let timings = Timings {
+        crash_to_settled_ms: ms(settled_at - killed_at),
+        restart_to_settled_ms: ms(settled_at - restart_at),
+        outage_ms,
+    };
+    let (report, raw) = match restart {
+        Ok(r) => r,
+        Err(why) => {
+            return Ok(harness_error(
+                ctx,
+                cell,
+                &client,
+                &case,
+                &dir,
+                why,
+                Some(timings),
+            ))
+        }
+    };
+    let truth = match bc::ground_truth(&client, &case) {
+        Ok(t) => t,
+        Err(e) => {
+            let why = format!("reading the ground truth after the restart failed: {e}");
+            return Ok(harness_error(
+                ctx,
+                cell,
+                &client,
+                &case,
+                &dir,
+                why,
+                Some(timings),
+            ));
+        }
+    };
+    cell.timings = Some(timings);
+    cell.outcome = report.status.clone();
+    cell.via = report.via.clone();
+    cell.effect_id = report.effect_id.clone();
+    cell.journal_kinds = report.journal_kinds.clone();
+    cell.receipt = report.receipt.clone();
+    cell.hand_check_log = match spec.column {
+        Column::HandCheck => Some(match &report.hand_check_log {
+            Some(log) => log.clone(),
+            None => bc::read_hand_check_log(&dir).unwrap_or_default(),
+        }),
+        _ => None,
+    };
+    cell.restart = Some(raw);
+    cell.stripe_ids = bc::stripe_ids(&case, &truth);
+    cell.ground_truth = truth;
+    judge::judge(&mut cell, &ctx.public_key);
+    Ok(cell)
+}
+
+/// A cell with every field set to "nothing happened yet".
+fn blank_cell(spec: CellSpec, case: &bc::CaseFile) -> Cell {
+    let truth = empty_truth();
+    Cell {
+        crash: spec.crash.as_str().into(),
+        outage: spec.outage.as_str().into(),
+        column: spec.column.as_str().into(),
+        repeat: spec.repeat,
+        case: case.to_results_case(),
+        outcome: HARNESS_ERROR.into(),
+        via: None,
+        worker_exit_signal: None,
+        worker_exit_code: None,
+        harness_error: None,
+        want: verify::results::Want { count: 0, cents: 0 },
+        stripe_ids: bc::stripe_ids(case, &truth),
+        ground_truth: truth,
+        invariant_held: false,
+        answer_matches: false,
+        proof: false,
+        record: scen_column(spec.column).record().into(),
+        timings: None,
+        decision: None,
+        observations: Observations {
+            decision: None,
+            crash: None,
+            restart: None,
+        },
+        outage_record: OutageRecord {
+            renewal_invoice: None,
+            credit_note: None,
+            credit_note_incident: None,
+            downgraded_to_price: None,
+            clock_time: None,
+        },
+        effect_id: None,
+        journal_kinds: Vec::new(),
+        receipt: None,
+        hand_check_log: None,
+        restart: None,
+    }
+}
+
+fn empty_truth() -> GroundTruth {
+    GroundTruth {
+        case_credits: Vec::new(),
+        case_credit_count: 0,
+        case_credit_cents: 0,
+        credit_notes: Vec::new(),
+        balance_transactions: Vec::new(),
+        invoices: Vec::new(),
+        customer_balance: 0,
+        compensation_by_others: 0,
+        incident_compensation: 0,
+    }
+}
+
+/// Finishes a HARNESS_ERROR cell: records why (with stderr tails), still reads what Stripe holds
+/// so the page can show it, and judges the data with outcome `HARNESS_ERROR`.
+fn harness_error(
+    ctx: &CellContext<'_>,
+    mut cell: Cell,
+    client: &stripe::Client,
+    case: &bc::CaseFile,
+    dir: &Path,
+    why: String,
+    timings: Option<Timings>,
+) -> Cell {
+    let mut text = why;
+    for (name, file) in [("decide", "decide.stderr"), ("restart", "restart.stderr")] {
+        let tail = stderr_tail(&dir.join(file));
+        if !tail.trim().is_empty() {
+            text.push_str(&format!("\n--- {name} worker stderr (tail) ---\n{tail}"));
+        }
+    }
+    cell.outcome = HARNESS_ERROR.into();
+    cell.harness_error = Some(text);
+    if cell.column == Column::HandCheck.as_str() {
+        cell.hand_check_log = Some(bc::read_hand_check_log(dir).unwrap_or_default());
+    }
+    cell.timings = timings;
+    match bc::ground_truth(client, case) {
+        Ok(truth) => {
+            cell.stripe_ids = bc::stripe_ids(case, &truth);
+            cell.ground_truth = truth;
+        }
+        Err(e) => {
+            if let Some(h) = cell.harness_error.as_mut() {
+                h.push_str(&format!("\n(ground truth could not be read either: {e})"));
+            }
+        }
+    }
+    judge::judge(&mut cell, &ctx.public_key);
+    cell
+}
+
+fn read_observed(dir: &Path) -> Option<Candidates> {
+    let bytes = fs::read(dir.join(OBSERVED_FILE)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The last [`STDERR_TAIL_CHARS`] characters of a file (lossy UTF-8).
+pub fn stderr_tail(path: &Path) -> String {
+    let Ok(bytes) = fs::read(path) else {
+        return String::new();
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let chars: Vec<char> = text.chars().collect();
+    let start = chars.len().saturating_sub(STDERR_TAIL_CHARS);
+    chars[start..].iter().collect()
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// What happened to the decide worker.
+struct DecideOutcome {
+    /// When the runner saw the SIGKILLed worker gone (None if it was not killed as designed).
+    killed_at: Option<Instant>,
+    signal: Option<i32>,
+    code: Option<i32>,
+    problem: Option<String>,
+}
+
+enum Line {
+    Text(String),
+    Eof,
+}
+
+/// Spawns a worker: own process group (a terminal's Ctrl-C reaches only the runner, which then
+/// kills its workers itself), stdout piped, stderr to a file in the cell dir.
+fn spawn_worker(
+    ctx: &CellContext<'_>,
+    dir: &Path,
+    api_key: &str,
+    phase: &str,
+    spec: CellSpec,
+    stdin: Stdio,
+) -> Result<Child, String> {
+    let stderr_path = dir.join(format!("{phase}.stderr"));
+    let stderr = fs::File::create(&stderr_path)
+        .map_err(|e| format!("cannot create {}: {e}", stderr_path.display()))?;
+    let mut cmd = Command::new(ctx.exe);
+    cmd.arg("worker")
+        .arg(phase)
+        .arg("--column")
+        .arg(spec.column.as_str())
+        .arg("--crash")
+        .arg(spec.crash.as_str())
+        .arg("--cell-dir")
+        .arg(dir)
+        .arg("--key-file")
+        .arg(ctx.key_file)
+        .arg("--base-url")
+        .arg(ctx.backend.base_url())
+        .arg("--request-timeout-ms")
+        .arg(ms(ctx.backend.request_timeout()).to_string())
+        .arg("--max-in-flight-ms")
+        .arg(ms(ctx.backend.scenario_settings().max_in_flight).to_string())
+        .arg("--claim-ttl-ms")
+        .arg(ms(ctx.backend.scenario_settings().claim_ttl).to_string())
+        .args(ctx.decider_args)
+        .env(worker::STRIPE_KEY_ENV, api_key)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(stderr))
+        .process_group(0);
+    cmd.spawn()
+        .map_err(|e| format!("cannot start the {phase} worker {}: {e}", ctx.exe.display()))
+}
+
+/// Reads a child's stdout lines on a thread; `Line::Eof` when it closes.
+fn line_reader(child: &mut Child) -> mpsc::Receiver<Line> {
+    let (tx, rx) = mpsc::channel();
+    if let Some(out) = child.stdout.take() {
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                match line {
+                    Ok(l) => {
+                        if tx.send(Line::Text(l)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+            let _ = tx.send(Line::Eof);
+        });
+    } else {
+        let _ = tx.send(Line::Eof);
+    }
+    rx
+}
+
+fn kill_and_reap(child: &mut Child) -> Option<ExitStatus> {
+    let _ = child.kill();
+    child.wait().ok()
+}
+
+fn describe_exit(status: &ExitStatus) -> String {
+    match (status.signal(), status.code()) {
+        (Some(sig), _) => format!("ended by signal {sig}"),
+        (None, Some(code)) => format!("exited by itself with code {code}"),
+        _ => "ended in an unknown way".into(),
+    }
+}
+
+fn run_decide(
+    ctx: &CellContext<'_>,
+    dir: &Path,
+    api_key: &str,
+    spec: CellSpec,
+) -> Result<DecideOutcome, CellAbort> {
+    let failed = |problem: String| DecideOutcome {
+        killed_at: None,
+        signal: None,
+        code: None,
+        problem: Some(problem),
+    };
+    // stdin is a pipe the runner never writes: the worker blocks on it at the crash point.
+    let mut child = match spawn_worker(ctx, dir, api_key, "decide", spec, Stdio::piped()) {
+        Ok(c) => c,
+        Err(e) => return Ok(failed(e)),
+    };
+    let lines = line_reader(&mut child);
+    let deadline = Instant::now() + ctx.decide_timeout;
+    let mut other_output = Vec::new();
+    let announced: Result<String, String> = loop {
+        if ctx.cancel.load(Ordering::SeqCst) {
+            kill_and_reap(&mut child);
+            return Err(CellAbort::Cancelled);
+        }
+        match lines.recv_timeout(Duration::from_millis(50)) {
+            Ok(Line::Text(l)) => match l.strip_prefix(CRASH_LINE_PREFIX) {
+                Some(point) => break Ok(point.trim().to_string()),
+                None => other_output.push(l),
+            },
+            Ok(Line::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                break Err(
+                    "the decide worker closed its stdout without announcing a crash point".into(),
+                )
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if Instant::now() > deadline {
+                    break Err(format!(
+                        "the decide worker did not reach its crash point within {} s",
+                        ctx.decide_timeout.as_secs()
+                    ));
+                }
+            }
+        }
+    };
+    // Deliver SIGKILL (Child::kill sends SIGKILL on Unix) and confirm it was what ended the worker.
+    let status = match &announced {
+        Ok(_) => {
+            let _ = child.kill();
+            child.wait().ok()
+        }
+        Err(_) => {
+            // Give a worker that is exiting by itself a moment to finish, so its real exit
+            // status is recorded rather than our kill.
+            let grace = Instant::now() + Duration::from_secs(2);
+            loop {
+                match child.try_wait() {
+                    Ok(Some(s)) => break Some(s),
+                    Ok(None) if Instant::now() < grace => {
+                        std::thread::sleep(Duration::from_millis(10))
+                    }
+                    _ => break kill_and_reap(&mut child),
+                }
+            }
+        }
+    };
+    let killed_at = Instant::now();
+    drop(child.stdin.take());
+    let Some(status) = status else {
+        return Ok(failed(
+            "could not collect the decide worker's exit status".into(),
+        ));
+    };
+    let signal = status.signal();
+    let code = status.code();
+    let status_line = other_output
+        .iter()
+        .rev()
+        .find_map(|l| l.strip_prefix(STATUS_LINE_PREFIX))
+        .map(|s| format!(" (it returned status {})", s.trim()))
+        .unwrap_or_default();
+    let problem = match announced {
+        Ok(point) if point != spec.crash.as_str() => Some(format!(
+            "the decide worker announced crash point `{point}`, expected `{}`",
+            spec.crash
+        )),
+        Ok(_) if signal == Some(libc::SIGKILL) => None,
+        Ok(_) => Some(format!(
+            "the decide worker was sent SIGKILL but {}",
+            describe_exit(&status)
+        )),
+        Err(why) => Some(format!("{why}; it {}{status_line}", describe_exit(&status))),
+    };
+    Ok(DecideOutcome {
+        killed_at: problem.is_none().then_some(killed_at),
+        signal,
+        code,
+        problem,
+    })
+}
+
+type RestartResult = Result<(bc::RestartReport, Value), String>;
+
+fn run_restart(
+    ctx: &CellContext<'_>,
+    dir: &Path,
+    api_key: &str,
+    spec: CellSpec,
+) -> Result<RestartResult, CellAbort> {
+    let mut child = match spawn_worker(ctx, dir, api_key, "restart", spec, Stdio::null()) {
+        Ok(c) => c,
+        Err(e) => return Ok(Err(e)),
+    };
+    let lines = line_reader(&mut child);
+    let deadline = Instant::now() + ctx.restart_timeout;
+    let mut output = Vec::new();
+    loop {
+        if ctx.cancel.load(Ordering::SeqCst) {
+            kill_and_reap(&mut child);
+            return Err(CellAbort::Cancelled);
+        }
+        match lines.recv_timeout(Duration::from_millis(20)) {
+            Ok(Line::Text(l)) => output.push(l),
+            Ok(Line::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if Instant::now() > deadline {
+                    kill_and_reap(&mut child);
+                    return Ok(Err(format!(
+                        "the restart worker did not finish within {} s and was killed",
+                        ctx.restart_timeout.as_secs()
+                    )));
+                }
+            }
+        }
+    }
+    let status = match child.wait() {
+        Ok(s) => s,
+        Err(e) => {
+            return Ok(Err(format!(
+                "could not collect the restart worker's exit: {e}"
+            )))
+        }
+    };
+    if !status.success() {
+        return Ok(Err(format!(
+            "the restart worker {}",
+            describe_exit(&status)
+        )));
+    }
+    let Some(last) = output.iter().rev().find(|l| !l.trim().is_empty()) else {
+        return Ok(Err("the restart worker printed nothing".into()));
+    };
+    let report: bc::RestartReport = match serde_json::from_str(last) {
+        Ok(r) => r,
+        Err(e) => {
+            return Ok(Err(format!(
+                "the restart worker's last line is not a restart report ({e}): {}",
+                last.chars().take(300).collect::<String>()
+            )))
+        }
+    };
+    let mut raw: Value = serde_json::from_str(last).unwrap_or(Value::Null);
+    // The receipt and the hand_check log have their own fields in the cell; keep the restart
+    // output small by not repeating them.
+    if let Value::Object(map) = &mut raw {
+        map.remove("receipt");
+        map.remove("hand_check_log");
+    }
+    Ok(Ok((report, raw)))
+}

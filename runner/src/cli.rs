@@ -1,0 +1,189 @@
+//! Command-line interface.
+
+use crate::backend::BackendKind;
+use crate::decider::{anthropic, DeciderKind};
+use crate::worker::WorkerArgs;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+const ABOUT: &str =
+    "Run the Interlock experiment matrix with real SIGKILLs and write the results file";
+
+const LONG_ABOUT: &str = "\
+Run the Interlock experiment matrix with real SIGKILLs and write the results file.
+
+Each cell opens a support case (own test clock, customer, $30 subscription, one approved $10
+credit), starts a worker process that decides the credit and sends it the column's way, and
+SIGKILLs that worker right before (before_send) or right after (after_send) the credit POST.
+While the worker is dead the runner runs an outage (renewal, billing's SLA credit note, a
+proration, or a credit for another incident), then starts a restart worker, reads what Stripe
+holds, and judges the cell: invariant held, answer matches Stripe, the column's record proves it.
+
+With no options besides --scenario it runs the six rows of the reference page x the three
+columns against the embedded Stripe emulator with the deterministic policy decider, writes
+results/billing_credit.json, verifies it, and renders the report into public/.";
+
+const AFTER_HELP: &str = "\
+Examples:
+  runner --scenario billing_credit
+  runner --scenario billing_credit --cells 'before_send:billing_credit:*' after_send:renewal:interlock
+  runner --scenario billing_credit --repeat 5 --jobs 4 --out /tmp/run --no-site
+  STRIPE_SECRET_KEY=sk_test_... ANTHROPIC_API_KEY=... \\
+    runner --scenario billing_credit --backend stripe --decider anthropic
+
+Exit status: 0 every cell ran and the file verifies; 1 results written but a cell is a
+HARNESS_ERROR or the file does not verify; 2 bad usage or the run could not start;
+130 interrupted (Ctrl-C): workers killed, nothing written.";
+
+/// `runner`: the experiment matrix.
+#[derive(Debug, Parser)]
+#[command(
+    name = "runner",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = AFTER_HELP,
+    subcommand_negates_reqs = true,
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    /// Internal: worker processes.
+    #[command(subcommand)]
+    pub command: Option<Internal>,
+    /// The run.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Hidden subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Internal {
+    /// A worker process started by the runner (not for direct use).
+    #[command(hide = true)]
+    Worker(WorkerArgs),
+}
+
+/// Options of a run.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Scenario to run (only billing_credit exists).
+    #[arg(long, required = true, value_parser = ["billing_credit"])]
+    pub scenario: Option<String>,
+
+    /// Cells to run instead of the default matrix: crash:outage:column, one or more.
+    /// crash: before_send | after_send; outage: renewal | billing_credit | proration |
+    /// unrelated_credit; column: no_check | hand_check | interlock. `*` in any position means
+    /// all of that position (quote it in a shell), e.g. 'after_send:proration:*'.
+    #[arg(long, num_args = 1.., value_name = "CRASH:OUTAGE:COLUMN")]
+    pub cells: Vec<String>,
+
+    /// Run every cell this many times (repeat index 0..N in the results).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub repeat: u32,
+
+    /// Cells run in parallel [default: number of CPU cores].
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+
+    /// Where Stripe calls go: the embedded emulator (loopback, no key) or Stripe test mode
+    /// (STRIPE_SECRET_KEY, sk_test_/rk_test_ only).
+    #[arg(long, value_enum, default_value = "emulator")]
+    pub backend: BackendKind,
+
+    /// Who decides the credit: a deterministic policy, or a model through the Anthropic
+    /// Messages API (ANTHROPIC_API_KEY).
+    #[arg(long, value_enum, default_value = "policy")]
+    pub decider: DeciderKind,
+
+    /// Model for --decider anthropic.
+    #[arg(long, default_value = anthropic::DEFAULT_MODEL, value_name = "MODEL")]
+    pub model: String,
+
+    /// Messages API base URL for --decider anthropic (override for a local mock).
+    #[arg(long, default_value = anthropic::DEFAULT_BASE_URL, value_name = "URL")]
+    pub anthropic_base_url: String,
+
+    /// Directory for the results file (DIR/billing_credit.json).
+    #[arg(long, default_value = "results", value_name = "DIR")]
+    pub out: PathBuf,
+
+    /// Seed for the run's random choices (case and incident ids, unrelated incidents); random
+    /// if not given, and always recorded. The signing key never derives from it.
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+
+    /// Do not render the report site after the run.
+    #[arg(long)]
+    pub no_site: bool,
+
+    /// Directory the report site is rendered into.
+    #[arg(long, default_value = "public", value_name = "DIR")]
+    pub site_out: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn defaults_and_multiple_cells() {
+        let cli = Cli::try_parse_from(["runner", "--scenario", "billing_credit"]).unwrap();
+        assert!(cli.command.is_none());
+        assert_eq!(cli.run.backend, BackendKind::Emulator);
+        assert_eq!(cli.run.decider, DeciderKind::Policy);
+        assert_eq!(cli.run.out, PathBuf::from("results"));
+        assert!(cli.run.cells.is_empty());
+
+        let cli = Cli::try_parse_from([
+            "runner",
+            "--scenario",
+            "billing_credit",
+            "--cells",
+            "before_send:renewal:*",
+            "after_send:proration:interlock",
+            "--no-site",
+        ])
+        .unwrap();
+        assert_eq!(cli.run.cells.len(), 2);
+        assert!(cli.run.no_site);
+    }
+
+    #[test]
+    fn scenario_is_required_and_checked() {
+        assert!(Cli::try_parse_from(["runner"]).is_err());
+        assert!(Cli::try_parse_from(["runner", "--scenario", "nope"]).is_err());
+    }
+
+    #[test]
+    fn worker_subcommand_needs_no_scenario() {
+        let cli = Cli::try_parse_from([
+            "runner",
+            "worker",
+            "decide",
+            "--column",
+            "interlock",
+            "--crash",
+            "before_send",
+            "--cell-dir",
+            "/tmp/x",
+            "--key-file",
+            "/tmp/k",
+            "--base-url",
+            "http://127.0.0.1:1",
+            "--request-timeout-ms",
+            "5000",
+            "--max-in-flight-ms",
+            "5500",
+            "--claim-ttl-ms",
+            "11000",
+        ])
+        .unwrap();
+        assert!(matches!(cli.command, Some(Internal::Worker(_))));
+    }
+}

@@ -1,0 +1,376 @@
+//! A whole run: plan, key, backend, parallel cells, results, verification, site.
+
+use crate::backend::Backend;
+use crate::cell::{self, CellAbort, CellContext};
+use crate::cli::RunArgs;
+use crate::decider::{anthropic, DeciderKind};
+use crate::keys::RunKey;
+use crate::matrix;
+use crate::progress::Progress;
+use crate::results;
+use anyhow::{anyhow, bail, Context, Result};
+use rand::RngCore;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use verify::billing_credit::HARNESS_ERROR;
+use verify::results::{ClaimSettings, DeciderInfo, Environment, ResultsFile};
+
+/// The run was interrupted (Ctrl-C or SIGTERM): workers were killed, nothing was written.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted: workers were stopped and no results were written")]
+pub struct Interrupted;
+
+/// Installs the Ctrl-C / SIGTERM handler: it only sets `cancel`; cells see it within ~50 ms,
+/// kill their workers and stop.
+fn install_signal_handler(cancel: Arc<AtomicBool>) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot build the signal-handling runtime")?;
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                use tokio::signal::unix::{signal, SignalKind};
+                let mut int = match signal(SignalKind::interrupt()) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e.to_string()));
+                        return;
+                    }
+                };
+                let mut term = match signal(SignalKind::terminate()) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e.to_string()));
+                        return;
+                    }
+                };
+                let _ = ready_tx.send(Ok(()));
+                loop {
+                    tokio::select! {
+                        _ = int.recv() => {}
+                        _ = term.recv() => {}
+                    }
+                    if !cancel.swap(true, Ordering::SeqCst) {
+                        eprintln!("\ninterrupted: stopping workers; no results will be written");
+                    }
+                }
+            })
+        })
+        .context("cannot start the signal thread")?;
+    match ready_rx.recv() {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => bail!("cannot install the Ctrl-C handler: {e}"),
+        Err(_) => bail!("the signal thread stopped before installing its handler"),
+    }
+}
+
+/// What a finished run produced.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// Where the results were written.
+    pub results_path: PathBuf,
+    /// Cells that are HARNESS_ERROR.
+    pub harness_errors: usize,
+    /// The results file verified with `verify` (None: verification unavailable).
+    pub verified: bool,
+}
+
+fn git_commit() -> Option<String> {
+    let dirs = [
+        std::env::current_dir().ok(),
+        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))),
+    ];
+    for dir in dirs.into_iter().flatten() {
+        let out = std::process::Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(&dir)
+            .stderr(std::process::Stdio::null())
+            .output();
+        if let Ok(out) = out {
+            let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            if out.status.success() && text.len() == 40 {
+                return Some(text);
+            }
+        }
+    }
+    None
+}
+
+fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+".contains(c));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', "'\\''"))
+    }
+}
+
+/// The command that reproduces the run (the seed made explicit).
+fn reproduce_command(seed: u64, seed_given: bool) -> String {
+    let mut parts = vec!["cargo run --release -p runner --".to_string()];
+    parts.extend(std::env::args().skip(1).map(|a| shell_quote(&a)));
+    if !seed_given {
+        parts.push(format!("--seed {seed}"));
+    }
+    parts.join(" ")
+}
+
+/// Runs the matrix and writes the results. Returns an error for bad usage or a failed start;
+/// [`Interrupted`] after Ctrl-C.
+pub fn run(args: &RunArgs) -> Result<RunOutcome> {
+    let started = Instant::now();
+    let triples = if args.cells.is_empty() {
+        None
+    } else {
+        Some(matrix::parse_cells(&args.cells)?)
+    };
+    let plan = matrix::plan(triples, args.repeat)?;
+    let jobs = match args.jobs {
+        Some(0) => bail!("--jobs must be at least 1"),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(2, |n| n.get()),
+    };
+    if args.decider == DeciderKind::Anthropic {
+        anthropic::api_key_from_env()?;
+    }
+    let seed = args.seed.unwrap_or_else(|| rand::rngs::OsRng.next_u64());
+    let run_id = format!("{:08x}", rand::rngs::OsRng.next_u32());
+
+    let run_dir = tempfile::Builder::new()
+        .prefix("interlock-run-")
+        .tempdir()
+        .context("cannot create the run's temporary directory")?;
+    let key = RunKey::generate(run_dir.path()).context("cannot create the run's signing key")?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    install_signal_handler(cancel.clone())?;
+
+    let backend = Backend::start(args.backend, &run_id).map_err(|e| anyhow!(e))?;
+    backend.prepare().map_err(|e| anyhow!(e))?;
+    let exe = std::env::current_exe().context("cannot find the runner's own binary")?;
+    let decider_args = vec![
+        "--decider".to_string(),
+        args.decider.as_str().to_string(),
+        "--model".to_string(),
+        args.model.clone(),
+        "--anthropic-base-url".to_string(),
+        args.anthropic_base_url.clone(),
+    ];
+    let settings = backend.scenario_settings();
+    let decide_timeout = match args.decider {
+        DeciderKind::Policy => Duration::from_secs(120),
+        DeciderKind::Anthropic => Duration::from_secs(900),
+    };
+    let ctx = CellContext {
+        backend: &backend,
+        exe: &exe,
+        run_dir: run_dir.path(),
+        key_file: key.path(),
+        public_key: key.public(),
+        decider_args: &decider_args,
+        seed,
+        cancel: &cancel,
+        decide_timeout,
+        restart_timeout: settings.claim_ttl + settings.max_in_flight + Duration::from_secs(120),
+    };
+
+    let progress = Progress::new(plan.cells.len());
+    progress.println(&format!(
+        "runner: {} cell(s), {} job(s), backend {} ({}), decider {}, seed {seed}",
+        plan.cells.len(),
+        jobs.min(plan.cells.len()),
+        backend.name(),
+        backend.base_url(),
+        args.decider.as_str()
+    ));
+    let slots: Mutex<Vec<Option<Result<verify::results::Cell, CellAbort>>>> =
+        Mutex::new((0..plan.cells.len()).map(|_| None).collect());
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..jobs.min(plan.cells.len()) {
+            s.spawn(|| loop {
+                if cancel.load(Ordering::SeqCst) {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(spec) = plan.cells.get(i).copied() else {
+                    break;
+                };
+                let result = cell::run_cell(&ctx, i, spec);
+                match &result {
+                    Ok(c) => progress.cell_done(&spec.label(), c),
+                    Err(CellAbort::Setup(e)) => {
+                        progress.println(&format!("{}: could not run: {e}", spec.label()));
+                        cancel.store(true, Ordering::SeqCst);
+                    }
+                    Err(CellAbort::Cancelled) => {}
+                }
+                if let Ok(mut slots) = slots.lock() {
+                    slots[i] = Some(result);
+                }
+            });
+        }
+    });
+    progress.finish();
+
+    // The private key is not needed any more, whatever happened.
+    key.delete()
+        .context("cannot delete the run's private key file")?;
+    let slots = slots
+        .into_inner()
+        .map_err(|_| anyhow!("a cell thread panicked"))?;
+    let mut cells = Vec::with_capacity(slots.len());
+    for slot in slots {
+        match slot {
+            Some(Ok(c)) => cells.push(c),
+            Some(Err(CellAbort::Setup(e))) => bail!("the run could not continue: {e}"),
+            Some(Err(CellAbort::Cancelled)) | None => return Err(Interrupted.into()),
+        }
+    }
+    if cancel.load(Ordering::SeqCst) {
+        return Err(Interrupted.into());
+    }
+
+    let environment = Environment {
+        backend: backend.name().into(),
+        stripe_api_version: stripe::API_VERSION.into(),
+        decider: DeciderInfo {
+            kind: args.decider.as_str().into(),
+            model: (args.decider == DeciderKind::Anthropic).then(|| args.model.clone()),
+        },
+        runner_version: env!("CARGO_PKG_VERSION").into(),
+        git_commit: git_commit(),
+        seed,
+        claim: ClaimSettings {
+            max_in_flight_ms: settings.max_in_flight.as_millis() as u64,
+            claim_ttl_ms: settings.claim_ttl.as_millis() as u64,
+            dedup_window_ms: scenarios::billing_credit::DEDUP_WINDOW.as_millis() as u64,
+            dedup_margin_ms: interlock::GateConfig::default().dedup_margin.as_millis() as u64,
+        },
+        signer: key.public_hex(),
+        command: reproduce_command(seed, args.seed.is_some()),
+        jobs: jobs as u32,
+    };
+    let harness_errors = cells.iter().filter(|c| c.outcome == HARNESS_ERROR).count();
+    let file = results::assemble(&plan, environment, cells);
+    let bytes = results::to_bytes(&file).context("cannot serialize the results")?;
+    let results_path = args.out.join("billing_credit.json");
+    results::write_atomically(&results_path, &bytes)
+        .with_context(|| format!("cannot write {}", results_path.display()))?;
+    drop(run_dir);
+
+    print_summary(&file, started.elapsed());
+    println!("results: {}", results_path.display());
+    let verified = check_written(&results_path, &key.public());
+    if !args.no_site {
+        if verified {
+            render_site(&args.out, &args.site_out);
+        } else {
+            eprintln!("site: not rendered, because the results file does not verify");
+        }
+    }
+    Ok(RunOutcome {
+        results_path,
+        harness_errors,
+        verified,
+    })
+}
+
+fn print_summary(file: &ResultsFile, wall: Duration) {
+    println!(
+        "{} cells in {:.1} s (wall), backend {}, decider {}",
+        file.cells.len(),
+        wall.as_secs_f64(),
+        file.environment.backend,
+        file.environment.decider.kind
+    );
+    for column in &file.columns {
+        if let Some(s) = file.summary.get(column) {
+            let secs = |v: Option<u64>| {
+                v.map(|ms| format!("{:.2}s", ms as f64 / 1000.0))
+                    .unwrap_or_else(|| "-".into())
+            };
+            println!(
+                "  {column:<10} held {}/{}  answers {}/{}  proof {}/{}  median {} crash->settled ({} after restart){}",
+                s.held,
+                s.cells,
+                s.answer_matches,
+                s.cells,
+                s.proof,
+                s.cells,
+                secs(s.median_crash_to_settled_ms),
+                secs(s.median_restart_to_settled_ms),
+                if s.harness_errors > 0 {
+                    format!("  HARNESS_ERROR {}", s.harness_errors)
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+}
+
+/// Verifies the written file with the verify crate, pinned to the run's key. Prints the verdict.
+fn check_written(path: &Path, key: &ed25519_dalek::VerifyingKey) -> bool {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("verify: cannot read {} back: {e}", path.display());
+            return false;
+        }
+    };
+    let file = match verify::load::load_results(&bytes) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("verify: {} does not load: {e}", path.display());
+            return false;
+        }
+    };
+    let report = verify::check::verify_results(&file, &verify::receipt::KeyCheck::Pinned(*key));
+    if report.ok {
+        println!(
+            "verify: ok ({} cells, {} receipts, signed by the run's key)",
+            report.cells, report.receipts
+        );
+        true
+    } else {
+        eprintln!("verify: the results file does NOT verify:");
+        for f in report.first_findings().iter().take(10) {
+            eprintln!("  {}", serde_json::to_string(f).unwrap_or_default());
+        }
+        false
+    }
+}
+
+/// Renders the report site from the results directory and prints its index path.
+fn render_site(results_dir: &Path, out: &Path) {
+    match site::build(results_dir, out) {
+        Ok(report) => println!("site: {}", report.index.display()),
+        Err(e) => eprintln!("site: could not render the report: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_keeps_specs_copy_pasteable() {
+        assert_eq!(
+            shell_quote("before_send:renewal:interlock"),
+            "before_send:renewal:interlock"
+        );
+        assert_eq!(
+            shell_quote("after_send:proration:*"),
+            "'after_send:proration:*'"
+        );
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+    }
+}

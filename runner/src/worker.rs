@@ -1,0 +1,221 @@
+//! The hidden `runner worker decide|restart` subcommand: the processes the runner kills.
+//!
+//! `decide` reads the case, reads the account (premises and candidates at one instant), asks the
+//! decider, then runs the column's send with a crash hook. At the crash point the hook prints
+//! `INTERLOCK-CRASH-POINT <point>` on stdout (a pipe to the runner), flushes, and blocks reading
+//! stdin, which the runner never writes: the runner SIGKILLs it there. If stdin closes (the runner
+//! died), the worker exits without sending. If the send returns instead of reaching the crash
+//! point, the worker prints `INTERLOCK-WORKER-STATUS <status>` and exits with code 3, which the
+//! runner records as a HARNESS_ERROR.
+//!
+//! `restart` finishes the column's job with no hook and prints the restart report as one JSON line.
+
+use crate::decider::{self, CaseBrief, DeciderKind, DeciderSettings, ToolBox};
+use crate::keys::read_signing_key;
+use crate::matrix::{Column, CrashPoint};
+use scenarios::billing_credit as bc;
+use serde_json::json;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Prefix of the line announcing the crash point.
+pub const CRASH_LINE_PREFIX: &str = "INTERLOCK-CRASH-POINT ";
+/// Prefix of the line a decide worker prints when its send returned instead of crashing.
+pub const STATUS_LINE_PREFIX: &str = "INTERLOCK-WORKER-STATUS ";
+/// The environment variable carrying the cell's Stripe key to workers (never on the command line).
+pub const STRIPE_KEY_ENV: &str = "INTERLOCK_WORKER_STRIPE_KEY";
+/// The file (in the cell dir) with the premise candidates read at decision time.
+pub const OBSERVED_FILE: &str = "decision_observed.json";
+
+/// Which phase a worker runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Phase {
+    /// Decide and send; killed at the crash point.
+    Decide,
+    /// Finish the job after the kill.
+    Restart,
+}
+
+/// Arguments of the hidden worker subcommand (set by the runner).
+#[derive(Debug, Clone, clap::Args)]
+pub struct WorkerArgs {
+    /// decide or restart.
+    #[arg(value_enum)]
+    pub phase: Phase,
+    /// Column.
+    #[arg(long)]
+    pub column: String,
+    /// Crash point (decide only).
+    #[arg(long)]
+    pub crash: String,
+    /// The cell directory holding case.json.
+    #[arg(long)]
+    pub cell_dir: PathBuf,
+    /// The run's private signing key file.
+    #[arg(long)]
+    pub key_file: PathBuf,
+    /// Stripe or emulator base URL.
+    #[arg(long)]
+    pub base_url: String,
+    /// Stripe client request timeout.
+    #[arg(long)]
+    pub request_timeout_ms: u64,
+    /// The credit target's max_in_flight.
+    #[arg(long)]
+    pub max_in_flight_ms: u64,
+    /// The gate's claim TTL.
+    #[arg(long)]
+    pub claim_ttl_ms: u64,
+    /// Decider kind.
+    #[arg(long, value_enum, default_value = "policy")]
+    pub decider: DeciderKind,
+    /// Model for the anthropic decider.
+    #[arg(long, default_value = decider::anthropic::DEFAULT_MODEL)]
+    pub model: String,
+    /// Messages API base URL.
+    #[arg(long, default_value = decider::anthropic::DEFAULT_BASE_URL)]
+    pub anthropic_base_url: String,
+}
+
+/// Runs a worker; returns the process exit code.
+pub fn main(args: &WorkerArgs) -> i32 {
+    let result = match args.phase {
+        Phase::Decide => decide(args),
+        Phase::Restart => restart(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("runner worker {:?} failed: {e}", args.phase);
+            1
+        }
+    }
+}
+
+fn client(args: &WorkerArgs) -> Result<stripe::Client, String> {
+    let key = std::env::var(STRIPE_KEY_ENV)
+        .map_err(|_| format!("{STRIPE_KEY_ENV} is not set (workers are started by the runner)"))?;
+    stripe::Client::new(
+        stripe::ClientConfig::new(&args.base_url, key)
+            .with_timeout(Duration::from_millis(args.request_timeout_ms)),
+    )
+    .map_err(|e| e.to_string())
+}
+
+fn settings(args: &WorkerArgs) -> bc::ScenarioSettings {
+    bc::ScenarioSettings {
+        max_in_flight: Duration::from_millis(args.max_in_flight_ms),
+        claim_ttl: Duration::from_millis(args.claim_ttl_ms),
+    }
+}
+
+fn column(args: &WorkerArgs) -> Result<bc::Column, String> {
+    Column::parse(&args.column)
+        .map(crate::cell::scen_column)
+        .ok_or_else(|| format!("unknown column {:?}", args.column))
+}
+
+/// The crash hook: announce on stdout, flush, block on stdin until SIGKILLed.
+fn crash_hook() -> bc::CrashHook {
+    Arc::new(|point: bc::CrashPoint| {
+        {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{CRASH_LINE_PREFIX}{}", point.as_str());
+            let _ = out.flush();
+        }
+        let mut sink = Vec::new();
+        let _ = std::io::stdin().read_to_end(&mut sink);
+        eprintln!(
+            "worker: stdin closed while waiting to be killed at {}; exiting without sending",
+            point.as_str()
+        );
+        std::process::exit(70);
+    })
+}
+
+fn decide(args: &WorkerArgs) -> Result<i32, String> {
+    let dir = args.cell_dir.as_path();
+    let column = column(args)?;
+    let crash = CrashPoint::parse(&args.crash)
+        .map(crate::cell::scen_crash)
+        .ok_or_else(|| format!("unknown crash point {:?}", args.crash))?;
+    let key = read_signing_key(&args.key_file)?;
+    let client = client(args)?;
+    let case = bc::CaseFile::load(dir).map_err(|e| e.to_string())?;
+    let account = bc::read_account(&client, &case).map_err(|e| e.to_string())?;
+    write_small_json(&dir.join(OBSERVED_FILE), &account.observed)?;
+
+    let decider = decider::build(&DeciderSettings {
+        kind: args.decider,
+        model: args.model.clone(),
+        base_url: args.anthropic_base_url.clone(),
+    })
+    .map_err(|e| e.to_string())?;
+    let brief = CaseBrief {
+        case_id: case.case_id.clone(),
+        incident: case.incident.clone(),
+        text: case.text.clone(),
+        max_cents: case.approval.max_cents,
+    };
+    let account_json = json!({
+        "customer": account.customer,
+        "plan_cents_per_month": account.plan_cents,
+        "subscription_status": account.premises.subscription_status,
+        "incident_compensation": account.premises.incident_compensation,
+        "case_id": case.case_id,
+        "incident": case.incident,
+        "approval": case.approval,
+    });
+    let mut tools = ToolBox::new(account_json, case.approval.max_cents);
+    let proposed = decider
+        .decide(&brief, &mut tools)
+        .map_err(|e| format!("the {} decider failed: {e}", args.decider.as_str()))?;
+    let decision = verify::results::Decision {
+        amount: proposed.amount,
+        description: proposed.description,
+        decider: proposed.decider,
+        premises: account.premises,
+    };
+    let status = bc::decide_and_send(
+        column,
+        &client,
+        dir,
+        &case,
+        &decision,
+        Some((crash, crash_hook())),
+        &key,
+        &settings(args),
+    )
+    .map_err(|e| e.to_string())?;
+    println!("{STATUS_LINE_PREFIX}{status}");
+    eprintln!(
+        "worker: the {} send returned {status} without reaching the {} crash point",
+        column.as_str(),
+        crash.as_str()
+    );
+    Ok(3)
+}
+
+fn restart(args: &WorkerArgs) -> Result<i32, String> {
+    let column = column(args)?;
+    let key = read_signing_key(&args.key_file)?;
+    let client = client(args)?;
+    let report = bc::restart(column, &client, &args.cell_dir, &key, &settings(args))
+        .map_err(|e| e.to_string())?;
+    let line = serde_json::to_string(&report).map_err(|e| e.to_string())?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}").map_err(|e| e.to_string())?;
+    out.flush().map_err(|e| e.to_string())?;
+    Ok(0)
+}
+
+fn write_small_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), String> {
+    let bytes = serde_json::to_vec(value).map_err(|e| e.to_string())?;
+    let mut f = std::fs::File::create(path)
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    f.write_all(&bytes)
+        .and_then(|_| f.sync_all())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}

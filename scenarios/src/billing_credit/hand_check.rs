@@ -1,0 +1,221 @@
+//! The `hand_check` column: the idiomatic careful version a good engineer writes by hand.
+//!
+//! Before every send, first run and restart alike:
+//! 1. look this case's credit up (balance transactions tagged with the case) → `FOUND_BY_LOOKUP`;
+//! 2. the approval, re-read from `case.json`, is unrevoked and covers the amount → else
+//!    `REFUSED:approval`;
+//! 3. the live premises equal the ones saved in `decision.json` → else `REFUSED:stale_premise`;
+//! 4. log `send`, POST under `goodwill-credit-<case>`, log `sent` → `CREDITED` or
+//!    `REPLAYED_BY_STRIPE`.
+//!
+//! Every step is appended to `hand_check.log` (JSONL, fsync per line). The log is a plain file
+//! written by the same worker: informative, not tamper-evident.
+
+use super::approval::covers;
+use super::reads::{premises_from, read_ledger, subscription};
+use super::target::post_credit;
+use super::{case::str_field, now_ms, CaseFile, Crash, ScenarioError, AGENT, HAND_CHECK_LOG};
+use serde_json::{json, Map, Value};
+use std::io::Write;
+use std::path::Path;
+use verify::results::Decision;
+
+/// Which worker phase wrote a log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Decide,
+    Restart,
+}
+
+impl Phase {
+    fn as_str(self) -> &'static str {
+        match self {
+            Phase::Decide => "decide",
+            Phase::Restart => "restart",
+        }
+    }
+}
+
+struct Log<'a> {
+    path: std::path::PathBuf,
+    case_id: &'a str,
+    phase: Phase,
+}
+
+impl Log<'_> {
+    /// Appends `{ts_ms, agent, case_id, phase, step, ...fields}` and fsyncs it.
+    fn step(&self, step: &str, fields: Value) -> Result<(), ScenarioError> {
+        let mut line = Map::new();
+        line.insert("ts_ms".into(), json!(now_ms()));
+        line.insert("agent".into(), json!(AGENT));
+        line.insert("case_id".into(), json!(self.case_id));
+        line.insert("phase".into(), json!(self.phase.as_str()));
+        line.insert("step".into(), json!(step));
+        if let Value::Object(extra) = fields {
+            line.extend(extra);
+        }
+        let mut bytes =
+            serde_json::to_vec(&Value::Object(line)).map_err(|source| ScenarioError::Json {
+                path: self.path.clone(),
+                source,
+            })?;
+        bytes.push(b'\n');
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(ScenarioError::io("open for append", &self.path))?;
+        f.write_all(&bytes)
+            .map_err(ScenarioError::io("append to", &self.path))?;
+        f.sync_data()
+            .map_err(ScenarioError::io("fsync", &self.path))
+    }
+}
+
+/// Runs the hand-written checks and, if they pass, sends. Returns the status and the credit id
+/// (found or sent), if any.
+pub(crate) fn send(
+    client: &stripe::Client,
+    cell_dir: &Path,
+    case: &CaseFile,
+    decision: &Decision,
+    phase: Phase,
+    crash: Option<&Crash>,
+) -> Result<(String, Option<String>), ScenarioError> {
+    let log = Log {
+        path: cell_dir.join(HAND_CHECK_LOG),
+        case_id: &case.case_id,
+        phase,
+    };
+
+    // 1. Lookup: has this case's credit already landed?
+    let ledger = read_ledger(client, case)?;
+    if let Some(found) = ledger.case_credits.last() {
+        log.step("lookup", json!({ "found": found.id }))?;
+        return Ok(("FOUND_BY_LOOKUP".into(), Some(found.id.clone())));
+    }
+    log.step("lookup", json!({ "found": null }))?;
+
+    // 2. Approval, fresh from case.json.
+    let approval = CaseFile::load(cell_dir)?.approval;
+    if !covers(&approval, decision.amount) {
+        log.step("approval", json!({ "refused": approval }))?;
+        return Ok(("REFUSED:approval".into(), None));
+    }
+    log.step("approval", json!({ "approval": approval }))?;
+
+    // 3. Premises, live, against the saved ones.
+    let sub = subscription(client, case)?;
+    let status = str_field(
+        &sub,
+        "status",
+        &format!("subscription {}", case.subscription),
+    )?;
+    let now = premises_from(case, status, &ledger);
+    if now != decision.premises {
+        log.step(
+            "premises",
+            json!({ "refused": { "was": decision.premises, "now": now } }),
+        )?;
+        return Ok(("REFUSED:stale_premise".into(), None));
+    }
+    log.step("premises", json!({ "premises": now }))?;
+
+    // 4. Send, logged before and after.
+    let key = case.idempotency_key();
+    log.step(
+        "send",
+        json!({
+            "key": key,
+            "amount": decision.amount,
+            "approval": approval,
+            "premises": decision.premises,
+        }),
+    )?;
+    let posted = post_credit(
+        client,
+        case,
+        &case.customer,
+        decision.amount,
+        &decision.description,
+        &key,
+        None,
+        crash,
+    )?;
+    log.step(
+        "sent",
+        json!({ "credit": posted.id, "amount": posted.amount, "replayed": posted.replayed }),
+    )?;
+    let status = if posted.replayed {
+        "REPLAYED_BY_STRIPE"
+    } else {
+        "CREDITED"
+    };
+    Ok((status.into(), Some(posted.id)))
+}
+
+/// Every line of `<cell_dir>/hand_check.log`, in order (empty when the file does not exist).
+/// A torn last line (no trailing newline, as a kill mid-write leaves) is skipped; any other line
+/// that is not a JSON object is an error naming the line.
+pub fn read_hand_check_log(cell_dir: &Path) -> Result<Vec<Value>, ScenarioError> {
+    let path = cell_dir.join(HAND_CHECK_LOG);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(ScenarioError::io("read", &path)(e)),
+    };
+    let complete = match text.rfind('\n') {
+        Some(end) => &text[..end],
+        None => "",
+    };
+    let mut out = Vec::new();
+    for (i, line) in complete.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: Value = serde_json::from_str(line).map_err(|e| {
+            ScenarioError::Invalid(format!(
+                "{} line {}: not a JSON log line: {e}",
+                path.display(),
+                i + 1
+            ))
+        })?;
+        out.push(value);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_lines_carry_the_common_fields_and_a_torn_tail_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log {
+            path: dir.path().join(HAND_CHECK_LOG),
+            case_id: "case-1",
+            phase: Phase::Restart,
+        };
+        log.step("lookup", json!({"found": null})).unwrap();
+        log.step("sent", json!({"credit": "cbtxn_1", "replayed": false}))
+            .unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.path().join(HAND_CHECK_LOG))
+            .unwrap();
+        f.write_all(b"{\"ts_ms\": 1, \"st").unwrap();
+        let lines = read_hand_check_log(dir.path()).unwrap();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["agent"], AGENT);
+        assert_eq!(lines[0]["case_id"], "case-1");
+        assert_eq!(lines[0]["phase"], "restart");
+        assert_eq!(lines[0]["step"], "lookup");
+        assert!(lines[0]["found"].is_null());
+        assert_eq!(lines[1]["credit"], "cbtxn_1");
+        assert!(lines[1]["ts_ms"].as_u64().unwrap() > 0);
+        assert!(read_hand_check_log(&dir.path().join("none"))
+            .unwrap()
+            .is_empty());
+    }
+}

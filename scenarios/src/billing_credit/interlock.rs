@@ -1,0 +1,271 @@
+//! The `interlock` column: the gate over [`CreditTarget`] with the approval as lease store and a
+//! signed JSONL journal at `<cell dir>/journal.jsonl`.
+//!
+//! Decide: submit the proposal; the crash hook fires inside the target's apply, i.e. after the
+//! DISPATCHED entry is durable. Restart: loop recovery for this effect; when the gate answers
+//! `Blocked { until_ms }` (the dead sender's request may still land), sleep exactly until that
+//! instant and ask again; when it is resolved, write the receipt bundle.
+
+use super::approval::ApprovalStore;
+use super::target::{CreditEffect, CreditTarget};
+use super::{
+    now_ms, write_json_durably, CaseFile, Crash, RestartReport, ScenarioError, ScenarioSettings,
+    AGENT, JOURNAL_FILE, RECEIPT_FILE,
+};
+use ::interlock::{effect_id, Gate, GateConfig, Proposal, RecoveryOutcome};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use verify::results::Decision;
+
+/// Upper bound on recovery rounds in one restart (each round either resolves the effect or sleeps
+/// until a stated instant, so this only guards against a gate that keeps answering "now").
+const MAX_RECOVERY_ROUNDS: u32 = 10_000;
+
+/// The proposal for the case's one credit: agent, the approval id as lease, the request id
+/// `goodwill-credit:<case_id>`, the decision's premises and `{customer, amount, description}`.
+pub(crate) fn proposal(case: &CaseFile, decision: &Decision) -> Result<Proposal, ScenarioError> {
+    let effect = CreditEffect {
+        customer: case.customer.clone(),
+        amount: decision.amount,
+        description: decision.description.clone(),
+    };
+    let render = |e: serde_json::Error| {
+        ScenarioError::Invalid(format!(
+            "cannot render the proposal for {}: {e}",
+            case.case_id
+        ))
+    };
+    Ok(Proposal {
+        agent: AGENT.to_owned(),
+        lease: json!(case.approval.id),
+        premises: serde_json::to_value(&decision.premises).map_err(render)?,
+        effect: serde_json::to_value(&effect).map_err(render)?,
+        request_id: Some(case.request_id()),
+    })
+}
+
+fn open_gate(
+    client: &stripe::Client,
+    cell_dir: &Path,
+    case: &CaseFile,
+    crash: Option<Crash>,
+    gate_key: &ed25519_dalek::SigningKey,
+    settings: &ScenarioSettings,
+) -> Result<Gate<CreditTarget, ApprovalStore>, ScenarioError> {
+    let target = CreditTarget::new(client.clone(), case.clone(), settings.max_in_flight, crash);
+    let config = GateConfig {
+        claim_ttl: settings.claim_ttl,
+        ..GateConfig::default()
+    };
+    let journal = cell_dir.join(JOURNAL_FILE);
+    Gate::open(
+        &journal,
+        target,
+        ApprovalStore::new(cell_dir),
+        gate_key.clone(),
+        config,
+    )
+    .map_err(ScenarioError::gate(format!(
+        "open the journal {}",
+        journal.display()
+    )))
+}
+
+/// Decide phase: submit through the gate and return its status string.
+pub(crate) fn submit(
+    client: &stripe::Client,
+    cell_dir: &Path,
+    case: &CaseFile,
+    decision: &Decision,
+    crash: Option<Crash>,
+    gate_key: &ed25519_dalek::SigningKey,
+    settings: &ScenarioSettings,
+) -> Result<String, ScenarioError> {
+    let gate = open_gate(client, cell_dir, case, crash, gate_key, settings)?;
+    let p = proposal(case, decision)?;
+    let submitted = gate.submit(&p).map_err(ScenarioError::gate(format!(
+        "submit the credit of {}",
+        case.case_id
+    )))?;
+    Ok(submitted.status.as_str().to_owned())
+}
+
+/// The status a finished effect's journal says, for an effect recovery had nothing to do for.
+fn status_from_entries(entries: &[Value]) -> Option<String> {
+    for entry in entries.iter().rev() {
+        match entry.get("kind").and_then(Value::as_str) {
+            Some("COMMITTED") => {
+                let via = entry.get("via").and_then(Value::as_str).unwrap_or("send");
+                let status = match via {
+                    "retry-idempotent" => "COMMITTED_BY_RETRY",
+                    "recovery-query" | "failed-but-landed" => "COMMITTED_ON_QUERY",
+                    "recovery-reapply" => "REAPPLIED_AFTER_QUERY",
+                    _ => "COMMITTED",
+                };
+                return Some(status.to_owned());
+            }
+            Some("REFUSED") => {
+                let code = entry
+                    .get("code")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown");
+                return Some(format!("REFUSED:{code}"));
+            }
+            Some("AMBIGUOUS") => return Some("AMBIGUOUS".to_owned()),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn via_of(entries: &[Value]) -> Option<String> {
+    entries
+        .iter()
+        .find(|e| e.get("kind").and_then(Value::as_str) == Some("COMMITTED"))
+        .and_then(|e| e.get("via"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// Restart phase: recover the case's effect until it is resolved, then write `receipt.json`.
+pub(crate) fn restart(
+    client: &stripe::Client,
+    cell_dir: &Path,
+    case: &CaseFile,
+    decision: &Decision,
+    gate_key: &ed25519_dalek::SigningKey,
+    settings: &ScenarioSettings,
+) -> Result<RestartReport, ScenarioError> {
+    let gate = open_gate(client, cell_dir, case, None, gate_key, settings)?;
+    let eid = effect_id(&proposal(case, decision)?);
+    let gate_err = |what: &str| ScenarioError::gate(format!("{what} {eid}"));
+    let mut recoveries = Vec::new();
+    let mut waited = Duration::ZERO;
+    let mut status = None;
+    for _ in 0..MAX_RECOVERY_ROUNDS {
+        match gate
+            .recover_effect(&eid)
+            .map_err(gate_err("recover effect"))?
+        {
+            Some(RecoveryOutcome::Resolved(s)) => {
+                recoveries.push(json!({"resolved": s.as_str()}));
+                status = Some(s.as_str().to_owned());
+                break;
+            }
+            Some(RecoveryOutcome::Blocked {
+                holder,
+                until_ms,
+                reason,
+            }) => {
+                recoveries.push(json!({
+                    "blocked": {"holder": holder, "until_ms": until_ms, "reason": reason}
+                }));
+                // Sleep exactly until the stated instant: never a fixed poll interval.
+                let now = now_ms();
+                if until_ms > now {
+                    let nap = Duration::from_millis(until_ms - now);
+                    let started = Instant::now();
+                    std::thread::sleep(nap);
+                    waited += started.elapsed();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+            None => {
+                // Nothing open: the effect was settled before (or never dispatched).
+                let entries = gate
+                    .entries(&eid)
+                    .map_err(gate_err("read the journal of"))?;
+                status = status_from_entries(&entries);
+                recoveries.push(json!({"nothing_open": status}));
+                break;
+            }
+        }
+    }
+    let entries = gate
+        .entries(&eid)
+        .map_err(gate_err("read the journal of"))?;
+    let status = match status {
+        Some(s) => s,
+        None if entries.is_empty() => {
+            return Err(ScenarioError::Unresolved {
+                effect_id: eid,
+                detail: format!(
+                    "the journal {} has no entry for it: the decide phase never proposed it",
+                    cell_dir.join(JOURNAL_FILE).display()
+                ),
+            })
+        }
+        None => {
+            return Err(ScenarioError::Unresolved {
+                effect_id: eid,
+                detail: format!(
+                    "still open after {MAX_RECOVERY_ROUNDS} recovery rounds: {}",
+                    json!(recoveries)
+                ),
+            })
+        }
+    };
+    let receipt = gate
+        .receipt(&eid)
+        .map_err(gate_err("build the receipt of"))?;
+    write_json_durably(&cell_dir.join(RECEIPT_FILE), &receipt)?;
+    // Verify what was just written, against the key that signed it.
+    let verified = verify::receipt::verify_bundle(
+        &receipt,
+        &verify::receipt::KeyCheck::Pinned(gate_key.verifying_key()),
+    );
+    let verified = serde_json::to_value(&verified).map_err(|e| {
+        ScenarioError::Invalid(format!("cannot render the verification of {eid}: {e}"))
+    })?;
+    Ok(RestartReport {
+        status,
+        via: via_of(&entries),
+        journal_kinds: entries
+            .iter()
+            .filter_map(|e| e.get("kind").and_then(Value::as_str).map(str::to_owned))
+            .collect(),
+        effect_id: Some(eid),
+        receipt: Some(receipt),
+        hand_check_log: None,
+        waited_ms: waited.as_millis() as u64,
+        detail: json!({ "recoveries": recoveries, "verify": verified }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn final_status_is_read_from_the_last_settling_entry() {
+        let e = |kind: &str, extra: Value| {
+            let mut v = json!({"kind": kind});
+            if let (Some(o), Value::Object(x)) = (v.as_object_mut(), extra) {
+                o.extend(x);
+            }
+            v
+        };
+        let committed = vec![
+            e("PROPOSED", json!({})),
+            e("AUTHORIZED", json!({})),
+            e("DISPATCHED", json!({})),
+            e("COMMITTED", json!({"via": "retry-idempotent"})),
+        ];
+        assert_eq!(
+            status_from_entries(&committed).as_deref(),
+            Some("COMMITTED_BY_RETRY")
+        );
+        assert_eq!(via_of(&committed).as_deref(), Some("retry-idempotent"));
+        let refused = vec![
+            e("PROPOSED", json!({})),
+            e("REFUSED", json!({"code": "stale_premise"})),
+        ];
+        assert_eq!(
+            status_from_entries(&refused).as_deref(),
+            Some("REFUSED:stale_premise")
+        );
+        assert_eq!(status_from_entries(&committed[..3]), None);
+    }
+}

@@ -1,0 +1,183 @@
+//! The timing chart: inline SVG, no JavaScript. One bar per cell, grouped by row, coloured by
+//! column: the length is crash → settled, the hatched start is the outage the runner ran while
+//! the worker was dead, and the rest is recovery (restart included).
+
+use crate::format::seconds;
+use std::fmt::Write as _;
+use verify::billing_credit::HARNESS_ERROR;
+use verify::results::ResultsFile;
+
+const WIDTH: u64 = 760;
+const LABEL_W: u64 = 250;
+const VALUE_W: u64 = 150;
+const BAR_H: u64 = 14;
+const LINE_H: u64 = 20;
+const GROUP_GAP: u64 = 12;
+const TOP: u64 = 28;
+
+/// Fill colour of a column's bars (the outage part is drawn over it, hatched).
+fn colour(column: &str) -> &'static str {
+    match column {
+        "no_check" => "#b35c00",
+        "hand_check" => "#4a6fa5",
+        "interlock" => "#2e7d4f",
+        _ => "#666666",
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A tick step (ms) giving at most six ticks up to `max`.
+fn tick_step(max: u64) -> u64 {
+    let steps = [
+        100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 30_000, 60_000, 120_000, 300_000,
+        600_000,
+    ];
+    steps
+        .into_iter()
+        .find(|s| max / s <= 6)
+        .unwrap_or(max.div_ceil(6).max(1))
+}
+
+/// The chart as an `<svg>` element.
+pub fn timing_svg(f: &ResultsFile) -> String {
+    let max = f
+        .cells
+        .iter()
+        .filter_map(|c| c.timings.map(|t| t.crash_to_settled_ms.max(t.outage_ms)))
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let bar_w = WIDTH - LABEL_W - VALUE_W;
+    let scale = |ms: u64| -> u64 { (ms.min(max) * bar_w) / max };
+    let mut body = String::new();
+    let mut y = TOP;
+    for row in &f.rows {
+        let cells: Vec<_> = f
+            .columns
+            .iter()
+            .flat_map(|col| {
+                f.cells.iter().filter(move |c| {
+                    c.crash == row.crash && c.outage == row.outage && &c.column == col
+                })
+            })
+            .collect();
+        if cells.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            body,
+            r#"<text x="0" y="{}" class="group">{} / {}</text>"#,
+            y + BAR_H - 2,
+            esc(&row.crash),
+            esc(&row.outage)
+        );
+        y += LINE_H;
+        for c in cells {
+            let name = if c.repeat > 0 {
+                format!("{} #{}", c.column, c.repeat)
+            } else {
+                c.column.clone()
+            };
+            let _ = write!(
+                body,
+                r#"<text x="16" y="{}">{}</text>"#,
+                y + BAR_H - 2,
+                esc(&name)
+            );
+            match c.timings {
+                Some(t) if c.outcome != HARNESS_ERROR => {
+                    let total = scale(t.crash_to_settled_ms).max(1);
+                    let outage = scale(t.outage_ms).min(total);
+                    let title = format!(
+                        "{}/{}/{}: {} crash to settled, of which outage {}, restart to settled {}",
+                        c.crash,
+                        c.outage,
+                        c.column,
+                        seconds(t.crash_to_settled_ms),
+                        seconds(t.outage_ms),
+                        seconds(t.restart_to_settled_ms)
+                    );
+                    let _ = write!(
+                        body,
+                        r#"<g><title>{}</title><rect x="{LABEL_W}" y="{y}" width="{total}" height="{BAR_H}" fill="{}"/><rect x="{LABEL_W}" y="{y}" width="{outage}" height="{BAR_H}" fill="url(#outage)"/></g><text x="{}" y="{}">{} ({} after restart)</text>"#,
+                        esc(&title),
+                        colour(&c.column),
+                        LABEL_W + total + 6,
+                        y + BAR_H - 2,
+                        seconds(t.crash_to_settled_ms),
+                        seconds(t.restart_to_settled_ms)
+                    );
+                }
+                _ => {
+                    let _ = write!(
+                        body,
+                        r#"<text x="{LABEL_W}" y="{}">{}</text>"#,
+                        y + BAR_H - 2,
+                        esc(&c.outcome)
+                    );
+                }
+            }
+            y += LINE_H;
+        }
+        y += GROUP_GAP;
+    }
+    // Axis with ticks.
+    let mut axis = String::new();
+    let step = tick_step(max);
+    let mut t = 0;
+    while t <= max {
+        let x = LABEL_W + scale(t);
+        let _ = write!(
+            axis,
+            r##"<line x1="{x}" y1="{}" x2="{x}" y2="{y}" stroke="#ccc"/><text x="{x}" y="{}" text-anchor="middle">{}</text>"##,
+            TOP - 6,
+            TOP - 10,
+            seconds(t)
+        );
+        t += step;
+    }
+    let height = y + 30;
+    let legend_y = y + 12;
+    let mut legend = String::new();
+    let mut x = 0;
+    for col in &f.columns {
+        let _ = write!(
+            legend,
+            r#"<rect x="{x}" y="{}" width="12" height="12" fill="{}"/><text x="{}" y="{}">{}</text>"#,
+            legend_y - 10,
+            colour(col),
+            x + 16,
+            legend_y,
+            esc(col)
+        );
+        x += 130;
+    }
+    let _ = write!(
+        legend,
+        r##"<rect x="{x}" y="{}" width="12" height="12" fill="#888"/><rect x="{x}" y="{}" width="12" height="12" fill="url(#outage)"/><text x="{}" y="{legend_y}">outage (worker dead)</text>"##,
+        legend_y - 10,
+        legend_y - 10,
+        x + 16
+    );
+    format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {WIDTH} {height}" role="img" aria-labelledby="chart-title"><title id="chart-title">Seconds from the SIGKILL to the cell settled, per cell; the hatched part is the outage</title><defs><pattern id="outage" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#ffffff" fill-opacity="0.55"/><line x1="0" y1="0" x2="0" y2="6" stroke="#333" stroke-width="2"/></pattern></defs><g font-size="11" font-family="sans-serif">{axis}{body}{legend}</g></svg>"##
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_few() {
+        for max in [1, 900, 4_000, 41_000, 3_600_000] {
+            assert!(max / tick_step(max) <= 6, "{max}");
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! The named facts prose may use: every number a Markdown file states comes from this table,
+//! computed from the verified results file. `site facts` lists them (see the README).
+//!
+//! Names are dotted: `held.interlock`, `median_crash.hand_check`, `differ.hand_check.interlock`.
+
+use crate::format::{dollars, seconds};
+use crate::model::{
+    candidate_rows, differing_rows, judged_by_column, row_label, Report, CANDIDATES,
+};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use verify::billing_credit::HARNESS_ERROR;
+use verify::results::{median_ms, ResultsFile};
+
+/// A fact's value. Comparisons are only defined between values of the same type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fact {
+    /// A count or other integer.
+    Int(i64),
+    /// `k/n`.
+    Ratio(u32, u32),
+    /// A duration in milliseconds, shown in seconds.
+    Ms(u64),
+    /// Money in cents, shown in dollars.
+    Cents(i64),
+    /// Text (labels, lists).
+    Text(String),
+}
+
+impl Fact {
+    /// The type's name, for error messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Fact::Int(_) => "integer",
+            Fact::Ratio(..) => "ratio",
+            Fact::Ms(_) => "duration",
+            Fact::Cents(_) => "money",
+            Fact::Text(_) => "text",
+        }
+    }
+}
+
+impl fmt::Display for Fact {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fact::Int(n) => write!(f, "{n}"),
+            Fact::Ratio(k, n) => write!(f, "{k}/{n}"),
+            Fact::Ms(ms) => f.write_str(&seconds(*ms)),
+            Fact::Cents(c) => f.write_str(&dollars(*c)),
+            Fact::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+/// The fact table of one report.
+pub type Facts = BTreeMap<String, Fact>;
+
+fn list_or_none(items: &[String]) -> Fact {
+    Fact::Text(if items.is_empty() {
+        "none".to_owned()
+    } else {
+        items.join(", ")
+    })
+}
+
+fn counted(items: impl Iterator<Item = String>) -> Fact {
+    let mut m: BTreeMap<String, usize> = BTreeMap::new();
+    for i in items {
+        *m.entry(i).or_default() += 1;
+    }
+    let v: Vec<String> = m.into_iter().map(|(k, n)| format!("{k} ({n})")).collect();
+    list_or_none(&v)
+}
+
+fn ms_or_na(v: Option<u64>) -> Fact {
+    v.map_or(Fact::Text("n/a".into()), Fact::Ms)
+}
+
+/// Compute every fact of a report.
+pub fn compute(f: &ResultsFile, report: &Report) -> Facts {
+    let mut m = Facts::new();
+    let mut put = |k: String, v: Fact| {
+        m.insert(k, v);
+    };
+    let e = &report.env;
+    put("scenario".into(), Fact::Text(f.scenario.clone()));
+    put("backend".into(), Fact::Text(e.backend_label.clone()));
+    put("decider".into(), Fact::Text(e.decider_label.clone()));
+    put(
+        "stripe_api_version".into(),
+        Fact::Text(e.stripe_api_version.clone()),
+    );
+    put("run_date".into(), Fact::Text(e.generated.clone()));
+    put("git_commit".into(), Fact::Text(e.git_commit.clone()));
+    put("signer".into(), Fact::Text(e.signer.clone()));
+    put("rows".into(), Fact::Int(f.rows.len() as i64));
+    put("columns".into(), Fact::Int(f.columns.len() as i64));
+    put("cells".into(), Fact::Int(f.cells.len() as i64));
+    put("judged".into(), Fact::Int(report.judged as i64));
+    put(
+        "harness_errors".into(),
+        Fact::Int(report.harness_errors as i64),
+    );
+    put("repeats".into(), Fact::Int(i64::from(report.repeats)));
+    put("sigkills".into(), Fact::Int(report.sigkilled as i64));
+    put("receipts".into(), Fact::Int(report.receipts.len() as i64));
+    put(
+        "receipts_verified".into(),
+        Fact::Int(report.receipts.iter().filter(|r| r.summary.ok()).count() as i64),
+    );
+    let claim = &f.environment.claim;
+    put("max_in_flight".into(), Fact::Ms(claim.max_in_flight_ms));
+    put("claim_ttl".into(), Fact::Ms(claim.claim_ttl_ms));
+    let caps: BTreeSet<i64> = f.cells.iter().map(|c| c.case.approval.max_cents).collect();
+    if caps.len() == 1 {
+        if let Some(cap) = caps.first() {
+            put("approved".into(), Fact::Cents(*cap));
+        }
+    }
+
+    let by_col = judged_by_column(f);
+    for (col, cells) in &by_col {
+        let n = cells.len() as u32;
+        let count = |p: &dyn Fn(&&verify::results::Cell) -> bool| {
+            cells.iter().filter(|c| p(c)).count() as u32
+        };
+        let held = count(&|c| c.invariant_held);
+        put(format!("held.{col}"), Fact::Ratio(held, n));
+        put(
+            format!("answers.{col}"),
+            Fact::Ratio(count(&|c| c.answer_matches), n),
+        );
+        put(format!("proof.{col}"), Fact::Ratio(count(&|c| c.proof), n));
+        put(format!("held_count.{col}"), Fact::Int(i64::from(held)));
+        put(format!("cells.{col}"), Fact::Int(i64::from(n)));
+        put(format!("violated.{col}"), Fact::Int(i64::from(n - held)));
+        let violated: Vec<String> = cells
+            .iter()
+            .filter(|c| !c.invariant_held)
+            .map(|c| row_label(c, report.repeats))
+            .collect();
+        put(format!("violated_rows.{col}"), list_or_none(&violated));
+        let errors = f
+            .cells
+            .iter()
+            .filter(|c| c.column == *col && c.outcome == HARNESS_ERROR)
+            .count();
+        put(format!("harness_errors.{col}"), Fact::Int(errors as i64));
+        let crash: Vec<u64> = cells
+            .iter()
+            .filter_map(|c| c.timings.map(|t| t.crash_to_settled_ms))
+            .collect();
+        let restart: Vec<u64> = cells
+            .iter()
+            .filter_map(|c| c.timings.map(|t| t.restart_to_settled_ms))
+            .collect();
+        let outage: Vec<u64> = cells
+            .iter()
+            .filter_map(|c| c.timings.map(|t| t.outage_ms))
+            .collect();
+        put(format!("median_crash.{col}"), ms_or_na(median_ms(&crash)));
+        put(
+            format!("median_restart.{col}"),
+            ms_or_na(median_ms(&restart)),
+        );
+        put(format!("median_outage.{col}"), ms_or_na(median_ms(&outage)));
+        put(
+            format!("min_crash.{col}"),
+            ms_or_na(crash.iter().copied().min()),
+        );
+        put(
+            format!("max_crash.{col}"),
+            ms_or_na(crash.iter().copied().max()),
+        );
+        put(
+            format!("min_restart.{col}"),
+            ms_or_na(restart.iter().copied().min()),
+        );
+        put(
+            format!("max_restart.{col}"),
+            ms_or_na(restart.iter().copied().max()),
+        );
+        put(
+            format!("outcomes.{col}"),
+            counted(cells.iter().map(|c| c.outcome.clone())),
+        );
+        put(
+            format!("vias.{col}"),
+            counted(cells.iter().filter_map(|c| c.via.clone())),
+        );
+        put(
+            format!("sent.{col}"),
+            Fact::Int(i64::from(count(&|c| crate::model::sent(&c.outcome)))),
+        );
+        put(
+            format!("refused.{col}"),
+            Fact::Int(i64::from(count(&|c| c.outcome.starts_with("REFUSED")))),
+        );
+        put(
+            format!("ambiguous.{col}"),
+            Fact::Int(i64::from(count(&|c| c.outcome == "AMBIGUOUS"))),
+        );
+        let records: BTreeSet<&str> = cells.iter().map(|c| c.record.as_str()).collect();
+        put(
+            format!("record.{col}"),
+            Fact::Text(records.into_iter().collect::<Vec<_>>().join(", ")),
+        );
+    }
+    for a in &f.columns {
+        for b in &f.columns {
+            if a == b {
+                continue;
+            }
+            if let Some(rows) = differing_rows(f, a, b, report.repeats) {
+                put(format!("differ.{a}.{b}"), Fact::Int(rows.len() as i64));
+                put(format!("differ_rows.{a}.{b}"), list_or_none(&rows));
+            }
+        }
+    }
+    let cand = candidate_rows(f);
+    for (i, name) in CANDIDATES.iter().enumerate() {
+        let right = cand
+            .iter()
+            .filter(|r| r.cells.get(i).is_some_and(|c| c.right))
+            .count() as u32;
+        let wrong: Vec<String> = cand
+            .iter()
+            .filter(|r| r.cells.get(i).is_some_and(|c| !c.right))
+            .map(|r| r.label.clone())
+            .collect();
+        put(
+            format!("candidate_right.{name}"),
+            Fact::Ratio(right, cand.len() as u32),
+        );
+        put(format!("candidate_wrong_rows.{name}"), list_or_none(&wrong));
+    }
+    m
+}

@@ -1,0 +1,64 @@
+//! Small, exact formatters for the numbers the pages show.
+
+/// Milliseconds as seconds: two decimals under 10 s, one decimal above (`0.42 s`, `41.8 s`).
+pub fn seconds(ms: u64) -> String {
+    if ms < 10_000 {
+        let hundredths = (ms + 5) / 10;
+        format!("{}.{:02} s", hundredths / 100, hundredths % 100)
+    } else {
+        let tenths = (ms + 50) / 100;
+        format!("{}.{} s", tenths / 10, tenths % 10)
+    }
+}
+
+/// Cents as dollars: `$10`, `$10.50`, `-$0.25`.
+pub fn dollars(cents: i64) -> String {
+    let sign = if cents < 0 { "-" } else { "" };
+    let abs = cents.unsigned_abs();
+    if abs % 100 == 0 {
+        format!("{sign}${}", abs / 100)
+    } else {
+        format!("{sign}${}.{:02}", abs / 100, abs % 100)
+    }
+}
+
+/// Unix milliseconds as `YYYY-MM-DD HH:MM:SS.mmm UTC` (or the raw number if out of range).
+pub fn utc_ms(ts_ms: i64) -> String {
+    let nanos = i128::from(ts_ms) * 1_000_000;
+    match time::OffsetDateTime::from_unix_timestamp_nanos(nanos) {
+        Ok(t) => format!(
+            "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:03} UTC",
+            t.year(),
+            u8::from(t.month()),
+            t.day(),
+            t.hour(),
+            t.minute(),
+            t.second(),
+            t.millisecond()
+        ),
+        Err(_) => format!("{ts_ms} ms"),
+    }
+}
+
+/// `k/n`.
+pub fn ratio(k: u32, n: u32) -> String {
+    format!("{k}/{n}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(seconds(0), "0.00 s");
+        assert_eq!(seconds(424), "0.42 s");
+        assert_eq!(seconds(9_999), "10.00 s");
+        assert_eq!(seconds(41_849), "41.8 s");
+        assert_eq!(dollars(1000), "$10");
+        assert_eq!(dollars(1050), "$10.50");
+        assert_eq!(dollars(-25), "-$0.25");
+        assert_eq!(utc_ms(0), "1970-01-01 00:00:00.000 UTC");
+        assert_eq!(ratio(5, 6), "5/6");
+    }
+}

@@ -1,0 +1,195 @@
+//! The pages: askama templates (in the workspace's `templates/`) filled from the view model, and
+//! the files written beside them.
+
+use crate::error::SiteError;
+use crate::model::{Report, CANDIDATES};
+use crate::prose::{RowsProse, Section};
+use askama::Template;
+
+/// Version of this crate, shown in page footers.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The stylesheet, written as `style.css` at the root of the site.
+pub const STYLESHEET: &str = include_str!("../../templates/style.css");
+
+/// The site's front page.
+#[derive(Template)]
+#[template(path = "index.html")]
+pub struct IndexPage<'a> {
+    /// Relative path to the site root.
+    pub root: &'a str,
+    /// Crate version.
+    pub version: &'a str,
+    /// Every scenario report.
+    pub reports: Vec<&'a Report>,
+}
+
+/// One line of the Rows section.
+#[derive(Debug, Clone)]
+pub struct RowLine {
+    /// Crash point.
+    pub crash: String,
+    /// Outage.
+    pub outage: String,
+    /// Crash description (HTML from the prose).
+    pub crash_html: String,
+    /// Outage description (HTML from the prose).
+    pub outage_html: String,
+    /// Wanted credit counts of the row's cells, from the data.
+    pub want: String,
+}
+
+/// A scenario's report page.
+#[derive(Template)]
+#[template(path = "report.html")]
+pub struct ReportPage<'a> {
+    /// Relative path to the site root.
+    pub root: &'a str,
+    /// Crate version.
+    pub version: &'a str,
+    /// The report.
+    pub r: &'a Report,
+    /// The rendered verdict prose.
+    pub verdict: &'a Section,
+    /// The rendered setup prose.
+    pub setup: &'a Section,
+    /// The intro of the rows prose.
+    pub rows_intro: &'a Section,
+    /// One line per row.
+    pub row_lines: Vec<RowLine>,
+    /// The timing chart (inline SVG).
+    pub chart: &'a str,
+    /// Names of the premise candidates.
+    pub candidates: &'a [&'a str],
+}
+
+/// A scenario's Ids page.
+#[derive(Template)]
+#[template(path = "ids.html")]
+pub struct IdsPage<'a> {
+    /// Relative path to the site root.
+    pub root: &'a str,
+    /// Crate version.
+    pub version: &'a str,
+    /// The report.
+    pub r: &'a Report,
+}
+
+/// One receipt's page.
+#[derive(Template)]
+#[template(path = "receipt.html")]
+pub struct ReceiptPage<'a> {
+    /// Relative path to the site root.
+    pub root: &'a str,
+    /// Crate version.
+    pub version: &'a str,
+    /// The receipt.
+    pub rc: &'a crate::model::ReceiptView,
+    /// The run's published signer key.
+    pub signer: &'a str,
+    /// File name of the results JSON under `data/`.
+    pub json_name: &'a str,
+    /// Command line verifying the bundle.
+    pub verify_receipt: String,
+    /// Command line verifying the whole results file.
+    pub verify_results: String,
+}
+
+fn render(page: &str, t: &impl Template) -> Result<String, SiteError> {
+    t.render().map_err(|source| SiteError::Template {
+        page: page.to_owned(),
+        source,
+    })
+}
+
+/// Render the front page.
+pub fn index(reports: &[Report]) -> Result<String, SiteError> {
+    render(
+        "index.html",
+        &IndexPage {
+            root: "",
+            version: VERSION,
+            reports: reports.iter().collect(),
+        },
+    )
+}
+
+/// Render a scenario report.
+pub fn report(
+    r: &Report,
+    verdict: &Section,
+    setup: &Section,
+    rows: &RowsProse,
+    chart: &str,
+) -> Result<String, SiteError> {
+    let row_lines = r
+        .rows
+        .iter()
+        .map(|row| {
+            let wants: std::collections::BTreeSet<u32> = row
+                .cells
+                .iter()
+                .flatten()
+                .filter(|c| c.harness_error.is_none())
+                .map(|c| c.want_count)
+                .collect();
+            RowLine {
+                crash: row.crash.clone(),
+                outage: row.outage.clone(),
+                crash_html: rows.crash.get(&row.crash).cloned().unwrap_or_default(),
+                outage_html: rows.outage.get(&row.outage).cloned().unwrap_or_default(),
+                want: if wants.is_empty() {
+                    "no judged cell, so no".to_owned()
+                } else {
+                    wants
+                        .iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                },
+            }
+        })
+        .collect();
+    render(
+        &format!("{}/index.html", r.scenario),
+        &ReportPage {
+            root: "../",
+            version: VERSION,
+            r,
+            verdict,
+            setup,
+            rows_intro: &rows.intro,
+            row_lines,
+            chart,
+            candidates: &CANDIDATES,
+        },
+    )
+}
+
+/// Render a scenario's Ids page.
+pub fn ids(r: &Report) -> Result<String, SiteError> {
+    render(
+        &format!("{}/ids.html", r.scenario),
+        &IdsPage {
+            root: "../",
+            version: VERSION,
+            r,
+        },
+    )
+}
+
+/// Render one receipt page.
+pub fn receipt(r: &Report, rc: &crate::model::ReceiptView) -> Result<String, SiteError> {
+    render(
+        &format!("{}/receipts/{}", r.scenario, rc.page),
+        &ReceiptPage {
+            root: "../../",
+            version: VERSION,
+            rc,
+            signer: &r.env.signer,
+            json_name: &r.json_name,
+            verify_receipt: format!("verify --key {} {}", r.env.signer, rc.json),
+            verify_results: format!("verify --key {} {}", r.env.signer, r.json_name),
+        },
+    )
+}

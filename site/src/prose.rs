@@ -1,0 +1,271 @@
+//! Prose that cannot lie: the Verdict, Setup and Rows text of a scenario, written in Markdown
+//! under `scenarios/<scenario>/` and rendered against the verified data.
+//!
+//! Rules, enforced on every build:
+//! - numbers appear only through placeholders (`{{ fact }}`, see [`crate::placeholders`]); a digit
+//!   typed anywhere else (outside inline code and fenced code blocks) fails the build;
+//! - a line `claim: ...` is evaluated against the data ([`crate::claims`]); a false or unknown
+//!   claim fails the build. Checked claims are listed under the section they belong to;
+//! - `rows.md` describes every crash point and outage in the data, under headings
+//!   `## crash <name>` and `## outage <name>`; a missing description fails the build.
+
+use crate::claims::{evaluate, Checked, ClaimError};
+use crate::error::SiteError;
+use crate::facts::Facts;
+use crate::placeholders::{fill, handwritten};
+use pulldown_cmark::{html, Options, Parser};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Where the Markdown prose comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProseSource {
+    /// The files of `scenarios/<scenario>/` compiled into the binary (the default).
+    Embedded,
+    /// A directory holding one subdirectory per scenario (like the workspace's `scenarios/`).
+    Dir(PathBuf),
+}
+
+/// The three prose files of a scenario.
+#[derive(Debug, Clone)]
+pub struct ProseFiles {
+    /// `verdict.md`.
+    pub verdict: (String, String),
+    /// `setup.md`.
+    pub setup: (String, String),
+    /// `rows.md`.
+    pub rows: (String, String),
+}
+
+/// A rendered prose section.
+#[derive(Debug, Clone, Default)]
+pub struct Section {
+    /// The HTML.
+    pub html: String,
+    /// Claims that were checked and held.
+    pub claims: Vec<Checked>,
+}
+
+/// `rows.md` rendered: the intro and one description per crash point and outage.
+#[derive(Debug, Clone, Default)]
+pub struct RowsProse {
+    /// Text before the first description heading.
+    pub intro: Section,
+    /// Crash point name → HTML (inline).
+    pub crash: BTreeMap<String, String>,
+    /// Outage name → HTML (inline).
+    pub outage: BTreeMap<String, String>,
+}
+
+const EMBEDDED_BILLING_CREDIT: [(&str, &str); 3] = [
+    (
+        "verdict.md",
+        include_str!("../../scenarios/billing_credit/verdict.md"),
+    ),
+    (
+        "setup.md",
+        include_str!("../../scenarios/billing_credit/setup.md"),
+    ),
+    (
+        "rows.md",
+        include_str!("../../scenarios/billing_credit/rows.md"),
+    ),
+];
+
+/// Load the prose files of `scenario`.
+pub fn load(scenario: &str, source: &ProseSource) -> Result<ProseFiles, SiteError> {
+    let get = |name: &str| -> Result<(String, String), SiteError> {
+        let shown = format!("scenarios/{scenario}/{name}");
+        match source {
+            ProseSource::Embedded => {
+                if scenario != "billing_credit" {
+                    return Err(SiteError::Prose {
+                        file: shown,
+                        line: 0,
+                        problem:
+                            "no prose is compiled in for this scenario; pass a prose directory"
+                                .into(),
+                    });
+                }
+                let text = EMBEDDED_BILLING_CREDIT
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, t)| (*t).to_owned())
+                    .unwrap_or_default();
+                Ok((shown, text))
+            }
+            ProseSource::Dir(dir) => {
+                let path: PathBuf = dir.join(scenario).join(name);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| SiteError::io("reading", &path, e))?;
+                Ok((path.display().to_string(), text))
+            }
+        }
+    };
+    Ok(ProseFiles {
+        verdict: get("verdict.md")?,
+        setup: get("setup.md")?,
+        rows: get("rows.md")?,
+    })
+}
+
+/// Render one prose file (placeholders filled, claims checked) to HTML.
+pub fn render(file: &str, text: &str, facts: &Facts) -> Result<Section, SiteError> {
+    let (markdown, claims) = preprocess(file, text, 0, facts)?;
+    Ok(Section {
+        html: to_html(&markdown),
+        claims,
+    })
+}
+
+/// Render `rows.md`, requiring a description of every crash point and outage in `needed`.
+pub fn render_rows(
+    file: &str,
+    text: &str,
+    facts: &Facts,
+    crashes: &[String],
+    outages: &[String],
+) -> Result<RowsProse, SiteError> {
+    let mut out = RowsProse::default();
+    let mut intro = String::new();
+    // (kind, name, line number of the heading, body)
+    let mut blocks: Vec<(String, String, usize, String)> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if let Some(h) = line.strip_prefix("## ") {
+            let parts: Vec<&str> = h.split_whitespace().collect();
+            match parts.as_slice() {
+                [kind @ ("crash" | "outage"), name] => {
+                    blocks.push(((*kind).to_owned(), (*name).to_owned(), i + 1, String::new()));
+                    continue;
+                }
+                _ => {
+                    return Err(SiteError::Prose {
+                        file: file.to_owned(),
+                        line: i + 1,
+                        problem: "rows.md headings must be `## crash <name>` or `## outage <name>`"
+                            .into(),
+                    })
+                }
+            }
+        }
+        let target = match blocks.last_mut() {
+            Some(b) => &mut b.3,
+            None => &mut intro,
+        };
+        target.push_str(line);
+        target.push('\n');
+    }
+    let (md, claims) = preprocess(file, &intro, 0, facts)?;
+    out.intro = Section {
+        html: to_html(&md),
+        claims,
+    };
+    for (kind, name, line, body) in blocks {
+        let (md, claims) = preprocess(file, &body, line, facts)?;
+        out.intro.claims.extend(claims);
+        let html = to_html(&md);
+        let inline = html
+            .trim()
+            .strip_prefix("<p>")
+            .and_then(|s| s.strip_suffix("</p>"))
+            .map(str::to_owned)
+            .unwrap_or(html);
+        let map = if kind == "crash" {
+            &mut out.crash
+        } else {
+            &mut out.outage
+        };
+        if map.insert(name.clone(), inline).is_some() {
+            return Err(SiteError::Prose {
+                file: file.to_owned(),
+                line,
+                problem: format!("{kind} {name} is described twice"),
+            });
+        }
+    }
+    for (kind, needed, have) in [
+        ("crash", crashes, &out.crash),
+        ("outage", outages, &out.outage),
+    ] {
+        for n in needed {
+            if !have.contains_key(n) {
+                return Err(SiteError::Prose {
+                    file: file.to_owned(),
+                    line: 0,
+                    problem: format!(
+                        "the data has {kind} `{n}` but there is no `## {kind} {n}` description"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Check numbers and claims, fill placeholders. `offset` is the line number before `text` starts.
+fn preprocess(
+    file: &str,
+    text: &str,
+    offset: usize,
+    facts: &Facts,
+) -> Result<(String, Vec<Checked>), SiteError> {
+    let mut out = String::with_capacity(text.len());
+    let mut claims = Vec::new();
+    let mut fence: Option<String> = None;
+    for (i, line) in text.lines().enumerate() {
+        let line_no = offset + i + 1;
+        let err = |problem: String| SiteError::Prose {
+            file: file.to_owned(),
+            line: line_no,
+            problem,
+        };
+        let trimmed = line.trim_start();
+        if let Some(open) = &fence {
+            if trimmed.starts_with(open.as_str()) {
+                fence = None;
+            }
+        } else if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            fence = Some(trimmed[..3].to_owned());
+        } else if let Some(claim) = trimmed.strip_prefix("claim:") {
+            match evaluate(claim, facts) {
+                Ok(c) => claims.push(c),
+                Err(ClaimError::Invalid(problem)) => {
+                    return Err(err(format!(
+                        "cannot check claim `{}`: {problem}",
+                        claim.trim()
+                    )))
+                }
+                Err(ClaimError::False(evidence)) => {
+                    return Err(SiteError::FalseClaim {
+                        file: file.to_owned(),
+                        line: line_no,
+                        claim: claim.trim().to_owned(),
+                        evidence,
+                    })
+                }
+            }
+            continue;
+        } else if let Some(d) = handwritten(line).chars().find(char::is_ascii_digit) {
+            return Err(err(format!(
+                "the digit `{d}` is written by hand; numbers may only come from placeholders ({{{{ fact }}}}) or code spans"
+            )));
+        }
+        out.push_str(&fill(line, facts).map_err(err)?);
+        out.push('\n');
+    }
+    Ok((out, claims))
+}
+
+fn to_html(markdown: &str) -> String {
+    let mut opts = Options::empty();
+    opts.insert(Options::ENABLE_TABLES);
+    opts.insert(Options::ENABLE_STRIKETHROUGH);
+    let mut html_out = String::new();
+    html::push_html(&mut html_out, Parser::new_ext(markdown, opts));
+    html_out
+}
+
+/// Where the workspace's `scenarios/` directory is, for a `--prose` default in development.
+pub fn workspace_scenarios_dir() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios"))
+}

@@ -1,0 +1,36 @@
+//! Shared helpers of the site's integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// The checked-in results fixture directory (holds `billing_credit.json`).
+pub fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// Build the site from the fixture into a fresh temporary directory.
+pub fn build_fixture_site() -> (tempfile::TempDir, site::BuildReport) {
+    let out = tempfile::tempdir().expect("temp dir");
+    let report = site::build(&fixture_dir(), out.path()).expect("the fixture site builds");
+    (out, report)
+}
+
+/// Copy the fixture into a fresh results directory, after editing its JSON with `edit`.
+pub fn edited_fixture(edit: impl FnOnce(&mut serde_json::Value)) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bytes = std::fs::read(fixture_dir().join("billing_credit.json")).expect("fixture");
+    let mut value: serde_json::Value = serde_json::from_slice(&bytes).expect("fixture JSON");
+    edit(&mut value);
+    std::fs::write(
+        dir.path().join("billing_credit.json"),
+        serde_json::to_vec_pretty(&value).expect("JSON"),
+    )
+    .expect("write");
+    dir
+}
+
+/// A synthetic, signed, verifying results file from `verify::synthetic` (used to make the
+/// fixture before a real run existed, and by tests that need a variant of it).
+pub fn synthetic() -> verify::results::ResultsFile {
+    verify::synthetic::generate(&verify::synthetic::Spec::default())
+}

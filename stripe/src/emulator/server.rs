@@ -1,0 +1,372 @@
+//! The HTTP layer: a loopback listener whose connections can be cut on purpose,
+//! authentication, fault rules, idempotency, and Stripe's response headers.
+
+use super::errors::ApiError;
+use super::faults::{FaultAction, FaultHandle};
+use super::form::{canonical, parse_into, Form};
+use super::idempotency::Begin;
+use super::routes::dispatch;
+use super::state::{fnv, request_id, Account};
+use axum::body::Bytes;
+use axum::extract::connect_info::Connected;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::serve::{IncomingStream, Listener};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Shared server state.
+pub(crate) struct App {
+    accounts: Mutex<HashMap<String, Arc<Mutex<Account>>>>,
+    pub faults: FaultHandle,
+    ttl: Duration,
+    requests: AtomicU64,
+    seed: u64,
+}
+
+impl App {
+    pub fn new(faults: FaultHandle, ttl: Duration, seed: u64) -> App {
+        App {
+            accounts: Mutex::new(HashMap::new()),
+            faults,
+            ttl,
+            requests: AtomicU64::new(0),
+            seed,
+        }
+    }
+
+    fn account(&self, key: &str) -> Arc<Mutex<Account>> {
+        let mut accounts = self.accounts.lock().unwrap_or_else(PoisonError::into_inner);
+        accounts
+            .entry(key.to_string())
+            .or_insert_with(|| Arc::new(Mutex::new(Account::new(key))))
+            .clone()
+    }
+
+    fn request_id(&self) -> String {
+        let n = self.requests.fetch_add(1, Ordering::Relaxed) + 1;
+        request_id(self.seed, n)
+    }
+}
+
+fn lock(account: &Mutex<Account>) -> std::sync::MutexGuard<'_, Account> {
+    account.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A TCP listener whose connections carry a kill switch, so that a handler can
+/// make its own connection close without an answer (the "commit, then drop"
+/// fault).
+pub(crate) struct KillableListener(pub TcpListener);
+
+/// Per-connection information handed to handlers.
+#[derive(Debug, Clone)]
+pub(crate) struct Conn {
+    #[allow(dead_code)]
+    pub peer: SocketAddr,
+    pub kill: Arc<AtomicBool>,
+}
+
+/// A TCP stream that fails every write once its kill switch is set.
+pub(crate) struct KillableStream {
+    inner: TcpStream,
+    kill: Arc<AtomicBool>,
+}
+
+fn killed() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ConnectionAborted,
+        "connection dropped by fault rule",
+    )
+}
+
+impl AsyncRead for KillableStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.kill.load(Ordering::SeqCst) {
+            return Poll::Ready(Err(killed()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for KillableStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        if self.kill.load(Ordering::SeqCst) {
+            return Poll::Ready(Err(killed()));
+        }
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.kill.load(Ordering::SeqCst) {
+            return Poll::Ready(Err(killed()));
+        }
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+impl Listener for KillableListener {
+    type Io = KillableStream;
+    type Addr = Conn;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            match self.0.accept().await {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    let kill = Arc::new(AtomicBool::new(false));
+                    let conn = Conn {
+                        peer,
+                        kill: kill.clone(),
+                    };
+                    return (
+                        KillableStream {
+                            inner: stream,
+                            kill,
+                        },
+                        conn,
+                    );
+                }
+                // Out of file descriptors and the like: wait and retry.
+                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<Self::Addr> {
+        Ok(Conn {
+            peer: self.0.local_addr()?,
+            kill: Arc::new(AtomicBool::new(false)),
+        })
+    }
+}
+
+impl Connected<IncomingStream<'_, KillableListener>> for Conn {
+    fn connect_info(stream: IncomingStream<'_, KillableListener>) -> Self {
+        stream.remote_addr().clone()
+    }
+}
+
+/// The axum handler for every request. The work runs in its own task so that a
+/// client that gives up (timeout) cannot cancel a change halfway: like at
+/// Stripe, a request that arrived runs to completion.
+pub(crate) async fn handle(
+    State(app): State<Arc<App>>,
+    ConnectInfo(conn): ConnectInfo<Conn>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let task = tokio::spawn(process(app, conn, method, uri, headers, body));
+    match task.await {
+        Ok(response) => response,
+        Err(_) => plain_error(&ApiError::server_error(500), "req_internal"),
+    }
+}
+
+fn plain_error(e: &ApiError, request_id: &str) -> Response {
+    respond(e.status, &e.body(), request_id, None, false)
+}
+
+fn respond(
+    status: u16,
+    body: &Value,
+    request_id: &str,
+    idempotency_key: Option<&str>,
+    replayed: bool,
+) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, body.to_string()).into_response();
+    let h = response.headers_mut();
+    h.insert("content-type", HeaderValue::from_static("application/json"));
+    h.insert(
+        "stripe-version",
+        HeaderValue::from_static(crate::API_VERSION),
+    );
+    if let Ok(v) = HeaderValue::from_str(request_id) {
+        h.insert("request-id", v);
+    }
+    if let Some(v) = idempotency_key.and_then(|k| HeaderValue::from_str(k).ok()) {
+        h.insert("idempotency-key", v);
+    }
+    if replayed {
+        h.insert("idempotent-replayed", HeaderValue::from_static("true"));
+    }
+    response
+}
+
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    for c in text.trim().bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            b'=' => break,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push(((acc >> bits) & 0xff) as u8);
+        }
+    }
+    Some(out)
+}
+
+/// The API key from `Authorization: Basic` (key as user name) or `Bearer`.
+fn api_key(headers: &HeaderMap) -> Result<String, ApiError> {
+    let Some(value) = headers.get("authorization").and_then(|v| v.to_str().ok()) else {
+        return Err(ApiError::unauthorized(
+            "You did not provide an API key. You need to provide your API key in the \
+             Authorization header, using Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY').",
+        ));
+    };
+    let key = if let Some(token) = value.strip_prefix("Bearer ") {
+        token.trim().to_string()
+    } else if let Some(encoded) = value.strip_prefix("Basic ") {
+        let decoded = base64_decode(encoded)
+            .and_then(|b| String::from_utf8(b).ok())
+            .ok_or_else(|| ApiError::unauthorized("Invalid Basic authorization header."))?;
+        decoded.split(':').next().unwrap_or_default().to_string()
+    } else {
+        return Err(ApiError::unauthorized(
+            "Invalid Authorization header: use Bearer or Basic authentication.",
+        ));
+    };
+    if key.starts_with("sk_test_") && key.len() > "sk_test_".len() {
+        Ok(key)
+    } else {
+        let hint: String = key.chars().take(8).collect();
+        Err(ApiError::unauthorized(format!(
+            "Invalid API Key provided: {hint}****. This emulator accepts any sk_test_ key."
+        )))
+    }
+}
+
+async fn process(
+    app: Arc<App>,
+    conn: Conn,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let request_id = app.request_id();
+    let method = method.as_str().to_string();
+    let path = uri.path().to_string();
+    let idem_key = if method == "POST" {
+        headers
+            .get("idempotency-key")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    } else {
+        None
+    };
+    let fail = |e: ApiError| respond(e.status, &e.body(), &request_id, idem_key.as_deref(), false);
+
+    let key = match api_key(&headers) {
+        Ok(k) => k,
+        Err(e) => return fail(e),
+    };
+    let mut params = Map::new();
+    if let Err(e) = parse_into(&mut params, uri.query().unwrap_or_default()) {
+        return fail(e);
+    }
+    if method != "GET" {
+        let Ok(text) = std::str::from_utf8(&body) else {
+            return fail(ApiError::bad_request(
+                "The request body is not valid UTF-8.",
+            ));
+        };
+        if let Err(e) = parse_into(&mut params, text) {
+            return fail(e);
+        }
+    }
+    let fault = app.faults.take(&method, &path, Some(&key));
+    if let Some(FaultAction::Error { status }) = fault {
+        return fail(ApiError::server_error(status));
+    }
+    let account = app.account(&key);
+    if let Some(k) = &idem_key {
+        if k.is_empty() || k.len() > 255 {
+            return fail(ApiError::bad_request(
+                "Idempotency-Key must be between 1 and 255 characters long.",
+            ));
+        }
+        let fingerprint = format!(
+            "{method} {path} {}",
+            canonical(&Value::Object(params.clone()))
+        );
+        let begin = lock(&account)
+            .idempotency
+            .begin(k, &fingerprint, Instant::now(), app.ttl);
+        match begin {
+            Begin::Run => {}
+            Begin::Replay { status, body } => {
+                return respond(status, &body, &request_id, Some(k), true)
+            }
+            Begin::Mismatch => return fail(ApiError::idempotency_mismatch(k)),
+            Begin::InUse => return fail(ApiError::idempotency_in_use(k)),
+        }
+    }
+    if let Some(FaultAction::Delay { ms }) = fault {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+    let (status, body) = {
+        let mut guard = lock(&account);
+        let result = dispatch(&mut guard, &method, &path, &Form::new(&params));
+        match (&idem_key, result) {
+            (Some(k), Ok(v)) => {
+                guard.idempotency.finish(k, 200, v.clone(), Instant::now());
+                (200, v)
+            }
+            (Some(k), Err(e)) => {
+                // Failed validation: nothing is saved, the key can be reused.
+                guard.idempotency.abandon(k);
+                (e.status, e.body())
+            }
+            (None, Ok(v)) => (200, v),
+            (None, Err(e)) => (e.status, e.body()),
+        }
+    };
+    if fault == Some(FaultAction::CommitThenDrop) {
+        conn.kill.store(true, Ordering::SeqCst);
+    }
+    respond(status, &body, &request_id, idem_key.as_deref(), false)
+}
+
+/// Seed for request ids of one emulator instance.
+pub(crate) fn seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    fnv(&format!("{nanos}:{}", std::process::id()))
+}

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Conformance probe: drive the billing scenario's Stripe calls through the
+official stripe-python SDK against a running stripe-emulator.
+
+Usage: python3 sdk_probe.py http://127.0.0.1:PORT API_VERSION
+
+Every call of original-behaviour.md §4.12 is made the way a user of the SDK
+would make it; the script checks that the SDK accepts every answer and that the
+numbers are Stripe's. Exit status 0 means every check passed.
+"""
+import sys
+import time
+
+import stripe
+
+BASE, VERSION = sys.argv[1], sys.argv[2]
+KEY = "sk_test_sdk_probe_%d" % int(time.time() * 1000)
+
+
+def check(cond, what):
+    if not cond:
+        raise SystemExit("sdk probe: FAILED: " + what)
+    print("ok  " + what)
+
+
+client = stripe.StripeClient(
+    KEY,
+    base_addresses={"api": BASE},
+    stripe_version=VERSION,
+    max_network_retries=0,
+)
+v1 = client.v1
+
+
+def ensure_price(cents):
+    key = "interlock-sandbox-billing-credit-%d" % cents
+    found = v1.prices.list(params={"lookup_keys": [key], "limit": 1})
+    if found.data:
+        return found.data[0].id
+    return v1.prices.create(
+        params={
+            "unit_amount": cents,
+            "currency": "usd",
+            "recurring": {"interval": "month"},
+            "lookup_key": key,
+            "product_data": {"name": "interlock-sandbox plan $%d/mo" % (cents // 100)},
+        }
+    ).id
+
+
+price30, price20 = ensure_price(3000), ensure_price(2000)
+check(ensure_price(3000) == price30, "prices found again by lookup key")
+
+frozen = 1_790_000_000
+clock = v1.test_helpers.test_clocks.create(
+    params={"frozen_time": frozen, "name": "interlock-sandbox sdk probe"}
+)
+check(clock.status == "ready" and clock.frozen_time == frozen, "test clock created")
+
+customer = v1.customers.create(
+    params={
+        "test_clock": clock.id,
+        "name": "SDK probe",
+        "payment_method": "pm_card_visa",
+        "invoice_settings": {"default_payment_method": "pm_card_visa"},
+        "metadata": {"sandbox": "interlock-sandbox"},
+    }
+)
+check(customer.balance == 0 and customer.test_clock == clock.id, "customer on the clock")
+
+sub = v1.subscriptions.create(params={"customer": customer.id, "items": [{"price": price30}]})
+check(sub.status == "active", "subscription active")
+sub = v1.subscriptions.retrieve(sub.id)
+item = sub["items"].data[0]
+check(item.current_period_start == frozen, "period fields on the subscription item")
+period_end = item.current_period_end
+
+# The credit, with an idempotency key, sent twice.
+params = {
+    "amount": -1000,
+    "currency": "usd",
+    "description": "Goodwill credit",
+    "metadata": {"case_id": "case-0123456789", "interlock_effect_id": "e" * 64},
+}
+opts = {"idempotency_key": "goodwill-credit-case-0123456789"}
+first = v1.customers.balance_transactions.create(customer.id, params=params, options=opts)
+again = v1.customers.balance_transactions.create(customer.id, params=params, options=opts)
+check(first.id == again.id, "idempotent replay returns the same transaction")
+check(
+    again.last_response.headers.get("Idempotent-Replayed") == "true",
+    "Idempotent-Replayed header visible to the SDK",
+)
+try:
+    v1.customers.balance_transactions.create(
+        customer.id, params=dict(params, amount=-999), options=opts
+    )
+    check(False, "parameter mismatch must fail")
+except stripe.IdempotencyError as e:
+    check(e.http_status == 400, "parameter mismatch raises IdempotencyError (400)")
+
+check(v1.customers.retrieve(customer.id).balance == -1000, "customer balance -1000")
+
+# Downgrade with create_prorations, then the renewal.
+v1.subscriptions.update(
+    sub.id,
+    params={
+        "items": [{"id": item.id, "price": price20}],
+        "proration_behavior": "create_prorations",
+    },
+)
+advancing = v1.test_helpers.test_clocks.advance(
+    clock.id, params={"frozen_time": period_end + 3 * 3600}
+)
+check(advancing.status == "advancing", "advance answers 'advancing'")
+for _ in range(50):
+    if v1.test_helpers.test_clocks.retrieve(clock.id).status == "ready":
+        break
+check(v1.test_helpers.test_clocks.retrieve(clock.id).status == "ready", "clock ready")
+
+invoices = v1.invoices.list(params={"customer": customer.id, "limit": 10})
+renewal = next(i for i in invoices.data if i.billing_reason == "subscription_cycle")
+check(renewal.total == 1000, "prorated renewal total 1000")
+check(renewal.starting_balance == -1000 and renewal.amount_due == 0, "credit applied")
+check(renewal.parent.subscription_details.subscription == sub.id, "invoice parent")
+check(
+    any(l.parent.subscription_item_details.proration for l in renewal.lines.data),
+    "proration lines",
+)
+
+txns = v1.customers.balance_transactions.list(customer.id, params={"limit": 100})
+check(
+    [(t.type, t.amount) for t in txns.data] == [("applied_to_invoice", 1000), ("adjustment", -1000)],
+    "balance transactions newest first",
+)
+
+note = v1.credit_notes.create(
+    params={
+        "invoice": renewal.id,
+        "amount": 1000,
+        "credit_amount": 1000,
+        "memo": "SLA credit for INC-abcdef",
+        "metadata": {"incident": "INC-abcdef", "source": "billing-sla-automation"},
+    }
+)
+check(note.status == "issued" and note.type == "post_payment", "credit note issued")
+notes = v1.credit_notes.list(params={"customer": customer.id, "limit": 100})
+check([n.id for n in notes.data] == [note.id], "credit notes listed")
+check(v1.customers.retrieve(customer.id).balance == -1000, "credit note credited the balance")
+
+# Pagination through the SDK's auto-paging iterator.
+for i in range(12):
+    v1.customers.balance_transactions.create(
+        customer.id, params={"amount": -1, "currency": "usd"}
+    )
+pages = v1.customers.balance_transactions.list(customer.id, params={"limit": 5})
+check(len(list(pages.auto_paging_iter())) == 15, "auto-paging over all pages")
+
+# Errors arrive as the SDK's typed exceptions.
+try:
+    v1.customers.retrieve("cus_missing")
+    check(False, "missing customer must fail")
+except stripe.InvalidRequestError as e:
+    check(e.http_status == 404 and e.code == "resource_missing", "404 resource_missing")
+
+# The global-configuration style of older integrations.
+stripe.api_key = KEY
+stripe.api_base = BASE
+stripe.api_version = VERSION
+stripe.max_network_retries = 0
+check(stripe.Customer.retrieve(customer.id).id == customer.id, "global api_base works")
+try:
+    stripe.api_key = "sk_live_nope"
+    stripe.Customer.retrieve(customer.id)
+    check(False, "a live key must be refused")
+except stripe.AuthenticationError as e:
+    check(e.http_status == 401, "non-test key gets 401")
+
+print("sdk probe: all checks passed")

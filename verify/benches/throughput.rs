@@ -1,0 +1,2 @@
+//! Throughput benchmark (filled in below).
+fn main() {}

@@ -1,0 +1,773 @@
+//! Checking an `interlock-results/1` file (DESIGN §3.3, §4.6): every receipt, every cell's
+//! judgement and the summary, re-derived from the raw data in the file and compared with what the
+//! file states. No stored judgement or summary is trusted.
+
+use crate::billing_credit;
+use crate::canonical;
+use crate::finding::{code as fcode, Finding};
+use crate::receipt::{self, Happened, KeyCheck, ReceiptReport, SignerRule};
+use crate::results::{median_ms, Cell, ColumnSummary, GroundTruth, ResultsFile, Want, RESULTS_FORMAT};
+use ed25519_dalek::VerifyingKey;
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+/// The report on one results file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResultsReport {
+    /// The file's format (always `interlock-results/1` for a file that loaded).
+    pub format: String,
+    /// The scenario.
+    pub scenario: String,
+    /// Number of cells.
+    pub cells: usize,
+    /// Number of receipts checked.
+    pub receipts: usize,
+    /// Every receipt carries valid signatures.
+    pub signed: bool,
+    /// `pinned` (`--key`) or `self-attested` (the key the file publishes).
+    pub key: String,
+    /// The key the entries had to be signed by (hex).
+    pub signer: String,
+    /// No finding anywhere.
+    pub ok: bool,
+    /// One report per cell, in file order.
+    pub cell_reports: Vec<CellReport>,
+    /// Findings about the file as a whole (environment, rows, columns, summary).
+    pub findings: Vec<Finding>,
+}
+
+/// What the verifier derived for one cell, and what did not agree.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CellReport {
+    /// Index in `cells`.
+    pub index: usize,
+    /// The cell's column.
+    pub column: String,
+    /// The cell's crash point.
+    pub crash: String,
+    /// The cell's outage.
+    pub outage: String,
+    /// The cell's repeat index.
+    pub repeat: u32,
+    /// No finding in this cell (its receipt included).
+    pub ok: bool,
+    /// `want` by the want rule.
+    pub want: Want,
+    /// Derived `invariant_held`.
+    pub invariant_held: bool,
+    /// Derived `answer_matches`.
+    pub answer_matches: bool,
+    /// Derived `proof`.
+    pub proof: bool,
+    /// The receipt's report (interlock cells).
+    pub receipt: Option<ReceiptReport>,
+    /// Every finding of the cell, receipt problems first.
+    pub findings: Vec<Finding>,
+}
+
+impl ResultsReport {
+    /// The first finding of each failing cell, then the file-level findings.
+    pub fn first_findings(&self) -> Vec<&Finding> {
+        self.cell_reports
+            .iter()
+            .filter_map(|c| c.findings.first())
+            .chain(self.findings.iter())
+            .collect()
+    }
+}
+
+/// The effect id of the billing_credit case `case_id`: lowercase hex SHA-256 of the canonical JSON
+/// of the request id `"goodwill-credit:<case_id>"`.
+pub fn billing_credit_effect_id(case_id: &str) -> String {
+    let request = Value::String(request_id(case_id));
+    let bytes = canonical::to_vec(&request).unwrap_or_default();
+    hex::encode(Sha256::digest(&bytes))
+}
+
+/// The approved request of a billing_credit case: `goodwill-credit:<case_id>`.
+pub fn request_id(case_id: &str) -> String {
+    format!("goodwill-credit:{case_id}")
+}
+
+/// The status strings a column may end in, for the receipt's final entry.
+fn outcomes_for_final(report: &ReceiptReport, final_refused_code: Option<&str>) -> Vec<String> {
+    match report.final_kind.as_deref() {
+        Some("COMMITTED") => match report.via.as_deref() {
+            Some("send") => vec!["COMMITTED".into(), "DUPLICATE_IGNORED".into()],
+            Some("retry-idempotent") => vec!["COMMITTED_BY_RETRY".into()],
+            Some("recovery-query") | Some("failed-but-landed") => vec!["COMMITTED_ON_QUERY".into()],
+            Some("recovery-reapply") => vec!["REAPPLIED_AFTER_QUERY".into()],
+            _ => vec![],
+        },
+        Some("REFUSED") => final_refused_code
+            .map(|c| vec![format!("REFUSED:{c}")])
+            .unwrap_or_default(),
+        Some("AMBIGUOUS") => vec!["AMBIGUOUS".into()],
+        Some("DISPATCHED") => vec!["IN_FLIGHT".into()],
+        _ => vec![],
+    }
+}
+
+/// Verify a results file. `key` is the pinned key (`--key`), or [`KeyCheck::SelfAttested`] to
+/// check every entry against the key the file publishes in `environment.signer`.
+pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
+    let mut findings = Vec::new();
+    if file.format != RESULTS_FORMAT {
+        findings.push(Finding::mismatch(
+            "format",
+            fcode::FILE_INCONSISTENT,
+            "the file is not an interlock-results/1 file",
+            RESULTS_FORMAT,
+            &file.format,
+        ));
+    }
+    let published = hex::decode(&file.environment.signer)
+        .ok()
+        .and_then(|b| <[u8; 32]>::try_from(b).ok())
+        .and_then(|b| VerifyingKey::from_bytes(&b).ok());
+    let (rule, key_label) = match (key, published) {
+        (KeyCheck::Pinned(k), p) => {
+            if p != Some(*k) {
+                findings.push(Finding::mismatch(
+                    "environment.signer",
+                    fcode::FILE_INCONSISTENT,
+                    "the key the file publishes is not the pinned key",
+                    hex::encode(k.as_bytes()),
+                    &file.environment.signer,
+                ));
+            }
+            (SignerRule::Pinned(*k), "pinned")
+        }
+        (KeyCheck::SelfAttested, Some(p)) => (SignerRule::Published(p), "self-attested"),
+        (KeyCheck::SelfAttested, None) => {
+            findings.push(Finding::new(
+                "environment.signer",
+                fcode::FILE_INCONSISTENT,
+                "the file publishes no valid ed25519 public key (64 hex characters), so no signature can be bound to it",
+            ));
+            (SignerRule::FromRecord, "self-attested")
+        }
+    };
+    let signer = match rule {
+        SignerRule::Pinned(k) | SignerRule::Published(k) => hex::encode(k.as_bytes()),
+        SignerRule::FromRecord => file.environment.signer.clone(),
+    };
+
+    let with_receipt: Vec<usize> = (0..file.cells.len())
+        .filter(|i| file.cells.get(*i).is_some_and(|c| c.receipt.is_some()))
+        .collect();
+    let bundles: Vec<&crate::entry::ReceiptBundle> = file.cells.iter().filter_map(|c| c.receipt.as_ref()).collect();
+    let mut reports: Vec<Option<ReceiptReport>> = vec![None; file.cells.len()];
+    for (i, r) in with_receipt.iter().zip(receipt::verify_with_rule(&bundles, &rule)) {
+        if let Some(slot) = reports.get_mut(*i) {
+            *slot = Some(r);
+        }
+    }
+
+    check_structure(file, &mut findings);
+    let cell_reports: Vec<CellReport> = file
+        .cells
+        .iter()
+        .zip(reports)
+        .enumerate()
+        .map(|(i, (cell, r))| check_cell(i, cell, r))
+        .collect();
+    check_summary(file, &cell_reports, &mut findings);
+
+    let signed = !bundles.is_empty()
+        && cell_reports
+            .iter()
+            .filter_map(|c| c.receipt.as_ref())
+            .all(|r| r.signed == Some(true));
+    let ok = findings.is_empty() && cell_reports.iter().all(|c| c.ok);
+    ResultsReport {
+        format: file.format.clone(),
+        scenario: file.scenario.clone(),
+        cells: file.cells.len(),
+        receipts: bundles.len(),
+        signed,
+        key: key_label.to_owned(),
+        signer,
+        ok,
+        cell_reports,
+        findings,
+    }
+}
+
+fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
+    let rows: HashSet<(&str, &str)> = file.rows.iter().map(|r| (r.crash.as_str(), r.outage.as_str())).collect();
+    let mut seen = HashSet::new();
+    let mut cases = HashSet::new();
+    for (i, c) in file.cells.iter().enumerate() {
+        if !file.columns.contains(&c.column) {
+            findings.push(Finding::new(
+                format!("cells[{i}].column"),
+                fcode::FILE_INCONSISTENT,
+                format!("cell {i} is in column {:?}, which the file's columns do not list", c.column),
+            ));
+        }
+        if !rows.contains(&(c.crash.as_str(), c.outage.as_str())) {
+            findings.push(Finding::new(
+                format!("cells[{i}].crash"),
+                fcode::FILE_INCONSISTENT,
+                format!("cell {i} is in row {}/{}, which the file's rows do not list", c.crash, c.outage),
+            ));
+        }
+        if !seen.insert((c.crash.as_str(), c.outage.as_str(), c.column.as_str(), c.repeat)) {
+            findings.push(Finding::new(
+                format!("cells[{i}]"),
+                fcode::FILE_INCONSISTENT,
+                format!("cell {i} repeats row {}/{} column {} repeat {}", c.crash, c.outage, c.column, c.repeat),
+            ));
+        }
+        if !cases.insert(c.case.case_id.as_str()) {
+            findings.push(Finding::new(
+                format!("cells[{i}].case.case_id"),
+                fcode::FILE_INCONSISTENT,
+                format!("cell {i} reuses case {}, which another cell opened", c.case.case_id),
+            ));
+        }
+    }
+}
+
+fn check_cell(i: usize, cell: &Cell, receipt: Option<ReceiptReport>) -> CellReport {
+    let base = format!("cells[{i}]");
+    let mut f: Vec<Finding> = Vec::new();
+    let case_id = cell.case.case_id.as_str();
+    let gt = &cell.ground_truth;
+    let harness_error = cell.outcome == billing_credit::HARNESS_ERROR;
+
+    check_ground_truth(&base, cell, &mut f);
+
+    let want = billing_credit::want(gt, case_id, &cell.case.incident, cell.case.approval.max_cents);
+    if want != cell.want {
+        f.push(Finding::mismatch(
+            format!("{base}.want"),
+            fcode::WANT_MISMATCH,
+            format!("cell {i}: want is not what the want rule derives from the ground truth"),
+            format!("count {} cents {}", want.count, want.cents),
+            format!("count {} cents {}", cell.want.count, cell.want.cents),
+        ));
+    }
+    let invariant_held = billing_credit::invariant_held(gt, want);
+    if invariant_held != cell.invariant_held {
+        f.push(Finding::mismatch(
+            format!("{base}.invariant_held"),
+            fcode::INVARIANT_MISMATCH,
+            format!("cell {i}: invariant_held is not what the case's credits and want give"),
+            invariant_held,
+            cell.invariant_held,
+        ));
+    }
+    let answer_matches = billing_credit::answer_matches(&cell.outcome, gt);
+    if answer_matches != cell.answer_matches {
+        f.push(Finding::mismatch(
+            format!("{base}.answer_matches"),
+            fcode::ANSWER_MISMATCH,
+            format!("cell {i}: answer_matches is not what outcome {:?} and the case's credits give", cell.outcome),
+            answer_matches,
+            cell.answer_matches,
+        ));
+    }
+    if harness_error != cell.harness_error.is_some() {
+        f.push(Finding::new(
+            format!("{base}.harness_error"),
+            fcode::FILE_INCONSISTENT,
+            format!("cell {i}: harness_error must be set exactly when the outcome is HARNESS_ERROR"),
+        ));
+    }
+    let expected_record = match cell.column.as_str() {
+        "interlock" => "signed_chain",
+        "hand_check" => "plain_log",
+        _ => "none",
+    };
+    if cell.record != expected_record {
+        f.push(Finding::mismatch(
+            format!("{base}.record"),
+            fcode::FILE_INCONSISTENT,
+            format!("cell {i}: the record kind does not fit column {}", cell.column),
+            expected_record,
+            &cell.record,
+        ));
+    }
+
+    let (proof, why_not) = match cell.column.as_str() {
+        "interlock" => check_interlock(i, &base, cell, receipt.as_ref(), harness_error, &mut f),
+        "hand_check" => {
+            no_receipt(i, &base, cell, &mut f);
+            check_hand_check(i, &base, cell, harness_error, &mut f)
+        }
+        _ => {
+            no_receipt(i, &base, cell, &mut f);
+            (false, "a column without a record proves nothing".to_owned())
+        }
+    };
+    if proof != cell.proof {
+        f.push(Finding::mismatch(
+            format!("{base}.proof"),
+            fcode::PROOF_MISMATCH,
+            if proof {
+                format!("cell {i}: proof is false, but its record proves what happened")
+            } else {
+                format!("cell {i}: proof is true, but {why_not}")
+            },
+            proof,
+            cell.proof,
+        ));
+    }
+
+    let mut findings: Vec<Finding> = receipt
+        .iter()
+        .flat_map(|r| r.problems.iter().map(|p| Finding::from_problem(&format!("{base}.receipt"), p)))
+        .collect();
+    findings.append(&mut f);
+    CellReport {
+        index: i,
+        column: cell.column.clone(),
+        crash: cell.crash.clone(),
+        outage: cell.outage.clone(),
+        repeat: cell.repeat,
+        ok: findings.is_empty(),
+        want,
+        invariant_held,
+        answer_matches,
+        proof,
+        receipt,
+        findings,
+    }
+}
+
+fn no_receipt(i: usize, base: &str, cell: &Cell, f: &mut Vec<Finding>) {
+    if cell.receipt.is_some() || cell.effect_id.is_some() || !cell.journal_kinds.is_empty() {
+        f.push(Finding::new(
+            format!("{base}.receipt"),
+            fcode::RECEIPT_MISSING,
+            format!("cell {i} is a {} cell but carries a receipt, effect id or journal kinds", cell.column),
+        ));
+    }
+}
+
+fn check_ground_truth(base: &str, cell: &Cell, f: &mut Vec<Finding>) {
+    let gt = &cell.ground_truth;
+    let case_id = cell.case.case_id.as_str();
+    let path = format!("{base}.ground_truth");
+    let from_txns: BTreeSet<(&str, i64, i64)> = gt
+        .balance_transactions
+        .iter()
+        .filter(|t| billing_credit::is_case_credit(t, case_id))
+        .map(|t| (t.id.as_str(), t.amount, t.created))
+        .collect();
+    let stated: BTreeSet<(&str, i64, i64)> = gt
+        .case_credits
+        .iter()
+        .map(|c| (c.id.as_str(), c.amount, c.created))
+        .collect();
+    if from_txns != stated || stated.len() != gt.case_credits.len() {
+        f.push(Finding::mismatch(
+            format!("{path}.case_credits"),
+            fcode::GROUND_TRUTH_INCONSISTENT,
+            format!("case {case_id}: case_credits are not the adjustments tagged with the case"),
+            ids(from_txns.iter().map(|t| t.0)),
+            ids(gt.case_credits.iter().map(|c| c.id.as_str())),
+        ));
+    }
+    if gt.case_credit_count as usize != gt.case_credits.len() {
+        f.push(Finding::mismatch(
+            format!("{path}.case_credit_count"),
+            fcode::GROUND_TRUTH_INCONSISTENT,
+            format!("case {case_id}: case_credit_count is not the number of case credits"),
+            gt.case_credits.len(),
+            gt.case_credit_count,
+        ));
+    }
+    let cents: i64 = gt.case_credits.iter().map(|c| c.amount.saturating_neg()).fold(0i64, i64::saturating_add);
+    if gt.case_credit_cents != cents {
+        f.push(Finding::mismatch(
+            format!("{path}.case_credit_cents"),
+            fcode::GROUND_TRUTH_INCONSISTENT,
+            format!("case {case_id}: case_credit_cents is not the sum of the case credits"),
+            cents,
+            gt.case_credit_cents,
+        ));
+    }
+    let by_others = billing_credit::compensation_by_others(&gt.credit_notes, &gt.balance_transactions, case_id, None);
+    if gt.compensation_by_others != by_others {
+        f.push(Finding::mismatch(
+            format!("{path}.compensation_by_others"),
+            fcode::GROUND_TRUTH_INCONSISTENT,
+            format!("case {case_id}: compensation_by_others is not what the credit notes and balance transactions give"),
+            by_others,
+            gt.compensation_by_others,
+        ));
+    }
+    let incident = billing_credit::compensation_by_others(
+        &gt.credit_notes,
+        &gt.balance_transactions,
+        case_id,
+        Some(&cell.case.incident),
+    );
+    if gt.incident_compensation != incident {
+        f.push(Finding::mismatch(
+            format!("{path}.incident_compensation"),
+            fcode::GROUND_TRUTH_INCONSISTENT,
+            format!("case {case_id}: incident_compensation is not what the credit notes and balance transactions give"),
+            incident,
+            gt.incident_compensation,
+        ));
+    }
+    let listed: BTreeSet<&str> = cell.stripe_ids.case_credits.iter().map(String::as_str).collect();
+    let held: BTreeSet<&str> = gt.case_credits.iter().map(|c| c.id.as_str()).collect();
+    if listed != held {
+        f.push(Finding::mismatch(
+            format!("{base}.stripe_ids.case_credits"),
+            fcode::GROUND_TRUTH_INCONSISTENT,
+            format!("case {case_id}: the listed case credit ids are not the ground truth's"),
+            ids(held.iter().copied()),
+            ids(listed.iter().copied()),
+        ));
+    }
+}
+
+fn ids<'a>(it: impl Iterator<Item = &'a str>) -> String {
+    let v: Vec<&str> = it.collect();
+    format!("[{}]", v.join(", "))
+}
+
+fn credit_held(gt: &GroundTruth, id: &str) -> bool {
+    gt.case_credits.iter().any(|c| c.id == id)
+}
+
+/// Interlock: the receipt bound to the cell, and the proof rule. Returns (proof, why not).
+fn check_interlock(
+    i: usize,
+    base: &str,
+    cell: &Cell,
+    receipt: Option<&ReceiptReport>,
+    harness_error: bool,
+    f: &mut Vec<Finding>,
+) -> (bool, String) {
+    let gt = &cell.ground_truth;
+    let exists = gt.case_credit_count > 0;
+    let (Some(bundle), Some(report)) = (cell.receipt.as_ref(), receipt) else {
+        if !harness_error {
+            f.push(Finding::new(
+                format!("{base}.receipt"),
+                fcode::RECEIPT_MISSING,
+                format!("cell {i} is an interlock cell without a receipt"),
+            ));
+        }
+        return (false, "the cell has no receipt".into());
+    };
+    let rpath = format!("{base}.receipt");
+    let eid = billing_credit_effect_id(&cell.case.case_id);
+    if report.effect_id != eid {
+        f.push(Finding::mismatch(
+            format!("{rpath}.effect_id"),
+            fcode::RECEIPT_NOT_BOUND,
+            format!("cell {i}: the receipt is for another effect than case {}'s request", cell.case.case_id),
+            &eid,
+            &report.effect_id,
+        ));
+    }
+    if cell.effect_id.as_deref() != Some(report.effect_id.as_str()) {
+        f.push(Finding::mismatch(
+            format!("{base}.effect_id"),
+            fcode::RECEIPT_CLAIM_MISMATCH,
+            format!("cell {i}: effect_id is not the receipt's"),
+            &report.effect_id,
+            cell.effect_id.as_deref().unwrap_or("null"),
+        ));
+    }
+    for (k, credit) in gt.case_credits.iter().enumerate() {
+        if let Some(e) = &credit.effect_id {
+            if e != &report.effect_id {
+                f.push(Finding::mismatch(
+                    format!("{base}.ground_truth.case_credits[{k}].effect_id"),
+                    fcode::RECEIPT_NOT_BOUND,
+                    format!("cell {i}: credit {} was sent for another effect than the receipt's", credit.id),
+                    &report.effect_id,
+                    e,
+                ));
+            }
+        }
+    }
+    check_proposal(i, &rpath, cell, bundle.entries.first(), harness_error, f);
+    if cell.journal_kinds != report.journal_kinds {
+        f.push(Finding::mismatch(
+            format!("{base}.journal_kinds"),
+            fcode::RECEIPT_CLAIM_MISMATCH,
+            format!("cell {i}: journal_kinds are not the receipt's entry kinds"),
+            report.journal_kinds.join(" "),
+            cell.journal_kinds.join(" "),
+        ));
+    }
+    if cell.via != report.via {
+        f.push(Finding::mismatch(
+            format!("{base}.via"),
+            fcode::RECEIPT_CLAIM_MISMATCH,
+            format!("cell {i}: via is not the COMMITTED entry's"),
+            report.via.as_deref().unwrap_or("null"),
+            cell.via.as_deref().unwrap_or("null"),
+        ));
+    }
+    if !harness_error {
+        let final_code = bundle
+            .entries
+            .last()
+            .and_then(|e| e.get("code"))
+            .and_then(Value::as_str);
+        let allowed = outcomes_for_final(report, final_code);
+        if !allowed.contains(&cell.outcome) {
+            f.push(Finding::mismatch(
+                format!("{base}.outcome"),
+                fcode::OUTCOME_MISMATCH,
+                format!(
+                    "cell {i}: the outcome disagrees with the receipt's final entry ({})",
+                    report.final_kind.as_deref().unwrap_or("none")
+                ),
+                if allowed.is_empty() { "no status fits".to_owned() } else { allowed.join(" or ") },
+                &cell.outcome,
+            ));
+        }
+    }
+    // The proof rule: the receipt verifies, says what Stripe holds, and names Stripe's credit.
+    let credit = report
+        .evidence
+        .as_ref()
+        .and_then(|e| e.get("credit"))
+        .and_then(Value::as_str);
+    if !report.valid {
+        return (false, "its receipt does not verify".into());
+    }
+    if !report.happened.agrees_with(exists) {
+        return (
+            false,
+            format!(
+                "the receipt says happened = {} while Stripe holds {} case credit(s)",
+                report.happened, gt.case_credit_count
+            ),
+        );
+    }
+    if report.happened == Happened::Yes && !credit.is_some_and(|c| credit_held(gt, c)) {
+        return (
+            false,
+            format!(
+                "the COMMITTED evidence names credit {:?}, which the ground truth does not hold",
+                credit.unwrap_or("(none)")
+            ),
+        );
+    }
+    (true, String::new())
+}
+
+/// The receipt's first PROPOSED must be this cell's request, approval and decision.
+fn check_proposal(
+    i: usize,
+    rpath: &str,
+    cell: &Cell,
+    first: Option<&Value>,
+    harness_error: bool,
+    f: &mut Vec<Finding>,
+) {
+    let Some(p) = first.filter(|e| e.get("kind").and_then(Value::as_str) == Some("PROPOSED")) else {
+        return; // reported by the receipt check (first_not_proposed / empty_receipt)
+    };
+    let epath = format!("{rpath}.entries[0]");
+    let mut expect = |field: &str, found: Option<&Value>, want: Value| {
+        if found != Some(&want) {
+            f.push(Finding {
+                entry: Some(0),
+                ..Finding::mismatch(
+                    format!("{epath}.{field}"),
+                    fcode::PROPOSAL_MISMATCH,
+                    format!("cell {i}: the receipt's PROPOSED {field} is not this cell's"),
+                    &want,
+                    found.map_or_else(|| "(missing)".to_owned(), Value::to_string),
+                )
+            });
+        }
+    };
+    expect("request_id", p.get("request_id"), Value::String(request_id(&cell.case.case_id)));
+    expect("lease", p.get("lease"), Value::String(cell.case.approval.id.clone()));
+    let effect = p.get("effect");
+    expect(
+        "effect.customer",
+        effect.and_then(|e| e.get("customer")),
+        Value::String(cell.stripe_ids.customer.clone()),
+    );
+    match &cell.decision {
+        Some(d) => {
+            expect("effect.amount", effect.and_then(|e| e.get("amount")), Value::from(d.amount));
+            expect(
+                "effect.description",
+                effect.and_then(|e| e.get("description")),
+                Value::String(d.description.clone()),
+            );
+        }
+        None if !harness_error => f.push(Finding::new(
+            format!("{}.decision", rpath.trim_end_matches(".receipt")),
+            fcode::PROPOSAL_MISMATCH,
+            format!("cell {i}: the receipt proposes an effect, but the cell records no decision"),
+        )),
+        None => {}
+    }
+}
+
+/// What the last restart-phase step of a hand_check log says.
+enum LogSays {
+    Sent,
+    NotSent,
+    Unclear(String),
+}
+
+fn hand_check_says(cell: &Cell) -> (LogSays, Option<String>) {
+    let gt = &cell.ground_truth;
+    let Some(log) = &cell.hand_check_log else {
+        return (LogSays::Unclear("the cell has no hand_check log".into()), None);
+    };
+    let Some(last) = log
+        .iter()
+        .rev()
+        .find(|l| l.get("phase").and_then(Value::as_str) == Some("restart"))
+    else {
+        return (LogSays::Unclear("the log has no restart step".into()), None);
+    };
+    let step = last.get("step").and_then(Value::as_str).map(str::to_owned);
+    let says = match step.as_deref() {
+        Some("sent") => match last.get("credit").and_then(Value::as_str) {
+            Some(c) if credit_held(gt, c) => LogSays::Sent,
+            other => LogSays::Unclear(format!(
+                "the log's last step says it sent credit {:?}, which the ground truth does not hold",
+                other.unwrap_or("(none)")
+            )),
+        },
+        Some("lookup") => match last.get("found").and_then(Value::as_str) {
+            Some(c) if credit_held(gt, c) => LogSays::Sent,
+            other => LogSays::Unclear(format!(
+                "the log's last step is a lookup that found {:?}, which the ground truth does not hold",
+                other.unwrap_or("(nothing)")
+            )),
+        },
+        Some("approval") | Some("premises") => LogSays::NotSent,
+        other => LogSays::Unclear(format!(
+            "the log's last restart step is {:?}, which says neither sent nor refused",
+            other.unwrap_or("(none)")
+        )),
+    };
+    (says, step)
+}
+
+fn check_hand_check(i: usize, base: &str, cell: &Cell, harness_error: bool, f: &mut Vec<Finding>) -> (bool, String) {
+    let exists = cell.ground_truth.case_credit_count > 0;
+    let (says, step) = hand_check_says(cell);
+    if !harness_error {
+        let allowed: &[&str] = match step.as_deref() {
+            Some("sent") => &["CREDITED", "REPLAYED_BY_STRIPE"],
+            Some("lookup") => &["FOUND_BY_LOOKUP"],
+            Some("approval") => &["REFUSED:approval"],
+            Some("premises") => &["REFUSED:stale_premise"],
+            _ => &[],
+        };
+        if step.is_some() && !allowed.contains(&cell.outcome.as_str()) {
+            f.push(Finding::mismatch(
+                format!("{base}.outcome"),
+                fcode::OUTCOME_MISMATCH,
+                format!("cell {i}: the outcome disagrees with the hand_check log's last restart step"),
+                if allowed.is_empty() { "no status fits".to_owned() } else { allowed.join(" or ") },
+                &cell.outcome,
+            ));
+        }
+    }
+    match says {
+        LogSays::Sent if exists => (true, String::new()),
+        LogSays::NotSent if !exists => (true, String::new()),
+        LogSays::Sent => (false, "the log says sent while Stripe holds no case credit".into()),
+        LogSays::NotSent => (false, "the log says not sent while Stripe holds a case credit".into()),
+        LogSays::Unclear(why) => (false, why),
+    }
+}
+
+fn check_summary(file: &ResultsFile, cells: &[CellReport], findings: &mut Vec<Finding>) {
+    let columns: BTreeSet<&str> = file.columns.iter().map(String::as_str).collect();
+    for name in file.summary.keys() {
+        if !columns.contains(name.as_str()) {
+            findings.push(Finding::new(
+                format!("summary.{name}"),
+                fcode::FILE_INCONSISTENT,
+                format!("the summary has column {name:?}, which the file's columns do not list"),
+            ));
+        }
+    }
+    let mut derived: BTreeMap<&str, ColumnSummary> = BTreeMap::new();
+    for column in &file.columns {
+        let mut s = ColumnSummary {
+            cells: 0,
+            harness_errors: 0,
+            held: 0,
+            answer_matches: 0,
+            proof: 0,
+            median_crash_to_settled_ms: None,
+            median_restart_to_settled_ms: None,
+        };
+        let mut crash = Vec::new();
+        let mut restart = Vec::new();
+        for (cell, report) in file.cells.iter().zip(cells).filter(|(c, _)| &c.column == column) {
+            if cell.outcome == billing_credit::HARNESS_ERROR {
+                s.harness_errors += 1;
+                continue;
+            }
+            s.cells += 1;
+            s.held += u32::from(report.invariant_held);
+            s.answer_matches += u32::from(report.answer_matches);
+            s.proof += u32::from(report.proof);
+            if let Some(t) = cell.timings {
+                crash.push(t.crash_to_settled_ms);
+                restart.push(t.restart_to_settled_ms);
+            }
+        }
+        s.median_crash_to_settled_ms = median_ms(&crash);
+        s.median_restart_to_settled_ms = median_ms(&restart);
+        derived.insert(column.as_str(), s);
+    }
+    for (column, d) in derived {
+        let Some(stated) = file.summary.get(column) else {
+            findings.push(Finding::new(
+                format!("summary.{column}"),
+                fcode::SUMMARY_MISMATCH,
+                format!("the summary has no entry for column {column}"),
+            ));
+            continue;
+        };
+        let opt = |v: Option<u64>| v.map_or_else(|| "null".to_owned(), |x| x.to_string());
+        let pairs: [(&str, String, String); 7] = [
+            ("cells", d.cells.to_string(), stated.cells.to_string()),
+            ("harness_errors", d.harness_errors.to_string(), stated.harness_errors.to_string()),
+            ("held", d.held.to_string(), stated.held.to_string()),
+            ("answer_matches", d.answer_matches.to_string(), stated.answer_matches.to_string()),
+            ("proof", d.proof.to_string(), stated.proof.to_string()),
+            (
+                "median_crash_to_settled_ms",
+                opt(d.median_crash_to_settled_ms),
+                opt(stated.median_crash_to_settled_ms),
+            ),
+            (
+                "median_restart_to_settled_ms",
+                opt(d.median_restart_to_settled_ms),
+                opt(stated.median_restart_to_settled_ms),
+            ),
+        ];
+        for (field, ours, theirs) in pairs {
+            if ours != theirs {
+                findings.push(Finding::mismatch(
+                    format!("summary.{column}.{field}"),
+                    fcode::SUMMARY_MISMATCH,
+                    format!("the summary's {field} for column {column} is not what its cells give"),
+                    ours,
+                    theirs,
+                ));
+            }
+        }
+    }
+}

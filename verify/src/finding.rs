@@ -1,0 +1,108 @@
+//! A failed check of a results file, bound to the JSON path of the value it is about.
+
+use crate::problem::Problem;
+use serde::Serialize;
+
+/// One failed check of a results file: where (JSON path, entry), what (code), and the sentence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// JSON path of the value the check is about, e.g. `cells[4].invariant_held`.
+    pub path: String,
+    /// Machine code (a receipt problem code, or one of [`code`]).
+    pub code: String,
+    /// One sentence naming the cell, receipt or column.
+    pub message: String,
+    /// Entry index, when the finding is about one receipt entry.
+    pub entry: Option<usize>,
+    /// What the verifier derived, when the finding compares a stated value.
+    pub expected: Option<String>,
+    /// What the file states.
+    pub found: Option<String>,
+}
+
+impl Finding {
+    /// A finding without a comparison.
+    pub fn new(path: impl Into<String>, code: &str, message: impl Into<String>) -> Finding {
+        Finding {
+            path: path.into(),
+            code: code.to_owned(),
+            message: message.into(),
+            entry: None,
+            expected: None,
+            found: None,
+        }
+    }
+
+    /// A stated value differs from the derived one.
+    pub fn mismatch(
+        path: impl Into<String>,
+        code: &str,
+        message: impl Into<String>,
+        expected: impl std::fmt::Display,
+        found: impl std::fmt::Display,
+    ) -> Finding {
+        Finding {
+            path: path.into(),
+            code: code.to_owned(),
+            message: message.into(),
+            entry: None,
+            expected: Some(expected.to_string()),
+            found: Some(found.to_string()),
+        }
+    }
+
+    /// A receipt problem, placed under the receipt at `receipt_path`.
+    pub fn from_problem(receipt_path: &str, p: &Problem) -> Finding {
+        let path = match p.entry {
+            Some(e) => format!("{receipt_path}.entries[{e}]"),
+            None => receipt_path.to_owned(),
+        };
+        Finding {
+            path,
+            code: p.code.clone(),
+            message: p.message.clone(),
+            entry: p.entry,
+            expected: None,
+            found: None,
+        }
+    }
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: [{}] {}", self.path, self.code, self.message)?;
+        if let (Some(e), Some(x)) = (&self.expected, &self.found) {
+            write!(f, " (expected {e}, found {x})")?;
+        }
+        Ok(())
+    }
+}
+
+/// The machine codes of results-file findings (receipt findings use [`crate::problem::code`]).
+pub mod code {
+    /// An interlock cell has no receipt, or a receipt sits where none belongs.
+    pub const RECEIPT_MISSING: &str = "receipt_missing";
+    /// The receipt's effect id is not the one derived from the cell's case.
+    pub const RECEIPT_NOT_BOUND: &str = "receipt_not_bound";
+    /// The receipt's PROPOSED does not match the cell's case or decision.
+    pub const PROPOSAL_MISMATCH: &str = "proposal_mismatch";
+    /// The cell states a receipt-derived value (effect id, via, journal kinds, verify output) the
+    /// receipt does not give.
+    pub const RECEIPT_CLAIM_MISMATCH: &str = "receipt_claim_mismatch";
+    /// The ground truth contradicts itself (credits, counts, sums).
+    pub const GROUND_TRUTH_INCONSISTENT: &str = "ground_truth_inconsistent";
+    /// `want` is not what the want rule derives.
+    pub const WANT_MISMATCH: &str = "want_mismatch";
+    /// `invariant_held` is not what the data gives.
+    pub const INVARIANT_MISMATCH: &str = "invariant_mismatch";
+    /// `answer_matches` is not what the data gives.
+    pub const ANSWER_MISMATCH: &str = "answer_mismatch";
+    /// `proof` is not what the record gives.
+    pub const PROOF_MISMATCH: &str = "proof_mismatch";
+    /// `outcome` disagrees with the receipt's final entry or the log.
+    pub const OUTCOME_MISMATCH: &str = "outcome_mismatch";
+    /// A summary number is not what the cells give.
+    pub const SUMMARY_MISMATCH: &str = "summary_mismatch";
+    /// The file's own structure is inconsistent (columns, signer key, cell fields).
+    pub const FILE_INCONSISTENT: &str = "file_inconsistent";
+}

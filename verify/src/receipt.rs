@@ -1,0 +1,809 @@
+//! Receipt verification (DESIGN §3.3): re-derive, offline, what one effect's journal entries prove.
+//!
+//! [`verify_bundle`] checks one bundle; [`verify_bundles`] checks many and batches their
+//! signatures together (the fast path for results files). Both never fail open: every check that
+//! does not hold adds a [`Problem`], and `valid` is true only when there is none.
+//!
+//! Two formats are understood:
+//! - `interlock-receipt/1` (this project): signed entries, RFC 8785 hashes, 64-hex effect ids;
+//! - `python-original` (the original Python implementation, see [`crate::pycompat`]): unsigned,
+//!   Python-canonical hashes, 12-hex effect ids, `ts` floats, `result`/`found` evidence and the
+//!   grant under `checks.lease`. A bundle of that format is recognised by [`crate::bundle`].
+
+use crate::canonical;
+use crate::entry::{self, Kind, ReceiptBundle, RECEIPT_FORMAT};
+use crate::problem::{code, Problem};
+use crate::pycompat;
+use crate::signatures::{self, SigJob};
+use ed25519_dalek::{Signature, VerifyingKey};
+use rayon::prelude::*;
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+
+/// The `format` a [`ReceiptReport`] names for a bundle of the original Python implementation.
+pub const PYTHON_ORIGINAL_FORMAT: &str = "python-original";
+
+/// The ways a COMMITTED entry can say the effect happened.
+pub const VIAS: [&str; 5] = [
+    "send",
+    "retry-idempotent",
+    "recovery-query",
+    "recovery-reapply",
+    "failed-but-landed",
+];
+
+/// `via` values of a COMMITTED that sent the effect again (a second firing with its own checks).
+pub const RESEND_VIAS: [&str; 2] = ["retry-idempotent", "recovery-reapply"];
+
+/// Whether the effect happened at the target, as the receipt proves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Happened {
+    /// A COMMITTED entry records it.
+    Yes,
+    /// Nothing was sent, or every send was refused as never landed.
+    No,
+    /// An AMBIGUOUS entry, or a dispatch still open: nobody can know.
+    Unknown,
+}
+
+impl Happened {
+    /// Whether this agrees with the target holding (`true`) or not holding the effect.
+    /// `Unknown` agrees with neither.
+    pub fn agrees_with(self, exists: bool) -> bool {
+        matches!(
+            (self, exists),
+            (Happened::Yes, true) | (Happened::No, false)
+        )
+    }
+}
+
+impl Serialize for Happened {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Happened::Yes => s.serialize_bool(true),
+            Happened::No => s.serialize_bool(false),
+            Happened::Unknown => s.serialize_str("unknown"),
+        }
+    }
+}
+
+impl std::fmt::Display for Happened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Happened::Yes => "true",
+            Happened::No => "false",
+            Happened::Unknown => "unknown",
+        })
+    }
+}
+
+/// The last refusal of an effect that did not happen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    /// Machine code (`None` in the original format, which had none).
+    pub code: Option<String>,
+    /// The human reason (a list of reasons in the original is joined with `"; "`).
+    pub reason: String,
+}
+
+/// Which key must have signed the entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyCheck {
+    /// Every entry's `signer` must equal this key (`--key`).
+    Pinned(VerifyingKey),
+    /// The signer is taken from the record itself; reported as `self-attested`.
+    SelfAttested,
+}
+
+/// Which signer the entries must carry, as the report names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SignerRule {
+    /// A key given by the person verifying.
+    Pinned(VerifyingKey),
+    /// A key published in the same file as the receipts (self-attested).
+    Published(VerifyingKey),
+    /// Whatever key the first entry names (self-attested).
+    FromRecord,
+}
+
+impl From<&KeyCheck> for SignerRule {
+    fn from(k: &KeyCheck) -> SignerRule {
+        match k {
+            KeyCheck::Pinned(key) => SignerRule::Pinned(*key),
+            KeyCheck::SelfAttested => SignerRule::FromRecord,
+        }
+    }
+}
+
+/// What one receipt proves, and every problem found in it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReceiptReport {
+    /// The bundle's effect id.
+    pub effect_id: String,
+    /// `interlock-receipt/1` or `python-original` (or the unknown format found).
+    pub format: String,
+    /// No problem was found.
+    pub valid: bool,
+    /// Every entry belongs to the effect, its hash recomputes and its `prev` links.
+    pub chain_consistent: bool,
+    /// Every entry carries a valid signature; `None` for the unsigned original format.
+    pub signed: Option<bool>,
+    /// `pinned`, `self-attested`, or `none` (unsigned format).
+    pub key: String,
+    /// The signer named by the entries (hex), if any.
+    pub signer: Option<String>,
+    /// Whether the effect happened.
+    pub happened: Happened,
+    /// Never committed twice, never dispatched while a dispatch was open or after a commit.
+    pub happened_once: bool,
+    /// Every send that counts had a live grant that covers it; `None` if nothing was sent.
+    pub authorized_when_fired: Option<bool>,
+    /// Every send that counts recorded no premise violation; `None` if nothing was sent.
+    pub assumptions_held: Option<bool>,
+    /// The last refusal, when the effect did not happen.
+    pub refused: Option<Refusal>,
+    /// The COMMITTED entry's evidence (`evidence`, or `result`/`found` in the original).
+    pub evidence: Option<Value>,
+    /// The COMMITTED entry's `via`.
+    pub via: Option<String>,
+    /// The kind of the last entry.
+    pub final_kind: Option<String>,
+    /// The last `rechecked` recorded (the checks at recovery).
+    pub rechecked_at_recovery: Option<Value>,
+    /// The entries' kinds, in order (`?` for an entry without one).
+    pub journal_kinds: Vec<String>,
+    /// Every problem, ordered by entry.
+    pub problems: Vec<Problem>,
+}
+
+/// Verify one receipt bundle.
+pub fn verify_bundle(bundle: &ReceiptBundle, key: &KeyCheck) -> ReceiptReport {
+    verify_bundles(std::slice::from_ref(bundle), key)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| unreachable_report(bundle))
+}
+
+/// Verify many receipt bundles, checking their signatures in shared batches.
+/// `result[i]` is the report of `bundles[i]`.
+pub fn verify_bundles(bundles: &[ReceiptBundle], key: &KeyCheck) -> Vec<ReceiptReport> {
+    let refs: Vec<&ReceiptBundle> = bundles.iter().collect();
+    verify_with_rule(&refs, &SignerRule::from(key))
+}
+
+fn unreachable_report(bundle: &ReceiptBundle) -> ReceiptReport {
+    let mut report = empty_report(bundle, "none");
+    report.problems.push(Problem::receipt(
+        code::EMPTY_RECEIPT,
+        format!("effect {}: the receipt could not be checked", bundle.effect_id),
+    ));
+    report
+}
+
+/// Verify bundles under a signer rule (the results checker passes the published key).
+pub(crate) fn verify_with_rule(bundles: &[&ReceiptBundle], rule: &SignerRule) -> Vec<ReceiptReport> {
+    let mut prepared: Vec<Prepared> = bundles.par_iter().map(|b| prepare(b, rule)).collect();
+
+    // One key table for all receipts: each distinct signer is decoded and vetted once.
+    let mut table: Vec<VerifyingKey> = Vec::new();
+    let mut index: HashMap<[u8; 32], Option<usize>> = HashMap::new();
+    let mut jobs: Vec<SigJob> = Vec::new();
+    let mut owners: Vec<(usize, usize)> = Vec::new();
+    for (r, p) in prepared.iter_mut().enumerate() {
+        let pending = std::mem::take(&mut p.pending);
+        for s in pending {
+            let slot = *index.entry(s.signer).or_insert_with(|| {
+                match VerifyingKey::from_bytes(&s.signer) {
+                    Ok(k) if signatures::key_is_acceptable(&k) => {
+                        table.push(k);
+                        Some(table.len() - 1)
+                    }
+                    _ => None,
+                }
+            });
+            match slot {
+                Some(key) => {
+                    jobs.push(SigJob {
+                        message: s.message,
+                        signature: s.signature,
+                        key,
+                    });
+                    owners.push((r, s.entry));
+                }
+                None => {
+                    p.sig_failed = true;
+                    p.report.problems.push(Problem::at(
+                        s.entry,
+                        s.kind.as_deref(),
+                        code::WEAK_KEY,
+                        format!(
+                            "effect {}: entry {} is signed by {}, which is not a valid ed25519 key of prime order (weak or with a torsion component)",
+                            p.report.effect_id,
+                            s.entry,
+                            hex::encode(s.signer)
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    let results = signatures::verify_all(&jobs, &table);
+    for ((r, e), ok) in owners.into_iter().zip(results) {
+        if !ok {
+            if let Some(p) = prepared.get_mut(r) {
+                p.sig_failed = true;
+                let kind = p.report.journal_kinds.get(e).cloned();
+                let msg = format!(
+                    "effect {}: the signature of entry {} does not verify for its signer",
+                    p.report.effect_id, e
+                );
+                p.report
+                    .problems
+                    .push(Problem::at(e, kind.as_deref(), code::BAD_SIGNATURE, msg));
+            }
+        }
+    }
+    prepared.into_iter().map(Prepared::finish).collect()
+}
+
+/// A receipt checked in everything but its signatures, which wait in `pending`.
+struct Prepared {
+    report: ReceiptReport,
+    pending: Vec<PendingSig>,
+    signed_format: bool,
+    sig_failed: bool,
+}
+
+struct PendingSig {
+    entry: usize,
+    kind: Option<String>,
+    signer: [u8; 32],
+    message: Vec<u8>,
+    signature: Signature,
+}
+
+impl Prepared {
+    fn finish(mut self) -> ReceiptReport {
+        if self.signed_format {
+            self.report.signed = Some(!self.sig_failed);
+        }
+        self.report.problems.sort_by_key(|p| p.entry.unwrap_or(usize::MAX));
+        self.report.valid = self.report.problems.is_empty();
+        self.report
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Current,
+    Original,
+}
+
+fn empty_report(bundle: &ReceiptBundle, key: &str) -> ReceiptReport {
+    ReceiptReport {
+        effect_id: bundle.effect_id.clone(),
+        format: bundle.format.clone(),
+        valid: false,
+        chain_consistent: false,
+        signed: None,
+        key: key.to_owned(),
+        signer: None,
+        happened: Happened::No,
+        happened_once: true,
+        authorized_when_fired: None,
+        assumptions_held: None,
+        refused: None,
+        evidence: None,
+        via: None,
+        final_kind: None,
+        rechecked_at_recovery: None,
+        journal_kinds: Vec::new(),
+        problems: Vec::new(),
+    }
+}
+
+fn is_lower_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+fn prepare(bundle: &ReceiptBundle, rule: &SignerRule) -> Prepared {
+    let format = if bundle.format == RECEIPT_FORMAT {
+        Some(Format::Current)
+    } else if bundle.format == PYTHON_ORIGINAL_FORMAT {
+        Some(Format::Original)
+    } else {
+        None
+    };
+    let key_label = match (format, rule) {
+        (Some(Format::Current), SignerRule::Pinned(_)) => "pinned",
+        (Some(Format::Current), _) => "self-attested",
+        _ => "none",
+    };
+    let mut report = empty_report(bundle, key_label);
+    let eid = bundle.effect_id.clone();
+    let Some(format) = format else {
+        report.problems.push(Problem::receipt(
+            code::UNKNOWN_FORMAT,
+            format!(
+                "effect {eid}: the bundle format {:?} is not one this verifier knows",
+                bundle.format
+            ),
+        ));
+        return Prepared {
+            report,
+            pending: Vec::new(),
+            signed_format: false,
+            sig_failed: false,
+        };
+    };
+    let id_len = match format {
+        Format::Current => 64,
+        Format::Original => pycompat::ORIGINAL_EFFECT_ID_LEN,
+    };
+    if !is_lower_hex(&eid, id_len) {
+        report.problems.push(Problem::receipt(
+            code::BAD_EFFECT_ID,
+            format!("effect {eid}: the effect id is not {id_len} lowercase hex characters"),
+        ));
+    }
+    if bundle.entries.is_empty() {
+        report.problems.push(Problem::receipt(
+            code::EMPTY_RECEIPT,
+            format!("effect {eid}: the receipt holds no entries"),
+        ));
+    }
+    let mut walk = ChainWalk {
+        eid: &eid,
+        format,
+        rule,
+        problems: Vec::new(),
+        chain_ok: true,
+        pending: Vec::new(),
+        first_signer: None,
+    };
+    let objects: Vec<Option<&Map<String, Value>>> = bundle
+        .entries
+        .iter()
+        .enumerate()
+        .map(|(i, raw)| walk.check(i, raw, bundle.entries.get(i.wrapping_sub(1))))
+        .collect();
+    report.journal_kinds = bundle
+        .entries
+        .iter()
+        .map(|e| e.get("kind").and_then(Value::as_str).unwrap_or("?").to_owned())
+        .collect();
+    report.final_kind = bundle
+        .entries
+        .last()
+        .and_then(|e| e.get("kind"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    report.chain_consistent = walk.chain_ok;
+    report.signer = walk.first_signer.map(hex::encode);
+    let pending = std::mem::take(&mut walk.pending);
+    report.problems.append(&mut walk.problems);
+    replay(&eid, format, &objects, &mut report);
+    Prepared {
+        report,
+        pending,
+        signed_format: format == Format::Current,
+        sig_failed: false,
+    }
+}
+
+/// The per-entry checks: shape, effect, hash, link, and the signature's parts.
+struct ChainWalk<'a> {
+    eid: &'a str,
+    format: Format,
+    rule: &'a SignerRule,
+    problems: Vec<Problem>,
+    chain_ok: bool,
+    pending: Vec<PendingSig>,
+    first_signer: Option<[u8; 32]>,
+}
+
+impl<'a> ChainWalk<'a> {
+    fn problem(&mut self, i: usize, kind: Option<&str>, code: &str, what: String) {
+        self.problems.push(Problem::at(
+            i,
+            kind,
+            code,
+            format!("effect {}: entry {i}{} {what}", self.eid, kind.map(|k| format!(" ({k})")).unwrap_or_default()),
+        ));
+    }
+
+    fn chain_problem(&mut self, i: usize, kind: Option<&str>, code: &str, what: String) {
+        self.chain_ok = false;
+        self.problem(i, kind, code, what);
+    }
+
+    fn check<'v>(&mut self, i: usize, raw: &'v Value, before: Option<&Value>) -> Option<&'v Map<String, Value>> {
+        let Some(obj) = raw.as_object() else {
+            self.chain_problem(i, None, code::MALFORMED_ENTRY, "is not a JSON object".into());
+            return None;
+        };
+        let kind = obj.get("kind").and_then(Value::as_str);
+        match obj.get("effect_id").and_then(Value::as_str) {
+            Some(e) if e == self.eid => {}
+            other => self.chain_problem(
+                i,
+                kind,
+                code::FOREIGN_ENTRY,
+                format!("belongs to effect {:?}, not to this receipt", other.unwrap_or("(none)")),
+            ),
+        }
+        match self.format {
+            Format::Current => {
+                if obj.get("v").and_then(Value::as_u64) != Some(entry::ENTRY_VERSION) {
+                    self.chain_problem(
+                        i,
+                        kind,
+                        code::UNKNOWN_VERSION,
+                        format!("has version {}, expected 1", obj.get("v").map_or("(none)".into(), Value::to_string)),
+                    );
+                }
+                if !obj.get("ts_ms").is_some_and(|t| t.is_u64() || t.is_i64()) {
+                    self.chain_problem(i, kind, code::MALFORMED_ENTRY, "has no integer ts_ms".into());
+                }
+            }
+            Format::Original => {
+                if !obj.get("ts").is_some_and(Value::is_number) {
+                    self.chain_problem(i, kind, code::MALFORMED_ENTRY, "has no numeric ts".into());
+                }
+            }
+        }
+        // The hash must recompute over exactly what is stored.
+        let stored = obj.get("hash").and_then(Value::as_str);
+        let computed = match self.format {
+            Format::Current => entry::compute_hash(obj).map_err(|e| e.to_string()),
+            Format::Original => pycompat::entry_hash(obj).map_err(|e| e.to_string()),
+        };
+        match (stored, computed) {
+            (None, _) => self.chain_problem(i, kind, code::MALFORMED_ENTRY, "has no hash".into()),
+            (Some(_), Err(e)) => self.chain_problem(
+                i,
+                kind,
+                code::UNCANONICAL_ENTRY,
+                format!("cannot be put into canonical form: {e}"),
+            ),
+            (Some(s), Ok(c)) if s != c => self.chain_problem(
+                i,
+                kind,
+                code::HASH_MISMATCH,
+                format!("was altered: its content hashes to {c}, but it says {s}"),
+            ),
+            _ => {}
+        }
+        // `prev` must be the stored hash of the entry before it (null for the first).
+        let expected_prev = match before {
+            None => Some(Value::Null),
+            Some(b) => b.get("hash").filter(|h| h.is_string()).cloned(),
+        };
+        let prev = obj.get("prev").cloned().unwrap_or(Value::String("(missing)".into()));
+        if let Some(expected) = expected_prev {
+            if prev != expected {
+                let what = if i == 0 {
+                    format!("has prev {prev}, but the first entry must have prev null (an earlier entry is missing)")
+                } else {
+                    format!("has prev {prev}, but entry {} hashes to {expected} (an entry is missing or out of order)", i - 1)
+                };
+                self.chain_problem(i, kind, code::BROKEN_LINK, what);
+            }
+        }
+        if self.format == Format::Current {
+            self.signature_parts(i, kind, obj, stored);
+        }
+        Some(obj)
+    }
+
+    fn signature_parts(&mut self, i: usize, kind: Option<&str>, obj: &Map<String, Value>, hash: Option<&str>) {
+        let signer = obj
+            .get("signer")
+            .and_then(Value::as_str)
+            .and_then(|s| hex::decode(s).ok())
+            .and_then(|b| <[u8; 32]>::try_from(b).ok());
+        let Some(signer) = signer else {
+            self.problem(i, kind, code::BAD_SIGNER, "has no signer that is 64 hex characters".into());
+            return;
+        };
+        match self.rule {
+            SignerRule::Pinned(k) | SignerRule::Published(k) if k.as_bytes() != &signer => {
+                let whose = if matches!(self.rule, SignerRule::Pinned(_)) {
+                    "the pinned key"
+                } else {
+                    "the key the file publishes"
+                };
+                self.problem(
+                    i,
+                    kind,
+                    code::WRONG_SIGNER,
+                    format!("is signed by {}, not by {whose} {}", hex::encode(signer), hex::encode(k.as_bytes())),
+                );
+            }
+            _ => {}
+        }
+        match self.first_signer {
+            None => self.first_signer = Some(signer),
+            Some(first) if first != signer => self.problem(
+                i,
+                kind,
+                code::MIXED_SIGNERS,
+                format!("is signed by {}, but entry 0 by {}", hex::encode(signer), hex::encode(first)),
+            ),
+            _ => {}
+        }
+        let sig = obj
+            .get("sig")
+            .and_then(Value::as_str)
+            .and_then(|s| hex::decode(s).ok())
+            .and_then(|b| <[u8; 64]>::try_from(b).ok());
+        let Some(sig) = sig else {
+            self.problem(i, kind, code::BAD_SIGNATURE, "has no sig that is 128 hex characters".into());
+            return;
+        };
+        let Some(hash) = hash else {
+            // Already reported: no hash, so nothing to have signed.
+            return;
+        };
+        self.pending.push(PendingSig {
+            entry: i,
+            kind: kind.map(str::to_owned),
+            signer,
+            message: entry::signing_message(hash),
+            signature: Signature::from_bytes(&sig),
+        });
+    }
+}
+
+/// One send that counts: the checks recorded right before it and the effect it sent.
+struct Send<'a> {
+    entry: usize,
+    kind: &'static str,
+    checks: Option<&'a Value>,
+    effect: Option<&'a Value>,
+}
+
+fn replay(eid: &str, format: Format, entries: &[Option<&Map<String, Value>>], report: &mut ReceiptReport) {
+    let grant_field = match format {
+        Format::Current => "grant",
+        Format::Original => "lease",
+    };
+    let mut problems: Vec<Problem> = Vec::new();
+    let mut put = |i: usize, kind: Option<&str>, code: &str, what: String| {
+        problems.push(Problem::at(
+            i,
+            kind,
+            code,
+            format!("effect {eid}: entry {i}{} {what}", kind.map(|k| format!(" ({k})")).unwrap_or_default()),
+        ));
+    };
+    let mut open = false;
+    let mut authorized_seen = false;
+    let mut commits = 0usize;
+    let mut ambiguous = false;
+    let mut once = true;
+    let mut sends: Vec<Send<'_>> = Vec::new();
+    let mut current_effect: Option<&Value> = None;
+    let mut first_proposed: Option<(usize, &Map<String, Value>)> = None;
+    let mut refused: Option<Refusal> = None;
+
+    for (i, obj) in entries.iter().enumerate() {
+        let Some(obj) = obj else { continue };
+        let kind_str = obj.get("kind").and_then(Value::as_str);
+        let kind = kind_str.and_then(Kind::parse);
+        if i == 0 && kind != Some(Kind::Proposed) {
+            put(i, kind_str, code::FIRST_NOT_PROPOSED, "is not PROPOSED; a receipt starts with the proposal".into());
+        }
+        if let Some(r) = obj.get("rechecked") {
+            report.rechecked_at_recovery = Some(r.clone());
+        }
+        let Some(kind) = kind else {
+            put(i, kind_str, code::UNKNOWN_KIND, format!("has kind {:?}, which this verifier does not know", kind_str.unwrap_or("(none)")));
+            continue;
+        };
+        match kind {
+            Kind::Proposed => {
+                if !obj.contains_key("effect") {
+                    put(i, kind_str, code::MALFORMED_ENTRY, "has no effect".into());
+                }
+                if first_proposed.is_none() {
+                    first_proposed = Some((i, obj));
+                }
+            }
+            Kind::Authorized => authorized_seen = true,
+            Kind::Dispatched => {
+                if commits > 0 {
+                    once = false;
+                    put(i, kind_str, code::DISPATCH_AFTER_COMMIT, "sends the effect again after it was committed".into());
+                }
+                if open {
+                    once = false;
+                    put(i, kind_str, code::DISPATCH_WHILE_OPEN, "sends the effect again while an earlier dispatch is unresolved".into());
+                }
+                if !authorized_seen {
+                    put(i, kind_str, code::DISPATCH_WITHOUT_AUTHORIZATION, "sends the effect with no AUTHORIZED before it".into());
+                }
+                let effect = obj.get("effect");
+                let proposed = first_proposed.and_then(|(_, p)| p.get("effect"));
+                if effect.is_none() || effect != proposed {
+                    put(i, kind_str, code::PAYLOAD_CHANGED, "sends a payload other than the one the first PROPOSED fixed".into());
+                }
+                open = true;
+                current_effect = effect;
+                sends.push(Send {
+                    entry: i,
+                    kind: "DISPATCHED",
+                    checks: obj.get("checks"),
+                    effect,
+                });
+            }
+            Kind::Committed => {
+                if !open {
+                    put(i, kind_str, code::COMMIT_WITHOUT_DISPATCH, "commits, but no dispatch is open (nothing was sent)".into());
+                }
+                commits += 1;
+                if commits > 1 {
+                    once = false;
+                    put(i, kind_str, code::MULTIPLE_COMMITS, "is a second COMMITTED for the same effect".into());
+                }
+                let via = obj.get("via").and_then(Value::as_str);
+                match (format, via) {
+                    (_, Some(v)) if VIAS.contains(&v) => {}
+                    (Format::Original, None) => {}
+                    _ => put(
+                        i,
+                        kind_str,
+                        code::UNKNOWN_VIA,
+                        format!("has via {:?}, which is not one of {}", via.unwrap_or("(none)"), VIAS.join(", ")),
+                    ),
+                }
+                if via.is_some_and(|v| RESEND_VIAS.contains(&v)) {
+                    sends.push(Send {
+                        entry: i,
+                        kind: "COMMITTED",
+                        checks: obj.get("rechecked"),
+                        effect: current_effect,
+                    });
+                }
+                report.via = via.map(str::to_owned);
+                report.evidence = match format {
+                    Format::Current => obj.get("evidence").cloned(),
+                    Format::Original => obj.get("result").or_else(|| obj.get("found")).cloned(),
+                };
+                open = false;
+            }
+            Kind::Refused => {
+                let code_field = obj.get("code").and_then(Value::as_str);
+                let reason = match obj.get("reason") {
+                    Some(Value::String(s)) => Some(s.clone()),
+                    Some(Value::Array(items)) if format == Format::Original => Some(
+                        items
+                            .iter()
+                            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                    ),
+                    _ => None,
+                };
+                if format == Format::Current && (code_field.is_none() || reason.is_none()) {
+                    put(i, kind_str, code::MALFORMED_ENTRY, "has no string code and reason".into());
+                }
+                refused = Some(Refusal {
+                    code: code_field.map(str::to_owned),
+                    reason: reason.unwrap_or_default(),
+                });
+                if obj.get("resolves") == Some(&Value::Bool(true)) {
+                    if open {
+                        // The send never landed, so its checks attest to nothing.
+                        sends.pop();
+                        open = false;
+                    } else {
+                        put(i, kind_str, code::RESOLVES_NOTHING, "resolves a dispatch, but none is open".into());
+                    }
+                }
+            }
+            Kind::Ambiguous => {
+                ambiguous = true;
+                if format == Format::Current
+                    && (!obj.get("code").is_some_and(Value::is_string) || !obj.get("reason").is_some_and(Value::is_string))
+                {
+                    put(i, kind_str, code::MALFORMED_ENTRY, "has no string code and reason".into());
+                }
+                if !open {
+                    put(i, kind_str, code::AMBIGUOUS_WITHOUT_DISPATCH, "declares the effect ambiguous, but no dispatch is open".into());
+                }
+                open = false;
+            }
+        }
+    }
+
+    // The effect id must be derived from what the first PROPOSED fixed (DESIGN §2.1).
+    if format == Format::Current {
+        if let Some((i, p)) = first_proposed {
+            let key = match p.get("request_id") {
+                Some(r) if !r.is_null() => Some(r),
+                _ => p.get("effect"),
+            };
+            if let Some(key) = key {
+                match canonical::to_vec(key) {
+                    Ok(bytes) => {
+                        let derived = hex::encode(Sha256::digest(&bytes));
+                        if derived != eid {
+                            put(i, Some("PROPOSED"), code::EFFECT_ID_MISMATCH, format!("derives effect id {derived} from its request_id (or effect), not {eid}"));
+                        }
+                    }
+                    Err(e) => put(i, Some("PROPOSED"), code::UNCANONICAL_ENTRY, format!("has a request_id or effect with no canonical form: {e}")),
+                }
+            }
+        }
+    }
+
+    report.happened = if commits > 0 {
+        Happened::Yes
+    } else if ambiguous || open {
+        Happened::Unknown
+    } else {
+        Happened::No
+    };
+    report.happened_once = once;
+    if !sends.is_empty() {
+        let unauthorized = sends.iter().find(|s| !lease_held(s.checks, s.effect, grant_field));
+        let violated = sends.iter().find(|s| {
+            !s.checks
+                .and_then(|c| c.get("violations"))
+                .is_some_and(|v| v.as_array().is_some_and(Vec::is_empty))
+        });
+        if let Some(s) = unauthorized {
+            put(
+                s.entry,
+                Some(s.kind),
+                code::UNAUTHORIZED_SEND,
+                format!("fires the effect without a live, unrevoked {grant_field} that covers its amount"),
+            );
+        }
+        if let Some(s) = violated {
+            put(
+                s.entry,
+                Some(s.kind),
+                code::PREMISES_VIOLATED,
+                "fires the effect with premise violations recorded (or no premise check)".into(),
+            );
+        }
+        let authorized = unauthorized.is_none();
+        let held = violated.is_none();
+        report.authorized_when_fired = Some(authorized);
+        report.assumptions_held = Some(held);
+    }
+    if report.happened != Happened::Yes {
+        report.refused = refused;
+    }
+    report.problems.append(&mut problems);
+}
+
+/// The lease check recorded before a send covers it: `lease_live` exactly true; the grant (if an
+/// object) not revoked and, if it has a cap, the effect's integer `amount` within it.
+fn lease_held(checks: Option<&Value>, effect: Option<&Value>, grant_field: &str) -> bool {
+    let Some(checks) = checks.and_then(Value::as_object) else {
+        return false;
+    };
+    if checks.get("lease_live") != Some(&Value::Bool(true)) {
+        return false;
+    }
+    match checks.get(grant_field) {
+        Some(Value::Object(grant)) => {
+            if grant.get("revoked").is_some_and(|r| !r.is_null()) {
+                return false;
+            }
+            match grant.get("max_cents") {
+                None | Some(Value::Null) => true,
+                Some(cap) => {
+                    let amount = effect.and_then(|e| e.get("amount")).and_then(Value::as_i64);
+                    matches!((cap.as_i64(), amount), (Some(c), Some(a)) if a <= c)
+                }
+            }
+        }
+        _ => true,
+    }
+}
