@@ -1,7 +1,9 @@
 //! The named facts prose may use: every number a Markdown file states comes from this table,
 //! computed from the verified results file. `site facts` lists them (see the README).
 //!
-//! Names are dotted: `held.interlock`, `median_crash.hand_check`, `differ.hand_check.interlock`.
+//! Names are dotted: `held.interlock`, `median_crash.hand_check`, `differ.hand_check.interlock`,
+//! `credited.before_send.billing_credit.no_check`. Every build writes the full table, with values,
+//! to `data/<scenario>.facts.json` beside the pages.
 
 use crate::format::{dollars, seconds};
 use crate::model::{
@@ -215,6 +217,33 @@ pub fn compute(f: &ResultsFile, report: &Report) -> Facts {
                 put(format!("differ.{a}.{b}"), Fact::Int(rows.len() as i64));
                 put(format!("differ_rows.{a}.{b}"), list_or_none(&rows));
             }
+        }
+    }
+    // Per row and column: `credited.<crash>.<outage>.<column>` (case credits Stripe holds, summed
+    // over repeats) and `outcome.<crash>.<outage>.<column>` (final statuses with counts).
+    for row in &f.rows {
+        for col in &f.columns {
+            let cells: Vec<_> = f
+                .cells
+                .iter()
+                .filter(|c| c.crash == row.crash && c.outage == row.outage && &c.column == col)
+                .filter(|c| c.outcome != HARNESS_ERROR)
+                .collect();
+            if cells.is_empty() {
+                continue;
+            }
+            let key = format!("{}.{}.{col}", row.crash, row.outage);
+            let credited: i64 = cells
+                .iter()
+                .map(|c| i64::from(c.ground_truth.case_credit_count))
+                .sum();
+            put(format!("credited.{key}"), Fact::Int(credited));
+            let outcome = if cells.len() == 1 {
+                Fact::Text(cells.iter().map(|c| c.outcome.clone()).collect())
+            } else {
+                counted(cells.iter().map(|c| c.outcome.clone()))
+            };
+            put(format!("outcome.{key}"), outcome);
         }
     }
     let cand = candidate_rows(f);

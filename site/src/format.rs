@@ -15,7 +15,7 @@ pub fn seconds(ms: u64) -> String {
 pub fn dollars(cents: i64) -> String {
     let sign = if cents < 0 { "-" } else { "" };
     let abs = cents.unsigned_abs();
-    if abs % 100 == 0 {
+    if abs.is_multiple_of(100) {
         format!("{sign}${}", abs / 100)
     } else {
         format!("{sign}${}.{:02}", abs / 100, abs % 100)

@@ -48,6 +48,12 @@ pub struct ReceiptCheck {
     pub refused: Option<String>,
     /// What recovery re-checked, as compact JSON, if it did.
     pub rechecked_at_recovery: Option<String>,
+    /// The COMMITTED entry's `via`, if any.
+    pub via: Option<String>,
+    /// The COMMITTED entry's evidence, as compact JSON, if any.
+    pub evidence: Option<String>,
+    /// The entries' kinds, in order, as read from the receipt itself.
+    pub journal_kinds: Vec<String>,
     /// Problems found (empty when the receipt verifies).
     pub problems: Vec<String>,
 }
@@ -131,6 +137,9 @@ pub fn summarize(r: &ReceiptReport) -> ReceiptCheck {
             None => f.reason.clone(),
         }),
         rechecked_at_recovery: r.rechecked_at_recovery.as_ref().map(Value::to_string),
+        via: r.via.clone(),
+        evidence: r.evidence.as_ref().map(Value::to_string),
+        journal_kinds: r.journal_kinds.clone(),
         problems: r.problems.iter().map(ToString::to_string).collect(),
     }
 }

@@ -1,7 +1,16 @@
 //! Write a synthetic results file to stdout: `cargo run -p verify --example synth [REPEATS]`.
 fn main() {
-    let repeats = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1);
-    let spec = verify::synthetic::Spec { repeats, ..Default::default() };
+    let repeats = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1);
+    let spec = verify::synthetic::Spec {
+        repeats,
+        ..Default::default()
+    };
     let file = verify::synthetic::generate(&spec);
-    println!("{}", serde_json::to_string_pretty(&file).unwrap_or_default());
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&file).unwrap_or_default()
+    );
 }

@@ -6,7 +6,9 @@ use crate::billing_credit;
 use crate::canonical;
 use crate::finding::{code as fcode, Finding};
 use crate::receipt::{self, Happened, KeyCheck, ReceiptReport, SignerRule};
-use crate::results::{median_ms, Cell, ColumnSummary, GroundTruth, ResultsFile, Want, RESULTS_FORMAT};
+use crate::results::{
+    median_ms, Cell, ColumnSummary, GroundTruth, ResultsFile, Want, RESULTS_FORMAT,
+};
 use ed25519_dalek::VerifyingKey;
 use serde::Serialize;
 use serde_json::Value;
@@ -158,9 +160,16 @@ pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
     let with_receipt: Vec<usize> = (0..file.cells.len())
         .filter(|i| file.cells.get(*i).is_some_and(|c| c.receipt.is_some()))
         .collect();
-    let bundles: Vec<&crate::entry::ReceiptBundle> = file.cells.iter().filter_map(|c| c.receipt.as_ref()).collect();
+    let bundles: Vec<&crate::entry::ReceiptBundle> = file
+        .cells
+        .iter()
+        .filter_map(|c| c.receipt.as_ref())
+        .collect();
     let mut reports: Vec<Option<ReceiptReport>> = vec![None; file.cells.len()];
-    for (i, r) in with_receipt.iter().zip(receipt::verify_with_rule(&bundles, &rule)) {
+    for (i, r) in with_receipt
+        .iter()
+        .zip(receipt::verify_with_rule(&bundles, &rule))
+    {
         if let Some(slot) = reports.get_mut(*i) {
             *slot = Some(r);
         }
@@ -197,7 +206,11 @@ pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
 }
 
 fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
-    let rows: HashSet<(&str, &str)> = file.rows.iter().map(|r| (r.crash.as_str(), r.outage.as_str())).collect();
+    let rows: HashSet<(&str, &str)> = file
+        .rows
+        .iter()
+        .map(|r| (r.crash.as_str(), r.outage.as_str()))
+        .collect();
     let mut seen = HashSet::new();
     let mut cases = HashSet::new();
     for (i, c) in file.cells.iter().enumerate() {
@@ -205,28 +218,45 @@ fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
             findings.push(Finding::new(
                 format!("cells[{i}].column"),
                 fcode::FILE_INCONSISTENT,
-                format!("cell {i} is in column {:?}, which the file's columns do not list", c.column),
+                format!(
+                    "cell {i} is in column {:?}, which the file's columns do not list",
+                    c.column
+                ),
             ));
         }
         if !rows.contains(&(c.crash.as_str(), c.outage.as_str())) {
             findings.push(Finding::new(
                 format!("cells[{i}].crash"),
                 fcode::FILE_INCONSISTENT,
-                format!("cell {i} is in row {}/{}, which the file's rows do not list", c.crash, c.outage),
+                format!(
+                    "cell {i} is in row {}/{}, which the file's rows do not list",
+                    c.crash, c.outage
+                ),
             ));
         }
-        if !seen.insert((c.crash.as_str(), c.outage.as_str(), c.column.as_str(), c.repeat)) {
+        if !seen.insert((
+            c.crash.as_str(),
+            c.outage.as_str(),
+            c.column.as_str(),
+            c.repeat,
+        )) {
             findings.push(Finding::new(
                 format!("cells[{i}]"),
                 fcode::FILE_INCONSISTENT,
-                format!("cell {i} repeats row {}/{} column {} repeat {}", c.crash, c.outage, c.column, c.repeat),
+                format!(
+                    "cell {i} repeats row {}/{} column {} repeat {}",
+                    c.crash, c.outage, c.column, c.repeat
+                ),
             ));
         }
         if !cases.insert(c.case.case_id.as_str()) {
             findings.push(Finding::new(
                 format!("cells[{i}].case.case_id"),
                 fcode::FILE_INCONSISTENT,
-                format!("cell {i} reuses case {}, which another cell opened", c.case.case_id),
+                format!(
+                    "cell {i} reuses case {}, which another cell opened",
+                    c.case.case_id
+                ),
             ));
         }
     }
@@ -241,7 +271,12 @@ fn check_cell(i: usize, cell: &Cell, receipt: Option<ReceiptReport>) -> CellRepo
 
     check_ground_truth(&base, cell, &mut f);
 
-    let want = billing_credit::want(gt, case_id, &cell.case.incident, cell.case.approval.max_cents);
+    let want = billing_credit::want(
+        gt,
+        case_id,
+        &cell.case.incident,
+        cell.case.approval.max_cents,
+    );
     if want != cell.want {
         f.push(Finding::mismatch(
             format!("{base}.want"),
@@ -266,7 +301,10 @@ fn check_cell(i: usize, cell: &Cell, receipt: Option<ReceiptReport>) -> CellRepo
         f.push(Finding::mismatch(
             format!("{base}.answer_matches"),
             fcode::ANSWER_MISMATCH,
-            format!("cell {i}: answer_matches is not what outcome {:?} and the case's credits give", cell.outcome),
+            format!(
+                "cell {i}: answer_matches is not what outcome {:?} and the case's credits give",
+                cell.outcome
+            ),
             answer_matches,
             cell.answer_matches,
         ));
@@ -275,7 +313,9 @@ fn check_cell(i: usize, cell: &Cell, receipt: Option<ReceiptReport>) -> CellRepo
         f.push(Finding::new(
             format!("{base}.harness_error"),
             fcode::FILE_INCONSISTENT,
-            format!("cell {i}: harness_error must be set exactly when the outcome is HARNESS_ERROR"),
+            format!(
+                "cell {i}: harness_error must be set exactly when the outcome is HARNESS_ERROR"
+            ),
         ));
     }
     let expected_record = match cell.column.as_str() {
@@ -287,7 +327,10 @@ fn check_cell(i: usize, cell: &Cell, receipt: Option<ReceiptReport>) -> CellRepo
         f.push(Finding::mismatch(
             format!("{base}.record"),
             fcode::FILE_INCONSISTENT,
-            format!("cell {i}: the record kind does not fit column {}", cell.column),
+            format!(
+                "cell {i}: the record kind does not fit column {}",
+                cell.column
+            ),
             expected_record,
             &cell.record,
         ));
@@ -320,7 +363,11 @@ fn check_cell(i: usize, cell: &Cell, receipt: Option<ReceiptReport>) -> CellRepo
 
     let mut findings: Vec<Finding> = receipt
         .iter()
-        .flat_map(|r| r.problems.iter().map(|p| Finding::from_problem(&format!("{base}.receipt"), p)))
+        .flat_map(|r| {
+            r.problems
+                .iter()
+                .map(|p| Finding::from_problem(&format!("{base}.receipt"), p))
+        })
         .collect();
     findings.append(&mut f);
     CellReport {
@@ -344,7 +391,10 @@ fn no_receipt(i: usize, base: &str, cell: &Cell, f: &mut Vec<Finding>) {
         f.push(Finding::new(
             format!("{base}.receipt"),
             fcode::RECEIPT_MISSING,
-            format!("cell {i} is a {} cell but carries a receipt, effect id or journal kinds", cell.column),
+            format!(
+                "cell {i} is a {} cell but carries a receipt, effect id or journal kinds",
+                cell.column
+            ),
         ));
     }
 }
@@ -382,7 +432,11 @@ fn check_ground_truth(base: &str, cell: &Cell, f: &mut Vec<Finding>) {
             gt.case_credit_count,
         ));
     }
-    let cents: i64 = gt.case_credits.iter().map(|c| c.amount.saturating_neg()).fold(0i64, i64::saturating_add);
+    let cents: i64 = gt
+        .case_credits
+        .iter()
+        .map(|c| c.amount.saturating_neg())
+        .fold(0i64, i64::saturating_add);
     if gt.case_credit_cents != cents {
         f.push(Finding::mismatch(
             format!("{path}.case_credit_cents"),
@@ -392,7 +446,12 @@ fn check_ground_truth(base: &str, cell: &Cell, f: &mut Vec<Finding>) {
             gt.case_credit_cents,
         ));
     }
-    let by_others = billing_credit::compensation_by_others(&gt.credit_notes, &gt.balance_transactions, case_id, None);
+    let by_others = billing_credit::compensation_by_others(
+        &gt.credit_notes,
+        &gt.balance_transactions,
+        case_id,
+        None,
+    );
     if gt.compensation_by_others != by_others {
         f.push(Finding::mismatch(
             format!("{path}.compensation_by_others"),
@@ -417,7 +476,12 @@ fn check_ground_truth(base: &str, cell: &Cell, f: &mut Vec<Finding>) {
             gt.incident_compensation,
         ));
     }
-    let listed: BTreeSet<&str> = cell.stripe_ids.case_credits.iter().map(String::as_str).collect();
+    let listed: BTreeSet<&str> = cell
+        .stripe_ids
+        .case_credits
+        .iter()
+        .map(String::as_str)
+        .collect();
     let held: BTreeSet<&str> = gt.case_credits.iter().map(|c| c.id.as_str()).collect();
     if listed != held {
         f.push(Finding::mismatch(
@@ -466,7 +530,10 @@ fn check_interlock(
         f.push(Finding::mismatch(
             format!("{rpath}.effect_id"),
             fcode::RECEIPT_NOT_BOUND,
-            format!("cell {i}: the receipt is for another effect than case {}'s request", cell.case.case_id),
+            format!(
+                "cell {i}: the receipt is for another effect than case {}'s request",
+                cell.case.case_id
+            ),
             &eid,
             &report.effect_id,
         ));
@@ -486,7 +553,10 @@ fn check_interlock(
                 f.push(Finding::mismatch(
                     format!("{base}.ground_truth.case_credits[{k}].effect_id"),
                     fcode::RECEIPT_NOT_BOUND,
-                    format!("cell {i}: credit {} was sent for another effect than the receipt's", credit.id),
+                    format!(
+                        "cell {i}: credit {} was sent for another effect than the receipt's",
+                        credit.id
+                    ),
                     &report.effect_id,
                     e,
                 ));
@@ -527,7 +597,11 @@ fn check_interlock(
                     "cell {i}: the outcome disagrees with the receipt's final entry ({})",
                     report.final_kind.as_deref().unwrap_or("none")
                 ),
-                if allowed.is_empty() { "no status fits".to_owned() } else { allowed.join(" or ") },
+                if allowed.is_empty() {
+                    "no status fits".to_owned()
+                } else {
+                    allowed.join(" or ")
+                },
                 &cell.outcome,
             ));
         }
@@ -571,7 +645,8 @@ fn check_proposal(
     harness_error: bool,
     f: &mut Vec<Finding>,
 ) {
-    let Some(p) = first.filter(|e| e.get("kind").and_then(Value::as_str) == Some("PROPOSED")) else {
+    let Some(p) = first.filter(|e| e.get("kind").and_then(Value::as_str) == Some("PROPOSED"))
+    else {
         return; // reported by the receipt check (first_not_proposed / empty_receipt)
     };
     let epath = format!("{rpath}.entries[0]");
@@ -589,8 +664,16 @@ fn check_proposal(
             });
         }
     };
-    expect("request_id", p.get("request_id"), Value::String(request_id(&cell.case.case_id)));
-    expect("lease", p.get("lease"), Value::String(cell.case.approval.id.clone()));
+    expect(
+        "request_id",
+        p.get("request_id"),
+        Value::String(request_id(&cell.case.case_id)),
+    );
+    expect(
+        "lease",
+        p.get("lease"),
+        Value::String(cell.case.approval.id.clone()),
+    );
     let effect = p.get("effect");
     expect(
         "effect.customer",
@@ -599,7 +682,11 @@ fn check_proposal(
     );
     match &cell.decision {
         Some(d) => {
-            expect("effect.amount", effect.and_then(|e| e.get("amount")), Value::from(d.amount));
+            expect(
+                "effect.amount",
+                effect.and_then(|e| e.get("amount")),
+                Value::from(d.amount),
+            );
             expect(
                 "effect.description",
                 effect.and_then(|e| e.get("description")),
@@ -625,7 +712,10 @@ enum LogSays {
 fn hand_check_says(cell: &Cell) -> (LogSays, Option<String>) {
     let gt = &cell.ground_truth;
     let Some(log) = &cell.hand_check_log else {
-        return (LogSays::Unclear("the cell has no hand_check log".into()), None);
+        return (
+            LogSays::Unclear("the cell has no hand_check log".into()),
+            None,
+        );
     };
     let Some(last) = log
         .iter()
@@ -659,7 +749,13 @@ fn hand_check_says(cell: &Cell) -> (LogSays, Option<String>) {
     (says, step)
 }
 
-fn check_hand_check(i: usize, base: &str, cell: &Cell, harness_error: bool, f: &mut Vec<Finding>) -> (bool, String) {
+fn check_hand_check(
+    i: usize,
+    base: &str,
+    cell: &Cell,
+    harness_error: bool,
+    f: &mut Vec<Finding>,
+) -> (bool, String) {
     let exists = cell.ground_truth.case_credit_count > 0;
     let (says, step) = hand_check_says(cell);
     if !harness_error {
@@ -674,8 +770,14 @@ fn check_hand_check(i: usize, base: &str, cell: &Cell, harness_error: bool, f: &
             f.push(Finding::mismatch(
                 format!("{base}.outcome"),
                 fcode::OUTCOME_MISMATCH,
-                format!("cell {i}: the outcome disagrees with the hand_check log's last restart step"),
-                if allowed.is_empty() { "no status fits".to_owned() } else { allowed.join(" or ") },
+                format!(
+                    "cell {i}: the outcome disagrees with the hand_check log's last restart step"
+                ),
+                if allowed.is_empty() {
+                    "no status fits".to_owned()
+                } else {
+                    allowed.join(" or ")
+                },
                 &cell.outcome,
             ));
         }
@@ -683,8 +785,14 @@ fn check_hand_check(i: usize, base: &str, cell: &Cell, harness_error: bool, f: &
     match says {
         LogSays::Sent if exists => (true, String::new()),
         LogSays::NotSent if !exists => (true, String::new()),
-        LogSays::Sent => (false, "the log says sent while Stripe holds no case credit".into()),
-        LogSays::NotSent => (false, "the log says not sent while Stripe holds a case credit".into()),
+        LogSays::Sent => (
+            false,
+            "the log says sent while Stripe holds no case credit".into(),
+        ),
+        LogSays::NotSent => (
+            false,
+            "the log says not sent while Stripe holds a case credit".into(),
+        ),
         LogSays::Unclear(why) => (false, why),
     }
 }
@@ -713,7 +821,12 @@ fn check_summary(file: &ResultsFile, cells: &[CellReport], findings: &mut Vec<Fi
         };
         let mut crash = Vec::new();
         let mut restart = Vec::new();
-        for (cell, report) in file.cells.iter().zip(cells).filter(|(c, _)| &c.column == column) {
+        for (cell, report) in file
+            .cells
+            .iter()
+            .zip(cells)
+            .filter(|(c, _)| &c.column == column)
+        {
             if cell.outcome == billing_credit::HARNESS_ERROR {
                 s.harness_errors += 1;
                 continue;
@@ -743,9 +856,17 @@ fn check_summary(file: &ResultsFile, cells: &[CellReport], findings: &mut Vec<Fi
         let opt = |v: Option<u64>| v.map_or_else(|| "null".to_owned(), |x| x.to_string());
         let pairs: [(&str, String, String); 7] = [
             ("cells", d.cells.to_string(), stated.cells.to_string()),
-            ("harness_errors", d.harness_errors.to_string(), stated.harness_errors.to_string()),
+            (
+                "harness_errors",
+                d.harness_errors.to_string(),
+                stated.harness_errors.to_string(),
+            ),
             ("held", d.held.to_string(), stated.held.to_string()),
-            ("answer_matches", d.answer_matches.to_string(), stated.answer_matches.to_string()),
+            (
+                "answer_matches",
+                d.answer_matches.to_string(),
+                stated.answer_matches.to_string(),
+            ),
             ("proof", d.proof.to_string(), stated.proof.to_string()),
             (
                 "median_crash_to_settled_ms",

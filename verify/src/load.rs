@@ -150,7 +150,8 @@ pub fn load_results(bytes: &[u8]) -> Result<ResultsFile, LoadError> {
             found: format!("a receipt bundle ({}), not a results file", b.format),
         }),
         Document::OriginalResults(_) => Err(LoadError::UnknownFormat {
-            found: "a results file of the original Python implementation, not interlock-results/1".into(),
+            found: "a results file of the original Python implementation, not interlock-results/1"
+                .into(),
         }),
     }
 }

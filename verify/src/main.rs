@@ -49,9 +49,13 @@ fn parse_key(arg: &str) -> Result<VerifyingKey> {
     let bytes: Vec<u8> = if arg.len() == 64 && arg.bytes().all(|b| b.is_ascii_hexdigit()) {
         hex::decode(arg)?
     } else {
-        let raw = std::fs::read(arg).with_context(|| format!("--key {arg}: not 64 hex characters and not a readable file"))?;
+        let raw = std::fs::read(arg).with_context(|| {
+            format!("--key {arg}: not 64 hex characters and not a readable file")
+        })?;
         match std::str::from_utf8(&raw).map(str::trim) {
-            Ok(t) if t.len() == 64 => hex::decode(t).with_context(|| format!("--key file {arg}: not hex"))?,
+            Ok(t) if t.len() == 64 => {
+                hex::decode(t).with_context(|| format!("--key file {arg}: not hex"))?
+            }
             _ if raw.len() == 32 => raw,
             _ => bail!("--key file {arg} holds neither 64 hex characters nor 32 raw bytes"),
         }
@@ -134,15 +138,30 @@ fn check_file(path: &Path, key: &KeyCheck) -> (Status, Vec<String>, Value) {
     let (ok, lines, kind, report) = match doc {
         Document::Receipt(b) => {
             let r = verify_bundle(&b, key);
-            (r.valid, receipt_line(&name, &r), "receipt", serde_json::to_value(&r))
+            (
+                r.valid,
+                receipt_line(&name, &r),
+                "receipt",
+                serde_json::to_value(&r),
+            )
         }
         Document::OriginalResults(v) => {
             let r = verify_original_results(&v);
-            (r.ok, original_lines(&name, &r), "python-original-results", serde_json::to_value(&r))
+            (
+                r.ok,
+                original_lines(&name, &r),
+                "python-original-results",
+                serde_json::to_value(&r),
+            )
         }
         Document::Results(f) => {
             let r = verify_results(&f, key);
-            (r.ok, results_lines(&name, &r), "results", serde_json::to_value(&r))
+            (
+                r.ok,
+                results_lines(&name, &r),
+                "results",
+                serde_json::to_value(&r),
+            )
         }
     };
     let status = if ok { Status::Ok } else { Status::Failed };
@@ -165,7 +184,8 @@ fn run(args: &Args) -> Result<Status> {
     for path in &args.files {
         let (status, lines, value) = check_file(path, &key);
         worst = worst.max(status);
-        if !args.json && !(args.quiet && status == Status::Ok) {
+        let silent = args.json || (args.quiet && status == Status::Ok);
+        if !silent {
             for line in lines {
                 println!("{line}");
             }
@@ -185,7 +205,11 @@ fn main() -> ExitCode {
         Err(e) => {
             let _ = e.print();
             // --help and --version are not errors.
-            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
     };
     match run(&args) {

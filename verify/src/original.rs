@@ -47,7 +47,10 @@ pub fn verify_original_results(file: &Value) -> OriginalReport {
         .unwrap_or("?")
         .to_owned();
     let empty = Vec::new();
-    let cells = file.get("cells").and_then(Value::as_array).unwrap_or(&empty);
+    let cells = file
+        .get("cells")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
     let mut findings = Vec::new();
     let mut picked = Vec::new();
     for (i, cell) in cells.iter().enumerate() {
@@ -70,14 +73,21 @@ pub fn verify_original_results(file: &Value) -> OriginalReport {
         let cell = &cells[i];
         let base = format!("cells[{i}]");
         let rpath = format!("{base}.receipt");
-        findings.extend(report.problems.iter().map(|p| Finding::from_problem(&rpath, p)));
+        findings.extend(
+            report
+                .problems
+                .iter()
+                .map(|p| Finding::from_problem(&rpath, p)),
+        );
         if let Some(case_id) = cell.pointer("/case/case_id").and_then(Value::as_str) {
             let want = pycompat::effect_id_for_request(&format!("goodwill-credit:{case_id}"));
             if want != report.effect_id {
                 findings.push(Finding::mismatch(
                     format!("{rpath}.effect_id"),
                     fcode::RECEIPT_NOT_BOUND,
-                    format!("cell {i}: the receipt's effect is not the one derived from case {case_id}"),
+                    format!(
+                        "cell {i}: the receipt's effect is not the one derived from case {case_id}"
+                    ),
                     &want,
                     &report.effect_id,
                 ));
@@ -101,7 +111,10 @@ pub fn verify_original_results(file: &Value) -> OriginalReport {
                     findings.push(Finding::mismatch(
                         format!("{base}.restart.verify.{field}"),
                         fcode::RECEIPT_CLAIM_MISMATCH,
-                        format!("cell {i}, effect {}: the stated {field} is not what the receipt gives", report.effect_id),
+                        format!(
+                            "cell {i}, effect {}: the stated {field} is not what the receipt gives",
+                            report.effect_id
+                        ),
                         &ours,
                         &theirs,
                     ));
@@ -114,7 +127,10 @@ pub fn verify_original_results(file: &Value) -> OriginalReport {
                 findings.push(Finding::mismatch(
                     format!("{base}.restart.journal"),
                     fcode::RECEIPT_CLAIM_MISMATCH,
-                    format!("cell {i}, effect {}: the stated journal kinds are not the receipt's", report.effect_id),
+                    format!(
+                        "cell {i}, effect {}: the stated journal kinds are not the receipt's",
+                        report.effect_id
+                    ),
                     &ours,
                     stated,
                 ));

@@ -177,13 +177,19 @@ fn unreachable_report(bundle: &ReceiptBundle) -> ReceiptReport {
     let mut report = empty_report(bundle, "none");
     report.problems.push(Problem::receipt(
         code::EMPTY_RECEIPT,
-        format!("effect {}: the receipt could not be checked", bundle.effect_id),
+        format!(
+            "effect {}: the receipt could not be checked",
+            bundle.effect_id
+        ),
     ));
     report
 }
 
 /// Verify bundles under a signer rule (the results checker passes the published key).
-pub(crate) fn verify_with_rule(bundles: &[&ReceiptBundle], rule: &SignerRule) -> Vec<ReceiptReport> {
+pub(crate) fn verify_with_rule(
+    bundles: &[&ReceiptBundle],
+    rule: &SignerRule,
+) -> Vec<ReceiptReport> {
     let mut prepared: Vec<Prepared> = bundles.par_iter().map(|b| prepare(b, rule)).collect();
 
     // One key table for all receipts: each distinct signer is decoded and vetted once.
@@ -269,7 +275,9 @@ impl Prepared {
         if self.signed_format {
             self.report.signed = Some(!self.sig_failed);
         }
-        self.report.problems.sort_by_key(|p| p.entry.unwrap_or(usize::MAX));
+        self.report
+            .problems
+            .sort_by_key(|p| p.entry.unwrap_or(usize::MAX));
         self.report.valid = self.report.problems.is_empty();
         self.report
     }
@@ -305,7 +313,9 @@ fn empty_report(bundle: &ReceiptBundle, key: &str) -> ReceiptReport {
 }
 
 fn is_lower_hex(s: &str, len: usize) -> bool {
-    s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == len
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 fn prepare(bundle: &ReceiptBundle, rule: &SignerRule) -> Prepared {
@@ -372,7 +382,12 @@ fn prepare(bundle: &ReceiptBundle, rule: &SignerRule) -> Prepared {
     report.journal_kinds = bundle
         .entries
         .iter()
-        .map(|e| e.get("kind").and_then(Value::as_str).unwrap_or("?").to_owned())
+        .map(|e| {
+            e.get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_owned()
+        })
         .collect();
     report.final_kind = bundle
         .entries
@@ -410,7 +425,11 @@ impl<'a> ChainWalk<'a> {
             i,
             kind,
             code,
-            format!("effect {}: entry {i}{} {what}", self.eid, kind.map(|k| format!(" ({k})")).unwrap_or_default()),
+            format!(
+                "effect {}: entry {i}{} {what}",
+                self.eid,
+                kind.map(|k| format!(" ({k})")).unwrap_or_default()
+            ),
         ));
     }
 
@@ -419,9 +438,19 @@ impl<'a> ChainWalk<'a> {
         self.problem(i, kind, code, what);
     }
 
-    fn check<'v>(&mut self, i: usize, raw: &'v Value, before: Option<&Value>) -> Option<&'v Map<String, Value>> {
+    fn check<'v>(
+        &mut self,
+        i: usize,
+        raw: &'v Value,
+        before: Option<&Value>,
+    ) -> Option<&'v Map<String, Value>> {
         let Some(obj) = raw.as_object() else {
-            self.chain_problem(i, None, code::MALFORMED_ENTRY, "is not a JSON object".into());
+            self.chain_problem(
+                i,
+                None,
+                code::MALFORMED_ENTRY,
+                "is not a JSON object".into(),
+            );
             return None;
         };
         let kind = obj.get("kind").and_then(Value::as_str);
@@ -431,7 +460,10 @@ impl<'a> ChainWalk<'a> {
                 i,
                 kind,
                 code::FOREIGN_ENTRY,
-                format!("belongs to effect {:?}, not to this receipt", other.unwrap_or("(none)")),
+                format!(
+                    "belongs to effect {:?}, not to this receipt",
+                    other.unwrap_or("(none)")
+                ),
             ),
         }
         match self.format {
@@ -441,11 +473,19 @@ impl<'a> ChainWalk<'a> {
                         i,
                         kind,
                         code::UNKNOWN_VERSION,
-                        format!("has version {}, expected 1", obj.get("v").map_or("(none)".into(), Value::to_string)),
+                        format!(
+                            "has version {}, expected 1",
+                            obj.get("v").map_or("(none)".into(), Value::to_string)
+                        ),
                     );
                 }
                 if !obj.get("ts_ms").is_some_and(|t| t.is_u64() || t.is_i64()) {
-                    self.chain_problem(i, kind, code::MALFORMED_ENTRY, "has no integer ts_ms".into());
+                    self.chain_problem(
+                        i,
+                        kind,
+                        code::MALFORMED_ENTRY,
+                        "has no integer ts_ms".into(),
+                    );
                 }
             }
             Format::Original => {
@@ -481,7 +521,10 @@ impl<'a> ChainWalk<'a> {
             None => Some(Value::Null),
             Some(b) => b.get("hash").filter(|h| h.is_string()).cloned(),
         };
-        let prev = obj.get("prev").cloned().unwrap_or(Value::String("(missing)".into()));
+        let prev = obj
+            .get("prev")
+            .cloned()
+            .unwrap_or(Value::String("(missing)".into()));
         if let Some(expected) = expected_prev {
             if prev != expected {
                 let what = if i == 0 {
@@ -498,14 +541,25 @@ impl<'a> ChainWalk<'a> {
         Some(obj)
     }
 
-    fn signature_parts(&mut self, i: usize, kind: Option<&str>, obj: &Map<String, Value>, hash: Option<&str>) {
+    fn signature_parts(
+        &mut self,
+        i: usize,
+        kind: Option<&str>,
+        obj: &Map<String, Value>,
+        hash: Option<&str>,
+    ) {
         let signer = obj
             .get("signer")
             .and_then(Value::as_str)
             .and_then(|s| hex::decode(s).ok())
             .and_then(|b| <[u8; 32]>::try_from(b).ok());
         let Some(signer) = signer else {
-            self.problem(i, kind, code::BAD_SIGNER, "has no signer that is 64 hex characters".into());
+            self.problem(
+                i,
+                kind,
+                code::BAD_SIGNER,
+                "has no signer that is 64 hex characters".into(),
+            );
             return;
         };
         match self.rule {
@@ -519,7 +573,11 @@ impl<'a> ChainWalk<'a> {
                     i,
                     kind,
                     code::WRONG_SIGNER,
-                    format!("is signed by {}, not by {whose} {}", hex::encode(signer), hex::encode(k.as_bytes())),
+                    format!(
+                        "is signed by {}, not by {whose} {}",
+                        hex::encode(signer),
+                        hex::encode(k.as_bytes())
+                    ),
                 );
             }
             _ => {}
@@ -530,7 +588,11 @@ impl<'a> ChainWalk<'a> {
                 i,
                 kind,
                 code::MIXED_SIGNERS,
-                format!("is signed by {}, but entry 0 by {}", hex::encode(signer), hex::encode(first)),
+                format!(
+                    "is signed by {}, but entry 0 by {}",
+                    hex::encode(signer),
+                    hex::encode(first)
+                ),
             ),
             _ => {}
         }
@@ -540,7 +602,12 @@ impl<'a> ChainWalk<'a> {
             .and_then(|s| hex::decode(s).ok())
             .and_then(|b| <[u8; 64]>::try_from(b).ok());
         let Some(sig) = sig else {
-            self.problem(i, kind, code::BAD_SIGNATURE, "has no sig that is 128 hex characters".into());
+            self.problem(
+                i,
+                kind,
+                code::BAD_SIGNATURE,
+                "has no sig that is 128 hex characters".into(),
+            );
             return;
         };
         let Some(hash) = hash else {
@@ -565,7 +632,12 @@ struct Send<'a> {
     effect: Option<&'a Value>,
 }
 
-fn replay(eid: &str, format: Format, entries: &[Option<&Map<String, Value>>], report: &mut ReceiptReport) {
+fn replay(
+    eid: &str,
+    format: Format,
+    entries: &[Option<&Map<String, Value>>],
+    report: &mut ReceiptReport,
+) {
     let grant_field = match format {
         Format::Current => "grant",
         Format::Original => "lease",
@@ -576,7 +648,10 @@ fn replay(eid: &str, format: Format, entries: &[Option<&Map<String, Value>>], re
             i,
             kind,
             code,
-            format!("effect {eid}: entry {i}{} {what}", kind.map(|k| format!(" ({k})")).unwrap_or_default()),
+            format!(
+                "effect {eid}: entry {i}{} {what}",
+                kind.map(|k| format!(" ({k})")).unwrap_or_default()
+            ),
         ));
     };
     let mut open = false;
@@ -594,13 +669,26 @@ fn replay(eid: &str, format: Format, entries: &[Option<&Map<String, Value>>], re
         let kind_str = obj.get("kind").and_then(Value::as_str);
         let kind = kind_str.and_then(Kind::parse);
         if i == 0 && kind != Some(Kind::Proposed) {
-            put(i, kind_str, code::FIRST_NOT_PROPOSED, "is not PROPOSED; a receipt starts with the proposal".into());
+            put(
+                i,
+                kind_str,
+                code::FIRST_NOT_PROPOSED,
+                "is not PROPOSED; a receipt starts with the proposal".into(),
+            );
         }
         if let Some(r) = obj.get("rechecked") {
             report.rechecked_at_recovery = Some(r.clone());
         }
         let Some(kind) = kind else {
-            put(i, kind_str, code::UNKNOWN_KIND, format!("has kind {:?}, which this verifier does not know", kind_str.unwrap_or("(none)")));
+            put(
+                i,
+                kind_str,
+                code::UNKNOWN_KIND,
+                format!(
+                    "has kind {:?}, which this verifier does not know",
+                    kind_str.unwrap_or("(none)")
+                ),
+            );
             continue;
         };
         match kind {
@@ -616,19 +704,39 @@ fn replay(eid: &str, format: Format, entries: &[Option<&Map<String, Value>>], re
             Kind::Dispatched => {
                 if commits > 0 {
                     once = false;
-                    put(i, kind_str, code::DISPATCH_AFTER_COMMIT, "sends the effect again after it was committed".into());
+                    put(
+                        i,
+                        kind_str,
+                        code::DISPATCH_AFTER_COMMIT,
+                        "sends the effect again after it was committed".into(),
+                    );
                 }
                 if open {
                     once = false;
-                    put(i, kind_str, code::DISPATCH_WHILE_OPEN, "sends the effect again while an earlier dispatch is unresolved".into());
+                    put(
+                        i,
+                        kind_str,
+                        code::DISPATCH_WHILE_OPEN,
+                        "sends the effect again while an earlier dispatch is unresolved".into(),
+                    );
                 }
                 if !authorized_seen {
-                    put(i, kind_str, code::DISPATCH_WITHOUT_AUTHORIZATION, "sends the effect with no AUTHORIZED before it".into());
+                    put(
+                        i,
+                        kind_str,
+                        code::DISPATCH_WITHOUT_AUTHORIZATION,
+                        "sends the effect with no AUTHORIZED before it".into(),
+                    );
                 }
                 let effect = obj.get("effect");
                 let proposed = first_proposed.and_then(|(_, p)| p.get("effect"));
                 if effect.is_none() || effect != proposed {
-                    put(i, kind_str, code::PAYLOAD_CHANGED, "sends a payload other than the one the first PROPOSED fixed".into());
+                    put(
+                        i,
+                        kind_str,
+                        code::PAYLOAD_CHANGED,
+                        "sends a payload other than the one the first PROPOSED fixed".into(),
+                    );
                 }
                 open = true;
                 current_effect = effect;
@@ -641,12 +749,22 @@ fn replay(eid: &str, format: Format, entries: &[Option<&Map<String, Value>>], re
             }
             Kind::Committed => {
                 if !open {
-                    put(i, kind_str, code::COMMIT_WITHOUT_DISPATCH, "commits, but no dispatch is open (nothing was sent)".into());
+                    put(
+                        i,
+                        kind_str,
+                        code::COMMIT_WITHOUT_DISPATCH,
+                        "commits, but no dispatch is open (nothing was sent)".into(),
+                    );
                 }
                 commits += 1;
                 if commits > 1 {
                     once = false;
-                    put(i, kind_str, code::MULTIPLE_COMMITS, "is a second COMMITTED for the same effect".into());
+                    put(
+                        i,
+                        kind_str,
+                        code::MULTIPLE_COMMITS,
+                        "is a second COMMITTED for the same effect".into(),
+                    );
                 }
                 let via = obj.get("via").and_then(Value::as_str);
                 match (format, via) {
@@ -656,7 +774,11 @@ fn replay(eid: &str, format: Format, entries: &[Option<&Map<String, Value>>], re
                         i,
                         kind_str,
                         code::UNKNOWN_VIA,
-                        format!("has via {:?}, which is not one of {}", via.unwrap_or("(none)"), VIAS.join(", ")),
+                        format!(
+                            "has via {:?}, which is not one of {}",
+                            via.unwrap_or("(none)"),
+                            VIAS.join(", ")
+                        ),
                     ),
                 }
                 if via.is_some_and(|v| RESEND_VIAS.contains(&v)) {
@@ -688,7 +810,12 @@ fn replay(eid: &str, format: Format, entries: &[Option<&Map<String, Value>>], re
                     _ => None,
                 };
                 if format == Format::Current && (code_field.is_none() || reason.is_none()) {
-                    put(i, kind_str, code::MALFORMED_ENTRY, "has no string code and reason".into());
+                    put(
+                        i,
+                        kind_str,
+                        code::MALFORMED_ENTRY,
+                        "has no string code and reason".into(),
+                    );
                 }
                 refused = Some(Refusal {
                     code: code_field.map(str::to_owned),
@@ -700,19 +827,35 @@ fn replay(eid: &str, format: Format, entries: &[Option<&Map<String, Value>>], re
                         sends.pop();
                         open = false;
                     } else {
-                        put(i, kind_str, code::RESOLVES_NOTHING, "resolves a dispatch, but none is open".into());
+                        put(
+                            i,
+                            kind_str,
+                            code::RESOLVES_NOTHING,
+                            "resolves a dispatch, but none is open".into(),
+                        );
                     }
                 }
             }
             Kind::Ambiguous => {
                 ambiguous = true;
                 if format == Format::Current
-                    && (!obj.get("code").is_some_and(Value::is_string) || !obj.get("reason").is_some_and(Value::is_string))
+                    && (!obj.get("code").is_some_and(Value::is_string)
+                        || !obj.get("reason").is_some_and(Value::is_string))
                 {
-                    put(i, kind_str, code::MALFORMED_ENTRY, "has no string code and reason".into());
+                    put(
+                        i,
+                        kind_str,
+                        code::MALFORMED_ENTRY,
+                        "has no string code and reason".into(),
+                    );
                 }
                 if !open {
-                    put(i, kind_str, code::AMBIGUOUS_WITHOUT_DISPATCH, "declares the effect ambiguous, but no dispatch is open".into());
+                    put(
+                        i,
+                        kind_str,
+                        code::AMBIGUOUS_WITHOUT_DISPATCH,
+                        "declares the effect ambiguous, but no dispatch is open".into(),
+                    );
                 }
                 open = false;
             }
@@ -734,7 +877,12 @@ fn replay(eid: &str, format: Format, entries: &[Option<&Map<String, Value>>], re
                             put(i, Some("PROPOSED"), code::EFFECT_ID_MISMATCH, format!("derives effect id {derived} from its request_id (or effect), not {eid}"));
                         }
                     }
-                    Err(e) => put(i, Some("PROPOSED"), code::UNCANONICAL_ENTRY, format!("has a request_id or effect with no canonical form: {e}")),
+                    Err(e) => put(
+                        i,
+                        Some("PROPOSED"),
+                        code::UNCANONICAL_ENTRY,
+                        format!("has a request_id or effect with no canonical form: {e}"),
+                    ),
                 }
             }
         }
@@ -749,7 +897,9 @@ fn replay(eid: &str, format: Format, entries: &[Option<&Map<String, Value>>], re
     };
     report.happened_once = once;
     if !sends.is_empty() {
-        let unauthorized = sends.iter().find(|s| !lease_held(s.checks, s.effect, grant_field));
+        let unauthorized = sends
+            .iter()
+            .find(|s| !lease_held(s.checks, s.effect, grant_field));
         let violated = sends.iter().find(|s| {
             !s.checks
                 .and_then(|c| c.get("violations"))

@@ -131,7 +131,12 @@ pub fn receipt(
 /// Build a signed chain for `effect_id` from entry bodies (each an object with `kind` and the
 /// kind's fields): adds `v`, `ts_ms` (from `t0_ms`, 7 ms apart), `effect_id` and `prev`, then
 /// seals each entry with `key`. Bodies that are not objects are kept as they are.
-pub fn seal_chain(key: &SigningKey, effect_id: &str, t0_ms: i64, bodies: Vec<Value>) -> ReceiptBundle {
+pub fn seal_chain(
+    key: &SigningKey,
+    effect_id: &str,
+    t0_ms: i64,
+    bodies: Vec<Value>,
+) -> ReceiptBundle {
     let mut entries = Vec::with_capacity(bodies.len());
     let mut prev = Value::Null;
     for (k, body) in bodies.into_iter().enumerate() {
@@ -166,7 +171,14 @@ pub enum Resolution {
     RefusedStale,
 }
 
-fn txn(id: String, kind: &str, amount: i64, created: i64, case: Option<&str>, inc: Option<&str>) -> BalanceTxnTruth {
+fn txn(
+    id: String,
+    kind: &str,
+    amount: i64,
+    created: i64,
+    case: Option<&str>,
+    inc: Option<&str>,
+) -> BalanceTxnTruth {
     BalanceTxnTruth {
         id,
         kind: kind.into(),
@@ -234,8 +246,22 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
     }];
     let mut starting_balance = 0;
     if credited && !before {
-        txns.push(txn(credit_id.clone(), "adjustment", -APPROVED, credit_at, Some(&case_id), None));
-        txns.push(txn(ids.id("cbtxn", 5), "applied_to_invoice", APPROVED, renewal_at + 3600, None, None));
+        txns.push(txn(
+            credit_id.clone(),
+            "adjustment",
+            -APPROVED,
+            credit_at,
+            Some(&case_id),
+            None,
+        ));
+        txns.push(txn(
+            ids.id("cbtxn", 5),
+            "applied_to_invoice",
+            APPROVED,
+            renewal_at + 3600,
+            None,
+            None,
+        ));
         starting_balance = -APPROVED;
     }
     let total = if outage == "proration" { 2000 } else { 3000 };
@@ -250,7 +276,11 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
     });
     let mut note_record = (None, None);
     if outage == "billing_credit" || outage == "unrelated_credit" {
-        let note_incident = if compensated { incident.clone() } else { format!("INC-{:06x}", (n + 1) % 0xff_ffff) };
+        let note_incident = if compensated {
+            incident.clone()
+        } else {
+            format!("INC-{:06x}", (n + 1) % 0xff_ffff)
+        };
         let note_id = ids.id("cn", 6);
         notes.push(CreditNoteTruth {
             id: note_id.clone(),
@@ -260,16 +290,30 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
             created: outage_at,
             invoice: renewal_invoice.clone(),
         });
-        let mut t = txn(ids.id("cbtxn", 7), "credit_note", -APPROVED, outage_at, None, None);
+        let mut t = txn(
+            ids.id("cbtxn", 7),
+            "credit_note",
+            -APPROVED,
+            outage_at,
+            None,
+            None,
+        );
         t.credit_note = Some(note_id.clone());
         txns.push(t);
         note_record = (Some(note_id), Some(note_incident));
     }
     if credited && before {
-        txns.push(txn(credit_id.clone(), "adjustment", -APPROVED, credit_at, Some(&case_id), None));
+        txns.push(txn(
+            credit_id.clone(),
+            "adjustment",
+            -APPROVED,
+            credit_at,
+            Some(&case_id),
+            None,
+        ));
     }
-    txns.sort_by(|a, b| b.created.cmp(&a.created));
-    invoices.sort_by(|a, b| b.created.cmp(&a.created));
+    txns.sort_by_key(|t| std::cmp::Reverse(t.created));
+    invoices.sort_by_key(|i| std::cmp::Reverse(i.created));
     let interlock = column == "interlock";
     let case_credits: Vec<CaseCredit> = txns
         .iter()
@@ -339,7 +383,9 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
     });
     let (receipt_bundle, via, effect_id, journal_kinds) = if interlock {
         let resolution = if credited {
-            Resolution::Committed { credit: credit_id.clone() }
+            Resolution::Committed {
+                credit: credit_id.clone(),
+            }
         } else {
             Resolution::RefusedStale
         };
@@ -347,7 +393,12 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
         let kinds = r
             .entries
             .iter()
-            .map(|e| e.get("kind").and_then(Value::as_str).unwrap_or("?").to_owned())
+            .map(|e| {
+                e.get("kind")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .to_owned()
+            })
             .collect();
         let via = credited.then(|| "retry-idempotent".to_owned());
         let eid = r.effect_id.clone();
@@ -394,7 +445,11 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
         observations: Observations {
             decision: Some(cand(0, 0, 0)),
             crash: Some(cand(0, 0, 0)),
-            restart: Some(cand(0, ground_truth.compensation_by_others, ground_truth.incident_compensation)),
+            restart: Some(cand(
+                0,
+                ground_truth.compensation_by_others,
+                ground_truth.incident_compensation,
+            )),
         },
         outage_record: OutageRecord {
             renewal_invoice: Some(renewal_invoice),
@@ -408,8 +463,16 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
             customer: customer.clone(),
             subscription: ids.id("sub", 10),
             invoices: ground_truth.invoices.iter().map(|i| i.id.clone()).collect(),
-            credit_notes: ground_truth.credit_notes.iter().map(|c| c.id.clone()).collect(),
-            case_credits: ground_truth.case_credits.iter().map(|c| c.id.clone()).collect(),
+            credit_notes: ground_truth
+                .credit_notes
+                .iter()
+                .map(|c| c.id.clone())
+                .collect(),
+            case_credits: ground_truth
+                .case_credits
+                .iter()
+                .map(|c| c.id.clone())
+                .collect(),
         },
         ground_truth,
         case,
@@ -431,8 +494,14 @@ pub fn summarize(columns: &[String], cells: &[Cell]) -> BTreeMap<String, ColumnS
                 .filter(|c| &c.column == column && c.outcome != billing_credit::HARNESS_ERROR)
                 .collect();
             let count = |f: fn(&Cell) -> bool| judged.iter().filter(|c| f(c)).count() as u32;
-            let crash: Vec<u64> = judged.iter().filter_map(|c| c.timings.map(|t| t.crash_to_settled_ms)).collect();
-            let restart: Vec<u64> = judged.iter().filter_map(|c| c.timings.map(|t| t.restart_to_settled_ms)).collect();
+            let crash: Vec<u64> = judged
+                .iter()
+                .filter_map(|c| c.timings.map(|t| t.crash_to_settled_ms))
+                .collect();
+            let restart: Vec<u64> = judged
+                .iter()
+                .filter_map(|c| c.timings.map(|t| t.restart_to_settled_ms))
+                .collect();
             let summary = ColumnSummary {
                 cells: judged.len() as u32,
                 harness_errors: cells

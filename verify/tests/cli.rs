@@ -8,10 +8,16 @@ use std::process::{Command, Output};
 use verify::check::billing_credit_effect_id;
 use verify::synthetic::seal_chain;
 
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/billing_credit.original.json");
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/billing_credit.original.json"
+);
 
 fn run(args: &[&str]) -> (Option<i32>, String) {
-    let out: Output = Command::new(env!("CARGO_BIN_EXE_verify")).args(args).output().unwrap();
+    let out: Output = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args(args)
+        .output()
+        .unwrap();
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     (out.status.code(), text)
@@ -62,12 +68,18 @@ fn a_one_byte_edit_of_the_compat_fixture_fails_naming_effect_and_entry() {
     let mut bytes = std::fs::read(FIXTURE).unwrap();
     // The REFUSED entry's reason of effect 5af981a181de: "stale_premise at recovery".
     let needle = b"\"reason\": \"stale_premise at recovery\"";
-    let at = bytes.windows(needle.len()).position(|w| w == needle).unwrap();
+    let at = bytes
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .unwrap();
     bytes[at + 11] = b'S';
     let (code, out) = run(&[&write(&dir, "edited.json", &bytes)]);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("FAILED"), "{out}");
-    assert!(out.contains("effect 5af981a181de: entry 3 (REFUSED) was altered"), "{out}");
+    assert!(
+        out.contains("effect 5af981a181de: entry 3 (REFUSED) was altered"),
+        "{out}"
+    );
     assert!(out.contains(".receipt.entries[3]"), "{out}");
 }
 
@@ -79,7 +91,10 @@ fn receipt_bundles_exit_0_then_1_when_tampered() {
     let hex_key = hex::encode(key().verifying_key().as_bytes());
     let (code, out) = run(&["--key", &hex_key, &path]);
     assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains("(interlock-receipt/1, signed, key pinned), happened=true: OK"), "{out}");
+    assert!(
+        out.contains("(interlock-receipt/1, signed, key pinned), happened=true: OK"),
+        "{out}"
+    );
     let (code, out) = run(&[&path]);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("key self-attested"), "{out}");
@@ -89,7 +104,11 @@ fn receipt_bundles_exit_0_then_1_when_tampered() {
     let raw_key = write(&dir, "key.bin", key().verifying_key().as_bytes());
     assert_eq!(run(&["--key", &raw_key, &path]).0, Some(0));
 
-    let other = hex::encode(SigningKey::from_bytes(&[6u8; 32]).verifying_key().as_bytes());
+    let other = hex::encode(
+        SigningKey::from_bytes(&[6u8; 32])
+            .verifying_key()
+            .as_bytes(),
+    );
     let (code, out) = run(&["--key", &other, &path]);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("wrong_signer"), "{out}");
@@ -99,17 +118,27 @@ fn receipt_bundles_exit_0_then_1_when_tampered() {
     let tampered = write(&dir, "t.json", t.to_string().as_bytes());
     let (code, out) = run(&[&tampered]);
     assert_eq!(code, Some(1), "{out}");
-    assert!(out.contains("entry 3 (COMMITTED): [hash_mismatch]"), "{out}");
+    assert!(
+        out.contains("entry 3 (COMMITTED): [hash_mismatch]"),
+        "{out}"
+    );
 
     // One good and one bad file: 1; with an unreadable one too: 2.
     assert_eq!(run(&[&path, &tampered]).0, Some(1));
-    assert_eq!(run(&[&path, &tampered, "/nonexistent/file.json"]).0, Some(2));
+    assert_eq!(
+        run(&[&path, &tampered, "/nonexistent/file.json"]).0,
+        Some(2)
+    );
 }
 
 #[test]
 fn could_not_check_exits_2() {
     let dir = tempfile::tempdir().unwrap();
-    let unknown = write(&dir, "u.json", br#"{"format": "interlock-receipt/9", "effect_id": "x", "entries": []}"#);
+    let unknown = write(
+        &dir,
+        "u.json",
+        br#"{"format": "interlock-receipt/9", "effect_id": "x", "entries": []}"#,
+    );
     let (code, out) = run(&[&unknown]);
     assert_eq!(code, Some(2), "{out}");
     assert!(out.contains("unknown format"), "{out}");
@@ -134,7 +163,13 @@ fn json_and_quiet_output() {
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["exit_code"], 0);
     assert_eq!(v["files"][0]["kind"], "python-original-results");
-    assert_eq!(v["files"][0]["report"]["receipts"].as_array().unwrap().len(), 6);
+    assert_eq!(
+        v["files"][0]["report"]["receipts"]
+            .as_array()
+            .unwrap()
+            .len(),
+        6
+    );
     let (code, out) = run(&["--quiet", FIXTURE]);
     assert_eq!(code, Some(0));
     assert!(out.trim().is_empty(), "{out}");

@@ -29,16 +29,35 @@ fn all_six_receipts_verify_with_the_stated_happened_and_refused() {
         assert_eq!(r.report.format, "python-original");
         assert_eq!(r.report.signed, None);
         assert_eq!(r.report.key, "none");
-        assert_eq!(serde_json::to_value(r.report.happened).unwrap(), stated["happened"]);
-        let refused = r.report.refused.as_ref().map(|x| Value::String(x.reason.clone()));
-        assert_eq!(refused.unwrap_or(Value::Null), stated["refused"]);
-        assert_eq!(Some(&r.report.evidence.clone().unwrap_or(Value::Null)), stated.get("evidence"));
         assert_eq!(
-            Some(&r.report.rechecked_at_recovery.clone().unwrap_or(Value::Null)),
+            serde_json::to_value(r.report.happened).unwrap(),
+            stated["happened"]
+        );
+        let refused = r
+            .report
+            .refused
+            .as_ref()
+            .map(|x| Value::String(x.reason.clone()));
+        assert_eq!(refused.unwrap_or(Value::Null), stated["refused"]);
+        assert_eq!(
+            Some(&r.report.evidence.clone().unwrap_or(Value::Null)),
+            stated.get("evidence")
+        );
+        assert_eq!(
+            Some(
+                &r.report
+                    .rechecked_at_recovery
+                    .clone()
+                    .unwrap_or(Value::Null)
+            ),
             stated.get("rechecked_at_recovery")
         );
     }
-    let refused: Vec<_> = report.receipts.iter().filter(|r| r.report.refused.is_some()).collect();
+    let refused: Vec<_> = report
+        .receipts
+        .iter()
+        .filter(|r| r.report.refused.is_some())
+        .collect();
     assert_eq!(refused.len(), 1);
     assert_eq!(refused[0].report.effect_id, "5af981a181de");
 }
@@ -51,7 +70,10 @@ fn the_two_worked_hashes_of_the_reference_notes() {
         for e in cell["receipt"]["entries"].as_array().into_iter().flatten() {
             let stored = e["hash"].as_str().unwrap();
             if stored.starts_with("68bb2429") || stored.starts_with("9e7dc711") {
-                assert_eq!(pycompat::entry_hash(e.as_object().unwrap()).unwrap(), stored);
+                assert_eq!(
+                    pycompat::entry_hash(e.as_object().unwrap()).unwrap(),
+                    stored
+                );
                 found += 1;
             }
         }
@@ -74,5 +96,9 @@ fn every_byte_of_a_receipt_amount_matters() {
     let first = &report.findings[0];
     assert_eq!(first.code, "hash_mismatch");
     assert_eq!(first.entry, Some(0));
-    assert!(first.message.contains("effect 6fdbedc91d21"), "{}", first.message);
+    assert!(
+        first.message.contains("effect 6fdbedc91d21"),
+        "{}",
+        first.message
+    );
 }

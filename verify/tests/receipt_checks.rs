@@ -60,11 +60,19 @@ fn build(bodies: Vec<Value>) -> ReceiptBundle {
 }
 
 fn good() -> ReceiptBundle {
-    build(vec![proposed(), authorized(), dispatched(), committed("send")])
+    build(vec![
+        proposed(),
+        authorized(),
+        dispatched(),
+        committed("send"),
+    ])
 }
 
 fn codes(r: &ReceiptReport) -> Vec<(Option<usize>, String)> {
-    r.problems.iter().map(|p| (p.entry, p.code.clone())).collect()
+    r.problems
+        .iter()
+        .map(|p| (p.entry, p.code.clone()))
+        .collect()
 }
 
 /// The bundle fails with `code` (at `entry`, when given) and never comes out valid.
@@ -80,7 +88,11 @@ fn fails(b: &ReceiptBundle, key: &KeyCheck, want: &str, entry: Option<usize>) ->
         codes(&r)
     );
     for p in &r.problems {
-        assert!(p.message.contains(&b.effect_id), "message names the effect: {}", p.message);
+        assert!(
+            p.message.contains(&b.effect_id),
+            "message names the effect: {}",
+            p.message
+        );
     }
     r
 }
@@ -108,34 +120,52 @@ fn a_committed_chain_is_valid_with_every_derived_field() {
     assert_eq!(r.refused, None);
     assert_eq!(r.via.as_deref(), Some("send"));
     assert_eq!(r.final_kind.as_deref(), Some("COMMITTED"));
-    assert_eq!(r.evidence, Some(json!({"credit": "cbtxn_1", "amount": 1000})));
-    assert_eq!(r.journal_kinds, ["PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED"]);
+    assert_eq!(
+        r.evidence,
+        Some(json!({"credit": "cbtxn_1", "amount": 1000}))
+    );
+    assert_eq!(
+        r.journal_kinds,
+        ["PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED"]
+    );
     let self_attested = verify_bundle(&good(), &KeyCheck::SelfAttested);
     assert!(self_attested.valid);
     assert_eq!(self_attested.key, "self-attested");
-    assert_eq!(
-        serde_json::to_value(&r).unwrap()["happened"],
-        json!(true)
-    );
+    assert_eq!(serde_json::to_value(&r).unwrap()["happened"], json!(true));
 }
 
 #[test]
 fn refused_ambiguous_and_open_chains_derive_happened() {
-    let r = verify_bundle(&build(vec![proposed(), authorized(), dispatched(), refused(true)]), &pinned());
+    let r = verify_bundle(
+        &build(vec![proposed(), authorized(), dispatched(), refused(true)]),
+        &pinned(),
+    );
     assert!(r.valid, "{:?}", r.problems);
     assert_eq!(r.happened, Happened::No);
-    assert_eq!(r.refused.as_ref().unwrap().code.as_deref(), Some("stale_premise_at_recovery"));
+    assert_eq!(
+        r.refused.as_ref().unwrap().code.as_deref(),
+        Some("stale_premise_at_recovery")
+    );
     // The refused send never landed, so nothing that counts was fired.
     assert_eq!(r.authorized_when_fired, None);
     assert_eq!(r.assumptions_held, None);
-    assert_eq!(r.rechecked_at_recovery.as_ref().unwrap()["violations"], json!(["x"]));
+    assert_eq!(
+        r.rechecked_at_recovery.as_ref().unwrap()["violations"],
+        json!(["x"])
+    );
 
-    let r = verify_bundle(&build(vec![proposed(), authorized(), dispatched(), ambiguous()]), &pinned());
+    let r = verify_bundle(
+        &build(vec![proposed(), authorized(), dispatched(), ambiguous()]),
+        &pinned(),
+    );
     assert!(r.valid, "{:?}", r.problems);
     assert_eq!(r.happened, Happened::Unknown);
     assert_eq!(serde_json::to_value(r.happened).unwrap(), json!("unknown"));
 
-    let r = verify_bundle(&build(vec![proposed(), authorized(), dispatched()]), &pinned());
+    let r = verify_bundle(
+        &build(vec![proposed(), authorized(), dispatched()]),
+        &pinned(),
+    );
     assert!(r.valid);
     assert_eq!(r.happened, Happened::Unknown);
 
@@ -157,7 +187,12 @@ fn a_resend_counts_with_its_own_checks() {
     );
     assert_eq!(r.authorized_when_fired, Some(false));
     let r = verify_bundle(
-        &build(vec![proposed(), authorized(), dispatched(), committed("retry-idempotent")]),
+        &build(vec![
+            proposed(),
+            authorized(),
+            dispatched(),
+            committed("retry-idempotent"),
+        ]),
         &pinned(),
     );
     assert!(r.valid);
@@ -168,7 +203,11 @@ fn a_resend_counts_with_its_own_checks() {
 fn batched_reports_equal_single_reports() {
     let mut bad = good();
     obj(&mut bad, 2).insert("sig".into(), json!("00".repeat(64)));
-    let bundles = vec![good(), bad.clone(), build(vec![proposed(), authorized(), dispatched(), refused(true)])];
+    let bundles = vec![
+        good(),
+        bad.clone(),
+        build(vec![proposed(), authorized(), dispatched(), refused(true)]),
+    ];
     let batched = verify_bundles(&bundles, &pinned());
     for (b, r) in bundles.iter().zip(&batched) {
         assert_eq!(&verify_bundle(b, &pinned()), r);
@@ -189,7 +228,12 @@ fn unknown_format() {
 #[test]
 fn bad_effect_id() {
     let upper = eid().to_uppercase();
-    let b = seal_chain(&key(), &upper, 0, vec![proposed(), authorized(), dispatched(), committed("send")]);
+    let b = seal_chain(
+        &key(),
+        &upper,
+        0,
+        vec![proposed(), authorized(), dispatched(), committed("send")],
+    );
     fails(&b, &pinned(), code::BAD_EFFECT_ID, None);
 }
 
@@ -220,14 +264,24 @@ fn malformed_entry() {
 fn unknown_version() {
     let mut p = proposed();
     p["v"] = json!(2);
-    fails(&build(vec![p, authorized()]), &pinned(), code::UNKNOWN_VERSION, Some(0));
+    fails(
+        &build(vec![p, authorized()]),
+        &pinned(),
+        code::UNKNOWN_VERSION,
+        Some(0),
+    );
 }
 
 #[test]
 fn foreign_entry() {
     let mut a = authorized();
     a["effect_id"] = json!("0".repeat(64));
-    fails(&build(vec![proposed(), a]), &pinned(), code::FOREIGN_ENTRY, Some(1));
+    fails(
+        &build(vec![proposed(), a]),
+        &pinned(),
+        code::FOREIGN_ENTRY,
+        Some(1),
+    );
 }
 
 #[test]
@@ -282,10 +336,21 @@ fn weak_key() {
 #[test]
 fn wrong_signer() {
     let other = SigningKey::from_bytes(&[2u8; 32]);
-    let b = seal_chain(&other, &eid(), 0, vec![proposed(), authorized(), dispatched(), committed("send")]);
+    let b = seal_chain(
+        &other,
+        &eid(),
+        0,
+        vec![proposed(), authorized(), dispatched(), committed("send")],
+    );
     let r = fails(&b, &pinned(), code::WRONG_SIGNER, Some(0));
     // Every entry is named, and the signatures themselves are fine.
-    assert_eq!(r.problems.iter().filter(|p| p.code == code::WRONG_SIGNER).count(), 4);
+    assert_eq!(
+        r.problems
+            .iter()
+            .filter(|p| p.code == code::WRONG_SIGNER)
+            .count(),
+        4
+    );
     assert!(verify_bundle(&b, &KeyCheck::SelfAttested).valid);
 }
 
@@ -301,7 +366,11 @@ fn mixed_signers() {
 fn bad_signature() {
     let mut b = good();
     let sig = obj(&mut b, 2)["sig"].as_str().unwrap().to_owned();
-    let flipped = format!("{}{}", if sig.starts_with('0') { "1" } else { "0" }, &sig[1..]);
+    let flipped = format!(
+        "{}{}",
+        if sig.starts_with('0') { "1" } else { "0" },
+        &sig[1..]
+    );
     obj(&mut b, 2).insert("sig".into(), json!(flipped));
     let r = fails(&b, &pinned(), code::BAD_SIGNATURE, Some(2));
     assert_eq!(r.signed, Some(false));
@@ -312,7 +381,12 @@ fn bad_signature() {
 
 #[test]
 fn first_not_proposed() {
-    fails(&build(vec![authorized(), proposed()]), &pinned(), code::FIRST_NOT_PROPOSED, Some(0));
+    fails(
+        &build(vec![authorized(), proposed()]),
+        &pinned(),
+        code::FIRST_NOT_PROPOSED,
+        Some(0),
+    );
 }
 
 #[test]
@@ -328,7 +402,13 @@ fn dispatch_without_authorization() {
 #[test]
 fn dispatch_while_open() {
     let r = fails(
-        &build(vec![proposed(), authorized(), dispatched(), dispatched(), committed("send")]),
+        &build(vec![
+            proposed(),
+            authorized(),
+            dispatched(),
+            dispatched(),
+            committed("send"),
+        ]),
         &pinned(),
         code::DISPATCH_WHILE_OPEN,
         Some(3),
@@ -339,7 +419,13 @@ fn dispatch_while_open() {
 #[test]
 fn dispatch_after_commit() {
     fails(
-        &build(vec![proposed(), authorized(), dispatched(), committed("send"), dispatched()]),
+        &build(vec![
+            proposed(),
+            authorized(),
+            dispatched(),
+            committed("send"),
+            dispatched(),
+        ]),
         &pinned(),
         code::DISPATCH_AFTER_COMMIT,
         Some(4),
@@ -359,7 +445,13 @@ fn commit_without_dispatch() {
 #[test]
 fn multiple_commits() {
     let r = fails(
-        &build(vec![proposed(), authorized(), dispatched(), committed("send"), committed("send")]),
+        &build(vec![
+            proposed(),
+            authorized(),
+            dispatched(),
+            committed("send"),
+            committed("send"),
+        ]),
         &pinned(),
         code::MULTIPLE_COMMITS,
         Some(4),
@@ -442,7 +534,10 @@ fn premises_violated_at_send() {
         Some(2),
     );
     let mut missing = dispatched();
-    missing["checks"].as_object_mut().unwrap().remove("violations");
+    missing["checks"]
+        .as_object_mut()
+        .unwrap()
+        .remove("violations");
     let r = fails(
         &build(vec![proposed(), authorized(), missing, committed("send")]),
         &pinned(),
@@ -455,7 +550,12 @@ fn premises_violated_at_send() {
 #[test]
 fn unknown_via() {
     fails(
-        &build(vec![proposed(), authorized(), dispatched(), committed("teleport")]),
+        &build(vec![
+            proposed(),
+            authorized(),
+            dispatched(),
+            committed("teleport"),
+        ]),
         &pinned(),
         code::UNKNOWN_VIA,
         Some(3),
@@ -503,7 +603,10 @@ fn tamper_resign_with_another_key() {
 fn tamper_forge_a_lone_commit() {
     let b = build(vec![committed("send")]);
     let r = fails(&b, &pinned(), code::COMMIT_WITHOUT_DISPATCH, Some(0));
-    assert!(r.problems.iter().any(|p| p.code == code::FIRST_NOT_PROPOSED));
+    assert!(r
+        .problems
+        .iter()
+        .any(|p| p.code == code::FIRST_NOT_PROPOSED));
 }
 
 #[test]
@@ -518,7 +621,10 @@ fn tamper_rebuild_the_chain_with_fresh_hashes() {
         prev = obj(&mut b, i)["hash"].clone();
     }
     let r = fails(&b, &pinned(), code::BAD_SIGNATURE, Some(0));
-    assert!(r.chain_consistent, "the chain itself is consistent; only signatures catch it");
+    assert!(
+        r.chain_consistent,
+        "the chain itself is consistent; only signatures catch it"
+    );
     assert_eq!(r.signed, Some(false));
     let bad: Vec<usize> = r
         .problems

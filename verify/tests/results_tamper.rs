@@ -39,7 +39,10 @@ fn final_kind(c: &Value) -> Option<&str> {
 }
 
 fn interlock_committed(d: &Value) -> usize {
-    find(d, |c| c["column"] == "interlock" && final_kind(c) == Some("COMMITTED") && c["proof"] == true).unwrap()
+    find(d, |c| {
+        c["column"] == "interlock" && final_kind(c) == Some("COMMITTED") && c["proof"] == true
+    })
+    .unwrap()
 }
 
 fn second_interlock(d: &Value, not: usize) -> usize {
@@ -51,11 +54,19 @@ fn second_interlock(d: &Value, not: usize) -> usize {
 }
 
 fn hand_check(d: &Value) -> usize {
-    find(d, |c| c["column"] == "hand_check" && c["proof"] == true && c["ground_truth"]["case_credit_count"] != 0).unwrap()
+    find(d, |c| {
+        c["column"] == "hand_check"
+            && c["proof"] == true
+            && c["ground_truth"]["case_credit_count"] != 0
+    })
+    .unwrap()
 }
 
 fn no_check(d: &Value) -> usize {
-    find(d, |c| c["column"] == "no_check" && c["ground_truth"]["case_credit_count"] != 0).unwrap()
+    find(d, |c| {
+        c["column"] == "no_check" && c["ground_truth"]["case_credit_count"] != 0
+    })
+    .unwrap()
 }
 
 fn rehash_chain(entries: &mut [Value]) {
@@ -82,211 +93,375 @@ type Mutation = (&'static str, Box<dyn Fn(&mut Value) -> String>);
 /// Each mutation edits the file and returns the JSON path the verifier must name.
 fn mutations() -> Vec<Mutation> {
     vec![
-        ("decision amount", Box::new(|d| {
-            let i = interlock_committed(d);
-            bump(&mut d["cells"][i]["decision"]["amount"], 500);
-            format!("cells[{i}].receipt.entries[0].effect.amount")
-        })),
-        ("case credit amount in ground truth", Box::new(|d| {
-            let i = interlock_committed(d);
-            bump(&mut d["cells"][i]["ground_truth"]["case_credits"][0]["amount"], -1000);
-            format!("cells[{i}].ground_truth.case_credits")
-        })),
-        ("balance transaction amount", Box::new(|d| {
-            let i = no_check(d);
-            let case = d["cells"][i]["case"]["case_id"].clone();
-            let txns = d["cells"][i]["ground_truth"]["balance_transactions"].as_array_mut().unwrap();
-            let t = txns.iter_mut().find(|t| t["case_id"] == case).unwrap();
-            bump(&mut t["amount"], -1000);
-            format!("cells[{i}].ground_truth.case_credits")
-        })),
-        ("interlock outcome string", Box::new(|d| {
-            let i = interlock_committed(d);
-            let o = d["cells"][i]["outcome"].as_str().unwrap();
-            let forged = if o == "COMMITTED" { "COMMITTED_BY_RETRY" } else { "COMMITTED" };
-            d["cells"][i]["outcome"] = json!(forged);
-            format!("cells[{i}].outcome")
-        })),
-        ("hand_check outcome string", Box::new(|d| {
-            let i = hand_check(d);
-            d["cells"][i]["outcome"] = json!("REFUSED:approval");
-            format!("cells[{i}].answer_matches")
-        })),
-        ("invariant_held flag", Box::new(|d| {
-            let i = no_check(d);
-            flip(&mut d["cells"][i]["invariant_held"]);
-            format!("cells[{i}].invariant_held")
-        })),
-        ("answer_matches flag", Box::new(|d| {
-            let i = hand_check(d);
-            flip(&mut d["cells"][i]["answer_matches"]);
-            format!("cells[{i}].answer_matches")
-        })),
-        ("no_check claims proof", Box::new(|d| {
-            let i = no_check(d);
-            d["cells"][i]["proof"] = json!(true);
-            format!("cells[{i}].proof")
-        })),
-        ("interlock denies proof", Box::new(|d| {
-            let i = interlock_committed(d);
-            d["cells"][i]["proof"] = json!(false);
-            format!("cells[{i}].proof")
-        })),
-        ("want count", Box::new(|d| {
-            let i = interlock_committed(d);
-            bump(&mut d["cells"][i]["want"]["count"], 1);
-            format!("cells[{i}].want")
-        })),
-        ("want cents", Box::new(|d| {
-            let i = no_check(d);
-            bump(&mut d["cells"][i]["want"]["cents"], 1);
-            format!("cells[{i}].want")
-        })),
-        ("ground truth count", Box::new(|d| {
-            let i = interlock_committed(d);
-            bump(&mut d["cells"][i]["ground_truth"]["case_credit_count"], 1);
-            format!("cells[{i}].ground_truth.case_credit_count")
-        })),
-        ("ground truth cents", Box::new(|d| {
-            let i = no_check(d);
-            bump(&mut d["cells"][i]["ground_truth"]["case_credit_cents"], -1);
-            format!("cells[{i}].ground_truth.case_credit_cents")
-        })),
-        ("ground truth credit id", Box::new(|d| {
-            let i = interlock_committed(d);
-            d["cells"][i]["ground_truth"]["case_credits"][0]["id"] = json!("cbtxn_forged");
-            format!("cells[{i}].ground_truth.case_credits")
-        })),
-        ("listed stripe case credit id", Box::new(|d| {
-            let i = hand_check(d);
-            d["cells"][i]["stripe_ids"]["case_credits"][0] = json!("cbtxn_forged");
-            format!("cells[{i}].stripe_ids.case_credits")
-        })),
-        ("compensation by others", Box::new(|d| {
-            let i = no_check(d);
-            bump(&mut d["cells"][i]["ground_truth"]["compensation_by_others"], 1000);
-            format!("cells[{i}].ground_truth.compensation_by_others")
-        })),
-        ("summary held count", Box::new(|d| {
-            bump(&mut d["summary"]["interlock"]["held"], -1);
-            "summary.interlock.held".into()
-        })),
-        ("summary cell count", Box::new(|d| {
-            bump(&mut d["summary"]["no_check"]["cells"], 1);
-            "summary.no_check.cells".into()
-        })),
-        ("summary proof count", Box::new(|d| {
-            bump(&mut d["summary"]["hand_check"]["proof"], -1);
-            "summary.hand_check.proof".into()
-        })),
-        ("summary crash median", Box::new(|d| {
-            bump(&mut d["summary"]["interlock"]["median_crash_to_settled_ms"], -5);
-            "summary.interlock.median_crash_to_settled_ms".into()
-        })),
-        ("summary restart median", Box::new(|d| {
-            bump(&mut d["summary"]["hand_check"]["median_restart_to_settled_ms"], 1);
-            "summary.hand_check.median_restart_to_settled_ms".into()
-        })),
-        ("timing behind a median", Box::new(|d| {
-            let i = interlock_committed(d);
-            bump(&mut d["cells"][i]["timings"]["restart_to_settled_ms"], 100_000);
-            "summary.interlock.median_restart_to_settled_ms".into()
-        })),
-        ("receipt entry field", Box::new(|d| {
-            let i = interlock_committed(d);
-            let n = d["cells"][i]["receipt"]["entries"].as_array().unwrap().len() - 1;
-            d["cells"][i]["receipt"]["entries"][n]["evidence"]["credit"] = json!("cbtxn_forged");
-            format!("cells[{i}].receipt.entries[{n}]")
-        })),
-        ("dropped entry", Box::new(|d| {
-            let i = interlock_committed(d);
-            d["cells"][i]["receipt"]["entries"].as_array_mut().unwrap().remove(2);
-            format!("cells[{i}].receipt.entries[2]")
-        })),
-        ("duplicated entry", Box::new(|d| {
-            let i = interlock_committed(d);
-            let e = d["cells"][i]["receipt"]["entries"][2].clone();
-            d["cells"][i]["receipt"]["entries"].as_array_mut().unwrap().insert(3, e);
-            format!("cells[{i}].receipt.entries[3]")
-        })),
-        ("reordered entries", Box::new(|d| {
-            let i = interlock_committed(d);
-            d["cells"][i]["receipt"]["entries"].as_array_mut().unwrap().swap(1, 2);
-            format!("cells[{i}].receipt.entries[1]")
-        })),
-        ("receipt moved to another cell", Box::new(|d| {
-            let i = interlock_committed(d);
-            let j = second_interlock(d, i);
-            let (a, b) = (d["cells"][i]["receipt"].clone(), d["cells"][j]["receipt"].clone());
-            d["cells"][i]["receipt"] = b;
-            d["cells"][j]["receipt"] = a;
-            format!("cells[{i}].receipt.effect_id")
-        })),
-        ("signature byte", Box::new(|d| {
-            let i = interlock_committed(d);
-            let sig = d["cells"][i]["receipt"]["entries"][1]["sig"].as_str().unwrap().to_owned();
-            let forged = format!("{}{}", &sig[..10], if &sig[10..11] == "0" { "1" } else { "0" }) + &sig[11..];
-            d["cells"][i]["receipt"]["entries"][1]["sig"] = json!(forged);
-            format!("cells[{i}].receipt.entries[1]")
-        })),
-        ("signer key", Box::new(|d| {
-            let other = SigningKey::from_bytes(&[42u8; 32]).verifying_key();
-            d["environment"]["signer"] = json!(hex::encode(other.as_bytes()));
-            let i = find(d, |c| c["receipt"].is_object()).unwrap();
-            format!("cells[{i}].receipt.entries[0]")
-        })),
-        ("chain rebuilt with fresh hashes", Box::new(|d| {
-            let i = interlock_committed(d);
-            let entries = d["cells"][i]["receipt"]["entries"].as_array_mut().unwrap();
-            for e in entries.iter_mut() {
-                if let Some(a) = e.pointer_mut("/effect/amount") {
-                    *a = json!(100_000);
+        (
+            "decision amount",
+            Box::new(|d| {
+                let i = interlock_committed(d);
+                bump(&mut d["cells"][i]["decision"]["amount"], 500);
+                format!("cells[{i}].receipt.entries[0].effect.amount")
+            }),
+        ),
+        (
+            "case credit amount in ground truth",
+            Box::new(|d| {
+                let i = interlock_committed(d);
+                bump(
+                    &mut d["cells"][i]["ground_truth"]["case_credits"][0]["amount"],
+                    -1000,
+                );
+                format!("cells[{i}].ground_truth.case_credits")
+            }),
+        ),
+        (
+            "balance transaction amount",
+            Box::new(|d| {
+                let i = no_check(d);
+                let case = d["cells"][i]["case"]["case_id"].clone();
+                let txns = d["cells"][i]["ground_truth"]["balance_transactions"]
+                    .as_array_mut()
+                    .unwrap();
+                let t = txns.iter_mut().find(|t| t["case_id"] == case).unwrap();
+                bump(&mut t["amount"], -1000);
+                format!("cells[{i}].ground_truth.case_credits")
+            }),
+        ),
+        (
+            "interlock outcome string",
+            Box::new(|d| {
+                let i = interlock_committed(d);
+                let o = d["cells"][i]["outcome"].as_str().unwrap();
+                let forged = if o == "COMMITTED" {
+                    "COMMITTED_BY_RETRY"
+                } else {
+                    "COMMITTED"
+                };
+                d["cells"][i]["outcome"] = json!(forged);
+                format!("cells[{i}].outcome")
+            }),
+        ),
+        (
+            "hand_check outcome string",
+            Box::new(|d| {
+                let i = hand_check(d);
+                d["cells"][i]["outcome"] = json!("REFUSED:approval");
+                format!("cells[{i}].answer_matches")
+            }),
+        ),
+        (
+            "invariant_held flag",
+            Box::new(|d| {
+                let i = no_check(d);
+                flip(&mut d["cells"][i]["invariant_held"]);
+                format!("cells[{i}].invariant_held")
+            }),
+        ),
+        (
+            "answer_matches flag",
+            Box::new(|d| {
+                let i = hand_check(d);
+                flip(&mut d["cells"][i]["answer_matches"]);
+                format!("cells[{i}].answer_matches")
+            }),
+        ),
+        (
+            "no_check claims proof",
+            Box::new(|d| {
+                let i = no_check(d);
+                d["cells"][i]["proof"] = json!(true);
+                format!("cells[{i}].proof")
+            }),
+        ),
+        (
+            "interlock denies proof",
+            Box::new(|d| {
+                let i = interlock_committed(d);
+                d["cells"][i]["proof"] = json!(false);
+                format!("cells[{i}].proof")
+            }),
+        ),
+        (
+            "want count",
+            Box::new(|d| {
+                let i = interlock_committed(d);
+                bump(&mut d["cells"][i]["want"]["count"], 1);
+                format!("cells[{i}].want")
+            }),
+        ),
+        (
+            "want cents",
+            Box::new(|d| {
+                let i = no_check(d);
+                bump(&mut d["cells"][i]["want"]["cents"], 1);
+                format!("cells[{i}].want")
+            }),
+        ),
+        (
+            "ground truth count",
+            Box::new(|d| {
+                let i = interlock_committed(d);
+                bump(&mut d["cells"][i]["ground_truth"]["case_credit_count"], 1);
+                format!("cells[{i}].ground_truth.case_credit_count")
+            }),
+        ),
+        (
+            "ground truth cents",
+            Box::new(|d| {
+                let i = no_check(d);
+                bump(&mut d["cells"][i]["ground_truth"]["case_credit_cents"], -1);
+                format!("cells[{i}].ground_truth.case_credit_cents")
+            }),
+        ),
+        (
+            "ground truth credit id",
+            Box::new(|d| {
+                let i = interlock_committed(d);
+                d["cells"][i]["ground_truth"]["case_credits"][0]["id"] = json!("cbtxn_forged");
+                format!("cells[{i}].ground_truth.case_credits")
+            }),
+        ),
+        (
+            "listed stripe case credit id",
+            Box::new(|d| {
+                let i = hand_check(d);
+                d["cells"][i]["stripe_ids"]["case_credits"][0] = json!("cbtxn_forged");
+                format!("cells[{i}].stripe_ids.case_credits")
+            }),
+        ),
+        (
+            "compensation by others",
+            Box::new(|d| {
+                let i = no_check(d);
+                bump(
+                    &mut d["cells"][i]["ground_truth"]["compensation_by_others"],
+                    1000,
+                );
+                format!("cells[{i}].ground_truth.compensation_by_others")
+            }),
+        ),
+        (
+            "summary held count",
+            Box::new(|d| {
+                bump(&mut d["summary"]["interlock"]["held"], -1);
+                "summary.interlock.held".into()
+            }),
+        ),
+        (
+            "summary cell count",
+            Box::new(|d| {
+                bump(&mut d["summary"]["no_check"]["cells"], 1);
+                "summary.no_check.cells".into()
+            }),
+        ),
+        (
+            "summary proof count",
+            Box::new(|d| {
+                bump(&mut d["summary"]["hand_check"]["proof"], -1);
+                "summary.hand_check.proof".into()
+            }),
+        ),
+        (
+            "summary crash median",
+            Box::new(|d| {
+                bump(
+                    &mut d["summary"]["interlock"]["median_crash_to_settled_ms"],
+                    -5,
+                );
+                "summary.interlock.median_crash_to_settled_ms".into()
+            }),
+        ),
+        (
+            "summary restart median",
+            Box::new(|d| {
+                bump(
+                    &mut d["summary"]["hand_check"]["median_restart_to_settled_ms"],
+                    1,
+                );
+                "summary.hand_check.median_restart_to_settled_ms".into()
+            }),
+        ),
+        (
+            "timing behind a median",
+            Box::new(|d| {
+                let i = interlock_committed(d);
+                bump(
+                    &mut d["cells"][i]["timings"]["restart_to_settled_ms"],
+                    100_000,
+                );
+                "summary.interlock.median_restart_to_settled_ms".into()
+            }),
+        ),
+        (
+            "receipt entry field",
+            Box::new(|d| {
+                let i = interlock_committed(d);
+                let n = d["cells"][i]["receipt"]["entries"]
+                    .as_array()
+                    .unwrap()
+                    .len()
+                    - 1;
+                d["cells"][i]["receipt"]["entries"][n]["evidence"]["credit"] =
+                    json!("cbtxn_forged");
+                format!("cells[{i}].receipt.entries[{n}]")
+            }),
+        ),
+        (
+            "dropped entry",
+            Box::new(|d| {
+                let i = interlock_committed(d);
+                d["cells"][i]["receipt"]["entries"]
+                    .as_array_mut()
+                    .unwrap()
+                    .remove(2);
+                format!("cells[{i}].receipt.entries[2]")
+            }),
+        ),
+        (
+            "duplicated entry",
+            Box::new(|d| {
+                let i = interlock_committed(d);
+                let e = d["cells"][i]["receipt"]["entries"][2].clone();
+                d["cells"][i]["receipt"]["entries"]
+                    .as_array_mut()
+                    .unwrap()
+                    .insert(3, e);
+                format!("cells[{i}].receipt.entries[3]")
+            }),
+        ),
+        (
+            "reordered entries",
+            Box::new(|d| {
+                let i = interlock_committed(d);
+                d["cells"][i]["receipt"]["entries"]
+                    .as_array_mut()
+                    .unwrap()
+                    .swap(1, 2);
+                format!("cells[{i}].receipt.entries[1]")
+            }),
+        ),
+        (
+            "receipt moved to another cell",
+            Box::new(|d| {
+                let i = interlock_committed(d);
+                let j = second_interlock(d, i);
+                let (a, b) = (
+                    d["cells"][i]["receipt"].clone(),
+                    d["cells"][j]["receipt"].clone(),
+                );
+                d["cells"][i]["receipt"] = b;
+                d["cells"][j]["receipt"] = a;
+                format!("cells[{i}].receipt.effect_id")
+            }),
+        ),
+        (
+            "signature byte",
+            Box::new(|d| {
+                let i = interlock_committed(d);
+                let sig = d["cells"][i]["receipt"]["entries"][1]["sig"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                let forged = format!(
+                    "{}{}",
+                    &sig[..10],
+                    if &sig[10..11] == "0" { "1" } else { "0" }
+                ) + &sig[11..];
+                d["cells"][i]["receipt"]["entries"][1]["sig"] = json!(forged);
+                format!("cells[{i}].receipt.entries[1]")
+            }),
+        ),
+        (
+            "signer key",
+            Box::new(|d| {
+                let other = SigningKey::from_bytes(&[42u8; 32]).verifying_key();
+                d["environment"]["signer"] = json!(hex::encode(other.as_bytes()));
+                let i = find(d, |c| c["receipt"].is_object()).unwrap();
+                format!("cells[{i}].receipt.entries[0]")
+            }),
+        ),
+        (
+            "chain rebuilt with fresh hashes",
+            Box::new(|d| {
+                let i = interlock_committed(d);
+                let entries = d["cells"][i]["receipt"]["entries"].as_array_mut().unwrap();
+                for e in entries.iter_mut() {
+                    if let Some(a) = e.pointer_mut("/effect/amount") {
+                        *a = json!(100_000);
+                    }
                 }
-            }
-            rehash_chain(entries);
-            d["cells"][i]["decision"]["amount"] = json!(100_000);
-            format!("cells[{i}].receipt.entries[0]")
-        })),
-        ("journal kinds", Box::new(|d| {
-            let i = interlock_committed(d);
-            d["cells"][i]["journal_kinds"].as_array_mut().unwrap().pop();
-            format!("cells[{i}].journal_kinds")
-        })),
-        ("via", Box::new(|d| {
-            let i = interlock_committed(d);
-            d["cells"][i]["via"] = json!("recovery-query");
-            format!("cells[{i}].via")
-        })),
-        ("cell effect id", Box::new(|d| {
-            let i = interlock_committed(d);
-            d["cells"][i]["effect_id"] = json!("0".repeat(64));
-            format!("cells[{i}].effect_id")
-        })),
-        ("hand_check log names another credit", Box::new(|d| {
-            let i = hand_check(d);
-            let log = d["cells"][i]["hand_check_log"].as_array_mut().unwrap();
-            let last = log.iter_mut().rev().find(|l| l["phase"] == "restart").unwrap();
-            let field = if last.get("credit").is_some() { "credit" } else { "found" };
-            last[field] = json!("cbtxn_forged");
-            format!("cells[{i}].proof")
-        })),
-        ("record kind", Box::new(|d| {
-            let i = no_check(d);
-            d["cells"][i]["record"] = json!("signed_chain");
-            format!("cells[{i}].record")
-        })),
-        ("dropped cell", Box::new(|d| {
-            let i = no_check(d);
-            d["cells"].as_array_mut().unwrap().remove(i);
-            "summary.no_check.cells".into()
-        })),
-        ("duplicated cell", Box::new(|d| {
-            let i = no_check(d);
-            let c = d["cells"][i].clone();
-            d["cells"].as_array_mut().unwrap().push(c);
-            let n = cells(d).len() - 1;
-            format!("cells[{n}]")
-        })),
+                rehash_chain(entries);
+                d["cells"][i]["decision"]["amount"] = json!(100_000);
+                format!("cells[{i}].receipt.entries[0]")
+            }),
+        ),
+        (
+            "journal kinds",
+            Box::new(|d| {
+                let i = interlock_committed(d);
+                d["cells"][i]["journal_kinds"].as_array_mut().unwrap().pop();
+                format!("cells[{i}].journal_kinds")
+            }),
+        ),
+        (
+            "via",
+            Box::new(|d| {
+                let i = interlock_committed(d);
+                d["cells"][i]["via"] = json!("recovery-query");
+                format!("cells[{i}].via")
+            }),
+        ),
+        (
+            "cell effect id",
+            Box::new(|d| {
+                let i = interlock_committed(d);
+                d["cells"][i]["effect_id"] = json!("0".repeat(64));
+                format!("cells[{i}].effect_id")
+            }),
+        ),
+        (
+            "hand_check log names another credit",
+            Box::new(|d| {
+                let i = hand_check(d);
+                let log = d["cells"][i]["hand_check_log"].as_array_mut().unwrap();
+                let last = log
+                    .iter_mut()
+                    .rev()
+                    .find(|l| l["phase"] == "restart")
+                    .unwrap();
+                let field = if last.get("credit").is_some() {
+                    "credit"
+                } else {
+                    "found"
+                };
+                last[field] = json!("cbtxn_forged");
+                format!("cells[{i}].proof")
+            }),
+        ),
+        (
+            "record kind",
+            Box::new(|d| {
+                let i = no_check(d);
+                d["cells"][i]["record"] = json!("signed_chain");
+                format!("cells[{i}].record")
+            }),
+        ),
+        (
+            "dropped cell",
+            Box::new(|d| {
+                let i = no_check(d);
+                d["cells"].as_array_mut().unwrap().remove(i);
+                "summary.no_check.cells".into()
+            }),
+        ),
+        (
+            "duplicated cell",
+            Box::new(|d| {
+                let i = no_check(d);
+                let c = d["cells"][i].clone();
+                d["cells"].as_array_mut().unwrap().push(c);
+                let n = cells(d).len() - 1;
+                format!("cells[{n}]")
+            }),
+        ),
     ]
 }
 
@@ -309,11 +484,18 @@ fn the_untouched_file_verifies() {
     assert_eq!(r.key, "self-attested");
     assert!(r.signed);
     let dir = tempfile::tempdir().unwrap();
-    let p = write(&dir, "run.json", serde_json::to_string(&d).unwrap().as_bytes());
+    let p = write(
+        &dir,
+        "run.json",
+        serde_json::to_string(&d).unwrap().as_bytes(),
+    );
     let out = bin().arg(&p).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
-    assert!(stdout.contains("receipts (signed, key self-attested): OK"), "{stdout}");
+    assert!(
+        stdout.contains("receipts (signed, key self-attested): OK"),
+        "{stdout}"
+    );
     let signer = d["environment"]["signer"].as_str().unwrap();
     let out = bin().args(["--key", signer]).arg(&p).output().unwrap();
     assert_eq!(out.status.code(), Some(0));
@@ -329,7 +511,8 @@ fn every_single_mutation_fails_naming_the_place() {
         let mut d = base();
         let path = mutate(&mut d);
         let bytes = serde_json::to_vec_pretty(&d).unwrap();
-        let file = load_results(&bytes).unwrap_or_else(|e| panic!("{name}: the mutated file no longer loads: {e}"));
+        let file = load_results(&bytes)
+            .unwrap_or_else(|e| panic!("{name}: the mutated file no longer loads: {e}"));
         let report = verify_results(&file, &KeyCheck::SelfAttested);
         assert!(!report.ok, "{name}: not detected");
         let all_findings: Vec<_> = report
@@ -341,7 +524,10 @@ fn every_single_mutation_fails_naming_the_place() {
         assert!(
             all_findings.iter().any(|f| f.path == path),
             "{name}: no finding at {path}; got {:#?}",
-            all_findings.iter().map(|f| f.to_string()).collect::<Vec<_>>()
+            all_findings
+                .iter()
+                .map(|f| f.to_string())
+                .collect::<Vec<_>>()
         );
         let p = write(&dir, "m.json", &bytes);
         let out = bin().arg(&p).output().unwrap();
@@ -349,23 +535,55 @@ fn every_single_mutation_fails_naming_the_place() {
         assert_eq!(out.status.code(), Some(1), "{name}: {stdout}");
         assert!(stdout.contains("FAILED"), "{name}: {stdout}");
         let place = path.split('.').next().unwrap();
-        assert!(stdout.contains(place), "{name}: the output does not name {place}: {stdout}");
+        assert!(
+            stdout.contains(place),
+            "{name}: the output does not name {place}: {stdout}"
+        );
     }
 }
 
 #[test]
 fn shape_errors_name_the_json_path_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: Vec<(&str, Box<dyn Fn(&mut Value)>, &str)> = vec![
-        ("unknown format version", Box::new(|d| d["format"] = json!("interlock-results/2")), "interlock-results/2"),
-        ("format not a string", Box::new(|d| d["format"] = json!(1)), "format"),
-        ("missing key", Box::new(|d| {
-            d["cells"][3].as_object_mut().unwrap().remove("want");
-        }), "cells[3]"),
-        ("wrong type", Box::new(|d| d["cells"][2]["repeat"] = json!("0")), "cells[2].repeat"),
-        ("unknown key", Box::new(|d| d["cells"][1]["ground_truth"]["extra"] = json!(1)), "cells[1].ground_truth"),
-        ("negative count", Box::new(|d| d["cells"][0]["want"]["count"] = json!(-1)), "cells[0].want.count"),
-        ("huge integer", Box::new(|d| d["environment"]["seed"] = json!(1e300)), "environment.seed"),
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
+        (
+            "unknown format version",
+            Box::new(|d| d["format"] = json!("interlock-results/2")),
+            "interlock-results/2",
+        ),
+        (
+            "format not a string",
+            Box::new(|d| d["format"] = json!(1)),
+            "format",
+        ),
+        (
+            "missing key",
+            Box::new(|d| {
+                d["cells"][3].as_object_mut().unwrap().remove("want");
+            }),
+            "cells[3]",
+        ),
+        (
+            "wrong type",
+            Box::new(|d| d["cells"][2]["repeat"] = json!("0")),
+            "cells[2].repeat",
+        ),
+        (
+            "unknown key",
+            Box::new(|d| d["cells"][1]["ground_truth"]["extra"] = json!(1)),
+            "cells[1].ground_truth",
+        ),
+        (
+            "negative count",
+            Box::new(|d| d["cells"][0]["want"]["count"] = json!(-1)),
+            "cells[0].want.count",
+        ),
+        (
+            "huge integer",
+            Box::new(|d| d["environment"]["seed"] = json!(1e300)),
+            "environment.seed",
+        ),
     ];
     for (name, mutate, needle) in cases {
         let mut d = base();
@@ -378,7 +596,10 @@ fn shape_errors_name_the_json_path_and_exit_2() {
         }
         let out = bin().arg(write(&dir, "bad.json", &bytes)).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{name}");
-        assert!(String::from_utf8_lossy(&out.stdout).contains(needle), "{name}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(needle),
+            "{name}"
+        );
     }
 }
 
@@ -391,9 +612,15 @@ fn malformed_files_exit_2_without_panic() {
     invalid_utf8[at] = 0xff;
     let deep = "[".repeat(100_000).into_bytes();
     let text = String::from_utf8(good.clone()).unwrap();
-    let huge_literal = text.replacen("\"seed\":", "\"seed\":1e999,\"seed_\":", 1).into_bytes();
+    let huge_literal = text
+        .replacen("\"seed\":", "\"seed\":1e999,\"seed_\":", 1)
+        .into_bytes();
     let huge_amount = text
-        .replacen("\"amount\":", "\"amount\":-999999999999999999999999999999,\"amount_\":", 1)
+        .replacen(
+            "\"amount\":",
+            "\"amount\":-999999999999999999999999999999,\"amount_\":",
+            1,
+        )
         .into_bytes();
     let cases: Vec<(&str, Vec<u8>)> = vec![
         ("truncated", good[..good.len() / 2].to_vec()),
@@ -409,18 +636,35 @@ fn malformed_files_exit_2_without_panic() {
     for (name, bytes) in cases {
         assert!(load_document(&bytes).is_err(), "{name}: loaded");
         let out = bin().arg(write(&dir, "bad.json", &bytes)).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{name}: {}", String::from_utf8_lossy(&out.stderr));
-        assert!(String::from_utf8_lossy(&out.stdout).contains("could not check"), "{name}");
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("could not check"),
+            "{name}"
+        );
     }
-    assert!(matches!(load_document(&[0xff, 0xfe]), Err(LoadError::Utf8 { offset: 0 })));
-    assert!(matches!(load_document(b"{\"a\":"), Err(LoadError::Syntax { .. })));
+    assert!(matches!(
+        load_document(&[0xff, 0xfe]),
+        Err(LoadError::Utf8 { offset: 0 })
+    ));
+    assert!(matches!(
+        load_document(b"{\"a\":"),
+        Err(LoadError::Syntax { .. })
+    ));
 }
 
 #[test]
 fn results_and_receipts_are_detected() {
     let d = base();
     let bytes = serde_json::to_vec(&d).unwrap();
-    assert!(matches!(load_document(&bytes).unwrap(), Document::Results(_)));
+    assert!(matches!(
+        load_document(&bytes).unwrap(),
+        Document::Results(_)
+    ));
     let receipt = cells(&d).iter().find(|c| c["receipt"].is_object()).unwrap()["receipt"].clone();
     let rb = serde_json::to_vec(&receipt).unwrap();
     assert!(matches!(load_document(&rb).unwrap(), Document::Receipt(_)));

@@ -1,0 +1,135 @@
+//! Stripe misbehaving under the scenario: 5xx, a response lost after the credit landed, and a
+//! send slow enough to time out and land later. Each test has its own emulator, so fault rules
+//! never leak between tests.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::Env;
+use interlock::{Target, TargetError};
+use scenarios::billing_credit::{decide_and_send, ground_truth, restart, Column, CreditTarget};
+use serde_json::json;
+use stripe::emulator::{FaultAction, FaultRule};
+
+const CREDIT_PATH: &str = "/v1/customers/*/balance_transactions";
+
+#[test]
+fn credit_target_maps_a_server_error_to_unknown() {
+    let mut env = Env::new();
+    let (case, _) = env.open("5xx");
+    let target = CreditTarget::new(
+        env.client.clone(),
+        case.clone(),
+        env.settings.max_in_flight,
+        None,
+    );
+    env.emulator
+        .faults()
+        .add(FaultRule::new("POST", CREDIT_PATH, FaultAction::Error { status: 503 }).times(1));
+    let eid = "ab".repeat(32);
+    let effect = json!({"customer": case.customer, "amount": 1000, "description": "x"});
+    match target.apply(&eid, &effect) {
+        Err(TargetError::Unknown { reason }) => assert!(reason.contains("503"), "{reason}"),
+        other => panic!("expected Unknown, got {other:?}"),
+    }
+    assert_eq!(target.query(&eid, &effect).unwrap(), None);
+    assert_eq!(target.apply(&eid, &effect).unwrap()["status"], "ok");
+    assert_eq!(
+        ground_truth(&env.client, &case).unwrap().case_credit_count,
+        1
+    );
+}
+
+/// The credit lands but its answer is lost. no_check and hand_check see an error in the decide
+/// phase; the gate leaves its dispatch open. Every restart ends with exactly one credit.
+#[test]
+fn a_lost_answer_after_the_credit_landed_ends_with_one_credit_in_every_column() {
+    let mut env = Env::new();
+    for column in Column::ALL {
+        let (case, cell) = env.open(&format!("dropped/{column}"));
+        let (_, decision) = env.decide(&case);
+        let rule = env
+            .emulator
+            .faults()
+            .add(FaultRule::new("POST", CREDIT_PATH, FaultAction::CommitThenDrop).times(1));
+        let decided = decide_and_send(
+            column,
+            &env.client,
+            &cell,
+            &case,
+            &decision,
+            None,
+            &env.key,
+            &env.settings,
+        );
+        assert_eq!(env.emulator.faults().fired(rule), 1, "{column}");
+        match column {
+            Column::Interlock => assert_eq!(decided.unwrap(), "IN_FLIGHT"),
+            _ => {
+                let err = decided.unwrap_err().to_string();
+                assert!(err.contains("outcome unknown"), "{column}: {err}");
+            }
+        }
+        let report = restart(column, &env.client, &cell, &env.key, &env.settings).unwrap();
+        let expected = match column {
+            Column::NoCheck => "REPLAYED_BY_STRIPE",
+            Column::HandCheck => "FOUND_BY_LOOKUP",
+            Column::Interlock => "COMMITTED_BY_RETRY",
+        };
+        assert_eq!(report.status, expected, "{column}: {report:?}");
+        let truth = ground_truth(&env.client, &case).unwrap();
+        assert_eq!(truth.case_credit_count, 1, "{column}");
+    }
+}
+
+/// The send times out at the client and lands later. The gate's resend meets Stripe's 409 "in
+/// progress" (outcome unknown), waits the stated instant, and is answered by the replay.
+#[test]
+fn a_send_that_times_out_and_lands_later_is_committed_once() {
+    let mut env = Env::new();
+    let (case, cell) = env.open("slow");
+    let (_, decision) = env.decide(&case);
+    let slow = common::CLIENT_TIMEOUT.as_millis() as u64 + 300;
+    env.emulator
+        .faults()
+        .add(FaultRule::new("POST", CREDIT_PATH, FaultAction::Delay { ms: slow }).times(1));
+    let status = decide_and_send(
+        Column::Interlock,
+        &env.client,
+        &cell,
+        &case,
+        &decision,
+        None,
+        &env.key,
+        &env.settings,
+    )
+    .unwrap();
+    assert_eq!(status, "IN_FLIGHT");
+    let report = restart(
+        Column::Interlock,
+        &env.client,
+        &cell,
+        &env.key,
+        &env.settings,
+    )
+    .unwrap();
+    assert_eq!(report.status, "COMMITTED_BY_RETRY", "{report:?}");
+    let recoveries = report.detail["recoveries"].as_array().unwrap();
+    let blocked = &recoveries[0]["blocked"];
+    assert_eq!(blocked["holder"], "target", "{recoveries:?}");
+    assert!(
+        blocked["reason"]
+            .as_str()
+            .unwrap()
+            .contains("idempotency_key_in_use"),
+        "{recoveries:?}"
+    );
+    assert!(report.waited_ms > 0);
+    let truth = ground_truth(&env.client, &case).unwrap();
+    assert_eq!(truth.case_credit_count, 1);
+    let committed = report.receipt.unwrap().entries.last().cloned().unwrap();
+    assert_eq!(
+        committed["evidence"]["credit"],
+        json!(truth.case_credits[0].id)
+    );
+}
