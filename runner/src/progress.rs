@@ -19,7 +19,7 @@ impl Progress {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::new(total as u64);
             let style = ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cells  {msg}",
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cells  {wide_msg}",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar());
             bar.set_style(style);

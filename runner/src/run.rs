@@ -141,6 +141,12 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
     if args.decider == DeciderKind::Anthropic {
         anthropic::api_key_from_env()?;
     }
+    if args.backend == crate::backend::BackendKind::Stripe && args.seed.is_some() {
+        eprintln!(
+            "warning: --seed with --backend stripe repeats case ids, and so idempotency keys; \
+             do not reuse a seed within 24 h"
+        );
+    }
     let seed = args.seed.unwrap_or_else(|| rand::rngs::OsRng.next_u64());
     let run_id = format!("{:08x}", rand::rngs::OsRng.next_u32());
 

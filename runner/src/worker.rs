@@ -26,6 +26,9 @@ pub const CRASH_LINE_PREFIX: &str = "INTERLOCK-CRASH-POINT ";
 pub const STATUS_LINE_PREFIX: &str = "INTERLOCK-WORKER-STATUS ";
 /// The environment variable carrying the cell's Stripe key to workers (never on the command line).
 pub const STRIPE_KEY_ENV: &str = "INTERLOCK_WORKER_STRIPE_KEY";
+/// Test hook: `exit` makes a decide worker exit with code 4 before deciding, `abort` makes it
+/// abort (SIGABRT). Used to exercise the runner's HARNESS_ERROR path; never set in real runs.
+pub const FAULT_ENV: &str = "INTERLOCK_WORKER_FAULT";
 /// The file (in the cell dir) with the premise candidates read at decision time.
 pub const OBSERVED_FILE: &str = "decision_observed.json";
 
@@ -144,6 +147,17 @@ fn decide(args: &WorkerArgs) -> Result<i32, String> {
     let key = read_signing_key(&args.key_file)?;
     let client = client(args)?;
     let case = bc::CaseFile::load(dir).map_err(|e| e.to_string())?;
+    match std::env::var(FAULT_ENV).as_deref() {
+        Ok("exit") => {
+            eprintln!("worker: injected fault ({FAULT_ENV}=exit): exiting before deciding");
+            return Ok(4);
+        }
+        Ok("abort") => {
+            eprintln!("worker: injected fault ({FAULT_ENV}=abort): aborting");
+            std::process::abort();
+        }
+        _ => {}
+    }
     let account = bc::read_account(&client, &case).map_err(|e| e.to_string())?;
     write_small_json(&dir.join(OBSERVED_FILE), &account.observed)?;
 

@@ -8,7 +8,15 @@ use verify::results::{Cell, ResultsFile};
 fn run(args: &[&str]) -> (std::process::Output, tempfile::TempDir) {
     let out = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .args(["--scenario", "billing_credit", "--no-site", "--seed", "7", "--jobs", "2"])
+        .args([
+            "--scenario",
+            "billing_credit",
+            "--no-site",
+            "--seed",
+            "7",
+            "--jobs",
+            "2",
+        ])
         .arg("--out")
         .arg(out.path())
         .args(args)
@@ -53,7 +61,14 @@ fn cells_run_through_real_processes_and_sigkills() {
     assert_eq!(file.columns, ["no_check", "hand_check", "interlock"]);
 
     for c in &file.cells {
-        assert_eq!(c.worker_exit_signal, Some(9), "{}/{}/{}", c.crash, c.outage, c.column);
+        assert_eq!(
+            c.worker_exit_signal,
+            Some(9),
+            "{}/{}/{}",
+            c.crash,
+            c.outage,
+            c.column
+        );
         assert_eq!(c.worker_exit_code, None);
         assert!(c.harness_error.is_none(), "{:?}", c.harness_error);
         assert!(c.answer_matches, "{}/{}/{}", c.crash, c.outage, c.column);
@@ -66,7 +81,10 @@ fn cells_run_through_real_processes_and_sigkills() {
 
     let no_check = cell(&file, "before_send", "billing_credit", "no_check");
     assert_eq!(no_check.outcome, "CREDITED");
-    assert!(!no_check.invariant_held, "no_check pays twice for the incident");
+    assert!(
+        !no_check.invariant_held,
+        "no_check pays twice for the incident"
+    );
     assert!(!no_check.proof);
     assert_eq!(no_check.record, "none");
 
@@ -79,7 +97,10 @@ fn cells_run_through_real_processes_and_sigkills() {
     assert_eq!(gate.outcome, "REFUSED:stale_premise_at_recovery");
     assert!(gate.invariant_held && gate.proof);
     assert!(gate.receipt.is_some());
-    assert_eq!(gate.journal_kinds.last().map(String::as_str), Some("REFUSED"));
+    assert_eq!(
+        gate.journal_kinds.last().map(String::as_str),
+        Some("REFUSED")
+    );
 
     let retry = cell(&file, "after_send", "renewal", "interlock");
     assert_eq!(retry.outcome, "COMMITTED_BY_RETRY");
@@ -107,7 +128,13 @@ fn bad_cell_specs_are_refused_before_anything_runs() {
 fn stripe_backend_refuses_live_keys() {
     let out = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .args(["--scenario", "billing_credit", "--no-site", "--backend", "stripe"])
+        .args([
+            "--scenario",
+            "billing_credit",
+            "--no-site",
+            "--backend",
+            "stripe",
+        ])
         .arg("--out")
         .arg(out.path())
         .env("STRIPE_SECRET_KEY", "sk_live_notarealkey")
@@ -123,7 +150,13 @@ fn stripe_backend_refuses_live_keys() {
 fn anthropic_decider_needs_its_key() {
     let out = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .args(["--scenario", "billing_credit", "--no-site", "--decider", "anthropic"])
+        .args([
+            "--scenario",
+            "billing_credit",
+            "--no-site",
+            "--decider",
+            "anthropic",
+        ])
         .arg("--out")
         .arg(out.path())
         .env_remove("ANTHROPIC_API_KEY")
@@ -131,4 +164,214 @@ fn anthropic_decider_needs_its_key() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("ANTHROPIC_API_KEY"));
+}
+
+#[test]
+fn a_worker_that_is_not_killed_is_a_harness_error_never_dropped() {
+    for (fault, expect) in [
+        ("exit", "exited by itself with code 4"),
+        ("abort", "signal 6"),
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .args(["--scenario", "billing_credit", "--no-site", "--seed", "3"])
+            .args([
+                "--cells",
+                "before_send:renewal:hand_check",
+                "before_send:renewal:interlock",
+            ])
+            .arg("--out")
+            .arg(out.path())
+            .env("INTERLOCK_WORKER_FAULT", fault)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(1), "{fault}: {stdout}");
+        assert!(stdout.contains("verify: ok"), "{fault}: {stdout}");
+        let bytes = std::fs::read(out.path().join("billing_credit.json")).unwrap();
+        let file = verify::load::load_results(&bytes).unwrap();
+        assert_eq!(file.cells.len(), 2, "HARNESS_ERROR cells are kept");
+        for c in &file.cells {
+            assert_eq!(c.outcome, "HARNESS_ERROR");
+            let why = c.harness_error.as_deref().unwrap();
+            assert!(why.contains(expect), "{fault}: {why}");
+            assert!(why.contains("injected fault"), "stderr tail kept: {why}");
+            assert!(!c.proof && c.timings.is_none());
+            assert_ne!(c.worker_exit_signal, Some(9));
+        }
+        assert_eq!(file.summary["interlock"].harness_errors, 1);
+        assert_eq!(file.summary["interlock"].cells, 0);
+    }
+}
+
+/// A stateless Messages API mock: asks for the account first, then issues the approved credit.
+fn serve_mock_messages_api() -> String {
+    use axum::{routing::post, Json, Router};
+    use serde_json::{json, Value};
+    async fn messages(Json(body): Json<Value>) -> Json<Value> {
+        let turns = body["messages"].as_array().map_or(0, Vec::len);
+        let block = if turns <= 1 {
+            json!({"type": "tool_use", "id": "toolu_a", "name": "get_account", "input": {}})
+        } else {
+            let account: Value = body["messages"][turns - 1]["content"][0]["content"]
+                .as_str()
+                .and_then(|s| serde_json::from_str(s).ok())
+                .unwrap_or(Value::Null);
+            json!({"type": "tool_use", "id": "toolu_b", "name": "issue_credit", "input": {
+                "amount_cents": 1000,
+                "description": format!("Goodwill credit for {} ({})", account["incident"].as_str().unwrap_or("?"), account["case_id"].as_str().unwrap_or("?"))
+            }})
+        };
+        Json(json!({
+            "id": "msg_x", "type": "message", "role": "assistant",
+            "model": "claude-haiku-4-5-20251001", "content": [block],
+            "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 1}
+        }))
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(
+                listener,
+                Router::new().route("/v1/messages", post(messages)),
+            )
+            .await
+            .unwrap();
+        });
+    });
+    format!("http://{}", rx.recv().unwrap())
+}
+
+#[test]
+fn anthropic_decider_runs_through_workers_against_a_mock() {
+    let url = serve_mock_messages_api();
+    let out = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args([
+            "--scenario",
+            "billing_credit",
+            "--no-site",
+            "--decider",
+            "anthropic",
+        ])
+        .args([
+            "--anthropic-base-url",
+            &url,
+            "--cells",
+            "after_send:renewal:interlock",
+        ])
+        .arg("--out")
+        .arg(out.path())
+        .env("ANTHROPIC_API_KEY", "sk-ant-offline-test")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let bytes = std::fs::read(out.path().join("billing_credit.json")).unwrap();
+    let file = verify::load::load_results(&bytes).unwrap();
+    assert_eq!(file.environment.decider.kind, "anthropic");
+    assert_eq!(
+        file.environment.decider.model.as_deref(),
+        Some("claude-haiku-4-5-20251001")
+    );
+    let c = &file.cells[0];
+    let d = c.decision.as_ref().unwrap();
+    assert_eq!(d.amount, 1000);
+    assert_eq!(d.decider.kind, "anthropic");
+    assert!(
+        d.description.contains(&c.case.incident),
+        "{}",
+        d.description
+    );
+    assert_eq!(c.outcome, "COMMITTED_BY_RETRY");
+    assert!(c.invariant_held && c.proof);
+}
+
+/// Processes whose command line mentions `needle` (Linux /proc).
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(needle) {
+                found.push(cmd);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn ctrl_c_kills_workers_and_writes_nothing() {
+    use std::io::{BufRead, BufReader};
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    // before_send/billing_credit/interlock waits max_in_flight (5.5 s) in its restart worker.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args([
+            "--scenario",
+            "billing_credit",
+            "--no-site",
+            "--jobs",
+            "2",
+            "--repeat",
+            "2",
+        ])
+        .args(["--cells", "before_send:billing_credit:interlock"])
+        .arg("--out")
+        .arg(out.path())
+        .env("TMPDIR", tmp.path())
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    assert!(first.starts_with("runner:"), "{first}");
+    // Wait until both restart workers are running, then interrupt.
+    let needle = tmp.path().to_string_lossy().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while processes_mentioning("worker restart")
+        .iter()
+        .filter(|c| c.contains(&needle))
+        .count()
+        < 2
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "restart workers never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = child.wait().unwrap();
+    assert_eq!(exit.code(), Some(130));
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert!(rest.contains("no results were written"), "{rest}");
+    assert!(!out.path().join("billing_credit.json").exists());
+    assert!(
+        processes_mentioning(&needle).is_empty(),
+        "workers left behind: {:?}",
+        processes_mentioning(&needle)
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(
+        left.is_empty(),
+        "the run's temp dir (and its key) must be gone: {left:?}"
+    );
 }

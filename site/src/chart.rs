@@ -175,6 +175,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn one_bar_per_timed_cell_with_its_outage_shaded() {
+        let f = verify::synthetic::generate(&verify::synthetic::Spec::default());
+        let svg = timing_svg(&f);
+        let timed = f.cells.iter().filter(|c| c.timings.is_some()).count();
+        assert_eq!(svg.matches("<g><title>").count(), timed);
+        assert_eq!(
+            svg.matches(r#"fill="url(#outage)""#).count(),
+            timed + 1,
+            "one per bar plus the legend"
+        );
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+        assert!(!svg.contains("<script"));
+    }
+
+    #[test]
     fn ticks_are_few() {
         for max in [1, 900, 4_000, 41_000, 3_600_000] {
             assert!(max / tick_step(max) <= 6, "{max}");

@@ -13,6 +13,7 @@
 //!   - `A and B agree on every row` (no row where their invariant results differ);
 //!   - `A held the invariant in every cell`;
 //!   - `A violated the invariant in some cell`;
+//!   - `A could prove what happened in every cell`;
 //!   - `every crash was a SIGKILL` (every judged cell's worker ended by signal 9);
 //!   - `every receipt verified` (at least one receipt, all verified at build time).
 
@@ -69,6 +70,17 @@ pub fn evaluate(claim: &str, facts: &Facts) -> Result<Checked, ClaimError> {
                 Err(ClaimError::False(format!("{a} has no judged cell")))
             } else {
                 Err(ClaimError::False(format!("{a} violated the invariant in {violated} of {cells} cells: {rows}")))
+            }
+        }
+        [a, "could", "prove", "what", "happened", "in", "every", "cell"] => {
+            let cells = int(facts, &format!("cells.{a}"))?;
+            let proved = int(facts, &format!("proof_count.{a}"))?;
+            if cells > 0 && proved == cells {
+                Ok(checked(format!("proof.{a} is {}", get(facts, &format!("proof.{a}"))?)))
+            } else {
+                Err(ClaimError::False(format!(
+                    "{a} could prove what happened in {proved} of {cells} judged cells"
+                )))
             }
         }
         [a, "violated", "the", "invariant", "in", "some", "cell"] => {

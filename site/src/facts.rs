@@ -1,9 +1,26 @@
 //! The named facts prose may use: every number a Markdown file states comes from this table,
-//! computed from the verified results file. `site facts` lists them (see the README).
+//! computed from the verified results file. Every build writes the full table, with values, to
+//! `data/<scenario>.facts.json` beside the pages.
 //!
-//! Names are dotted: `held.interlock`, `median_crash.hand_check`, `differ.hand_check.interlock`,
-//! `credited.before_send.billing_credit.no_check`. Every build writes the full table, with values,
-//! to `data/<scenario>.facts.json` beside the pages.
+//! Names are dotted; `C` is a column, `A.B` two different columns, `R` a row as
+//! `<crash>.<outage>`, `K` a premise candidate:
+//!
+//! | fact | type | meaning |
+//! |---|---|---|
+//! | `scenario`, `backend`, `decider`, `stripe_api_version`, `run_date`, `git_commit`, `signer` | text | the environment, labelled as on the pages |
+//! | `rows`, `columns`, `cells`, `judged`, `harness_errors`, `repeats`, `sigkills` | integer | matrix size; `sigkills` = judged cells whose worker ended by signal 9 |
+//! | `receipts`, `receipts_verified` | integer | receipts in the file / that verified at build time |
+//! | `max_in_flight`, `claim_ttl` | duration | the gate's settings |
+//! | `approved` | money | the approval cap (only when every case has the same) |
+//! | `held.C`, `answers.C`, `proof.C` | ratio | judged cells of the column that held / matched Stripe / could prove |
+//! | `held_count.C`, `proof_count.C`, `cells.C`, `violated.C`, `harness_errors.C` | integer | the same as counts |
+//! | `violated_rows.C` | text | distinct rows where the column broke the invariant, or `none` |
+//! | `median_crash.C`, `median_restart.C`, `median_outage.C`, `min_crash.C`, `max_crash.C`, `min_restart.C`, `max_restart.C` | duration | timings over judged cells |
+//! | `outcomes.C`, `vias.C`, `record.C` | text | distinct final statuses / vias (with counts) / record kinds |
+//! | `sent.C`, `refused.C`, `ambiguous.C` | integer | cells whose status says sent / starts with REFUSED / is AMBIGUOUS |
+//! | `differ.A.B`, `differ_rows.A.B` | integer, text | paired cells where A and B differ on the invariant, and their rows |
+//! | `credited.R.C`, `outcome.R.C` | integer, text | case credits Stripe holds for that row and column (over repeats), its final status(es) |
+//! | `candidate_right.K`, `candidate_wrong_rows.K` | ratio, text | rows where candidate K was right, and the rows where it was wrong |
 
 use crate::format::{dollars, seconds};
 use crate::model::{
@@ -63,6 +80,17 @@ fn list_or_none(items: &[String]) -> Fact {
     } else {
         items.join(", ")
     })
+}
+
+/// Distinct items, in first-seen order.
+fn distinct(items: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for i in items {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
 }
 
 fn counted(items: impl Iterator<Item = String>) -> Fact {
@@ -134,13 +162,18 @@ pub fn compute(f: &ResultsFile, report: &Report) -> Facts {
         );
         put(format!("proof.{col}"), Fact::Ratio(count(&|c| c.proof), n));
         put(format!("held_count.{col}"), Fact::Int(i64::from(held)));
+        put(
+            format!("proof_count.{col}"),
+            Fact::Int(i64::from(count(&|c| c.proof))),
+        );
         put(format!("cells.{col}"), Fact::Int(i64::from(n)));
         put(format!("violated.{col}"), Fact::Int(i64::from(n - held)));
-        let violated: Vec<String> = cells
-            .iter()
-            .filter(|c| !c.invariant_held)
-            .map(|c| row_label(c, report.repeats))
-            .collect();
+        let violated: Vec<String> = distinct(
+            cells
+                .iter()
+                .filter(|c| !c.invariant_held)
+                .map(|c| row_label(c, 1)),
+        );
         put(format!("violated_rows.{col}"), list_or_none(&violated));
         let errors = f
             .cells
@@ -213,9 +246,12 @@ pub fn compute(f: &ResultsFile, report: &Report) -> Facts {
             if a == b {
                 continue;
             }
-            if let Some(rows) = differing_rows(f, a, b, report.repeats) {
+            if let Some(rows) = differing_rows(f, a, b, 1) {
                 put(format!("differ.{a}.{b}"), Fact::Int(rows.len() as i64));
-                put(format!("differ_rows.{a}.{b}"), list_or_none(&rows));
+                put(
+                    format!("differ_rows.{a}.{b}"),
+                    list_or_none(&distinct(rows.into_iter())),
+                );
             }
         }
     }

@@ -1,8 +1,11 @@
 //! Small, exact formatters for the numbers the pages show.
 
-/// Milliseconds as seconds: two decimals under 10 s, one decimal above (`0.42 s`, `41.8 s`).
+/// Milliseconds as seconds: three decimals under 1 s, two under 10 s, one above
+/// (`0.012 s`, `5.54 s`, `41.8 s`).
 pub fn seconds(ms: u64) -> String {
-    if ms < 10_000 {
+    if ms < 1_000 {
+        format!("0.{ms:03} s")
+    } else if ms < 10_000 {
         let hundredths = (ms + 5) / 10;
         format!("{}.{:02} s", hundredths / 100, hundredths % 100)
     } else {
@@ -51,8 +54,10 @@ mod tests {
 
     #[test]
     fn formats() {
-        assert_eq!(seconds(0), "0.00 s");
-        assert_eq!(seconds(424), "0.42 s");
+        assert_eq!(seconds(0), "0.000 s");
+        assert_eq!(seconds(12), "0.012 s");
+        assert_eq!(seconds(424), "0.424 s");
+        assert_eq!(seconds(5_537), "5.54 s");
         assert_eq!(seconds(9_999), "10.00 s");
         assert_eq!(seconds(41_849), "41.8 s");
         assert_eq!(dollars(1000), "$10");

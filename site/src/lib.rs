@@ -103,6 +103,7 @@ pub fn build_with(
         let receipts_dir = dir.join("receipts");
         mkdir(&dir)?;
         mkdir(&receipts_dir)?;
+        remove_stale_receipts(&receipts_dir)?;
         let page = dir.join("index.html");
         write(&page, r.report_html.as_bytes())?;
         pages.push(page);
@@ -213,6 +214,26 @@ fn render_file(
         receipts,
         facts,
     })
+}
+
+/// Remove receipt pages and bundles of an earlier build (another run's effects) from a
+/// `<scenario>/receipts/` directory this crate owns; nothing else in the output is deleted.
+fn remove_stale_receipts(dir: &Path) -> Result<(), SiteError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| SiteError::io("reading directory", dir, e))?;
+    for entry in entries {
+        let path = entry
+            .map_err(|e| SiteError::io("reading directory", dir, e))?
+            .path();
+        let ours = path.extension().is_some_and(|x| x == "html" || x == "json")
+            && path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .is_some_and(|s| s.chars().all(|c| c.is_ascii_hexdigit()));
+        if ours && path.is_file() {
+            std::fs::remove_file(&path).map_err(|e| SiteError::io("removing", &path, e))?;
+        }
+    }
+    Ok(())
 }
 
 fn mkdir(path: &Path) -> Result<(), SiteError> {

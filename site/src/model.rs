@@ -219,6 +219,8 @@ pub struct IdsView {
     pub journal: String,
     /// HARNESS_ERROR detail.
     pub harness_error: Option<String>,
+    /// hand_check: number of lines in its plain log (published in full in the results JSON).
+    pub hand_check_log: Option<usize>,
 }
 
 /// A receipt page.
@@ -438,6 +440,7 @@ pub fn build(verified: &Verified, json_name: &str) -> Result<Report, String> {
                     c.journal_kinds.join(" ")
                 },
                 harness_error: c.harness_error.clone(),
+                hand_check_log: c.hand_check_log.as_ref().map(Vec::len),
             }
         })
         .collect();
@@ -777,4 +780,141 @@ pub fn judged_by_column(f: &ResultsFile) -> BTreeMap<&str, Vec<&Cell>> {
 /// Whether a status means the credit went out.
 pub fn sent(status: &str) -> bool {
     status_says_sent(status)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::verification::summarize;
+    use verify::receipt::KeyCheck;
+
+    fn verified(f: ResultsFile) -> Verified {
+        let report = verify::check::verify_results(&f, &KeyCheck::SelfAttested);
+        let receipts = report
+            .cell_reports
+            .iter()
+            .filter_map(|c| c.receipt.as_ref())
+            .map(|r| (r.effect_id.clone(), summarize(r)))
+            .collect();
+        Verified {
+            file: f,
+            receipts,
+            checker: "test",
+        }
+    }
+
+    fn synthetic() -> ResultsFile {
+        verify::synthetic::generate(&verify::synthetic::Spec::default())
+    }
+
+    #[test]
+    fn the_main_table_has_every_row_and_column() {
+        let r = build(&verified(synthetic()), "billing_credit.json").unwrap();
+        assert_eq!(r.rows.len(), 6);
+        assert!(r
+            .rows
+            .iter()
+            .all(|row| row.cells.len() == 3 && row.cells.iter().all(|c| c.len() == 1)));
+        assert_eq!((r.judged, r.sigkilled, r.harness_errors), (18, 18, 0));
+        assert_eq!(r.receipts.len(), 6);
+        assert_eq!(r.differing, Some(vec![]));
+        assert!(
+            r.env.backend_label.contains("emulator") && !r.env.backend_label.starts_with("Stripe")
+        );
+        assert!(r.env.decider_label.contains("no model"));
+    }
+
+    #[test]
+    fn candidates_follow_the_original_rule() {
+        let mut f = synthetic();
+        // after_send: our own credit moves the balance at the crash instant in one cell.
+        let cell = f
+            .cells
+            .iter_mut()
+            .find(|c| c.crash == "after_send" && c.outage == "renewal")
+            .unwrap();
+        cell.observations.crash.as_mut().unwrap().customer_balance = -1000;
+        let rows = candidate_rows(&f);
+        let row = rows
+            .iter()
+            .find(|r| r.label == "after_send / renewal")
+            .unwrap();
+        let balance = &row.cells[0];
+        assert_eq!(balance.refuses_at_crash.as_deref(), Some("1/3"));
+        assert_eq!(balance.refuses_at_restart, "0/3");
+        assert!(
+            balance.right,
+            "not refusing at restart is right when credit is wanted"
+        );
+        assert!(balance.values.contains("0 -> -1000 -> 0") && balance.values.contains(" / "));
+        let billing = rows
+            .iter()
+            .find(|r| r.label == "before_send / billing_credit")
+            .unwrap();
+        assert_eq!(billing.want, "0");
+        let incident = &billing.cells[2];
+        assert_eq!(incident.refuses_at_restart, "3/3");
+        assert!(incident.right);
+        assert!(incident.refuses_at_crash.is_none());
+    }
+
+    #[test]
+    fn a_harness_error_is_shown_not_judged() {
+        let mut f = synthetic();
+        let c = &mut f.cells[0];
+        c.outcome = HARNESS_ERROR.into();
+        c.harness_error = Some("worker exited with code 1: boom".into());
+        c.worker_exit_signal = None;
+        c.worker_exit_code = Some(1);
+        let r = build(&verified(f), "x.json").unwrap();
+        assert_eq!((r.judged, r.harness_errors, r.sigkilled), (17, 1, 17));
+        let cell = &r.rows[0].cells[0][0];
+        assert_eq!(
+            cell.harness_error.as_deref(),
+            Some("worker exited with code 1: boom")
+        );
+        assert_eq!(r.ids[0].worker_exit, "exit code 1");
+    }
+
+    #[test]
+    fn the_page_cannot_claim_a_crash_or_a_model_that_did_not_happen() {
+        let mut f = synthetic();
+        f.cells[3].worker_exit_signal = Some(15);
+        let e = build(&verified(f), "x.json").unwrap_err();
+        assert!(e.contains("did not end by SIGKILL"), "{e}");
+
+        let mut f = synthetic();
+        f.environment.decider.kind = "anthropic".into();
+        f.environment.decider.model = None;
+        assert!(build(&verified(f), "x.json")
+            .unwrap_err()
+            .contains("names no model"));
+
+        let mut f = synthetic();
+        f.environment.decider.kind = "anthropic".into();
+        f.environment.decider.model = Some("claude-haiku-4-5-20251001".into());
+        let r = build(&verified(f), "x.json").unwrap();
+        assert!(r.env.decider_label.contains("claude-haiku-4-5-20251001"));
+
+        let mut f = synthetic();
+        f.environment.decider.model = Some("some-model".into());
+        let r = build(&verified(f), "x.json").unwrap();
+        assert!(
+            !r.env.decider_label.contains("some-model"),
+            "the policy ran: no model is named"
+        );
+
+        let mut f = synthetic();
+        f.environment.backend = "stripe_live".into();
+        assert!(build(&verified(f), "x.json").is_err());
+
+        let mut f = synthetic();
+        f.environment.backend = "stripe_test_mode".into();
+        assert!(build(&verified(f), "x.json")
+            .unwrap()
+            .env
+            .backend_label
+            .starts_with("Stripe test mode"));
+    }
 }

@@ -6,6 +6,8 @@
 //!   typed anywhere else (outside inline code and fenced code blocks) fails the build;
 //! - a line `claim: ...` is evaluated against the data ([`crate::claims`]); a false or unknown
 //!   claim fails the build. Checked claims are listed under the section they belong to;
+//! - `requires: fact fact ...` lines name facts a file needs; when the data lacks one (a partial
+//!   matrix), the section is replaced by a note naming what is missing;
 //! - `rows.md` describes every crash point and outage in the data, under headings
 //!   `## crash <name>` and `## outage <name>`; a missing description fails the build.
 
@@ -110,7 +112,30 @@ pub fn load(scenario: &str, source: &ProseSource) -> Result<ProseFiles, SiteErro
 }
 
 /// Render one prose file (placeholders filled, claims checked) to HTML.
+///
+/// A file may start with `requires:` lines naming facts it needs (space-separated). When the data
+/// lacks one (a run of part of the matrix, say), the section is replaced by a note naming what is
+/// missing, instead of failing the build or saying anything about rows that did not run.
 pub fn render(file: &str, text: &str, facts: &Facts) -> Result<Section, SiteError> {
+    let missing: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("requires:"))
+        .flat_map(str::split_whitespace)
+        .filter(|name| !facts.contains_key(*name))
+        .collect();
+    if !missing.is_empty() {
+        return Ok(Section {
+            html: format!(
+                "<p class=\"muted\">This section was written for a run that covers what it discusses; this run lacks {}, so it is not shown.</p>\n",
+                missing
+                    .iter()
+                    .map(|m| format!("<code>{}</code>", html_escape(m)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            claims: Vec::new(),
+        });
+    }
     let (markdown, claims) = preprocess(file, text, 0, facts)?;
     Ok(Section {
         html: to_html(&markdown),
@@ -226,6 +251,8 @@ fn preprocess(
             }
         } else if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
             fence = Some(trimmed[..3].to_owned());
+        } else if trimmed.starts_with("requires:") {
+            continue;
         } else if let Some(claim) = trimmed.strip_prefix("claim:") {
             match evaluate(claim, facts) {
                 Ok(c) => claims.push(c),
@@ -254,6 +281,12 @@ fn preprocess(
         out.push('\n');
     }
     Ok((out, claims))
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 fn to_html(markdown: &str) -> String {

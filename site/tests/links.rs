@@ -109,3 +109,68 @@ fn downloads_are_published_beside_the_pages() {
     assert!(schema.to_string().contains("worker_exit_signal"));
     assert!(out.path().join("style.css").is_file());
 }
+
+#[test]
+fn a_repeated_matrix_renders_every_repeat() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = verify::synthetic::generate(&verify::synthetic::Spec {
+        repeats: 2,
+        ..verify::synthetic::Spec::default()
+    });
+    std::fs::write(
+        dir.path().join("billing_credit.json"),
+        serde_json::to_vec(&file).unwrap(),
+    )
+    .unwrap();
+    // The synthetic file's invented ground truth is not the run the real verdict describes, so
+    // render it with a verdict that makes only claims about repeats.
+    let prose = support::prose_with_verdict(
+        "Each cell ran {{repeats}} times.\nclaim: repeats = 2\nclaim: every receipt verified\n",
+    );
+    let out = tempfile::tempdir().unwrap();
+    let options = site::BuildOptions {
+        prose: site::ProseSource::Dir(prose.path().to_path_buf()),
+        pinned_key: None,
+    };
+    let report = site::build_with(dir.path(), out.path(), &options).unwrap();
+    assert_eq!(report.pages.len(), 3 + 12);
+    let html = std::fs::read_to_string(out.path().join("billing_credit/index.html")).unwrap();
+    assert!(html.contains("before_send/renewal/interlock#1"));
+    assert_eq!(html.matches("<div class=\"cell\">").count(), 36);
+}
+
+#[test]
+fn a_rebuild_drops_receipts_of_an_earlier_run_only() {
+    let (out, _) = support::build_fixture_site();
+    let receipts = out.path().join("billing_credit/receipts");
+    let stale = receipts.join(format!("{}.html", "ab".repeat(32)));
+    let foreign = out.path().join("notes.txt");
+    std::fs::write(&stale, "old").unwrap();
+    std::fs::write(&foreign, "keep").unwrap();
+    site::build(&support::fixture_dir(), out.path()).unwrap();
+    assert!(!stale.exists(), "a receipt page of another run is removed");
+    assert!(foreign.exists(), "files the site does not own are kept");
+}
+
+#[test]
+fn a_partial_matrix_renders_with_the_full_matrix_verdict_withheld() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = verify::synthetic::generate(&verify::synthetic::Spec {
+        columns: vec!["interlock".into()],
+        ..verify::synthetic::Spec::default()
+    });
+    std::fs::write(
+        dir.path().join("billing_credit.json"),
+        serde_json::to_vec(&file).unwrap(),
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    site::build(dir.path(), out.path()).unwrap();
+    let html = std::fs::read_to_string(out.path().join("billing_credit/index.html")).unwrap();
+    assert!(
+        html.contains("so it is not shown"),
+        "the verdict is withheld, not faked"
+    );
+    assert!(html.contains("<code>held.no_check</code>"));
+    assert!(html.contains("not applicable (a column is missing)"));
+}

@@ -7,21 +7,8 @@ mod support;
 use site::{BuildOptions, ProseSource, SiteError};
 use std::path::Path;
 
-/// A prose directory holding the real billing_credit prose with `verdict.md` replaced.
-fn prose_with_verdict(verdict: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let scen = dir.path().join("billing_credit");
-    std::fs::create_dir_all(&scen).unwrap();
-    let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/billing_credit");
-    for name in ["setup.md", "rows.md", "verdict.md"] {
-        std::fs::copy(real.join(name), scen.join(name)).unwrap();
-    }
-    std::fs::write(scen.join("verdict.md"), verdict).unwrap();
-    dir
-}
-
 fn build_with_verdict(verdict: &str) -> Result<site::BuildReport, SiteError> {
-    let prose = prose_with_verdict(verdict);
+    let prose = support::prose_with_verdict(verdict);
     let out = tempfile::tempdir().unwrap();
     site::build_with(
         &support::fixture_dir(),

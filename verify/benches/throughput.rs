@@ -59,34 +59,58 @@ fn child(path: &str) {
     );
 }
 
-fn batch_rate(n: usize) -> (f64, f64) {
-    let key = SigningKey::from_bytes(&[11u8; 32]);
-    let vk = key.verifying_key();
-    let msgs: Vec<Vec<u8>> = (0..n)
-        .map(|i| verify::entry::signing_message(&format!("{i:064x}")))
-        .collect();
-    let sigs: Vec<Signature> = msgs.par_iter().map(|m| key.sign(m)).collect();
-    let keys: Vec<VerifyingKey> = vec![vk; 256];
-    let t = Instant::now();
-    let ok = msgs
-        .par_chunks(256)
-        .zip(sigs.par_chunks(256))
-        .all(|(m, s)| {
-            let m: Vec<&[u8]> = m.iter().map(Vec::as_slice).collect();
-            ed25519_dalek::verify_batch(&m, s, &keys[..s.len()]).is_ok()
-        });
-    let batch = n as f64 / t.elapsed().as_secs_f64();
-    assert!(ok);
-    let single_n = n / 8;
-    let t = Instant::now();
-    let ok = msgs[..single_n]
-        .par_iter()
-        .zip(&sigs[..single_n])
-        .all(|(m, s)| vk.verify_strict(m, s).is_ok());
-    let single = single_n as f64 / t.elapsed().as_secs_f64();
-    assert!(ok);
-    (batch, single)
+/// Pre-signed reference signatures for the ed25519-dalek rates.
+struct Reference {
+    key: VerifyingKey,
+    messages: Vec<Vec<u8>>,
+    signatures: Vec<Signature>,
 }
+
+impl Reference {
+    fn new(n: usize) -> Reference {
+        let key = SigningKey::from_bytes(&[11u8; 32]);
+        let messages: Vec<Vec<u8>> = (0..n)
+            .map(|i| verify::entry::signing_message(&format!("{i:064x}")))
+            .collect();
+        let signatures = messages.par_iter().map(|m| key.sign(m)).collect();
+        Reference {
+            key: key.verifying_key(),
+            messages,
+            signatures,
+        }
+    }
+
+    /// `verify_batch` over batches of 256 spread over threads: signatures per second.
+    fn batch(&self) -> f64 {
+        let keys: Vec<VerifyingKey> = vec![self.key; 256];
+        let t = Instant::now();
+        let ok = self
+            .messages
+            .par_chunks(256)
+            .zip(self.signatures.par_chunks(256))
+            .all(|(m, s)| {
+                let m: Vec<&[u8]> = m.iter().map(Vec::as_slice).collect();
+                ed25519_dalek::verify_batch(&m, s, &keys[..s.len()]).is_ok()
+            });
+        assert!(ok);
+        self.messages.len() as f64 / t.elapsed().as_secs_f64()
+    }
+
+    /// `verify_strict` one by one, spread over threads: signatures per second.
+    fn strict(&self) -> f64 {
+        let n = self.messages.len() / 4;
+        let t = Instant::now();
+        let ok = self.messages[..n]
+            .par_iter()
+            .zip(&self.signatures[..n])
+            .all(|(m, s)| self.key.verify_strict(m, s).is_ok());
+        assert!(ok);
+        n as f64 / t.elapsed().as_secs_f64()
+    }
+}
+
+/// The machine is shared and noisy: interleave the measurements and keep the best of each.
+const ROUNDS: usize = 3;
 
 fn main() {
     if let Ok(path) = std::env::var(CHILD_ENV) {
@@ -100,18 +124,7 @@ fn main() {
     let threads = rayon::current_num_threads();
     let flags = cpu_flags();
 
-    let (batch, single) = batch_rate(131_072);
-    println!(
-        "{}",
-        json!({"bench": "ed25519_batch", "signatures": 131_072, "batch_size": 256, "threads": threads,
-               "sigs_per_s": batch.round(), "cpu_flags": flags})
-    );
-    println!(
-        "{}",
-        json!({"bench": "ed25519_strict", "signatures": 131_072 / 8, "threads": threads, "sigs_per_s": single.round()})
-    );
-
-    // Receipts straight through the library.
+    // Receipts straight through the library, interleaved with the reference rates.
     let spec = Spec {
         seed: 3,
         repeats: 4_200,
@@ -121,16 +134,30 @@ fn main() {
     let mut bundles: Vec<_> = file.cells.into_iter().filter_map(|c| c.receipt).collect();
     let key = KeyCheck::Pinned(signing_key(&spec).verifying_key());
     let sigs: usize = bundles.iter().map(|b| b.entries.len()).sum();
-    let t = Instant::now();
-    let reports = verify_bundles(&bundles, &key);
-    let secs = t.elapsed().as_secs_f64();
-    assert!(reports.iter().all(|r| r.valid));
+    let reference = Reference::new(sigs);
+    let (mut batch, mut strict, mut ours) = (0f64, 0f64, 0f64);
+    for _ in 0..ROUNDS {
+        batch = batch.max(reference.batch());
+        strict = strict.max(reference.strict());
+        let t = Instant::now();
+        let reports = verify_bundles(&bundles, &key);
+        ours = ours.max(sigs as f64 / t.elapsed().as_secs_f64());
+        assert!(reports.iter().all(|r| r.valid));
+    }
+    println!(
+        "{}",
+        json!({"bench": "ed25519_batch", "signatures": sigs, "batch_size": 256, "threads": threads,
+               "sigs_per_s": batch.round(), "best_of": ROUNDS, "cpu_flags": flags})
+    );
+    println!(
+        "{}",
+        json!({"bench": "ed25519_strict", "signatures": sigs / 4, "threads": threads, "sigs_per_s": strict.round(), "best_of": ROUNDS})
+    );
     println!(
         "{}",
         json!({"bench": "receipts", "receipts": bundles.len(), "entries_per_receipt": 4, "threads": threads,
-               "receipts_per_s": (bundles.len() as f64 / secs).round(),
-               "sigs_per_s": (sigs as f64 / secs).round(),
-               "vs_batch": ((sigs as f64 / secs) / batch * 1000.0).round() / 1000.0})
+               "receipts_per_s": (ours / 4.0).round(), "sigs_per_s": ours.round(), "best_of": ROUNDS,
+               "vs_batch": (ours / batch * 1000.0).round() / 1000.0})
     );
     // One bad signature among them: the batch fails, the fallback names the entry.
     let victim = bundles.len() / 2;
@@ -170,12 +197,24 @@ fn main() {
     drop(file);
     std::fs::write(&path, &bytes).unwrap();
     let gen_s = t.elapsed().as_secs_f64();
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .env(CHILD_ENV, &path)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let child: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut child = serde_json::Value::Null;
+    let mut batch_now = 0f64;
+    for _ in 0..2 {
+        batch_now = batch_now.max(reference.batch());
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .env(CHILD_ENV, &path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let faster = |a: &serde_json::Value, b: &serde_json::Value| {
+            a["verify_s"].as_f64().unwrap_or(f64::MAX) < b["verify_s"].as_f64().unwrap_or(f64::MAX)
+        };
+        if child.is_null() || faster(&run, &child) {
+            child = run;
+        }
+    }
+    let batch = batch.max(batch_now);
     let sigs = child["signatures"].as_f64().unwrap_or(0.0);
     let verify_s = child["verify_s"].as_f64().unwrap_or(f64::NAN);
     let total_s = child["total_s"].as_f64().unwrap_or(f64::NAN);

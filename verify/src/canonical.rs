@@ -12,6 +12,7 @@
 
 use serde_json::Value;
 use std::cmp::Ordering;
+use std::fmt::Write as _;
 
 /// Why a value cannot be put into canonical form.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,6 +40,27 @@ pub fn to_vec(value: &Value) -> Result<Vec<u8>, CanonicalError> {
     to_string(value).map(String::into_bytes)
 }
 
+/// The canonical text of the object `map` without the top-level members named in `skip`
+/// (the same as [`to_string`] of a copy with those members removed, without copying).
+pub fn object_to_string_without(
+    map: &serde_json::Map<String, Value>,
+    skip: &[&str],
+) -> Result<String, CanonicalError> {
+    let mut out = String::with_capacity(2048);
+    write_object_without(&mut out, map, skip)?;
+    Ok(out)
+}
+
+/// Append the canonical text of the object `map` without the top-level members named in `skip`
+/// to `out` (for callers that reuse one buffer).
+pub fn write_object_without(
+    out: &mut String,
+    map: &serde_json::Map<String, Value>,
+    skip: &[&str],
+) -> Result<(), CanonicalError> {
+    write_object(out, map, skip)
+}
+
 fn write_value(out: &mut String, value: &Value) -> Result<(), CanonicalError> {
     match value {
         Value::Null => out.push_str("null"),
@@ -49,7 +71,7 @@ fn write_value(out: &mut String, value: &Value) -> Result<(), CanonicalError> {
                 if !(-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i) {
                     return Err(CanonicalError::IntegerRange(i.to_string()));
                 }
-                out.push_str(&i.to_string());
+                let _ = write!(out, "{i}");
             } else if let Some(u) = n.as_u64() {
                 // Only reached for values above i64::MAX, which are always out of range.
                 return Err(CanonicalError::IntegerRange(u.to_string()));
@@ -68,31 +90,50 @@ fn write_value(out: &mut String, value: &Value) -> Result<(), CanonicalError> {
             }
             out.push(']');
         }
-        Value::Object(map) => {
-            let mut members: Vec<(&String, &Value)> = map.iter().collect();
-            members.sort_by(|a, b| cmp_utf16(a.0, b.0));
-            out.push('{');
-            for (i, (key, item)) in members.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_string(out, key);
-                out.push(':');
-                write_value(out, item)?;
-            }
-            out.push('}');
-        }
+        Value::Object(map) => write_object(out, map, &[])?,
     }
+    Ok(())
+}
+
+fn write_object(
+    out: &mut String,
+    map: &serde_json::Map<String, Value>,
+    skip: &[&str],
+) -> Result<(), CanonicalError> {
+    let mut members: Vec<(&String, &Value)> = Vec::with_capacity(map.len());
+    members.extend(map.iter().filter(|(k, _)| !skip.contains(&k.as_str())));
+    members.sort_unstable_by(|a, b| cmp_utf16(a.0, b.0));
+    out.push('{');
+    for (i, (key, item)) in members.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_string(out, key);
+        out.push(':');
+        write_value(out, item)?;
+    }
+    out.push('}');
     Ok(())
 }
 
 /// Compare two strings by their UTF-16 code units, as RFC 8785 §3.2.3 requires.
 pub fn cmp_utf16(a: &str, b: &str) -> Ordering {
-    a.encode_utf16().cmp(b.encode_utf16())
+    // Byte order of UTF-8 is code point order, which equals UTF-16 order unless a character
+    // above U+FFFF (4 UTF-8 bytes, lead byte >= 0xF0) is involved.
+    if (a.is_ascii() && b.is_ascii()) || a.bytes().chain(b.bytes()).all(|x| x < 0xF0) {
+        a.as_bytes().cmp(b.as_bytes())
+    } else {
+        a.encode_utf16().cmp(b.encode_utf16())
+    }
 }
 
 fn write_string(out: &mut String, s: &str) {
     out.push('"');
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -161,6 +202,18 @@ mod tests {
         assert_eq!(
             to_string(&json!(-MAX_SAFE_INTEGER)).unwrap(),
             "-9007199254740991"
+        );
+    }
+
+    #[test]
+    fn skipping_members_equals_removing_them() {
+        let v = json!({"hash": "h", "sig": "s", "b": {"hash": 1}, "a": "x\u{1f600}\"y"});
+        let mut removed = v.as_object().unwrap().clone();
+        removed.remove("hash");
+        removed.remove("sig");
+        assert_eq!(
+            object_to_string_without(v.as_object().unwrap(), &["hash", "sig"]).unwrap(),
+            to_string(&Value::Object(removed)).unwrap()
         );
     }
 

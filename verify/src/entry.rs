@@ -81,12 +81,26 @@ impl std::fmt::Display for Kind {
 
 /// The hex SHA-256 of the canonical JSON of `entry` without its `hash` and `sig` fields.
 pub fn compute_hash(entry: &Map<String, Value>) -> Result<String, CanonicalError> {
-    let mut covered = entry.clone();
-    for field in UNHASHED_FIELDS {
-        covered.remove(field);
+    thread_local! {
+        static BUFFER: std::cell::RefCell<String> = std::cell::RefCell::new(String::with_capacity(4096));
     }
-    let bytes = canonical::to_vec(&Value::Object(covered))?;
-    Ok(hex::encode(Sha256::digest(&bytes)))
+    BUFFER.with(|buffer| {
+        let mut text = buffer.borrow_mut();
+        text.clear();
+        canonical::write_object_without(&mut text, entry, &UNHASHED_FIELDS)?;
+        Ok(lower_hex(&Sha256::digest(text.as_bytes())))
+    })
+}
+
+/// Lowercase hex of `bytes` (the same as `hex::encode`, without per-character iteration).
+pub fn lower_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    out
 }
 
 /// The exact bytes an entry signature covers: `"interlock-entry-v1:" + hash` (hash as lowercase hex).

@@ -190,13 +190,16 @@ pub(crate) fn verify_with_rule(
     bundles: &[&ReceiptBundle],
     rule: &SignerRule,
 ) -> Vec<ReceiptReport> {
+    let __t = std::time::Instant::now();
     let mut prepared: Vec<Prepared> = bundles.par_iter().map(|b| prepare(b, rule)).collect();
+    eprintln!("TIMING prepare {:?}", __t.elapsed());
 
     // One key table for all receipts: each distinct signer is decoded and vetted once.
     let mut table: Vec<VerifyingKey> = Vec::new();
     let mut index: HashMap<[u8; 32], Option<usize>> = HashMap::new();
-    let mut jobs: Vec<SigJob> = Vec::new();
-    let mut owners: Vec<(usize, usize)> = Vec::new();
+    let pending_total: usize = prepared.iter().map(|p| p.pending.len()).sum();
+    let mut jobs: Vec<SigJob> = Vec::with_capacity(pending_total);
+    let mut owners: Vec<(usize, usize)> = Vec::with_capacity(pending_total);
     for (r, p) in prepared.iter_mut().enumerate() {
         let pending = std::mem::take(&mut p.pending);
         for s in pending {
@@ -220,9 +223,10 @@ pub(crate) fn verify_with_rule(
                 }
                 None => {
                     p.sig_failed = true;
+                    let kind = p.report.journal_kinds.get(s.entry).cloned();
                     p.report.problems.push(Problem::at(
                         s.entry,
-                        s.kind.as_deref(),
+                        kind.as_deref(),
                         code::WEAK_KEY,
                         format!(
                             "effect {}: entry {} is signed by {}, which is not a valid ed25519 key of prime order (weak or with a torsion component)",
@@ -235,7 +239,9 @@ pub(crate) fn verify_with_rule(
             }
         }
     }
+    eprintln!("TIMING table {:?} walk {} misc {} replay {}", __t.elapsed(), T_WALK.swap(0, std::sync::atomic::Ordering::Relaxed)/1000000, T_MISC.swap(0, std::sync::atomic::Ordering::Relaxed)/1000000, T_REPLAY.swap(0, std::sync::atomic::Ordering::Relaxed)/1000000);
     let results = signatures::verify_all(&jobs, &table);
+    eprintln!("TIMING sigs {:?}", __t.elapsed());
     for ((r, e), ok) in owners.into_iter().zip(results) {
         if !ok {
             if let Some(p) = prepared.get_mut(r) {
@@ -264,7 +270,6 @@ struct Prepared {
 
 struct PendingSig {
     entry: usize,
-    kind: Option<String>,
     signer: [u8; 32],
     message: Vec<u8>,
     signature: Signature,
@@ -373,12 +378,15 @@ fn prepare(bundle: &ReceiptBundle, rule: &SignerRule) -> Prepared {
         pending: Vec::new(),
         first_signer: None,
     };
+    let __t = std::time::Instant::now();
     let objects: Vec<Option<&Map<String, Value>>> = bundle
         .entries
         .iter()
         .enumerate()
         .map(|(i, raw)| walk.check(i, raw, bundle.entries.get(i.wrapping_sub(1))))
         .collect();
+    T_WALK.fetch_add(__t.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+    let __t = std::time::Instant::now();
     report.journal_kinds = bundle
         .entries
         .iter()
@@ -399,7 +407,10 @@ fn prepare(bundle: &ReceiptBundle, rule: &SignerRule) -> Prepared {
     report.signer = walk.first_signer.map(hex::encode);
     let pending = std::mem::take(&mut walk.pending);
     report.problems.append(&mut walk.problems);
+    T_MISC.fetch_add(__t.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+    let __t = std::time::Instant::now();
     replay(&eid, format, &objects, &mut report);
+    T_REPLAY.fetch_add(__t.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
     Prepared {
         report,
         pending,
@@ -517,20 +528,21 @@ impl<'a> ChainWalk<'a> {
             _ => {}
         }
         // `prev` must be the stored hash of the entry before it (null for the first).
-        let expected_prev = match before {
-            None => Some(Value::Null),
-            Some(b) => b.get("hash").filter(|h| h.is_string()).cloned(),
+        let expected_prev: Option<&Value> = match before {
+            None => Some(&Value::Null),
+            Some(b) => b.get("hash").filter(|h| h.is_string()),
         };
-        let prev = obj
-            .get("prev")
-            .cloned()
-            .unwrap_or(Value::String("(missing)".into()));
+        let prev = obj.get("prev");
         if let Some(expected) = expected_prev {
-            if prev != expected {
+            if prev != Some(expected) {
+                let shown = prev.map_or_else(|| "(missing)".to_owned(), Value::to_string);
                 let what = if i == 0 {
-                    format!("has prev {prev}, but the first entry must have prev null (an earlier entry is missing)")
+                    format!("has prev {shown}, but the first entry must have prev null (an earlier entry is missing)")
                 } else {
-                    format!("has prev {prev}, but entry {} hashes to {expected} (an entry is missing or out of order)", i - 1)
+                    format!(
+                        "has prev {shown}, but entry {} hashes to {expected} (an entry is missing or out of order)",
+                        i - 1
+                    )
                 };
                 self.chain_problem(i, kind, code::BROKEN_LINK, what);
             }
@@ -551,8 +563,10 @@ impl<'a> ChainWalk<'a> {
         let signer = obj
             .get("signer")
             .and_then(Value::as_str)
-            .and_then(|s| hex::decode(s).ok())
-            .and_then(|b| <[u8; 32]>::try_from(b).ok());
+            .and_then(|s| {
+                let mut out = [0u8; 32];
+                hex::decode_to_slice(s, &mut out).ok().map(|()| out)
+            });
         let Some(signer) = signer else {
             self.problem(
                 i,
@@ -596,11 +610,10 @@ impl<'a> ChainWalk<'a> {
             ),
             _ => {}
         }
-        let sig = obj
-            .get("sig")
-            .and_then(Value::as_str)
-            .and_then(|s| hex::decode(s).ok())
-            .and_then(|b| <[u8; 64]>::try_from(b).ok());
+        let sig = obj.get("sig").and_then(Value::as_str).and_then(|s| {
+            let mut out = [0u8; 64];
+            hex::decode_to_slice(s, &mut out).ok().map(|()| out)
+        });
         let Some(sig) = sig else {
             self.problem(
                 i,
@@ -616,7 +629,6 @@ impl<'a> ChainWalk<'a> {
         };
         self.pending.push(PendingSig {
             entry: i,
-            kind: kind.map(str::to_owned),
             signer,
             message: entry::signing_message(hash),
             signature: Signature::from_bytes(&sig),
@@ -663,6 +675,8 @@ fn replay(
     let mut current_effect: Option<&Value> = None;
     let mut first_proposed: Option<(usize, &Map<String, Value>)> = None;
     let mut refused: Option<Refusal> = None;
+    let mut rechecked: Option<&Value> = None;
+    let mut evidence: Option<&Value> = None;
 
     for (i, obj) in entries.iter().enumerate() {
         let Some(obj) = obj else { continue };
@@ -677,7 +691,7 @@ fn replay(
             );
         }
         if let Some(r) = obj.get("rechecked") {
-            report.rechecked_at_recovery = Some(r.clone());
+            rechecked = Some(r);
         }
         let Some(kind) = kind else {
             put(
@@ -790,9 +804,9 @@ fn replay(
                     });
                 }
                 report.via = via.map(str::to_owned);
-                report.evidence = match format {
-                    Format::Current => obj.get("evidence").cloned(),
-                    Format::Original => obj.get("result").or_else(|| obj.get("found")).cloned(),
+                evidence = match format {
+                    Format::Current => obj.get("evidence"),
+                    Format::Original => obj.get("result").or_else(|| obj.get("found")),
                 };
                 open = false;
             }
@@ -888,6 +902,8 @@ fn replay(
         }
     }
 
+    report.rechecked_at_recovery = rechecked.cloned();
+    report.evidence = evidence.cloned();
     report.happened = if commits > 0 {
         Happened::Yes
     } else if ambiguous || open {
@@ -957,3 +973,7 @@ fn lease_held(checks: Option<&Value>, effect: Option<&Value>, grant_field: &str)
         _ => true,
     }
 }
+
+static T_WALK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static T_MISC: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static T_REPLAY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

@@ -52,13 +52,21 @@ pub fn verify_all(jobs: &[SigJob], keys: &[VerifyingKey]) -> Vec<bool> {
 }
 
 fn verify_chunk(chunk: &[SigJob], keys: &[VerifyingKey]) -> Vec<bool> {
-    let resolved: Option<Vec<VerifyingKey>> =
-        chunk.iter().map(|j| keys.get(j.key).copied()).collect();
-    let identity_r = chunk.iter().any(|j| r_is_identity(&j.signature));
-    if let (Some(chunk_keys), false) = (&resolved, identity_r) {
+    let mut chunk_keys: Vec<VerifyingKey> = Vec::with_capacity(chunk.len());
+    let mut batchable = true;
+    for j in chunk {
+        match keys.get(j.key) {
+            Some(k) if !r_is_identity(&j.signature) => chunk_keys.push(*k),
+            _ => {
+                batchable = false;
+                break;
+            }
+        }
+    }
+    if batchable {
         let messages: Vec<&[u8]> = chunk.iter().map(|j| j.message.as_slice()).collect();
         let signatures: Vec<Signature> = chunk.iter().map(|j| j.signature).collect();
-        if ed25519_dalek::verify_batch(&messages, &signatures, chunk_keys).is_ok() {
+        if ed25519_dalek::verify_batch(&messages, &signatures, &chunk_keys).is_ok() {
             return vec![true; chunk.len()];
         }
     }

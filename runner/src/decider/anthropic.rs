@@ -244,11 +244,14 @@ mod tests {
     use axum::{extract::State, http::StatusCode, routing::post, Json, Router};
     use std::sync::{Arc, Mutex};
 
+    /// A request the mock saw: body, `x-api-key`, `anthropic-version`.
+    type Seen = (Value, Option<String>, Option<String>);
+
     /// A scripted Messages API: answers each POST with the next (status, body) and records requests.
     #[derive(Clone, Default)]
     struct Script {
         replies: Arc<Mutex<Vec<(u16, Value)>>>,
-        seen: Arc<Mutex<Vec<(Value, Option<String>, Option<String>)>>>,
+        seen: Arc<Mutex<Vec<Seen>>>,
     }
 
     async fn messages(

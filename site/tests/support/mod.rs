@@ -34,3 +34,16 @@ pub fn edited_fixture(edit: impl FnOnce(&mut serde_json::Value)) -> tempfile::Te
 pub fn synthetic() -> verify::results::ResultsFile {
     verify::synthetic::generate(&verify::synthetic::Spec::default())
 }
+
+/// A prose directory holding the real billing_credit prose with `verdict.md` replaced.
+pub fn prose_with_verdict(verdict: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let scen = dir.path().join("billing_credit");
+    std::fs::create_dir_all(&scen).expect("mkdir");
+    let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/billing_credit");
+    for name in ["setup.md", "rows.md", "verdict.md"] {
+        std::fs::copy(real.join(name), scen.join(name)).expect("copy prose");
+    }
+    std::fs::write(scen.join("verdict.md"), verdict).expect("write verdict");
+    dir
+}
