@@ -8,6 +8,11 @@
 //! it and until when. Records are written and read under the journal lock, so they are never seen
 //! half-written. Claim files are never deleted (deleting a lock file races with a process that
 //! has it open); they are a few hundred bytes per effect.
+//!
+//! Lock order: a claim is always taken (with a non-blocking try) before the journal lock, and the
+//! journal lock is never held while waiting for a claim, so the two cannot deadlock. The sender
+//! takes its claim, then — under the journal lock — re-checks the blockers, writes DISPATCHED and
+//! its claim record: to every other process that is one atomic step.
 
 use crate::journal::JournalError;
 use serde::{Deserialize, Serialize};
@@ -43,7 +48,10 @@ pub(crate) struct HeldClaim {
     path: PathBuf,
 }
 
-fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> JournalError + 'a {
+fn io_err<'a>(
+    action: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(std::io::Error) -> JournalError + 'a {
     move |source| JournalError::Io {
         action,
         path: path.to_owned(),

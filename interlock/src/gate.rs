@@ -588,6 +588,59 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         Ok(self.journal.lock()?.open_effects())
     }
 
+    /// The status the journal now records for an effect: `IN_FLIGHT` while a dispatch is open;
+    /// else the COMMITTED's status by its `via` (`send` → `COMMITTED`, `retry-idempotent` →
+    /// `COMMITTED_BY_RETRY`, `recovery-reapply` → `REAPPLIED_AFTER_QUERY`, `recovery-query` and
+    /// `failed-but-landed` → `COMMITTED_ON_QUERY`); else `AMBIGUOUS`; else the last refusal
+    /// (`REFUSED:<code>`). `None` when nothing was decided yet (only PROPOSED/AUTHORIZED, e.g. a
+    /// sender that died before dispatch) or the effect is unknown.
+    pub fn status(&self, effect_id: &str) -> Result<Option<Status>, GateError> {
+        let entries = self.entries(effect_id)?;
+        let mut open = false;
+        let mut committed = None;
+        let mut ambiguous = false;
+        let mut refused = None;
+        for e in &entries {
+            match e.get("kind").and_then(Value::as_str) {
+                Some("DISPATCHED") => open = true,
+                Some("COMMITTED") => {
+                    open = false;
+                    committed = Some(match e.get("via").and_then(Value::as_str) {
+                        Some("retry-idempotent") => Status::CommittedByRetry,
+                        Some("recovery-reapply") => Status::ReappliedAfterQuery,
+                        Some("recovery-query" | "failed-but-landed") => Status::CommittedOnQuery,
+                        _ => Status::Committed,
+                    });
+                }
+                Some("AMBIGUOUS") => {
+                    open = false;
+                    ambiguous = true;
+                }
+                Some("REFUSED") => {
+                    if e.get("resolves").and_then(Value::as_bool) == Some(true) {
+                        open = false;
+                    }
+                    refused = e
+                        .get("code")
+                        .and_then(Value::as_str)
+                        .and_then(RefusalCode::parse)
+                        .map(Status::Refused)
+                        .or(refused);
+                }
+                _ => {}
+            }
+        }
+        Ok(if open {
+            Some(Status::InFlight)
+        } else if committed.is_some() {
+            committed
+        } else if ambiguous {
+            Some(Status::Ambiguous)
+        } else {
+            refused
+        })
+    }
+
     /// The receipt bundle of one effect: all its entries, for `verify`.
     pub fn receipt(&self, effect_id: &str) -> Result<ReceiptBundle, GateError> {
         let entries = self.entries(effect_id)?;
@@ -630,3 +683,26 @@ pub(crate) fn duration_ms(d: Duration) -> u64 {
 
 /// The `code` of AMBIGUOUS entries, re-exported for recovery.
 pub(crate) const AMBIGUOUS: &str = AMBIGUOUS_CODE;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_data_is_made_recordable() {
+        let v = json!({"a": 1.5, "b": [2, u64::MAX], "c": "x", "d": -3});
+        let r = recordable(v);
+        assert_eq!(
+            r,
+            json!({"a": "1.5", "b": [2, u64::MAX.to_string()], "c": "x", "d": -3})
+        );
+        assert!(canonical::to_string(&r).is_ok());
+    }
+
+    #[test]
+    fn reasons_shorten_long_values() {
+        assert_eq!(short("abc"), "abc");
+        let long = "x".repeat(200);
+        assert_eq!(short(&long).chars().count(), 80);
+    }
+}

@@ -46,7 +46,9 @@ pub enum JournalError {
         reason: String,
     },
     /// The journal became shorter than what was already read: someone removed written entries.
-    #[error("{path} shrank from {known} to {found} bytes while open: written entries were removed")]
+    #[error(
+        "{path} shrank from {known} to {found} bytes while open: written entries were removed"
+    )]
     Shrunk {
         /// The journal file.
         path: PathBuf,
@@ -67,7 +69,10 @@ pub enum JournalError {
     },
 }
 
-fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> JournalError + 'a {
+fn io_err<'a>(
+    action: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(std::io::Error) -> JournalError + 'a {
     move |source| JournalError::Io {
         action,
         path: path.to_owned(),
@@ -255,6 +260,30 @@ impl Journal {
         Ok(journal)
     }
 
+    /// Append one entry `{v, ts_ms, kind, effect_id, <fields>, prev}` sealed with `key` (prev is
+    /// the effect's last hash), fsynced before returning. Low level: it checks nothing about the
+    /// effect's state — [`Gate`](crate::Gate) is the normal writer. Returns the sealed entry.
+    pub fn append_entry(
+        &self,
+        effect_id: &str,
+        kind: Kind,
+        fields: Map<String, Value>,
+        ts_ms: u64,
+        key: &SigningKey,
+    ) -> Result<Map<String, Value>, JournalError> {
+        self.lock()?.append(effect_id, kind, fields, ts_ms, key)
+    }
+
+    /// Every entry of one effect, in journal order, exactly as stored.
+    pub fn entries(&self, effect_id: &str) -> Result<Vec<Value>, JournalError> {
+        self.lock()?.entries(effect_id)
+    }
+
+    /// Every effect id, in first-seen order.
+    pub fn effect_ids(&self) -> Result<Vec<String>, JournalError> {
+        Ok(self.lock()?.effect_ids())
+    }
+
     /// The journal file's path.
     pub fn path(&self) -> &Path {
         &self.path
@@ -351,7 +380,9 @@ impl Locked<'_> {
                         inner.effects.entry(eid).or_default()
                     }
                 };
-                state.apply(&entry, EntryLoc { offset, len }).map_err(corrupt)?;
+                state
+                    .apply(&entry, EntryLoc { offset, len })
+                    .map_err(corrupt)?;
             }
             inner.lines += 1;
             offset += n as u64;
@@ -370,12 +401,7 @@ impl Locked<'_> {
         self.inner
             .order
             .iter()
-            .filter(|e| {
-                self.inner
-                    .effects
-                    .get(*e)
-                    .is_some_and(|s| s.open.is_some())
-            })
+            .filter(|e| self.inner.effects.get(*e).is_some_and(|s| s.open.is_some()))
             .cloned()
             .collect()
     }
@@ -408,10 +434,7 @@ impl Locked<'_> {
             _ => Err(JournalError::Corrupt {
                 path: self.path.to_owned(),
                 line: 0,
-                reason: format!(
-                    "entry at byte {} changed since it was indexed",
-                    loc.offset
-                ),
+                reason: format!("entry at byte {} changed since it was indexed", loc.offset),
             }),
         }
     }
@@ -476,10 +499,7 @@ impl Locked<'_> {
                 .file
                 .set_len(inner.len)
                 .map_err(io_err("truncate the torn tail of", path))?;
-            inner
-                .file
-                .sync_all()
-                .map_err(io_err("sync", path))?;
+            inner.file.sync_all().map_err(io_err("sync", path))?;
         }
         inner
             .file
@@ -572,22 +592,47 @@ mod tests {
         let j = Journal::open(&path).unwrap();
         let mut l = j.lock().unwrap();
         let a1 = l
-            .append("a", Kind::Proposed, fields(json!({"agent": "x", "lease": "l", "premises": {}, "effect": {"n": 1}})), 5, &key())
+            .append(
+                "a",
+                Kind::Proposed,
+                fields(json!({"agent": "x", "lease": "l", "premises": {}, "effect": {"n": 1}})),
+                5,
+                &key(),
+            )
             .unwrap();
         let b1 = l
-            .append("b", Kind::Proposed, fields(json!({"agent": "x", "lease": "l", "premises": {}, "effect": {"n": 2}})), 6, &key())
+            .append(
+                "b",
+                Kind::Proposed,
+                fields(json!({"agent": "x", "lease": "l", "premises": {}, "effect": {"n": 2}})),
+                6,
+                &key(),
+            )
             .unwrap();
         let a2 = l
-            .append("a", Kind::Authorized, fields(json!({"lease": "l"})), 4, &key())
+            .append(
+                "a",
+                Kind::Authorized,
+                fields(json!({"lease": "l"})),
+                4,
+                &key(),
+            )
             .unwrap();
         assert_eq!(a1["prev"], Value::Null);
         assert_eq!(b1["prev"], Value::Null);
         assert_eq!(a2["prev"], a1["hash"]);
-        assert_eq!(a2["ts_ms"], json!(5), "ts never goes backwards within an effect");
+        assert_eq!(
+            a2["ts_ms"],
+            json!(5),
+            "ts never goes backwards within an effect"
+        );
         drop(l);
         let j2 = Journal::open(&path).unwrap();
         let l2 = j2.lock().unwrap();
-        assert_eq!(l2.entries("a").unwrap(), vec![Value::Object(a1), Value::Object(a2)]);
+        assert_eq!(
+            l2.entries("a").unwrap(),
+            vec![Value::Object(a1), Value::Object(a2)]
+        );
         assert_eq!(l2.effect_ids(), vec!["a".to_owned(), "b".to_owned()]);
         assert_eq!(read_all(&path).unwrap().len(), 3);
     }
@@ -600,12 +645,24 @@ mod tests {
         let j2 = Journal::open(&path).unwrap();
         j1.lock()
             .unwrap()
-            .append("a", Kind::Proposed, fields(json!({"agent": "x", "lease": "l", "premises": {}, "effect": 1})), 1, &key())
+            .append(
+                "a",
+                Kind::Proposed,
+                fields(json!({"agent": "x", "lease": "l", "premises": {}, "effect": 1})),
+                1,
+                &key(),
+            )
             .unwrap();
         let e = j2
             .lock()
             .unwrap()
-            .append("a", Kind::Authorized, fields(json!({"lease": "l"})), 2, &key())
+            .append(
+                "a",
+                Kind::Authorized,
+                fields(json!({"lease": "l"})),
+                2,
+                &key(),
+            )
             .unwrap();
         assert!(e["prev"].is_string());
         assert_eq!(j1.lock().unwrap().entries("a").unwrap().len(), 2);

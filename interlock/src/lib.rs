@@ -24,5 +24,7 @@ pub use journal::JournalError;
 pub use lease::{LeaseCheck, LeaseError, LeaseStore};
 pub use proposal::{effect_id, Proposal};
 pub use recover::effective_tier;
-pub use status::{RecoveryOutcome, Recovered, RefusalCode, Status, Step, Submitted, Via, AMBIGUOUS_CODE};
+pub use status::{
+    Recovered, RecoveryOutcome, RefusalCode, Status, Step, Submitted, Via, AMBIGUOUS_CODE,
+};
 pub use target::{Target, TargetError, Tier};

@@ -2,7 +2,7 @@
 
 use crate::gate::{duration_ms, recordable, Gate, GateError, Settled, AMBIGUOUS};
 use crate::lease::LeaseStore;
-use crate::status::{RecoveryOutcome, Recovered, RefusalCode, Status, Step, Via};
+use crate::status::{Recovered, RecoveryOutcome, RefusalCode, Status, Step, Via};
 use crate::target::{Target, TargetError, Tier};
 use serde_json::{json, Map, Value};
 use verify::entry::Kind;
@@ -108,7 +108,15 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         self.write_claim(&claim, "recover", &d_hash, last_send)?;
 
         let d_ts = dispatch.get("ts_ms").and_then(Value::as_u64).unwrap_or(0);
-        let effect = dispatch.get("effect").cloned().unwrap_or(Value::Null);
+        let Some(effect) = dispatch.get("effect").cloned() else {
+            return Err(GateError::Journal(crate::JournalError::Corrupt {
+                path: self.journal.path().to_owned(),
+                line: 0,
+                reason: format!(
+                    "the open DISPATCHED {d_hash} of effect {eid} has no `effect` to resend"
+                ),
+            }));
+        };
         let lease = dispatch.get("lease").cloned().unwrap_or(Value::Null);
         let premises = dispatch.get("premises").cloned().unwrap_or(Value::Null);
         let now = self.now_ms();
@@ -169,7 +177,14 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         let rechecked = Value::Object(rechecked);
 
         if tier == Tier::One && stale.is_none() {
-            return self.resend(eid, &d_hash, &effect, Via::RetryIdempotent, &rechecked, &claim);
+            return self.resend(
+                eid,
+                &d_hash,
+                &effect,
+                Via::RetryIdempotent,
+                &rechecked,
+                &claim,
+            );
         }
         if tier == Tier::One && !queryable {
             let why = match stale {
@@ -235,6 +250,54 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                     }
                 }
             }
+        }
+    }
+
+    /// Recover every open effect, waiting (with real sleeps) for blocked ones until they can be
+    /// settled, for at most `max_wait` in all. Each open effect gets one [`Recovered`]: its
+    /// resolution, the status another process settled it with meanwhile, or — when `max_wait`
+    /// runs out first — the last `Blocked` report. Sleeps until the earliest `until_ms`
+    /// reported (at least 5 ms), never polls blindly.
+    pub fn recover_wait(&self, max_wait: std::time::Duration) -> Result<Vec<Recovered>, GateError> {
+        let started = std::time::Instant::now();
+        let mut done: Vec<Recovered> = Vec::new();
+        let mut pending: Vec<String> = self.journal.lock()?.open_effects();
+        loop {
+            let mut blocked: Vec<Recovered> = Vec::new();
+            for effect_id in pending {
+                match self.recover_effect(&effect_id)? {
+                    Some(outcome @ RecoveryOutcome::Blocked { .. }) => {
+                        blocked.push(Recovered { effect_id, outcome });
+                    }
+                    Some(outcome) => done.push(Recovered { effect_id, outcome }),
+                    None => {
+                        if let Some(status) = self.status(&effect_id)? {
+                            done.push(Recovered {
+                                effect_id,
+                                outcome: RecoveryOutcome::Resolved(status),
+                            });
+                        }
+                    }
+                }
+            }
+            let Some(wake) = blocked
+                .iter()
+                .filter_map(|r| match r.outcome {
+                    RecoveryOutcome::Blocked { until_ms, .. } => Some(until_ms),
+                    RecoveryOutcome::Resolved(_) => None,
+                })
+                .min()
+            else {
+                return Ok(done);
+            };
+            let wait = std::time::Duration::from_millis(wake.saturating_sub(self.now_ms()))
+                .max(std::time::Duration::from_millis(5));
+            if started.elapsed() + wait > max_wait {
+                done.extend(blocked);
+                return Ok(done);
+            }
+            std::thread::sleep(wait);
+            pending = blocked.into_iter().map(|r| r.effect_id).collect();
         }
     }
 
@@ -360,11 +423,26 @@ mod tests {
         let day = Some(Duration::from_secs(86_400));
         let margin = Duration::from_secs(600);
         let inside = 86_400_000 - 600_000;
-        assert_eq!(effective_tier(Tier::One, true, day, margin, inside), Tier::One);
-        assert_eq!(effective_tier(Tier::One, true, day, margin, inside + 1), Tier::Two);
-        assert_eq!(effective_tier(Tier::One, false, day, margin, inside + 1), Tier::Three);
-        assert_eq!(effective_tier(Tier::One, false, None, margin, u64::MAX), Tier::One);
+        assert_eq!(
+            effective_tier(Tier::One, true, day, margin, inside),
+            Tier::One
+        );
+        assert_eq!(
+            effective_tier(Tier::One, true, day, margin, inside + 1),
+            Tier::Two
+        );
+        assert_eq!(
+            effective_tier(Tier::One, false, day, margin, inside + 1),
+            Tier::Three
+        );
+        assert_eq!(
+            effective_tier(Tier::One, false, None, margin, u64::MAX),
+            Tier::One
+        );
         assert_eq!(effective_tier(Tier::Two, true, None, margin, 0), Tier::Two);
-        assert_eq!(effective_tier(Tier::Three, false, day, margin, 0), Tier::Three);
+        assert_eq!(
+            effective_tier(Tier::Three, false, day, margin, 0),
+            Tier::Three
+        );
     }
 }

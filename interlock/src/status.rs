@@ -346,8 +346,14 @@ mod tests {
     #[test]
     fn via_where_the_status_decides_it() {
         assert_eq!(Status::Committed.via(), Some(Via::Send));
-        assert_eq!(Status::CommittedByRetry.via().map(Via::as_str), Some("retry-idempotent"));
-        assert_eq!(Status::ReappliedAfterQuery.via().map(Via::as_str), Some("recovery-reapply"));
+        assert_eq!(
+            Status::CommittedByRetry.via().map(Via::as_str),
+            Some("retry-idempotent")
+        );
+        assert_eq!(
+            Status::ReappliedAfterQuery.via().map(Via::as_str),
+            Some("recovery-reapply")
+        );
         assert_eq!(Status::CommittedOnQuery.via(), None);
         assert_eq!(Status::InFlight.via(), None);
     }

@@ -72,7 +72,8 @@ pub trait Target {
     /// Re-check the premises an effect was decided on against the service's current state.
     /// Returns the violations in words (e.g. `"incident_compensation: was 0, now 1000"`); empty
     /// when every premise still holds.
-    fn check_premises(&self, effect_id: &str, premises: &Value) -> Result<Vec<String>, TargetError>;
+    fn check_premises(&self, effect_id: &str, premises: &Value)
+        -> Result<Vec<String>, TargetError>;
     /// Perform the effect, using `effect_id` as the idempotency key where the service has one.
     /// Returns evidence (e.g. the created object's id), recorded verbatim on COMMITTED.
     fn apply(&self, effect_id: &str, effect: &Value) -> Result<Value, TargetError>;
@@ -93,7 +94,11 @@ impl<T: Target + ?Sized> Target for &T {
     fn max_in_flight(&self) -> Duration {
         (**self).max_in_flight()
     }
-    fn check_premises(&self, effect_id: &str, premises: &Value) -> Result<Vec<String>, TargetError> {
+    fn check_premises(
+        &self,
+        effect_id: &str,
+        premises: &Value,
+    ) -> Result<Vec<String>, TargetError> {
         (**self).check_premises(effect_id, premises)
     }
     fn apply(&self, effect_id: &str, effect: &Value) -> Result<Value, TargetError> {
@@ -117,7 +122,11 @@ impl<T: Target + ?Sized> Target for std::sync::Arc<T> {
     fn max_in_flight(&self) -> Duration {
         (**self).max_in_flight()
     }
-    fn check_premises(&self, effect_id: &str, premises: &Value) -> Result<Vec<String>, TargetError> {
+    fn check_premises(
+        &self,
+        effect_id: &str,
+        premises: &Value,
+    ) -> Result<Vec<String>, TargetError> {
         (**self).check_premises(effect_id, premises)
     }
     fn apply(&self, effect_id: &str, effect: &Value) -> Result<Value, TargetError> {

@@ -180,7 +180,11 @@ impl MemTarget {
 
     /// How many times this effect landed.
     pub fn landed(&self, effect_id: &str) -> usize {
-        self.st().landed.iter().filter(|(e, _)| e == effect_id).count()
+        self.st()
+            .landed
+            .iter()
+            .filter(|(e, _)| e == effect_id)
+            .count()
     }
 
     /// How many effects landed in all.
@@ -207,7 +211,11 @@ impl Target for MemTarget {
     fn max_in_flight(&self) -> Duration {
         self.max_in_flight
     }
-    fn check_premises(&self, _effect_id: &str, premises: &Value) -> Result<Vec<String>, TargetError> {
+    fn check_premises(
+        &self,
+        _effect_id: &str,
+        premises: &Value,
+    ) -> Result<Vec<String>, TargetError> {
         Ok(premise_violations(premises, &self.st().facts))
     }
     fn apply(&self, effect_id: &str, effect: &Value) -> Result<Value, TargetError> {
@@ -247,7 +255,7 @@ impl Target for MemTarget {
 }
 
 /// Leases that are live once granted and until revoked. The grant record is
-/// `{"lease": <lease>, "revoked": bool}`.
+/// `{"lease": <lease>, "revoked": null}` while live, `"revoked": true` once revoked.
 #[derive(Debug, Default)]
 pub struct MemLeases {
     leases: Mutex<HashMap<String, bool>>,
@@ -290,7 +298,9 @@ impl LeaseStore for MemLeases {
             .copied();
         Ok(LeaseCheck {
             live: state == Some(true),
-            grant: state.map(|live| json!({"lease": lease, "revoked": !live})),
+            grant: state.map(|live| {
+                json!({"lease": lease, "revoked": if live { Value::Null } else { Value::Bool(true) }})
+            }),
         })
     }
 }
@@ -433,7 +443,11 @@ impl Target for FileTarget {
     fn max_in_flight(&self) -> Duration {
         self.max_in_flight
     }
-    fn check_premises(&self, _effect_id: &str, premises: &Value) -> Result<Vec<String>, TargetError> {
+    fn check_premises(
+        &self,
+        _effect_id: &str,
+        premises: &Value,
+    ) -> Result<Vec<String>, TargetError> {
         Self::with_state(&self.path, |s| {
             let facts = s
                 .get("facts")
@@ -457,9 +471,7 @@ impl Target for FileTarget {
                 }
                 _ => Fault::Ok,
             };
-            let landed = s
-                .entry("landed")
-                .or_insert_with(|| json!([]));
+            let landed = s.entry("landed").or_insert_with(|| json!([]));
             let Value::Array(landed) = landed else {
                 return Err(TargetError::Unknown {
                     reason: "state file: `landed` is not an array".into(),

@@ -19,7 +19,10 @@ struct Gatekeeper {
     release: Mutex<Receiver<()>>,
 }
 
-fn blocking_target(tier: Tier, queryable: bool) -> (MemTarget, Arc<Gatekeeper>, Receiver<()>, Sender<()>) {
+fn blocking_target(
+    tier: Tier,
+    queryable: bool,
+) -> (MemTarget, Arc<Gatekeeper>, Receiver<()>, Sender<()>) {
     let (entered_tx, entered_rx) = channel();
     let (release_tx, release_rx) = channel();
     let gk = Arc::new(Gatekeeper {
@@ -48,24 +51,35 @@ fn a_live_sender_blocks_recovery_until_its_claim_expires_and_is_never_overridden
         let eid = s.gate.open_effects().unwrap().pop().unwrap();
         let dispatched = s.gate.entries(&eid).unwrap()[2]["ts_ms"].as_u64().unwrap();
         match s.gate.recover_effect(&eid).unwrap() {
-            Some(RecoveryOutcome::Blocked { holder, until_ms, .. }) => {
+            Some(RecoveryOutcome::Blocked {
+                holder, until_ms, ..
+            }) => {
                 assert!(holder.ends_with("/send"), "{holder}");
                 assert!(holder.contains(&format!(":{}:", std::process::id())));
                 assert_eq!(until_ms, dispatched + 40_000);
             }
             other => panic!("expected Blocked, got {other:?}"),
         }
-        assert_eq!(s.gate.submit(&proposal(1000)).unwrap().status, Status::InFlight);
+        assert_eq!(
+            s.gate.submit(&proposal(1000)).unwrap().status,
+            Status::InFlight
+        );
         // Past the TTL the sender is alive but hung: still Blocked, never a second send.
         s.advance(41_000);
         match s.gate.recover_effect(&eid).unwrap() {
-            Some(RecoveryOutcome::Blocked { until_ms, reason, .. }) => {
+            Some(RecoveryOutcome::Blocked {
+                until_ms, reason, ..
+            }) => {
                 assert!(reason.contains("hung"), "{reason}");
                 assert_eq!(until_ms, s.now() + 1_000);
             }
             other => panic!("expected Blocked, got {other:?}"),
         }
-        assert_eq!(s.target.apply_calls(), 0, "the one send is still inside apply");
+        assert_eq!(
+            s.target.apply_calls(),
+            0,
+            "the one send is still inside apply"
+        );
         release.send(()).unwrap();
         assert_eq!(sender.join().unwrap().status, Status::Committed);
     });

@@ -5,9 +5,7 @@ mod common;
 
 use common::*;
 use interlock::testing::{Fault, MemTarget};
-use interlock::{
-    effect_id, GateError, RecoveryOutcome, RefusalCode, Status, Tier,
-};
+use interlock::{effect_id, GateError, RecoveryOutcome, RefusalCode, Status, Tier};
 use serde_json::json;
 use std::time::Duration;
 
@@ -17,7 +15,10 @@ fn happy_path_commits_once_and_then_ignores_duplicates() {
     let r = s.gate.submit(&proposal(1000)).unwrap();
     assert_eq!(r.status, Status::Committed);
     assert_eq!(r.effect_id.len(), 64);
-    assert_eq!(s.kinds(&r.effect_id), ["PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED"]);
+    assert_eq!(
+        s.kinds(&r.effect_id),
+        ["PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED"]
+    );
     let again = s.gate.submit(&proposal(1000)).unwrap();
     assert_eq!(again.status, Status::DuplicateIgnored);
     assert_eq!(s.target.landed(&r.effect_id), 1);
@@ -45,7 +46,14 @@ fn a_different_payload_for_the_same_request_is_refused() {
     assert_eq!(r.status.as_str(), "REFUSED:conflicting_payload");
     assert_eq!(
         s.kinds(&eid),
-        ["PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED", "PROPOSED", "REFUSED"]
+        [
+            "PROPOSED",
+            "AUTHORIZED",
+            "DISPATCHED",
+            "COMMITTED",
+            "PROPOSED",
+            "REFUSED"
+        ]
     );
     assert_eq!(s.last(&eid)["code"], json!("conflicting_payload"));
     assert_eq!(s.target.landed_total(), 1);
@@ -66,7 +74,10 @@ fn a_dead_lease_is_refused_before_anything_is_sent() {
     assert_eq!(s.target.apply_calls(), 0);
     // The lease comes back: the same effect can now go.
     s.leases.grant(&json!("lease-1"));
-    assert_eq!(s.gate.submit(&proposal(1000)).unwrap().status, Status::Committed);
+    assert_eq!(
+        s.gate.submit(&proposal(1000)).unwrap().status,
+        Status::Committed
+    );
 }
 
 #[test]
@@ -136,16 +147,29 @@ fn an_unknown_send_stays_open_and_recovery_retries_under_the_same_key() {
     assert!(r.detail.as_deref().unwrap().contains("unknown"));
     assert_eq!(s.gate.open_effects().unwrap(), vec![r.effect_id.clone()]);
     // Submitting again sends nothing.
-    assert_eq!(s.gate.submit(&proposal(1000)).unwrap().status, Status::InFlight);
+    assert_eq!(
+        s.gate.submit(&proposal(1000)).unwrap().status,
+        Status::InFlight
+    );
     assert_eq!(s.target.apply_calls(), 1);
     let rec = s.gate.recover().unwrap();
     assert_eq!(rec.len(), 1);
-    assert_eq!(rec[0].outcome, RecoveryOutcome::Resolved(Status::CommittedByRetry));
+    assert_eq!(
+        rec[0].outcome,
+        RecoveryOutcome::Resolved(Status::CommittedByRetry)
+    );
     let last = s.last(&r.effect_id);
     assert_eq!(last["via"], json!("retry-idempotent"));
     assert_eq!(last["rechecked"]["lease_live"], json!(true));
-    assert_eq!(s.target.landed(&r.effect_id), 1, "the service deduped the retry");
-    assert_eq!(s.gate.submit(&proposal(1000)).unwrap().status, Status::DuplicateIgnored);
+    assert_eq!(
+        s.target.landed(&r.effect_id),
+        1,
+        "the service deduped the retry"
+    );
+    assert_eq!(
+        s.gate.submit(&proposal(1000)).unwrap().status,
+        Status::DuplicateIgnored
+    );
     assert_chain(&s.gate.entries(&r.effect_id).unwrap());
 }
 
@@ -157,7 +181,10 @@ fn tier_three_recovers_as_ambiguous_and_is_never_resent() {
     let rec = s.gate.recover_effect(&eid).unwrap();
     assert_eq!(rec, Some(RecoveryOutcome::Resolved(Status::Ambiguous)));
     assert_eq!(s.last(&eid)["code"], json!("ambiguous"));
-    assert_eq!(s.gate.submit(&proposal(1000)).unwrap().status, Status::Ambiguous);
+    assert_eq!(
+        s.gate.submit(&proposal(1000)).unwrap().status,
+        Status::Ambiguous
+    );
     assert_eq!(s.target.apply_calls(), 1);
     assert_eq!(s.gate.recover_effect(&eid).unwrap(), None);
     assert_chain(&s.gate.entries(&eid).unwrap());
@@ -172,7 +199,10 @@ fn tier_one_without_lookup_and_a_failed_recheck_is_ambiguous() {
     let rec = s.gate.recover_effect(&eid).unwrap();
     assert_eq!(rec, Some(RecoveryOutcome::Resolved(Status::Ambiguous)));
     let last = s.last(&eid);
-    assert_eq!(last["rechecked"]["violations"], json!(["incident_compensation: was 0, now 1000"]));
+    assert_eq!(
+        last["rechecked"]["violations"],
+        json!(["incident_compensation: was 0, now 1000"])
+    );
     assert_eq!(s.target.apply_calls(), 1);
 }
 
@@ -183,7 +213,10 @@ fn a_lookup_that_finds_it_commits_even_when_the_recheck_fails() {
     let eid = s.gate.submit(&proposal(1000)).unwrap().effect_id;
     s.target.set_fact("incident_compensation", json!(1000));
     let rec = s.gate.recover_effect(&eid).unwrap();
-    assert_eq!(rec, Some(RecoveryOutcome::Resolved(Status::CommittedOnQuery)));
+    assert_eq!(
+        rec,
+        Some(RecoveryOutcome::Resolved(Status::CommittedOnQuery))
+    );
     let last = s.last(&eid);
     assert_eq!(last["via"], json!("recovery-query"));
     assert_eq!(last["evidence"]["effect_id"], json!(eid));
@@ -207,7 +240,10 @@ fn a_failed_recheck_with_nothing_found_is_refused_at_recovery() {
         }
         let rec = s.gate.recover_effect(&eid).unwrap();
         let want = format!("REFUSED:{code}");
-        assert_eq!(rec.and_then(|o| o.status()).map(Status::as_str), Some(want.as_str()));
+        assert_eq!(
+            rec.and_then(|o| o.status()).map(Status::as_str),
+            Some(want.as_str())
+        );
         let last = s.last(&eid);
         assert_eq!(last["code"], json!(code));
         assert_eq!(last["resolves"], json!(true));
@@ -223,7 +259,10 @@ fn tier_two_not_found_and_holding_is_reapplied_once() {
     s.target.push_faults([Fault::Unknown]);
     let eid = s.gate.submit(&proposal(1000)).unwrap().effect_id;
     let rec = s.gate.recover_effect(&eid).unwrap();
-    assert_eq!(rec, Some(RecoveryOutcome::Resolved(Status::ReappliedAfterQuery)));
+    assert_eq!(
+        rec,
+        Some(RecoveryOutcome::Resolved(Status::ReappliedAfterQuery))
+    );
     assert_eq!(s.last(&eid)["via"], json!("recovery-reapply"));
     assert_eq!(s.target.landed(&eid), 1);
     // The recorded payload is what was resent (I5).
@@ -232,26 +271,31 @@ fn tier_two_not_found_and_holding_is_reapplied_once() {
 
 #[test]
 fn a_not_found_is_trusted_only_after_max_in_flight() {
-    let s = setup_with(
-        MemTarget::new(Tier::Two, true).with_max_in_flight(Duration::from_secs(10)),
-    );
+    let s = setup_with(MemTarget::new(Tier::Two, true).with_max_in_flight(Duration::from_secs(10)));
     s.target.push_faults([Fault::Unknown]);
     let eid = s.gate.submit(&proposal(1000)).unwrap().effect_id;
     let dispatched = s.gate.entries(&eid).unwrap()[2]["ts_ms"].as_u64().unwrap();
     s.advance(2_000);
     match s.gate.recover_effect(&eid).unwrap() {
-        Some(RecoveryOutcome::Blocked { holder, until_ms, reason }) => {
+        Some(RecoveryOutcome::Blocked {
+            holder,
+            until_ms,
+            reason,
+        }) => {
             assert_eq!(holder, "target");
             assert_eq!(until_ms, dispatched + 10_000);
             assert!(reason.contains("may still land"), "{reason}");
         }
         other => panic!("expected Blocked, got {other:?}"),
     }
-    assert_eq!(s.target.apply_calls(), 1, "nothing resent inside the window");
-    // A find inside the window is trusted at once.
-    let s2 = setup_with(
-        MemTarget::new(Tier::Two, true).with_max_in_flight(Duration::from_secs(10)),
+    assert_eq!(
+        s.target.apply_calls(),
+        1,
+        "nothing resent inside the window"
     );
+    // A find inside the window is trusted at once.
+    let s2 =
+        setup_with(MemTarget::new(Tier::Two, true).with_max_in_flight(Duration::from_secs(10)));
     s2.target.push_faults([Fault::LandedButUnknown]);
     let eid2 = s2.gate.submit(&proposal(1000)).unwrap().effect_id;
     assert_eq!(
@@ -277,7 +321,11 @@ fn an_old_tier_one_dispatch_is_recovered_as_tier_two_or_three() {
         s.target.push_faults([Fault::Unknown]);
         let eid = s.gate.submit(&proposal(1000)).unwrap().effect_id;
         s.advance(24 * 3600 * 1000 - 600_000 + 1);
-        let got = s.gate.recover_effect(&eid).unwrap().and_then(|o| o.status());
+        let got = s
+            .gate
+            .recover_effect(&eid)
+            .unwrap()
+            .and_then(|o| o.status());
         let want = if queryable {
             Status::ReappliedAfterQuery
         } else {
@@ -315,7 +363,9 @@ fn a_failed_lookup_is_reported_not_skipped() {
     s.target.fail_queries(1);
     let rec = s.gate.recover().unwrap();
     assert_eq!(rec.len(), 1);
-    assert!(matches!(rec[0].outcome, RecoveryOutcome::Blocked { ref holder, .. } if holder == "target"));
+    assert!(
+        matches!(rec[0].outcome, RecoveryOutcome::Blocked { ref holder, .. } if holder == "target")
+    );
     assert_eq!(s.target.apply_calls(), 1);
     assert_eq!(
         s.gate.recover().unwrap()[0].outcome,
@@ -330,7 +380,9 @@ fn rejected_resend_settles_like_a_rejected_send() {
     let eid = s.gate.submit(&proposal(1000)).unwrap().effect_id;
     assert_eq!(
         s.gate.recover_effect(&eid).unwrap(),
-        Some(RecoveryOutcome::Resolved(Status::Refused(RefusalCode::TargetError)))
+        Some(RecoveryOutcome::Resolved(Status::Refused(
+            RefusalCode::TargetError
+        )))
     );
     let last = s.last(&eid);
     assert_eq!(last["resolves"], json!(true));
@@ -345,7 +397,10 @@ fn floats_are_refused_in_proposals() {
     p.effect = json!({"amount": 10.5});
     assert!(matches!(
         s.gate.submit(&p),
-        Err(GateError::InvalidProposal { field: "effect", .. })
+        Err(GateError::InvalidProposal {
+            field: "effect",
+            ..
+        })
     ));
     assert_eq!(s.gate.effect_ids().unwrap().len(), 0);
 }
@@ -366,4 +421,76 @@ fn receipt_of_an_unknown_effect_is_an_error() {
         Err(GateError::UnknownEffect { .. })
     ));
     assert!(s.gate.entries("00").unwrap().is_empty());
+}
+
+#[test]
+fn status_reads_what_the_journal_records() {
+    let s = setup(Tier::One, true);
+    let eid = effect_id(&proposal(1000));
+    assert_eq!(s.gate.status(&eid).unwrap(), None);
+    s.target.push_faults([Fault::Unknown]);
+    s.gate.submit(&proposal(1000)).unwrap();
+    assert_eq!(s.gate.status(&eid).unwrap(), Some(Status::InFlight));
+    s.gate.recover().unwrap();
+    assert_eq!(s.gate.status(&eid).unwrap(), Some(Status::CommittedByRetry));
+    // A later conflicting proposal does not change what happened.
+    s.gate.submit(&proposal(2000)).unwrap();
+    assert_eq!(s.gate.status(&eid).unwrap(), Some(Status::CommittedByRetry));
+
+    let s = setup(Tier::One, true);
+    s.leases.revoke(&serde_json::json!("lease-1"));
+    s.gate.submit(&proposal(1000)).unwrap();
+    assert_eq!(
+        s.gate.status(&eid).unwrap(),
+        Some(Status::Refused(RefusalCode::Lease))
+    );
+}
+
+#[test]
+fn recover_wait_sleeps_exactly_until_the_in_flight_window_ends() {
+    // Real clock here: recover_wait sleeps for real.
+    let dir = tempfile::tempdir().unwrap();
+    let target = MemTarget::new(Tier::Two, true).with_max_in_flight(Duration::from_millis(300));
+    target.set_fact("incident_compensation", json!(0));
+    target.push_faults([Fault::Unknown]);
+    let gate = interlock::Gate::open(
+        &dir.path().join("j.jsonl"),
+        target,
+        interlock::testing::AllLive,
+        key(),
+        interlock::GateConfig::default(),
+    )
+    .unwrap();
+    let eid = gate.submit(&proposal(1000)).unwrap().effect_id;
+    let started = std::time::Instant::now();
+    let rec = gate.recover_wait(Duration::from_secs(5)).unwrap();
+    let took = started.elapsed();
+    assert_eq!(rec.len(), 1);
+    assert_eq!(rec[0].effect_id, eid);
+    assert_eq!(
+        rec[0].outcome,
+        RecoveryOutcome::Resolved(Status::ReappliedAfterQuery)
+    );
+    assert!(
+        took >= Duration::from_millis(200) && took < Duration::from_secs(2),
+        "{took:?}"
+    );
+    assert_eq!(gate.target().landed(&eid), 1);
+
+    // With too little time it hands back the Blocked report.
+    let dir = tempfile::tempdir().unwrap();
+    let target = MemTarget::new(Tier::Two, true).with_max_in_flight(Duration::from_secs(30));
+    target.set_fact("incident_compensation", json!(0));
+    target.push_faults([Fault::Unknown]);
+    let gate = interlock::Gate::open(
+        &dir.path().join("j.jsonl"),
+        target,
+        interlock::testing::AllLive,
+        key(),
+        interlock::GateConfig::default(),
+    )
+    .unwrap();
+    gate.submit(&proposal(1000)).unwrap();
+    let rec = gate.recover_wait(Duration::from_millis(100)).unwrap();
+    assert!(matches!(rec[0].outcome, RecoveryOutcome::Blocked { .. }));
 }

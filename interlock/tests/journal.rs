@@ -29,7 +29,10 @@ fn a_missing_file_is_an_empty_journal() {
     let gate = open(&path).unwrap();
     assert!(gate.effect_ids().unwrap().is_empty());
     assert!(gate.recover().unwrap().is_empty());
-    assert_eq!(gate.submit(&proposal(1000)).unwrap().status, Status::Committed);
+    assert_eq!(
+        gate.submit(&proposal(1000)).unwrap().status,
+        Status::Committed
+    );
     assert_eq!(read_all(&path).unwrap().len(), 4);
 }
 
@@ -40,7 +43,10 @@ fn an_empty_file_is_an_empty_journal() {
     std::fs::write(&path, b"").unwrap();
     let gate = open(&path).unwrap();
     assert!(gate.effect_ids().unwrap().is_empty());
-    assert_eq!(gate.submit(&proposal(1000)).unwrap().status, Status::Committed);
+    assert_eq!(
+        gate.submit(&proposal(1000)).unwrap().status,
+        Status::Committed
+    );
 }
 
 #[test]
@@ -51,12 +57,18 @@ fn a_torn_tail_is_ignored_and_cut_off_before_the_next_append() {
     let eid = gate.submit(&proposal(1000)).unwrap().effect_id;
     let before = std::fs::read(&path).unwrap();
     // A writer died in the middle of a DISPATCHED line of another effect.
-    append_raw(&path, br#"{"v":1,"ts_ms":1,"kind":"DISPATCHED","effect_id":"ab"#);
+    append_raw(
+        &path,
+        br#"{"v":1,"ts_ms":1,"kind":"DISPATCHED","effect_id":"ab"#,
+    );
     assert_eq!(read_all(&path).unwrap().len(), 4);
     // Both a fresh process and the already-open one ignore it.
     let fresh = open(&path).unwrap();
     assert_eq!(fresh.effect_ids().unwrap(), vec![eid.clone()]);
-    assert!(fresh.recover().unwrap().is_empty(), "a torn DISPATCHED never opened a dispatch");
+    assert!(
+        fresh.recover().unwrap().is_empty(),
+        "a torn DISPATCHED never opened a dispatch"
+    );
     assert_eq!(gate.entries(&eid).unwrap().len(), 4);
     // The next append cuts the torn bytes off first.
     let mut other = proposal(1000);

@@ -163,7 +163,11 @@ fn main() {
     let victim = bundles.len() / 2;
     if let Some(e) = bundles[victim].entries[2].as_object_mut() {
         let sig = e["sig"].as_str().unwrap_or_default().to_owned();
-        let forged = format!("{}{}", if sig.starts_with('0') { '1' } else { '0' }, &sig[1..]);
+        let forged = format!(
+            "{}{}",
+            if sig.starts_with('0') { '1' } else { '0' },
+            &sig[1..]
+        );
         e.insert("sig".into(), json!(forged));
     }
     let t = Instant::now();
@@ -205,7 +209,11 @@ fn main() {
             .env(CHILD_ENV, &path)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let faster = |a: &serde_json::Value, b: &serde_json::Value| {
             a["verify_s"].as_f64().unwrap_or(f64::MAX) < b["verify_s"].as_f64().unwrap_or(f64::MAX)

@@ -12,7 +12,6 @@
 
 use serde_json::Value;
 use std::cmp::Ordering;
-use std::fmt::Write as _;
 
 /// Why a value cannot be put into canonical form.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -71,7 +70,7 @@ fn write_value(out: &mut String, value: &Value) -> Result<(), CanonicalError> {
                 if !(-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i) {
                     return Err(CanonicalError::IntegerRange(i.to_string()));
                 }
-                let _ = write!(out, "{i}");
+                write_int(out, i);
             } else if let Some(u) = n.as_u64() {
                 // Only reached for values above i64::MAX, which are always out of range.
                 return Err(CanonicalError::IntegerRange(u.to_string()));
@@ -116,14 +115,44 @@ fn write_object(
     Ok(())
 }
 
+/// Decimal digits of an integer, without going through `fmt`.
+fn write_int(out: &mut String, i: i64) {
+    let mut digits = [0u8; 20];
+    let mut n = i.unsigned_abs();
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if i < 0 {
+        out.push('-');
+    }
+    for d in &digits[at..] {
+        out.push(char::from(*d));
+    }
+}
+
 /// Compare two strings by their UTF-16 code units, as RFC 8785 §3.2.3 requires.
 pub fn cmp_utf16(a: &str, b: &str) -> Ordering {
-    // Byte order of UTF-8 is code point order, which equals UTF-16 order unless a character
-    // above U+FFFF (4 UTF-8 bytes, lead byte >= 0xF0) is involved.
-    if (a.is_ascii() && b.is_ascii()) || a.bytes().chain(b.bytes()).all(|x| x < 0xF0) {
-        a.as_bytes().cmp(b.as_bytes())
-    } else {
-        a.encode_utf16().cmp(b.encode_utf16())
+    // UTF-8 byte order is code point order. It differs from UTF-16 order only where one string
+    // has a character above U+FFFF (lead byte >= 0xF0) and the other one in U+E000..=U+FFFF (lead
+    // byte 0xEE or 0xEF) at the first difference: surrogates (D800-DFFF) sort below E000.
+    let (x, y) = (a.as_bytes(), b.as_bytes());
+    match x.iter().zip(y).position(|(p, q)| p != q) {
+        None => x.len().cmp(&y.len()),
+        Some(i) => {
+            let (p, q) = (x[i], y[i]);
+            let astral_vs_high_bmp = |s: u8, t: u8| s >= 0xF0 && (0xEE..=0xEF).contains(&t);
+            if astral_vs_high_bmp(p, q) || astral_vs_high_bmp(q, p) {
+                a.encode_utf16().cmp(b.encode_utf16())
+            } else {
+                p.cmp(&q)
+            }
+        }
     }
 }
 
@@ -203,6 +232,14 @@ mod tests {
             to_string(&json!(-MAX_SAFE_INTEGER)).unwrap(),
             "-9007199254740991"
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn utf16_order_fast_path_agrees(a in "[a-z\u{e000}-\u{e002}\u{ffff}\u{10000}\u{1f600}\u{7f}\u{80}]{0,4}",
+                                        b in "[a-z\u{e000}-\u{e002}\u{ffff}\u{10000}\u{1f600}\u{7f}\u{80}]{0,4}") {
+            proptest::prop_assert_eq!(cmp_utf16(&a, &b), a.encode_utf16().cmp(b.encode_utf16()));
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::results::{
     median_ms, Cell, ColumnSummary, GroundTruth, ResultsFile, Want, RESULTS_FORMAT,
 };
 use ed25519_dalek::VerifyingKey;
+use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -178,7 +179,7 @@ pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
     check_structure(file, &mut findings);
     let cell_reports: Vec<CellReport> = file
         .cells
-        .iter()
+        .par_iter()
         .zip(reports)
         .enumerate()
         .map(|(i, (cell, r))| check_cell(i, cell, r))
@@ -336,6 +337,7 @@ fn check_cell(i: usize, cell: &Cell, receipt: Option<ReceiptReport>) -> CellRepo
         ));
     }
 
+    check_restart_output(i, &base, cell, receipt.as_ref(), harness_error, &mut f);
     let (proof, why_not) = match cell.column.as_str() {
         "interlock" => check_interlock(i, &base, cell, receipt.as_ref(), harness_error, &mut f),
         "hand_check" => {
@@ -383,6 +385,69 @@ fn check_cell(i: usize, cell: &Cell, receipt: Option<ReceiptReport>) -> CellRepo
         proof,
         receipt,
         findings,
+    }
+}
+
+/// The restart worker's own output line must say what the cell says (where it says it).
+fn check_restart_output(
+    i: usize,
+    base: &str,
+    cell: &Cell,
+    receipt: Option<&ReceiptReport>,
+    harness_error: bool,
+    f: &mut Vec<Finding>,
+) {
+    let Some(restart) = cell.restart.as_ref() else {
+        return;
+    };
+    if let Some(status) = restart.get("status").and_then(Value::as_str) {
+        if !harness_error && status != cell.outcome {
+            f.push(Finding::mismatch(
+                format!("{base}.restart.status"),
+                fcode::OUTCOME_MISMATCH,
+                format!(
+                    "cell {i}: the restart worker reported another status than the cell's outcome"
+                ),
+                &cell.outcome,
+                status,
+            ));
+        }
+    }
+    if let Some(eid) = restart.get("effect_id").filter(|e| !e.is_null()) {
+        if eid.as_str() != cell.effect_id.as_deref() {
+            f.push(Finding::mismatch(
+                format!("{base}.restart.effect_id"),
+                fcode::RECEIPT_CLAIM_MISMATCH,
+                format!("cell {i}: the restart worker reported another effect than the cell's"),
+                cell.effect_id.as_deref().unwrap_or("null"),
+                eid,
+            ));
+        }
+    }
+    let Some(report) = receipt else {
+        return;
+    };
+    if let Some(stated) = restart.pointer("/detail/verify") {
+        let ours = [
+            ("valid", Value::Bool(report.valid)),
+            (
+                "happened",
+                serde_json::to_value(report.happened).unwrap_or(Value::Null),
+            ),
+        ];
+        for (field, derived) in ours {
+            if let Some(theirs) = stated.get(field) {
+                if theirs != &derived {
+                    f.push(Finding::mismatch(
+                        format!("{base}.restart.detail.verify.{field}"),
+                        fcode::RECEIPT_CLAIM_MISMATCH,
+                        format!("cell {i}: the restart worker's verify output disagrees with the receipt on {field}"),
+                        &derived,
+                        theirs,
+                    ));
+                }
+            }
+        }
     }
 }
 

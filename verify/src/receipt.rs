@@ -190,9 +190,7 @@ pub(crate) fn verify_with_rule(
     bundles: &[&ReceiptBundle],
     rule: &SignerRule,
 ) -> Vec<ReceiptReport> {
-    let __t = std::time::Instant::now();
     let mut prepared: Vec<Prepared> = bundles.par_iter().map(|b| prepare(b, rule)).collect();
-    eprintln!("TIMING prepare {:?}", __t.elapsed());
 
     // One key table for all receipts: each distinct signer is decoded and vetted once.
     let mut table: Vec<VerifyingKey> = Vec::new();
@@ -239,9 +237,7 @@ pub(crate) fn verify_with_rule(
             }
         }
     }
-    eprintln!("TIMING table {:?} walk {} misc {} replay {}", __t.elapsed(), T_WALK.swap(0, std::sync::atomic::Ordering::Relaxed)/1000000, T_MISC.swap(0, std::sync::atomic::Ordering::Relaxed)/1000000, T_REPLAY.swap(0, std::sync::atomic::Ordering::Relaxed)/1000000);
     let results = signatures::verify_all(&jobs, &table);
-    eprintln!("TIMING sigs {:?}", __t.elapsed());
     for ((r, e), ok) in owners.into_iter().zip(results) {
         if !ok {
             if let Some(p) = prepared.get_mut(r) {
@@ -377,16 +373,14 @@ fn prepare(bundle: &ReceiptBundle, rule: &SignerRule) -> Prepared {
         chain_ok: true,
         pending: Vec::new(),
         first_signer: None,
+        unsigned: bundle.entries.is_empty(),
     };
-    let __t = std::time::Instant::now();
     let objects: Vec<Option<&Map<String, Value>>> = bundle
         .entries
         .iter()
         .enumerate()
         .map(|(i, raw)| walk.check(i, raw, bundle.entries.get(i.wrapping_sub(1))))
         .collect();
-    T_WALK.fetch_add(__t.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
-    let __t = std::time::Instant::now();
     report.journal_kinds = bundle
         .entries
         .iter()
@@ -407,15 +401,12 @@ fn prepare(bundle: &ReceiptBundle, rule: &SignerRule) -> Prepared {
     report.signer = walk.first_signer.map(hex::encode);
     let pending = std::mem::take(&mut walk.pending);
     report.problems.append(&mut walk.problems);
-    T_MISC.fetch_add(__t.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
-    let __t = std::time::Instant::now();
     replay(&eid, format, &objects, &mut report);
-    T_REPLAY.fetch_add(__t.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
     Prepared {
         report,
         pending,
         signed_format: format == Format::Current,
-        sig_failed: false,
+        sig_failed: walk.unsigned,
     }
 }
 
@@ -428,6 +419,8 @@ struct ChainWalk<'a> {
     chain_ok: bool,
     pending: Vec<PendingSig>,
     first_signer: Option<[u8; 32]>,
+    /// Some entry has no signature that could be checked (so the receipt is not signed).
+    unsigned: bool,
 }
 
 impl<'a> ChainWalk<'a> {
@@ -456,6 +449,7 @@ impl<'a> ChainWalk<'a> {
         before: Option<&Value>,
     ) -> Option<&'v Map<String, Value>> {
         let Some(obj) = raw.as_object() else {
+            self.unsigned = true;
             self.chain_problem(
                 i,
                 None,
@@ -560,14 +554,12 @@ impl<'a> ChainWalk<'a> {
         obj: &Map<String, Value>,
         hash: Option<&str>,
     ) {
-        let signer = obj
-            .get("signer")
-            .and_then(Value::as_str)
-            .and_then(|s| {
-                let mut out = [0u8; 32];
-                hex::decode_to_slice(s, &mut out).ok().map(|()| out)
-            });
+        let signer = obj.get("signer").and_then(Value::as_str).and_then(|s| {
+            let mut out = [0u8; 32];
+            hex::decode_to_slice(s, &mut out).ok().map(|()| out)
+        });
         let Some(signer) = signer else {
+            self.unsigned = true;
             self.problem(
                 i,
                 kind,
@@ -615,6 +607,7 @@ impl<'a> ChainWalk<'a> {
             hex::decode_to_slice(s, &mut out).ok().map(|()| out)
         });
         let Some(sig) = sig else {
+            self.unsigned = true;
             self.problem(
                 i,
                 kind,
@@ -625,6 +618,7 @@ impl<'a> ChainWalk<'a> {
         };
         let Some(hash) = hash else {
             // Already reported: no hash, so nothing to have signed.
+            self.unsigned = true;
             return;
         };
         self.pending.push(PendingSig {
@@ -973,7 +967,3 @@ fn lease_held(checks: Option<&Value>, effect: Option<&Value>, grant_field: &str)
         _ => true,
     }
 }
-
-static T_WALK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-static T_MISC: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-static T_REPLAY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

@@ -406,6 +406,7 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
     } else {
         (None, None, None, Vec::new())
     };
+    let effect_id_json = json!(effect_id);
     let invariant_held = billing_credit::invariant_held(&ground_truth, want);
     let answer_matches = billing_credit::answer_matches(&outcome, &ground_truth);
     let proof = column != "no_check";
@@ -480,7 +481,7 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
         journal_kinds,
         receipt: receipt_bundle,
         hand_check_log,
-        restart: Some(json!({"status": outcome})),
+        restart: Some(json!({"status": outcome, "effect_id": effect_id_json})),
     }
 }
 

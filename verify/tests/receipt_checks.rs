@@ -376,7 +376,9 @@ fn bad_signature() {
     assert_eq!(r.signed, Some(false));
     let mut missing = good();
     obj(&mut missing, 1).remove("sig");
-    fails(&missing, &pinned(), code::BAD_SIGNATURE, Some(1));
+    let r = fails(&missing, &pinned(), code::BAD_SIGNATURE, Some(1));
+    assert_eq!(r.signed, Some(false), "an entry without a signature is not signed");
+    assert_eq!(verify_bundle(&build(vec![]), &pinned()).signed, Some(false));
 }
 
 #[test]

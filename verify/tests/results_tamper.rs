@@ -18,12 +18,24 @@ fn committed_run() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../results/billing_credit.json")
 }
 
-/// The file under attack, as JSON.
-fn base() -> Value {
-    match std::fs::read(committed_run()) {
-        Ok(bytes) => serde_json::from_slice(&bytes).expect("the committed run is JSON"),
-        Err(_) => serde_json::to_value(verify::synthetic::generate(&Default::default())).unwrap(),
+/// The files under attack, as JSON: the synthetic file, and the committed run when present.
+fn bases() -> Vec<(&'static str, Value)> {
+    let mut out = vec![(
+        "synthetic",
+        serde_json::to_value(verify::synthetic::generate(&Default::default())).unwrap(),
+    )];
+    if let Ok(bytes) = std::fs::read(committed_run()) {
+        out.push((
+            "results/billing_credit.json",
+            serde_json::from_slice(&bytes).expect("the committed run is JSON"),
+        ));
     }
+    out
+}
+
+/// The committed run when present, else the synthetic file.
+fn base() -> Value {
+    bases().pop().map(|(_, v)| v).unwrap()
 }
 
 fn cells(d: &Value) -> &Vec<Value> {
@@ -282,11 +294,15 @@ fn mutations() -> Vec<Mutation> {
         (
             "timing behind a median",
             Box::new(|d| {
-                let i = interlock_committed(d);
-                bump(
-                    &mut d["cells"][i]["timings"]["restart_to_settled_ms"],
-                    100_000,
-                );
+                // The slowest interlock cell becomes the fastest: the middle values shift.
+                let i = (0..cells(d).len())
+                    .filter(|i| {
+                        d["cells"][*i]["column"] == "interlock"
+                            && d["cells"][*i]["timings"].is_object()
+                    })
+                    .max_by_key(|i| d["cells"][*i]["timings"]["restart_to_settled_ms"].as_u64())
+                    .unwrap();
+                d["cells"][i]["timings"]["restart_to_settled_ms"] = json!(0);
                 "summary.interlock.median_restart_to_settled_ms".into()
             }),
         ),
@@ -437,6 +453,14 @@ fn mutations() -> Vec<Mutation> {
             }),
         ),
         (
+            "restart status",
+            Box::new(|d| {
+                let i = no_check(d);
+                d["cells"][i]["restart"]["status"] = json!("REFUSED:approval");
+                format!("cells[{i}].restart.status")
+            }),
+        ),
+        (
             "record kind",
             Box::new(|d| {
                 let i = no_check(d);
@@ -477,29 +501,30 @@ fn write(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> PathBuf {
 
 #[test]
 fn the_untouched_file_verifies() {
-    let d = base();
-    let f = load_results(serde_json::to_string_pretty(&d).unwrap().as_bytes()).unwrap();
-    let r = verify_results(&f, &KeyCheck::SelfAttested);
-    assert!(r.ok, "{:#?}", r.first_findings());
-    assert_eq!(r.key, "self-attested");
-    assert!(r.signed);
-    let dir = tempfile::tempdir().unwrap();
-    let p = write(
-        &dir,
-        "run.json",
-        serde_json::to_string(&d).unwrap().as_bytes(),
-    );
-    let out = bin().arg(&p).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
-    assert!(
-        stdout.contains("receipts (signed, key self-attested): OK"),
-        "{stdout}"
-    );
-    let signer = d["environment"]["signer"].as_str().unwrap();
-    let out = bin().args(["--key", signer]).arg(&p).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("(signed, key pinned): OK"));
+    for (_, d) in bases() {
+        let f = load_results(serde_json::to_string_pretty(&d).unwrap().as_bytes()).unwrap();
+        let r = verify_results(&f, &KeyCheck::SelfAttested);
+        assert!(r.ok, "{:#?}", r.first_findings());
+        assert_eq!(r.key, "self-attested");
+        assert!(r.signed);
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            &dir,
+            "run.json",
+            serde_json::to_string(&d).unwrap().as_bytes(),
+        );
+        let out = bin().arg(&p).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{stdout}");
+        assert!(
+            stdout.contains("receipts (signed, key self-attested): OK"),
+            "{stdout}"
+        );
+        let signer = d["environment"]["signer"].as_str().unwrap();
+        let out = bin().args(["--key", signer]).arg(&p).output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("(signed, key pinned): OK"));
+    }
 }
 
 #[test]
@@ -507,8 +532,12 @@ fn every_single_mutation_fails_naming_the_place() {
     let dir = tempfile::tempdir().unwrap();
     let all = mutations();
     assert!(all.len() >= 25);
-    for (name, mutate) in &all {
-        let mut d = base();
+    for ((file, base), (name, mutate)) in bases()
+        .into_iter()
+        .flat_map(|b| all.iter().map(move |m| (b.clone(), m)))
+    {
+        let name = format!("{file}: {name}");
+        let mut d = base.clone();
         let path = mutate(&mut d);
         let bytes = serde_json::to_vec_pretty(&d).unwrap();
         let file = load_results(&bytes)

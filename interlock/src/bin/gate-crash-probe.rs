@@ -1,5 +1,5 @@
 //! Test helper (not a product binary): submits or recovers one effect through the gate against a
-//! [`FileTarget`](interlock::testing::FileTarget) whose state lives in a file, printing each
+//! `interlock::testing::FileTarget` whose state lives in a file, printing each
 //! durable step as a JSON line on stdout. With `--stop-at STEP` it prints
 //! `{"blocked_at": STEP}` right after that step and blocks forever, so a test can SIGKILL it
 //! exactly there.
@@ -36,7 +36,10 @@ fn say(v: &Value) {
 
 fn run() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let mode = args.first().cloned().ok_or("missing mode (submit|recover)")?;
+    let mode = args
+        .first()
+        .cloned()
+        .ok_or("missing mode (submit|recover)")?;
     let mut opts: HashMap<String, String> = HashMap::new();
     let mut flags = Vec::new();
     let mut i = 1;
@@ -134,7 +137,9 @@ fn run() -> Result<(), String> {
                 ),
             };
             let s = gate.submit(&p).map_err(|e| e.to_string())?;
-            say(&json!({"effect_id": s.effect_id, "status": s.status.as_str(), "detail": s.detail}));
+            say(
+                &json!({"effect_id": s.effect_id, "status": s.status.as_str(), "detail": s.detail}),
+            );
         }
         "recover" => {
             let started = Instant::now();

@@ -108,7 +108,10 @@ pub fn assert_chain(entries: &[Value]) {
         if matches!(m["kind"].as_str(), Some("REFUSED" | "AMBIGUOUS")) {
             assert!(m["code"].is_string(), "entry {i}: code");
             let reason = m["reason"].as_str().unwrap();
-            assert!(reason.ends_with('.'), "entry {i}: reason is a sentence: {reason}");
+            assert!(
+                reason.ends_with('.'),
+                "entry {i}: reason is a sentence: {reason}"
+            );
         }
         prev = m["hash"].clone();
     }

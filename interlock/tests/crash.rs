@@ -1,0 +1,386 @@
+//! Real processes: the `gate-crash-probe` binary is SIGKILLed at every named step of `submit`,
+//! and a fresh process recovers. The target's state lives in a file, outside any process.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use interlock::journal::read_all;
+use interlock::testing::FileTarget;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+const PROBE: &str = env!("CARGO_BIN_EXE_gate-crash-probe");
+const KEY: &str = "2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a";
+
+struct World {
+    _dir: tempfile::TempDir,
+    journal: PathBuf,
+    state: PathBuf,
+    target_args: Vec<String>,
+}
+
+impl World {
+    fn new(target_args: &[&str]) -> World {
+        let dir = tempfile::tempdir().unwrap();
+        World {
+            journal: dir.path().join("journal.jsonl"),
+            state: dir.path().join("target.json"),
+            _dir: dir,
+            target_args: target_args.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn command(&self, mode: &str, extra: &[&str]) -> Command {
+        let mut c = Command::new(PROBE);
+        c.arg(mode)
+            .arg("--journal")
+            .arg(&self.journal)
+            .arg("--state")
+            .arg(&self.state)
+            .args(["--key", KEY, "--ttl-ms", "40000"])
+            .args(&self.target_args)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    fn spawn(&self, mode: &str, extra: &[&str]) -> Probe {
+        let mut child = self.command(mode, extra).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    if tx.send(v).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        Probe { child, lines: rx }
+    }
+
+    /// Run to completion; the last JSON line printed.
+    fn run(&self, mode: &str, extra: &[&str]) -> Value {
+        let out = self.command(mode, extra).output().unwrap();
+        assert!(
+            out.status.success(),
+            "probe {mode} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        serde_json::from_str(text.lines().last().unwrap()).unwrap()
+    }
+
+    /// Recover in a fresh process; returns (report, wall time).
+    fn recover(&self) -> (Value, Duration) {
+        let started = Instant::now();
+        let v = self.run("recover", &[]);
+        (v, started.elapsed())
+    }
+
+    fn landed(&self) -> usize {
+        FileTarget::landed_in(&self.state).unwrap().len()
+    }
+
+    fn apply_calls(&self) -> u64 {
+        FileTarget::with_state(&self.state, |s| {
+            s.get("apply_calls").and_then(Value::as_u64).unwrap_or(0)
+        })
+        .unwrap()
+    }
+
+    fn kinds(&self) -> Vec<String> {
+        journal_kinds(&self.journal)
+    }
+}
+
+fn journal_kinds(path: &Path) -> Vec<String> {
+    read_all(path)
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+struct Probe {
+    child: Child,
+    lines: Receiver<Value>,
+}
+
+impl Probe {
+    /// Wait for a line with `key` (panics after 20 s).
+    fn wait_for(&self, key: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(v) if v.get(key).is_some() => return v,
+                Ok(_) => {}
+                Err(e) => panic!("probe never printed {key:?}: {e}"),
+            }
+        }
+    }
+
+    fn sigkill(mut self) {
+        self.child.kill().unwrap();
+        let status = self.child.wait().unwrap();
+        assert_eq!(status.signal(), Some(9), "the probe must die by SIGKILL");
+    }
+}
+
+fn statuses(report: &Value) -> Vec<String> {
+    report["recovered"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r.get("status")
+                .and_then(Value::as_str)
+                .map_or_else(|| "BLOCKED".to_owned(), str::to_owned)
+        })
+        .collect()
+}
+
+/// Every effect's receipt passes the `verify` crate's checker with the probe's key pinned.
+fn assert_receipts_valid(journal: &Path) {
+    let entries = read_all(journal).unwrap();
+    let mut eids: Vec<String> = entries
+        .iter()
+        .map(|e| e["effect_id"].as_str().unwrap().to_owned())
+        .collect();
+    eids.sort();
+    eids.dedup();
+    let key: [u8; 32] = hex::decode(KEY).unwrap().try_into().unwrap();
+    let pinned = verify::receipt::KeyCheck::Pinned(
+        ed25519_dalek::SigningKey::from_bytes(&key).verifying_key(),
+    );
+    for eid in eids {
+        let mine: Vec<Value> = entries
+            .iter()
+            .filter(|e| e["effect_id"] == eid.as_str())
+            .cloned()
+            .collect();
+        let bundle = verify::entry::ReceiptBundle::new(eid.clone(), mine);
+        let report = verify::receipt::verify_bundle(&bundle, &pinned);
+        assert!(report.valid, "{eid}: {:?}", report.problems);
+    }
+}
+
+fn assert_fast(report: &Value, wall: Duration) {
+    let in_process = Duration::from_micros(report["elapsed_us"].as_u64().unwrap());
+    assert!(
+        in_process < Duration::from_secs(1),
+        "recovery took {in_process:?} (TTL 40 s)"
+    );
+    assert!(
+        wall < Duration::from_secs(5),
+        "recovery process took {wall:?} (TTL 40 s)"
+    );
+}
+
+#[test]
+fn sigkill_at_every_step_then_a_fresh_process_recovers_tier_one() {
+    // (step, what recovery resolves, what a re-submit answers)
+    let cases = [
+        ("proposed", vec![], "COMMITTED"),
+        ("authorized", vec![], "COMMITTED"),
+        (
+            "dispatched",
+            vec!["COMMITTED_BY_RETRY"],
+            "DUPLICATE_IGNORED",
+        ),
+        ("sent", vec!["COMMITTED_BY_RETRY"], "DUPLICATE_IGNORED"),
+        ("committed", vec![], "DUPLICATE_IGNORED"),
+    ];
+    for (step, recovered, resubmit) in cases {
+        let w = World::new(&["--tier", "1", "--queryable"]);
+        let probe = w.spawn("submit", &["--stop-at", step]);
+        assert_eq!(probe.wait_for("blocked_at")["blocked_at"], step);
+        probe.sigkill();
+        let (report, wall) = w.recover();
+        assert_eq!(statuses(&report), recovered, "step {step}");
+        assert_fast(&report, wall);
+        let again = w.run("submit", &[]);
+        assert_eq!(again["status"], resubmit, "step {step}");
+        assert_eq!(
+            w.landed(),
+            1,
+            "step {step}: exactly one effect at the target"
+        );
+        let (report, _) = w.recover();
+        assert_eq!(
+            statuses(&report),
+            Vec::<String>::new(),
+            "step {step}: journal resolved"
+        );
+        let kinds = w.kinds();
+        assert_eq!(
+            kinds.iter().filter(|k| *k == "COMMITTED").count(),
+            1,
+            "step {step}: {kinds:?}"
+        );
+        assert_receipts_valid(&w.journal);
+    }
+}
+
+#[test]
+fn sigkill_around_the_send_tier_two_waits_only_max_in_flight() {
+    // Killed before the send: not found, trusted only after max_in_flight, then reapplied.
+    let w = World::new(&["--tier", "2", "--max-in-flight-ms", "400"]);
+    let probe = w.spawn("submit", &["--stop-at", "dispatched"]);
+    probe.wait_for("blocked_at");
+    probe.sigkill();
+    let (report, wall) = w.recover();
+    assert_fast(&report, wall);
+    let first = &report["recovered"][0];
+    let blocked = &first["blocked"];
+    assert_eq!(blocked["holder"], "target", "{report}");
+    let until = blocked["until_ms"].as_u64().unwrap();
+    let dispatched = read_all(&w.journal).unwrap()[2]["ts_ms"].as_u64().unwrap();
+    assert_eq!(until, dispatched + 400);
+    assert_eq!(w.apply_calls(), 0);
+    std::thread::sleep(Duration::from_millis(450));
+    let (report, _) = w.recover();
+    assert_eq!(statuses(&report), ["REAPPLIED_AFTER_QUERY"]);
+    assert_eq!(w.landed(), 1);
+    assert_receipts_valid(&w.journal);
+
+    // Killed after the send: found at once.
+    let w = World::new(&["--tier", "2", "--max-in-flight-ms", "400"]);
+    let probe = w.spawn("submit", &["--stop-at", "sent"]);
+    probe.wait_for("blocked_at");
+    probe.sigkill();
+    let (report, wall) = w.recover();
+    assert_fast(&report, wall);
+    assert_eq!(statuses(&report), ["COMMITTED_ON_QUERY"]);
+    assert_eq!(w.landed(), 1);
+}
+
+#[test]
+fn sigkill_around_the_send_tier_three_is_ambiguous() {
+    for (step, landed) in [("dispatched", 0), ("sent", 1)] {
+        let w = World::new(&["--tier", "3"]);
+        let probe = w.spawn("submit", &["--stop-at", step]);
+        probe.wait_for("blocked_at");
+        probe.sigkill();
+        let (report, wall) = w.recover();
+        assert_fast(&report, wall);
+        assert_eq!(statuses(&report), ["AMBIGUOUS"]);
+        assert_eq!(w.run("submit", &[])["status"], "AMBIGUOUS");
+        assert_eq!(w.landed(), landed, "tier 3 never resends");
+        assert_receipts_valid(&w.journal);
+    }
+}
+
+#[test]
+fn a_live_sender_blocks_recovery_and_its_death_frees_it_at_once() {
+    let w = World::new(&["--tier", "1", "--queryable"]);
+    let sender = w.spawn("submit", &["--stop-at", "dispatched"]);
+    let ready = sender.wait_for("ready");
+    sender.wait_for("blocked_at");
+    let (report, _) = w.recover();
+    let blocked = &report["recovered"][0]["blocked"];
+    let holder = blocked["holder"].as_str().unwrap();
+    assert!(holder.ends_with("/send"), "{holder}");
+    assert!(
+        holder.contains(&format!(":{}:", ready["ready"])),
+        "{holder} names the pid"
+    );
+    let dispatched = read_all(&w.journal).unwrap()[2]["ts_ms"].as_u64().unwrap();
+    assert_eq!(blocked["until_ms"].as_u64().unwrap(), dispatched + 40_000);
+    assert_eq!(w.run("submit", &[])["status"], "IN_FLIGHT");
+    sender.sigkill();
+    let (report, wall) = w.recover();
+    assert_fast(&report, wall);
+    assert_eq!(statuses(&report), ["COMMITTED_BY_RETRY"]);
+    assert_eq!(w.landed(), 1);
+}
+
+#[test]
+fn eight_processes_racing_one_effect_send_it_once() {
+    let w = World::new(&["--tier", "2"]);
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 700;
+    let start = start.to_string();
+    let children: Vec<Child> = (0..8)
+        .map(|_| {
+            w.command(
+                "submit",
+                &["--start-at-ms", &start, "--apply-delay-ms", "150"],
+            )
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    let mut results = Vec::new();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        results.push(last["status"].as_str().unwrap().to_owned());
+    }
+    let committed = results.iter().filter(|s| *s == "COMMITTED").count();
+    assert_eq!(committed, 1, "{results:?}");
+    assert!(
+        results
+            .iter()
+            .all(|s| ["COMMITTED", "IN_FLIGHT", "DUPLICATE_IGNORED"].contains(&s.as_str())),
+        "{results:?}"
+    );
+    assert_eq!(w.apply_calls(), 1, "exactly one send");
+    assert_eq!(w.landed(), 1);
+    let kinds = w.kinds();
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "DISPATCHED").count(),
+        1,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "PROPOSED").count(),
+        8,
+        "{kinds:?}"
+    );
+    assert_receipts_valid(&w.journal);
+}
+
+#[test]
+fn two_recovering_processes_one_takes_it_the_other_is_blocked() {
+    let w = World::new(&["--tier", "1"]);
+    let sender = w.spawn("submit", &["--stop-at", "dispatched"]);
+    sender.wait_for("blocked_at");
+    sender.sigkill();
+    // The first recoverer resends and blocks right after the resend returned, holding the claim.
+    let first = w.spawn("recover", &["--stop-at", "sent"]);
+    let ready = first.wait_for("ready");
+    first.wait_for("blocked_at");
+    let (report, _) = w.recover();
+    let blocked = &report["recovered"][0]["blocked"];
+    let holder = blocked["holder"].as_str().unwrap();
+    assert!(holder.ends_with("/recover"), "{report}");
+    assert!(
+        holder.contains(&format!(":{}:", ready["ready"])),
+        "{holder}"
+    );
+    first.sigkill();
+    // The killed recoverer's resend landed; the next one retries under the same key: deduped.
+    let (report, wall) = w.recover();
+    assert_fast(&report, wall);
+    assert_eq!(statuses(&report), ["COMMITTED_BY_RETRY"]);
+    assert_eq!(w.landed(), 1);
+    assert_eq!(w.apply_calls(), 2);
+    assert_receipts_valid(&w.journal);
+}
