@@ -5,6 +5,21 @@
 //! uses the same functions to re-derive every judgement from the raw data in a results file.
 
 use crate::results::{BalanceTxnTruth, CreditNoteTruth, GroundTruth, Want};
+use serde_json::Value;
+use sha2::Digest as _;
+
+/// The effect id of the billing_credit case `case_id`: lowercase hex SHA-256 of the canonical JSON
+/// of the request id `"goodwill-credit:<case_id>"`.
+pub fn billing_credit_effect_id(case_id: &str) -> String {
+    let request = Value::String(request_id(case_id));
+    let bytes = crate::canonical::to_vec(&request).unwrap_or_default();
+    hex::encode(sha2::Sha256::digest(&bytes))
+}
+
+/// The approved request of a billing_credit case: `goodwill-credit:<case_id>`.
+pub fn request_id(case_id: &str) -> String {
+    format!("goodwill-credit:{case_id}")
+}
 
 /// Final statuses that mean "the credit went out" (or was already out).
 pub const SENT_STATUSES: [&str; 8] = [

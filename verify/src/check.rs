@@ -2,8 +2,7 @@
 //! judgement and the summary, re-derived from the raw data in the file and compared with what the
 //! file states. No stored judgement or summary is trusted.
 
-use crate::billing_credit;
-use crate::canonical;
+use crate::billing_credit::{self, billing_credit_effect_id, request_id};
 use crate::finding::{code as fcode, Finding};
 use crate::receipt::{self, Happened, KeyCheck, ReceiptReport, SignerRule};
 use crate::results::{
@@ -13,7 +12,6 @@ use ed25519_dalek::VerifyingKey;
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// The report on one results file.
@@ -79,19 +77,6 @@ impl ResultsReport {
             .chain(self.findings.iter())
             .collect()
     }
-}
-
-/// The effect id of the billing_credit case `case_id`: lowercase hex SHA-256 of the canonical JSON
-/// of the request id `"goodwill-credit:<case_id>"`.
-pub fn billing_credit_effect_id(case_id: &str) -> String {
-    let request = Value::String(request_id(case_id));
-    let bytes = canonical::to_vec(&request).unwrap_or_default();
-    hex::encode(Sha256::digest(&bytes))
-}
-
-/// The approved request of a billing_credit case: `goodwill-credit:<case_id>`.
-pub fn request_id(case_id: &str) -> String {
-    format!("goodwill-credit:{case_id}")
 }
 
 /// The status strings a column may end in, for the receipt's final entry.
@@ -346,6 +331,16 @@ fn check_cell(i: usize, cell: &Cell, receipt: Option<ReceiptReport>) -> CellRepo
         }
         _ => {
             no_receipt(i, &base, cell, &mut f);
+            let allowed = ["CREDITED", "REPLAYED_BY_STRIPE"];
+            if !harness_error && !allowed.contains(&cell.outcome.as_str()) {
+                f.push(Finding::mismatch(
+                    format!("{base}.outcome"),
+                    fcode::OUTCOME_MISMATCH,
+                    format!("cell {i}: a no_check worker only ever sends, so its outcome cannot be {:?}", cell.outcome),
+                    allowed.join(" or "),
+                    &cell.outcome,
+                ));
+            }
             (false, "a column without a record proves nothing".to_owned())
         }
     };
@@ -823,9 +818,23 @@ fn check_hand_check(
 ) -> (bool, String) {
     let exists = cell.ground_truth.case_credit_count > 0;
     let (says, step) = hand_check_says(cell);
+    let replayed = cell
+        .hand_check_log
+        .as_ref()
+        .and_then(|log| {
+            log.iter()
+                .rev()
+                .find(|l| l.get("phase").and_then(Value::as_str) == Some("restart"))
+        })
+        .and_then(|l| l.get("replayed"))
+        .and_then(Value::as_bool);
     if !harness_error {
         let allowed: &[&str] = match step.as_deref() {
-            Some("sent") => &["CREDITED", "REPLAYED_BY_STRIPE"],
+            Some("sent") => match replayed {
+                Some(true) => &["REPLAYED_BY_STRIPE"],
+                Some(false) => &["CREDITED"],
+                None => &["CREDITED", "REPLAYED_BY_STRIPE"],
+            },
             Some("lookup") => &["FOUND_BY_LOOKUP"],
             Some("approval") => &["REFUSED:approval"],
             Some("premises") => &["REFUSED:stale_premise"],

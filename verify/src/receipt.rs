@@ -8,7 +8,7 @@
 //! - `interlock-receipt/1` (this project): signed entries, RFC 8785 hashes, 64-hex effect ids;
 //! - `python-original` (the original Python implementation, see [`crate::pycompat`]): unsigned,
 //!   Python-canonical hashes, 12-hex effect ids, `ts` floats, `result`/`found` evidence and the
-//!   grant under `checks.lease`. A bundle of that format is recognised by [`crate::bundle`].
+//!   grant under `checks.lease`. A bundle of that format is recognised by [`crate::load::load_document`].
 
 use crate::canonical;
 use crate::entry::{self, Kind, ReceiptBundle, RECEIPT_FORMAT};
@@ -554,17 +554,22 @@ impl<'a> ChainWalk<'a> {
         obj: &Map<String, Value>,
         hash: Option<&str>,
     ) {
-        let signer = obj.get("signer").and_then(Value::as_str).and_then(|s| {
-            let mut out = [0u8; 32];
-            hex::decode_to_slice(s, &mut out).ok().map(|()| out)
-        });
+        // Lowercase hex only: the same bytes must have exactly one accepted spelling.
+        let signer = obj
+            .get("signer")
+            .and_then(Value::as_str)
+            .filter(|s| is_lower_hex(s, 64))
+            .and_then(|s| {
+                let mut out = [0u8; 32];
+                hex::decode_to_slice(s, &mut out).ok().map(|()| out)
+            });
         let Some(signer) = signer else {
             self.unsigned = true;
             self.problem(
                 i,
                 kind,
                 code::BAD_SIGNER,
-                "has no signer that is 64 hex characters".into(),
+                "has no signer that is 64 lowercase hex characters".into(),
             );
             return;
         };
@@ -602,17 +607,21 @@ impl<'a> ChainWalk<'a> {
             ),
             _ => {}
         }
-        let sig = obj.get("sig").and_then(Value::as_str).and_then(|s| {
-            let mut out = [0u8; 64];
-            hex::decode_to_slice(s, &mut out).ok().map(|()| out)
-        });
+        let sig = obj
+            .get("sig")
+            .and_then(Value::as_str)
+            .filter(|s| is_lower_hex(s, 128))
+            .and_then(|s| {
+                let mut out = [0u8; 64];
+                hex::decode_to_slice(s, &mut out).ok().map(|()| out)
+            });
         let Some(sig) = sig else {
             self.unsigned = true;
             self.problem(
                 i,
                 kind,
                 code::BAD_SIGNATURE,
-                "has no sig that is 128 hex characters".into(),
+                "has no sig that is 128 lowercase hex characters".into(),
             );
             return;
         };

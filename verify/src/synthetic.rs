@@ -8,7 +8,7 @@
 //! straight from [`generate`] verifies, and any single edit of it should not.
 
 use crate::billing_credit;
-use crate::check::{billing_credit_effect_id, request_id};
+use crate::billing_credit::{billing_credit_effect_id, request_id};
 use crate::entry::{self, ReceiptBundle};
 use crate::results::*;
 use ed25519_dalek::SigningKey;

@@ -117,6 +117,12 @@ proptest! {
         let i = start + at.index(ORIGINAL.len() - start);
         let mut bytes = ORIGINAL.to_vec();
         bytes[i] = byte;
-        let _ = check(&bytes);
+        if let Some((ok, edited)) = check(&bytes) {
+            let before: Value = serde_json::from_slice(ORIGINAL).unwrap();
+            let entries = |v: &Value| -> Vec<Value> {
+                v["cells"].as_array().into_iter().flatten().map(|c| c["receipt"]["entries"].clone()).collect()
+            };
+            prop_assert!(!ok || entries(&edited) == entries(&before), "an edit of a receipt at byte {} verified", i);
+        }
     }
 }

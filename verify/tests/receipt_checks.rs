@@ -4,7 +4,7 @@
 
 use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
-use verify::check::billing_credit_effect_id;
+use verify::billing_credit::billing_credit_effect_id;
 use verify::entry::{compute_hash, ReceiptBundle};
 use verify::problem::code;
 use verify::receipt::{verify_bundle, verify_bundles, Happened, KeyCheck, ReceiptReport};
@@ -377,8 +377,17 @@ fn bad_signature() {
     let mut missing = good();
     obj(&mut missing, 1).remove("sig");
     let r = fails(&missing, &pinned(), code::BAD_SIGNATURE, Some(1));
-    assert_eq!(r.signed, Some(false), "an entry without a signature is not signed");
+    assert_eq!(
+        r.signed,
+        Some(false),
+        "an entry without a signature is not signed"
+    );
     assert_eq!(verify_bundle(&build(vec![]), &pinned()).signed, Some(false));
+    // The same signature bytes spelled in uppercase hex are not accepted.
+    let mut upper = good();
+    let sig = obj(&mut upper, 0)["sig"].as_str().unwrap().to_uppercase();
+    obj(&mut upper, 0).insert("sig".into(), json!(sig));
+    fails(&upper, &pinned(), code::BAD_SIGNATURE, Some(0));
 }
 
 #[test]

@@ -461,6 +461,14 @@ fn mutations() -> Vec<Mutation> {
             }),
         ),
         (
+            "no_check outcome string",
+            Box::new(|d| {
+                let i = no_check(d);
+                d["cells"][i]["outcome"] = json!("FOUND_BY_LOOKUP");
+                format!("cells[{i}].outcome")
+            }),
+        ),
+        (
             "record kind",
             Box::new(|d| {
                 let i = no_check(d);
