@@ -82,13 +82,17 @@ impl ResultsReport {
 /// The status strings a column may end in, for the receipt's final entry.
 fn outcomes_for_final(report: &ReceiptReport, final_refused_code: Option<&str>) -> Vec<String> {
     match report.final_kind.as_deref() {
-        Some("COMMITTED") => match report.via.as_deref() {
-            Some("send") => vec!["COMMITTED".into(), "DUPLICATE_IGNORED".into()],
-            Some("retry-idempotent") => vec!["COMMITTED_BY_RETRY".into()],
-            Some("recovery-query") | Some("failed-but-landed") => vec!["COMMITTED_ON_QUERY".into()],
-            Some("recovery-reapply") => vec!["REAPPLIED_AFTER_QUERY".into()],
-            _ => vec![],
-        },
+        Some("COMMITTED") => {
+            let by_via = match report.via.as_deref() {
+                Some("send") => "COMMITTED",
+                Some("retry-idempotent") => "COMMITTED_BY_RETRY",
+                Some("recovery-query") | Some("failed-but-landed") => "COMMITTED_ON_QUERY",
+                Some("recovery-reapply") => "REAPPLIED_AFTER_QUERY",
+                _ => return vec![],
+            };
+            // A later submit of an already committed effect answers DUPLICATE_IGNORED.
+            vec![by_via.into(), "DUPLICATE_IGNORED".into()]
+        }
         Some("REFUSED") => final_refused_code
             .map(|c| vec![format!("REFUSED:{c}")])
             .unwrap_or_default(),

@@ -7,9 +7,10 @@
 use crate::entry::{ReceiptBundle, RECEIPT_FORMAT};
 use crate::receipt::PYTHON_ORIGINAL_FORMAT;
 use crate::results::{ResultsFile, RESULTS_FORMAT};
-use serde::de::IgnoredAny;
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
+use std::collections::HashSet;
 
 /// Why a file could not be read as a document this verifier knows (exit code 2: could not check).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -58,14 +59,159 @@ pub enum Document {
     Results(Box<ResultsFile>),
 }
 
-/// The top-level keys that tell formats apart, read without building the document.
-#[derive(Deserialize)]
-struct Probe {
-    format: Option<String>,
-    scenario: Option<IgnoredAny>,
-    cells: Option<IgnoredAny>,
-    effect_id: Option<IgnoredAny>,
-    entries: Option<IgnoredAny>,
+/// What one pass over the whole document found at its top level.
+#[derive(Default)]
+struct TopLevel {
+    is_object: bool,
+    /// `Some(Ok(s))` for a string `format`, `Some(Err(json))` for any other value.
+    format: Option<Result<String, String>>,
+    scenario: bool,
+    cells: bool,
+    effect_id: bool,
+    entries: bool,
+}
+
+/// Objects with more members than this are checked for duplicate keys with a hash set.
+const LINEAR_KEY_CHECK: usize = 32;
+
+/// One pass over the document that refuses duplicate object keys anywhere (a hashed entry with
+/// two `amount` keys would mean different things to different readers) and records the top-level
+/// keys that tell formats apart. Only the top level (`top` is `Some`) records anything.
+struct Scan<'a> {
+    top: Option<&'a mut TopLevel>,
+}
+
+/// An object key, borrowed from the input when it has no escapes.
+struct Key<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Scan<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Scan<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Scan { top: None })?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut top = self.top;
+        if let Some(t) = top.as_deref_mut() {
+            t.is_object = true;
+        }
+        let mut few: Vec<std::borrow::Cow<'de, str>> = Vec::new();
+        let mut many: HashSet<std::borrow::Cow<'de, str>> = HashSet::new();
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let seen = if few.len() < LINEAR_KEY_CHECK {
+                few.contains(&key)
+            } else {
+                if many.is_empty() {
+                    many.extend(few.iter().cloned());
+                }
+                many.contains(&key)
+            };
+            if seen {
+                return Err(de::Error::custom(format!(
+                    "duplicate key {key:?} in one object"
+                )));
+            }
+            match top.as_deref_mut() {
+                Some(t) if key == "format" => {
+                    let v: Value = map.next_value()?;
+                    t.format = Some(match v {
+                        Value::String(s) => Ok(s),
+                        other => Err(other.to_string()),
+                    });
+                }
+                Some(t) => {
+                    match key.as_ref() {
+                        "scenario" => t.scenario = true,
+                        "cells" => t.cells = true,
+                        "effect_id" => t.effect_id = true,
+                        "entries" => t.entries = true,
+                        _ => {}
+                    }
+                    map.next_value_seed(Scan { top: None })?;
+                }
+                None => map.next_value_seed(Scan { top: None })?,
+            }
+            if few.len() < LINEAR_KEY_CHECK {
+                few.push(key);
+            } else {
+                many.insert(key);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Scan the whole document once: syntax, duplicate keys (with their JSON path), top-level keys.
+fn scan(text: &str) -> Result<TopLevel, LoadError> {
+    let mut top = TopLevel::default();
+    let mut de = serde_json::Deserializer::from_str(text);
+    let mut track = serde_path_to_error::Track::new();
+    let result = Scan {
+        top: Some(&mut top),
+    }
+    .deserialize(serde_path_to_error::Deserializer::new(&mut de, &mut track));
+    match result {
+        Ok(()) => {}
+        Err(e) if e.is_syntax() || e.is_eof() => return Err(syntax(&e)),
+        Err(e) => {
+            return Err(LoadError::Shape {
+                path: track.path().to_string(),
+                message: e.to_string(),
+            })
+        }
+    }
+    de.end().map_err(|e| syntax(&e))?;
+    Ok(top)
 }
 
 fn text(bytes: &[u8]) -> Result<&str, LoadError> {
@@ -103,33 +249,32 @@ fn typed<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, LoadError> {
 /// Detect what a file is and read it.
 pub fn load_document(bytes: &[u8]) -> Result<Document, LoadError> {
     let text = text(bytes)?;
-    let probe: Probe = match serde_json::from_str(text) {
-        Ok(p) => p,
-        Err(e) if e.is_data() => {
-            // Valid JSON, but not an object or `format` is not a string: name it.
-            let value: Value = serde_json::from_str(text).map_err(|e| syntax(&e))?;
-            return Err(match value.get("format") {
-                Some(f) => LoadError::Shape {
-                    path: "format".into(),
-                    message: format!("expected a string, found {f}"),
-                },
-                None => LoadError::UnknownFormat {
-                    found: "a JSON value that is not an object".into(),
-                },
-            });
+    let top = scan(text)?;
+    if !top.is_object {
+        return Err(LoadError::UnknownFormat {
+            found: "a JSON value that is not an object".into(),
+        });
+    }
+    let format = match top.format {
+        None => None,
+        Some(Ok(f)) => Some(f),
+        Some(Err(found)) => {
+            return Err(LoadError::Shape {
+                path: "format".into(),
+                message: format!("expected a string, found {found}"),
+            })
         }
-        Err(e) => return Err(syntax(&e)),
     };
-    match probe.format.as_deref() {
+    match format.as_deref() {
         Some(RESULTS_FORMAT) => typed::<ResultsFile>(text).map(|f| Document::Results(Box::new(f))),
         Some(RECEIPT_FORMAT) => typed::<ReceiptBundle>(text).map(Document::Receipt),
         Some(other) => Err(LoadError::UnknownFormat {
             found: format!("format {other:?} (known: {RESULTS_FORMAT}, {RECEIPT_FORMAT})"),
         }),
-        None if probe.scenario.is_some() && probe.cells.is_some() => {
+        None if top.scenario && top.cells => {
             serde_json::from_str(text).map(Document::OriginalResults).map_err(|e| syntax(&e))
         }
-        None if probe.effect_id.is_some() && probe.entries.is_some() => {
+        None if top.effect_id && top.entries => {
             let value: Value = serde_json::from_str(text).map_err(|e| syntax(&e))?;
             original_bundle(&value).map(Document::Receipt).ok_or(LoadError::Shape {
                 path: "entries".into(),

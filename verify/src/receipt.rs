@@ -21,6 +21,7 @@ use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 /// The `format` a [`ReceiptReport`] names for a bundle of the original Python implementation.
 pub const PYTHON_ORIGINAL_FORMAT: &str = "python-original";
@@ -190,9 +191,48 @@ pub(crate) fn verify_with_rule(
     bundles: &[&ReceiptBundle],
     rule: &SignerRule,
 ) -> Vec<ReceiptReport> {
-    let mut prepared: Vec<Prepared> = bundles.par_iter().map(|b| prepare(b, rule)).collect();
+    // Each distinct signer is decoded and vetted once for the whole run.
+    let vetted: Mutex<HashMap<[u8; 32], Option<VerifyingKey>>> = Mutex::new(HashMap::new());
+    // Receipts go through in groups of about one signature batch: each group is checked and its
+    // signatures batch-verified while its entries are still in cache, groups spread over threads.
+    bundles
+        .par_chunks(RECEIPTS_PER_GROUP)
+        .flat_map_iter(|group| verify_group(group, rule, &vetted))
+        .collect()
+}
 
-    // One key table for all receipts: each distinct signer is decoded and vetted once.
+/// Receipts per group: about [`signatures::BATCH_SIZE`] signatures of 4-entry receipts.
+const RECEIPTS_PER_GROUP: usize = signatures::BATCH_SIZE / 4;
+
+fn vet(
+    vetted: &Mutex<HashMap<[u8; 32], Option<VerifyingKey>>>,
+    signer: &[u8; 32],
+) -> Option<VerifyingKey> {
+    // A poisoned lock only means another thread panicked; the map itself is still valid.
+    let cached = vetted
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(signer)
+        .copied();
+    if let Some(known) = cached {
+        return known;
+    }
+    let key = VerifyingKey::from_bytes(signer)
+        .ok()
+        .filter(signatures::key_is_acceptable);
+    vetted
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(*signer, key);
+    key
+}
+
+fn verify_group(
+    group: &[&ReceiptBundle],
+    rule: &SignerRule,
+    vetted: &Mutex<HashMap<[u8; 32], Option<VerifyingKey>>>,
+) -> Vec<ReceiptReport> {
+    let mut prepared: Vec<Prepared> = group.iter().map(|b| prepare(b, rule)).collect();
     let mut table: Vec<VerifyingKey> = Vec::new();
     let mut index: HashMap<[u8; 32], Option<usize>> = HashMap::new();
     let pending_total: usize = prepared.iter().map(|p| p.pending.len()).sum();
@@ -202,13 +242,10 @@ pub(crate) fn verify_with_rule(
         let pending = std::mem::take(&mut p.pending);
         for s in pending {
             let slot = *index.entry(s.signer).or_insert_with(|| {
-                match VerifyingKey::from_bytes(&s.signer) {
-                    Ok(k) if signatures::key_is_acceptable(&k) => {
-                        table.push(k);
-                        Some(table.len() - 1)
-                    }
-                    _ => None,
-                }
+                vet(vetted, &s.signer).map(|k| {
+                    table.push(k);
+                    table.len() - 1
+                })
             });
             match slot {
                 Some(key) => {
@@ -237,7 +274,7 @@ pub(crate) fn verify_with_rule(
             }
         }
     }
-    let results = signatures::verify_all(&jobs, &table);
+    let results = signatures::verify_sequential(&jobs, &table);
     for ((r, e), ok) in owners.into_iter().zip(results) {
         if !ok {
             if let Some(p) = prepared.get_mut(r) {

@@ -51,6 +51,13 @@ pub fn verify_all(jobs: &[SigJob], keys: &[VerifyingKey]) -> Vec<bool> {
         .collect()
 }
 
+/// Check every job on the calling thread, in batches; `result[i]` tells whether job `i` holds.
+pub fn verify_sequential(jobs: &[SigJob], keys: &[VerifyingKey]) -> Vec<bool> {
+    jobs.chunks(BATCH_SIZE)
+        .flat_map(|chunk| verify_chunk(chunk, keys))
+        .collect()
+}
+
 fn verify_chunk(chunk: &[SigJob], keys: &[VerifyingKey]) -> Vec<bool> {
     let mut chunk_keys: Vec<VerifyingKey> = Vec::with_capacity(chunk.len());
     let mut batchable = true;

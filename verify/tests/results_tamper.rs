@@ -695,6 +695,34 @@ fn malformed_files_exit_2_without_panic() {
 }
 
 #[test]
+fn duplicate_keys_are_refused_with_their_path() {
+    let dir = tempfile::tempdir().unwrap();
+    for (_, d) in bases() {
+        let i = cells(&d)
+            .iter()
+            .position(|c| c["receipt"].is_object())
+            .unwrap();
+        let text = serde_json::to_string(&d).unwrap();
+        // A second `kind` inside the first entry of that cell's receipt.
+        let entry = serde_json::to_string(&d["cells"][i]["receipt"]["entries"][0]).unwrap();
+        let forged = entry.replacen('{', "{\"kind\":\"COMMITTED\",", 1);
+        let bytes = text.replacen(&entry, &forged, 1).into_bytes();
+        let err = load_document(&bytes).unwrap_err();
+        assert!(
+            matches!(&err, LoadError::Shape { path, message }
+                if path == &format!("cells[{i}].receipt.entries[0]") && message.contains("duplicate key")),
+            "{err}"
+        );
+        let out = bin().arg(write(&dir, "dup.json", &bytes)).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+    }
+    assert!(matches!(
+        load_document(br#"{"format": "interlock-receipt/1", "format": "interlock-receipt/1"}"#),
+        Err(LoadError::Shape { .. })
+    ));
+}
+
+#[test]
 fn results_and_receipts_are_detected() {
     let d = base();
     let bytes = serde_json::to_vec(&d).unwrap();
