@@ -375,3 +375,65 @@ fn ctrl_c_kills_workers_and_writes_nothing() {
         "the run's temp dir (and its key) must be gone: {left:?}"
     );
 }
+
+/// The whole chain on fresh output: the runner writes results and renders the site itself, the
+/// verifier (pinned to the signer the run published) accepts the file, and every receipt page the
+/// site rendered belongs to a receipt in the file.
+#[test]
+fn a_run_renders_a_site_from_results_that_verify_with_the_key_pinned() {
+    let out = tempfile::tempdir().unwrap();
+    let site_dir = out.path().join("public");
+    let output = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args([
+            "--scenario",
+            "billing_credit",
+            "--seed",
+            "11",
+            "--cells",
+            "after_send:billing_credit:*",
+        ])
+        .arg("--out")
+        .arg(out.path())
+        .arg("--site-out")
+        .arg(&site_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "runner failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let index = site_dir.join("index.html");
+    assert!(
+        stdout.contains(&index.display().to_string()),
+        "the runner prints the index path: {stdout}"
+    );
+
+    let bytes = std::fs::read(out.path().join("billing_credit.json")).unwrap();
+    let file = verify::load::load_results(&bytes).unwrap();
+    let key_bytes: [u8; 32] = hex::decode(&file.environment.signer)
+        .unwrap()
+        .try_into()
+        .unwrap();
+    let key = ed25519_dalek::VerifyingKey::from_bytes(&key_bytes).unwrap();
+    let report = verify::check::verify_results(&file, &verify::receipt::KeyCheck::Pinned(key));
+    assert!(report.ok, "{:?}", report.first_findings());
+
+    // This row is outside the reference six: the gate finds the credit that landed before billing's
+    // credit note and commits on the lookup even though the premise moved.
+    let interlock = cell(&file, "after_send", "billing_credit", "interlock");
+    assert_eq!(interlock.outcome, "COMMITTED_ON_QUERY");
+    assert!(interlock.invariant_held && interlock.proof);
+
+    let effect = interlock.effect_id.as_deref().unwrap();
+    let page = site_dir
+        .join("billing_credit")
+        .join("receipts")
+        .join(format!("{effect}.html"));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains(effect));
+    assert!(std::fs::read_to_string(&index)
+        .unwrap()
+        .contains("billing_credit"));
+}
