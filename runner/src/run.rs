@@ -80,6 +80,8 @@ pub struct RunOutcome {
     pub verified: bool,
 }
 
+/// The commit of the code that ran, with `-dirty` appended when tracked files differ from it (as
+/// `git describe --dirty` marks it), so a published run never claims a commit it did not run.
 fn git_commit() -> Option<String> {
     let dirs = [
         std::env::current_dir().ok(),
@@ -94,7 +96,14 @@ fn git_commit() -> Option<String> {
         if let Ok(out) = out {
             let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
             if out.status.success() && text.len() == 40 {
-                return Some(text);
+                let dirty = std::process::Command::new("git")
+                    .args(["status", "--porcelain", "--untracked-files=no"])
+                    .current_dir(&dir)
+                    .stderr(std::process::Stdio::null())
+                    .output()
+                    .map(|o| !o.status.success() || !o.stdout.is_empty())
+                    .unwrap_or(true);
+                return Some(if dirty { format!("{text}-dirty") } else { text });
             }
         }
     }
