@@ -376,9 +376,10 @@ fn ctrl_c_kills_workers_and_writes_nothing() {
     );
 }
 
-/// The whole chain on fresh output: the runner writes results and renders the site itself, the
-/// verifier (pinned to the signer the run published) accepts the file, and every receipt page the
-/// site rendered belongs to a receipt in the file.
+/// The whole chain on fresh output of every crash point x outage x column (the reference rows and
+/// the two the reference page did not run): the runner writes results and renders the site itself,
+/// the verifier (pinned to the signer the run published) accepts the file, the Verdict's checked
+/// claims hold on this data, and the receipt pages the site rendered belong to the file.
 #[test]
 fn a_run_renders_a_site_from_results_that_verify_with_the_key_pinned() {
     let out = tempfile::tempdir().unwrap();
@@ -390,7 +391,7 @@ fn a_run_renders_a_site_from_results_that_verify_with_the_key_pinned() {
             "--seed",
             "11",
             "--cells",
-            "after_send:billing_credit:*",
+            "*:*:*",
         ])
         .arg("--out")
         .arg(out.path())
@@ -436,4 +437,10 @@ fn a_run_renders_a_site_from_results_that_verify_with_the_key_pinned() {
     assert!(std::fs::read_to_string(&index)
         .unwrap()
         .contains("billing_credit"));
+    let report =
+        std::fs::read_to_string(site_dir.join("billing_credit").join("index.html")).unwrap();
+    assert!(
+        report.contains("Where interlock is better"),
+        "the Verdict is rendered in full for the whole matrix"
+    );
 }
