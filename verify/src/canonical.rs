@@ -94,16 +94,42 @@ fn write_value(out: &mut String, value: &Value) -> Result<(), CanonicalError> {
     Ok(())
 }
 
+/// Objects with at most this many members are sorted in a stack array (no allocation).
+const STACK_MEMBERS: usize = 24;
+
 fn write_object(
     out: &mut String,
     map: &serde_json::Map<String, Value>,
     skip: &[&str],
 ) -> Result<(), CanonicalError> {
-    let mut members: Vec<(&String, &Value)> = Vec::with_capacity(map.len());
-    members.extend(map.iter().filter(|(k, _)| !skip.contains(&k.as_str())));
+    if map.len() <= STACK_MEMBERS {
+        const NULL: Value = Value::Null;
+        let mut members: [(&str, &Value); STACK_MEMBERS] = [("", &NULL); STACK_MEMBERS];
+        let mut n = 0;
+        for (k, v) in map {
+            if !skip.contains(&k.as_str()) {
+                members[n] = (k.as_str(), v);
+                n += 1;
+            }
+        }
+        write_members(out, &mut members[..n])
+    } else {
+        let mut members: Vec<(&str, &Value)> = Vec::with_capacity(map.len());
+        members.extend(
+            map.iter()
+                .filter(|(k, _)| !skip.contains(&k.as_str()))
+                .map(|(k, v)| (k.as_str(), v)),
+        );
+        write_members(out, &mut members)
+    }
+}
+
+/// Sort `members` by key (UTF-16 order) and write them as an object.
+fn write_members(out: &mut String, members: &mut [(&str, &Value)]) -> Result<(), CanonicalError> {
+    // Keys of a JSON object are distinct, so an unstable sort is deterministic.
     members.sort_unstable_by(|a, b| cmp_utf16(a.0, b.0));
     out.push('{');
-    for (i, (key, item)) in members.into_iter().enumerate() {
+    for (i, (key, item)) in members.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
@@ -158,7 +184,11 @@ pub fn cmp_utf16(a: &str, b: &str) -> Ordering {
 
 fn write_string(out: &mut String, s: &str) {
     out.push('"');
-    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+    // Without early exit, so the compiler can check many bytes at once.
+    let plain = s
+        .bytes()
+        .fold(true, |ok, b| ok & (b >= 0x20) & (b != b'"') & (b != b'\\'));
+    if plain {
         out.push_str(s);
         out.push('"');
         return;

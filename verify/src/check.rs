@@ -147,35 +147,21 @@ pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
         SignerRule::FromRecord => file.environment.signer.clone(),
     };
 
-    let with_receipt: Vec<usize> = (0..file.cells.len())
-        .filter(|i| file.cells.get(*i).is_some_and(|c| c.receipt.is_some()))
-        .collect();
-    let bundles: Vec<&crate::entry::ReceiptBundle> = file
-        .cells
-        .iter()
-        .filter_map(|c| c.receipt.as_ref())
-        .collect();
-    let mut reports: Vec<Option<ReceiptReport>> = vec![None; file.cells.len()];
-    for (i, r) in with_receipt
-        .iter()
-        .zip(receipt::verify_with_rule(&bundles, &rule))
-    {
-        if let Some(slot) = reports.get_mut(*i) {
-            *slot = Some(r);
-        }
-    }
-
-    check_structure(file, &mut findings);
-    let cell_reports: Vec<CellReport> = file
-        .cells
-        .par_iter()
-        .zip(reports)
-        .enumerate()
-        .map(|(i, (cell, r))| check_cell(i, cell, r))
-        .collect();
+    let vetted = receipt::Vetted::default();
+    // The file's structure is checked alongside the cells (it needs no receipt report).
+    let (mut structure, cell_reports) = rayon::join(
+        || {
+            let mut structure = Vec::new();
+            check_structure(file, &mut structure);
+            structure
+        },
+        || check_cells(file, &rule, &vetted),
+    );
+    findings.append(&mut structure);
+    let receipts = file.cells.iter().filter(|c| c.receipt.is_some()).count();
     check_summary(file, &cell_reports, &mut findings);
 
-    let signed = !bundles.is_empty()
+    let signed = receipts > 0
         && cell_reports
             .iter()
             .filter_map(|c| c.receipt.as_ref())
@@ -185,7 +171,7 @@ pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
         format: file.format.clone(),
         scenario: file.scenario.clone(),
         cells: file.cells.len(),
-        receipts: bundles.len(),
+        receipts,
         signed,
         key: key_label.to_owned(),
         signer,
@@ -194,6 +180,53 @@ pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
         findings,
     }
 }
+
+/// Every cell's report, in file order: its receipt verified and its claims checked.
+///
+/// Cells go through in groups holding about one signature batch of receipts: each group's receipts
+/// are verified and then its cells checked in the same task, while their data is still in cache;
+/// groups are spread over threads.
+fn check_cells(file: &ResultsFile, rule: &SignerRule, vetted: &receipt::Vetted) -> Vec<CellReport> {
+    cell_groups(&file.cells)
+        .into_par_iter()
+        .flat_map_iter(|range| {
+            let start = range.start;
+            let cells = file.cells.get(range).unwrap_or_default();
+            let bundles: Vec<&crate::entry::ReceiptBundle> =
+                cells.iter().filter_map(|c| c.receipt.as_ref()).collect();
+            let mut reports = receipt::verify_group(&bundles, rule, vetted).into_iter();
+            cells
+                .iter()
+                .enumerate()
+                .map(|(k, cell)| {
+                    let report = cell.receipt.as_ref().and_then(|_| reports.next());
+                    check_cell(start + k, cell, report)
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Consecutive runs of cells, each holding at most [`receipt::RECEIPTS_PER_GROUP`] receipts and
+/// at most [`CELLS_PER_GROUP`] cells; together they cover every cell once, in order.
+fn cell_groups(cells: &[Cell]) -> Vec<std::ops::Range<usize>> {
+    let mut groups = Vec::with_capacity(cells.len() / receipt::RECEIPTS_PER_GROUP + 1);
+    let (mut start, mut receipts) = (0, 0);
+    for (i, c) in cells.iter().enumerate() {
+        receipts += usize::from(c.receipt.is_some());
+        if receipts == receipt::RECEIPTS_PER_GROUP || i + 1 - start == CELLS_PER_GROUP {
+            groups.push(start..i + 1);
+            (start, receipts) = (i + 1, 0);
+        }
+    }
+    if start < cells.len() {
+        groups.push(start..cells.len());
+    }
+    groups
+}
+
+/// Most cells in one group of [`cell_groups`] (bounds the work of a group without receipts).
+const CELLS_PER_GROUP: usize = 4 * receipt::RECEIPTS_PER_GROUP;
 
 fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
     let rows: HashSet<(&str, &str)> = file
@@ -968,5 +1001,41 @@ fn check_summary(file: &ResultsFile, cells: &[CellReport], findings: &mut Vec<Fi
                 ));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic::{generate, Spec};
+
+    #[test]
+    fn cell_groups_cover_every_cell_once_in_order_within_the_limits() {
+        for columns in [
+            vec!["interlock"],
+            vec!["no_check"],
+            vec!["no_check", "hand_check", "interlock"],
+        ] {
+            let spec = Spec {
+                seed: 1,
+                repeats: 60,
+                columns: columns.iter().map(|c| (*c).to_owned()).collect(),
+            };
+            let cells = generate(&spec).cells;
+            let groups = cell_groups(&cells);
+            let mut next = 0;
+            for g in &groups {
+                assert_eq!(g.start, next);
+                assert!(g.end > g.start && g.end - g.start <= CELLS_PER_GROUP);
+                let receipts = cells[g.clone()]
+                    .iter()
+                    .filter(|c| c.receipt.is_some())
+                    .count();
+                assert!(receipts <= receipt::RECEIPTS_PER_GROUP);
+                next = g.end;
+            }
+            assert_eq!(next, cells.len());
+        }
+        assert!(cell_groups(&[]).is_empty());
     }
 }

@@ -81,6 +81,12 @@ impl std::fmt::Display for Kind {
 
 /// The hex SHA-256 of the canonical JSON of `entry` without its `hash` and `sig` fields.
 pub fn compute_hash(entry: &Map<String, Value>) -> Result<String, CanonicalError> {
+    compute_digest(entry).map(|d| lower_hex(&d))
+}
+
+/// The SHA-256 of the canonical JSON of `entry` without its `hash` and `sig` fields
+/// ([`compute_hash`] before hex encoding).
+pub fn compute_digest(entry: &Map<String, Value>) -> Result<[u8; 32], CanonicalError> {
     thread_local! {
         static BUFFER: std::cell::RefCell<String> = std::cell::RefCell::new(String::with_capacity(4096));
     }
@@ -88,8 +94,53 @@ pub fn compute_hash(entry: &Map<String, Value>) -> Result<String, CanonicalError
         let mut text = buffer.borrow_mut();
         text.clear();
         canonical::write_object_without(&mut text, entry, &UNHASHED_FIELDS)?;
-        Ok(lower_hex(&Sha256::digest(text.as_bytes())))
+        Ok(Sha256::digest(text.as_bytes()).into())
     })
+}
+
+/// Whether `hex` is exactly the lowercase hex spelling of `bytes` (what [`lower_hex`] writes).
+pub fn is_lower_hex_of(hex: &str, bytes: &[u8]) -> bool {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let hex = hex.as_bytes();
+    hex.len() == bytes.len() * 2
+        && bytes
+            .iter()
+            .zip(hex.chunks_exact(2))
+            .all(|(b, pair)| pair == [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 0x0f)]])
+}
+
+/// Decode exactly `2 * N` lowercase hex characters into `N` bytes; `None` for any other text
+/// (uppercase included: the same bytes must have exactly one accepted spelling).
+pub fn decode_lower_hex<const N: usize>(hex: &str) -> Option<[u8; N]> {
+    /// The value of each lowercase hex digit; 0xff for every other byte.
+    const NIBBLE: [u8; 256] = {
+        let mut t = [0xffu8; 256];
+        let mut c = 0;
+        while c < 10 {
+            t[b'0' as usize + c] = c as u8;
+            c += 1;
+        }
+        let mut c = 0;
+        while c < 6 {
+            t[b'a' as usize + c] = 10 + c as u8;
+            c += 1;
+        }
+        t
+    };
+    let hex = hex.as_bytes();
+    if hex.len() != 2 * N {
+        return None;
+    }
+    let mut out = [0u8; N];
+    // No branch per digit (hex digits are random, so branches would mispredict): invalid digits
+    // are collected in `bad` and refused once at the end.
+    let mut bad = 0u8;
+    for (o, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
+        let (hi, lo) = (NIBBLE[usize::from(pair[0])], NIBBLE[usize::from(pair[1])]);
+        bad |= hi | lo;
+        *o = (hi << 4) | (lo & 0x0f);
+    }
+    (bad & 0xf0 == 0).then_some(out)
 }
 
 /// Lowercase hex of `bytes` (the same as `hex::encode`, without per-character iteration).
@@ -178,6 +229,24 @@ mod tests {
         // Changing any covered field changes the hash.
         e.insert("ts_ms".into(), json!(2));
         assert_ne!(compute_hash(&e).unwrap(), hash);
+    }
+
+    #[test]
+    fn hex_helpers_agree_with_the_hex_crate() {
+        let bytes: Vec<u8> = (0..=255u8).collect();
+        let spelled = hex::encode(&bytes);
+        assert_eq!(lower_hex(&bytes), spelled);
+        assert!(is_lower_hex_of(&spelled, &bytes));
+        assert!(!is_lower_hex_of(&spelled.to_uppercase(), &bytes));
+        assert!(!is_lower_hex_of(&spelled[2..], &bytes));
+        let four = &spelled[..8];
+        assert_eq!(decode_lower_hex::<4>(four), Some([0, 1, 2, 3]));
+        assert_eq!(decode_lower_hex::<4>("0001020F"), None);
+        assert_eq!(decode_lower_hex::<4>("000102"), None);
+        assert_eq!(decode_lower_hex::<4>("0001020g"), None);
+        assert_eq!(decode_lower_hex::<4>("000102030"), None);
+        let all: [u8; 256] = decode_lower_hex(&spelled).unwrap();
+        assert_eq!(all.to_vec(), bytes);
     }
 
     #[test]

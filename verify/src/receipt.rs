@@ -14,7 +14,7 @@ use crate::canonical;
 use crate::entry::{self, Kind, ReceiptBundle, RECEIPT_FORMAT};
 use crate::problem::{code, Problem};
 use crate::pycompat;
-use crate::signatures::{self, SigJob};
+use crate::signatures;
 use ed25519_dalek::{Signature, VerifyingKey};
 use rayon::prelude::*;
 use serde::{Serialize, Serializer};
@@ -192,7 +192,7 @@ pub(crate) fn verify_with_rule(
     rule: &SignerRule,
 ) -> Vec<ReceiptReport> {
     // Each distinct signer is decoded and vetted once for the whole run.
-    let vetted: Mutex<HashMap<[u8; 32], Option<VerifyingKey>>> = Mutex::new(HashMap::new());
+    let vetted = Vetted::default();
     // Receipts go through in groups of about one signature batch: each group is checked and its
     // signatures batch-verified while its entries are still in cache, groups spread over threads.
     bundles
@@ -202,12 +202,12 @@ pub(crate) fn verify_with_rule(
 }
 
 /// Receipts per group: about [`signatures::BATCH_SIZE`] signatures of 4-entry receipts.
-const RECEIPTS_PER_GROUP: usize = signatures::BATCH_SIZE / 4;
+pub(crate) const RECEIPTS_PER_GROUP: usize = signatures::BATCH_SIZE / 4;
 
-fn vet(
-    vetted: &Mutex<HashMap<[u8; 32], Option<VerifyingKey>>>,
-    signer: &[u8; 32],
-) -> Option<VerifyingKey> {
+/// Each distinct signer, decoded and vetted once per run (`None`: not an acceptable key).
+pub(crate) type Vetted = Mutex<HashMap<[u8; 32], Option<VerifyingKey>>>;
+
+fn vet(vetted: &Vetted, signer: &[u8; 32]) -> Option<VerifyingKey> {
     // A poisoned lock only means another thread panicked; the map itself is still valid.
     let cached = vetted
         .lock()
@@ -227,33 +227,57 @@ fn vet(
     key
 }
 
-fn verify_group(
+/// Verify one group of receipts on the calling thread: every check, then all their signatures in
+/// shared batches. `result[i]` is the report of `group[i]`.
+pub(crate) fn verify_group(
     group: &[&ReceiptBundle],
     rule: &SignerRule,
-    vetted: &Mutex<HashMap<[u8; 32], Option<VerifyingKey>>>,
+    vetted: &Vetted,
 ) -> Vec<ReceiptReport> {
-    let mut prepared: Vec<Prepared> = group.iter().map(|b| prepare(b, rule)).collect();
+    // Read the whole group once up front: the loads of different entries do not wait on each
+    // other, so the cache misses overlap, and the checks below run on cached data.
+    std::hint::black_box(
+        group
+            .iter()
+            .flat_map(|b| &b.entries)
+            .fold(0usize, |acc, e| acc.wrapping_add(touch(e))),
+    );
+    let mut prepared: Vec<Prepared<'_>> = group.iter().map(|b| prepare(b, rule)).collect();
+    let pending_total: usize = prepared.iter().map(|p| p.pending.len()).sum();
+    // Every signed message of the group, back to back in one buffer: `context + stored hash`.
+    let mut text: Vec<u8> = Vec::with_capacity(pending_total * (entry::SIGNING_CONTEXT.len() + 64));
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(pending_total);
+    let mut signatures: Vec<Signature> = Vec::with_capacity(pending_total);
+    let mut key_of: Vec<usize> = Vec::with_capacity(pending_total);
+    let mut owners: Vec<(usize, usize)> = Vec::with_capacity(pending_total);
     let mut table: Vec<VerifyingKey> = Vec::new();
     let mut index: HashMap<[u8; 32], Option<usize>> = HashMap::new();
-    let pending_total: usize = prepared.iter().map(|p| p.pending.len()).sum();
-    let mut jobs: Vec<SigJob> = Vec::with_capacity(pending_total);
-    let mut owners: Vec<(usize, usize)> = Vec::with_capacity(pending_total);
+    // Nearly every entry has the same signer as the one before: skip the map for it.
+    let mut last: Option<([u8; 32], Option<usize>)> = None;
     for (r, p) in prepared.iter_mut().enumerate() {
         let pending = std::mem::take(&mut p.pending);
         for s in pending {
-            let slot = *index.entry(s.signer).or_insert_with(|| {
-                vet(vetted, &s.signer).map(|k| {
-                    table.push(k);
-                    table.len() - 1
-                })
-            });
+            let slot = match last {
+                Some((signer, slot)) if signer == s.signer => slot,
+                _ => {
+                    let slot = *index.entry(s.signer).or_insert_with(|| {
+                        vet(vetted, &s.signer).map(|k| {
+                            table.push(k);
+                            table.len() - 1
+                        })
+                    });
+                    last = Some((s.signer, slot));
+                    slot
+                }
+            };
             match slot {
                 Some(key) => {
-                    jobs.push(SigJob {
-                        message: s.message,
-                        signature: s.signature,
-                        key,
-                    });
+                    let from = text.len();
+                    text.extend_from_slice(entry::SIGNING_CONTEXT.as_bytes());
+                    text.extend_from_slice(s.hash.as_bytes());
+                    spans.push((from, text.len()));
+                    signatures.push(s.signature);
+                    key_of.push(key);
                     owners.push((r, s.entry));
                 }
                 None => {
@@ -274,7 +298,11 @@ fn verify_group(
             }
         }
     }
-    let results = signatures::verify_sequential(&jobs, &table);
+    let messages: Vec<&[u8]> = spans
+        .iter()
+        .map(|&(from, to)| text.get(from..to).unwrap_or_default())
+        .collect();
+    let results = signatures::verify_batch_sequential(&messages, &signatures, &key_of, &table);
     for ((r, e), ok) in owners.into_iter().zip(results) {
         if !ok {
             if let Some(p) = prepared.get_mut(r) {
@@ -293,22 +321,37 @@ fn verify_group(
     prepared.into_iter().map(Prepared::finish).collect()
 }
 
+/// Read every node of `v` (a prefetch in safe code; the sum means nothing).
+fn touch(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.len() ^ usize::from(s.as_bytes().first().copied().unwrap_or(0)),
+        Value::Array(a) => a.iter().map(touch).fold(0, usize::wrapping_add),
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| usize::from(k.as_bytes().first().copied().unwrap_or(0)) ^ touch(v))
+            .fold(0, usize::wrapping_add),
+        _ => 1,
+    }
+}
+
 /// A receipt checked in everything but its signatures, which wait in `pending`.
-struct Prepared {
+struct Prepared<'a> {
     report: ReceiptReport,
-    pending: Vec<PendingSig>,
+    pending: Vec<PendingSig<'a>>,
     signed_format: bool,
     sig_failed: bool,
 }
 
-struct PendingSig {
+/// A signature to check: the entry's signer and signature, over `SIGNING_CONTEXT + hash` where
+/// `hash` is the entry's stored `hash` text.
+struct PendingSig<'a> {
     entry: usize,
     signer: [u8; 32],
-    message: Vec<u8>,
+    hash: &'a str,
     signature: Signature,
 }
 
-impl Prepared {
+impl Prepared<'_> {
     fn finish(mut self) -> ReceiptReport {
         if self.signed_format {
             self.report.signed = Some(!self.sig_failed);
@@ -356,7 +399,7 @@ fn is_lower_hex(s: &str, len: usize) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
-fn prepare(bundle: &ReceiptBundle, rule: &SignerRule) -> Prepared {
+fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
     let format = if bundle.format == RECEIPT_FORMAT {
         Some(Format::Current)
     } else if bundle.format == PYTHON_ORIGINAL_FORMAT {
@@ -370,7 +413,7 @@ fn prepare(bundle: &ReceiptBundle, rule: &SignerRule) -> Prepared {
         _ => "none",
     };
     let mut report = empty_report(bundle, key_label);
-    let eid = bundle.effect_id.clone();
+    let eid = bundle.effect_id.as_str();
     let Some(format) = format else {
         report.problems.push(Problem::receipt(
             code::UNKNOWN_FORMAT,
@@ -390,7 +433,7 @@ fn prepare(bundle: &ReceiptBundle, rule: &SignerRule) -> Prepared {
         Format::Current => 64,
         Format::Original => pycompat::ORIGINAL_EFFECT_ID_LEN,
     };
-    if !is_lower_hex(&eid, id_len) {
+    if !is_lower_hex(eid, id_len) {
         report.problems.push(Problem::receipt(
             code::BAD_EFFECT_ID,
             format!("effect {eid}: the effect id is not {id_len} lowercase hex characters"),
@@ -403,7 +446,7 @@ fn prepare(bundle: &ReceiptBundle, rule: &SignerRule) -> Prepared {
         ));
     }
     let mut walk = ChainWalk {
-        eid: &eid,
+        eid,
         format,
         rule,
         problems: Vec::new(),
@@ -435,10 +478,10 @@ fn prepare(bundle: &ReceiptBundle, rule: &SignerRule) -> Prepared {
         .and_then(Value::as_str)
         .map(str::to_owned);
     report.chain_consistent = walk.chain_ok;
-    report.signer = walk.first_signer.map(hex::encode);
+    report.signer = walk.first_signer.map(|s| entry::lower_hex(&s));
     let pending = std::mem::take(&mut walk.pending);
     report.problems.append(&mut walk.problems);
-    replay(&eid, format, &objects, &mut report);
+    replay(eid, format, &objects, &mut report);
     Prepared {
         report,
         pending,
@@ -447,20 +490,57 @@ fn prepare(bundle: &ReceiptBundle, rule: &SignerRule) -> Prepared {
     }
 }
 
+/// The members of an entry that the chain checks read, found in one pass over the entry (the
+/// same as `obj.get(name)` for each; keys of a JSON object are unique).
+#[derive(Default)]
+struct Fields<'a> {
+    kind: Option<&'a Value>,
+    effect_id: Option<&'a Value>,
+    v: Option<&'a Value>,
+    ts_ms: Option<&'a Value>,
+    ts: Option<&'a Value>,
+    hash: Option<&'a Value>,
+    prev: Option<&'a Value>,
+    signer: Option<&'a Value>,
+    sig: Option<&'a Value>,
+}
+
+impl<'a> Fields<'a> {
+    fn of(obj: &'a Map<String, Value>) -> Fields<'a> {
+        let mut f = Fields::default();
+        for (k, v) in obj {
+            let slot = match k.as_str() {
+                "kind" => &mut f.kind,
+                "effect_id" => &mut f.effect_id,
+                "v" => &mut f.v,
+                "ts_ms" => &mut f.ts_ms,
+                "ts" => &mut f.ts,
+                "hash" => &mut f.hash,
+                "prev" => &mut f.prev,
+                "signer" => &mut f.signer,
+                "sig" => &mut f.sig,
+                _ => continue,
+            };
+            *slot = Some(v);
+        }
+        f
+    }
+}
+
 /// The per-entry checks: shape, effect, hash, link, and the signature's parts.
-struct ChainWalk<'a> {
-    eid: &'a str,
+struct ChainWalk<'r, 'a> {
+    eid: &'r str,
     format: Format,
-    rule: &'a SignerRule,
+    rule: &'r SignerRule,
     problems: Vec<Problem>,
     chain_ok: bool,
-    pending: Vec<PendingSig>,
+    pending: Vec<PendingSig<'a>>,
     first_signer: Option<[u8; 32]>,
     /// Some entry has no signature that could be checked (so the receipt is not signed).
     unsigned: bool,
 }
 
-impl<'a> ChainWalk<'a> {
+impl<'a> ChainWalk<'_, 'a> {
     fn problem(&mut self, i: usize, kind: Option<&str>, code: &str, what: String) {
         self.problems.push(Problem::at(
             i,
@@ -479,12 +559,12 @@ impl<'a> ChainWalk<'a> {
         self.problem(i, kind, code, what);
     }
 
-    fn check<'v>(
+    fn check(
         &mut self,
         i: usize,
-        raw: &'v Value,
+        raw: &'a Value,
         before: Option<&Value>,
-    ) -> Option<&'v Map<String, Value>> {
+    ) -> Option<&'a Map<String, Value>> {
         let Some(obj) = raw.as_object() else {
             self.unsigned = true;
             self.chain_problem(
@@ -495,8 +575,9 @@ impl<'a> ChainWalk<'a> {
             );
             return None;
         };
-        let kind = obj.get("kind").and_then(Value::as_str);
-        match obj.get("effect_id").and_then(Value::as_str) {
+        let f = Fields::of(obj);
+        let kind = f.kind.and_then(Value::as_str);
+        match f.effect_id.and_then(Value::as_str) {
             Some(e) if e == self.eid => {}
             other => self.chain_problem(
                 i,
@@ -510,18 +591,18 @@ impl<'a> ChainWalk<'a> {
         }
         match self.format {
             Format::Current => {
-                if obj.get("v").and_then(Value::as_u64) != Some(entry::ENTRY_VERSION) {
+                if f.v.and_then(Value::as_u64) != Some(entry::ENTRY_VERSION) {
                     self.chain_problem(
                         i,
                         kind,
                         code::UNKNOWN_VERSION,
                         format!(
                             "has version {}, expected 1",
-                            obj.get("v").map_or("(none)".into(), Value::to_string)
+                            f.v.map_or("(none)".into(), Value::to_string)
                         ),
                     );
                 }
-                if !obj.get("ts_ms").is_some_and(|t| t.is_u64() || t.is_i64()) {
+                if !f.ts_ms.is_some_and(|t| t.is_u64() || t.is_i64()) {
                     self.chain_problem(
                         i,
                         kind,
@@ -531,16 +612,24 @@ impl<'a> ChainWalk<'a> {
                 }
             }
             Format::Original => {
-                if !obj.get("ts").is_some_and(Value::is_number) {
+                if !f.ts.is_some_and(Value::is_number) {
                     self.chain_problem(i, kind, code::MALFORMED_ENTRY, "has no numeric ts".into());
                 }
             }
         }
         // The hash must recompute over exactly what is stored.
-        let stored = obj.get("hash").and_then(Value::as_str);
+        let stored = f.hash.and_then(Value::as_str);
         let computed = match self.format {
-            Format::Current => entry::compute_hash(obj).map_err(|e| e.to_string()),
-            Format::Original => pycompat::entry_hash(obj).map_err(|e| e.to_string()),
+            // Compared as bytes; the hex text is only written for the report of a mismatch.
+            Format::Current => entry::compute_digest(obj)
+                .map(|d| match stored {
+                    Some(s) if entry::is_lower_hex_of(s, &d) => None,
+                    _ => Some(entry::lower_hex(&d)),
+                })
+                .map_err(|e| e.to_string()),
+            Format::Original => pycompat::entry_hash(obj)
+                .map(|c| (stored != Some(c.as_str())).then_some(c))
+                .map_err(|e| e.to_string()),
         };
         match (stored, computed) {
             (None, _) => self.chain_problem(i, kind, code::MALFORMED_ENTRY, "has no hash".into()),
@@ -550,20 +639,20 @@ impl<'a> ChainWalk<'a> {
                 code::UNCANONICAL_ENTRY,
                 format!("cannot be put into canonical form: {e}"),
             ),
-            (Some(s), Ok(c)) if s != c => self.chain_problem(
+            (Some(s), Ok(Some(c))) => self.chain_problem(
                 i,
                 kind,
                 code::HASH_MISMATCH,
                 format!("was altered: its content hashes to {c}, but it says {s}"),
             ),
-            _ => {}
+            (Some(_), Ok(None)) => {}
         }
         // `prev` must be the stored hash of the entry before it (null for the first).
         let expected_prev: Option<&Value> = match before {
             None => Some(&Value::Null),
             Some(b) => b.get("hash").filter(|h| h.is_string()),
         };
-        let prev = obj.get("prev");
+        let prev = f.prev;
         if let Some(expected) = expected_prev {
             if prev != Some(expected) {
                 let shown = prev.map_or_else(|| "(missing)".to_owned(), Value::to_string);
@@ -579,7 +668,7 @@ impl<'a> ChainWalk<'a> {
             }
         }
         if self.format == Format::Current {
-            self.signature_parts(i, kind, obj, stored);
+            self.signature_parts(i, kind, &f, stored);
         }
         Some(obj)
     }
@@ -588,18 +677,14 @@ impl<'a> ChainWalk<'a> {
         &mut self,
         i: usize,
         kind: Option<&str>,
-        obj: &Map<String, Value>,
-        hash: Option<&str>,
+        f: &Fields<'a>,
+        hash: Option<&'a str>,
     ) {
         // Lowercase hex only: the same bytes must have exactly one accepted spelling.
-        let signer = obj
-            .get("signer")
+        let signer = f
+            .signer
             .and_then(Value::as_str)
-            .filter(|s| is_lower_hex(s, 64))
-            .and_then(|s| {
-                let mut out = [0u8; 32];
-                hex::decode_to_slice(s, &mut out).ok().map(|()| out)
-            });
+            .and_then(entry::decode_lower_hex::<32>);
         let Some(signer) = signer else {
             self.unsigned = true;
             self.problem(
@@ -644,14 +729,10 @@ impl<'a> ChainWalk<'a> {
             ),
             _ => {}
         }
-        let sig = obj
-            .get("sig")
+        let sig = f
+            .sig
             .and_then(Value::as_str)
-            .filter(|s| is_lower_hex(s, 128))
-            .and_then(|s| {
-                let mut out = [0u8; 64];
-                hex::decode_to_slice(s, &mut out).ok().map(|()| out)
-            });
+            .and_then(entry::decode_lower_hex::<64>);
         let Some(sig) = sig else {
             self.unsigned = true;
             self.problem(
@@ -670,7 +751,7 @@ impl<'a> ChainWalk<'a> {
         self.pending.push(PendingSig {
             entry: i,
             signer,
-            message: entry::signing_message(hash),
+            hash,
             signature: Signature::from_bytes(&sig),
         });
     }
@@ -926,8 +1007,9 @@ fn replay(
             if let Some(key) = key {
                 match canonical::to_vec(key) {
                     Ok(bytes) => {
-                        let derived = hex::encode(Sha256::digest(&bytes));
-                        if derived != eid {
+                        let derived = Sha256::digest(&bytes);
+                        if !entry::is_lower_hex_of(eid, &derived) {
+                            let derived = entry::lower_hex(&derived);
                             put(i, Some("PROPOSED"), code::EFFECT_ID_MISMATCH, format!("derives effect id {derived} from its request_id (or effect), not {eid}"));
                         }
                     }

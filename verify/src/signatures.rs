@@ -59,25 +59,60 @@ pub fn verify_sequential(jobs: &[SigJob], keys: &[VerifyingKey]) -> Vec<bool> {
 }
 
 fn verify_chunk(chunk: &[SigJob], keys: &[VerifyingKey]) -> Vec<bool> {
-    let mut chunk_keys: Vec<VerifyingKey> = Vec::with_capacity(chunk.len());
-    let mut batchable = true;
-    for j in chunk {
-        match keys.get(j.key) {
-            Some(k) if !r_is_identity(&j.signature) => chunk_keys.push(*k),
-            _ => {
-                batchable = false;
-                break;
+    let messages: Vec<&[u8]> = chunk.iter().map(|j| j.message.as_slice()).collect();
+    let signatures: Vec<Signature> = chunk.iter().map(|j| j.signature).collect();
+    let key_of: Vec<usize> = chunk.iter().map(|j| j.key).collect();
+    verify_batch_sequential(&messages, &signatures, &key_of, keys)
+}
+
+/// Check signature `i` (`signatures[i]` over `messages[i]` by `keys[key_of[i]]`) for every `i`, on
+/// the calling thread, in batches of [`BATCH_SIZE`]; `result[i]` tells whether it holds. A batch
+/// that fails (or cannot be batched) is re-checked one by one with `verify_strict`. Keys must
+/// already have passed [`key_is_acceptable`]. With slices of different lengths, every signature from
+/// the batch where the shortest slice ends on fails.
+pub fn verify_batch_sequential(
+    messages: &[&[u8]],
+    signatures: &[Signature],
+    key_of: &[usize],
+    keys: &[VerifyingKey],
+) -> Vec<bool> {
+    let n = messages.len().max(signatures.len()).max(key_of.len());
+    let mut out = Vec::with_capacity(n);
+    let mut chunk_keys: Vec<VerifyingKey> = Vec::with_capacity(BATCH_SIZE);
+    let mut start = 0;
+    while start < n {
+        let end = (start + BATCH_SIZE).min(n);
+        let (Some(m), Some(s), Some(k)) = (
+            messages.get(start..end),
+            signatures.get(start..end),
+            key_of.get(start..end),
+        ) else {
+            // Mismatched lengths: nothing past the shortest slice can hold.
+            out.resize(n, false);
+            return out;
+        };
+        chunk_keys.clear();
+        let mut batchable = true;
+        for (sig, key) in s.iter().zip(k) {
+            match keys.get(*key) {
+                Some(vk) if !r_is_identity(sig) => chunk_keys.push(*vk),
+                _ => {
+                    batchable = false;
+                    break;
+                }
             }
         }
-    }
-    if batchable {
-        let messages: Vec<&[u8]> = chunk.iter().map(|j| j.message.as_slice()).collect();
-        let signatures: Vec<Signature> = chunk.iter().map(|j| j.signature).collect();
-        if ed25519_dalek::verify_batch(&messages, &signatures, &chunk_keys).is_ok() {
-            return vec![true; chunk.len()];
+        if batchable && ed25519_dalek::verify_batch(m, s, &chunk_keys).is_ok() {
+            out.resize(end, true);
+        } else {
+            out.extend(m.iter().zip(s).zip(k).map(|((msg, sig), key)| {
+                keys.get(*key)
+                    .is_some_and(|vk| vk.verify_strict(msg, sig).is_ok())
+            }));
         }
+        start = end;
     }
-    chunk.iter().map(|j| verify_one(j, keys)).collect()
+    out
 }
 
 /// Check one job with `verify_strict` (rejects small-order keys and `R`).
@@ -114,6 +149,29 @@ mod tests {
         assert_eq!(bad, vec![260]);
         jobs[1].key = 9;
         assert!(!verify_all(&jobs, &keys)[1]);
+    }
+
+    #[test]
+    fn batch_sequential_names_the_bad_signature_and_fails_closed() {
+        let key = SigningKey::from_bytes(&[5u8; 32]);
+        let keys = vec![key.verifying_key()];
+        let messages: Vec<Vec<u8>> = (0..300u32).map(|i| format!("m{i}").into_bytes()).collect();
+        let mut signatures: Vec<Signature> = messages.iter().map(|m| key.sign(m)).collect();
+        let refs: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
+        let key_of = vec![0usize; 300];
+        let all = verify_batch_sequential(&refs, &signatures, &key_of, &keys);
+        assert_eq!(all, vec![true; 300]);
+        signatures.swap(3, 4);
+        let out = verify_batch_sequential(&refs, &signatures, &key_of, &keys);
+        let bad: Vec<usize> = (0..out.len()).filter(|i| !out[*i]).collect();
+        assert_eq!(bad, vec![3, 4]);
+        // A key index outside the table, and slices of different lengths, never pass.
+        let mut wrong_key = key_of.clone();
+        wrong_key[299] = 1;
+        assert!(!verify_batch_sequential(&refs, &signatures, &wrong_key, &keys)[299]);
+        let short = verify_batch_sequential(&refs[..299], &signatures, &key_of, &keys);
+        assert_eq!(short.len(), 300);
+        assert!(short[256..].iter().all(|ok| !ok));
     }
 
     #[test]
