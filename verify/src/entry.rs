@@ -188,7 +188,108 @@ pub struct ReceiptBundle {
     /// The effect every entry belongs to (64 lowercase hex characters).
     pub effect_id: String,
     /// The entries as raw JSON objects.
+    #[serde(deserialize_with = "compact::entries")]
+    #[schemars(with = "Vec<Value>")]
     pub entries: Vec<Value>,
+}
+
+/// Reading entries into JSON values that hold no spare capacity.
+///
+/// `serde_json` builds an object by inserting its members one at a time, so its storage grows by
+/// doubling and keeps the slack; a results file holds hundreds of thousands of entries. Here each
+/// object's members are gathered first and the map is built at its exact size. The values are
+/// the same as `serde_json::Value`'s own reading gives (same numbers, strings, member order; a
+/// repeated key keeps its first place and its last value, though [`crate::load`] refuses those
+/// before this runs).
+mod compact {
+    use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+    use serde::Deserialize;
+    use serde_json::{Map, Number, Value};
+    use std::fmt;
+
+    /// A JSON value read without spare capacity.
+    struct Compact(Value);
+
+    impl<'de> Deserialize<'de> for Compact {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_any(CompactVisitor).map(Compact)
+        }
+    }
+
+    struct CompactVisitor;
+
+    impl<'de> Visitor<'de> for CompactVisitor {
+        type Value = Value;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any valid JSON value")
+        }
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+            Ok(Value::Bool(v))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+            Ok(Value::Number(v.into()))
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+            Ok(Value::Number(v.into()))
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+            Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+            Ok(Value::String(v.to_owned()))
+        }
+        fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+            Ok(Value::String(v))
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            Compact::deserialize(d).map(|c| c.0)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            let mut items = Vec::new();
+            while let Some(Compact(v)) = seq.next_element()? {
+                items.push(v);
+            }
+            items.shrink_to_fit();
+            Ok(Value::Array(items))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+            let mut members: Vec<(String, Value)> = Vec::new();
+            while let Some((k, Compact(v))) = access.next_entry::<String, Compact>()? {
+                members.push((k, v));
+            }
+            let mut map = Map::with_capacity(members.len());
+            for (k, v) in members {
+                map.insert(k, v);
+            }
+            Ok(Value::Object(map))
+        }
+    }
+
+    /// `deserialize_with` for [`super::ReceiptBundle::entries`].
+    pub(super) fn entries<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Value>, D::Error> {
+        struct Entries;
+        impl<'de> Visitor<'de> for Entries {
+            type Value = Vec<Value>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a sequence")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Value>, A::Error> {
+                let mut items = Vec::new();
+                while let Some(Compact(v)) = seq.next_element()? {
+                    items.push(v);
+                }
+                items.shrink_to_fit();
+                Ok(items)
+            }
+        }
+        d.deserialize_seq(Entries)
+    }
 }
 
 impl ReceiptBundle {
@@ -207,6 +308,36 @@ mod tests {
     use super::*;
     use ed25519_dalek::{Signature, Verifier};
     use serde_json::json;
+
+    #[test]
+    fn compact_entries_read_as_serde_json_values_do() {
+        let text = r#"{"format": "interlock-receipt/1", "effect_id": "ab", "entries": [
+            {"v": 1, "ts_ms": 1789007000000, "z": null, "a": [1, -2, 3.5, 1e300, 18446744073709551615,
+             "\u00e9\n\"x\"", true, false, [], {}], "nested": {"k": {"deep": [{"x": 0.1}]}},
+             "neg": -9223372036854775808, "f": 1717171717.123456},
+            [], 7, "s", null
+        ]}"#;
+        let ours: ReceiptBundle = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+        let theirs: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            Some(&Value::Array(ours.entries.clone())),
+            theirs.get("entries")
+        );
+        // Member order is kept (it is what a reader sees), and so are the exact numbers.
+        let first = ours.entries.first().and_then(Value::as_object);
+        let keys: Vec<&str> = first
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        assert_eq!(keys, ["v", "ts_ms", "z", "a", "nested", "neg", "f"]);
+        assert_eq!(
+            serde_json::to_string(&ours.entries).ok(),
+            theirs.get("entries").map(Value::to_string)
+        );
+        let bad: Result<ReceiptBundle, _> =
+            serde_json::from_str(r#"{"format": "x", "effect_id": "ab", "entries": 5}"#);
+        let err = bad.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("expected a sequence"), "{err}");
+    }
 
     #[test]
     fn seal_sets_signer_hash_and_a_verifiable_signature() {

@@ -192,7 +192,25 @@ impl<'de> Visitor<'de> for Scan<'_> {
 }
 
 /// Scan the whole document once: syntax, duplicate keys (with their JSON path), top-level keys.
+///
+/// The pass runs without tracking JSON paths; only when it fails is it run again with tracking, to
+/// name where (the same input gives the same error either way).
 fn scan(text: &str) -> Result<TopLevel, LoadError> {
+    let mut top = TopLevel::default();
+    let mut de = serde_json::Deserializer::from_str(text);
+    let fast = Scan {
+        top: Some(&mut top),
+    }
+    .deserialize(&mut de)
+    .and_then(|()| de.end());
+    if fast.is_ok() {
+        return Ok(top);
+    }
+    scan_tracked(text)
+}
+
+/// [`scan`] with JSON path tracking, for the error.
+fn scan_tracked(text: &str) -> Result<TopLevel, LoadError> {
     let mut top = TopLevel::default();
     let mut de = serde_json::Deserializer::from_str(text);
     let mut track = serde_path_to_error::Track::new();
@@ -228,7 +246,18 @@ fn syntax(e: &serde_json::Error) -> LoadError {
     }
 }
 
+/// Read the typed document. As in [`scan`], JSON paths are tracked only on a second pass after a
+/// failure.
 fn typed<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, LoadError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    if let Ok(value) = T::deserialize(&mut de).and_then(|v| de.end().map(|()| v)) {
+        return Ok(value);
+    }
+    typed_tracked(text)
+}
+
+/// [`typed`] with JSON path tracking, for the error.
+fn typed_tracked<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, LoadError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
@@ -311,4 +340,37 @@ pub fn original_bundle(value: &Value) -> Option<ReceiptBundle> {
         effect_id: effect_id.to_owned(),
         entries: entries.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed read runs without path tracking first; a failure must still name its JSON path.
+    #[test]
+    fn shape_errors_name_their_path() {
+        let file = crate::synthetic::generate(&crate::synthetic::Spec::default());
+        let mut value = serde_json::to_value(&file).unwrap_or_default();
+        if let Some(gt) = value.pointer_mut("/cells/0/ground_truth/case_credit_count") {
+            *gt = Value::String("three".into());
+        }
+        let bytes = serde_json::to_vec(&value).unwrap_or_default();
+        let err = load_results(&bytes).err();
+        assert!(
+            matches!(&err, Some(LoadError::Shape { path, .. }) if path == "cells[0].ground_truth.case_credit_count"),
+            "{err:?}"
+        );
+        let err =
+            load_document(br#"{"format": "interlock-receipt/1", "effect_id": "ab", "entries": 5}"#)
+                .err();
+        assert!(
+            matches!(&err, Some(LoadError::Shape { path, message }) if path == "entries" && message.contains("expected a sequence")),
+            "{err:?}"
+        );
+        let err = load_document(br#"{"format": "interlock-receipt/1", "effect_id": "ab", "entries": [{"a": 1}, {"a": [1, }]}"#).err();
+        assert!(
+            matches!(&err, Some(LoadError::Syntax { line: 1, .. })),
+            "{err:?}"
+        );
+    }
 }
