@@ -234,9 +234,23 @@ fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
         .iter()
         .map(|r| (r.crash.as_str(), r.outage.as_str()))
         .collect();
+    check_environment(file, findings);
     let mut seen = HashSet::new();
     let mut cases = HashSet::new();
     for (i, c) in file.cells.iter().enumerate() {
+        if let Some(decision) = &c.decision {
+            if decision.decider != file.environment.decider {
+                findings.push(Finding::mismatch(
+                    format!("cells[{i}].decision.decider"),
+                    fcode::FILE_INCONSISTENT,
+                    format!(
+                        "cell {i}'s decision names another decider than the file's environment"
+                    ),
+                    describe_decider(&file.environment.decider),
+                    describe_decider(&decision.decider),
+                ));
+            }
+        }
         if !file.columns.contains(&c.column) {
             findings.push(Finding::new(
                 format!("cells[{i}].column"),
@@ -282,6 +296,47 @@ fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
                 ),
             ));
         }
+    }
+}
+
+/// Backends and deciders a results file may name, so that a page can never be rendered from a
+/// file that states something the runner cannot have run.
+const BACKENDS: [&str; 2] = ["emulator", "stripe_test_mode"];
+
+fn describe_decider(d: &crate::results::DeciderInfo) -> String {
+    match &d.model {
+        Some(model) => format!("{} ({model})", d.kind),
+        None => d.kind.clone(),
+    }
+}
+
+fn check_environment(file: &ResultsFile, findings: &mut Vec<Finding>) {
+    let env = &file.environment;
+    if !BACKENDS.contains(&env.backend.as_str()) {
+        findings.push(Finding::new(
+            "environment.backend",
+            fcode::FILE_INCONSISTENT,
+            format!(
+                "the backend {:?} is none of {}",
+                env.backend,
+                BACKENDS.join(", ")
+            ),
+        ));
+    }
+    let decider_ok = match (env.decider.kind.as_str(), &env.decider.model) {
+        ("policy", None) => true,
+        ("anthropic", Some(model)) => !model.trim().is_empty(),
+        _ => false,
+    };
+    if !decider_ok {
+        findings.push(Finding::new(
+            "environment.decider",
+            fcode::FILE_INCONSISTENT,
+            format!(
+                "the decider {} is neither the policy (no model) nor anthropic with a model",
+                describe_decider(&env.decider)
+            ),
+        ));
     }
 }
 

@@ -47,7 +47,8 @@ pub struct Environment {
     pub decider: DeciderInfo,
     /// Version of the runner binary.
     pub runner_version: String,
-    /// Git commit of the code that ran, if known.
+    /// Git commit of the code that ran, if known; `-dirty` is appended when tracked files differed
+    /// from it.
     pub git_commit: Option<String>,
     /// Seed of the run's random choices (case and incident ids, key generation).
     pub seed: u64,

@@ -106,6 +106,21 @@ type Mutation = (&'static str, Box<dyn Fn(&mut Value) -> String>);
 fn mutations() -> Vec<Mutation> {
     vec![
         (
+            "environment claims a model decided",
+            Box::new(|d| {
+                d["environment"]["decider"] =
+                    json!({"kind": "anthropic", "model": "claude-haiku-4-5-20251001"});
+                "cells[0].decision.decider".to_owned()
+            }),
+        ),
+        (
+            "environment names a backend the runner cannot have used",
+            Box::new(|d| {
+                d["environment"]["backend"] = json!("stripe");
+                "environment.backend".to_owned()
+            }),
+        ),
+        (
             "decision amount",
             Box::new(|d| {
                 let i = interlock_committed(d);
