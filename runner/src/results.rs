@@ -1,50 +1,10 @@
 //! Assembling the results file and writing it atomically.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use verify::billing_credit::HARNESS_ERROR;
-use verify::results::{
-    median_ms, Cell, ColumnSummary, Environment, ResultsFile, RowSpec, RESULTS_FORMAT,
-};
+use verify::results::{Cell, Environment, ResultsFile, RowSpec, RESULTS_FORMAT};
 
 use crate::matrix::Plan;
-
-/// The per-column summary over the column's cells; HARNESS_ERROR cells are counted apart and
-/// excluded from every other count and median.
-pub fn summarize(columns: &[String], cells: &[Cell]) -> BTreeMap<String, ColumnSummary> {
-    let mut out = BTreeMap::new();
-    for column in columns {
-        let all: Vec<&Cell> = cells.iter().filter(|c| &c.column == column).collect();
-        let judged: Vec<&Cell> = all
-            .iter()
-            .copied()
-            .filter(|c| c.outcome != HARNESS_ERROR)
-            .collect();
-        let count = |f: fn(&Cell) -> bool| judged.iter().filter(|c| f(c)).count() as u32;
-        let crash: Vec<u64> = judged
-            .iter()
-            .filter_map(|c| c.timings.map(|t| t.crash_to_settled_ms))
-            .collect();
-        let restart: Vec<u64> = judged
-            .iter()
-            .filter_map(|c| c.timings.map(|t| t.restart_to_settled_ms))
-            .collect();
-        out.insert(
-            column.clone(),
-            ColumnSummary {
-                cells: judged.len() as u32,
-                harness_errors: (all.len() - judged.len()) as u32,
-                held: count(|c| c.invariant_held),
-                answer_matches: count(|c| c.answer_matches),
-                proof: count(|c| c.proof),
-                median_crash_to_settled_ms: median_ms(&crash),
-                median_restart_to_settled_ms: median_ms(&restart),
-            },
-        );
-    }
-    out
-}
 
 /// The whole results file.
 pub fn assemble(plan: &Plan, environment: Environment, cells: Vec<Cell>) -> ResultsFile {
@@ -53,7 +13,7 @@ pub fn assemble(plan: &Plan, environment: Environment, cells: Vec<Cell>) -> Resu
         .iter()
         .map(|c| c.as_str().to_string())
         .collect();
-    let summary = summarize(&columns, &cells);
+    let summary = verify::results::summarize(&columns, &cells);
     ResultsFile {
         format: RESULTS_FORMAT.into(),
         scenario: "billing_credit".into(),

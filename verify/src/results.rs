@@ -421,6 +421,47 @@ pub fn median_ms(values: &[u64]) -> Option<u64> {
     }
 }
 
+/// The per-column summary of `cells`: HARNESS_ERROR cells are counted apart and excluded from every
+/// other count and from both medians ([`median_ms`]). The runner writes the summary with this
+/// function; `verify` re-derives it from its own recomputed judgements, not from this.
+pub fn summarize(columns: &[String], cells: &[Cell]) -> BTreeMap<String, ColumnSummary> {
+    columns
+        .iter()
+        .map(|column| {
+            let judged: Vec<&Cell> = cells
+                .iter()
+                .filter(|c| {
+                    &c.column == column && c.outcome != crate::billing_credit::HARNESS_ERROR
+                })
+                .collect();
+            let count = |f: fn(&Cell) -> bool| judged.iter().filter(|c| f(c)).count() as u32;
+            let crash: Vec<u64> = judged
+                .iter()
+                .filter_map(|c| c.timings.map(|t| t.crash_to_settled_ms))
+                .collect();
+            let restart: Vec<u64> = judged
+                .iter()
+                .filter_map(|c| c.timings.map(|t| t.restart_to_settled_ms))
+                .collect();
+            let summary = ColumnSummary {
+                cells: judged.len() as u32,
+                harness_errors: cells
+                    .iter()
+                    .filter(|c| {
+                        &c.column == column && c.outcome == crate::billing_credit::HARNESS_ERROR
+                    })
+                    .count() as u32,
+                held: count(|c| c.invariant_held),
+                answer_matches: count(|c| c.answer_matches),
+                proof: count(|c| c.proof),
+                median_crash_to_settled_ms: median_ms(&crash),
+                median_restart_to_settled_ms: median_ms(&restart),
+            };
+            (column.clone(), summary)
+        })
+        .collect()
+}
+
 /// The JSON Schema of a results file, for publishing beside it.
 pub fn json_schema() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(ResultsFile)).unwrap_or(serde_json::Value::Null)

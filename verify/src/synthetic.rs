@@ -14,7 +14,6 @@ use crate::results::*;
 use ed25519_dalek::SigningKey;
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
-use std::collections::BTreeMap;
 
 /// The six (crash, outage) rows of the reference page, in display order.
 pub const DEFAULT_ROWS: [(&str, &str); 6] = [
@@ -485,41 +484,6 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
     }
 }
 
-/// The per-column summary of `cells`, by the rule `verify` re-derives.
-pub fn summarize(columns: &[String], cells: &[Cell]) -> BTreeMap<String, ColumnSummary> {
-    columns
-        .iter()
-        .map(|column| {
-            let judged: Vec<&Cell> = cells
-                .iter()
-                .filter(|c| &c.column == column && c.outcome != billing_credit::HARNESS_ERROR)
-                .collect();
-            let count = |f: fn(&Cell) -> bool| judged.iter().filter(|c| f(c)).count() as u32;
-            let crash: Vec<u64> = judged
-                .iter()
-                .filter_map(|c| c.timings.map(|t| t.crash_to_settled_ms))
-                .collect();
-            let restart: Vec<u64> = judged
-                .iter()
-                .filter_map(|c| c.timings.map(|t| t.restart_to_settled_ms))
-                .collect();
-            let summary = ColumnSummary {
-                cells: judged.len() as u32,
-                harness_errors: cells
-                    .iter()
-                    .filter(|c| &c.column == column && c.outcome == billing_credit::HARNESS_ERROR)
-                    .count() as u32,
-                held: count(|c| c.invariant_held),
-                answer_matches: count(|c| c.answer_matches),
-                proof: count(|c| c.proof),
-                median_crash_to_settled_ms: median_ms(&crash),
-                median_restart_to_settled_ms: median_ms(&restart),
-            };
-            (column.clone(), summary)
-        })
-        .collect()
-}
-
 /// Generate a consistent results file for `spec`.
 pub fn generate(spec: &Spec) -> ResultsFile {
     let key = signing_key(spec);
@@ -536,7 +500,7 @@ pub fn generate(spec: &Spec) -> ResultsFile {
         .enumerate()
         .map(|(n, (crash, outage, column, repeat))| cell(n, crash, outage, column, *repeat, &key))
         .collect();
-    let summary = summarize(&spec.columns, &cells);
+    let summary = crate::results::summarize(&spec.columns, &cells);
     ResultsFile {
         format: RESULTS_FORMAT.into(),
         scenario: "billing_credit".into(),

@@ -309,15 +309,33 @@ fn mutations() -> Vec<Mutation> {
         (
             "timing behind a median",
             Box::new(|d| {
-                // The slowest interlock cell becomes the fastest: the middle values shift.
-                let i = (0..cells(d).len())
+                // One interlock cell's restart time moves far enough to shift the column's
+                // median. Which cell and which direction depends on the data (equal middle
+                // values can absorb a move), so pick the first single edit that changes it.
+                let idx: Vec<usize> = (0..cells(d).len())
                     .filter(|i| {
                         d["cells"][*i]["column"] == "interlock"
                             && d["cells"][*i]["timings"].is_object()
                     })
-                    .max_by_key(|i| d["cells"][*i]["timings"]["restart_to_settled_ms"].as_u64())
-                    .unwrap();
-                d["cells"][i]["timings"]["restart_to_settled_ms"] = json!(0);
+                    .collect();
+                let times: Vec<u64> = idx
+                    .iter()
+                    .map(|i| {
+                        d["cells"][*i]["timings"]["restart_to_settled_ms"]
+                            .as_u64()
+                            .unwrap()
+                    })
+                    .collect();
+                let median = verify::results::median_ms(&times);
+                let (k, value) = (0..times.len())
+                    .flat_map(|k| [(k, 0u64), (k, 1_000_000_000u64)])
+                    .find(|(k, value)| {
+                        let mut moved = times.clone();
+                        moved[*k] = *value;
+                        verify::results::median_ms(&moved) != median
+                    })
+                    .expect("some single timing edit moves the median");
+                d["cells"][idx[k]]["timings"]["restart_to_settled_ms"] = json!(value);
                 "summary.interlock.median_restart_to_settled_ms".into()
             }),
         ),
