@@ -8,7 +8,7 @@
 
 use crate::backend::Backend;
 use crate::judge;
-use crate::matrix::{CellSpec, Column, CrashPoint, Outage};
+use crate::matrix::{CellSpec, Column};
 use crate::worker::{self, CRASH_LINE_PREFIX, OBSERVED_FILE, STATUS_LINE_PREFIX};
 use rand::{rngs::StdRng, SeedableRng};
 use scenarios::billing_credit as bc;
@@ -65,33 +65,6 @@ pub fn cell_seed(seed: u64, index: usize) -> u64 {
     seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// The scenario's name for a column.
-pub fn scen_column(c: Column) -> bc::Column {
-    match c {
-        Column::NoCheck => bc::Column::NoCheck,
-        Column::HandCheck => bc::Column::HandCheck,
-        Column::Interlock => bc::Column::Interlock,
-    }
-}
-
-/// The scenario's name for a crash point.
-pub fn scen_crash(c: CrashPoint) -> bc::CrashPoint {
-    match c {
-        CrashPoint::BeforeSend => bc::CrashPoint::BeforeSend,
-        CrashPoint::AfterSend => bc::CrashPoint::AfterSend,
-    }
-}
-
-/// The scenario's name for an outage.
-pub fn scen_outage(o: Outage) -> bc::Outage {
-    match o {
-        Outage::Renewal => bc::Outage::Renewal,
-        Outage::BillingCredit => bc::Outage::BillingCredit,
-        Outage::Proration => bc::Outage::Proration,
-        Outage::UnrelatedCredit => bc::Outage::UnrelatedCredit,
-    }
-}
-
 /// Runs one cell to a judged (or HARNESS_ERROR) results cell.
 pub fn run_cell(ctx: &CellContext<'_>, index: usize, spec: CellSpec) -> Result<Cell, CellAbort> {
     let dir = ctx.run_dir.join(format!(
@@ -134,7 +107,7 @@ pub fn run_cell(ctx: &CellContext<'_>, index: usize, spec: CellSpec) -> Result<C
     let mut outage_rng = rng;
     let steps = (|| -> Result<(Candidates, OutageRecord, Candidates), String> {
         let at_crash = bc::observations(&client, &case).map_err(|e| e.to_string())?;
-        let record = bc::run_outage(&client, &case, scen_outage(spec.outage), &mut outage_rng)
+        let record = bc::run_outage(&client, &case, spec.outage, &mut outage_rng)
             .map_err(|e| e.to_string())?;
         let at_restart = bc::observations(&client, &case).map_err(|e| e.to_string())?;
         Ok((at_crash, record, at_restart))
@@ -228,7 +201,7 @@ fn blank_cell(spec: CellSpec, case: &bc::CaseFile) -> Cell {
         invariant_held: false,
         answer_matches: false,
         proof: false,
-        record: scen_column(spec.column).record().into(),
+        record: spec.column.record().into(),
         timings: None,
         decision: None,
         observations: Observations {

@@ -4,123 +4,7 @@
 //! `*` (all values of that position); `*` in the column position is the common case
 //! (`after_send:proration:*` runs the row in all three columns).
 
-use std::fmt;
-
-/// Where the decide worker is killed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum CrashPoint {
-    /// Right before the credit POST.
-    BeforeSend,
-    /// After the credit POST's response was parsed, before anything recorded it.
-    AfterSend,
-}
-
-/// What happens at Stripe while the worker is dead.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Outage {
-    /// The test clock advances through the renewal.
-    Renewal,
-    /// Renewal, then billing's SLA credit note for the same incident.
-    BillingCredit,
-    /// A $30 -> $20 downgrade with prorations, then the renewal.
-    Proration,
-    /// Renewal, then an SLA credit note for a different incident.
-    UnrelatedCredit,
-}
-
-/// The three ways of sending the credit that the experiment compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Column {
-    /// Save the decision, POST with an idempotency key, re-send on restart.
-    NoCheck,
-    /// The careful hand-written version: lookup, approval, premises, plain log.
-    HandCheck,
-    /// The Interlock gate.
-    Interlock,
-}
-
-impl CrashPoint {
-    /// Every crash point, in display order.
-    pub const ALL: [CrashPoint; 2] = [CrashPoint::BeforeSend, CrashPoint::AfterSend];
-
-    /// The name used in specs and results.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CrashPoint::BeforeSend => "before_send",
-            CrashPoint::AfterSend => "after_send",
-        }
-    }
-
-    /// Parses a name as printed by [`CrashPoint::as_str`].
-    pub fn parse(s: &str) -> Option<CrashPoint> {
-        CrashPoint::ALL.into_iter().find(|c| c.as_str() == s)
-    }
-}
-
-impl Outage {
-    /// Every outage, in display order.
-    pub const ALL: [Outage; 4] = [
-        Outage::Renewal,
-        Outage::BillingCredit,
-        Outage::Proration,
-        Outage::UnrelatedCredit,
-    ];
-
-    /// The name used in specs and results.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outage::Renewal => "renewal",
-            Outage::BillingCredit => "billing_credit",
-            Outage::Proration => "proration",
-            Outage::UnrelatedCredit => "unrelated_credit",
-        }
-    }
-
-    /// Parses a name as printed by [`Outage::as_str`].
-    pub fn parse(s: &str) -> Option<Outage> {
-        Outage::ALL.into_iter().find(|o| o.as_str() == s)
-    }
-}
-
-impl Column {
-    /// Every column, in display order.
-    pub const ALL: [Column; 3] = [Column::NoCheck, Column::HandCheck, Column::Interlock];
-
-    /// The name used in specs and results.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Column::NoCheck => "no_check",
-            Column::HandCheck => "hand_check",
-            Column::Interlock => "interlock",
-        }
-    }
-
-    /// Parses a name as printed by [`Column::as_str`].
-    pub fn parse(s: &str) -> Option<Column> {
-        Column::ALL.into_iter().find(|c| c.as_str() == s)
-    }
-}
-
-macro_rules! display_as_str {
-    ($($t:ty),*) => {$(
-        impl fmt::Display for $t {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    )*};
-}
-display_as_str!(CrashPoint, Outage, Column);
-
-/// The six rows of the reference page, in its order.
-pub const DEFAULT_ROWS: [(CrashPoint, Outage); 6] = [
-    (CrashPoint::BeforeSend, Outage::Renewal),
-    (CrashPoint::BeforeSend, Outage::BillingCredit),
-    (CrashPoint::BeforeSend, Outage::Proration),
-    (CrashPoint::AfterSend, Outage::Renewal),
-    (CrashPoint::AfterSend, Outage::Proration),
-    (CrashPoint::BeforeSend, Outage::UnrelatedCredit),
-];
+pub use scenarios::billing_credit::{Column, CrashPoint, Outage, DEFAULT_ROWS};
 
 /// One cell to run: a row, a column and a repeat index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,7 +125,7 @@ pub fn parse_cells(specs: &[String]) -> Result<Vec<(CrashPoint, Outage, Column)>
         let crashes = expand(
             parts[0],
             &CrashPoint::ALL,
-            CrashPoint::parse,
+            |s| CrashPoint::parse(s).ok(),
             &crash_names,
             "crash point",
             index,
@@ -250,7 +134,7 @@ pub fn parse_cells(specs: &[String]) -> Result<Vec<(CrashPoint, Outage, Column)>
         let outages = expand(
             parts[1],
             &Outage::ALL,
-            Outage::parse,
+            |s| Outage::parse(s).ok(),
             &outage_names,
             "outage",
             index,
@@ -259,7 +143,7 @@ pub fn parse_cells(specs: &[String]) -> Result<Vec<(CrashPoint, Outage, Column)>
         let columns = expand(
             parts[2],
             &Column::ALL,
-            Column::parse,
+            |s| Column::parse(s).ok(),
             &column_names,
             "column",
             index,
@@ -409,13 +293,13 @@ mod tests {
     #[test]
     fn names_round_trip() {
         for c in CrashPoint::ALL {
-            assert_eq!(CrashPoint::parse(c.as_str()), Some(c));
+            assert_eq!(CrashPoint::parse(c.as_str()).ok(), Some(c));
         }
         for o in Outage::ALL {
-            assert_eq!(Outage::parse(o.as_str()), Some(o));
+            assert_eq!(Outage::parse(o.as_str()).ok(), Some(o));
         }
         for c in Column::ALL {
-            assert_eq!(Column::parse(&c.to_string()), Some(c));
+            assert_eq!(Column::parse(&c.to_string()).ok(), Some(c));
         }
     }
 }

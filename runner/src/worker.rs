@@ -115,9 +115,7 @@ fn settings(args: &WorkerArgs) -> bc::ScenarioSettings {
 }
 
 fn column(args: &WorkerArgs) -> Result<bc::Column, String> {
-    Column::parse(&args.column)
-        .map(crate::cell::scen_column)
-        .ok_or_else(|| format!("unknown column {:?}", args.column))
+    Column::parse(&args.column).map_err(|e| e.to_string())
 }
 
 /// The crash hook: announce on stdout, flush, block on stdin until SIGKILLed.
@@ -141,9 +139,7 @@ fn crash_hook() -> bc::CrashHook {
 fn decide(args: &WorkerArgs) -> Result<i32, String> {
     let dir = args.cell_dir.as_path();
     let column = column(args)?;
-    let crash = CrashPoint::parse(&args.crash)
-        .map(crate::cell::scen_crash)
-        .ok_or_else(|| format!("unknown crash point {:?}", args.crash))?;
+    let crash = CrashPoint::parse(&args.crash).map_err(|e| e.to_string())?;
     let key = read_signing_key(&args.key_file)?;
     let client = client(args)?;
     let case = bc::CaseFile::load(dir).map_err(|e| e.to_string())?;
