@@ -245,7 +245,12 @@ fn sigkill_around_the_send_tier_two_waits_only_max_in_flight() {
     let dispatched = read_all(&w.journal).unwrap()[2]["ts_ms"].as_u64().unwrap();
     assert_eq!(until, dispatched + 400);
     assert_eq!(w.apply_calls(), 0);
-    std::thread::sleep(Duration::from_millis(450));
+    // Wait exactly until the instant recovery named, as a restart would.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    std::thread::sleep(Duration::from_millis(until.saturating_sub(now_ms) + 5));
     let (report, _) = w.recover();
     assert_eq!(statuses(&report), ["REAPPLIED_AFTER_QUERY"]);
     assert_eq!(w.landed(), 1);

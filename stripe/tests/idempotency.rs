@@ -123,7 +123,15 @@ fn concurrent_request_with_the_same_key_gets_409_in_progress() {
     let c2 = c.clone();
     let case2 = case.clone();
     let first = std::thread::spawn(move || credit(&c2, &case2, 1000, Some("k-busy")));
-    std::thread::sleep(Duration::from_millis(200));
+    // Wait until the first request is inside the emulator (its delay has begun), not a guess.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while emu.faults().fired(fault) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first request never arrived"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
     let err = c
         .post(
             &path,

@@ -338,7 +338,11 @@ fn timeout_is_unknown_and_the_request_still_lands() {
         .unwrap_err();
     assert!(matches!(err, StripeError::Timeout { .. }), "{err:?}");
     assert!(err.outcome_unknown());
-    std::thread::sleep(Duration::from_millis(900));
+    // The emulator finishes the delayed request after the client gave up: wait for it to land.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while balance(&c, &case) != -1000 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert_eq!(
         balance(&c, &case),
         -1000,
