@@ -354,11 +354,13 @@ fn eight_processes_racing_one_effect_send_it_once() {
         1,
         "{kinds:?}"
     );
-    assert_eq!(
-        kinds.iter().filter(|k| *k == "PROPOSED").count(),
-        8,
-        "{kinds:?}"
-    );
+    // A process that arrives after the DISPATCHED (or the COMMITTED) answers IN_FLIGHT or
+    // DUPLICATE_IGNORED without writing anything, so how many PROPOSED there are depends on the
+    // scheduler; every one that was written passed the lease check.
+    let proposed = kinds.iter().filter(|k| *k == "PROPOSED").count();
+    let authorized = kinds.iter().filter(|k| *k == "AUTHORIZED").count();
+    assert!((1..=8).contains(&proposed), "{kinds:?}");
+    assert_eq!(proposed, authorized, "{kinds:?}");
     assert_receipts_valid(&w.journal);
 }
 

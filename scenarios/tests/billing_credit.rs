@@ -418,8 +418,10 @@ fn interlock_recovery_sees_an_approval_revoked_during_the_outage() {
     );
     assert_eq!(recoveries[1]["resolved"], "REFUSED:lease_at_recovery");
     let max = env.settings.max_in_flight.as_millis() as u64;
+    // One Blocked then the resolution (above) shows it waited once; the bound only says the
+    // wait was about max_in_flight, with room for a loaded machine's late wake-up.
     assert!(
-        report.waited_ms > 0 && report.waited_ms <= max + 200,
+        report.waited_ms > 0 && report.waited_ms <= max + 2_000,
         "{}",
         report.waited_ms
     );
