@@ -81,58 +81,36 @@ pub trait Target {
     fn query(&self, effect_id: &str, effect: &Value) -> Result<Option<Value>, TargetError>;
 }
 
-impl<T: Target + ?Sized> Target for &T {
-    fn tier(&self) -> Tier {
-        (**self).tier()
-    }
-    fn queryable(&self) -> bool {
-        (**self).queryable()
-    }
-    fn dedup_window(&self) -> Option<Duration> {
-        (**self).dedup_window()
-    }
-    fn max_in_flight(&self) -> Duration {
-        (**self).max_in_flight()
-    }
-    fn check_premises(
-        &self,
-        effect_id: &str,
-        premises: &Value,
-    ) -> Result<Vec<String>, TargetError> {
-        (**self).check_premises(effect_id, premises)
-    }
-    fn apply(&self, effect_id: &str, effect: &Value) -> Result<Value, TargetError> {
-        (**self).apply(effect_id, effect)
-    }
-    fn query(&self, effect_id: &str, effect: &Value) -> Result<Option<Value>, TargetError> {
-        (**self).query(effect_id, effect)
-    }
+/// A shared reference or an `Arc` to a target is a target (for gates that share theirs).
+macro_rules! forward_target {
+    ($($ptr:ty),*) => {$(
+        impl<T: Target + ?Sized> Target for $ptr {
+            fn tier(&self) -> Tier {
+                (**self).tier()
+            }
+            fn queryable(&self) -> bool {
+                (**self).queryable()
+            }
+            fn dedup_window(&self) -> Option<Duration> {
+                (**self).dedup_window()
+            }
+            fn max_in_flight(&self) -> Duration {
+                (**self).max_in_flight()
+            }
+            fn check_premises(
+                &self,
+                effect_id: &str,
+                premises: &Value,
+            ) -> Result<Vec<String>, TargetError> {
+                (**self).check_premises(effect_id, premises)
+            }
+            fn apply(&self, effect_id: &str, effect: &Value) -> Result<Value, TargetError> {
+                (**self).apply(effect_id, effect)
+            }
+            fn query(&self, effect_id: &str, effect: &Value) -> Result<Option<Value>, TargetError> {
+                (**self).query(effect_id, effect)
+            }
+        }
+    )*};
 }
-
-impl<T: Target + ?Sized> Target for std::sync::Arc<T> {
-    fn tier(&self) -> Tier {
-        (**self).tier()
-    }
-    fn queryable(&self) -> bool {
-        (**self).queryable()
-    }
-    fn dedup_window(&self) -> Option<Duration> {
-        (**self).dedup_window()
-    }
-    fn max_in_flight(&self) -> Duration {
-        (**self).max_in_flight()
-    }
-    fn check_premises(
-        &self,
-        effect_id: &str,
-        premises: &Value,
-    ) -> Result<Vec<String>, TargetError> {
-        (**self).check_premises(effect_id, premises)
-    }
-    fn apply(&self, effect_id: &str, effect: &Value) -> Result<Value, TargetError> {
-        (**self).apply(effect_id, effect)
-    }
-    fn query(&self, effect_id: &str, effect: &Value) -> Result<Option<Value>, TargetError> {
-        (**self).query(effect_id, effect)
-    }
-}
+forward_target!(&T, std::sync::Arc<T>);

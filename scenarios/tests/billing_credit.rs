@@ -9,9 +9,9 @@ mod common;
 use common::Env;
 use interlock::{LeaseStore, Target};
 use scenarios::billing_credit::{
-    decide_and_send, facts, ground_truth, load_decision, observations, read_hand_check_log,
-    restart, run_outage, stripe_ids, Account, ApprovalStore, CaseFile, Column, CrashPoint,
-    CreditTarget, Outage, DEFAULT_ROWS, JOURNAL_FILE, RECEIPT_FILE,
+    facts, ground_truth, load_decision, observations, read_hand_check_log, run_outage, stripe_ids,
+    Account, ApprovalStore, CaseFile, Column, CrashPoint, CreditTarget, Outage, DEFAULT_ROWS,
+    JOURNAL_FILE, RECEIPT_FILE,
 };
 use serde_json::{json, Value};
 use std::path::Path;
@@ -173,17 +173,9 @@ fn hand_check_refuses_a_revoked_approval_without_posting() {
     let (_, decision) = env.decide(&case);
     case.approval.revoked = Some(json!({"by": "support-lead", "reason": "customer churned"}));
     case.save(&cell).unwrap();
-    let status = decide_and_send(
-        Column::HandCheck,
-        &env.client,
-        &cell,
-        &case,
-        &decision,
-        None,
-        &env.key,
-        &env.settings,
-    )
-    .unwrap();
+    let status = env
+        .send(Column::HandCheck, &cell, &case, &decision)
+        .unwrap();
     assert_eq!(status, "REFUSED:approval");
     assert_eq!(case_credit_count(&env, &case), 0);
     let log = read_hand_check_log(&cell).unwrap();
@@ -207,14 +199,7 @@ fn hand_check_refuses_a_stale_premise_after_billing_credited_the_incident() {
         CrashPoint::BeforeSend,
     );
     run_outage(&env.client, &case, Outage::BillingCredit, &mut env.rng).unwrap();
-    let report = restart(
-        Column::HandCheck,
-        &env.client,
-        &cell,
-        &env.key,
-        &env.settings,
-    )
-    .unwrap();
+    let report = env.restart(Column::HandCheck, &cell).unwrap();
     assert_eq!(report.status, "REFUSED:stale_premise");
     assert_eq!(case_credit_count(&env, &case), 0);
     let log = report.hand_check_log.unwrap();
@@ -235,26 +220,11 @@ fn hand_check_finds_its_own_credit_by_lookup() {
     let mut env = Env::new();
     let (case, cell) = env.open("lookup");
     let (_, decision) = env.decide(&case);
-    let first = decide_and_send(
-        Column::HandCheck,
-        &env.client,
-        &cell,
-        &case,
-        &decision,
-        None,
-        &env.key,
-        &env.settings,
-    )
-    .unwrap();
+    let first = env
+        .send(Column::HandCheck, &cell, &case, &decision)
+        .unwrap();
     assert_eq!(first, "CREDITED");
-    let again = restart(
-        Column::HandCheck,
-        &env.client,
-        &cell,
-        &env.key,
-        &env.settings,
-    )
-    .unwrap();
+    let again = env.restart(Column::HandCheck, &cell).unwrap();
     assert_eq!(again.status, "FOUND_BY_LOOKUP");
     let truth = ground_truth(&env.client, &case).unwrap();
     assert_eq!(truth.case_credit_count, 1);
@@ -286,7 +256,7 @@ fn no_check_restart_replays_under_the_same_key() {
         &decision,
         CrashPoint::AfterSend,
     );
-    let report = restart(Column::NoCheck, &env.client, &cell, &env.key, &env.settings).unwrap();
+    let report = env.restart(Column::NoCheck, &cell).unwrap();
     assert_eq!(report.status, "REPLAYED_BY_STRIPE");
     assert_eq!(report.detail["replayed"], true);
     assert_eq!(case_credit_count(&env, &case), 1);
@@ -398,14 +368,7 @@ fn interlock_recovery_sees_an_approval_revoked_during_the_outage() {
     );
     case.approval.revoked = Some(json!({"by": "support-lead"}));
     case.save(&cell).unwrap();
-    let report = restart(
-        Column::Interlock,
-        &env.client,
-        &cell,
-        &env.key,
-        &env.settings,
-    )
-    .unwrap();
+    let report = env.restart(Column::Interlock, &cell).unwrap();
     assert_eq!(report.status, "REFUSED:lease_at_recovery");
     assert_eq!(case_credit_count(&env, &case), 0);
     // "Not found" is trusted only once max_in_flight has passed since DISPATCHED: the restart
@@ -495,7 +458,7 @@ fn run_cell(env: &mut Env, crash: CrashPoint, outage: Outage, column: Column) {
     let at_crash = observations(&env.client, &case).unwrap();
     let record = run_outage(&env.client, &case, outage, &mut env.rng).unwrap();
     let at_restart = observations(&env.client, &case).unwrap();
-    let report = restart(column, &env.client, &cell, &env.key, &env.settings).unwrap();
+    let report = env.restart(column, &cell).unwrap();
     let truth = ground_truth(&env.client, &case).unwrap();
 
     assert_eq!(
@@ -621,7 +584,7 @@ fn after_send_with_credit_note_outages() {
             let (_, decision) = env.decide(&case);
             env.decide_and_crash(column, &cell, &case, &decision, CrashPoint::AfterSend);
             run_outage(&env.client, &case, outage, &mut env.rng).unwrap();
-            let report = restart(column, &env.client, &cell, &env.key, &env.settings).unwrap();
+            let report = env.restart(column, &cell).unwrap();
             let truth = ground_truth(&env.client, &case).unwrap();
             let w = want(
                 &truth,

@@ -7,7 +7,7 @@ mod common;
 
 use common::Env;
 use interlock::{Target, TargetError};
-use scenarios::billing_credit::{decide_and_send, ground_truth, restart, Column, CreditTarget};
+use scenarios::billing_credit::{ground_truth, Column, CreditTarget};
 use serde_json::json;
 use stripe::emulator::{FaultAction, FaultRule};
 
@@ -52,16 +52,7 @@ fn a_lost_answer_after_the_credit_landed_ends_with_one_credit_in_every_column() 
             .emulator
             .faults()
             .add(FaultRule::new("POST", CREDIT_PATH, FaultAction::CommitThenDrop).times(1));
-        let decided = decide_and_send(
-            column,
-            &env.client,
-            &cell,
-            &case,
-            &decision,
-            None,
-            &env.key,
-            &env.settings,
-        );
+        let decided = env.send(column, &cell, &case, &decision);
         assert_eq!(env.emulator.faults().fired(rule), 1, "{column}");
         match column {
             Column::Interlock => assert_eq!(decided.unwrap(), "IN_FLIGHT"),
@@ -70,7 +61,7 @@ fn a_lost_answer_after_the_credit_landed_ends_with_one_credit_in_every_column() 
                 assert!(err.contains("outcome unknown"), "{column}: {err}");
             }
         }
-        let report = restart(column, &env.client, &cell, &env.key, &env.settings).unwrap();
+        let report = env.restart(column, &cell).unwrap();
         let expected = match column {
             Column::NoCheck => "REPLAYED_BY_STRIPE",
             Column::HandCheck => "FOUND_BY_LOOKUP",
@@ -93,26 +84,11 @@ fn a_send_that_times_out_and_lands_later_is_committed_once() {
     env.emulator
         .faults()
         .add(FaultRule::new("POST", CREDIT_PATH, FaultAction::Delay { ms: slow }).times(1));
-    let status = decide_and_send(
-        Column::Interlock,
-        &env.client,
-        &cell,
-        &case,
-        &decision,
-        None,
-        &env.key,
-        &env.settings,
-    )
-    .unwrap();
+    let status = env
+        .send(Column::Interlock, &cell, &case, &decision)
+        .unwrap();
     assert_eq!(status, "IN_FLIGHT");
-    let report = restart(
-        Column::Interlock,
-        &env.client,
-        &cell,
-        &env.key,
-        &env.settings,
-    )
-    .unwrap();
+    let report = env.restart(Column::Interlock, &cell).unwrap();
     assert_eq!(report.status, "COMMITTED_BY_RETRY", "{report:?}");
     let recoveries = report.detail["recoveries"].as_array().unwrap();
     let blocked = &recoveries[0]["blocked"];

@@ -6,8 +6,8 @@
 use ed25519_dalek::SigningKey;
 use rand::SeedableRng;
 use scenarios::billing_credit::{
-    decide_and_send, open_case, read_account, Account, CaseFile, Column, CrashHook, CrashPoint,
-    Prices, ScenarioSettings,
+    decide_and_send, open_case, read_account, restart, Account, CaseFile, Column, CrashHook,
+    CrashPoint, Prices, RestartReport, ScenarioError, ScenarioSettings,
 };
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -79,6 +79,31 @@ impl Env {
             premises: account.premises.clone(),
         };
         (account, decision)
+    }
+
+    /// Runs the decide phase of `column` without a crash hook.
+    pub fn send(
+        &self,
+        column: Column,
+        cell: &Path,
+        case: &CaseFile,
+        decision: &Decision,
+    ) -> Result<String, ScenarioError> {
+        decide_and_send(
+            column,
+            &self.client,
+            cell,
+            case,
+            decision,
+            None,
+            &self.key,
+            &self.settings,
+        )
+    }
+
+    /// Runs the restart phase of `column`.
+    pub fn restart(&self, column: Column, cell: &Path) -> Result<RestartReport, ScenarioError> {
+        restart(column, &self.client, cell, &self.key, &self.settings)
     }
 
     /// Runs the decide phase in a thread whose crash hook panics at `point`; asserts it crashed.
