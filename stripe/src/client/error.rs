@@ -81,6 +81,10 @@ pub struct ApiFailure {
     pub message: String,
     /// The `Request-Id` response header.
     pub request_id: Option<String>,
+    /// True when the answer carried `Idempotent-Replayed: true`: the saved answer of an earlier
+    /// request under the same idempotency key (Stripe saves errors too, 500s included, once the
+    /// endpoint began executing), so that request has finished.
+    pub replayed: bool,
 }
 
 impl std::fmt::Display for ApiFailure {

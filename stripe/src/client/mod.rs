@@ -326,6 +326,7 @@ impl Client {
                     param: field("param"),
                     message: field("message").unwrap_or_default(),
                     request_id,
+                    replayed,
                 })))
             }
             None => Err(StripeError::InvalidResponse {
