@@ -241,16 +241,17 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 },
                 Next::CheckLease | Next::CheckLeaseBeforeResend => {
                     let before_resend = facts.lease_live.is_some();
-                    let lc =
-                        match self.leases.check(&d.lease, &d.effect) {
-                            Ok(lc) => lc,
-                            Err(e) => return Ok(self.retry_later(
+                    let lc = match self.leases.check(&d.lease, &d.effect) {
+                        Ok(lc) => lc,
+                        Err(e) => {
+                            return Ok(self.retry_later(
                                 Holder::LeaseStore,
                                 format!(
                                     "The lease could not be re-checked ({e}); nothing was sent."
                                 ),
-                            )),
-                        };
+                            ))
+                        }
+                    };
                     rechecked.insert("lease_live".into(), json!(lc.live));
                     rechecked.insert("grant".into(), lc.grant.map_or(Value::Null, recordable));
                     if before_resend {

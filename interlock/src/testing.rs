@@ -80,8 +80,12 @@ impl Fault {
         }
     }
 
-    /// Parse `ok`, `rejected`, `unknown`, `landed-but-unknown`, `rejected-but-landed`.
+    /// Parse `ok`, `rejected`, `unknown`, `landed-but-unknown`, `rejected-but-landed`,
+    /// `lands-late:<ms>`.
     pub fn parse(s: &str) -> Option<Fault> {
+        if let Some(ms) = s.strip_prefix("lands-late:") {
+            return ms.parse().ok().map(Fault::LandsLate);
+        }
         Some(match s {
             "ok" => Fault::Ok,
             "rejected" => Fault::Rejected,
@@ -534,6 +538,7 @@ impl FileTarget {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Map::new(),
             Err(e) => return Err(file_err(path, "read", e)),
         };
+        land_due(&mut state);
         let out = f(&mut state);
         let mut tmp_name = path.as_os_str().to_owned();
         tmp_name.push(".tmp");
@@ -582,6 +587,35 @@ impl FileTarget {
     }
 }
 
+/// Wall-clock now in Unix ms (a [`FileTarget`] outlives processes, so it keeps wall time).
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Move every pending request of a [`FileTarget`] state whose time has come to `landed`.
+fn land_due(state: &mut Map<String, Value>) {
+    let now = wall_ms();
+    let Some(Value::Array(pending)) = state.remove("pending") else {
+        return;
+    };
+    let (due, later): (Vec<Value>, Vec<Value>) = pending.into_iter().partition(|p| {
+        p.get("at_ms")
+            .and_then(Value::as_u64)
+            .is_some_and(|t| t <= now)
+    });
+    state.insert("pending".into(), Value::Array(later));
+    if let Value::Array(landed) = state.entry("landed").or_insert_with(|| json!([])) {
+        for mut p in due {
+            if let Some(m) = p.as_object_mut() {
+                m.remove("at_ms");
+            }
+            landed.push(p);
+        }
+    }
+}
+
 impl Target for FileTarget {
     fn capabilities(&self) -> Capabilities {
         caps(self.tier, self.queryable, None, Some(self.max_in_flight))
@@ -614,6 +648,13 @@ impl Target for FileTarget {
                 }
                 _ => Fault::Ok,
             };
+            if let Fault::LandsLate(ms) = fault {
+                let late = json!({"effect_id": effect_id, "effect": effect, "pid": std::process::id(), "at_ms": wall_ms().saturating_add(ms)});
+                if let Value::Array(p) = s.entry("pending").or_insert_with(|| json!([])) {
+                    p.push(late);
+                }
+                return fault.answer(Value::Null);
+            }
             let landed = s.entry("landed").or_insert_with(|| json!([]));
             let Value::Array(landed) = landed else {
                 return Err(TargetError::Unknown {

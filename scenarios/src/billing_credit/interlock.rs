@@ -233,7 +233,8 @@ mod tests {
             e("REFUSED", json!({"code": "stale_premise"})),
         ];
         assert_eq!(status(&refused), Some("REFUSED:stale_premise"));
-        assert_eq!(status(&committed[..3]), None);
+        assert_eq!(status(&committed[..2]), None);
+        assert_eq!(status(&committed[..3]), Some("IN_FLIGHT"));
         // A later, non-resolving refusal (a conflicting payload) does not undo the commit.
         let mut later = committed.clone();
         later.push(e("PROPOSED", json!({})));
