@@ -1,13 +1,12 @@
 //! The gate: `submit` (DESIGN §2.3) as named steps, receipts, and the pieces recovery shares.
 
-use crate::claim::{
-    boot_id, monotonic_ms, ClaimDir, ClaimRecord, HeldClaim, MonoInstant, Owner, Role,
-};
+use crate::claim::{boot_id, monotonic_ms, ClaimRecord, MonoInstant, Owner, Role};
 use crate::decide::{admit, Admission, AdmissionPoint, EffectFacts};
-use crate::journal::{EffectState, Journal, JournalError, Locked};
+use crate::journal::{EffectState, JournalError};
 use crate::lease::{LeaseCheck, LeaseError, LeaseStore};
 use crate::proposal::{effect_id, Proposal};
 use crate::status::{status_of, RefusalCode, Status, Step, Submitted, Via};
+use crate::store::{Claim, Location, Section, Store};
 use crate::target::{Target, TargetError};
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use serde_json::{json, Map, Value};
@@ -124,8 +123,7 @@ pub(crate) struct RecoveryMemory {
 /// `Gate` is `Sync` when its target and lease store are: several threads (and several processes
 /// opening the same journal) may submit and recover concurrently.
 pub struct Gate<T: Target, L: LeaseStore> {
-    pub(crate) journal: Journal,
-    pub(crate) claims: ClaimDir,
+    pub(crate) journal: Store,
     pub(crate) target: T,
     pub(crate) leases: L,
     pub(crate) key: SigningKey,
@@ -230,13 +228,30 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         key: SigningKey,
         config: GateConfig,
     ) -> Result<Self, GateError> {
+        Gate::open_at(
+            &Location::File(journal_path.to_owned()),
+            target,
+            leases,
+            key,
+            config,
+        )
+    }
+
+    /// Open the gate over the journal store at `location`: a JSONL file (as [`Gate::open`]) or a
+    /// PostgreSQL database (`postgres://…`; the schema is created or migrated on open) shared by
+    /// gates on many hosts. Every entry already in the store is checked, as for a file.
+    pub fn open_at(
+        location: &Location,
+        target: T,
+        leases: L,
+        key: SigningKey,
+        config: GateConfig,
+    ) -> Result<Self, GateError> {
         let mut trusted = vec![key.verifying_key()];
         trusted.extend(config.trusted_signers.iter().copied());
-        let journal = Journal::open(journal_path, trusted, config.journal_lock_wait)?;
-        let claims = ClaimDir::beside(journal.canonical_path())?;
+        let journal = Store::open(location, trusted, config.journal_lock_wait)?;
         Ok(Gate {
             journal,
-            claims,
             target,
             leases,
             key,
@@ -322,7 +337,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
 
     pub(crate) fn append(
         &self,
-        j: &mut Locked<'_>,
+        j: &mut Section<'_>,
         eid: &str,
         kind: Kind,
         fields: Value,
@@ -467,7 +482,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             Flow::Go(checks) => checks,
             Flow::Done(s) => return Ok(s),
         };
-        let Some(claim) = self.claims.try_take(&prep.eid)? else {
+        let Some(claim) = self.journal.try_take(&prep.eid)? else {
             return Ok(prep.answer(
                 Status::InFlight,
                 Some("Another process holds this effect's claim (it is dispatching, sending or recovering it).".into()),
@@ -540,7 +555,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     /// The answer (and entry, where one is written) of an admission that does not proceed.
     fn short_circuit<X>(
         &self,
-        j: &mut Locked<'_>,
+        j: &mut Section<'_>,
         prep: &Prepared<'_>,
         admission: Admission,
     ) -> Result<Flow<X>, GateError> {
@@ -594,7 +609,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
 
     fn refuse_lease<X>(
         &self,
-        j: &mut Locked<'_>,
+        j: &mut Section<'_>,
         prep: &Prepared<'_>,
         checks: Value,
         when: &str,
@@ -655,7 +670,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     fn write_dispatched(
         &self,
         prep: &Prepared<'_>,
-        claim: &HeldClaim,
+        claim: &Claim<'_>,
         decided_on: &Value,
         mut checks: Value,
     ) -> Result<Flow<String>, GateError> {
@@ -703,10 +718,20 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     fn send(
         &self,
         prep: &Prepared<'_>,
-        claim: HeldClaim,
+        claim: Claim<'_>,
         dispatch: &str,
     ) -> Result<Submitted, GateError> {
         let eid = &prep.eid;
+        // A holder that cannot confirm it still holds the claim (a lost database session) does
+        // not send: recovery settles the dispatch once the claim is free.
+        if let Err(e) = claim.confirm() {
+            return Ok(prep.answer(
+                Status::InFlight,
+                Some(format!(
+                    "The claim could not be confirmed before the send ({e}); nothing was sent and recovery will settle the dispatch."
+                )),
+            ));
+        }
         match self.target.apply(eid, &prep.p.effect) {
             Ok(evidence) => {
                 self.observe(Step::Sent);
@@ -750,7 +775,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     /// Release a claim taken for an effect: its file is removed when no dispatch is open (the
     /// effect is settled or was never dispatched), kept otherwise (its record names the
     /// dispatch's last holder).
-    pub(crate) fn release(&self, claim: HeldClaim, eid: &str) {
+    pub(crate) fn release(&self, claim: Claim<'_>, eid: &str) {
         let open = self
             .journal
             .peek(|j| j.state(eid).is_some_and(|s| s.open.is_some()))

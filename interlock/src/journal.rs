@@ -99,6 +99,14 @@ pub enum JournalError {
         /// The field.
         field: String,
     },
+    /// The database failed or could not be reached.
+    #[error("{what}: {detail}")]
+    Database {
+        /// What was being done, naming the database (without credentials).
+        what: String,
+        /// The database's or the driver's error.
+        detail: String,
+    },
     /// Another process held the journal lock for longer than the configured wait.
     #[error("{path}: another process has held the journal lock for over {waited_ms} ms")]
     Busy {
@@ -128,11 +136,12 @@ fn io_err<'a>(
     }
 }
 
-/// Where one entry sits in the file.
+/// Where one entry sits: its byte offset and length in the file, or (PostgreSQL) its row's
+/// sequence number in `offset`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct EntryLoc {
-    offset: u64,
-    len: u32,
+    pub offset: u64,
+    pub len: u32,
 }
 
 /// The open DISPATCHED of an effect.
@@ -253,24 +262,107 @@ impl EffectState {
 }
 
 /// A signature still to be verified, and the line it came from.
-struct PendingSig {
+pub(crate) struct PendingSig {
     line: u64,
     key: VerifyingKey,
     message: Vec<u8>,
     sig: Signature,
 }
 
+/// What a journal store knows about its entries: per effect, where its entries are and the state
+/// they derive, built only from lines that passed every check. Shared by both stores.
+#[derive(Debug, Default)]
+pub(crate) struct Index {
+    /// Lines (or rows) already indexed (for numbering).
+    pub lines: u64,
+    effects: HashMap<String, EffectState>,
+    /// Effect ids in first-seen order.
+    order: Vec<String>,
+    /// Set by a failure after which this handle no longer vouches for the store.
+    pub poisoned: Option<String>,
+}
+
+impl Index {
+    /// Check one entry read from the store (signer trusted, hash, chain, state transition) and
+    /// fold it in; returns its signature, still to be verified (in a batch by the caller).
+    pub(crate) fn ingest(
+        &mut self,
+        entry: &Map<String, Value>,
+        loc: EntryLoc,
+        trusted: &[VerifyingKey],
+    ) -> Result<PendingSig, String> {
+        let line = self.lines + 1;
+        let sig = pending_signature(entry, trusted, line)?;
+        let eid = entry
+            .get("effect_id")
+            .and_then(Value::as_str)
+            .ok_or("no string `effect_id`")?;
+        self.fold(eid, entry, loc)?;
+        Ok(sig)
+    }
+
+    /// Fold an entry of `eid` into its effect's state (checking hash, chain and transition).
+    pub(crate) fn fold(
+        &mut self,
+        eid: &str,
+        entry: &Map<String, Value>,
+        loc: EntryLoc,
+    ) -> Result<(), String> {
+        let state = match self.effects.get_mut(eid) {
+            Some(s) => s,
+            None => {
+                self.order.push(eid.to_owned());
+                self.effects.entry(eid.to_owned()).or_default()
+            }
+        };
+        state.apply(entry, loc)
+    }
+
+    /// What the index knows about one effect.
+    pub fn state(&self, effect_id: &str) -> Option<&EffectState> {
+        self.effects.get(effect_id)
+    }
+
+    /// The effect's last hash and latest timestamp (for the next append).
+    pub(crate) fn tip(&self, effect_id: &str) -> (Option<String>, u64) {
+        self.effects
+            .get(effect_id)
+            .map_or((None, 0), |s| (s.last_hash.clone(), s.last_ts))
+    }
+
+    /// Where the `index`-th entry of an effect is.
+    pub(crate) fn loc(&self, effect_id: &str, index: usize) -> Option<EntryLoc> {
+        self.effects
+            .get(effect_id)
+            .and_then(|s| s.entries.get(index))
+            .copied()
+    }
+
+    /// How many entries an effect has.
+    pub(crate) fn count(&self, effect_id: &str) -> usize {
+        self.effects.get(effect_id).map_or(0, |s| s.entries.len())
+    }
+
+    /// Effect ids with an open dispatch, in first-seen order.
+    pub fn open_effects(&self) -> Vec<String> {
+        self.order
+            .iter()
+            .filter(|e| self.effects.get(*e).is_some_and(|s| s.open.is_some()))
+            .cloned()
+            .collect()
+    }
+
+    /// Every effect id, in first-seen order.
+    pub fn effect_ids(&self) -> Vec<String> {
+        self.order.clone()
+    }
+}
+
 struct Inner {
     file: File,
     /// Bytes of complete lines already indexed.
     len: u64,
-    /// Lines already indexed (for numbering).
-    lines: u64,
-    effects: HashMap<String, EffectState>,
-    /// Effect ids in first-seen order.
-    order: Vec<String>,
-    /// Set by a failure after which this handle no longer vouches for the file.
-    poisoned: Option<String>,
+    index: Index,
 }
 
 /// A journal file opened for reading and appending.
@@ -325,10 +417,7 @@ impl Journal {
             inner: Mutex::new(Inner {
                 file,
                 len: 0,
-                lines: 0,
-                effects: HashMap::new(),
-                order: Vec::new(),
-                poisoned: None,
+                index: Index::default(),
             }),
         };
         drop(journal.lock()?);
@@ -358,7 +447,7 @@ impl Journal {
 
     /// Every effect id, in first-seen order.
     pub fn effect_ids(&self) -> Result<Vec<String>, JournalError> {
-        Ok(self.lock()?.effect_ids())
+        Ok(self.lock()?.index().effect_ids())
     }
 
     /// The journal file's path, as given.
@@ -393,9 +482,9 @@ impl Journal {
     }
 
     /// Read, without the journal lock, what was appended since the last look (complete lines
-    /// only, each checked as under the lock), and call `f` on the index. Never waits for another
-    /// process's lock: for [`Gate::status`](crate::Gate::status) and other readers.
-    pub(crate) fn peek<R>(&self, f: impl FnOnce(&Locked<'_>) -> R) -> Result<R, JournalError> {
+    /// only, each checked as under the lock), and return a view of the index. Never waits for
+    /// another process's lock: for [`Gate::status`](crate::Gate::status) and other readers.
+    pub(crate) fn view(&self) -> Result<Locked<'_>, JournalError> {
         let inner = self.index();
         let mut view = Locked {
             inner,
@@ -404,7 +493,7 @@ impl Journal {
             trusted: &self.trusted,
         };
         view.refresh()?;
-        Ok(f(&view))
+        Ok(view)
     }
 
     fn take_file_lock(&self) -> Result<Option<File>, JournalError> {
@@ -451,12 +540,12 @@ pub(crate) struct Locked<'a> {
 
 impl Locked<'_> {
     fn poison(&mut self, reason: String) {
-        self.inner.poisoned.get_or_insert(reason);
+        self.inner.index.poisoned.get_or_insert(reason);
     }
 
     /// Index (and check) the complete lines appended since the last look.
     fn refresh(&mut self) -> Result<(), JournalError> {
-        if let Some(reason) = &self.inner.poisoned {
+        if let Some(reason) = &self.inner.index.poisoned {
             return Err(JournalError::Poisoned {
                 path: self.path.to_owned(),
                 reason: reason.clone(),
@@ -511,7 +600,7 @@ impl Locked<'_> {
                 // End of file, or a torn last line: leave it unconsumed.
                 break;
             }
-            let line_no = inner.lines + 1;
+            let line_no = inner.index.lines + 1;
             let body = &line[..line.len() - 1];
             if !body.iter().all(u8::is_ascii_whitespace) {
                 let corrupt = |reason: String| JournalError::Corrupt {
@@ -525,24 +614,13 @@ impl Locked<'_> {
                 let Value::Object(entry) = value else {
                     return Err(corrupt("not a JSON object".into()));
                 };
-                sigs.push(pending_signature(&entry, trusted, line_no).map_err(corrupt)?);
-                let eid = entry
-                    .get("effect_id")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| corrupt("no string `effect_id`".into()))?
-                    .to_owned();
-                let state = match inner.effects.get_mut(&eid) {
-                    Some(s) => s,
-                    None => {
-                        inner.order.push(eid.clone());
-                        inner.effects.entry(eid).or_default()
-                    }
-                };
-                state
-                    .apply(&entry, EntryLoc { offset, len })
+                let sig = inner
+                    .index
+                    .ingest(&entry, EntryLoc { offset, len }, trusted)
                     .map_err(corrupt)?;
+                sigs.push(sig);
             }
-            inner.lines += 1;
+            inner.index.lines += 1;
             offset += n as u64;
             inner.len = offset;
         }
@@ -553,34 +631,17 @@ impl Locked<'_> {
         })
     }
 
-    /// What the index knows about one effect.
-    pub fn state(&self, effect_id: &str) -> Option<&EffectState> {
-        self.inner.effects.get(effect_id)
-    }
-
-    /// Effect ids with an open dispatch, in first-seen order.
-    pub fn open_effects(&self) -> Vec<String> {
-        self.inner
-            .order
-            .iter()
-            .filter(|e| self.inner.effects.get(*e).is_some_and(|s| s.open.is_some()))
-            .cloned()
-            .collect()
-    }
-
-    /// Every effect id, in first-seen order.
-    pub fn effect_ids(&self) -> Vec<String> {
-        self.inner.order.clone()
+    /// The index of checked entries.
+    pub fn index(&self) -> &Index {
+        &self.inner.index
     }
 
     /// The `index`-th entry of an effect, read back from the file.
     pub fn entry(&self, effect_id: &str, index: usize) -> Result<Map<String, Value>, JournalError> {
         let loc = self
             .inner
-            .effects
-            .get(effect_id)
-            .and_then(|s| s.entries.get(index))
-            .copied()
+            .index
+            .loc(effect_id, index)
             .ok_or_else(|| JournalError::Corrupt {
                 path: self.path.to_owned(),
                 line: 0,
@@ -603,11 +664,7 @@ impl Locked<'_> {
 
     /// Every entry of an effect, in journal order.
     pub fn entries(&self, effect_id: &str) -> Result<Vec<Value>, JournalError> {
-        let n = self
-            .inner
-            .effects
-            .get(effect_id)
-            .map_or(0, |s| s.entries.len());
+        let n = self.inner.index.count(effect_id);
         (0..n)
             .map(|i| self.entry(effect_id, i).map(Value::Object))
             .collect()
@@ -629,42 +686,15 @@ impl Locked<'_> {
                 reason: "an append was attempted without the journal lock".into(),
             });
         }
-        if let Some(field) = fields
-            .keys()
-            .find(|k| RESERVED_FIELDS.contains(&k.as_str()))
-        {
-            return Err(JournalError::ReservedField {
-                kind: kind.as_str(),
-                effect_id: effect_id.to_owned(),
-                field: field.clone(),
-            });
-        }
         let path = self.path;
-        let (prev, last_ts) = self
-            .inner
-            .effects
-            .get(effect_id)
-            .map_or((None, 0), |s| (s.last_hash.clone(), s.last_ts));
-        let mut entry = Map::with_capacity(fields.len() + 8);
-        entry.insert("v".into(), Value::from(ENTRY_VERSION));
-        // Never earlier than the effect's previous entry, even if the wall clock stepped back.
-        entry.insert("ts_ms".into(), Value::from(ts_ms.max(last_ts)));
-        entry.insert("kind".into(), Value::from(kind.as_str()));
-        entry.insert("effect_id".into(), Value::from(effect_id));
-        for (k, v) in fields {
-            entry.insert(k, v);
-        }
-        entry.insert("prev".into(), prev.map_or(Value::Null, Value::String));
-        seal(&mut entry, key).map_err(|source| JournalError::Canonical {
-            kind: kind.as_str(),
-            effect_id: effect_id.to_owned(),
-            source,
-        })?;
-        let mut line = serde_json::to_vec(&entry).map_err(|e| JournalError::Canonical {
-            kind: kind.as_str(),
-            effect_id: effect_id.to_owned(),
-            source: CanonicalError::Float(e.to_string()),
-        })?;
+        let (entry, mut line) = sealed_line(
+            self.inner.index.tip(effect_id),
+            effect_id,
+            kind,
+            fields,
+            ts_ms,
+            key,
+        )?;
         line.push(b'\n');
         let len = u32::try_from(line.len()).map_err(|_| JournalError::Corrupt {
             path: path.to_owned(),
@@ -684,17 +714,12 @@ impl Locked<'_> {
             return Err(e);
         }
         let inner = &mut *self.inner;
-        let state = match inner.effects.get_mut(effect_id) {
-            Some(s) => s,
-            None => {
-                inner.order.push(effect_id.to_owned());
-                inner.effects.entry(effect_id.to_owned()).or_default()
-            }
-        };
-        let line_no = inner.lines + 1;
-        let applied = state.apply(&entry, EntryLoc { offset: at, len });
+        let line_no = inner.index.lines + 1;
+        let applied = inner
+            .index
+            .fold(effect_id, &entry, EntryLoc { offset: at, len });
         inner.len += line.len() as u64;
-        inner.lines += 1;
+        inner.index.lines += 1;
         if let Err(reason) = applied {
             self.poison(reason.clone());
             return Err(JournalError::Corrupt {
@@ -737,7 +762,7 @@ impl Locked<'_> {
         if size < inner.len || tail_len > tail.len() || tail.contains(&b'\n') {
             return Err(JournalError::Corrupt {
                 path: path.to_owned(),
-                line: inner.lines + 1,
+                line: inner.index.lines + 1,
                 reason: format!(
                     "{} bytes after the last checked line hold a complete line that was not read; not cutting them",
                     size.saturating_sub(inner.len)
@@ -750,6 +775,50 @@ impl Locked<'_> {
             .map_err(io_err("truncate the torn tail of", path))?;
         inner.file.sync_all().map_err(io_err("sync", path))
     }
+}
+
+/// A new entry `{v, ts_ms, kind, effect_id, <fields>, prev}` after the effect's `tip` (its last
+/// hash and latest timestamp), sealed with `key`, and its JSON line (without the newline).
+pub(crate) fn sealed_line(
+    tip: (Option<String>, u64),
+    effect_id: &str,
+    kind: Kind,
+    fields: Map<String, Value>,
+    ts_ms: u64,
+    key: &SigningKey,
+) -> Result<(Map<String, Value>, Vec<u8>), JournalError> {
+    if let Some(field) = fields
+        .keys()
+        .find(|k| RESERVED_FIELDS.contains(&k.as_str()))
+    {
+        return Err(JournalError::ReservedField {
+            kind: kind.as_str(),
+            effect_id: effect_id.to_owned(),
+            field: field.clone(),
+        });
+    }
+    let (prev, last_ts) = tip;
+    let mut entry = Map::with_capacity(fields.len() + 8);
+    entry.insert("v".into(), Value::from(ENTRY_VERSION));
+    // Never earlier than the effect's previous entry, even if the wall clock stepped back.
+    entry.insert("ts_ms".into(), Value::from(ts_ms.max(last_ts)));
+    entry.insert("kind".into(), Value::from(kind.as_str()));
+    entry.insert("effect_id".into(), Value::from(effect_id));
+    for (k, v) in fields {
+        entry.insert(k, v);
+    }
+    entry.insert("prev".into(), prev.map_or(Value::Null, Value::String));
+    seal(&mut entry, key).map_err(|source| JournalError::Canonical {
+        kind: kind.as_str(),
+        effect_id: effect_id.to_owned(),
+        source,
+    })?;
+    let line = serde_json::to_vec(&entry).map_err(|e| JournalError::Canonical {
+        kind: kind.as_str(),
+        effect_id: effect_id.to_owned(),
+        source: CanonicalError::Float(e.to_string()),
+    })?;
+    Ok((entry, line))
 }
 
 /// The signature of `entry` to verify, after checking that its signer is trusted.
@@ -785,7 +854,7 @@ fn pending_signature(
 
 /// Verify every pending signature (one batch; on failure, one by one to name the first bad
 /// line). `Err(line)` names it.
-fn verify_signatures(sigs: &[PendingSig]) -> Result<(), u64> {
+pub(crate) fn verify_signatures(sigs: &[PendingSig]) -> Result<(), u64> {
     if sigs.is_empty() {
         return Ok(());
     }
@@ -906,7 +975,10 @@ mod tests {
             l2.entries("a").unwrap(),
             vec![Value::Object(a1), Value::Object(a2)]
         );
-        assert_eq!(l2.effect_ids(), vec!["a".to_owned(), "b".to_owned()]);
+        assert_eq!(
+            l2.index().effect_ids(),
+            vec!["a".to_owned(), "b".to_owned()]
+        );
         assert_eq!(read_all(&path).unwrap().len(), 3);
     }
 

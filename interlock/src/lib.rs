@@ -14,9 +14,11 @@ pub mod decide;
 mod gate;
 pub mod journal;
 mod lease;
+mod pg;
 mod proposal;
 mod recover;
 mod status;
+mod store;
 mod target;
 pub mod testing;
 
@@ -30,4 +32,5 @@ pub use status::{
     status_of, Holder, Recovered, RecoveryOutcome, RefusalCode, Status, Step, Submitted, Via,
     AMBIGUOUS_CODE,
 };
+pub use store::{read_entries, Location};
 pub use target::{Capabilities, Target, TargetError, Tier};

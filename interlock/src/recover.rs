@@ -1,7 +1,7 @@
 //! Recovery of open dispatches (DESIGN §2.3 table, §2.4 claims): the gate carries out what
 //! [`next_recovery_step`] decides, one question at a time.
 
-use crate::claim::{HeldClaim, Role};
+use crate::claim::Role;
 use crate::decide::{next_recovery_step, InFlight, Next, RecoveryFacts};
 use crate::gate::{duration_ms, recordable, Gate, GateError, RecoveryMemory, Settled};
 use crate::journal::JournalError;
@@ -9,6 +9,7 @@ use crate::lease::LeaseStore;
 use crate::status::{
     Holder, Recovered, RecoveryOutcome, RefusalCode, Status, Step, Via, AMBIGUOUS_CODE,
 };
+use crate::store::Claim;
 use crate::target::{Target, TargetError, Tier};
 use serde_json::{json, Map, Value};
 use verify::entry::Kind;
@@ -87,6 +88,10 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     ///   reports `Blocked { holder: Target | LeaseStore, .. }`.
     pub fn recover_effect(&self, effect_id: &str) -> Result<Option<RecoveryOutcome>, GateError> {
         match self.recover_effect_locked(effect_id) {
+            Err(GateError::Journal(e @ JournalError::Database { .. })) => Ok(Some(self.retry_later(
+                Holder::Journal,
+                format!("The journal store could not be used ({e}); nothing was sent."),
+            ))),
             Err(GateError::Journal(JournalError::Busy { waited_ms, .. })) => {
                 Ok(Some(RecoveryOutcome::Blocked {
                     holder: Holder::Journal,
@@ -109,7 +114,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         let Some(open) = open else {
             return Ok(None);
         };
-        let Some(claim) = self.claims.try_take(eid)? else {
+        let Some(claim) = self.journal.try_take(eid)? else {
             return self.blocked_by_holder(eid, &open.hash).map(Some);
         };
         let Some((dispatch, memory, from)) = self.take_over(eid, &claim)? else {
@@ -132,7 +137,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     fn take_over(
         &self,
         eid: &str,
-        claim: &HeldClaim,
+        claim: &Claim<'_>,
     ) -> Result<Option<(OpenDispatch, RecoveryMemory, u64)>, GateError> {
         let j = self.journal.lock()?;
         let Some(open) = j.state(eid).and_then(|s| s.open.clone()) else {
@@ -158,7 +163,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         };
         let now = self.mono_ms();
         let inherited = self
-            .claims
+            .journal
             .read_record(eid)
             .filter(|r| {
                 r.dispatch == dispatch.hash
@@ -205,7 +210,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         d: &OpenDispatch,
         memory: RecoveryMemory,
         counted_from_ms: u64,
-        claim: &HeldClaim,
+        claim: &Claim<'_>,
     ) -> Result<RecoveryOutcome, GateError> {
         let caps = self.target.capabilities();
         let mut facts = RecoveryFacts::new(
@@ -344,7 +349,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     fn blocked_by_holder(&self, eid: &str, dispatch: &str) -> Result<RecoveryOutcome, GateError> {
         let record = {
             let _j = self.journal.lock()?;
-            self.claims.read_record(eid)
+            self.journal.read_record(eid)
         };
         let now = self.now_ms();
         let retry = now.saturating_add(duration_ms(self.config.retry_interval));
@@ -415,7 +420,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         via: Via,
         rechecked: &Value,
         facts: &RecoveryFacts,
-        claim: &HeldClaim,
+        claim: &Claim<'_>,
     ) -> Result<AfterResend, GateError> {
         // Durable before the send: a later recoverer counts the bound from this send.
         let sent_at = self.mono_ms();
@@ -427,6 +432,14 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 self.now_ms(),
                 Some(sent_at),
             ))?;
+        }
+        if let Err(e) = claim.confirm() {
+            return Ok(AfterResend::Report(self.retry_later(
+                Holder::Journal,
+                format!(
+                    "The claim could not be confirmed before the resend ({e}); nothing was sent."
+                ),
+            )));
         }
         match self.target.apply(eid, &d.effect) {
             Ok(evidence) => {

@@ -8,13 +8,11 @@
 mod common;
 
 use common::*;
-use interlock::journal::read_all;
 use interlock::testing::{Fault, MemLeases, MemTarget};
 use interlock::{Gate, GateConfig, Proposal, RecoveryOutcome, Tier};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -85,10 +83,10 @@ fn scratch_dir() -> tempfile::TempDir {
 
 fn run(tier: Tier, queryable: bool, ops: Vec<Op>) -> Result<(), TestCaseError> {
     let dir = scratch_dir();
-    let path: PathBuf = dir.path().join("journal.jsonl");
-    // I1: every apply finds a durable, open DISPATCHED of its effect in the file on disk.
+    let at = store_at(dir.path());
+    // I1: every apply finds a durable, open DISPATCHED of its effect in the store.
     let violations: Arc<Mutex<Vec<String>>> = Arc::default();
-    let (p2, v2) = (path.clone(), violations.clone());
+    let (p2, v2) = (at.clone(), violations.clone());
     let clock = Arc::new(AtomicU64::new(1_800_000_000_000));
     let leases = Arc::new(MemLeases::new());
     let revoke_next: Arc<Mutex<Option<u8>>> = Arc::default();
@@ -104,7 +102,7 @@ fn run(tier: Tier, queryable: bool, ops: Vec<Op>) -> Result<(), TestCaseError> {
         }))
         .with_apply_hook(Box::new(move |eid| {
             let mut open = false;
-            for e in read_all(&p2).unwrap() {
+            for e in read_store(&p2) {
                 if e["effect_id"] != json!(eid) {
                     continue;
                 }
@@ -125,8 +123,8 @@ fn run(tier: Tier, queryable: bool, ops: Vec<Op>) -> Result<(), TestCaseError> {
     let target = Arc::new(target);
     leases.grant(&lease(0));
     leases.grant(&lease(1));
-    let mut gate = Gate::open(
-        &path,
+    let mut gate = Gate::open_at(
+        &at,
         target.clone(),
         leases.clone(),
         key(),
@@ -328,7 +326,12 @@ fn run(tier: Tier, queryable: bool, ops: Vec<Op>) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2_500, ..ProptestConfig::default() })]
+    // 2,500 cases per tier against the file; a tenth against PostgreSQL, where every case
+    // creates its own schema.
+    #![proptest_config(ProptestConfig {
+        cases: if on_postgres() { 250 } else { 2_500 },
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn tier_one_queryable(ops in prop::collection::vec(op(), 1..20)) {

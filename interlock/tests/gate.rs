@@ -463,8 +463,8 @@ fn recover_wait_sleeps_exactly_until_the_in_flight_window_ends() {
     let target = MemTarget::new(Tier::Two, true).with_max_in_flight(Duration::from_millis(300));
     target.set_fact("incident_compensation", json!(0));
     target.push_faults([Fault::Unknown]);
-    let gate = interlock::Gate::open(
-        &dir.path().join("j.jsonl"),
+    let gate = interlock::Gate::open_at(
+        &store_at(dir.path()),
         target,
         interlock::testing::AllLive,
         key(),
@@ -492,8 +492,8 @@ fn recover_wait_sleeps_exactly_until_the_in_flight_window_ends() {
     let target = MemTarget::new(Tier::Two, true).with_max_in_flight(Duration::from_secs(30));
     target.set_fact("incident_compensation", json!(0));
     target.push_faults([Fault::Unknown]);
-    let gate = interlock::Gate::open(
-        &dir.path().join("j.jsonl"),
+    let gate = interlock::Gate::open_at(
+        &store_at(dir.path()),
         target,
         interlock::testing::AllLive,
         key(),

@@ -23,6 +23,9 @@ fn append_raw(path: &Path, bytes: &[u8]) {
 
 #[test]
 fn a_missing_file_is_an_empty_journal() {
+    if file_only("a_missing_file_is_an_empty_journal") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("new.jsonl");
     assert!(read_all(&path).unwrap().is_empty());
@@ -38,6 +41,9 @@ fn a_missing_file_is_an_empty_journal() {
 
 #[test]
 fn an_empty_file_is_an_empty_journal() {
+    if file_only("an_empty_file_is_an_empty_journal") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("empty.jsonl");
     std::fs::write(&path, b"").unwrap();
@@ -51,6 +57,9 @@ fn an_empty_file_is_an_empty_journal() {
 
 #[test]
 fn a_torn_tail_is_ignored_and_cut_off_before_the_next_append() {
+    if file_only("a_torn_tail_is_ignored_and_cut_off_before_the_next_append") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("j.jsonl");
     let gate = open(&path).unwrap();
@@ -85,6 +94,9 @@ fn a_torn_tail_is_ignored_and_cut_off_before_the_next_append() {
 
 #[test]
 fn a_corrupt_middle_line_is_an_error_naming_the_line() {
+    if file_only("a_corrupt_middle_line_is_an_error_naming_the_line") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("j.jsonl");
     let gate = open(&path).unwrap();
@@ -107,6 +119,9 @@ fn a_corrupt_middle_line_is_an_error_naming_the_line() {
 
 #[test]
 fn corruption_appended_behind_an_open_gate_is_reported_with_its_line() {
+    if file_only("corruption_appended_behind_an_open_gate_is_reported_with_its_line") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("j.jsonl");
     let gate = open(&path).unwrap();
@@ -122,6 +137,9 @@ fn corruption_appended_behind_an_open_gate_is_reported_with_its_line() {
 
 #[test]
 fn a_journal_that_shrank_under_an_open_gate_is_an_error() {
+    if file_only("a_journal_that_shrank_under_an_open_gate_is_an_error") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("j.jsonl");
     let gate = open(&path).unwrap();
@@ -136,6 +154,9 @@ fn a_journal_that_shrank_under_an_open_gate_is_an_error() {
 
 #[test]
 fn blank_lines_are_skipped_but_counted() {
+    if file_only("blank_lines_are_skipped_but_counted") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("j.jsonl");
     std::fs::write(&path, b"\n\n{oops}\n").unwrap();
@@ -145,6 +166,9 @@ fn blank_lines_are_skipped_but_counted() {
 
 #[test]
 fn a_line_with_a_recomputed_hash_but_no_valid_signature_is_corrupt() {
+    if file_only("a_line_with_a_recomputed_hash_but_no_valid_signature_is_corrupt") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("j.jsonl");
     let gate = open(&path).unwrap();
@@ -168,6 +192,9 @@ fn a_line_with_a_recomputed_hash_but_no_valid_signature_is_corrupt() {
 
 #[test]
 fn a_line_signed_by_an_untrusted_key_is_corrupt() {
+    if file_only("a_line_signed_by_an_untrusted_key_is_corrupt") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("j.jsonl");
     let other = ed25519_dalek::SigningKey::from_bytes(&[7u8; 32]);
@@ -192,6 +219,9 @@ fn a_line_signed_by_an_untrusted_key_is_corrupt() {
 
 #[test]
 fn caller_fields_cannot_override_kind_or_effect_id() {
+    if file_only("caller_fields_cannot_override_kind_or_effect_id") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("j.jsonl");
     let journal = interlock::journal::Journal::open(
@@ -213,6 +243,9 @@ fn caller_fields_cannot_override_kind_or_effect_id() {
 
 #[test]
 fn a_complete_unread_line_after_the_index_is_never_cut_as_torn() {
+    if file_only("a_complete_unread_line_after_the_index_is_never_cut_as_torn") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("j.jsonl");
     let gate = open(&path).unwrap();
@@ -228,6 +261,9 @@ fn a_complete_unread_line_after_the_index_is_never_cut_as_torn() {
 
 #[test]
 fn a_held_journal_lock_blocks_recovery_with_a_report_and_status_still_answers() {
+    if file_only("a_held_journal_lock_blocks_recovery_with_a_report_and_status_still_answers") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("j.jsonl");
     let target = MemTarget::new(Tier::One, true);
@@ -262,6 +298,9 @@ fn a_held_journal_lock_blocks_recovery_with_a_report_and_status_still_answers() 
 
 #[test]
 fn settled_effects_leave_no_claim_files() {
+    if file_only("settled_effects_leave_no_claim_files") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("j.jsonl");
     let target = MemTarget::new(Tier::One, true);

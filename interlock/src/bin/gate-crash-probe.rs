@@ -1,13 +1,15 @@
 //! Test helper (not a product binary): submits or recovers one effect through the gate against a
 //! `interlock::testing::FileTarget` whose state lives in a file, printing each
 //! durable step as a JSON line on stdout. With `--stop-at STEP` it prints
-//! `{"blocked_at": STEP}` right after that step and blocks forever, so a test can SIGKILL it
-//! exactly there.
+//! `{"blocked_at": STEP}` right after that step and blocks until killed (or, with
+//! `--continue-file F`, until F exists, then goes on), so a test can SIGKILL it exactly there or
+//! change the world before it continues.
 //!
 //! ```text
-//! gate-crash-probe submit|recover --journal J --state S --key HEX64
+//! gate-crash-probe submit|recover --journal FILE|postgres://… --state S --key HEX64
 //!     [--tier 1|2|3] [--queryable] [--max-in-flight-ms N] [--ttl-ms N] [--apply-delay-ms N]
-//!     [--stop-at proposed|authorized|dispatched|sent|committed] [--request-id R]
+//!     [--stop-at proposed|authorized|dispatched|sent|committed] [--continue-file F]
+//!     [--request-id R]
 //!     [--premises JSON] [--amount N] [--start-at-ms T]
 //! ```
 //! Exit status: 0 done, 2 bad arguments or gate error.
@@ -64,7 +66,7 @@ fn run() -> Result<(), String> {
         opts.get(k)
             .map_or(Ok(d), |v| v.parse().map_err(|e| format!("--{k}: {e}")))
     };
-    let journal = PathBuf::from(get("journal")?);
+    let journal = interlock::Location::parse(get("journal")?);
     let state = PathBuf::from(get("state")?);
     let key_bytes: [u8; 32] = hex::decode(get("key")?)
         .map_err(|e| format!("--key: {e}"))?
@@ -91,7 +93,7 @@ fn run() -> Result<(), String> {
         Some(s) => Some(Step::parse(s).ok_or_else(|| format!("--stop-at {s}: unknown step"))?),
         None => None,
     };
-    let mut gate = Gate::open(
+    let mut gate = Gate::open_at(
         &journal,
         target,
         AllLive,
@@ -99,13 +101,20 @@ fn run() -> Result<(), String> {
         config,
     )
     .map_err(|e| e.to_string())?;
+    let continue_file = opts.get("continue-file").map(PathBuf::from);
     gate.set_observer(Box::new(move |step| {
         say(&json!({"step": step.as_str()}));
         if Some(step) == stop_at {
             say(&json!({"blocked_at": step.as_str()}));
+            // With --continue-file, go on once that file exists; else block until killed.
             loop {
-                std::thread::sleep(Duration::from_secs(3600));
+                match &continue_file {
+                    Some(f) if f.exists() => break,
+                    Some(_) => std::thread::sleep(Duration::from_millis(20)),
+                    None => std::thread::sleep(Duration::from_secs(3600)),
+                }
             }
+            say(&json!({"continued_at": step.as_str()}));
         }
     }));
     if let Some(t) = opts.get("start-at-ms") {

@@ -37,6 +37,44 @@ impl Setup {
     }
 }
 
+/// Which journal store the suites run against: `INTERLOCK_TEST_STORE=postgres` (with
+/// `INTERLOCK_TEST_PG_URL`) runs them against PostgreSQL, each test in a fresh schema; anything
+/// else against a JSONL file in the test's temporary directory.
+pub fn on_postgres() -> bool {
+    std::env::var("INTERLOCK_TEST_STORE").as_deref() == Ok("postgres")
+}
+
+/// Say that a file-only test does not apply to the store under test.
+pub fn file_only(test: &str) -> bool {
+    if on_postgres() {
+        eprintln!("{test}: about the JSONL file itself; not run against PostgreSQL");
+        return true;
+    }
+    false
+}
+
+/// A fresh journal location for one test: `dir/journal.jsonl`, or a new schema of the test
+/// database.
+pub fn store_at(dir: &std::path::Path) -> interlock::Location {
+    if !on_postgres() {
+        return interlock::Location::File(dir.join("journal.jsonl"));
+    }
+    let url = std::env::var("INTERLOCK_TEST_PG_URL")
+        .expect("INTERLOCK_TEST_STORE=postgres needs INTERLOCK_TEST_PG_URL (see .ci/pg-cluster)");
+    let schema = format!("t_{:016x}", rand::random::<u64>());
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .unwrap();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    interlock::Location::Postgres(format!("{url}{sep}options=-c%20search_path%3D{schema}"))
+}
+
+/// Every entry at `location`, in append order.
+pub fn read_store(location: &interlock::Location) -> Vec<Value> {
+    interlock::read_entries(location).unwrap()
+}
+
 pub fn setup_with(target: MemTarget) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let target = Arc::new(target);
@@ -44,8 +82,8 @@ pub fn setup_with(target: MemTarget) -> Setup {
     let leases = Arc::new(MemLeases::new());
     leases.grant(&json!("lease-1"));
     let clock = Arc::new(AtomicU64::new(1_800_000_000_000));
-    let mut gate = Gate::open(
-        &dir.path().join("journal.jsonl"),
+    let mut gate = Gate::open_at(
+        &store_at(dir.path()),
         target.clone(),
         leases.clone(),
         key(),

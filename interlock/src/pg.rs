@@ -1,0 +1,633 @@
+//! The PostgreSQL journal store (DESIGN §2.7): one journal shared by gates on many hosts.
+//!
+//! - Schema created and migrated on open, versioned in `interlock_schema` (migrations run under
+//!   an advisory lock, so two openers never race). Entries live in `interlock_entries`, append-only
+//!   (a trigger refuses UPDATE and DELETE), each row the entry's JSON line exactly as the file
+//!   store writes it, plus `effect_id`, `prev` and `hash`. A unique `(effect_id, prev)` (nulls not
+//!   distinct: PostgreSQL 15 or later) keeps every chain linear: two writers can never both
+//!   extend the same hash.
+//! - The journal lock is a session advisory lock of the store's main connection, waited for at
+//!   most the gate's lock wait (`lock_timeout`). Every append commits on its own before it returns
+//!   (synchronous commit), so it is durable like an fsynced line.
+//! - Claims are session advisory locks held by a second connection while a send can be in flight;
+//!   a killed process's session ends at once, a partitioned host's when the server notices
+//!   (the session sets `tcp_user_timeout` and keepalives, a few seconds). Before a send the holder
+//!   confirms, on that connection, that the session still holds the lock; if it cannot, it does
+//!   not send. Claim records live in `interlock_claims`.
+//! - Reading checks every row as the file store checks every line (hash, chain, trusted signer,
+//!   signature), into the same in-memory index; each lock acquisition reads only rows added since.
+
+use crate::claim::ClaimRecord;
+use crate::journal::{sealed_line, verify_signatures, EntryLoc, Index, JournalError};
+use ed25519_dalek::{SigningKey, VerifyingKey};
+use postgres::{Client, NoTls};
+use serde_json::{Map, Value};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+use verify::entry::Kind;
+
+/// Second key of the two-key advisory locks: the journal lock and the migration lock. The first
+/// key is the journal's namespace. Claims use the one-key (bigint) form, a separate lock space.
+const JOURNAL_LOCK: i32 = 1;
+const SCHEMA_LOCK: i32 = 2;
+const SCHEMA_VERSION: i32 = 1;
+
+const MIGRATION_1: &str = "
+CREATE TABLE interlock_entries (
+    seq bigserial PRIMARY KEY,
+    effect_id text NOT NULL,
+    prev text,
+    hash text NOT NULL UNIQUE,
+    line text NOT NULL,
+    CONSTRAINT interlock_entries_linear UNIQUE NULLS NOT DISTINCT (effect_id, prev)
+);
+CREATE TABLE interlock_claims (
+    effect_id text PRIMARY KEY,
+    record text NOT NULL
+);
+CREATE FUNCTION interlock_entries_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'interlock_entries is append-only';
+END $$;
+CREATE TRIGGER interlock_entries_append_only BEFORE UPDATE OR DELETE ON interlock_entries
+    FOR EACH ROW EXECUTE FUNCTION interlock_entries_append_only();
+";
+
+struct Main {
+    client: Client,
+    index: Index,
+    last_seq: i64,
+}
+
+struct Claims {
+    client: Client,
+    /// Claim keys this process holds (a session's advisory locks are re-entrant, so threads of
+    /// one process are kept apart here).
+    held: HashSet<i64>,
+}
+
+/// An open PostgreSQL journal store.
+pub(crate) struct PgStore {
+    /// Advisory-lock namespace of this journal: derived from the schema it lives in, so one
+    /// database can hold several journals (one per schema) without their locks meeting.
+    ns: i32,
+    /// The schema the journal's tables live in.
+    schema: String,
+    url: String,
+    shown: PathBuf,
+    trusted: Vec<VerifyingKey>,
+    lock_wait: Duration,
+    main: Mutex<Main>,
+    claims: Mutex<Claims>,
+}
+
+/// The journal under its lock (or a lock-free view).
+pub(crate) struct PgSection<'a> {
+    main: MutexGuard<'a, Main>,
+    store: &'a PgStore,
+    locked: bool,
+}
+
+/// A claim held by this process's claims session.
+pub(crate) struct PgClaim<'a> {
+    store: &'a PgStore,
+    key: i64,
+    effect_id: String,
+}
+
+fn db_err(store: &str, what: &str) -> impl FnOnce(postgres::Error) -> JournalError {
+    let what = format!("{store}: could not {what}");
+    move |e| JournalError::Database {
+        what,
+        detail: e.to_string(),
+    }
+}
+
+/// The URL without its password, for messages.
+fn shown_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let creds = &url[scheme + 3..at];
+            let user = creds.split(':').next().unwrap_or_default();
+            format!("{}{user}@{}", &url[..scheme + 3], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// The first 8 bytes of SHA-256 of `parts`, as a bigint.
+fn key_of(parts: &[&str]) -> i64 {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0u8]);
+    }
+    let d = h.finalize();
+    let bits = d[..8]
+        .iter()
+        .fold(0u64, |acc, b| (acc << 8) | u64::from(*b));
+    i64::from_ne_bytes(bits.to_ne_bytes())
+}
+
+/// The claim key of an effect in the journal of `schema`.
+fn claim_key(schema: &str, effect_id: &str) -> i64 {
+    key_of(&["interlock-claim", schema, effect_id])
+}
+
+impl PgStore {
+    /// Connect. `claims_of`: the schema of the journal whose claims this session will hold (it
+    /// gets keepalives and a user timeout, and is named `interlock-claims <schema>`).
+    fn connect(url: &str, shown: &str, claims_of: Option<&str>) -> Result<Client, JournalError> {
+        let session = claims_of.is_some();
+        let name = match claims_of {
+            Some(schema) => format!("interlock-claims {schema}"),
+            None => "interlock-journal".to_owned(),
+        };
+        let mut config: postgres::Config = url.parse().map_err(db_err(shown, "parse the URL"))?;
+        config
+            .connect_timeout(Duration::from_secs(10))
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(2))
+            .keepalives_interval(Duration::from_secs(1))
+            .keepalives_retries(3)
+            // A request unanswered this long fails on this side too: a partitioned holder's
+            // confirmation fails instead of hanging.
+            .tcp_user_timeout(Duration::from_secs(5))
+            .application_name(&name);
+        let mut client = config.connect(NoTls).map_err(db_err(shown, "connect"))?;
+        if session {
+            // The server drops this session (and its claims) a few seconds after the host
+            // stops answering: a partitioned holder loses its claims.
+            client
+                .batch_execute(
+                    "SET tcp_keepalives_idle = 2; SET tcp_keepalives_interval = 1; \
+                     SET tcp_keepalives_count = 3; SET tcp_user_timeout = 5000",
+                )
+                .map_err(db_err(shown, "set the session's keepalives"))?;
+        }
+        Ok(client)
+    }
+
+    /// The main connection: its lock waits (the journal lock included) are bounded by
+    /// `lock_wait`.
+    fn connect_main(url: &str, shown: &str, lock_wait: Duration) -> Result<Client, JournalError> {
+        let mut client = PgStore::connect(url, shown, None)?;
+        let ms = u64::try_from(lock_wait.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        client
+            .batch_execute(&format!("SET lock_timeout = {ms}"))
+            .map_err(db_err(shown, "set the lock timeout"))?;
+        Ok(client)
+    }
+
+    /// Connect, create or migrate the schema, and read every entry.
+    pub fn open(
+        url: &str,
+        trusted: Vec<VerifyingKey>,
+        lock_wait: Duration,
+    ) -> Result<PgStore, JournalError> {
+        let shown = shown_url(url);
+        let mut client = PgStore::connect_main(url, &shown, lock_wait)?;
+        let schema: String = client
+            .query_one("SELECT current_schema()::text", &[])
+            .map_err(db_err(&shown, "read the current schema"))?
+            .get(0);
+        let ns = i32::try_from(key_of(&["interlock-journal", &schema]) & 0x7fff_ffff).unwrap_or(0);
+        migrate(&mut client, &shown, ns)?;
+        let claims = PgStore::connect(url, &shown, Some(&schema))?;
+        let store = PgStore {
+            ns,
+            schema,
+            url: url.to_owned(),
+            shown: PathBuf::from(&shown),
+            trusted,
+            lock_wait,
+            main: Mutex::new(Main {
+                client,
+                index: Index::default(),
+                last_seq: 0,
+            }),
+            claims: Mutex::new(Claims {
+                client: claims,
+                held: HashSet::new(),
+            }),
+        };
+        drop(store.lock()?);
+        Ok(store)
+    }
+
+    /// The database, without credentials.
+    pub fn shown(&self) -> &Path {
+        &self.shown
+    }
+
+    fn name(&self) -> String {
+        self.shown.to_string_lossy().into_owned()
+    }
+
+    fn main(&self) -> Result<MutexGuard<'_, Main>, JournalError> {
+        let mut main = self.main.lock().unwrap_or_else(|p| p.into_inner());
+        if main.client.is_closed() {
+            main.client = PgStore::connect_main(&self.url, &self.name(), self.lock_wait)?;
+        }
+        Ok(main)
+    }
+
+    /// Take the journal lock (bounded wait) and read the rows added since.
+    pub fn lock(&self) -> Result<PgSection<'_>, JournalError> {
+        let mut main = self.main()?;
+        let name = self.name();
+        let ms = u64::try_from(self.lock_wait.as_millis()).unwrap_or(u64::MAX);
+        if let Err(e) = main.client.execute(
+            "SELECT pg_advisory_lock($1, $2)",
+            &[&self.ns, &JOURNAL_LOCK],
+        ) {
+            let timed_out = e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE);
+            return Err(if timed_out {
+                JournalError::Busy {
+                    path: self.shown.clone(),
+                    waited_ms: ms,
+                }
+            } else {
+                db_err(&name, "take the journal lock")(e)
+            });
+        }
+        let mut section = PgSection {
+            main,
+            store: self,
+            locked: true,
+        };
+        section.refresh()?;
+        Ok(section)
+    }
+
+    /// A lock-free view: read the rows added since, without the journal lock.
+    pub fn peek(&self) -> Result<PgSection<'_>, JournalError> {
+        let main = self.main()?;
+        let mut section = PgSection {
+            main,
+            store: self,
+            locked: false,
+        };
+        section.refresh()?;
+        Ok(section)
+    }
+
+    /// Take the effect's claim if no session holds it.
+    pub fn try_claim(&self, effect_id: &str) -> Result<Option<PgClaim<'_>>, JournalError> {
+        let key = claim_key(&self.schema, effect_id);
+        let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+        if claims.client.is_closed() {
+            // The session ended: every claim it held is gone.
+            claims.client = PgStore::connect(&self.url, &self.name(), Some(&self.schema))?;
+            claims.held.clear();
+        }
+        if claims.held.contains(&key) {
+            return Ok(None);
+        }
+        let row = claims
+            .client
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+            .map_err(db_err(&self.name(), "try the claim lock"))?;
+        if !row.get::<_, bool>(0) {
+            return Ok(None);
+        }
+        claims.held.insert(key);
+        Ok(Some(PgClaim {
+            store: self,
+            key,
+            effect_id: effect_id.to_owned(),
+        }))
+    }
+
+    /// The effect's claim record (read on the claims connection: callers may hold the journal
+    /// lock, and the lock order is main, then claims).
+    pub fn read_record(&self, effect_id: &str) -> Option<ClaimRecord> {
+        let mut claims = self.row_reader().ok()?;
+        let row = claims
+            .client
+            .query_opt(
+                "SELECT record FROM interlock_claims WHERE effect_id = $1",
+                &[&effect_id],
+            )
+            .ok()??;
+        serde_json::from_str(row.get::<_, &str>(0)).ok()
+    }
+}
+
+/// Every entry of the journal at `url`, in append order, without checking or writing anything
+/// (for tests and tools).
+pub(crate) fn read_rows(url: &str) -> Result<Vec<Value>, JournalError> {
+    let shown = shown_url(url);
+    let mut client = PgStore::connect(url, &shown, None)?;
+    let rows = client
+        .query("SELECT line FROM interlock_entries ORDER BY seq", &[])
+        .map_err(db_err(&shown, "read the journal"))?;
+    rows.iter()
+        .map(|r| {
+            serde_json::from_str::<Value>(r.get::<_, &str>(0)).map_err(|e| JournalError::Corrupt {
+                path: PathBuf::from(&shown),
+                line: 0,
+                reason: format!("not JSON: {e}"),
+            })
+        })
+        .collect()
+}
+
+/// Create the schema, or migrate it to [`SCHEMA_VERSION`], under the schema lock.
+fn migrate(client: &mut Client, shown: &str, ns: i32) -> Result<(), JournalError> {
+    let mut tx = client
+        .transaction()
+        .map_err(db_err(shown, "begin the migration"))?;
+    tx.execute("SELECT pg_advisory_xact_lock($1, $2)", &[&ns, &SCHEMA_LOCK])
+        .map_err(db_err(shown, "take the schema lock"))?;
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS interlock_schema (version int NOT NULL)")
+        .map_err(db_err(shown, "create the schema table"))?;
+    let version: i32 = tx
+        .query_opt("SELECT max(version) FROM interlock_schema", &[])
+        .map_err(db_err(shown, "read the schema version"))?
+        .and_then(|r| r.get::<_, Option<i32>>(0))
+        .unwrap_or(0);
+    if version > SCHEMA_VERSION {
+        return Err(JournalError::Database {
+            what: format!("{shown}: schema version {version}"),
+            detail: format!(
+                "this build knows versions up to {SCHEMA_VERSION}; use a newer interlock"
+            ),
+        });
+    }
+    if version < 1 {
+        tx.batch_execute(MIGRATION_1).map_err(db_err(
+            shown,
+            "create the journal tables (PostgreSQL 15 or later)",
+        ))?;
+        tx.execute("INSERT INTO interlock_schema (version) VALUES (1)", &[])
+            .map_err(db_err(shown, "record the schema version"))?;
+    }
+    tx.commit().map_err(db_err(shown, "commit the migration"))
+}
+
+impl PgSection<'_> {
+    /// The index of checked entries.
+    pub fn index(&self) -> &Index {
+        &self.main.index
+    }
+
+    fn corrupt(&self, line: u64, reason: String) -> JournalError {
+        JournalError::Corrupt {
+            path: self.store.shown.clone(),
+            line,
+            reason,
+        }
+    }
+
+    /// Read and check the rows added since the last look.
+    fn refresh(&mut self) -> Result<(), JournalError> {
+        if let Some(reason) = &self.main.index.poisoned {
+            return Err(JournalError::Poisoned {
+                path: self.store.shown.clone(),
+                reason: reason.clone(),
+            });
+        }
+        let name = self.store.name();
+        let last = self.main.last_seq;
+        let rows = self
+            .main
+            .client
+            .query(
+                "SELECT seq, line FROM interlock_entries WHERE seq > $1 ORDER BY seq",
+                &[&last],
+            )
+            .map_err(db_err(&name, "read the journal"))?;
+        let mut sigs = Vec::with_capacity(rows.len());
+        for row in rows {
+            let seq: i64 = row.get(0);
+            let line: &str = row.get(1);
+            let line_no = self.main.index.lines + 1;
+            let checked = match serde_json::from_str::<Value>(line) {
+                Ok(Value::Object(entry)) => {
+                    let loc = EntryLoc {
+                        offset: u64::try_from(seq).unwrap_or(0),
+                        len: 0,
+                    };
+                    let trusted = &self.store.trusted;
+                    self.main.index.ingest(&entry, loc, trusted)
+                }
+                Ok(_) => Err("not a JSON object".to_owned()),
+                Err(e) => Err(format!("not JSON: {e}")),
+            };
+            match checked {
+                Ok(sig) => sigs.push(sig),
+                Err(reason) => {
+                    let e = self.corrupt(line_no, format!("row {seq}: {reason}"));
+                    self.main.index.poisoned.get_or_insert(e.to_string());
+                    return Err(e);
+                }
+            }
+            self.main.index.lines += 1;
+            self.main.last_seq = seq;
+        }
+        if let Err(line) = verify_signatures(&sigs) {
+            let e = self.corrupt(line, "its signature does not verify for its signer".into());
+            self.main.index.poisoned.get_or_insert(e.to_string());
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// The `index`-th entry of an effect, read back from its row.
+    pub fn entry(&self, effect_id: &str, index: usize) -> Result<Map<String, Value>, JournalError> {
+        let Some(loc) = self.main.index.loc(effect_id, index) else {
+            return Err(self.corrupt(0, format!("effect {effect_id} has no entry #{index}")));
+        };
+        let seq = i64::try_from(loc.offset).unwrap_or(i64::MAX);
+        // Reading through the section's guard: a shared borrow of the client is not enough for
+        // the driver, so the row is fetched with the same connection under the same guard.
+        let mut client = self.store.row_reader()?;
+        let row = client
+            .query_one("SELECT line FROM interlock_entries WHERE seq = $1", &[&seq])
+            .map_err(db_err(&self.store.name(), "read an entry"))?;
+        match serde_json::from_str::<Value>(row.get::<_, &str>(0)) {
+            Ok(Value::Object(m)) => Ok(m),
+            _ => Err(self.corrupt(0, format!("row {seq} changed since it was indexed"))),
+        }
+    }
+
+    /// Append one sealed entry: one committed INSERT under the journal lock.
+    pub fn append(
+        &mut self,
+        effect_id: &str,
+        kind: Kind,
+        fields: Map<String, Value>,
+        ts_ms: u64,
+        key: &SigningKey,
+    ) -> Result<Map<String, Value>, JournalError> {
+        if !self.locked {
+            return Err(JournalError::Poisoned {
+                path: self.store.shown.clone(),
+                reason: "an append was attempted without the journal lock".into(),
+            });
+        }
+        let tip = self.main.index.tip(effect_id);
+        let prev = tip.0.clone();
+        let (entry, line) = sealed_line(tip, effect_id, kind, fields, ts_ms, key)?;
+        let line = String::from_utf8(line).map_err(|e| self.corrupt(0, e.to_string()))?;
+        let hash = entry
+            .get("hash")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let name = self.store.name();
+        let row = self
+            .main
+            .client
+            .query_one(
+                "INSERT INTO interlock_entries (effect_id, prev, hash, line) \
+                 VALUES ($1, $2, $3, $4) RETURNING seq",
+                &[&effect_id, &prev, &hash, &line],
+            )
+            .map_err(db_err(&name, "append to the journal"))?;
+        let seq: i64 = row.get(0);
+        let line_no = self.main.index.lines + 1;
+        let loc = EntryLoc {
+            offset: u64::try_from(seq).unwrap_or(0),
+            len: 0,
+        };
+        let folded = self.main.index.fold(effect_id, &entry, loc);
+        self.main.index.lines += 1;
+        // Rows other writers added before ours were read under this lock, so ours is next.
+        self.main.last_seq = seq;
+        if let Err(reason) = folded {
+            let e = self.corrupt(line_no, reason);
+            self.main.index.poisoned.get_or_insert(e.to_string());
+            return Err(e);
+        }
+        Ok(entry)
+    }
+}
+
+impl PgStore {
+    /// A connection for reading single rows while a section holds the main one.
+    fn row_reader(&self) -> Result<MutexGuard<'_, Claims>, JournalError> {
+        let claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(claims)
+    }
+}
+
+impl std::ops::Deref for Claims {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.client
+    }
+}
+
+impl std::ops::DerefMut for Claims {
+    fn deref_mut(&mut self) -> &mut Client {
+        &mut self.client
+    }
+}
+
+impl Drop for PgSection<'_> {
+    fn drop(&mut self) {
+        if self.locked {
+            // If the unlock fails the connection is broken, and its session's locks are gone.
+            let ns = self.store.ns;
+            let _ = self
+                .main
+                .client
+                .execute("SELECT pg_advisory_unlock($1, $2)", &[&ns, &JOURNAL_LOCK]);
+        }
+    }
+}
+
+impl PgClaim<'_> {
+    /// Replace the claim's record.
+    pub fn write_record(&self, record: &ClaimRecord) -> Result<(), JournalError> {
+        let text = serde_json::to_string(record).map_err(|e| JournalError::Database {
+            what: format!("{}: could not encode a claim record", self.store.name()),
+            detail: e.to_string(),
+        })?;
+        let mut claims = self.store.claims.lock().unwrap_or_else(|p| p.into_inner());
+        claims
+            .client
+            .execute(
+                "INSERT INTO interlock_claims (effect_id, record) VALUES ($1, $2) \
+                 ON CONFLICT (effect_id) DO UPDATE SET record = EXCLUDED.record",
+                &[&self.effect_id, &text],
+            )
+            .map_err(db_err(&self.store.name(), "write a claim record"))?;
+        Ok(())
+    }
+
+    /// Confirm that this process's session still holds the claim (right before a send).
+    pub fn confirm(&self) -> Result<(), JournalError> {
+        let bits = u64::from_ne_bytes(self.key.to_ne_bytes());
+        let (hi, lo) = (
+            i64::try_from(bits >> 32).unwrap_or(0),
+            i64::try_from(bits & 0xffff_ffff).unwrap_or(0),
+        );
+        let mut claims = self.store.claims.lock().unwrap_or_else(|p| p.into_inner());
+        let row = claims
+            .client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' \
+                 AND pid = pg_backend_pid() AND granted AND objsubid = 1 \
+                 AND classid::bigint = $1 AND objid::bigint = $2)",
+                &[&hi, &lo],
+            )
+            .map_err(db_err(&self.store.name(), "confirm the claim's session"))?;
+        if row.get::<_, bool>(0) {
+            Ok(())
+        } else {
+            Err(JournalError::Database {
+                what: format!("{}: claim of effect {}", self.store.name(), self.effect_id),
+                detail: "this process's session no longer holds it".into(),
+            })
+        }
+    }
+
+    /// The effect is settled: delete the record, then release.
+    pub fn remove(self) {
+        let mut claims = self.store.claims.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = claims.client.execute(
+            "DELETE FROM interlock_claims WHERE effect_id = $1",
+            &[&self.effect_id],
+        );
+        drop(claims);
+        // Drop releases the lock.
+    }
+}
+
+impl Drop for PgClaim<'_> {
+    fn drop(&mut self) {
+        let mut claims = self.store.claims.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = claims
+            .client
+            .execute("SELECT pg_advisory_unlock($1)", &[&self.key]);
+        claims.held.remove(&self.key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_left_out_of_messages() {
+        assert_eq!(
+            shown_url("postgres://u:secret@h:5432/db"),
+            "postgres://u@h:5432/db"
+        );
+        assert_eq!(shown_url("postgres://h/db"), "postgres://h/db");
+    }
+
+    #[test]
+    fn claim_keys_differ_by_effect_and_by_journal() {
+        assert_ne!(claim_key("public", "a"), claim_key("public", "b"));
+        assert_ne!(claim_key("public", "a"), claim_key("other", "a"));
+        assert_eq!(claim_key("public", "a"), claim_key("public", "a"));
+    }
+}

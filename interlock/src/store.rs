@@ -1,0 +1,229 @@
+//! Journal stores behind one API (DESIGN §2.7): the JSONL file with `flock` claims (default,
+//! one host) and PostgreSQL with session-bound claims (many hosts).
+//!
+//! The gate sees a [`Store`]: a locked [`Section`] to read and append under the journal lock, a
+//! lock-free view for readers, and per-effect [`Claim`]s bound to the holder's life. Both stores
+//! check every entry they read the same way ([`crate::journal::Index`]).
+
+use crate::claim::{ClaimDir, ClaimRecord, HeldClaim};
+use crate::journal::{EffectState, Index, Journal, JournalError, Locked};
+use crate::pg::{PgClaim, PgSection, PgStore};
+use ed25519_dalek::{SigningKey, VerifyingKey};
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use verify::entry::Kind;
+
+/// Where a gate's journal lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A JSONL file on this host (claims are `flock`s beside it).
+    File(PathBuf),
+    /// A PostgreSQL database (`postgres://…`), shared by gates on many hosts.
+    Postgres(String),
+}
+
+impl Location {
+    /// A `postgres://` or `postgresql://` URL is a database; anything else is a file path.
+    pub fn parse(text: &str) -> Location {
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            Location::Postgres(text.to_owned())
+        } else {
+            Location::File(PathBuf::from(text))
+        }
+    }
+}
+
+impl From<&Path> for Location {
+    fn from(p: &Path) -> Location {
+        Location::parse(&p.to_string_lossy())
+    }
+}
+
+/// Every entry of the journal at `location`, in append order, without checking or writing
+/// anything (for tests and tools). A missing file is an empty journal.
+pub fn read_entries(location: &Location) -> Result<Vec<Value>, JournalError> {
+    match location {
+        Location::File(path) => crate::journal::read_all(path),
+        Location::Postgres(url) => crate::pg::read_rows(url),
+    }
+}
+
+/// An open journal store.
+// One per gate, never moved in a hot path: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Store {
+    /// The JSONL file and its claim directory.
+    File {
+        /// The journal.
+        journal: Journal,
+        /// Its claims.
+        claims: ClaimDir,
+    },
+    /// PostgreSQL.
+    Pg(PgStore),
+}
+
+/// The journal under its lock (or, from [`Store::peek`], a lock-free view).
+pub(crate) enum Section<'a> {
+    File(Locked<'a>),
+    Pg(PgSection<'a>),
+}
+
+/// A claim this process holds; dropping it releases it.
+pub(crate) enum Claim<'a> {
+    File(HeldClaim),
+    Pg(PgClaim<'a>),
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("at", &self.path()).finish()
+    }
+}
+
+impl Store {
+    /// Open the store at `location`, checking every entry already in it.
+    pub fn open(
+        location: &Location,
+        trusted: Vec<VerifyingKey>,
+        lock_wait: Duration,
+    ) -> Result<Store, JournalError> {
+        match location {
+            Location::File(path) => {
+                let journal = Journal::open(path, trusted, lock_wait)?;
+                let claims = ClaimDir::beside(journal.canonical_path())?;
+                Ok(Store::File { journal, claims })
+            }
+            Location::Postgres(url) => Ok(Store::Pg(PgStore::open(url, trusted, lock_wait)?)),
+        }
+    }
+
+    /// The journal file, or the database (credentials left out), for messages.
+    pub fn path(&self) -> &Path {
+        match self {
+            Store::File { journal, .. } => journal.path(),
+            Store::Pg(pg) => pg.shown(),
+        }
+    }
+
+    /// Take the journal lock and catch up with what others appended.
+    pub fn lock(&self) -> Result<Section<'_>, JournalError> {
+        match self {
+            Store::File { journal, .. } => journal.lock().map(Section::File),
+            Store::Pg(pg) => pg.lock().map(Section::Pg),
+        }
+    }
+
+    /// Catch up without waiting for another process's lock and call `f` on the view.
+    pub fn peek<R>(&self, f: impl FnOnce(&Section<'_>) -> R) -> Result<R, JournalError> {
+        match self {
+            Store::File { journal, .. } => {
+                let view = journal.view()?;
+                Ok(f(&Section::File(view)))
+            }
+            Store::Pg(pg) => {
+                let view = pg.peek()?;
+                Ok(f(&Section::Pg(view)))
+            }
+        }
+    }
+
+    /// Take the effect's claim if nobody holds it; `None` if someone does.
+    pub fn try_take(&self, effect_id: &str) -> Result<Option<Claim<'_>>, JournalError> {
+        match self {
+            Store::File { claims, .. } => Ok(claims.try_take(effect_id)?.map(Claim::File)),
+            Store::Pg(pg) => Ok(pg.try_claim(effect_id)?.map(Claim::Pg)),
+        }
+    }
+
+    /// The effect's claim record, if there is a readable one.
+    pub fn read_record(&self, effect_id: &str) -> Option<ClaimRecord> {
+        match self {
+            Store::File { claims, .. } => claims.read_record(effect_id),
+            Store::Pg(pg) => pg.read_record(effect_id),
+        }
+    }
+}
+
+impl Section<'_> {
+    fn index(&self) -> &Index {
+        match self {
+            Section::File(l) => l.index(),
+            Section::Pg(p) => p.index(),
+        }
+    }
+
+    /// What the index knows about one effect.
+    pub fn state(&self, effect_id: &str) -> Option<&EffectState> {
+        self.index().state(effect_id)
+    }
+
+    /// Effect ids with an open dispatch, first-seen order.
+    pub fn open_effects(&self) -> Vec<String> {
+        self.index().open_effects()
+    }
+
+    /// Every effect id, first-seen order.
+    pub fn effect_ids(&self) -> Vec<String> {
+        self.index().effect_ids()
+    }
+
+    /// The `index`-th entry of an effect, exactly as stored.
+    pub fn entry(&self, effect_id: &str, index: usize) -> Result<Map<String, Value>, JournalError> {
+        match self {
+            Section::File(l) => l.entry(effect_id, index),
+            Section::Pg(p) => p.entry(effect_id, index),
+        }
+    }
+
+    /// Every entry of an effect, in journal order.
+    pub fn entries(&self, effect_id: &str) -> Result<Vec<Value>, JournalError> {
+        (0..self.index().count(effect_id))
+            .map(|i| self.entry(effect_id, i).map(Value::Object))
+            .collect()
+    }
+
+    /// Append one sealed entry, durable before this returns.
+    pub fn append(
+        &mut self,
+        effect_id: &str,
+        kind: Kind,
+        fields: Map<String, Value>,
+        ts_ms: u64,
+        key: &SigningKey,
+    ) -> Result<Map<String, Value>, JournalError> {
+        match self {
+            Section::File(l) => l.append(effect_id, kind, fields, ts_ms, key),
+            Section::Pg(p) => p.append(effect_id, kind, fields, ts_ms, key),
+        }
+    }
+}
+
+impl Claim<'_> {
+    /// Replace the claim's record (durable before this returns).
+    pub fn write_record(&self, record: &ClaimRecord) -> Result<(), JournalError> {
+        match self {
+            Claim::File(c) => c.write_record(record),
+            Claim::Pg(c) => c.write_record(record),
+        }
+    }
+
+    /// Confirm, right before a send, that this process still holds the claim: a database
+    /// session can be lost (a partition) while the process lives. A file claim cannot be lost
+    /// while its holder lives.
+    pub fn confirm(&self) -> Result<(), JournalError> {
+        match self {
+            Claim::File(_) => Ok(()),
+            Claim::Pg(c) => c.confirm(),
+        }
+    }
+
+    /// The effect is settled: remove the claim's record, then release it.
+    pub fn remove(self) {
+        match self {
+            Claim::File(c) => c.remove(),
+            Claim::Pg(c) => c.remove(),
+        }
+    }
+}
