@@ -133,6 +133,46 @@ pub(crate) fn dispatch(
     Ok(value)
 }
 
+/// A list's `created` filter: `created=T`, or any of `created[gt]`,
+/// `created[gte]`, `created[lt]`, `created[lte]`.
+#[derive(Debug, Default)]
+struct Created {
+    gt: Option<i64>,
+    gte: Option<i64>,
+    lt: Option<i64>,
+    lte: Option<i64>,
+}
+
+impl Created {
+    fn admits(&self, t: i64) -> bool {
+        self.gt.is_none_or(|x| t > x)
+            && self.gte.is_none_or(|x| t >= x)
+            && self.lt.is_none_or(|x| t < x)
+            && self.lte.is_none_or(|x| t <= x)
+    }
+}
+
+fn created_filter(form: &Form<'_>) -> Result<Created, ApiError> {
+    if !form.has("created") {
+        return Ok(Created::default());
+    }
+    if let Ok(Some(t)) = form.int("created") {
+        return Ok(Created {
+            gte: Some(t),
+            lte: Some(t),
+            ..Created::default()
+        });
+    }
+    let range = form.sub("created")?;
+    range.allow(&["gt", "gte", "lt", "lte"])?;
+    Ok(Created {
+        gt: range.int("gt")?,
+        gte: range.int("gte")?,
+        lt: range.int("lt")?,
+        lte: range.int("lte")?,
+    })
+}
+
 /// Orders `(created, seq, object)` newest first.
 fn newest_first(items: impl Iterator<Item = (i64, u64, Value)>) -> Vec<Value> {
     let mut items: Vec<(i64, u64, Value)> = items.collect();
@@ -352,14 +392,17 @@ fn update_customer(a: &mut Account, id: &str, form: &Form<'_>) -> Result<Value, 
 }
 
 fn list_customers(a: &Account, form: &Form<'_>) -> Result<Value, ApiError> {
-    form.allow(&with_list(&["email", "test_clock"]))?;
+    form.allow(&with_list(&["email", "test_clock", "created"]))?;
     let email = form.str("email")?;
     let clock = form.str("test_clock")?;
+    let created = created_filter(form)?;
     let items = newest_first(
         a.customers
             .values()
             .filter(|c| email.is_none_or(|e| c.email.as_deref() == Some(e)))
-            .filter(|c| clock.is_none_or(|k| c.test_clock.as_deref() == Some(k)))
+            // Customers on a test clock are listed only when that clock is asked for.
+            .filter(|c| c.test_clock.as_deref() == clock)
+            .filter(|c| created.admits(c.created))
             .map(|c| (c.created, c.seq, render::customer(c))),
     );
     page(form, items, "/v1/customers")
@@ -390,7 +433,8 @@ fn create_balance_txn(a: &mut Account, cus: &str, form: &Form<'_>) -> Result<Val
                     "The customer's currency is {existing}; a balance transaction in {currency} \
                      is not allowed (multi-currency balances are not modelled)."
                 ),
-            ));
+            )
+            .executed());
         }
     }
     let description = form.text("description", 350)?;
@@ -445,13 +489,15 @@ fn update_balance_txn(
 }
 
 fn list_balance_txns(a: &Account, cus: &str, form: &Form<'_>) -> Result<Value, ApiError> {
-    form.allow(&with_list(&["invoice"]))?;
+    form.allow(&with_list(&["invoice", "created"]))?;
     a.customer(cus, "customer")?;
     let invoice = form.str("invoice")?;
+    let created = created_filter(form)?;
     let items = newest_first(
         a.balance_txns
             .values()
             .filter(|t| t.customer == cus)
+            .filter(|t| created.admits(t.created))
             .filter(|t| invoice.is_none_or(|i| t.invoice.as_deref() == Some(i)))
             .map(|t| (t.created, t.seq, render::balance_txn(t))),
     );
@@ -467,7 +513,7 @@ fn create_product(a: &mut Account, form: &Form<'_>) -> Result<Value, ApiError> {
     let name = form.req_str("name")?.to_string();
     let id = match form.str("id")? {
         Some(id) if a.products.contains_key(id) => {
-            return Err(ApiError::invalid("id", "Product already exists."))
+            return Err(ApiError::invalid("id", "Product already exists.").executed())
         }
         Some(id) => id.to_string(),
         None => a.new_id("prod"),
@@ -596,7 +642,8 @@ fn create_price(a: &mut Account, form: &Form<'_>) -> Result<Value, ApiError> {
                         "A price ({holder}) already uses that lookup key. Pass \
                          transfer_lookup_key=true to move it to this price."
                     ),
-                ));
+                )
+                .executed());
             }
             if let Some(p) = a.prices.get_mut(&holder) {
                 p.lookup_key = None;
@@ -664,10 +711,26 @@ fn create_subscription(a: &mut Account, form: &Form<'_>) -> Result<Value, ApiErr
         "payment_behavior",
         "proration_behavior",
         "collection_method",
+        "billing_mode",
         "description",
         "metadata",
         "expand",
     ])?;
+    let mode = form.sub("billing_mode")?;
+    mode.allow(&["type", "flexible"])?;
+    let flexible = mode.sub("flexible")?;
+    flexible.allow(&["proration_discounts"])?;
+    let billing_mode = match mode.choice("type", &["classic", "flexible"])? {
+        Some("classic") => "classic",
+        Some(_) => "flexible",
+        None if form.has("billing_mode") => return Err(ApiError::missing("billing_mode[type]")),
+        None => "flexible",
+    };
+    let proration_discounts =
+        match flexible.choice("proration_discounts", &["included", "itemized"])? {
+            Some("itemized") => "itemized",
+            _ => "included",
+        };
     let cus = form.req_str("customer")?;
     let customer = a.customer(cus, "customer")?.clone();
     let items = form.list("items")?;
@@ -746,7 +809,8 @@ fn create_subscription(a: &mut Account, form: &Form<'_>) -> Result<Value, ApiErr
             return Err(ApiError::invalid(
                 "items",
                 format!("The customer's currency is {existing}, not {currency}."),
-            ));
+            )
+            .executed());
         }
     }
     let Some(recurring) = recurring else {
@@ -789,6 +853,8 @@ fn create_subscription(a: &mut Account, form: &Form<'_>) -> Result<Value, ApiErr
             ended_at: None,
             currency: currency.clone(),
             test_clock: customer.test_clock.clone(),
+            billing_mode,
+            proration_discounts,
         },
     );
     if let Some(c) = a.customers.get_mut(cus) {
@@ -817,7 +883,13 @@ fn create_subscription(a: &mut Account, form: &Form<'_>) -> Result<Value, ApiErr
 }
 
 fn list_subscriptions(a: &Account, form: &Form<'_>) -> Result<Value, ApiError> {
-    form.allow(&with_list(&["customer", "status", "price", "test_clock"]))?;
+    form.allow(&with_list(&[
+        "customer",
+        "status",
+        "price",
+        "test_clock",
+        "created",
+    ]))?;
     let customer = form.str("customer")?;
     let status = form.choice(
         "status",
@@ -836,11 +908,19 @@ fn list_subscriptions(a: &Account, form: &Form<'_>) -> Result<Value, ApiError> {
     )?;
     let price = form.str("price")?;
     let clock = form.str("test_clock")?;
+    let created = created_filter(form)?;
     let items = newest_first(
         a.subscriptions
             .values()
             .filter(|s| customer.is_none_or(|c| s.customer == c))
-            .filter(|s| clock.is_none_or(|c| s.test_clock.as_deref() == Some(c)))
+            // Test-clock subscriptions are listed only when their clock or
+            // customer is asked for.
+            .filter(|s| match (clock, customer) {
+                (Some(c), _) => s.test_clock.as_deref() == Some(c),
+                (None, Some(_)) => true,
+                (None, None) => s.test_clock.is_none(),
+            })
+            .filter(|s| created.admits(s.created))
             .filter(|s| price.is_none_or(|p| s.items.iter().any(|i| i.price == p)))
             .filter(|s| match status {
                 None => s.status != "canceled",
@@ -870,7 +950,8 @@ fn update_subscription(a: &mut Account, id: &str, form: &Form<'_>) -> Result<Val
     if sub.status == "canceled" {
         return Err(ApiError::bad_request(format!(
             "A canceled subscription can only update its cancellation_details and metadata ({id})."
-        )));
+        ))
+        .executed());
     }
     let behaviour = form
         .choice(
@@ -1037,7 +1118,9 @@ fn list_invoices(a: &Account, form: &Form<'_>) -> Result<Value, ApiError> {
         "subscription",
         "status",
         "collection_method",
+        "created",
     ]))?;
+    let created = created_filter(form)?;
     let customer = form.str("customer")?;
     let subscription = form.str("subscription")?;
     let status = form.choice(
@@ -1055,6 +1138,7 @@ fn list_invoices(a: &Account, form: &Form<'_>) -> Result<Value, ApiError> {
             .filter(|i| subscription.is_none_or(|s| i.subscription.as_deref() == Some(s)))
             .filter(|i| status.is_none_or(|s| i.status == s))
             .filter(|i| method.is_none_or(|m| i.collection_method == m))
+            .filter(|i| created.admits(i.created))
             .map(|i| (i.created, i.seq, render::invoice(a, i))),
     );
     page(form, items, "/v1/invoices")
@@ -1068,7 +1152,8 @@ fn finalize_invoice(a: &mut Account, id: &str, form: &Form<'_>) -> Result<Value,
         return Err(ApiError::bad_request(format!(
             "This invoice is already finalized, you can't re-finalize a non-draft invoice ({id})."
         ))
-        .with_code("invoice_not_editable"));
+        .with_code("invoice_not_editable")
+        .executed());
     }
     let now = a.now_for(&inv.customer);
     if let Some(auto) = auto_advance {
@@ -1102,15 +1187,16 @@ fn pay_invoice(a: &mut Account, id: &str, form: &Form<'_>) -> Result<Value, ApiE
     let inv = a.invoice(id, "invoice")?.clone();
     match inv.status {
         "paid" => {
-            return Err(ApiError::bad_request(format!(
-                "Invoice is already paid ({id})."
-            )))
+            return Err(
+                ApiError::bad_request(format!("Invoice is already paid ({id}).")).executed(),
+            )
         }
         "void" | "uncollectible" => {
             return Err(ApiError::bad_request(format!(
                 "This invoice can't be paid because it is {} ({id}).",
                 inv.status
-            )))
+            ))
+            .executed())
         }
         _ => {}
     }
@@ -1231,7 +1317,8 @@ fn create_credit_note(a: &mut Account, form: &Form<'_>) -> Result<Value, ApiErro
                 "Credit notes can only be created on open or paid invoices; {inv_id} is {}.",
                 inv.status
             ),
-        ));
+        )
+        .executed());
     }
     let creditable =
         inv.total - inv.pre_payment_credit_notes_amount - inv.post_payment_credit_notes_amount;
@@ -1242,7 +1329,8 @@ fn create_credit_note(a: &mut Account, form: &Form<'_>) -> Result<Value, ApiErro
                 "The credit note amount ({amount}) is greater than the amount that can still be \
                  credited on invoice {inv_id} ({creditable})."
             ),
-        ));
+        )
+        .executed());
     }
     let credit_amount = form.int("credit_amount")?.unwrap_or(0);
     let refund_amount = form.int("refund_amount")?.unwrap_or(0);
@@ -1387,14 +1475,16 @@ fn create_credit_note(a: &mut Account, form: &Form<'_>) -> Result<Value, ApiErro
 }
 
 fn list_credit_notes(a: &Account, form: &Form<'_>) -> Result<Value, ApiError> {
-    form.allow(&with_list(&["customer", "invoice"]))?;
+    form.allow(&with_list(&["customer", "invoice", "created"]))?;
     let customer = form.str("customer")?;
     let invoice = form.str("invoice")?;
+    let created = created_filter(form)?;
     let items = newest_first(
         a.credit_notes
             .values()
             .filter(|c| customer.is_none_or(|x| c.customer == x))
             .filter(|c| invoice.is_none_or(|x| c.invoice == x))
+            .filter(|c| created.admits(c.created))
             .map(|c| (c.created, c.seq, render::credit_note(c))),
     );
     page(form, items, "/v1/credit_notes")
@@ -1406,7 +1496,8 @@ fn void_credit_note(a: &mut Account, id: &str, form: &Form<'_>) -> Result<Value,
     if cn.status == "void" {
         return Err(ApiError::bad_request(format!(
             "The credit note {id} has already been voided."
-        )));
+        ))
+        .executed());
     }
     let now = a.now_for(&cn.customer);
     if cn.credit_amount > 0 {
