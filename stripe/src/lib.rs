@@ -19,7 +19,7 @@
 pub mod client;
 pub mod emulator;
 
-pub use client::{ApiFailure, Client, ClientConfig, Params, Response, StripeError};
+pub use client::{ApiFailure, Client, ClientConfig, Params, Response, RetryPolicy, StripeError};
 
 /// The Stripe API version this crate is written against.
 ///
