@@ -19,6 +19,24 @@ pub const EMULATOR_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 pub const STRIPE_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Environment variable with the Stripe test key.
 pub const STRIPE_KEY_ENV: &str = "STRIPE_SECRET_KEY";
+/// Environment variable that rate-limits the embedded emulator to this many requests per second
+/// (all cells together, as a Stripe sandbox limits one account; Stripe's is about 25). Unset: no
+/// limit. The Stripe client retries the 429s with backoff inside its request timeout.
+pub const EMULATOR_RATE_LIMIT_ENV: &str = "INTERLOCK_EMULATOR_RATE_LIMIT";
+
+/// The emulator's rate limit from [`EMULATOR_RATE_LIMIT_ENV`], if set.
+fn emulator_rate_limit() -> Result<Option<stripe::emulator::RateLimit>, String> {
+    match std::env::var(EMULATOR_RATE_LIMIT_ENV) {
+        Err(_) => Ok(None),
+        Ok(v) => match v.trim().parse::<u32>() {
+            Ok(n) if n > 0 => Ok(Some(stripe::emulator::RateLimit::per_second(n))),
+            _ => Err(format!(
+                "{EMULATOR_RATE_LIMIT_ENV} must be a positive number of requests per second, \
+                 got {v:?}"
+            )),
+        },
+    }
+}
 
 /// Which backend to run against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -69,9 +87,12 @@ impl Backend {
     pub fn start(kind: BackendKind, run_id: &str) -> Result<Backend, String> {
         match kind {
             BackendKind::Emulator => {
-                let emulator =
-                    stripe::emulator::Emulator::start(stripe::emulator::EmulatorConfig::default())
-                        .map_err(|e| format!("cannot start the embedded Stripe emulator: {e}"))?;
+                let config = stripe::emulator::EmulatorConfig {
+                    rate_limit: emulator_rate_limit()?,
+                    ..stripe::emulator::EmulatorConfig::default()
+                };
+                let emulator = stripe::emulator::Emulator::start(config)
+                    .map_err(|e| format!("cannot start the embedded Stripe emulator: {e}"))?;
                 let base_url = emulator.base_url();
                 Ok(Backend {
                     kind,
