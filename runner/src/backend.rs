@@ -87,8 +87,16 @@ impl Backend {
     pub fn start(kind: BackendKind, run_id: &str) -> Result<Backend, String> {
         match kind {
             BackendKind::Emulator => {
+                let rate_limit = emulator_rate_limit()?;
+                // A rate-limited emulator stands for a Stripe sandbox: its clients get the budget
+                // they get against Stripe, retries and backoff included.
+                let request_timeout = if rate_limit.is_some() {
+                    STRIPE_REQUEST_TIMEOUT
+                } else {
+                    EMULATOR_REQUEST_TIMEOUT
+                };
                 let config = stripe::emulator::EmulatorConfig {
-                    rate_limit: emulator_rate_limit()?,
+                    rate_limit,
                     ..stripe::emulator::EmulatorConfig::default()
                 };
                 let emulator = stripe::emulator::Emulator::start(config)
@@ -99,8 +107,8 @@ impl Backend {
                     base_url,
                     run_id: run_id.to_string(),
                     stripe_key: None,
-                    request_timeout: EMULATOR_REQUEST_TIMEOUT,
-                    settings: bc::ScenarioSettings::for_client_timeout(EMULATOR_REQUEST_TIMEOUT),
+                    request_timeout,
+                    settings: bc::ScenarioSettings::for_client_timeout(request_timeout),
                     shared_prices: OnceLock::new(),
                     _emulator: Some(emulator),
                 })
@@ -133,6 +141,18 @@ impl Backend {
             BackendKind::Emulator => "emulator",
             BackendKind::Stripe => "stripe_test_mode",
         }
+    }
+
+    /// For a rate-limited emulator: the limit and how many requests it turned away (each one
+    /// retried by the client), for the run's summary.
+    pub fn rate_limit_note(&self) -> Option<String> {
+        let limit = emulator_rate_limit().ok().flatten()?;
+        let emulator = self._emulator.as_ref()?;
+        Some(format!(
+            "emulator rate limit {}/s: {} request(s) answered 429 rate_limit and retried by the client",
+            limit.per_second,
+            emulator.rate_limited()
+        ))
     }
 
     /// The base URL workers use.

@@ -191,6 +191,12 @@ impl RunningEmulator {
         self.limiter.set(limit);
     }
 
+    /// How many requests the rate limit has answered with 429 so far (fault
+    /// rules not counted).
+    pub fn rate_limited(&self) -> u64 {
+        self.limiter.refused()
+    }
+
     /// Stops serving and waits for the server thread to end.
     pub fn shutdown(mut self) {
         self.stop_now();

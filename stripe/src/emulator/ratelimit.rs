@@ -7,6 +7,7 @@
 //! them its own key. Endpoint limits add a bucket per path pattern.
 
 use super::faults::glob;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -101,6 +102,7 @@ struct Active {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Limiter {
     inner: Arc<Mutex<Option<Active>>>,
+    refused: Arc<AtomicU64>,
 }
 
 impl Limiter {
@@ -146,8 +148,15 @@ impl Limiter {
             for &i in &matching {
                 active.endpoints[i].tokens -= 1.0;
             }
+        } else {
+            self.refused.fetch_add(1, Ordering::Relaxed);
         }
         free
+    }
+
+    /// How many requests the limit has turned away so far.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
     }
 }
 
@@ -164,6 +173,7 @@ mod tests {
         assert!(limiter.admit("GET", "/v1/customers"));
         assert!(limiter.admit("POST", "/v1/customers"));
         assert!(!limiter.admit("GET", "/v1/customers"));
+        assert_eq!(limiter.refused(), 1);
         limiter.set(None);
         assert!(limiter.admit("GET", "/v1/customers"));
     }
