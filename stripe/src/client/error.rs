@@ -157,6 +157,14 @@ impl StripeError {
         }
     }
 
+    /// True when the error is the saved answer of an earlier request under the same
+    /// idempotency key (`Idempotent-Replayed: true`): that first request has
+    /// finished, and resending under the key will only replay this error again.
+    /// Whether it changed anything is for a lookup to tell.
+    pub fn is_replayed(&self) -> bool {
+        self.api().is_some_and(|f| f.replayed)
+    }
+
     /// True for configuration errors (refused key, bad URL): no request was sent.
     pub fn is_config(&self) -> bool {
         matches!(
