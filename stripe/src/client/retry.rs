@@ -14,6 +14,8 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// At most this many retries after the first attempt (0 turns retries off).
+    /// The default is high enough that the call's timeout, not this count, ends a
+    /// run of retries.
     pub max_retries: u32,
     /// The wait before the first retry; each further wait doubles, up to
     /// `max_backoff`. Each wait is then drawn between half of it and all of it
@@ -26,9 +28,11 @@ pub struct RetryPolicy {
 impl Default for RetryPolicy {
     fn default() -> Self {
         RetryPolicy {
-            max_retries: 10,
+            max_retries: 100,
             initial_backoff: Duration::from_millis(100),
-            max_backoff: Duration::from_secs(2),
+            // Short enough that a request kept waiting by a busy rate limit keeps trying
+            // often, rather than losing every token to requests that arrived later.
+            max_backoff: Duration::from_secs(1),
         }
     }
 }
