@@ -425,6 +425,57 @@ fn execute(
     }
 }
 
+/// The idempotency layer for a keyed request: `None` when it should run (the
+/// key is now reserved), else the answer to send at once (a replay or an
+/// idempotency error).
+fn reserve_key(
+    app: &App,
+    account: &Mutex<Account>,
+    key: &str,
+    endpoint: &str,
+    params: &Map<String, Value>,
+) -> Option<Answer> {
+    let fail = |e: ApiError| Some(Answer::error(&e, Some(key)));
+    if key.is_empty() || key.len() > 255 {
+        return fail(ApiError::bad_request(
+            "Idempotency-Key must be between 1 and 255 characters long.",
+        ));
+    }
+    let canonical_params = canonical(&Value::Object(params.clone()));
+    let begin =
+        lock(account)
+            .idempotency
+            .begin(key, endpoint, &canonical_params, Instant::now(), app.ttl);
+    match begin {
+        Begin::Run => None,
+        Begin::Replay(saved) => Some(Answer::replay(saved, key)),
+        Begin::ParamsMismatch => fail(ApiError::idempotency_mismatch(key)),
+        Begin::EndpointMismatch { first } => {
+            fail(ApiError::idempotency_other_endpoint(key, &first, endpoint))
+        }
+        Begin::InUse => fail(ApiError::idempotency_in_use(key)),
+    }
+}
+
+/// Saves the answer under the key when the endpoint began executing; frees the
+/// key when the request was rejected while validating (nothing saved).
+fn settle_key(account: &mut Account, key: &str, answer: &Answer, executed: bool, request_id: &str) {
+    if executed {
+        let saved = Saved {
+            status: answer.status,
+            body: answer.body.clone(),
+            request_id: request_id.to_string(),
+            should_retry: answer.should_retry,
+        };
+        account.idempotency.finish(key, saved, Instant::now());
+    } else {
+        account.idempotency.abandon(key);
+    }
+}
+
+/// One request, in Stripe's order: authentication, version, parameters, rate
+/// limit and faults in front of the API (nothing saved), the idempotency layer,
+/// the endpoint, and saving its answer under the key.
 async fn process(
     app: Arc<App>,
     conn: Conn,
@@ -468,28 +519,9 @@ async fn process(
     }
     let account = app.account(&api_key);
     if let Some(k) = key_ref {
-        if k.is_empty() || k.len() > 255 {
-            return fail(ApiError::bad_request(
-                "Idempotency-Key must be between 1 and 255 characters long.",
-            ));
-        }
         let endpoint = format!("{method} {path}");
-        let canonical_params = canonical(&Value::Object(params.clone()));
-        let begin = lock(&account).idempotency.begin(
-            k,
-            &endpoint,
-            &canonical_params,
-            Instant::now(),
-            app.ttl,
-        );
-        match begin {
-            Begin::Run => {}
-            Begin::Replay(saved) => return respond(&Answer::replay(saved, k), &request_id),
-            Begin::ParamsMismatch => return fail(ApiError::idempotency_mismatch(k)),
-            Begin::EndpointMismatch { first } => {
-                return fail(ApiError::idempotency_other_endpoint(k, &first, &endpoint))
-            }
-            Begin::InUse => return fail(ApiError::idempotency_in_use(k)),
+        if let Some(answer) = reserve_key(&app, &account, k, &endpoint, &params) {
+            return respond(&answer, &request_id);
         }
     }
     if let Some(FaultAction::Delay { ms }) = fault {
@@ -500,18 +532,7 @@ async fn process(
         let (answer, executed) =
             execute(&mut guard, &method, &path, &params, fault.as_ref(), key_ref);
         if let Some(k) = key_ref {
-            if executed {
-                let saved = Saved {
-                    status: answer.status,
-                    body: answer.body.clone(),
-                    request_id: request_id.clone(),
-                    should_retry: answer.should_retry,
-                };
-                guard.idempotency.finish(k, saved, Instant::now());
-            } else {
-                // Rejected while validating: nothing saved, the key can be reused.
-                guard.idempotency.abandon(k);
-            }
+            settle_key(&mut guard, k, &answer, executed, &request_id);
         }
         answer
     };
