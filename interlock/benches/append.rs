@@ -93,7 +93,12 @@ fn measure(place: &str, dir: &std::path::Path, samples: usize, key: &SigningKey)
         build(&path, size, key);
         let build_ms = t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
-        let journal = Journal::open(&path).unwrap();
+        let journal = Journal::open(
+            &path,
+            vec![key.verifying_key()],
+            std::time::Duration::from_secs(10),
+        )
+        .unwrap();
         let open_ms = t.elapsed().as_secs_f64() * 1e3;
         let bytes = std::fs::metadata(&path).unwrap().len();
         let mut lat = Vec::with_capacity(samples);

@@ -1,41 +1,156 @@
 //! Per-effect claims bound to the holder's life (DESIGN §2.4).
 //!
-//! A claim is an exclusive `flock` on `<journal>.claims/<effect_id>`, held by the process that
-//! sends (or recovers) the effect for as long as a send can be in progress. The kernel drops it
-//! when the process dies, so whoever can take the lock knows no live process is sending.
-//! The same file holds a small record — owner, pid, expiry (the TTL backstop), the DISPATCHED it
-//! covers and when the last send left — so a process that cannot take the lock can say who holds
-//! it and until when. Records are written and read under the journal lock, so they are never seen
-//! half-written. Claim files are never deleted (deleting a lock file races with a process that
-//! has it open); they are a few hundred bytes per effect.
+//! A claim is an exclusive `flock` on `<canonical journal path>.claims/<effect_id>`, held by the
+//! process that sends (or recovers) the effect for as long as a send can be in progress. The
+//! kernel drops it when the process dies, so whoever can take the lock knows no live process is
+//! sending. The folder is derived from the journal's canonical path, so every spelling of one
+//! journal (a symlink, a relative path) shares one set of claims.
+//!
+//! The claim file holds a small record — who holds it, the TTL backstop, the DISPATCHED it covers
+//! and, for a recoverer, the instant its in-flight count runs from — so a process that cannot
+//! take the lock can say who holds it, and the next recoverer can go on counting from where a
+//! dead recoverer left off. Every holder writes its record (fsynced) before any target call
+//! under the claim. Records are written and read under the
+//! journal lock, so they are never seen half-written.
+//!
+//! Claim files of settled effects are removed by the holder that settles them. Removing a lock
+//! file races with a process that opened it before the removal and locks it after; so a taker
+//! checks, once it holds the lock, that the path still names the file it locked, and retries on
+//! the new file if not.
 //!
 //! Lock order: a claim is always taken (with a non-blocking try) before the journal lock, and the
-//! journal lock is never held while waiting for a claim, so the two cannot deadlock. The sender
-//! takes its claim, then — under the journal lock — re-checks the blockers, writes DISPATCHED and
-//! its claim record: to every other process that is one atomic step.
+//! journal lock is never held while waiting for a claim, so the two cannot deadlock.
 
 use crate::journal::JournalError;
 use serde::{Deserialize, Serialize};
+use std::fmt;
 use std::fs::{File, OpenOptions, TryLockError};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
+
+/// A process, named so that a reused pid is never taken for it: host, pid, and the process's
+/// start time (clock ticks since boot, from `/proc/<pid>/stat`; 0 where unknown), plus a nonce
+/// per gate instance.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Owner {
+    /// Host name.
+    pub host: String,
+    /// Process id.
+    pub pid: u32,
+    /// Start time of the process in clock ticks since boot (0 if unknown).
+    pub start_ticks: u64,
+    /// Random per gate instance, so two gates of one process are told apart.
+    pub nonce: u32,
+}
+
+impl Owner {
+    /// This process (a fresh nonce).
+    pub fn current() -> Owner {
+        let pid = std::process::id();
+        Owner {
+            host: host_name(),
+            pid,
+            start_ticks: start_ticks(pid).unwrap_or(0),
+            nonce: rand::random::<u32>(),
+        }
+    }
+
+    /// Whether this owner may still be alive: always true on another host; on this host, a
+    /// process with that pid exists and started at the recorded time.
+    pub fn may_be_alive(&self) -> bool {
+        if self.host != host_name() {
+            return true;
+        }
+        match start_ticks(self.pid) {
+            None => false,
+            Some(t) => self.start_ticks == 0 || t == self.start_ticks,
+        }
+    }
+}
+
+impl fmt::Display for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{} (started at tick {}, gate {:08x})",
+            self.host, self.pid, self.start_ticks, self.nonce
+        )
+    }
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+/// Field 22 of `/proc/<pid>/stat` (the process's start time in clock ticks since boot).
+fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count after its end.
+    let after = stat.get(stat.rfind(')')? + 1..)?;
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// What a claim's holder is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// `submit`: dispatching and sending.
+    Send,
+    /// `recover`: settling an open dispatch.
+    Recover,
+}
+
+/// An instant of one host's monotonic clock (`CLOCK_MONOTONIC`, shared by every process of the
+/// host until it reboots), with the boot it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MonoInstant {
+    /// `/proc/sys/kernel/random/boot_id` of the host when it was read.
+    pub boot: String,
+    /// Milliseconds of the monotonic clock.
+    pub ms: u64,
+}
+
+/// This boot's id (empty where the kernel does not say: then no instant is ever inherited).
+pub(crate) fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// The host's monotonic clock in milliseconds.
+pub(crate) fn monotonic_ms() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    let secs = u64::try_from(t.tv_sec).unwrap_or(0);
+    let nanos = u64::try_from(t.tv_nsec).unwrap_or(0);
+    secs.saturating_mul(1000).saturating_add(nanos / 1_000_000)
+}
 
 /// The record stored in a claim file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClaimRecord {
-    /// `host:pid:nonce/send` or `host:pid:nonce/recover`.
-    pub owner: String,
-    /// The holder's process id.
-    pub pid: u32,
-    /// When the claim's TTL backstop runs out (Unix ms).
+    /// Who holds (or last held) the claim.
+    pub owner: Owner,
+    /// Sending or recovering.
+    pub role: Role,
+    /// When the claim's TTL backstop runs out (Unix ms): past it, a holder that still holds the
+    /// lock is alive but hung.
     pub expires_ms: u64,
     /// Hash of the DISPATCHED entry the claim covers.
     pub dispatch: String,
-    /// When the last send of that dispatch left (Unix ms).
-    pub last_send_ms: u64,
+    /// Recovery only: an instant by which every request of this dispatch had left its client —
+    /// when this holder found the claim free (all earlier holders were dead by then), or its
+    /// own last send, written before that send. The next recoverer of the same host and boot
+    /// counts the in-flight bound from it; anyone else counts from when it found the claim
+    /// free. `None` for a sender (it may stall between DISPATCHED and its send).
+    pub in_flight_from: Option<MonoInstant>,
 }
 
-/// The directory of claim files of one journal: `<journal>.claims/`.
+/// The directory of claim files of one journal.
 #[derive(Debug, Clone)]
 pub(crate) struct ClaimDir {
     dir: PathBuf,
@@ -60,9 +175,10 @@ fn io_err<'a>(
 }
 
 impl ClaimDir {
-    /// The claim directory beside `journal`, created if missing.
-    pub fn beside(journal: &Path) -> Result<ClaimDir, JournalError> {
-        let mut s = journal.as_os_str().to_owned();
+    /// The claim directory of the journal whose canonical path is `canonical_journal`:
+    /// `<canonical_journal>.claims/`, created if missing.
+    pub fn beside(canonical_journal: &Path) -> Result<ClaimDir, JournalError> {
+        let mut s = canonical_journal.as_os_str().to_owned();
         s.push(".claims");
         let dir = PathBuf::from(s);
         std::fs::create_dir_all(&dir).map_err(io_err("create the claim directory", &dir))?;
@@ -73,26 +189,37 @@ impl ClaimDir {
         self.dir.join(effect_id)
     }
 
-    fn open(&self, effect_id: &str) -> Result<(File, PathBuf), JournalError> {
-        let path = self.path(effect_id);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(io_err("open the claim file", &path))?;
-        Ok((file, path))
-    }
-
     /// Take the effect's claim if no process holds it; `None` if one does.
     pub fn try_take(&self, effect_id: &str) -> Result<Option<HeldClaim>, JournalError> {
-        let (file, path) = self.open(effect_id)?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(HeldClaim { file, path })),
-            Err(TryLockError::WouldBlock) => Ok(None),
-            Err(TryLockError::Error(e)) => Err(io_err("lock the claim file", &path)(e)),
+        let path = self.path(effect_id);
+        // A removal between our open and our lock leaves us holding an unlinked file: retry on
+        // the file the path names now. Bounded: each retry follows a removal by a holder.
+        for _ in 0..64 {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(io_err("open the claim file", &path))?;
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(TryLockError::WouldBlock) => return Ok(None),
+                Err(TryLockError::Error(e)) => return Err(io_err("lock the claim file", &path)(e)),
+            }
+            let held = file
+                .metadata()
+                .map_err(io_err("inspect the claim file", &path))?;
+            match std::fs::metadata(&path) {
+                Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => {
+                    return Ok(Some(HeldClaim { file, path }))
+                }
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io_err("inspect the claim file", &path)(e)),
+            }
         }
+        Ok(None)
     }
 
     /// The record in the effect's claim file, if there is a readable one.
@@ -100,10 +227,16 @@ impl ClaimDir {
         let bytes = std::fs::read(self.path(effect_id)).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
+
+    /// How many claim files the directory holds (for tests of compaction).
+    #[cfg(test)]
+    pub fn count(&self) -> usize {
+        std::fs::read_dir(&self.dir).map_or(0, |d| d.count())
+    }
 }
 
 impl HeldClaim {
-    /// Replace the record (fsynced: `last_send_ms` must survive a crash of this process).
+    /// Replace the record (fsynced: it must survive a crash of this process).
     pub fn write_record(&self, record: &ClaimRecord) -> Result<(), JournalError> {
         let bytes = serde_json::to_vec(record).map_err(|e| JournalError::Io {
             action: "encode the claim record for",
@@ -120,6 +253,12 @@ impl HeldClaim {
             .sync_data()
             .map_err(io_err("sync the claim file", &self.path))
     }
+
+    /// Remove the claim file (the effect is settled), then release the lock. A process that
+    /// opened the file before the removal notices when it locks it (see [`ClaimDir::try_take`]).
+    pub fn remove(self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 impl Drop for HeldClaim {
@@ -130,24 +269,22 @@ impl Drop for HeldClaim {
     }
 }
 
-/// `host:pid:nonce`: names this process (and this gate instance) in claim records.
-pub(crate) fn process_owner() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
-        .map(|h| h.trim().to_owned())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".to_owned());
-    format!(
-        "{host}:{}:{:08x}",
-        std::process::id(),
-        rand::random::<u32>()
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record(ms: u64) -> ClaimRecord {
+        ClaimRecord {
+            owner: Owner::current(),
+            role: Role::Recover,
+            expires_ms: 10,
+            dispatch: "d".into(),
+            in_flight_from: Some(MonoInstant {
+                boot: boot_id(),
+                ms,
+            }),
+        }
+    }
 
     #[test]
     fn a_claim_excludes_a_second_taker_until_dropped() {
@@ -156,16 +293,51 @@ mod tests {
         let held = claims.try_take("e").unwrap().unwrap();
         assert!(claims.try_take("e").unwrap().is_none());
         assert!(claims.try_take("other").unwrap().is_some());
-        let rec = ClaimRecord {
-            owner: "h:1:0/send".into(),
-            pid: 1,
-            expires_ms: 10,
-            dispatch: "d".into(),
-            last_send_ms: 5,
-        };
+        let rec = record(7);
         held.write_record(&rec).unwrap();
         assert_eq!(claims.read_record("e"), Some(rec));
         drop(held);
         assert!(claims.try_take("e").unwrap().is_some());
+    }
+
+    #[test]
+    fn a_removed_claim_file_is_not_held_by_a_late_locker() {
+        let dir = tempfile::tempdir().unwrap();
+        let claims = ClaimDir::beside(&dir.path().join("j.jsonl")).unwrap();
+        let held = claims.try_take("e").unwrap().unwrap();
+        // A late taker opened the old file before the removal: it must end up on the new one.
+        let stale = File::open(claims.path("e")).unwrap();
+        held.remove();
+        assert_eq!(claims.count(), 0);
+        let again = claims.try_take("e").unwrap().unwrap();
+        assert!(
+            stale.try_lock().is_ok(),
+            "the old inode is unlinked and free"
+        );
+        assert!(
+            claims.try_take("e").unwrap().is_none(),
+            "the new file is held"
+        );
+        drop(again);
+    }
+
+    #[test]
+    fn the_monotonic_clock_moves_forward_and_the_boot_is_named() {
+        let a = monotonic_ms();
+        let b = monotonic_ms();
+        assert!(b >= a && a > 0);
+        assert!(!boot_id().is_empty());
+    }
+
+    #[test]
+    fn this_process_may_be_alive_and_a_made_up_start_time_is_not() {
+        let me = Owner::current();
+        assert!(me.may_be_alive());
+        assert!(me.start_ticks > 0);
+        let reused = Owner {
+            start_ticks: me.start_ticks + 1,
+            ..me.clone()
+        };
+        assert!(!reused.may_be_alive());
     }
 }

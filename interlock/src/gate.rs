@@ -1,14 +1,19 @@
-//! The gate: `submit` (DESIGN §2.3), receipts, and the pieces recovery shares.
+//! The gate: `submit` (DESIGN §2.3) as named steps, receipts, and the pieces recovery shares.
 
-use crate::claim::{process_owner, ClaimDir, ClaimRecord, HeldClaim};
-use crate::journal::{Journal, JournalError, Locked};
-use crate::lease::{LeaseError, LeaseStore};
+use crate::claim::{
+    boot_id, monotonic_ms, ClaimDir, ClaimRecord, HeldClaim, MonoInstant, Owner, Role,
+};
+use crate::decide::{admit, Admission, AdmissionPoint, EffectFacts};
+use crate::journal::{EffectState, Journal, JournalError, Locked};
+use crate::lease::{LeaseCheck, LeaseError, LeaseStore};
 use crate::proposal::{effect_id, Proposal};
-use crate::status::{RefusalCode, Status, Step, Submitted, Via, AMBIGUOUS_CODE};
+use crate::status::{status_of, RefusalCode, Status, Step, Submitted, Via};
 use crate::target::{Target, TargetError};
-use ed25519_dalek::SigningKey;
+use ed25519_dalek::{SigningKey, VerifyingKey};
 use serde_json::{json, Map, Value};
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Mutex;
 use std::time::Duration;
 use verify::canonical::{self, CanonicalError};
 use verify::entry::{Kind, ReceiptBundle};
@@ -27,6 +32,17 @@ pub struct GateConfig {
     /// has passed while its holder still lives, it reports `Blocked` until now plus this.
     /// Default 1 s.
     pub retry_interval: Duration,
+    /// The longest any call waits for another process's journal lock; past it `submit` fails
+    /// with [`JournalError::Busy`] and `recover` reports the effect `Blocked` by the journal.
+    /// Default 10 s.
+    pub journal_lock_wait: Duration,
+    /// After this many resends of one dispatch answered "unknown", recovery stops resending and
+    /// settles the effect by lookup. Default 3.
+    pub max_unknown_answers: u32,
+    /// Signers, besides this gate's own key, whose journal entries the gate accepts (e.g. the
+    /// keys of earlier runs writing the same journal). Lines signed by any other key make the
+    /// journal corrupt at that line.
+    pub trusted_signers: Vec<VerifyingKey>,
 }
 
 impl Default for GateConfig {
@@ -35,6 +51,9 @@ impl Default for GateConfig {
             claim_ttl: Duration::from_secs(40),
             dedup_margin: Duration::from_secs(600),
             retry_interval: Duration::from_secs(1),
+            journal_lock_wait: Duration::from_secs(10),
+            max_unknown_answers: 3,
+            trusted_signers: Vec::new(),
         }
     }
 }
@@ -90,6 +109,16 @@ pub enum GateError {
 type Observer = Box<dyn Fn(Step) + Send + Sync>;
 type Clock = Box<dyn Fn() -> u64 + Send + Sync>;
 
+/// What one recoverer remembers about an open dispatch between its rounds (a fresh process
+/// learns it again: at the cost of one more resend).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RecoveryMemory {
+    /// A replayed failure proved the requests under the key finished.
+    pub finished: bool,
+    /// Resends answered "unknown".
+    pub unknown_answers: u32,
+}
+
 /// The commit gate over one target, one lease store and one journal.
 ///
 /// `Gate` is `Sync` when its target and lease store are: several threads (and several processes
@@ -101,7 +130,9 @@ pub struct Gate<T: Target, L: LeaseStore> {
     pub(crate) leases: L,
     pub(crate) key: SigningKey,
     pub(crate) config: GateConfig,
-    pub(crate) owner: String,
+    pub(crate) owner: Owner,
+    pub(crate) memory: Mutex<HashMap<String, RecoveryMemory>>,
+    pub(crate) boot: String,
     observer: Option<Observer>,
     clock: Option<Clock>,
 }
@@ -134,6 +165,41 @@ pub(crate) fn obj(v: Value) -> Map<String, Value> {
     }
 }
 
+/// The admission facts of an effect's journal state for a proposal with payload `effect_c`.
+fn facts_of(state: Option<&EffectState>, effect_c: &str) -> Option<EffectFacts> {
+    state.map(|st| EffectFacts {
+        open: st.open.is_some(),
+        committed: st.committed,
+        ambiguous: st.ambiguous,
+        target_rejected: st.target_rejected,
+        payload_differs: st.first_effect.as_ref().is_some_and(|f| f != effect_c),
+    })
+}
+
+/// A proposal with its id and canonical forms, as the steps of `submit` need it.
+struct Prepared<'p> {
+    p: &'p Proposal,
+    eid: String,
+    effect_c: String,
+    lease_c: String,
+}
+
+impl Prepared<'_> {
+    fn answer(&self, status: Status, detail: Option<String>) -> Submitted {
+        Submitted {
+            effect_id: self.eid.clone(),
+            status,
+            detail,
+        }
+    }
+}
+
+/// A step of `submit` either goes on with a value or has the final answer.
+enum Flow<T> {
+    Go(T),
+    Done(Submitted),
+}
+
 /// Make target-supplied data recordable: floats and out-of-range integers become strings.
 pub(crate) fn recordable(v: Value) -> Value {
     match v {
@@ -153,8 +219,10 @@ pub(crate) fn recordable(v: Value) -> Value {
 }
 
 impl<T: Target, L: LeaseStore> Gate<T, L> {
-    /// Open the gate over the journal at `journal_path` (created if missing; its sidecar
-    /// `<journal>.lock` and claim directory `<journal>.claims/` are created beside it).
+    /// Open the gate over the journal at `journal_path` (created if missing; the claim directory
+    /// `<canonical journal path>.claims/` is created beside it). Every line already in the journal
+    /// is checked: hash, chain, a trusted signer (this key or
+    /// [`GateConfig::trusted_signers`]) and signature.
     pub fn open(
         journal_path: &Path,
         target: T,
@@ -162,8 +230,10 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         key: SigningKey,
         config: GateConfig,
     ) -> Result<Self, GateError> {
-        let journal = Journal::open(journal_path)?;
-        let claims = ClaimDir::beside(journal_path)?;
+        let mut trusted = vec![key.verifying_key()];
+        trusted.extend(config.trusted_signers.iter().copied());
+        let journal = Journal::open(journal_path, trusted, config.journal_lock_wait)?;
+        let claims = ClaimDir::beside(journal.canonical_path())?;
         Ok(Gate {
             journal,
             claims,
@@ -171,7 +241,9 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             leases,
             key,
             config,
-            owner: process_owner(),
+            owner: Owner::current(),
+            memory: Mutex::new(HashMap::new()),
+            boot: boot_id(),
             observer: None,
             clock: None,
         })
@@ -183,8 +255,8 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         self.observer = Some(f);
     }
 
-    /// Replace the wall clock (Unix milliseconds) used for entry timestamps, claim expiry and the
-    /// in-flight window. For tests.
+    /// Replace the clock (milliseconds) used for entry timestamps, claim expiry and — for tests
+    /// only — also as the monotonic clock of the in-flight bound.
     pub fn set_clock(&mut self, f: Box<dyn Fn() -> u64 + Send + Sync>) {
         self.clock = Some(f);
     }
@@ -199,13 +271,13 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         &self.leases
     }
 
-    /// The journal file.
+    /// The journal file, as given to [`Gate::open`].
     pub fn journal_path(&self) -> &Path {
         self.journal.path()
     }
 
-    /// This gate's owner string (`host:pid:nonce`), as it appears in claim records.
-    pub fn owner(&self) -> &str {
+    /// This gate instance, as it appears in claim records.
+    pub fn owner(&self) -> &Owner {
         &self.owner
     }
 
@@ -214,12 +286,31 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         hex::encode(self.key.verifying_key().as_bytes())
     }
 
+    /// Wall-clock now, Unix ms.
     pub(crate) fn now_ms(&self) -> u64 {
         match &self.clock {
             Some(f) => f(),
             None => std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        }
+    }
+
+    /// The host's monotonic clock in ms (the test clock when one is set).
+    pub(crate) fn mono_ms(&self) -> u64 {
+        match &self.clock {
+            Some(f) => f(),
+            None => monotonic_ms(),
+        }
+    }
+
+    /// The wall-clock instant of a monotonic one (for entries and `Blocked.until_ms`).
+    pub(crate) fn wall_of(&self, mono: u64) -> u64 {
+        let (wall, now) = (self.now_ms(), self.mono_ms());
+        if mono >= now {
+            wall.saturating_add(mono - now)
+        } else {
+            wall.saturating_sub(now - mono)
         }
     }
 
@@ -259,26 +350,34 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         self.append(&mut j, eid, kind, fields).map(Some)
     }
 
-    /// Write a claim record for `dispatch` (under the journal lock, so readers never see it
-    /// half-written).
-    pub(crate) fn write_claim(
+    /// A claim record for `dispatch` naming this gate, its TTL counted from `since_ms` (wall).
+    pub(crate) fn claim_record(
         &self,
-        claim: &HeldClaim,
-        role: &str,
+        role: Role,
         dispatch: &str,
-        last_send_ms: u64,
-    ) -> Result<(), GateError> {
-        let now = self.now_ms();
-        let record = ClaimRecord {
-            owner: format!("{}/{role}", self.owner),
-            pid: std::process::id(),
-            expires_ms: now.saturating_add(duration_ms(self.config.claim_ttl)),
+        since_ms: u64,
+        in_flight_from_ms: Option<u64>,
+    ) -> ClaimRecord {
+        ClaimRecord {
+            owner: self.owner.clone(),
+            role,
+            expires_ms: since_ms.saturating_add(duration_ms(self.config.claim_ttl)),
             dispatch: dispatch.to_owned(),
-            last_send_ms,
-        };
-        let _j = self.journal.lock()?;
-        claim.write_record(&record)?;
-        Ok(())
+            in_flight_from: in_flight_from_ms.map(|ms| MonoInstant {
+                boot: self.boot.clone(),
+                ms,
+            }),
+        }
+    }
+
+    /// Check the lease, as an error for `submit` when the store cannot answer.
+    fn check_lease(&self, prep: &Prepared<'_>) -> Result<LeaseCheck, GateError> {
+        self.leases
+            .check(&prep.p.lease, &prep.p.effect)
+            .map_err(|source| GateError::Lease {
+                effect_id: prep.eid.clone(),
+                source,
+            })
     }
 
     /// Settle a send the target rejected: a lookup (if the target has one) decides between
@@ -291,8 +390,15 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         reason: &str,
         rechecked: Option<&Value>,
     ) -> Result<Settled, GateError> {
-        let queryable = self.target.queryable() || self.target.tier() == crate::Tier::Two;
-        let (kind, mut fields, status, detail) = if queryable {
+        let refused = |why: String| {
+            (
+                Kind::Refused,
+                json!({"code": RefusalCode::TargetError.as_str(), "reason": why, "resolves": true}),
+                Status::Refused(RefusalCode::TargetError),
+                why,
+            )
+        };
+        let (kind, mut fields, status, detail) = if self.target.capabilities().lookup {
             match self.target.query(eid, effect) {
                 Ok(Some(evidence)) => (
                     Kind::Committed,
@@ -300,17 +406,9 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                     Status::CommittedOnQuery,
                     format!("the target rejected the send ({reason}) but a lookup found the effect"),
                 ),
-                Ok(None) => {
-                    let why = format!(
-                        "The target rejected the send ({reason}) and a lookup did not find it, so it is settled as not done and never resent."
-                    );
-                    (
-                        Kind::Refused,
-                        json!({"code": RefusalCode::TargetError.as_str(), "reason": why, "resolves": true}),
-                        Status::Refused(RefusalCode::TargetError),
-                        why,
-                    )
-                }
+                Ok(None) => refused(format!(
+                    "The target rejected the send ({reason}) and a lookup did not find it, so it is settled as not done and never resent."
+                )),
                 Err(e) => {
                     return Ok(Settled::Open(format!(
                         "the target rejected the send ({reason}) and the lookup that would settle it failed ({e}); the dispatch stays open for recovery"
@@ -318,15 +416,9 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 }
             }
         } else {
-            let why = format!(
+            refused(format!(
                 "The target rejected the send ({reason}); it is settled as not done and never resent."
-            );
-            (
-                Kind::Refused,
-                json!({"code": RefusalCode::TargetError.as_str(), "reason": why, "resolves": true}),
-                Status::Refused(RefusalCode::TargetError),
-                why,
-            )
+            ))
         };
         if let (Some(r), Some(m)) = (rechecked, fields.as_object_mut()) {
             m.insert("rechecked".into(), r.clone());
@@ -339,22 +431,61 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         }
     }
 
-    /// Submit a proposal (DESIGN §2.3). Step by step:
+    /// Submit a proposal (DESIGN §2.3, §2.4). The steps, each a function below:
     ///
-    /// 1. open dispatch → `IN_FLIGHT` (nothing written); payload differs from the first
-    ///    PROPOSED → PROPOSED + REFUSED → `REFUSED:conflicting_payload`; any AMBIGUOUS →
-    ///    `AMBIGUOUS`; any COMMITTED → `DUPLICATE_IGNORED`;
-    /// 2. PROPOSED; lease check → REFUSED → `REFUSED:lease`, or AUTHORIZED;
-    /// 3. premises (those of the first PROPOSED under the same lease, else these) re-checked at
-    ///    the target → REFUSED → `REFUSED:stale_premise`;
-    /// 4. take the effect's claim (if another process holds it → `IN_FLIGHT`); under the journal
-    ///    lock re-check the blockers (as in 1, plus a target rejection settled earlier →
-    ///    REFUSED → `REFUSED:target_error`) and write DISPATCHED;
-    /// 5. apply: result → COMMITTED → `COMMITTED`; rejected → lookup: found → COMMITTED
-    ///    (failed-but-landed) → `COMMITTED_ON_QUERY`, else resolving REFUSED →
-    ///    `REFUSED:target_error`; unknown → the dispatch stays open, the claim is released and
-    ///    the answer is `IN_FLIGHT` with the target's error in `detail`: recovery settles it.
+    /// 1. [`record_proposal`](Self::record_proposal): open dispatch → `IN_FLIGHT`; payload
+    ///    differs from the first PROPOSED → `REFUSED:conflicting_payload`; AMBIGUOUS →
+    ///    `AMBIGUOUS`; COMMITTED → `DUPLICATE_IGNORED`; else PROPOSED;
+    /// 2. [`authorize`](Self::authorize): lease → `REFUSED:lease`, or AUTHORIZED;
+    /// 3. [`check_premises_before_dispatch`](Self::check_premises_before_dispatch): the premises
+    ///    (those of the first PROPOSED under the same lease) re-checked at the target →
+    ///    `REFUSED:stale_premise`;
+    /// 4. take the effect's claim (held by another process → `IN_FLIGHT`), then
+    ///    [`write_dispatched`](Self::write_dispatched) under the journal lock: the blockers of 1
+    ///    again (plus a rejection settled earlier → `REFUSED:target_error`), the **lease checked
+    ///    again** (a revocation during the premise reads is seen → `REFUSED:lease`), DISPATCHED
+    ///    and the claim record;
+    /// 5. [`send`](Self::send): result → COMMITTED → `COMMITTED`; rejected → lookup: found →
+    ///    `COMMITTED_ON_QUERY`, else `REFUSED:target_error`; unknown or a replayed failure → the
+    ///    dispatch stays open and the answer is `IN_FLIGHT`: recovery settles it.
+    ///
+    /// So the lease is checked at proposal, right before DISPATCHED (under the claim and the
+    /// journal lock), and at recovery before any resend.
     pub fn submit(&self, p: &Proposal) -> Result<Submitted, GateError> {
+        let prep = self.prepare(p)?;
+        let decided_on = match self.record_proposal(&prep)? {
+            Flow::Go(premises) => premises,
+            Flow::Done(s) => return Ok(s),
+        };
+        self.observe(Step::Proposed);
+        let checks = match self.authorize(&prep)? {
+            Flow::Go(checks) => checks,
+            Flow::Done(s) => return Ok(s),
+        };
+        self.observe(Step::Authorized);
+        let checks = match self.check_premises_before_dispatch(&prep, &decided_on, checks)? {
+            Flow::Go(checks) => checks,
+            Flow::Done(s) => return Ok(s),
+        };
+        let Some(claim) = self.claims.try_take(&prep.eid)? else {
+            return Ok(prep.answer(
+                Status::InFlight,
+                Some("Another process holds this effect's claim (it is dispatching, sending or recovering it).".into()),
+            ));
+        };
+        let dispatch = match self.write_dispatched(&prep, &claim, &decided_on, checks)? {
+            Flow::Go(hash) => hash,
+            Flow::Done(s) => {
+                self.release(claim, &prep.eid);
+                return Ok(s);
+            }
+        };
+        self.observe(Step::Dispatched);
+        self.send(&prep, claim, &dispatch)
+    }
+
+    /// The effect id and the canonical forms (floats and out-of-range integers refused).
+    fn prepare<'p>(&self, p: &'p Proposal) -> Result<Prepared<'p>, GateError> {
         let eid = effect_id(p);
         let canon = |field: &'static str, v: &Value| {
             canonical::to_string(v).map_err(|source| GateError::InvalidProposal {
@@ -366,14 +497,18 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         let effect_c = canon("effect", &p.effect)?;
         let lease_c = canon("lease", &p.lease)?;
         canon("premises", &p.premises)?;
-        let done = |status: Status, detail: Option<String>| {
-            Ok(Submitted {
-                effect_id: eid.clone(),
-                status,
-                detail,
-            })
-        };
+        Ok(Prepared {
+            p,
+            eid,
+            effect_c,
+            lease_c,
+        })
+    }
 
+    /// Step 1: the short-circuits, then PROPOSED. Goes on with the premises the effect is
+    /// decided on: those of the first PROPOSED under the same lease, else these.
+    fn record_proposal(&self, prep: &Prepared<'_>) -> Result<Flow<Value>, GateError> {
+        let p = prep.p;
         let mut proposed = json!({
             "agent": p.agent,
             "lease": p.lease,
@@ -383,262 +518,272 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         if let (Some(r), Some(m)) = (&p.request_id, proposed.as_object_mut()) {
             m.insert("request_id".into(), Value::String(r.clone()));
         }
-
-        // 1. Short-circuits, then PROPOSED.
-        let decided_on = {
-            let mut j = self.journal.lock()?;
-            if let Some(st) = j.state(&eid) {
-                if st.open.is_some() {
-                    return done(Status::InFlight, Some(OPEN_DETAIL.into()));
-                }
-                if st.first_effect.as_ref().is_some_and(|f| *f != effect_c) {
-                    self.append(&mut j, &eid, Kind::Proposed, proposed)?;
-                    let (fields, why) = conflicting();
-                    self.append(&mut j, &eid, Kind::Refused, fields)?;
-                    return done(Status::Refused(RefusalCode::ConflictingPayload), Some(why));
-                }
-                if st.ambiguous {
-                    return done(Status::Ambiguous, Some(AMBIGUOUS_DETAIL.into()));
-                }
-                if st.committed {
-                    return done(Status::DuplicateIgnored, Some(DUPLICATE_DETAIL.into()));
-                }
+        let mut j = self.journal.lock()?;
+        let facts = facts_of(j.state(&prep.eid), &prep.effect_c);
+        match admit(facts, AdmissionPoint::Proposal) {
+            Admission::Proceed => {}
+            Admission::Conflicting => {
+                self.append(&mut j, &prep.eid, Kind::Proposed, proposed)?;
+                return self.short_circuit(&mut j, prep, Admission::Conflicting);
             }
-            let decided_on = j
-                .state(&eid)
-                .and_then(|s| s.premises_for(&lease_c))
-                .cloned()
-                .unwrap_or_else(|| p.premises.clone());
-            self.append(&mut j, &eid, Kind::Proposed, proposed)?;
-            decided_on
+            other => return self.short_circuit(&mut j, prep, other),
+        }
+        let decided_on = j
+            .state(&prep.eid)
+            .and_then(|s| s.premises_for(&prep.lease_c))
+            .cloned()
+            .unwrap_or_else(|| p.premises.clone());
+        self.append(&mut j, &prep.eid, Kind::Proposed, proposed)?;
+        Ok(Flow::Go(decided_on))
+    }
+
+    /// The answer (and entry, where one is written) of an admission that does not proceed.
+    fn short_circuit<X>(
+        &self,
+        j: &mut Locked<'_>,
+        prep: &Prepared<'_>,
+        admission: Admission,
+    ) -> Result<Flow<X>, GateError> {
+        let (status, detail) = match admission {
+            Admission::Proceed | Admission::InFlight => (Status::InFlight, OPEN_DETAIL.to_owned()),
+            Admission::Ambiguous => (Status::Ambiguous, AMBIGUOUS_DETAIL.to_owned()),
+            Admission::Duplicate => (Status::DuplicateIgnored, DUPLICATE_DETAIL.to_owned()),
+            Admission::Conflicting => {
+                let why = "The payload differs from the one this effect was first proposed with; the first proposal fixes it.".to_owned();
+                let code = RefusalCode::ConflictingPayload;
+                self.append(
+                    j,
+                    &prep.eid,
+                    Kind::Refused,
+                    json!({"code": code.as_str(), "reason": why}),
+                )?;
+                (Status::Refused(code), why)
+            }
+            Admission::TargetRejected => {
+                let why = "The target already rejected this effect and it was settled as not done; a rejected effect is never resent.".to_owned();
+                let code = RefusalCode::TargetError;
+                self.append(
+                    j,
+                    &prep.eid,
+                    Kind::Refused,
+                    json!({"code": code.as_str(), "reason": why}),
+                )?;
+                (Status::Refused(code), why)
+            }
         };
-        self.observe(Step::Proposed);
+        Ok(Flow::Done(prep.answer(status, Some(detail))))
+    }
 
-        // 2. Lease.
-        let lc = self
-            .leases
-            .check(&p.lease, &p.effect)
-            .map_err(|source| GateError::Lease {
-                effect_id: eid.clone(),
-                source,
-            })?;
-        let mut checks = json!({
-            "lease_live": lc.live,
-            "grant": lc.grant.map(recordable),
-        });
+    /// Step 2: the lease at proposal → REFUSED:lease or AUTHORIZED. Goes on with the checks
+    /// record (`lease_live`, `grant`) for DISPATCHED.
+    fn authorize(&self, prep: &Prepared<'_>) -> Result<Flow<Value>, GateError> {
+        let lc = self.check_lease(prep)?;
+        let checks = json!({"lease_live": lc.live, "grant": lc.grant.map(recordable)});
+        let mut j = self.journal.lock()?;
         if !lc.live {
-            let why = format!(
-                "The lease {} is not live or does not cover this effect.",
-                short(&lease_c)
-            );
-            let mut j = self.journal.lock()?;
-            self.append(
-                &mut j,
-                &eid,
-                Kind::Refused,
-                json!({"code": RefusalCode::Lease.as_str(), "reason": why, "checks": checks}),
-            )?;
-            return done(Status::Refused(RefusalCode::Lease), Some(why));
+            return self.refuse_lease(&mut j, prep, checks, "");
         }
-        {
-            let mut j = self.journal.lock()?;
-            self.append(&mut j, &eid, Kind::Authorized, json!({"lease": p.lease}))?;
-        }
-        self.observe(Step::Authorized);
+        self.append(
+            &mut j,
+            &prep.eid,
+            Kind::Authorized,
+            json!({"lease": prep.p.lease}),
+        )?;
+        Ok(Flow::Go(checks))
+    }
 
-        // 3. Premises, re-checked right before dispatch (I3).
+    fn refuse_lease<X>(
+        &self,
+        j: &mut Locked<'_>,
+        prep: &Prepared<'_>,
+        checks: Value,
+        when: &str,
+    ) -> Result<Flow<X>, GateError> {
+        let why = format!(
+            "The lease {} is not live or does not cover this effect{when}.",
+            short(&prep.lease_c)
+        );
+        let code = RefusalCode::Lease;
+        self.append(
+            j,
+            &prep.eid,
+            Kind::Refused,
+            json!({"code": code.as_str(), "reason": why, "checks": checks}),
+        )?;
+        Ok(Flow::Done(prep.answer(Status::Refused(code), Some(why))))
+    }
+
+    /// Step 3: the premises re-checked at the target right before dispatch (I3).
+    fn check_premises_before_dispatch(
+        &self,
+        prep: &Prepared<'_>,
+        decided_on: &Value,
+        mut checks: Value,
+    ) -> Result<Flow<Value>, GateError> {
         let violations = self
             .target
-            .check_premises(&eid, &decided_on)
+            .check_premises(&prep.eid, decided_on)
             .map_err(|source| GateError::PremiseCheck {
-                effect_id: eid.clone(),
+                effect_id: prep.eid.clone(),
                 source,
             })?;
         if let Some(m) = checks.as_object_mut() {
             m.insert("violations".into(), json!(violations));
         }
-        if !violations.is_empty() {
-            let why = format!(
-                "A premise the decision was made on no longer holds: {}.",
-                violations.join("; ")
-            );
-            let mut j = self.journal.lock()?;
-            self.append(
-                &mut j,
-                &eid,
-                Kind::Refused,
-                json!({"code": RefusalCode::StalePremise.as_str(), "reason": why, "checks": checks}),
-            )?;
-            return done(Status::Refused(RefusalCode::StalePremise), Some(why));
+        if violations.is_empty() {
+            return Ok(Flow::Go(checks));
         }
+        let why = format!(
+            "A premise the decision was made on no longer holds: {}.",
+            violations.join("; ")
+        );
+        let code = RefusalCode::StalePremise;
+        let mut j = self.journal.lock()?;
+        self.append(
+            &mut j,
+            &prep.eid,
+            Kind::Refused,
+            json!({"code": code.as_str(), "reason": why, "checks": checks}),
+        )?;
+        Ok(Flow::Done(prep.answer(Status::Refused(code), Some(why))))
+    }
 
-        // 4. Claim, then blockers + DISPATCHED atomically under the journal lock.
-        let Some(claim) = self.claims.try_take(&eid)? else {
-            return done(
-                Status::InFlight,
-                Some("Another process holds this effect's claim (it is dispatching, sending or recovering it).".into()),
-            );
-        };
-        let dispatch = {
-            let mut j = self.journal.lock()?;
-            if let Some(st) = j.state(&eid) {
-                if st.open.is_some() {
-                    return done(Status::InFlight, Some(OPEN_DETAIL.into()));
-                }
-                if st.committed {
-                    return done(Status::DuplicateIgnored, Some(DUPLICATE_DETAIL.into()));
-                }
-                if st.ambiguous {
-                    return done(Status::Ambiguous, Some(AMBIGUOUS_DETAIL.into()));
-                }
-                if st.first_effect.as_ref().is_some_and(|f| *f != effect_c) {
-                    let (fields, why) = conflicting();
-                    self.append(&mut j, &eid, Kind::Refused, fields)?;
-                    return done(Status::Refused(RefusalCode::ConflictingPayload), Some(why));
-                }
-                if st.target_rejected {
-                    let why = "The target already rejected this effect and it was settled as not done; a rejected effect is never resent.".to_owned();
-                    self.append(
-                        &mut j,
-                        &eid,
-                        Kind::Refused,
-                        json!({"code": RefusalCode::TargetError.as_str(), "reason": why}),
-                    )?;
-                    return done(Status::Refused(RefusalCode::TargetError), Some(why));
-                }
-            }
-            let d = self.append(
+    /// Step 4, under the claim and the journal lock: the blockers again, the lease checked
+    /// again (counted from here, not from proposal: a revocation during the premise reads is
+    /// seen), then DISPATCHED and the claim record, as one step to every other process. Goes on
+    /// with the DISPATCHED hash.
+    fn write_dispatched(
+        &self,
+        prep: &Prepared<'_>,
+        claim: &HeldClaim,
+        decided_on: &Value,
+        mut checks: Value,
+    ) -> Result<Flow<String>, GateError> {
+        let mut j = self.journal.lock()?;
+        let facts = facts_of(j.state(&prep.eid), &prep.effect_c);
+        match admit(facts, AdmissionPoint::Dispatch) {
+            Admission::Proceed => {}
+            other => return self.short_circuit(&mut j, prep, other),
+        }
+        let lc = self.check_lease(prep)?;
+        if let Some(m) = checks.as_object_mut() {
+            m.insert("lease_live".into(), json!(lc.live));
+            m.insert("grant".into(), lc.grant.map_or(Value::Null, recordable));
+        }
+        if !lc.live {
+            return self.refuse_lease(
                 &mut j,
-                &eid,
-                Kind::Dispatched,
-                json!({
-                    "effect": p.effect,
-                    "lease": p.lease,
-                    "premises": decided_on,
-                    "checks": checks,
-                }),
-            )?;
-            let hash = d
-                .get("hash")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            let now = d.get("ts_ms").and_then(Value::as_u64).unwrap_or(0);
-            let record = ClaimRecord {
-                owner: format!("{}/send", self.owner),
-                pid: std::process::id(),
-                expires_ms: now.saturating_add(duration_ms(self.config.claim_ttl)),
-                dispatch: hash.clone(),
-                last_send_ms: now,
-            };
-            claim.write_record(&record)?;
-            hash
-        };
-        self.observe(Step::Dispatched);
+                prep,
+                checks,
+                " at dispatch (it changed after the proposal was authorized)",
+            );
+        }
+        let d = self.append(
+            &mut j,
+            &prep.eid,
+            Kind::Dispatched,
+            json!({
+                "effect": prep.p.effect,
+                "lease": prep.p.lease,
+                "premises": decided_on,
+                "checks": checks,
+            }),
+        )?;
+        let hash = d
+            .get("hash")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let at = d.get("ts_ms").and_then(Value::as_u64).unwrap_or(0);
+        claim.write_record(&self.claim_record(Role::Send, &hash, at, None))?;
+        Ok(Flow::Go(hash))
+    }
 
-        // 5. Send.
-        match self.target.apply(&eid, &p.effect) {
+    /// Step 5: send, and settle what the answer allows.
+    fn send(
+        &self,
+        prep: &Prepared<'_>,
+        claim: HeldClaim,
+        dispatch: &str,
+    ) -> Result<Submitted, GateError> {
+        let eid = &prep.eid;
+        match self.target.apply(eid, &prep.p.effect) {
             Ok(evidence) => {
                 self.observe(Step::Sent);
                 let written = self.append_if_open(
-                    &eid,
-                    &dispatch,
+                    eid,
+                    dispatch,
                     Kind::Committed,
                     json!({"via": Via::Send.as_str(), "evidence": recordable(evidence)}),
                 )?;
-                drop(claim);
                 if written.is_none() {
-                    return Err(GateError::LostDispatch { effect_id: eid });
+                    return Err(GateError::LostDispatch {
+                        effect_id: eid.clone(),
+                    });
                 }
+                claim.remove();
                 self.observe(Step::Committed);
-                done(Status::Committed, None)
+                Ok(prep.answer(Status::Committed, None))
             }
             Err(TargetError::Rejected { reason }) => {
-                let settled = self.settle_rejected(&eid, &dispatch, &p.effect, &reason, None)?;
-                drop(claim);
-                match settled {
-                    Settled::Done(status, detail) => done(status, Some(detail)),
-                    Settled::Open(detail) => done(Status::InFlight, Some(detail)),
+                match self.settle_rejected(eid, dispatch, &prep.p.effect, &reason, None)? {
+                    Settled::Done(status, detail) => {
+                        claim.remove();
+                        Ok(prep.answer(status, Some(detail)))
+                    }
+                    Settled::Open(detail) => Ok(prep.answer(Status::InFlight, Some(detail))),
                 }
             }
-            Err(TargetError::Unknown { reason }) => {
+            Err(e @ (TargetError::Unknown { .. } | TargetError::Replayed { .. })) => {
                 drop(claim);
-                done(
+                Ok(prep.answer(
                     Status::InFlight,
                     Some(format!(
-                        "The send's outcome is unknown ({reason}); the dispatch stays open and recovery will settle it."
+                        "The send's outcome is unknown ({}); the dispatch stays open and recovery will settle it.",
+                        e.reason()
                     )),
-                )
+                ))
             }
         }
     }
 
-    /// Every entry of one effect, in journal order, exactly as stored (empty if none).
+    /// Release a claim taken for an effect: its file is removed when no dispatch is open (the
+    /// effect is settled or was never dispatched), kept otherwise (its record names the
+    /// dispatch's last holder).
+    pub(crate) fn release(&self, claim: HeldClaim, eid: &str) {
+        let open = self
+            .journal
+            .peek(|j| j.state(eid).is_some_and(|s| s.open.is_some()))
+            .unwrap_or(true);
+        if open {
+            drop(claim);
+        } else {
+            claim.remove();
+        }
+    }
+
+    /// Every entry of one effect, in journal order, exactly as stored (empty if none). Reads
+    /// without waiting for another process's journal lock.
     pub fn entries(&self, effect_id: &str) -> Result<Vec<Value>, GateError> {
-        Ok(self.journal.lock()?.entries(effect_id)?)
+        Ok(self.journal.peek(|j| j.entries(effect_id))??)
     }
 
     /// Every effect id in the journal, in first-seen order.
     pub fn effect_ids(&self) -> Result<Vec<String>, GateError> {
-        Ok(self.journal.lock()?.effect_ids())
+        Ok(self.journal.peek(|j| j.effect_ids())?)
     }
 
     /// Effects with an open dispatch (what [`Gate::recover`] will work on), first-seen order.
     pub fn open_effects(&self) -> Result<Vec<String>, GateError> {
-        Ok(self.journal.lock()?.open_effects())
+        Ok(self.journal.peek(|j| j.open_effects())?)
     }
 
-    /// The status the journal now records for an effect: `IN_FLIGHT` while a dispatch is open;
-    /// else the COMMITTED's status by its `via` (`send` → `COMMITTED`, `retry-idempotent` →
-    /// `COMMITTED_BY_RETRY`, `recovery-reapply` → `REAPPLIED_AFTER_QUERY`, `recovery-query` and
-    /// `failed-but-landed` → `COMMITTED_ON_QUERY`); else `AMBIGUOUS`; else the last refusal
-    /// (`REFUSED:<code>`). `None` when nothing was decided yet (only PROPOSED/AUTHORIZED, e.g. a
-    /// sender that died before dispatch) or the effect is unknown.
+    /// The status the journal now records for an effect ([`status_of`](crate::status_of) of
+    /// its entries). `None` when nothing was decided yet (only PROPOSED/AUTHORIZED, e.g. a
+    /// sender that died before dispatch) or the effect is unknown. Never waits for another
+    /// process's journal lock.
     pub fn status(&self, effect_id: &str) -> Result<Option<Status>, GateError> {
-        let entries = self.entries(effect_id)?;
-        let mut open = false;
-        let mut committed = None;
-        let mut ambiguous = false;
-        let mut refused = None;
-        for e in &entries {
-            match e.get("kind").and_then(Value::as_str) {
-                Some("DISPATCHED") => open = true,
-                Some("COMMITTED") => {
-                    open = false;
-                    committed = Some(match e.get("via").and_then(Value::as_str) {
-                        Some("retry-idempotent") => Status::CommittedByRetry,
-                        Some("recovery-reapply") => Status::ReappliedAfterQuery,
-                        Some("recovery-query" | "failed-but-landed") => Status::CommittedOnQuery,
-                        _ => Status::Committed,
-                    });
-                }
-                Some("AMBIGUOUS") => {
-                    open = false;
-                    ambiguous = true;
-                }
-                Some("REFUSED") => {
-                    if e.get("resolves").and_then(Value::as_bool) == Some(true) {
-                        open = false;
-                    }
-                    refused = e
-                        .get("code")
-                        .and_then(Value::as_str)
-                        .and_then(RefusalCode::parse)
-                        .map(Status::Refused)
-                        .or(refused);
-                }
-                _ => {}
-            }
-        }
-        Ok(if open {
-            Some(Status::InFlight)
-        } else if committed.is_some() {
-            committed
-        } else if ambiguous {
-            Some(Status::Ambiguous)
-        } else {
-            refused
-        })
+        Ok(status_of(&self.entries(effect_id)?))
     }
 
     /// The receipt bundle of one effect: all its entries, for `verify`.
@@ -659,14 +804,6 @@ const AMBIGUOUS_DETAIL: &str =
     "Whether this effect happened cannot be known, so it is never sent again.";
 const DUPLICATE_DETAIL: &str = "This effect was already committed; nothing was sent.";
 
-fn conflicting() -> (Value, String) {
-    let why = "The payload differs from the one this effect was first proposed with; the first proposal fixes it.".to_owned();
-    (
-        json!({"code": RefusalCode::ConflictingPayload.as_str(), "reason": why}),
-        why,
-    )
-}
-
 /// At most 80 characters of a canonical value, for reasons.
 pub(crate) fn short(s: &str) -> String {
     if s.chars().count() <= 80 {
@@ -680,9 +817,6 @@ pub(crate) fn short(s: &str) -> String {
 pub(crate) fn duration_ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
-
-/// The `code` of AMBIGUOUS entries, re-exported for recovery.
-pub(crate) const AMBIGUOUS: &str = AMBIGUOUS_CODE;
 
 #[cfg(test)]
 mod tests {

@@ -1,26 +1,48 @@
 //! The journal: one JSONL file of signed entries of every effect, interleaved (DESIGN §2.5).
 //!
-//! - Every append is fsynced before it returns.
-//! - Appends (and the dispatch step of the gate) run under one exclusive `flock` on the sidecar
-//!   `<journal>.lock`, so they are atomic across processes; a mutex makes them atomic across
-//!   threads of one process.
+//! - Every append is fsynced before it returns. If the write or the fsync fails, the line is cut
+//!   back and the journal refuses further appends until it is reopened (and so re-read and
+//!   re-checked): a line that may or may not survive a crash is never reported "not written"
+//!   and then acted on.
+//! - Appends (and the dispatch step of the gate) run under an exclusive `flock` on the journal
+//!   file itself, taken on a descriptor of its own per acquisition, so every spelling of the path
+//!   (a symlink, a relative path) and every thread is excluded alike. The wait for the lock is
+//!   bounded: past it the caller gets [`JournalError::Busy`] (recovery reports it as `Blocked`).
 //! - A last line without a trailing newline is a write that never returned: it is ignored on read
-//!   and cut off before the next append. A malformed complete line is an error naming its line
-//!   number; it is never skipped.
+//!   and cut off before the next append — only when the bytes cut hold no newline.
+//! - **The gate acts only on lines it has checked.** Every line read, at open and when catching up
+//!   with other processes, must recompute its `hash`, link its `prev` to the effect's last hash,
+//!   name a trusted `signer` and carry a valid signature (verified in one batch per read), or the
+//!   journal is corrupt at that line: the error names it, the journal refuses all further use
+//!   until reopened, and no effect is acted on. A replayed or merged old line therefore cannot
+//!   reopen a settled effect.
 //! - Appends cost O(1) in the journal's size: the journal keeps an index (per effect: entry
 //!   offsets, last hash, derived state) and, on each lock acquisition, reads only the bytes other
 //!   processes appended since it last looked.
 
-use ed25519_dalek::SigningKey;
+use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 use verify::canonical::{self, CanonicalError};
 use verify::entry::{seal, Kind, ENTRY_VERSION};
+
+/// Fields the journal writes itself; a caller's fields may not set them.
+const RESERVED_FIELDS: [&str; 8] = [
+    "v",
+    "ts_ms",
+    "kind",
+    "effect_id",
+    "prev",
+    "signer",
+    "hash",
+    "sig",
+];
 
 /// Why the journal could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -35,12 +57,12 @@ pub enum JournalError {
         /// The operating system's error.
         source: std::io::Error,
     },
-    /// A complete line in the journal is not a valid entry.
+    /// A complete line in the journal is not a valid, checked entry.
     #[error("{path}, line {line}: corrupt journal entry: {reason}")]
     Corrupt {
         /// The journal file.
         path: PathBuf,
-        /// 1-based line number.
+        /// 1-based line number (0 when the place is not a line).
         line: u64,
         /// What is wrong with it.
         reason: String,
@@ -66,6 +88,32 @@ pub enum JournalError {
         effect_id: String,
         /// The canonical-form error.
         source: CanonicalError,
+    },
+    /// A caller's fields tried to set a field the journal writes itself.
+    #[error("cannot write a {kind} entry for effect {effect_id}: field `{field}` is set by the journal, not by the caller")]
+    ReservedField {
+        /// The entry kind.
+        kind: &'static str,
+        /// The effect.
+        effect_id: String,
+        /// The field.
+        field: String,
+    },
+    /// Another process held the journal lock for longer than the configured wait.
+    #[error("{path}: another process has held the journal lock for over {waited_ms} ms")]
+    Busy {
+        /// The journal file.
+        path: PathBuf,
+        /// How long this process waited.
+        waited_ms: u64,
+    },
+    /// An earlier failure left the journal in a state this handle can no longer vouch for.
+    #[error("{path}: refusing to use the journal until it is reopened: {reason}")]
+    Poisoned {
+        /// The journal file.
+        path: PathBuf,
+        /// The earlier failure.
+        reason: String,
     },
 }
 
@@ -125,6 +173,8 @@ impl EffectState {
             .map(|(_, p)| p)
     }
 
+    /// Check that `entry` is the next link of this effect's chain (hash recomputes, `prev` is
+    /// the last hash) and fold it into the state.
     fn apply(&mut self, entry: &Map<String, Value>, loc: EntryLoc) -> Result<(), String> {
         let kind_text = entry
             .get("kind")
@@ -135,6 +185,20 @@ impl EffectState {
             .get("hash")
             .and_then(Value::as_str)
             .ok_or("no string `hash`")?;
+        let computed = verify::entry::compute_hash(entry).map_err(|e| e.to_string())?;
+        if computed != hash {
+            return Err(format!(
+                "its hash does not recompute (stored {hash}, computed {computed}): the line was changed after it was written"
+            ));
+        }
+        let prev = entry.get("prev").ok_or("no `prev`")?;
+        let expected = self.last_hash.as_deref();
+        if prev.as_str() != expected || (expected.is_none() && !prev.is_null()) {
+            return Err(format!(
+                "its `prev` is {prev} but the effect's last entry is {}: the line is out of place (replayed, merged or reordered)",
+                expected.map_or("none".to_owned(), |h| format!("\"{h}\""))
+            ));
+        }
         let ts = entry
             .get("ts_ms")
             .and_then(Value::as_u64)
@@ -156,6 +220,9 @@ impl EffectState {
             }
             Kind::Authorized => {}
             Kind::Dispatched => {
+                if self.open.is_some() {
+                    return Err("a DISPATCHED while another dispatch of the effect is open".into());
+                }
                 self.open = Some(OpenDispatch {
                     index,
                     hash: hash.to_owned(),
@@ -185,9 +252,16 @@ impl EffectState {
     }
 }
 
+/// A signature still to be verified, and the line it came from.
+struct PendingSig {
+    line: u64,
+    key: VerifyingKey,
+    message: Vec<u8>,
+    sig: Signature,
+}
+
 struct Inner {
     file: File,
-    lock: File,
     /// Bytes of complete lines already indexed.
     len: u64,
     /// Lines already indexed (for numbering).
@@ -195,12 +269,17 @@ struct Inner {
     effects: HashMap<String, EffectState>,
     /// Effect ids in first-seen order.
     order: Vec<String>,
+    /// Set by a failure after which this handle no longer vouches for the file.
+    poisoned: Option<String>,
 }
 
 /// A journal file opened for reading and appending.
 pub struct Journal {
     path: PathBuf,
-    lock_path: PathBuf,
+    canonical: PathBuf,
+    identity: (u64, u64),
+    trusted: Vec<VerifyingKey>,
+    lock_wait: Duration,
     inner: Mutex<Inner>,
 }
 
@@ -210,16 +289,15 @@ impl std::fmt::Debug for Journal {
     }
 }
 
-/// The sidecar lock file of a journal: `<journal>.lock`.
-pub fn lock_path(journal: &Path) -> PathBuf {
-    let mut s = journal.as_os_str().to_owned();
-    s.push(".lock");
-    PathBuf::from(s)
-}
-
 impl Journal {
-    /// Open (creating if missing) the journal at `path` and index every entry in it.
-    pub fn open(path: &Path) -> Result<Journal, JournalError> {
+    /// Open (creating if missing) the journal at `path` and index every entry in it, checking
+    /// each line (hash, `prev`, a signer among `trusted`, signature). `lock_wait` bounds every
+    /// wait for the journal lock.
+    pub fn open(
+        path: &Path,
+        trusted: Vec<VerifyingKey>,
+        lock_wait: Duration,
+    ) -> Result<Journal, JournalError> {
         let existed = path.exists();
         let file = OpenOptions::new()
             .read(true)
@@ -236,24 +314,21 @@ impl Journal {
                 }
             }
         }
-        let lock_path = lock_path(path);
-        let lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&lock_path)
-            .map_err(io_err("open", &lock_path))?;
+        let meta = file.metadata().map_err(io_err("inspect", path))?;
+        let canonical = std::fs::canonicalize(path).map_err(io_err("resolve the path of", path))?;
         let journal = Journal {
             path: path.to_owned(),
-            lock_path,
+            canonical,
+            identity: (meta.dev(), meta.ino()),
+            trusted,
+            lock_wait,
             inner: Mutex::new(Inner {
                 file,
-                lock,
                 len: 0,
                 lines: 0,
                 effects: HashMap::new(),
                 order: Vec::new(),
+                poisoned: None,
             }),
         };
         drop(journal.lock()?);
@@ -262,7 +337,9 @@ impl Journal {
 
     /// Append one entry `{v, ts_ms, kind, effect_id, <fields>, prev}` sealed with `key` (prev is
     /// the effect's last hash), fsynced before returning. Low level: it checks nothing about the
-    /// effect's state — [`Gate`](crate::Gate) is the normal writer. Returns the sealed entry.
+    /// effect's state — [`Gate`](crate::Gate) is the normal writer. `fields` may not set the
+    /// fields the journal writes (`v`, `ts_ms`, `kind`, `effect_id`, `prev`, `signer`, `hash`,
+    /// `sig`). Returns the sealed entry.
     pub fn append_entry(
         &self,
         effect_id: &str,
@@ -284,45 +361,124 @@ impl Journal {
         Ok(self.lock()?.effect_ids())
     }
 
-    /// The journal file's path.
+    /// The journal file's path, as given.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Take the journal lock (thread mutex, then the cross-process flock) and read what other
-    /// processes appended since the last time.
-    pub(crate) fn lock(&self) -> Result<Locked<'_>, JournalError> {
+    /// The journal file's canonical path (symlinks and relative parts resolved at open).
+    pub fn canonical_path(&self) -> &Path {
+        &self.canonical
+    }
+
+    fn index(&self) -> MutexGuard<'_, Inner> {
         // A poisoned mutex only means another thread panicked while holding it; the index is
-        // rebuilt from the file's bytes, never half-updated (updates follow a durable write).
-        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        inner.lock.lock().map_err(io_err("lock", &self.lock_path))?;
+        // only updated after the bytes it describes were read or durably written.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Take the journal lock — a `flock` on a fresh descriptor of the journal file, waited for at
+    /// most the configured bound — then read and check what other processes appended since.
+    pub(crate) fn lock(&self) -> Result<Locked<'_>, JournalError> {
+        let lock = self.take_file_lock()?;
+        let inner = self.index();
         let mut locked = Locked {
             inner,
+            _lock: lock,
             path: &self.path,
+            trusted: &self.trusted,
         };
         locked.refresh()?;
         Ok(locked)
     }
-}
 
-/// The journal while its lock is held. Dropping it releases the lock.
-pub(crate) struct Locked<'a> {
-    inner: MutexGuard<'a, Inner>,
-    path: &'a Path,
-}
+    /// Read, without the journal lock, what was appended since the last look (complete lines
+    /// only, each checked as under the lock), and call `f` on the index. Never waits for another
+    /// process's lock: for [`Gate::status`](crate::Gate::status) and other readers.
+    pub(crate) fn peek<R>(&self, f: impl FnOnce(&Locked<'_>) -> R) -> Result<R, JournalError> {
+        let inner = self.index();
+        let mut view = Locked {
+            inner,
+            _lock: None,
+            path: &self.path,
+            trusted: &self.trusted,
+        };
+        view.refresh()?;
+        Ok(f(&view))
+    }
 
-impl Drop for Locked<'_> {
-    fn drop(&mut self) {
-        // Closing never happens here (the file stays open), so unlock explicitly. If unlock
-        // fails the lock is still released when the process exits.
-        let _ = self.inner.lock.unlock();
+    fn take_file_lock(&self) -> Result<Option<File>, JournalError> {
+        let file = File::open(&self.path).map_err(io_err("open for locking", &self.path))?;
+        let meta = file.metadata().map_err(io_err("inspect", &self.path))?;
+        if (meta.dev(), meta.ino()) != self.identity {
+            return Err(JournalError::Poisoned {
+                path: self.path.clone(),
+                reason:
+                    "the path now names a different file than the one opened (replaced or moved)"
+                        .into(),
+            });
+        }
+        let started = Instant::now();
+        let mut nap = Duration::from_millis(1);
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(Some(file)),
+                Err(TryLockError::WouldBlock) => {}
+                Err(TryLockError::Error(e)) => return Err(io_err("lock", &self.path)(e)),
+            }
+            let waited = started.elapsed();
+            if waited >= self.lock_wait {
+                return Err(JournalError::Busy {
+                    path: self.path.clone(),
+                    waited_ms: u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
+                });
+            }
+            std::thread::sleep(nap.min(self.lock_wait.saturating_sub(waited)));
+            nap = (nap * 2).min(Duration::from_millis(50));
+        }
     }
 }
 
+/// The journal while its lock is held (or, from [`Journal::peek`], a lock-free view). Dropping
+/// it releases the lock.
+pub(crate) struct Locked<'a> {
+    inner: MutexGuard<'a, Inner>,
+    /// The descriptor holding the `flock` (closing it releases the lock); `None` for a peek.
+    _lock: Option<File>,
+    path: &'a Path,
+    trusted: &'a [VerifyingKey],
+}
+
 impl Locked<'_> {
-    /// Index the complete lines appended since the last look.
+    fn poison(&mut self, reason: String) {
+        self.inner.poisoned.get_or_insert(reason);
+    }
+
+    /// Index (and check) the complete lines appended since the last look.
     fn refresh(&mut self) -> Result<(), JournalError> {
+        if let Some(reason) = &self.inner.poisoned {
+            return Err(JournalError::Poisoned {
+                path: self.path.to_owned(),
+                reason: reason.clone(),
+            });
+        }
+        match self.read_new_lines() {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                if matches!(
+                    e,
+                    JournalError::Corrupt { .. } | JournalError::Shrunk { .. }
+                ) {
+                    self.poison(e.to_string());
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn read_new_lines(&mut self) -> Result<(), JournalError> {
         let path = self.path;
+        let trusted = self.trusted;
         let inner = &mut *self.inner;
         let size = inner
             .file
@@ -345,6 +501,7 @@ impl Locked<'_> {
             .map_err(io_err("read", path))?;
         let mut line = Vec::with_capacity(1024);
         let mut offset = inner.len;
+        let mut sigs = Vec::new();
         loop {
             line.clear();
             let n = reader
@@ -368,6 +525,7 @@ impl Locked<'_> {
                 let Value::Object(entry) = value else {
                     return Err(corrupt("not a JSON object".into()));
                 };
+                sigs.push(pending_signature(&entry, trusted, line_no).map_err(corrupt)?);
                 let eid = entry
                     .get("effect_id")
                     .and_then(Value::as_str)
@@ -388,7 +546,11 @@ impl Locked<'_> {
             offset += n as u64;
             inner.len = offset;
         }
-        Ok(())
+        verify_signatures(&sigs).map_err(|line| JournalError::Corrupt {
+            path: path.to_owned(),
+            line,
+            reason: "its signature does not verify for its signer".into(),
+        })
     }
 
     /// What the index knows about one effect.
@@ -461,9 +623,25 @@ impl Locked<'_> {
         ts_ms: u64,
         key: &SigningKey,
     ) -> Result<Map<String, Value>, JournalError> {
+        if self._lock.is_none() {
+            return Err(JournalError::Poisoned {
+                path: self.path.to_owned(),
+                reason: "an append was attempted without the journal lock".into(),
+            });
+        }
+        if let Some(field) = fields
+            .keys()
+            .find(|k| RESERVED_FIELDS.contains(&k.as_str()))
+        {
+            return Err(JournalError::ReservedField {
+                kind: kind.as_str(),
+                effect_id: effect_id.to_owned(),
+                field: field.clone(),
+            });
+        }
         let path = self.path;
-        let inner = &mut *self.inner;
-        let (prev, last_ts) = inner
+        let (prev, last_ts) = self
+            .inner
             .effects
             .get(effect_id)
             .map_or((None, 0), |s| (s.last_hash.clone(), s.last_ts));
@@ -488,28 +666,24 @@ impl Locked<'_> {
             source: CanonicalError::Float(e.to_string()),
         })?;
         line.push(b'\n');
-        // Cut off a torn tail left by a writer that died mid-line.
-        let size = inner
-            .file
-            .metadata()
-            .map_err(io_err("inspect", path))?
-            .len();
-        if size != inner.len {
-            inner
-                .file
-                .set_len(inner.len)
-                .map_err(io_err("truncate the torn tail of", path))?;
-            inner.file.sync_all().map_err(io_err("sync", path))?;
+        let len = u32::try_from(line.len()).map_err(|_| JournalError::Corrupt {
+            path: path.to_owned(),
+            line: 0,
+            reason: format!(
+                "a {kind} entry of {} bytes is too long to index",
+                line.len()
+            ),
+        })?;
+        self.cut_torn_tail()?;
+        let at = self.inner.len;
+        if let Err(e) = self.write_durably(&line, at) {
+            // The line may or may not survive a crash: cut it back and stop using this handle.
+            let _ = self.inner.file.set_len(at);
+            let _ = self.inner.file.sync_all();
+            self.poison(format!("an append failed ({e})"));
+            return Err(e);
         }
-        inner
-            .file
-            .write_all_at(&line, inner.len)
-            .map_err(io_err("append to", path))?;
-        inner.file.sync_data().map_err(io_err("sync", path))?;
-        let loc = EntryLoc {
-            offset: inner.len,
-            len: line.len() as u32,
-        };
+        let inner = &mut *self.inner;
         let state = match inner.effects.get_mut(effect_id) {
             Some(s) => s,
             None => {
@@ -518,16 +692,115 @@ impl Locked<'_> {
             }
         };
         let line_no = inner.lines + 1;
-        state
-            .apply(&entry, loc)
-            .map_err(|reason| JournalError::Corrupt {
+        let applied = state.apply(&entry, EntryLoc { offset: at, len });
+        inner.len += line.len() as u64;
+        inner.lines += 1;
+        if let Err(reason) = applied {
+            self.poison(reason.clone());
+            return Err(JournalError::Corrupt {
                 path: path.to_owned(),
                 line: line_no,
                 reason,
-            })?;
-        inner.len += line.len() as u64;
-        inner.lines += 1;
+            });
+        }
         Ok(entry)
+    }
+
+    fn write_durably(&self, line: &[u8], at: u64) -> Result<(), JournalError> {
+        let path = self.path;
+        self.inner
+            .file
+            .write_all_at(line, at)
+            .map_err(io_err("append to", path))?;
+        self.inner.file.sync_data().map_err(io_err("sync", path))
+    }
+
+    /// Cut off a torn tail left by a writer that died mid-line — only if the bytes to cut hold
+    /// no newline (complete lines are never cut).
+    fn cut_torn_tail(&mut self) -> Result<(), JournalError> {
+        let path = self.path;
+        let inner = &mut *self.inner;
+        let size = inner
+            .file
+            .metadata()
+            .map_err(io_err("inspect", path))?
+            .len();
+        if size == inner.len {
+            return Ok(());
+        }
+        let tail_len = usize::try_from(size.saturating_sub(inner.len)).unwrap_or(usize::MAX);
+        let mut tail = vec![0u8; tail_len.min(64 << 20)];
+        inner
+            .file
+            .read_exact_at(&mut tail, inner.len)
+            .map_err(io_err("read the tail of", path))?;
+        if size < inner.len || tail_len > tail.len() || tail.contains(&b'\n') {
+            return Err(JournalError::Corrupt {
+                path: path.to_owned(),
+                line: inner.lines + 1,
+                reason: format!(
+                    "{} bytes after the last checked line hold a complete line that was not read; not cutting them",
+                    size.saturating_sub(inner.len)
+                ),
+            });
+        }
+        inner
+            .file
+            .set_len(inner.len)
+            .map_err(io_err("truncate the torn tail of", path))?;
+        inner.file.sync_all().map_err(io_err("sync", path))
+    }
+}
+
+/// The signature of `entry` to verify, after checking that its signer is trusted.
+fn pending_signature(
+    entry: &Map<String, Value>,
+    trusted: &[VerifyingKey],
+    line: u64,
+) -> Result<PendingSig, String> {
+    let signer = entry
+        .get("signer")
+        .and_then(Value::as_str)
+        .ok_or("no string `signer`")?;
+    let key = trusted
+        .iter()
+        .find(|k| verify::entry::is_lower_hex_of(signer, k.as_bytes()))
+        .ok_or_else(|| format!("its signer {signer} is not a key this gate trusts"))?;
+    let hash = entry
+        .get("hash")
+        .and_then(Value::as_str)
+        .ok_or("no string `hash`")?;
+    let sig = entry
+        .get("sig")
+        .and_then(Value::as_str)
+        .and_then(verify::entry::decode_lower_hex::<64>)
+        .ok_or("no `sig` of 128 lowercase hex characters")?;
+    Ok(PendingSig {
+        line,
+        key: *key,
+        message: verify::entry::signing_message(hash),
+        sig: Signature::from_bytes(&sig),
+    })
+}
+
+/// Verify every pending signature (one batch; on failure, one by one to name the first bad
+/// line). `Err(line)` names it.
+fn verify_signatures(sigs: &[PendingSig]) -> Result<(), u64> {
+    if sigs.is_empty() {
+        return Ok(());
+    }
+    let messages: Vec<&[u8]> = sigs.iter().map(|p| p.message.as_slice()).collect();
+    let signatures: Vec<Signature> = sigs.iter().map(|p| p.sig).collect();
+    let keys: Vec<VerifyingKey> = sigs.iter().map(|p| p.key).collect();
+    if ed25519_dalek::verify_batch(&messages, &signatures, &keys).is_ok() {
+        return Ok(());
+    }
+    match sigs
+        .iter()
+        .find(|p| p.key.verify_strict(&p.message, &p.sig).is_err())
+    {
+        Some(p) => Err(p.line),
+        None => Ok(()),
     }
 }
 
@@ -589,7 +862,7 @@ mod tests {
     fn appends_chain_per_effect_and_survive_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.jsonl");
-        let j = Journal::open(&path).unwrap();
+        let j = Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
         let mut l = j.lock().unwrap();
         let a1 = l
             .append(
@@ -627,7 +900,7 @@ mod tests {
             "ts never goes backwards within an effect"
         );
         drop(l);
-        let j2 = Journal::open(&path).unwrap();
+        let j2 = Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
         let l2 = j2.lock().unwrap();
         assert_eq!(
             l2.entries("a").unwrap(),
@@ -641,8 +914,8 @@ mod tests {
     fn a_second_handle_sees_what_the_first_appended() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.jsonl");
-        let j1 = Journal::open(&path).unwrap();
-        let j2 = Journal::open(&path).unwrap();
+        let j1 = Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
+        let j2 = Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
         j1.lock()
             .unwrap()
             .append(

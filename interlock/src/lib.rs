@@ -10,6 +10,7 @@
 //! See `README.md` for the guarantees per tier and the claim rules.
 
 pub mod claim;
+pub mod decide;
 mod gate;
 pub mod journal;
 mod lease;
@@ -19,12 +20,14 @@ mod status;
 mod target;
 pub mod testing;
 
+pub use claim::Owner;
 pub use gate::{Gate, GateConfig, GateError};
 pub use journal::JournalError;
 pub use lease::{LeaseCheck, LeaseError, LeaseStore};
 pub use proposal::{effect_id, Proposal};
 pub use recover::effective_tier;
 pub use status::{
-    Recovered, RecoveryOutcome, RefusalCode, Status, Step, Submitted, Via, AMBIGUOUS_CODE,
+    status_of, Holder, Recovered, RecoveryOutcome, RefusalCode, Status, Step, Submitted, Via,
+    AMBIGUOUS_CODE,
 };
-pub use target::{Target, TargetError, Tier};
+pub use target::{Capabilities, Target, TargetError, Tier};

@@ -1,8 +1,14 @@
-//! Recovery of open dispatches (DESIGN §2.3 table, §2.4 claims).
+//! Recovery of open dispatches (DESIGN §2.3 table, §2.4 claims): the gate carries out what
+//! [`next_recovery_step`] decides, one question at a time.
 
-use crate::gate::{duration_ms, recordable, Gate, GateError, Settled, AMBIGUOUS};
+use crate::claim::{HeldClaim, Role};
+use crate::decide::{next_recovery_step, InFlight, Next, RecoveryFacts};
+use crate::gate::{duration_ms, recordable, Gate, GateError, RecoveryMemory, Settled};
+use crate::journal::JournalError;
 use crate::lease::LeaseStore;
-use crate::status::{Recovered, RecoveryOutcome, RefusalCode, Status, Step, Via};
+use crate::status::{
+    Holder, Recovered, RecoveryOutcome, RefusalCode, Status, Step, Via, AMBIGUOUS_CODE,
+};
 use crate::target::{Target, TargetError, Tier};
 use serde_json::{json, Map, Value};
 use verify::entry::Kind;
@@ -29,21 +35,34 @@ pub fn effective_tier(
     }
 }
 
-/// What failed at the re-check.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Stale {
-    Lease,
-    Premise,
+/// The open dispatch recovery works on, read under the journal lock after taking the claim.
+struct OpenDispatch {
+    hash: String,
+    ts_ms: u64,
+    effect: Value,
+    lease: Value,
+    premises: Value,
 }
 
-const TARGET: &str = "target";
+/// What a resend's answer leaves recovery with.
+enum AfterResend {
+    /// Settled or blocked: report this.
+    Report(RecoveryOutcome),
+    /// A replayed failure: every request under the key has finished; settle by lookup.
+    Finished,
+}
+
+/// At most this many questions in one recovery round (each step answers one; a replayed failure
+/// adds one lookup): a guard, never reached by the decision function.
+const MAX_STEPS_PER_ROUND: usize = 12;
 
 impl<T: Target, L: LeaseStore> Gate<T, L> {
     /// Recover every effect with an open dispatch, in first-seen order. Each gets exactly one
     /// [`Recovered`]: either resolved (COMMITTED, resolving REFUSED or AMBIGUOUS written) or
-    /// `Blocked` with who holds it and until when — never skipped silently.
+    /// `Blocked` with who or what holds it and until when — never skipped silently. A journal
+    /// held by another process past the lock wait blocks each effect, never the caller.
     pub fn recover(&self) -> Result<Vec<Recovered>, GateError> {
-        let open = self.journal.lock()?.open_effects();
+        let open = self.open_effects()?;
         let mut out = Vec::with_capacity(open.len());
         for effect_id in open {
             if let Some(outcome) = self.recover_effect(&effect_id)? {
@@ -56,199 +75,401 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     /// Recover one effect. `None` when it has no open dispatch (never dispatched, or already
     /// settled — possibly by another process a moment ago).
     ///
-    /// - If another live process holds the effect's claim (a sender mid-send or another
-    ///   recoverer): `Blocked { holder, until_ms: its claim expiry }`. When that expiry has passed
-    ///   and the holder is still alive (a hung sender), recovery still does not take over —
-    ///   taking over could make two sends at once — and reports `Blocked` until now plus
-    ///   [`GateConfig::retry_interval`](crate::GateConfig::retry_interval), naming the pid to stop.
-    /// - Otherwise the previous holder is dead: recovery takes the claim and holds it while it
-    ///   works, so a concurrent recoverer gets `Blocked`. It re-checks the lease and premises
-    ///   recorded on the DISPATCHED and follows DESIGN §2.3: tier 3 → AMBIGUOUS; tier 1 in window
-    ///   and holds → resend at once under the same key → `COMMITTED_BY_RETRY`; tier 1 not
-    ///   queryable and fails → AMBIGUOUS; queryable and found → `COMMITTED_ON_QUERY`; not found →
-    ///   trusted only once `max_in_flight` has passed since the last send (else `Blocked` until
-    ///   that instant), then `REFUSED:<lease|stale_premise>_at_recovery` or a resend →
-    ///   `REAPPLIED_AFTER_QUERY`.
+    /// - Another live process holds the effect's claim (a sender mid-send or another
+    ///   recoverer): `Blocked { holder: Process(owner), until_ms: its claim expiry }`. A holder
+    ///   past its TTL is alive but hung; it is never taken over (that could make two sends at
+    ///   once): `Blocked` until now plus the retry interval, naming it.
+    /// - Otherwise every earlier holder is dead: recovery takes the claim (and holds it while it
+    ///   works), and from that instant counts the target's in-flight bound. It then follows
+    ///   [`next_recovery_step`]: premises, lease, resend under the key (tier 1), lookup, the
+    ///   bound, the lease again before a reapply.
     /// - A lookup, re-check or resend whose answer is unknown leaves the dispatch open and
-    ///   reports `Blocked { holder: "target", .. }`.
+    ///   reports `Blocked { holder: Target | LeaseStore, .. }`.
     pub fn recover_effect(&self, effect_id: &str) -> Result<Option<RecoveryOutcome>, GateError> {
-        let eid = effect_id;
-        if self
-            .journal
-            .lock()?
-            .state(eid)
-            .and_then(|s| s.open.as_ref())
-            .is_none()
-        {
-            return Ok(None);
+        match self.recover_effect_locked(effect_id) {
+            Err(GateError::Journal(JournalError::Busy { waited_ms, .. })) => {
+                Ok(Some(RecoveryOutcome::Blocked {
+                    holder: Holder::Journal,
+                    until_ms: self
+                        .now_ms()
+                        .saturating_add(duration_ms(self.config.retry_interval)),
+                    reason: format!(
+                        "Another process has held the journal lock for over {waited_ms} ms; nothing was sent."
+                    ),
+                }))
+            }
+            other => other,
         }
+    }
+
+    fn recover_effect_locked(&self, eid: &str) -> Result<Option<RecoveryOutcome>, GateError> {
+        let open = self
+            .journal
+            .peek(|j| j.state(eid).and_then(|s| s.open.clone()))?;
+        let Some(open) = open else {
+            return Ok(None);
+        };
         let Some(claim) = self.claims.try_take(eid)? else {
-            return self.blocked_by_holder(eid).map(Some);
+            return self.blocked_by_holder(eid, &open.hash).map(Some);
         };
-
-        // The previous holder is gone. Re-read under the journal lock: it may have just settled.
-        let (dispatch, last_send) = {
-            let j = self.journal.lock()?;
-            let Some(open) = j.state(eid).and_then(|s| s.open.clone()) else {
-                return Ok(None);
-            };
-            let d = j.entry(eid, open.index)?;
-            let d_ts = d.get("ts_ms").and_then(Value::as_u64).unwrap_or(0);
-            let last_send = match self.claims.read_record(eid) {
-                Some(r) if r.dispatch == open.hash => r.last_send_ms.max(d_ts),
-                _ => d_ts,
-            };
-            (d, last_send)
+        let Some((dispatch, memory, from)) = self.take_over(eid, &claim)? else {
+            // Settled by another process a moment ago.
+            self.release(claim, eid);
+            return Ok(None);
         };
-        let d_hash = dispatch
-            .get("hash")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        self.write_claim(&claim, "recover", &d_hash, last_send)?;
+        let outcome = self.settle(eid, &dispatch, memory, from, &claim)?;
+        if matches!(outcome, RecoveryOutcome::Resolved(_)) {
+            self.forget(&dispatch.hash);
+            claim.remove();
+        }
+        Ok(Some(outcome))
+    }
 
-        let d_ts = dispatch.get("ts_ms").and_then(Value::as_u64).unwrap_or(0);
-        let Some(effect) = dispatch.get("effect").cloned() else {
-            return Err(GateError::Journal(crate::JournalError::Corrupt {
+    /// With the claim held: read the open dispatch under the journal lock, and write this gate's
+    /// claim record (before any target call) with the instant the in-flight bound counts from:
+    /// the one a dead recoverer of this host and boot recorded for the same dispatch, else now —
+    /// when the claim was found free.
+    fn take_over(
+        &self,
+        eid: &str,
+        claim: &HeldClaim,
+    ) -> Result<Option<(OpenDispatch, RecoveryMemory, u64)>, GateError> {
+        let j = self.journal.lock()?;
+        let Some(open) = j.state(eid).and_then(|s| s.open.clone()) else {
+            return Ok(None);
+        };
+        let d = j.entry(eid, open.index)?;
+        let Some(effect) = d.get("effect").cloned() else {
+            return Err(GateError::Journal(JournalError::Corrupt {
                 path: self.journal.path().to_owned(),
                 line: 0,
                 reason: format!(
-                    "the open DISPATCHED {d_hash} of effect {eid} has no `effect` to resend"
+                    "the open DISPATCHED {} of effect {eid} has no `effect` to resend",
+                    open.hash
                 ),
             }));
         };
-        let lease = dispatch.get("lease").cloned().unwrap_or(Value::Null);
-        let premises = dispatch.get("premises").cloned().unwrap_or(Value::Null);
-        let now = self.now_ms();
-        let queryable = self.target.queryable() || self.target.tier() == Tier::Two;
-        let tier = effective_tier(
-            self.target.tier(),
-            queryable,
-            self.target.dedup_window(),
+        let dispatch = OpenDispatch {
+            hash: open.hash.clone(),
+            ts_ms: d.get("ts_ms").and_then(Value::as_u64).unwrap_or(0),
+            effect,
+            lease: d.get("lease").cloned().unwrap_or(Value::Null),
+            premises: d.get("premises").cloned().unwrap_or(Value::Null),
+        };
+        let now = self.mono_ms();
+        let inherited = self
+            .claims
+            .read_record(eid)
+            .filter(|r| {
+                r.dispatch == dispatch.hash
+                    && r.role == Role::Recover
+                    && r.owner.host == self.owner.host
+            })
+            .and_then(|r| r.in_flight_from)
+            .filter(|m| m.boot == self.boot && !m.boot.is_empty())
+            .map(|m| m.ms.min(now));
+        let from = inherited.unwrap_or(now);
+        claim.write_record(&self.claim_record(
+            Role::Recover,
+            &dispatch.hash,
+            self.now_ms(),
+            Some(from),
+        ))?;
+        drop(j);
+        let memory = self
+            .memory
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&dispatch.hash)
+            .copied()
+            .unwrap_or_default();
+        Ok(Some((dispatch, memory, from)))
+    }
+
+    fn remember(&self, dispatch: &str, f: impl FnOnce(&mut RecoveryMemory)) {
+        let mut memories = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+        f(memories.entry(dispatch.to_owned()).or_default());
+    }
+
+    fn forget(&self, dispatch: &str) {
+        self.memory
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(dispatch);
+    }
+
+    /// Ask what [`next_recovery_step`] asks, one question at a time, until it settles or waits.
+    fn settle(
+        &self,
+        eid: &str,
+        d: &OpenDispatch,
+        memory: RecoveryMemory,
+        counted_from_ms: u64,
+        claim: &HeldClaim,
+    ) -> Result<RecoveryOutcome, GateError> {
+        let caps = self.target.capabilities();
+        let mut facts = RecoveryFacts::new(
+            caps,
             self.config.dedup_margin,
-            now.saturating_sub(d_ts),
+            self.now_ms().saturating_sub(d.ts_ms),
+            InFlight {
+                now_ms: self.mono_ms(),
+                counted_from_ms,
+            },
         );
-
-        if tier == Tier::Three {
-            let why = if self.target.tier() == Tier::Three {
-                "The target neither dedupes nor can be looked up, so whether the lost send landed cannot be known."
-            } else {
-                "The idempotency key is older than the target's dedup window and the target cannot be looked up, so whether the lost send landed cannot be known."
-            };
-            return self.resolve(
-                eid,
-                &d_hash,
-                Kind::Ambiguous,
-                json!({"code": AMBIGUOUS, "reason": why}),
-                Status::Ambiguous,
-            );
-        }
-
-        // Re-check what the DISPATCHED was decided on (I3, I4).
-        let lc = match self.leases.check(&lease, &effect) {
-            Ok(lc) => lc,
-            Err(e) => {
-                return Ok(Some(self.retry_later(
-                    "lease store",
-                    format!("The lease could not be re-checked ({e}); nothing was sent."),
-                )))
-            }
-        };
+        facts.finished = memory.finished;
+        facts.unknown_answers = memory.unknown_answers;
+        facts.max_unknown_answers = self.config.max_unknown_answers;
         let mut rechecked = Map::new();
-        rechecked.insert("lease_live".into(), json!(lc.live));
-        rechecked.insert("grant".into(), lc.grant.map_or(Value::Null, recordable));
-        let stale = if !lc.live {
-            Some(Stale::Lease)
-        } else {
-            match self.target.check_premises(eid, &premises) {
-                Ok(v) => {
-                    let stale = (!v.is_empty()).then_some(Stale::Premise);
-                    rechecked.insert("violations".into(), json!(v));
-                    stale
+        let mut evidence = Value::Null;
+        for _ in 0..MAX_STEPS_PER_ROUND {
+            facts.in_flight.now_ms = self.mono_ms();
+            match next_recovery_step(&facts) {
+                Next::CheckPremises => match self.target.check_premises(eid, &d.premises) {
+                    Ok(v) => {
+                        facts.premises_hold = Some(v.is_empty());
+                        rechecked.insert("violations".into(), json!(v));
+                    }
+                    Err(e) => {
+                        return Ok(self.retry_later(
+                            Holder::Target,
+                            format!(
+                                "The premises could not be re-checked ({e}); nothing was sent."
+                            ),
+                        ))
+                    }
+                },
+                Next::CheckLease | Next::CheckLeaseBeforeResend => {
+                    let before_resend = facts.lease_live.is_some();
+                    let lc = match self.leases.check(&d.lease, &d.effect) {
+                        Ok(lc) => lc,
+                        Err(e) => {
+                            return Ok(self.retry_later(
+                                Holder::LeaseStore,
+                                format!(
+                                    "The lease could not be re-checked ({e}); nothing was sent."
+                                ),
+                            ))
+                        }
+                    };
+                    rechecked.insert("lease_live".into(), json!(lc.live));
+                    rechecked.insert("grant".into(), lc.grant.map_or(Value::Null, recordable));
+                    if before_resend {
+                        facts.lease_live_before_resend = Some(lc.live);
+                    } else {
+                        facts.lease_live = Some(lc.live);
+                    }
                 }
-                Err(e) => {
-                    return Ok(Some(self.retry_later(
-                        TARGET,
-                        format!("The premises could not be re-checked ({e}); nothing was sent."),
-                    )))
+                Next::Lookup => match self.target.query(eid, &d.effect) {
+                    Ok(found) => {
+                        facts.found = Some(found.is_some());
+                        evidence = found.map_or(Value::Null, recordable);
+                    }
+                    Err(e) => {
+                        return Ok(self.retry_later(
+                            Holder::Target,
+                            format!("The lookup failed ({e}); nothing was sent."),
+                        ))
+                    }
+                },
+                Next::CommitFound => {
+                    let fields = json!({"via": Via::RecoveryQuery.as_str(), "evidence": evidence, "rechecked": Value::Object(rechecked)});
+                    return self.resolve(
+                        eid,
+                        &d.hash,
+                        Kind::Committed,
+                        fields,
+                        Status::CommittedOnQuery,
+                    );
+                }
+                Next::Refuse(code) => {
+                    let mut fields = json!({"code": code.as_str(), "reason": refusal_reason(code), "rechecked": Value::Object(rechecked), "resolves": true});
+                    self.record_assumption(&mut fields, &facts);
+                    return self.resolve(
+                        eid,
+                        &d.hash,
+                        Kind::Refused,
+                        fields,
+                        Status::Refused(code),
+                    );
+                }
+                Next::Ambiguous(why) => {
+                    let fields = json!({"code": AMBIGUOUS_CODE, "reason": why.reason(), "rechecked": Value::Object(rechecked)});
+                    return self.resolve(eid, &d.hash, Kind::Ambiguous, fields, Status::Ambiguous);
+                }
+                Next::WaitInFlight { until_ms } => {
+                    let counted_from = self.wall_of(facts.in_flight.counted_from_ms);
+                    let until = self.wall_of(until_ms);
+                    return Ok(RecoveryOutcome::Blocked {
+                        holder: Holder::Target,
+                        until_ms: until,
+                        reason: format!(
+                            "A lookup did not find the effect, but a request may still land at the target until {until} ms (its declared in-flight bound, counted from {counted_from} ms, when this recovery found the claim free or last sent)."
+                        ),
+                    });
+                }
+                Next::Resend(via) => {
+                    let fields = Value::Object(rechecked.clone());
+                    match self.resend(eid, d, via, &fields, &facts, claim)? {
+                        AfterResend::Report(outcome) => return Ok(outcome),
+                        AfterResend::Finished => {
+                            facts.finished = true;
+                            facts.found = None;
+                            facts.in_flight.counted_from_ms = self.mono_ms();
+                        }
+                    }
                 }
             }
+        }
+        Ok(self.retry_later(
+            Holder::Target,
+            "Recovery asked every question one round allows without settling; it tries again."
+                .into(),
+        ))
+    }
+
+    /// Record on a REFUSED or REAPPLIED the in-flight assumption its "not found" rests on.
+    fn record_assumption(&self, fields: &mut Value, facts: &RecoveryFacts) {
+        if let (Some(m), Some(bound)) = (fields.as_object_mut(), facts.caps.max_in_flight) {
+            m.insert("assumed_max_in_flight_ms".into(), json!(duration_ms(bound)));
+            m.insert(
+                "counted_from_ms".into(),
+                json!(self.wall_of(facts.in_flight.counted_from_ms)),
+            );
+        }
+    }
+
+    /// Report who holds an effect's claim. The holder is named only if its record is for this
+    /// open dispatch and the process it names may still be alive (not a reused pid).
+    fn blocked_by_holder(&self, eid: &str, dispatch: &str) -> Result<RecoveryOutcome, GateError> {
+        let record = {
+            let _j = self.journal.lock()?;
+            self.claims.read_record(eid)
         };
-        let rechecked = Value::Object(rechecked);
-
-        if tier == Tier::One && stale.is_none() {
-            return self.resend(
-                eid,
-                &d_hash,
-                &effect,
-                Via::RetryIdempotent,
-                &rechecked,
-                &claim,
-            );
-        }
-        if tier == Tier::One && !queryable {
-            let why = match stale {
-                Some(Stale::Lease) => "The lease no longer holds at recovery and the target cannot be looked up, so whether the lost send landed cannot be known.",
-                _ => "A premise no longer holds at recovery and the target cannot be looked up, so whether the lost send landed cannot be known.",
-            };
-            return self.resolve(
-                eid,
-                &d_hash,
-                Kind::Ambiguous,
-                json!({"code": AMBIGUOUS, "reason": why, "rechecked": rechecked}),
-                Status::Ambiguous,
-            );
-        }
-
-        // Queryable: look it up.
-        match self.target.query(eid, &effect) {
-            Err(e) => Ok(Some(self.retry_later(
-                TARGET,
-                format!("The lookup failed ({e}); nothing was sent."),
-            ))),
-            Ok(Some(evidence)) => self.resolve(
-                eid,
-                &d_hash,
-                Kind::Committed,
-                json!({"via": Via::RecoveryQuery.as_str(), "evidence": recordable(evidence), "rechecked": rechecked}),
-                Status::CommittedOnQuery,
-            ),
-            Ok(None) => {
-                let trusted_at =
-                    last_send.saturating_add(duration_ms(self.target.max_in_flight()));
-                if now < trusted_at {
-                    return Ok(Some(RecoveryOutcome::Blocked {
-                        holder: TARGET.into(),
-                        until_ms: trusted_at,
+        let now = self.now_ms();
+        let retry = now.saturating_add(duration_ms(self.config.retry_interval));
+        Ok(match record {
+            Some(r) if r.dispatch == dispatch && r.owner.may_be_alive() => {
+                if r.expires_ms > now {
+                    RecoveryOutcome::Blocked {
                         reason: format!(
-                            "A lookup did not find the effect, but a send that left at {last_send} ms may still land until {trusted_at} ms (the target's max_in_flight)."
+                            "{} holds this effect's claim; it is {} it.",
+                            r.owner,
+                            if r.role == Role::Send { "sending" } else { "recovering" }
                         ),
-                    }));
-                }
-                match stale {
-                    Some(which) => {
-                        let (code, why) = match which {
-                            Stale::Lease => (
-                                RefusalCode::LeaseAtRecovery,
-                                "The lease no longer holds at recovery and a lookup proved the send never landed.",
-                            ),
-                            Stale::Premise => (
-                                RefusalCode::StalePremiseAtRecovery,
-                                "A premise no longer holds at recovery and a lookup proved the send never landed.",
-                            ),
-                        };
-                        self.resolve(
-                            eid,
-                            &d_hash,
-                            Kind::Refused,
-                            json!({"code": code.as_str(), "reason": why, "rechecked": rechecked, "resolves": true}),
-                            Status::Refused(code),
-                        )
+                        holder: Holder::Process(r.owner),
+                        until_ms: r.expires_ms,
                     }
-                    None => {
-                        self.resend(eid, &d_hash, &effect, Via::RecoveryReapply, &rechecked, &claim)
+                } else {
+                    RecoveryOutcome::Blocked {
+                        reason: format!(
+                            "{} still holds this effect's claim although its TTL ran out at {} ms: it is alive but hung; it is not overridden (that could send twice) — stop that process and recovery proceeds at once.",
+                            r.owner, r.expires_ms
+                        ),
+                        holder: Holder::Process(r.owner),
+                        until_ms: retry,
                     }
                 }
+            }
+            _ => RecoveryOutcome::Blocked {
+                holder: Holder::UnnamedProcess,
+                until_ms: retry,
+                reason: "Another process holds this effect's claim and has not yet recorded itself for this dispatch.".into(),
+            },
+        })
+    }
+
+    fn retry_later(&self, holder: Holder, reason: String) -> RecoveryOutcome {
+        RecoveryOutcome::Blocked {
+            holder,
+            until_ms: self
+                .now_ms()
+                .saturating_add(duration_ms(self.config.retry_interval)),
+            reason,
+        }
+    }
+
+    /// Write the resolving entry (only while the dispatch is still open) and report it.
+    fn resolve(
+        &self,
+        eid: &str,
+        d_hash: &str,
+        kind: Kind,
+        fields: Value,
+        status: Status,
+    ) -> Result<RecoveryOutcome, GateError> {
+        match self.append_if_open(eid, d_hash, kind, fields)? {
+            Some(_) => Ok(RecoveryOutcome::Resolved(status)),
+            None => Err(GateError::LostDispatch {
+                effect_id: eid.to_owned(),
+            }),
+        }
+    }
+
+    /// Resend the recorded payload (I5) under the same effect id. The in-flight count restarts
+    /// from this send.
+    fn resend(
+        &self,
+        eid: &str,
+        d: &OpenDispatch,
+        via: Via,
+        rechecked: &Value,
+        facts: &RecoveryFacts,
+        claim: &HeldClaim,
+    ) -> Result<AfterResend, GateError> {
+        // Durable before the send: a later recoverer counts the bound from this send.
+        let sent_at = self.mono_ms();
+        {
+            let _j = self.journal.lock()?;
+            claim.write_record(&self.claim_record(
+                Role::Recover,
+                &d.hash,
+                self.now_ms(),
+                Some(sent_at),
+            ))?;
+        }
+        match self.target.apply(eid, &d.effect) {
+            Ok(evidence) => {
+                self.observe(Step::Sent);
+                let status = match via {
+                    Via::RetryIdempotent => Status::CommittedByRetry,
+                    _ => Status::ReappliedAfterQuery,
+                };
+                let mut fields = json!({"via": via.as_str(), "evidence": recordable(evidence), "rechecked": rechecked});
+                if via == Via::RecoveryReapply {
+                    self.record_assumption(&mut fields, facts);
+                }
+                let out = self.resolve(eid, &d.hash, Kind::Committed, fields, status)?;
+                self.observe(Step::Committed);
+                Ok(AfterResend::Report(out))
+            }
+            Err(TargetError::Rejected { reason }) => Ok(AfterResend::Report(
+                match self.settle_rejected(eid, &d.hash, &d.effect, &reason, Some(rechecked))? {
+                    Settled::Done(status, _) => RecoveryOutcome::Resolved(status),
+                    Settled::Open(why) => self.retry_later(Holder::Target, why),
+                },
+            )),
+            Err(TargetError::Replayed { .. }) => {
+                self.remember(&d.hash, |m| m.finished = true);
+                Ok(AfterResend::Finished)
+            }
+            Err(TargetError::Unknown { reason }) => {
+                self.remember(&d.hash, |m| m.unknown_answers += 1);
+                let until = match (via, facts.caps.max_in_flight) {
+                    (Via::RecoveryReapply, Some(bound)) => {
+                        self.wall_of(sent_at).saturating_add(duration_ms(bound))
+                    }
+                    _ => self
+                        .now_ms()
+                        .saturating_add(duration_ms(self.config.retry_interval)),
+                };
+                Ok(AfterResend::Report(RecoveryOutcome::Blocked {
+                    holder: Holder::Target,
+                    until_ms: until,
+                    reason: format!(
+                        "The resend's outcome is unknown ({reason}); the dispatch stays open."
+                    ),
+                }))
             }
         }
     }
@@ -261,7 +482,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     pub fn recover_wait(&self, max_wait: std::time::Duration) -> Result<Vec<Recovered>, GateError> {
         let started = std::time::Instant::now();
         let mut done: Vec<Recovered> = Vec::new();
-        let mut pending: Vec<String> = self.journal.lock()?.open_effects();
+        let mut pending: Vec<String> = self.open_effects()?;
         loop {
             let mut blocked: Vec<Recovered> = Vec::new();
             for effect_id in pending {
@@ -300,116 +521,15 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             pending = blocked.into_iter().map(|r| r.effect_id).collect();
         }
     }
+}
 
-    /// Report who holds an effect's claim.
-    fn blocked_by_holder(&self, eid: &str) -> Result<RecoveryOutcome, GateError> {
-        let record = {
-            let _j = self.journal.lock()?;
-            self.claims.read_record(eid)
-        };
-        let now = self.now_ms();
-        Ok(match record {
-            Some(r) if r.expires_ms > now => RecoveryOutcome::Blocked {
-                holder: r.owner.clone(),
-                until_ms: r.expires_ms,
-                reason: format!(
-                    "{} (pid {}) holds this effect's claim; it is sending or recovering it.",
-                    r.owner, r.pid
-                ),
-            },
-            Some(r) => RecoveryOutcome::Blocked {
-                holder: r.owner.clone(),
-                until_ms: now.saturating_add(duration_ms(self.config.retry_interval)),
-                reason: format!(
-                    "{} (pid {}) still holds this effect's claim although its TTL ran out at {} ms: it is alive but hung; it is not overridden (that could send twice) — stop that process and recovery proceeds at once.",
-                    r.owner, r.pid, r.expires_ms
-                ),
-            },
-            None => RecoveryOutcome::Blocked {
-                holder: "unknown".into(),
-                until_ms: now.saturating_add(duration_ms(self.config.retry_interval)),
-                reason: "Another process holds this effect's claim and has not yet recorded who it is.".into(),
-            },
-        })
-    }
-
-    fn retry_later(&self, holder: &str, reason: String) -> RecoveryOutcome {
-        RecoveryOutcome::Blocked {
-            holder: holder.into(),
-            until_ms: self
-                .now_ms()
-                .saturating_add(duration_ms(self.config.retry_interval)),
-            reason,
-        }
-    }
-
-    /// Write the resolving entry (only while the dispatch is still open) and report it.
-    fn resolve(
-        &self,
-        eid: &str,
-        d_hash: &str,
-        kind: Kind,
-        fields: Value,
-        status: Status,
-    ) -> Result<Option<RecoveryOutcome>, GateError> {
-        match self.append_if_open(eid, d_hash, kind, fields)? {
-            Some(_) => Ok(Some(RecoveryOutcome::Resolved(status))),
-            None => Err(GateError::LostDispatch {
-                effect_id: eid.to_owned(),
-            }),
-        }
-    }
-
-    /// Resend the recorded payload (I5) under the same effect id.
-    fn resend(
-        &self,
-        eid: &str,
-        d_hash: &str,
-        effect: &Value,
-        via: Via,
-        rechecked: &Value,
-        claim: &crate::claim::HeldClaim,
-    ) -> Result<Option<RecoveryOutcome>, GateError> {
-        let sent_at = self.now_ms();
-        // Durable before the send: a later recoverer must wait max_in_flight from this send.
-        self.write_claim(claim, "recover", d_hash, sent_at)?;
-        match self.target.apply(eid, effect) {
-            Ok(evidence) => {
-                self.observe(Step::Sent);
-                let status = match via {
-                    Via::RetryIdempotent => Status::CommittedByRetry,
-                    _ => Status::ReappliedAfterQuery,
-                };
-                let out = self.resolve(
-                    eid,
-                    d_hash,
-                    Kind::Committed,
-                    json!({"via": via.as_str(), "evidence": recordable(evidence), "rechecked": rechecked}),
-                    status,
-                )?;
-                self.observe(Step::Committed);
-                Ok(out)
-            }
-            Err(TargetError::Rejected { reason }) => {
-                match self.settle_rejected(eid, d_hash, effect, &reason, Some(rechecked))? {
-                    Settled::Done(status, _) => Ok(Some(RecoveryOutcome::Resolved(status))),
-                    Settled::Open(why) => Ok(Some(self.retry_later(TARGET, why))),
-                }
-            }
-            Err(TargetError::Unknown { reason }) => {
-                let wait = match via {
-                    Via::RetryIdempotent => self.config.retry_interval,
-                    _ => self.target.max_in_flight(),
-                };
-                Ok(Some(RecoveryOutcome::Blocked {
-                    holder: TARGET.into(),
-                    until_ms: self.now_ms().saturating_add(duration_ms(wait)),
-                    reason: format!(
-                        "The resend's outcome is unknown ({reason}); the dispatch stays open."
-                    ),
-                }))
-            }
-        }
+/// The one-sentence reason of a refusal at recovery.
+fn refusal_reason(code: RefusalCode) -> &'static str {
+    match code {
+        RefusalCode::LeaseAtRecovery => "The lease no longer holds at recovery and a lookup, trusted once the target's in-flight bound had passed, did not find the send.",
+        RefusalCode::StalePremiseAtRecovery => "A premise no longer holds at recovery and a lookup, trusted once the target's in-flight bound had passed, did not find the send.",
+        RefusalCode::TargetFailedAtRecovery => "The service failed the request (a saved error replayed under its key, or unknown answers past the gate's limit) and a lookup, trusted once the target's in-flight bound had passed, did not find it.",
+        _ => "Recovery refused the effect.",
     }
 }
 

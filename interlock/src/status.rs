@@ -18,6 +18,10 @@ pub enum RefusalCode {
     StalePremiseAtRecovery,
     /// Recovery found the lease no longer live and a lookup proved the send never landed.
     LeaseAtRecovery,
+    /// Recovery learned that the service finished the request without an answer the gate could
+    /// use (a saved error replayed under the key, or resends answered "unknown" too often) and a
+    /// lookup, trusted once the in-flight bound had passed, did not find it.
+    TargetFailedAtRecovery,
 }
 
 impl RefusalCode {
@@ -30,6 +34,7 @@ impl RefusalCode {
             RefusalCode::TargetError => "target_error",
             RefusalCode::StalePremiseAtRecovery => "stale_premise_at_recovery",
             RefusalCode::LeaseAtRecovery => "lease_at_recovery",
+            RefusalCode::TargetFailedAtRecovery => "target_failed_at_recovery",
         }
     }
 
@@ -42,6 +47,7 @@ impl RefusalCode {
             RefusalCode::TargetError,
             RefusalCode::StalePremiseAtRecovery,
             RefusalCode::LeaseAtRecovery,
+            RefusalCode::TargetFailedAtRecovery,
         ]
         .into_iter()
         .find(|c| c.as_str() == s)
@@ -134,6 +140,7 @@ impl Status {
                 RefusalCode::TargetError => "REFUSED:target_error",
                 RefusalCode::StalePremiseAtRecovery => "REFUSED:stale_premise_at_recovery",
                 RefusalCode::LeaseAtRecovery => "REFUSED:lease_at_recovery",
+                RefusalCode::TargetFailedAtRecovery => "REFUSED:target_failed_at_recovery",
             },
         }
     }
@@ -218,10 +225,8 @@ pub enum RecoveryOutcome {
     /// Recovery cannot settle the effect yet; nothing was sent and nothing was written.
     /// Try again at `until_ms` (Unix milliseconds); `recover` never skips an open effect silently.
     Blocked {
-        /// Who or what holds it: a live process's owner string (`host:pid:nonce/send` or
-        /// `.../recover`), or `"target"` when waiting for the target (a send that may still land,
-        /// a lookup or resend whose answer was unknown).
-        holder: String,
+        /// Who or what it waits for.
+        holder: Holder,
         /// When trying again makes sense (Unix milliseconds).
         until_ms: u64,
         /// One sentence on why.
@@ -236,6 +241,103 @@ impl RecoveryOutcome {
             RecoveryOutcome::Resolved(s) => Some(*s),
             RecoveryOutcome::Blocked { .. } => None,
         }
+    }
+}
+
+/// Who or what a blocked recovery waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Holder {
+    /// A live process holds the effect's claim for the open dispatch (sending, or recovering
+    /// it). The owner is named only when its claim record is for this very dispatch, so a
+    /// stale record (or a reused pid) is never named as the process to stop.
+    Process(crate::claim::Owner),
+    /// A live process holds the effect's claim but has not recorded itself for this dispatch
+    /// yet (it took the lock a moment ago).
+    UnnamedProcess,
+    /// The target: a send that may still land within its in-flight bound, or a lookup, premise
+    /// check or resend whose answer was unknown.
+    Target,
+    /// The lease store could not answer.
+    LeaseStore,
+    /// Another process holds the journal lock past the gate's lock wait.
+    Journal,
+}
+
+impl fmt::Display for Holder {
+    /// `target`, `lease_store`, `journal`, `unnamed_process`, or
+    /// `process:<host>:<pid>:<start ticks>:<nonce>`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Holder::Process(o) => write!(
+                f,
+                "process:{}:{}:{}:{:08x}",
+                o.host, o.pid, o.start_ticks, o.nonce
+            ),
+            Holder::UnnamedProcess => f.write_str("unnamed_process"),
+            Holder::Target => f.write_str("target"),
+            Holder::LeaseStore => f.write_str("lease_store"),
+            Holder::Journal => f.write_str("journal"),
+        }
+    }
+}
+
+impl serde::Serialize for Holder {
+    /// As its [`Display`](fmt::Display) string.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// The status an effect's entries record (the one place it is derived; [`Gate::status`]
+/// (crate::Gate::status) and every caller use it): `IN_FLIGHT` while a dispatch is open; else
+/// the COMMITTED's status by its `via` (`send` → `COMMITTED`, `retry-idempotent` →
+/// `COMMITTED_BY_RETRY`, `recovery-reapply` → `REAPPLIED_AFTER_QUERY`, `recovery-query` and
+/// `failed-but-landed` → `COMMITTED_ON_QUERY`); else `AMBIGUOUS`; else the last refusal
+/// (`REFUSED:<code>`). `None` when nothing was decided yet (only PROPOSED/AUTHORIZED).
+pub fn status_of(entries: &[serde_json::Value]) -> Option<Status> {
+    use serde_json::Value;
+    let mut open = false;
+    let mut committed = None;
+    let mut ambiguous = false;
+    let mut refused = None;
+    for e in entries {
+        match e.get("kind").and_then(Value::as_str) {
+            Some("DISPATCHED") => open = true,
+            Some("COMMITTED") => {
+                open = false;
+                committed = Some(match e.get("via").and_then(Value::as_str) {
+                    Some("retry-idempotent") => Status::CommittedByRetry,
+                    Some("recovery-reapply") => Status::ReappliedAfterQuery,
+                    Some("recovery-query" | "failed-but-landed") => Status::CommittedOnQuery,
+                    _ => Status::Committed,
+                });
+            }
+            Some("AMBIGUOUS") => {
+                open = false;
+                ambiguous = true;
+            }
+            Some("REFUSED") => {
+                if e.get("resolves").and_then(Value::as_bool) == Some(true) {
+                    open = false;
+                }
+                refused = e
+                    .get("code")
+                    .and_then(Value::as_str)
+                    .and_then(RefusalCode::parse)
+                    .map(Status::Refused)
+                    .or(refused);
+            }
+            _ => {}
+        }
+    }
+    if open {
+        Some(Status::InFlight)
+    } else if committed.is_some() {
+        committed
+    } else if ambiguous {
+        Some(Status::Ambiguous)
+    } else {
+        refused
     }
 }
 
@@ -331,6 +433,10 @@ mod tests {
             (
                 Status::Refused(RefusalCode::LeaseAtRecovery),
                 "REFUSED:lease_at_recovery",
+            ),
+            (
+                Status::Refused(RefusalCode::TargetFailedAtRecovery),
+                "REFUSED:target_failed_at_recovery",
             ),
         ];
         for (status, text) in expected {

@@ -3,7 +3,8 @@
 use serde_json::Value;
 use std::time::Duration;
 
-/// What a target can do to make a retried or lost send safe.
+/// What a target can do to make a retried or lost send safe, derived from its
+/// [`Capabilities`] (never stated separately, so the two cannot disagree).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Tier {
     /// The service dedupes on the effect id (an idempotency key): a resend under the same id is
@@ -26,6 +27,39 @@ impl Tier {
     }
 }
 
+/// Everything the gate needs to know about a target, in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// `Some(window)` when the service dedupes on the effect id (an idempotency key) and for how
+    /// long it remembers a key (`None` inside: forever). `None`: no dedupe.
+    pub dedup: Option<Option<Duration>>,
+    /// The effect can be looked up by its id ([`Target::query`] works).
+    pub lookup: bool,
+    /// The service's **server-side** in-flight bound: how long after a request left a client it
+    /// can still take effect at the service (a request keeps executing after its client gave
+    /// up). It is an assumption about the service, to be stated with its justification where the
+    /// target is defined; every REFUSED or REAPPLIED that rests on a "not found" records it.
+    /// `None`: the target cannot state one, and recovery never trusts a "not found" (it answers
+    /// AMBIGUOUS where it would have had to).
+    pub max_in_flight: Option<Duration>,
+}
+
+impl Capabilities {
+    /// The tier these capabilities amount to: dedupe → 1; else lookup → 2; else 3.
+    pub fn tier(&self) -> Tier {
+        match (self.dedup, self.lookup) {
+            (Some(_), _) => Tier::One,
+            (None, true) => Tier::Two,
+            (None, false) => Tier::Three,
+        }
+    }
+
+    /// The dedup window (tier 1 only; `None` for "forever" and for targets without dedupe).
+    pub fn dedup_window(&self) -> Option<Duration> {
+        self.dedup.flatten()
+    }
+}
+
 /// Why a target call did not return a result.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TargetError {
@@ -43,13 +77,24 @@ pub enum TargetError {
         /// What went wrong, in words.
         reason: String,
     },
+    /// The service answered with the saved error of an earlier request under the same
+    /// idempotency key (e.g. Stripe replays a saved 500): that request has finished executing,
+    /// so nothing under this key can still land, but whether it took effect is unknown. Recovery
+    /// settles such an effect by lookup and never resends the same key again.
+    #[error("the target replayed a saved failure: {reason}")]
+    Replayed {
+        /// The replayed answer, in words.
+        reason: String,
+    },
 }
 
 impl TargetError {
     /// The reason text, whichever the variant.
     pub fn reason(&self) -> &str {
         match self {
-            TargetError::Rejected { reason } | TargetError::Unknown { reason } => reason,
+            TargetError::Rejected { reason }
+            | TargetError::Unknown { reason }
+            | TargetError::Replayed { reason } => reason,
         }
     }
 }
@@ -59,16 +104,8 @@ impl TargetError {
 /// Every call must return (or time out) well inside the gate's claim TTL
 /// ([`GateConfig::claim_ttl`](crate::GateConfig::claim_ttl)).
 pub trait Target {
-    /// What the service promises for retried sends.
-    fn tier(&self) -> Tier;
-    /// Whether [`Target::query`] works (tier 2 always; tier 1 may also be queryable).
-    fn queryable(&self) -> bool;
-    /// How long the service remembers an idempotency key; `None` = forever. Only meaningful for
-    /// tier 1.
-    fn dedup_window(&self) -> Option<Duration>;
-    /// How long a request that left a sender (which then died) can still land at the service.
-    /// A "not found" lookup is only trusted once this much time has passed since the last send.
-    fn max_in_flight(&self) -> Duration;
+    /// What the service promises: dedupe, lookup, and its server-side in-flight bound.
+    fn capabilities(&self) -> Capabilities;
     /// Re-check the premises an effect was decided on against the service's current state.
     /// Returns the violations in words (e.g. `"incident_compensation: was 0, now 1000"`); empty
     /// when every premise still holds.
@@ -85,17 +122,8 @@ pub trait Target {
 macro_rules! forward_target {
     ($($ptr:ty),*) => {$(
         impl<T: Target + ?Sized> Target for $ptr {
-            fn tier(&self) -> Tier {
-                (**self).tier()
-            }
-            fn queryable(&self) -> bool {
-                (**self).queryable()
-            }
-            fn dedup_window(&self) -> Option<Duration> {
-                (**self).dedup_window()
-            }
-            fn max_in_flight(&self) -> Duration {
-                (**self).max_in_flight()
+            fn capabilities(&self) -> Capabilities {
+                (**self).capabilities()
             }
             fn check_premises(
                 &self,
@@ -114,3 +142,24 @@ macro_rules! forward_target {
     )*};
 }
 forward_target!(&T, std::sync::Arc<T>);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tier_follows_from_what_the_target_can_do() {
+        let caps = |dedup, lookup| Capabilities {
+            dedup,
+            lookup,
+            max_in_flight: None,
+        };
+        assert_eq!(caps(Some(None), false).tier(), Tier::One);
+        assert_eq!(
+            caps(Some(Some(Duration::from_secs(1))), true).tier(),
+            Tier::One
+        );
+        assert_eq!(caps(None, true).tier(), Tier::Two);
+        assert_eq!(caps(None, false).tier(), Tier::Three);
+    }
+}

@@ -7,7 +7,7 @@
 //! - [`MemLeases`]: leases that can be granted and revoked.
 
 use crate::lease::{LeaseCheck, LeaseError, LeaseStore};
-use crate::target::{Target, TargetError, Tier};
+use crate::target::{Capabilities, Target, TargetError, Tier};
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
@@ -28,6 +28,17 @@ pub enum Fault {
     LandedButUnknown,
     /// Lands, yet the service answers "no" (a lying or confused service).
     RejectedButLanded,
+    /// The client gives up (the answer is unknown) while the request is still executing at the
+    /// service: it lands this many milliseconds later, by the target's clock
+    /// ([`MemTarget::with_clock`]). Until then a tier-1 resend under the same key is answered
+    /// "in progress" (unknown).
+    LandsLate(u64),
+    /// The request executes and fails at the service (an internal error, nothing lands); a
+    /// tier-1 service saves that error under the key and replays it to every resend.
+    FailsSaved,
+    /// The request lands, then the service answers an internal error that a tier-1 service
+    /// saves under the key and replays to every resend.
+    LandsThenFailsSaved,
 }
 
 impl Fault {
@@ -43,8 +54,15 @@ impl Fault {
     fn lands(self) -> bool {
         matches!(
             self,
-            Fault::Ok | Fault::LandedButUnknown | Fault::RejectedButLanded
+            Fault::Ok
+                | Fault::LandedButUnknown
+                | Fault::RejectedButLanded
+                | Fault::LandsThenFailsSaved
         )
+    }
+
+    fn saves_error(self) -> bool {
+        matches!(self, Fault::FailsSaved | Fault::LandsThenFailsSaved)
     }
 
     fn answer(self, evidence: Value) -> Result<Value, TargetError> {
@@ -53,14 +71,21 @@ impl Fault {
             Fault::Rejected | Fault::RejectedButLanded => Err(TargetError::Rejected {
                 reason: "injected rejection".into(),
             }),
-            Fault::Unknown | Fault::LandedButUnknown => Err(TargetError::Unknown {
-                reason: "injected lost answer".into(),
-            }),
+            Fault::Unknown | Fault::LandedButUnknown | Fault::LandsLate(_) => {
+                Err(TargetError::Unknown {
+                    reason: "injected lost answer".into(),
+                })
+            }
+            Fault::FailsSaved | Fault::LandsThenFailsSaved => Err(replayed_error(false)),
         }
     }
 
-    /// Parse `ok`, `rejected`, `unknown`, `landed-but-unknown`, `rejected-but-landed`.
+    /// Parse `ok`, `rejected`, `unknown`, `landed-but-unknown`, `rejected-but-landed`,
+    /// `lands-late:<ms>`.
     pub fn parse(s: &str) -> Option<Fault> {
+        if let Some(ms) = s.strip_prefix("lands-late:") {
+            return ms.parse().ok().map(Fault::LandsLate);
+        }
         Some(match s {
             "ok" => Fault::Ok,
             "rejected" => Fault::Rejected,
@@ -85,15 +110,50 @@ fn premise_violations(premises: &Value, facts: &Map<String, Value>) -> Vec<Strin
     out
 }
 
+/// The answer of a service that failed a request with an internal error (`replayed`: the saved
+/// answer of an earlier request under the same key).
+fn replayed_error(replayed: bool) -> TargetError {
+    if replayed {
+        TargetError::Replayed {
+            reason: "internal error (replayed under the idempotency key)".into(),
+        }
+    } else {
+        TargetError::Unknown {
+            reason: "internal error".into(),
+        }
+    }
+}
+
 type ApplyHook = Box<dyn Fn(&str) + Send + Sync>;
+type PremiseHook = Box<dyn Fn() + Send + Sync>;
 
 #[derive(Default)]
 struct MemState {
     landed: Vec<(String, Value)>,
+    /// Requests still executing at the service: (effect id, effect, lands at ms).
+    pending: Vec<(String, Value, u64)>,
+    /// Effect ids whose (tier-1) key holds a saved internal error.
+    saved_errors: Vec<String>,
+    /// Effect ids with a request that lands later than the declared in-flight bound.
+    beyond_bound: Vec<String>,
     apply_calls: usize,
+    query_calls: usize,
     facts: Map<String, Value>,
     faults: VecDeque<Fault>,
     failing_queries: usize,
+}
+
+impl MemState {
+    /// Land every pending request whose time has come.
+    fn settle(&mut self, now: u64) {
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|(_, _, at)| *at <= now);
+        self.pending = later;
+        for (eid, effect, _) in due {
+            self.landed.push((eid, effect));
+        }
+    }
 }
 
 /// An in-memory target with injectable faults. Premises are a JSON object compared key by key
@@ -102,9 +162,11 @@ pub struct MemTarget {
     tier: Tier,
     queryable: bool,
     dedup_window: Option<Duration>,
-    max_in_flight: Duration,
+    max_in_flight: Option<Duration>,
     state: Mutex<MemState>,
     on_apply: Option<ApplyHook>,
+    on_premise_check: Option<PremiseHook>,
+    clock: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl std::fmt::Debug for MemTarget {
@@ -118,7 +180,7 @@ impl std::fmt::Debug for MemTarget {
 
 impl MemTarget {
     /// A target of `tier`; tier 2 is always queryable, tier 3 never. Dedup window forever,
-    /// `max_in_flight` zero.
+    /// in-flight bound zero (requests land at once or never, unless a fault says otherwise).
     pub fn new(tier: Tier, queryable: bool) -> MemTarget {
         MemTarget {
             tier,
@@ -128,10 +190,32 @@ impl MemTarget {
                 Tier::Three => false,
             },
             dedup_window: None,
-            max_in_flight: Duration::ZERO,
+            max_in_flight: Some(Duration::ZERO),
             state: Mutex::new(MemState::default()),
             on_apply: None,
+            on_premise_check: None,
+            clock: None,
         }
+    }
+
+    /// Read time (Unix ms) from this shared clock, for requests that land late
+    /// ([`Fault::LandsLate`]); share it with the gate's clock.
+    pub fn with_clock(mut self, clock: std::sync::Arc<std::sync::atomic::AtomicU64>) -> MemTarget {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Call `f()` at the start of every premise check (e.g. to revoke a lease while the
+    /// premise reads run).
+    pub fn with_premise_hook(mut self, f: Box<dyn Fn() + Send + Sync>) -> MemTarget {
+        self.on_premise_check = Some(f);
+        self
+    }
+
+    fn now(&self) -> u64 {
+        self.clock
+            .as_ref()
+            .map_or(0, |c| c.load(std::sync::atomic::Ordering::SeqCst))
     }
 
     /// Set the dedup window.
@@ -140,9 +224,15 @@ impl MemTarget {
         self
     }
 
-    /// Set `max_in_flight`.
+    /// Set the declared server-side in-flight bound.
     pub fn with_max_in_flight(mut self, d: Duration) -> MemTarget {
-        self.max_in_flight = d;
+        self.max_in_flight = Some(d);
+        self
+    }
+
+    /// Declare no in-flight bound (recovery then never trusts a "not found").
+    pub fn without_in_flight_bound(mut self) -> MemTarget {
+        self.max_in_flight = None;
         self
     }
 
@@ -153,7 +243,9 @@ impl MemTarget {
     }
 
     fn st(&self) -> std::sync::MutexGuard<'_, MemState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.settle(self.now());
+        st
     }
 
     /// Queue faults for the next `apply` calls (after the queue empties, sends succeed).
@@ -196,39 +288,102 @@ impl MemTarget {
     pub fn apply_calls(&self) -> usize {
         self.st().apply_calls
     }
+
+    /// How many times `query` was called.
+    pub fn query_calls(&self) -> usize {
+        self.st().query_calls
+    }
+
+    /// How many requests are still executing at the service (will land later).
+    pub fn pending(&self) -> usize {
+        self.st().pending.len()
+    }
+
+    /// How many requests of this effect are still executing at the service.
+    pub fn pending_for(&self, effect_id: &str) -> usize {
+        self.st()
+            .pending
+            .iter()
+            .filter(|(e, _, _)| e == effect_id)
+            .count()
+    }
+
+    /// Whether a request of this effect was made to land later than the declared bound (the
+    /// gate's assumption broken on purpose).
+    pub fn landed_beyond_bound(&self, effect_id: &str) -> bool {
+        self.st().beyond_bound.iter().any(|e| e == effect_id)
+    }
+}
+
+/// The capabilities of a test target of `tier`.
+fn caps(
+    tier: Tier,
+    queryable: bool,
+    dedup_window: Option<Duration>,
+    max_in_flight: Option<Duration>,
+) -> Capabilities {
+    Capabilities {
+        dedup: (tier == Tier::One).then_some(dedup_window),
+        lookup: queryable,
+        max_in_flight,
+    }
 }
 
 impl Target for MemTarget {
-    fn tier(&self) -> Tier {
-        self.tier
-    }
-    fn queryable(&self) -> bool {
-        self.queryable
-    }
-    fn dedup_window(&self) -> Option<Duration> {
-        self.dedup_window
-    }
-    fn max_in_flight(&self) -> Duration {
-        self.max_in_flight
+    fn capabilities(&self) -> Capabilities {
+        caps(
+            self.tier,
+            self.queryable,
+            self.dedup_window,
+            self.max_in_flight,
+        )
     }
     fn check_premises(
         &self,
         _effect_id: &str,
         premises: &Value,
     ) -> Result<Vec<String>, TargetError> {
+        if let Some(f) = &self.on_premise_check {
+            f();
+        }
         Ok(premise_violations(premises, &self.st().facts))
     }
     fn apply(&self, effect_id: &str, effect: &Value) -> Result<Value, TargetError> {
         if let Some(f) = &self.on_apply {
             f(effect_id);
         }
+        let now = self.now();
         let mut st = self.st();
         st.apply_calls += 1;
         let fault = st.faults.pop_front().unwrap_or(Fault::Ok);
+        if self.tier == Tier::One {
+            // The key: in progress while a first request executes; a saved error is replayed.
+            if st.pending.iter().any(|(e, _, _)| e == effect_id) {
+                return Err(TargetError::Unknown {
+                    reason: "a request with this idempotency key is in progress".into(),
+                });
+            }
+            if st.saved_errors.iter().any(|e| e == effect_id) {
+                return Err(replayed_error(true));
+            }
+        }
         let existing = st.landed.iter().position(|(e, _)| e == effect_id);
         let n = match existing {
             Some(i) if self.tier == Tier::One => i,
             _ => {
+                if let Fault::LandsLate(ms) = fault {
+                    st.pending
+                        .push((effect_id.to_owned(), effect.clone(), now.saturating_add(ms)));
+                    if self
+                        .max_in_flight
+                        .is_none_or(|b| u128::from(ms) > b.as_millis())
+                    {
+                        st.beyond_bound.push(effect_id.to_owned());
+                    }
+                }
+                if fault.saves_error() && self.tier == Tier::One {
+                    st.saved_errors.push(effect_id.to_owned());
+                }
                 if !fault.lands() {
                     return fault.answer(Value::Null);
                 }
@@ -240,6 +395,7 @@ impl Target for MemTarget {
     }
     fn query(&self, effect_id: &str, _effect: &Value) -> Result<Option<Value>, TargetError> {
         let mut st = self.st();
+        st.query_calls += 1;
         if st.failing_queries > 0 {
             st.failing_queries -= 1;
             return Err(TargetError::Unknown {
@@ -382,6 +538,7 @@ impl FileTarget {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Map::new(),
             Err(e) => return Err(file_err(path, "read", e)),
         };
+        land_due(&mut state);
         let out = f(&mut state);
         let mut tmp_name = path.as_os_str().to_owned();
         tmp_name.push(".tmp");
@@ -430,18 +587,38 @@ impl FileTarget {
     }
 }
 
+/// Wall-clock now in Unix ms (a [`FileTarget`] outlives processes, so it keeps wall time).
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Move every pending request of a [`FileTarget`] state whose time has come to `landed`.
+fn land_due(state: &mut Map<String, Value>) {
+    let now = wall_ms();
+    let Some(Value::Array(pending)) = state.remove("pending") else {
+        return;
+    };
+    let (due, later): (Vec<Value>, Vec<Value>) = pending.into_iter().partition(|p| {
+        p.get("at_ms")
+            .and_then(Value::as_u64)
+            .is_some_and(|t| t <= now)
+    });
+    state.insert("pending".into(), Value::Array(later));
+    if let Value::Array(landed) = state.entry("landed").or_insert_with(|| json!([])) {
+        for mut p in due {
+            if let Some(m) = p.as_object_mut() {
+                m.remove("at_ms");
+            }
+            landed.push(p);
+        }
+    }
+}
+
 impl Target for FileTarget {
-    fn tier(&self) -> Tier {
-        self.tier
-    }
-    fn queryable(&self) -> bool {
-        self.queryable
-    }
-    fn dedup_window(&self) -> Option<Duration> {
-        None
-    }
-    fn max_in_flight(&self) -> Duration {
-        self.max_in_flight
+    fn capabilities(&self) -> Capabilities {
+        caps(self.tier, self.queryable, None, Some(self.max_in_flight))
     }
     fn check_premises(
         &self,
@@ -471,6 +648,13 @@ impl Target for FileTarget {
                 }
                 _ => Fault::Ok,
             };
+            if let Fault::LandsLate(ms) = fault {
+                let late = json!({"effect_id": effect_id, "effect": effect, "pid": std::process::id(), "at_ms": wall_ms().saturating_add(ms)});
+                if let Value::Array(p) = s.entry("pending").or_insert_with(|| json!([])) {
+                    p.push(late);
+                }
+                return fault.answer(Value::Null);
+            }
             let landed = s.entry("landed").or_insert_with(|| json!([]));
             let Value::Array(landed) = landed else {
                 return Err(TargetError::Unknown {

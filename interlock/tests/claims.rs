@@ -52,10 +52,12 @@ fn a_live_sender_blocks_recovery_until_its_claim_expires_and_is_never_overridden
         let dispatched = s.gate.entries(&eid).unwrap()[2]["ts_ms"].as_u64().unwrap();
         match s.gate.recover_effect(&eid).unwrap() {
             Some(RecoveryOutcome::Blocked {
-                holder, until_ms, ..
+                holder,
+                until_ms,
+                reason,
             }) => {
-                assert!(holder.ends_with("/send"), "{holder}");
-                assert!(holder.contains(&format!(":{}:", std::process::id())));
+                assert_eq!(holder, interlock::Holder::Process(s.gate.owner().clone()));
+                assert!(reason.contains("sending"), "{reason}");
                 assert_eq!(until_ms, dispatched + 40_000);
             }
             other => panic!("expected Blocked, got {other:?}"),
@@ -99,8 +101,9 @@ fn two_recoverers_one_takes_it_the_other_is_blocked() {
         let first = scope.spawn(|| s.gate.recover_effect(&eid).unwrap());
         entered.recv_timeout(Duration::from_secs(10)).unwrap();
         match s.gate.recover().unwrap().pop().map(|r| r.outcome) {
-            Some(RecoveryOutcome::Blocked { holder, .. }) => {
-                assert!(holder.ends_with("/recover"), "{holder}");
+            Some(RecoveryOutcome::Blocked { holder, reason, .. }) => {
+                assert_eq!(holder, interlock::Holder::Process(s.gate.owner().clone()));
+                assert!(reason.contains("recovering"), "{reason}");
             }
             other => panic!("expected Blocked, got {other:?}"),
         }

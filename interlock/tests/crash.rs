@@ -134,6 +134,13 @@ impl Probe {
     }
 }
 
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
 fn statuses(report: &Value) -> Vec<String> {
     report["recovered"]
         .as_array()
@@ -236,20 +243,23 @@ fn sigkill_around_the_send_tier_two_waits_only_max_in_flight() {
     let probe = w.spawn("submit", &["--stop-at", "dispatched"]);
     probe.wait_for("blocked_at");
     probe.sigkill();
+    let killed_at = wall_ms();
     let (report, wall) = w.recover();
+    let recovered_at = wall_ms();
     assert_fast(&report, wall);
     let first = &report["recovered"][0];
     let blocked = &first["blocked"];
     assert_eq!(blocked["holder"], "target", "{report}");
     let until = blocked["until_ms"].as_u64().unwrap();
-    let dispatched = read_all(&w.journal).unwrap()[2]["ts_ms"].as_u64().unwrap();
-    assert_eq!(until, dispatched + 400);
+    // Counted from when the recoverer found the claim free (after the kill), not from
+    // DISPATCHED. One millisecond of slack: wall and monotonic clocks are read separately.
+    assert!(
+        killed_at + 400 <= until + 1 && until <= recovered_at + 400 + 1,
+        "until {until}, killed at {killed_at}, recovered at {recovered_at}"
+    );
     assert_eq!(w.apply_calls(), 0);
     // Wait exactly until the instant recovery named, as a restart would.
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
+    let now_ms = wall_ms();
     std::thread::sleep(Duration::from_millis(until.saturating_sub(now_ms) + 5));
     let (report, _) = w.recover();
     assert_eq!(statuses(&report), ["REAPPLIED_AFTER_QUERY"]);
@@ -292,7 +302,11 @@ fn a_live_sender_blocks_recovery_and_its_death_frees_it_at_once() {
     let (report, _) = w.recover();
     let blocked = &report["recovered"][0]["blocked"];
     let holder = blocked["holder"].as_str().unwrap();
-    assert!(holder.ends_with("/send"), "{holder}");
+    assert!(holder.starts_with("process:"), "{holder}");
+    assert!(
+        blocked["reason"].as_str().unwrap().contains("sending"),
+        "{report}"
+    );
     assert!(
         holder.contains(&format!(":{}:", ready["ready"])),
         "{holder} names the pid"
@@ -377,7 +391,11 @@ fn two_recovering_processes_one_takes_it_the_other_is_blocked() {
     let (report, _) = w.recover();
     let blocked = &report["recovered"][0]["blocked"];
     let holder = blocked["holder"].as_str().unwrap();
-    assert!(holder.ends_with("/recover"), "{report}");
+    assert!(holder.starts_with("process:"), "{report}");
+    assert!(
+        blocked["reason"].as_str().unwrap().contains("recovering"),
+        "{report}"
+    );
     assert!(
         holder.contains(&format!(":{}:", ready["ready"])),
         "{holder}"
@@ -389,5 +407,59 @@ fn two_recovering_processes_one_takes_it_the_other_is_blocked() {
     assert_eq!(statuses(&report), ["COMMITTED_BY_RETRY"]);
     assert_eq!(w.landed(), 1);
     assert_eq!(w.apply_calls(), 2);
+    assert_receipts_valid(&w.journal);
+}
+
+/// Sequence 4 with real processes: a sender hangs (alive, holding its claim) under the journal's
+/// real path; a recoverer opens the same journal through a symlink. One journal, one set of
+/// claims: the recoverer is Blocked by the sender, and nothing is sent twice.
+#[test]
+fn a_recoverer_through_a_symlink_is_blocked_by_a_hung_sender() {
+    let w = World::new(&["--tier", "2", "--max-in-flight-ms", "0"]);
+    let sender = w.spawn("submit", &["--stop-at", "dispatched"]);
+    let ready = sender.wait_for("ready");
+    sender.wait_for("blocked_at");
+    let link = w.journal.with_file_name("via-link.jsonl");
+    std::os::unix::fs::symlink(&w.journal, &link).unwrap();
+    let report = w.run("recover", &["--journal", link.to_str().unwrap()]);
+    let blocked = &report["recovered"][0]["blocked"];
+    let holder = blocked["holder"].as_str().unwrap_or_default();
+    assert!(
+        holder.contains(&format!(":{}:", ready["ready"])),
+        "not blocked by the hung sender: {report}"
+    );
+    assert_eq!(w.apply_calls(), 0, "sent while the sender holds the effect");
+    sender.sigkill();
+    let (report, _) = w.recover();
+    assert_eq!(statuses(&report), ["REAPPLIED_AFTER_QUERY"]);
+    assert_eq!(w.landed(), 1);
+    assert_receipts_valid(&w.journal);
+}
+
+/// Sequence 2b with real processes: the sender stalls between DISPATCHED and its send (alive,
+/// holding its claim) far longer than the target's bound, then sends a request that lands after
+/// the sender has gone. Counted from when the recoverer found the claim free, the late landing is
+/// seen: one effect, not two.
+#[test]
+fn a_sender_that_stalled_before_its_send_is_not_reapplied_over() {
+    let w = World::new(&["--tier", "2", "--max-in-flight-ms", "600"]);
+    FileTarget::push_faults_in(&w.state, &["lands-late:300"]).unwrap();
+    // Stalls 1.5 s inside apply before the request leaves, then the answer is lost.
+    let out = w.run("submit", &["--apply-delay-ms", "1500"]);
+    assert_eq!(out["status"], "IN_FLIGHT", "{out}");
+    let mut rounds = 0;
+    let status = loop {
+        rounds += 1;
+        assert!(rounds < 20, "not settled");
+        let (report, _) = w.recover();
+        let item = &report["recovered"][0];
+        if let Some(s) = item["status"].as_str() {
+            break s.to_owned();
+        }
+        let until = item["blocked"]["until_ms"].as_u64().unwrap();
+        std::thread::sleep(Duration::from_millis(until.saturating_sub(wall_ms()) + 1));
+    };
+    assert_eq!(w.landed(), 1, "two effects");
+    assert_eq!(status, "COMMITTED_ON_QUERY");
     assert_receipts_valid(&w.journal);
 }

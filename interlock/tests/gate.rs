@@ -274,16 +274,17 @@ fn a_not_found_is_trusted_only_after_max_in_flight() {
     let s = setup_with(MemTarget::new(Tier::Two, true).with_max_in_flight(Duration::from_secs(10)));
     s.target.push_faults([Fault::Unknown]);
     let eid = s.gate.submit(&proposal(1000)).unwrap().effect_id;
-    let dispatched = s.gate.entries(&eid).unwrap()[2]["ts_ms"].as_u64().unwrap();
     s.advance(2_000);
+    // Counted from when recovery found the claim free (now), not from DISPATCHED.
+    let found_free = s.now();
     match s.gate.recover_effect(&eid).unwrap() {
         Some(RecoveryOutcome::Blocked {
             holder,
             until_ms,
             reason,
         }) => {
-            assert_eq!(holder, "target");
-            assert_eq!(until_ms, dispatched + 10_000);
+            assert_eq!(holder, interlock::Holder::Target);
+            assert_eq!(until_ms, found_free + 10_000);
             assert!(reason.contains("may still land"), "{reason}");
         }
         other => panic!("expected Blocked, got {other:?}"),
@@ -302,13 +303,22 @@ fn a_not_found_is_trusted_only_after_max_in_flight() {
         s2.gate.recover_effect(&eid2).unwrap(),
         Some(RecoveryOutcome::Resolved(Status::CommittedOnQuery))
     );
-    // After the window, the resend goes.
-    s.advance(8_001);
+    // Still inside the window a moment before its end, whatever the DISPATCHED's age.
+    s.advance(9_999);
+    assert!(matches!(
+        s.gate.recover_effect(&eid).unwrap(),
+        Some(RecoveryOutcome::Blocked { .. })
+    ));
+    // After the window, the resend goes, and says what it assumed.
+    s.advance(1);
     assert_eq!(
         s.gate.recover_effect(&eid).unwrap(),
         Some(RecoveryOutcome::Resolved(Status::ReappliedAfterQuery))
     );
     assert_eq!(s.target.landed(&eid), 1);
+    let last = s.last(&eid);
+    assert_eq!(last["assumed_max_in_flight_ms"], serde_json::json!(10_000));
+    assert_eq!(last["counted_from_ms"], serde_json::json!(found_free));
 }
 
 #[test]
@@ -342,7 +352,7 @@ fn an_unknown_resend_stays_open_and_is_reported() {
     let eid = s.gate.submit(&proposal(1000)).unwrap().effect_id;
     match s.gate.recover_effect(&eid).unwrap() {
         Some(RecoveryOutcome::Blocked { holder, reason, .. }) => {
-            assert_eq!(holder, "target");
+            assert_eq!(holder, interlock::Holder::Target);
             assert!(reason.contains("unknown"));
         }
         other => panic!("expected Blocked, got {other:?}"),
@@ -364,7 +374,7 @@ fn a_failed_lookup_is_reported_not_skipped() {
     let rec = s.gate.recover().unwrap();
     assert_eq!(rec.len(), 1);
     assert!(
-        matches!(rec[0].outcome, RecoveryOutcome::Blocked { ref holder, .. } if holder == "target")
+        matches!(rec[0].outcome, RecoveryOutcome::Blocked { ref holder, .. } if *holder == interlock::Holder::Target)
     );
     assert_eq!(s.target.apply_calls(), 1);
     assert_eq!(

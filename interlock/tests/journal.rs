@@ -142,3 +142,139 @@ fn blank_lines_are_skipped_but_counted() {
     let err = open(&path).unwrap_err();
     assert!(err.to_string().contains("line 3"), "{err}");
 }
+
+#[test]
+fn a_line_with_a_recomputed_hash_but_no_valid_signature_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.jsonl");
+    let gate = open(&path).unwrap();
+    gate.submit(&proposal(1000)).unwrap();
+    drop(gate);
+    // Edit the amount of the last entry and recompute its hash: only the signature can tell.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let last = lines.last_mut().unwrap().as_object_mut().unwrap();
+    last.insert("evidence".into(), serde_json::json!({"id": "forged"}));
+    let hash = verify::entry::compute_hash(last).unwrap();
+    last.insert("hash".into(), serde_json::json!(hash));
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, body).unwrap();
+    let err = open(&path).unwrap_err().to_string();
+    assert!(err.contains("line 4") && err.contains("signature"), "{err}");
+}
+
+#[test]
+fn a_line_signed_by_an_untrusted_key_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.jsonl");
+    let other = ed25519_dalek::SigningKey::from_bytes(&[7u8; 32]);
+    let target = MemTarget::new(Tier::One, true);
+    target.set_fact("incident_compensation", serde_json::json!(0));
+    let gate = Gate::open(&path, target, AllLive, other.clone(), GateConfig::default()).unwrap();
+    gate.submit(&proposal(1000)).unwrap();
+    drop(gate);
+    let err = open(&path).unwrap_err().to_string();
+    assert!(
+        err.contains("line 1") && err.contains("not a key this gate trusts"),
+        "{err}"
+    );
+    // Trusted explicitly, the same journal opens.
+    let config = GateConfig {
+        trusted_signers: vec![other.verifying_key()],
+        ..GateConfig::default()
+    };
+    let target = MemTarget::new(Tier::One, true);
+    assert!(Gate::open(&path, target, AllLive, key(), config).is_ok());
+}
+
+#[test]
+fn caller_fields_cannot_override_kind_or_effect_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.jsonl");
+    let journal = interlock::journal::Journal::open(
+        &path,
+        vec![key().verifying_key()],
+        std::time::Duration::from_secs(1),
+    )
+    .unwrap();
+    for field in ["kind", "effect_id", "prev", "hash"] {
+        let mut fields = serde_json::Map::new();
+        fields.insert(field.into(), serde_json::json!("x"));
+        let err = journal
+            .append_entry("e", verify::entry::Kind::Authorized, fields, 1, &key())
+            .unwrap_err();
+        assert!(matches!(err, JournalError::ReservedField { .. }), "{err}");
+    }
+    assert!(read_all(&path).unwrap().is_empty());
+}
+
+#[test]
+fn a_complete_unread_line_after_the_index_is_never_cut_as_torn() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.jsonl");
+    let gate = open(&path).unwrap();
+    let eid = gate.submit(&proposal(1000)).unwrap().effect_id;
+    // Bytes with a newline after the last line that the index will refuse (not an entry): the
+    // journal reports them instead of cutting them off on the next append.
+    append_raw(&path, b"{\"not\": \"an entry\"}\n");
+    let err = gate.submit(&proposal(1000)).unwrap_err().to_string();
+    assert!(err.contains("line 5"), "{err}");
+    assert!(std::fs::read_to_string(&path).unwrap().contains("not"));
+    assert_eq!(read_all(&path).unwrap().len(), 5, "nothing was cut: {eid}");
+}
+
+#[test]
+fn a_held_journal_lock_blocks_recovery_with_a_report_and_status_still_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.jsonl");
+    let target = MemTarget::new(Tier::One, true);
+    target.set_fact("incident_compensation", serde_json::json!(0));
+    target.push_faults([interlock::testing::Fault::Unknown]);
+    let config = GateConfig {
+        journal_lock_wait: std::time::Duration::from_millis(50),
+        ..GateConfig::default()
+    };
+    let gate = Gate::open(&path, target, AllLive, key(), config).unwrap();
+    let eid = gate.submit(&proposal(1000)).unwrap().effect_id;
+    // Another holder of the journal lock (a stuck process), through a symlink.
+    let link = dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&path, &link).unwrap();
+    let held = std::fs::File::open(&link).unwrap();
+    held.lock().unwrap();
+    match gate.recover().unwrap().pop().map(|r| r.outcome) {
+        Some(interlock::RecoveryOutcome::Blocked { holder, .. }) => {
+            assert_eq!(holder, interlock::Holder::Journal)
+        }
+        other => panic!("expected Blocked by the journal, got {other:?}"),
+    }
+    assert_eq!(gate.status(&eid).unwrap(), Some(Status::InFlight));
+    held.unlock().unwrap();
+    assert_eq!(
+        gate.recover().unwrap().pop().map(|r| r.outcome),
+        Some(interlock::RecoveryOutcome::Resolved(
+            Status::CommittedByRetry
+        ))
+    );
+}
+
+#[test]
+fn settled_effects_leave_no_claim_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.jsonl");
+    let target = MemTarget::new(Tier::One, true);
+    target.set_fact("incident_compensation", serde_json::json!(0));
+    target.push_faults([interlock::testing::Fault::Unknown]);
+    let gate = Gate::open(&path, target, AllLive, key(), GateConfig::default()).unwrap();
+    for n in 0..20 {
+        let mut p = proposal(1000);
+        p.request_id = Some(format!("req-{n}"));
+        gate.submit(&p).unwrap();
+    }
+    gate.recover().unwrap();
+    assert!(gate.open_effects().unwrap().is_empty());
+    let claims = dir.path().join("j.jsonl.claims");
+    assert_eq!(std::fs::read_dir(&claims).unwrap().count(), 0);
+}

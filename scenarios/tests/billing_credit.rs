@@ -274,13 +274,14 @@ fn credit_target_checks_premises_applies_and_queries() {
         env.settings.max_in_flight,
         None,
     );
-    assert_eq!(target.tier(), interlock::Tier::One);
-    assert!(target.queryable());
+    let caps = target.capabilities();
+    assert_eq!(caps.tier(), interlock::Tier::One);
+    assert!(caps.lookup);
     assert_eq!(
-        target.dedup_window(),
+        caps.dedup_window(),
         Some(std::time::Duration::from_secs(86_400))
     );
-    assert_eq!(target.max_in_flight(), env.settings.max_in_flight);
+    assert_eq!(caps.max_in_flight, Some(env.settings.max_in_flight));
     let eid = "ab".repeat(32);
     let effect = json!({"customer": case.customer, "amount": 1000, "description": "goodwill"});
 
@@ -371,8 +372,8 @@ fn interlock_recovery_sees_an_approval_revoked_during_the_outage() {
     let report = env.restart(Column::Interlock, &cell).unwrap();
     assert_eq!(report.status, "REFUSED:lease_at_recovery");
     assert_eq!(case_credit_count(&env, &case), 0);
-    // "Not found" is trusted only once max_in_flight has passed since DISPATCHED: the restart
-    // slept until exactly that instant, once, instead of polling.
+    // "Not found" is trusted only once max_in_flight has passed since the restart found the
+    // claim free: the restart slept until exactly that instant, once, instead of polling.
     let recoveries = report.detail["recoveries"].as_array().unwrap();
     assert_eq!(recoveries.len(), 2, "{recoveries:?}");
     assert!(
@@ -387,6 +388,18 @@ fn interlock_recovery_sees_an_approval_revoked_during_the_outage() {
         report.waited_ms > 0 && report.waited_ms <= max + 2_000,
         "{}",
         report.waited_ms
+    );
+    // The refusal names the bound it rests on and the instant it counted from, which is after
+    // the DISPATCHED (the kill came later), and it was written no earlier than the bound allows.
+    let entries = &report.receipt.as_ref().unwrap().entries;
+    let dispatched = entries.iter().find(|e| e["kind"] == "DISPATCHED").unwrap();
+    let refused = entries.last().unwrap();
+    assert_eq!(refused["assumed_max_in_flight_ms"], json!(max));
+    let from = refused["counted_from_ms"].as_u64().unwrap();
+    assert!(from >= dispatched["ts_ms"].as_u64().unwrap(), "{refused}");
+    assert!(
+        refused["ts_ms"].as_u64().unwrap() >= from + max,
+        "{refused}"
     );
 }
 

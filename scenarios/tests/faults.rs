@@ -109,3 +109,31 @@ fn a_send_that_times_out_and_lands_later_is_committed_once() {
         json!(truth.case_credits[0].id)
     );
 }
+
+/// Sequence 2a against the emulator: the credit POST executes 2 s past its client's timeout and
+/// lands while the approval has been revoked. Counted from DISPATCHED, the first version trusted
+/// "not found" after the bound and refused the effect before the credit landed; counted from
+/// when the restart found the claim free, the restart sees the late credit: the journal agrees
+/// with Stripe.
+#[test]
+fn a_credit_landing_after_its_client_gave_up_is_seen_by_a_restart_after_a_revocation() {
+    let mut env = Env::new();
+    let (mut case, cell) = env.open("late-after-revocation");
+    let (_, decision) = env.decide(&case);
+    let timeout = common::CLIENT_TIMEOUT.as_millis() as u64;
+    let late = timeout + 2_000;
+    assert!(late > env.settings.max_in_flight.as_millis() as u64);
+    env.emulator
+        .faults()
+        .add(FaultRule::new("POST", CREDIT_PATH, FaultAction::Delay { ms: late }).times(1));
+    let status = env
+        .send(Column::Interlock, &cell, &case, &decision)
+        .unwrap();
+    assert_eq!(status, "IN_FLIGHT");
+    case.approval.revoked = Some(json!({"by": "support-lead"}));
+    case.save(&cell).unwrap();
+    let report = env.restart(Column::Interlock, &cell).unwrap();
+    let truth = ground_truth(&env.client, &case).unwrap();
+    assert_eq!(truth.case_credit_count, 1, "the late credit landed");
+    assert_eq!(report.status, "COMMITTED_ON_QUERY", "{report:?}");
+}

@@ -91,34 +91,6 @@ pub(crate) fn submit(
     Ok(submitted.status.as_str().to_owned())
 }
 
-/// The status a finished effect's journal says, for an effect recovery had nothing to do for.
-fn status_from_entries(entries: &[Value]) -> Option<String> {
-    for entry in entries.iter().rev() {
-        match entry.get("kind").and_then(Value::as_str) {
-            Some("COMMITTED") => {
-                let via = entry.get("via").and_then(Value::as_str).unwrap_or("send");
-                let status = match via {
-                    "retry-idempotent" => "COMMITTED_BY_RETRY",
-                    "recovery-query" | "failed-but-landed" => "COMMITTED_ON_QUERY",
-                    "recovery-reapply" => "REAPPLIED_AFTER_QUERY",
-                    _ => "COMMITTED",
-                };
-                return Some(status.to_owned());
-            }
-            Some("REFUSED") => {
-                let code = entry
-                    .get("code")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown");
-                return Some(format!("REFUSED:{code}"));
-            }
-            Some("AMBIGUOUS") => return Some("AMBIGUOUS".to_owned()),
-            _ => {}
-        }
-    }
-    None
-}
-
 fn via_of(entries: &[Value]) -> Option<String> {
     entries
         .iter()
@@ -177,7 +149,7 @@ pub(crate) fn restart(
                 let entries = gate
                     .entries(&eid)
                     .map_err(gate_err("read the journal of"))?;
-                status = status_from_entries(&entries);
+                status = ::interlock::status_of(&entries).map(|s| s.as_str().to_owned());
                 recoveries.push(json!({"nothing_open": status}));
                 break;
             }
@@ -239,7 +211,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn final_status_is_read_from_the_last_settling_entry() {
+    fn final_status_is_the_gates_own() {
         let e = |kind: &str, extra: Value| {
             let mut v = json!({"kind": kind});
             if let (Some(o), Value::Object(x)) = (v.as_object_mut(), extra) {
@@ -253,19 +225,20 @@ mod tests {
             e("DISPATCHED", json!({})),
             e("COMMITTED", json!({"via": "retry-idempotent"})),
         ];
-        assert_eq!(
-            status_from_entries(&committed).as_deref(),
-            Some("COMMITTED_BY_RETRY")
-        );
+        let status = |entries: &[Value]| ::interlock::status_of(entries).map(|s| s.as_str());
+        assert_eq!(status(&committed), Some("COMMITTED_BY_RETRY"));
         assert_eq!(via_of(&committed).as_deref(), Some("retry-idempotent"));
         let refused = vec![
             e("PROPOSED", json!({})),
             e("REFUSED", json!({"code": "stale_premise"})),
         ];
-        assert_eq!(
-            status_from_entries(&refused).as_deref(),
-            Some("REFUSED:stale_premise")
-        );
-        assert_eq!(status_from_entries(&committed[..3]), None);
+        assert_eq!(status(&refused), Some("REFUSED:stale_premise"));
+        assert_eq!(status(&committed[..2]), None);
+        assert_eq!(status(&committed[..3]), Some("IN_FLIGHT"));
+        // A later, non-resolving refusal (a conflicting payload) does not undo the commit.
+        let mut later = committed.clone();
+        later.push(e("PROPOSED", json!({})));
+        later.push(e("REFUSED", json!({"code": "conflicting_payload"})));
+        assert_eq!(status(&later), Some("COMMITTED_BY_RETRY"));
     }
 }

@@ -271,31 +271,33 @@ pub(crate) fn fire(crash: Option<&Crash>, at: CrashPoint) {
 /// Gate settings the scenario needs from the runner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScenarioSettings {
-    /// [`CreditTarget`]'s `max_in_flight`: how long a credit POST that left a dead sender can still
-    /// land at Stripe. It must cover the Stripe client's request timeout (after that the sender
-    /// would have given up on the request itself) plus the server's own processing time; a "not
-    /// found" lookup is trusted only once this much time has passed since the DISPATCHED entry.
+    /// [`CreditTarget`]'s declared **server-side** in-flight bound: how long after a credit POST
+    /// left its client it can still take effect at the service (a request keeps executing after
+    /// its client gave up). The gate trusts a "not found" only once this much time has passed
+    /// since recovery found the sender's claim free, and records it on every entry that rests on
+    /// it. The runner states it per backend, with its justification.
     pub max_in_flight: Duration,
-    /// The gate's claim TTL: backstop for a hung but alive sender.
+    /// The gate's claim TTL: backstop for a hung but alive sender. Every target call is bounded
+    /// by the client's request timeout, so it covers a few of them.
     pub claim_ttl: Duration,
 }
 
 impl ScenarioSettings {
-    /// Settings for a Stripe client with this request timeout: `max_in_flight` is the timeout
-    /// plus 500 ms of server-side slack, and the claim TTL is twice that.
-    pub fn for_client_timeout(timeout: Duration) -> ScenarioSettings {
-        let max_in_flight = timeout + Duration::from_millis(500);
+    /// Settings for a backend with this declared server-side bound, reached by a Stripe client
+    /// with this request timeout: the claim TTL is twice the timeout plus 500 ms.
+    pub fn new(server_bound: Duration, client_timeout: Duration) -> ScenarioSettings {
         ScenarioSettings {
-            max_in_flight,
-            claim_ttl: max_in_flight * 2,
+            max_in_flight: server_bound,
+            claim_ttl: (client_timeout + Duration::from_millis(500)) * 2,
         }
     }
 }
 
 impl Default for ScenarioSettings {
-    /// For the stripe crate's default 30 s request timeout: `max_in_flight` 30.5 s, claim TTL 61 s.
+    /// For the stripe crate's default 30 s request timeout and a 30.5 s bound.
     fn default() -> ScenarioSettings {
-        ScenarioSettings::for_client_timeout(stripe::client::DEFAULT_TIMEOUT)
+        let timeout = stripe::client::DEFAULT_TIMEOUT;
+        ScenarioSettings::new(timeout + Duration::from_millis(500), timeout)
     }
 }
 
@@ -630,10 +632,10 @@ mod tests {
     }
 
     #[test]
-    fn settings_cover_the_client_timeout() {
-        let s = ScenarioSettings::for_client_timeout(Duration::from_secs(2));
-        assert!(s.max_in_flight > Duration::from_secs(2));
-        assert!(ScenarioSettings::default().max_in_flight > stripe::client::DEFAULT_TIMEOUT);
+    fn settings_take_the_stated_bound_and_derive_the_ttl_from_the_timeout() {
+        let s = ScenarioSettings::new(Duration::from_millis(2_500), Duration::from_secs(2));
+        assert_eq!(s.max_in_flight, Duration::from_millis(2_500));
+        assert_eq!(s.claim_ttl, Duration::from_secs(5));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use super::case::{int_field, str_field};
 use super::reads::{balance_txn, facts, metadata};
 use super::{fire, CaseFile, Crash, CrashPoint, ScenarioError, DEDUP_WINDOW};
-use ::interlock::{Target, TargetError, Tier};
+use ::interlock::{Capabilities, Target, TargetError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -79,8 +79,11 @@ pub(crate) struct CreditEffect {
 /// is the effect id), queryable (the credit carries `metadata[interlock_effect_id]`), 24 h
 /// dedup window.
 ///
-/// `max_in_flight` comes from [`super::ScenarioSettings`] and must cover the Stripe client's
-/// request timeout plus server-side processing: a "not found" lookup is trusted only after it.
+/// `max_in_flight` is the server-side bound the runner states for its backend
+/// ([`super::ScenarioSettings::max_in_flight`]): a "not found" lookup is trusted only once it has
+/// passed since recovery found the sender's claim free. A 5xx answered with
+/// `Idempotent-Replayed: true` is a saved failure: the first request under the key finished, and
+/// the gate settles the effect by lookup instead of resending.
 pub struct CreditTarget {
     client: Client,
     case: CaseFile,
@@ -138,7 +141,11 @@ impl CreditTarget {
 }
 
 fn to_target_error(e: &stripe::StripeError, what: &str) -> TargetError {
-    if e.is_rejected() {
+    if e.api().is_some_and(|f| f.replayed && f.status >= 500) {
+        TargetError::Replayed {
+            reason: format!("{what}: {e}"),
+        }
+    } else if e.is_rejected() {
         TargetError::Rejected {
             reason: format!("{what}: {e}"),
         }
@@ -151,6 +158,13 @@ fn to_target_error(e: &stripe::StripeError, what: &str) -> TargetError {
 
 fn scenario_to_target_error(e: ScenarioError) -> TargetError {
     match &e {
+        ScenarioError::Stripe { source, .. }
+            if source.api().is_some_and(|f| f.replayed && f.status >= 500) =>
+        {
+            TargetError::Replayed {
+                reason: e.to_string(),
+            }
+        }
         ScenarioError::Stripe { source, .. } if source.is_rejected() => TargetError::Rejected {
             reason: e.to_string(),
         },
@@ -181,20 +195,12 @@ pub(crate) fn premise_violations(recorded: &Value, live: &Value) -> Vec<String> 
 }
 
 impl Target for CreditTarget {
-    fn tier(&self) -> Tier {
-        Tier::One
-    }
-
-    fn queryable(&self) -> bool {
-        true
-    }
-
-    fn dedup_window(&self) -> Option<Duration> {
-        Some(DEDUP_WINDOW)
-    }
-
-    fn max_in_flight(&self) -> Duration {
-        self.max_in_flight
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            dedup: Some(Some(DEDUP_WINDOW)),
+            lookup: true,
+            max_in_flight: Some(self.max_in_flight),
+        }
     }
 
     fn check_premises(

@@ -49,7 +49,10 @@ impl Env {
             prices,
             dir: tempfile::tempdir().expect("tempdir"),
             key: SigningKey::from_bytes(&[n as u8; 32]),
-            settings: ScenarioSettings::for_client_timeout(CLIENT_TIMEOUT),
+            settings: ScenarioSettings::new(
+                CLIENT_TIMEOUT + Duration::from_millis(500),
+                CLIENT_TIMEOUT,
+            ),
             rng: rand::rngs::StdRng::seed_from_u64(n),
         }
     }

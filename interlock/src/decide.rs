@@ -1,0 +1,391 @@
+//! The gate's decisions as pure functions (DESIGN §2.3, §2.4).
+//!
+//! Given what the journal holds for an effect, what the claim and the clocks say, and what the
+//! lease store, the premise check and the target answered, these functions say what the gate
+//! does next. [`Gate::submit`](crate::Gate::submit) and [`Gate::recover`](crate::Gate::recover)
+//! call them and carry out what they say; nothing else decides. They do no I/O, so a model
+//! checker can drive them through every interleaving.
+
+use crate::recover::effective_tier;
+use crate::status::{RefusalCode, Via};
+use crate::target::{Capabilities, Tier};
+use std::time::Duration;
+
+/// What the journal records about an effect, as far as admitting a proposal is concerned.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EffectFacts {
+    /// A DISPATCHED is open (being sent, or a lost send awaiting recovery).
+    pub open: bool,
+    /// The effect was committed.
+    pub committed: bool,
+    /// The effect was reported AMBIGUOUS.
+    pub ambiguous: bool,
+    /// The target rejected a send of it, settled as not done.
+    pub target_rejected: bool,
+    /// The proposal's payload differs from the one the first PROPOSED fixed (I5).
+    pub payload_differs: bool,
+}
+
+/// Whether a proposal may go on, and if not, what `submit` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Go on (write PROPOSED, or at dispatch: check the lease and write DISPATCHED).
+    Proceed,
+    /// `IN_FLIGHT`: a dispatch is open; nothing is written.
+    InFlight,
+    /// `REFUSED:conflicting_payload` (I5).
+    Conflicting,
+    /// `AMBIGUOUS`: never sent again.
+    Ambiguous,
+    /// `DUPLICATE_IGNORED`: already committed.
+    Duplicate,
+    /// `REFUSED:target_error`: the target rejected this effect before; never resent.
+    TargetRejected,
+}
+
+/// Where in `submit` the admission is decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdmissionPoint {
+    /// Before PROPOSED.
+    Proposal,
+    /// Under the claim and the journal lock, right before DISPATCHED.
+    Dispatch,
+}
+
+/// Admit a proposal for an effect the journal records as `facts` (`None`: never seen).
+pub fn admit(facts: Option<EffectFacts>, at: AdmissionPoint) -> Admission {
+    let Some(f) = facts else {
+        return Admission::Proceed;
+    };
+    if f.open {
+        Admission::InFlight
+    } else if f.payload_differs {
+        Admission::Conflicting
+    } else if f.ambiguous {
+        Admission::Ambiguous
+    } else if f.committed {
+        Admission::Duplicate
+    } else if f.target_rejected && at == AdmissionPoint::Dispatch {
+        Admission::TargetRejected
+    } else {
+        Admission::Proceed
+    }
+}
+
+/// What `submit` does with the answer of its own send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterSend {
+    /// Write COMMITTED via `send`.
+    Commit,
+    /// The service said no: settle by one lookup (found → COMMITTED via `failed-but-landed`;
+    /// else a resolving REFUSED `target_error`).
+    SettleRejected,
+    /// The outcome is unknown (or a replayed failure): leave the dispatch open for recovery.
+    LeaveOpen,
+}
+
+/// The in-flight bound: how recovery decides that a "not found" can be trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InFlight {
+    /// Monotonic now (ms).
+    pub now_ms: u64,
+    /// The monotonic instant (ms) the bound counts from: when this recoverer first found the
+    /// claim free (every request of a dead holder had left by then), or its own last send,
+    /// whichever is later.
+    pub counted_from_ms: u64,
+}
+
+/// Everything recovery knows about one open dispatch at a step, as plain data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecoveryFacts {
+    /// What the target can do.
+    pub caps: Capabilities,
+    /// The gate's margin on the dedup window.
+    pub dedup_margin: Duration,
+    /// Wall-clock age of the open DISPATCHED (ms), for the dedup window.
+    pub dispatch_age_ms: u64,
+    /// The clocks of the in-flight bound.
+    pub in_flight: InFlight,
+    /// A replayed failure proved every request under the key has finished: the key is never
+    /// resent again; the effect is settled by lookup.
+    pub finished: bool,
+    /// Resends of this dispatch answered "unknown" so far (by this recoverer).
+    pub unknown_answers: u32,
+    /// After this many unknown answers, stop resending and settle by lookup.
+    pub max_unknown_answers: u32,
+    /// The premises recorded on the DISPATCHED still hold (`None`: not checked yet).
+    pub premises_hold: Option<bool>,
+    /// The lease is live and covers the effect (`None`: not checked yet).
+    pub lease_live: Option<bool>,
+    /// A lookup found the effect (`None`: not looked up yet).
+    pub found: Option<bool>,
+    /// The lease, checked again after the lookup and right before a resend (`None`: not yet).
+    pub lease_live_before_resend: Option<bool>,
+}
+
+impl RecoveryFacts {
+    /// Facts before anything was asked.
+    pub fn new(
+        caps: Capabilities,
+        dedup_margin: Duration,
+        dispatch_age_ms: u64,
+        in_flight: InFlight,
+    ) -> RecoveryFacts {
+        RecoveryFacts {
+            caps,
+            dedup_margin,
+            dispatch_age_ms,
+            in_flight,
+            finished: false,
+            unknown_answers: 0,
+            max_unknown_answers: 3,
+            premises_hold: None,
+            lease_live: None,
+            found: None,
+            lease_live_before_resend: None,
+        }
+    }
+}
+
+/// Why recovery reports an effect AMBIGUOUS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AmbiguousWhy {
+    /// Tier 3: no dedupe, no lookup.
+    NoDedupNoLookup,
+    /// Tier 1 past its dedup window, and no lookup.
+    KeyExpiredNoLookup,
+    /// The lease no longer holds and the target cannot be looked up.
+    LeaseStaleNoLookup,
+    /// A premise no longer holds and the target cannot be looked up.
+    PremiseStaleNoLookup,
+    /// The service failed the request (replayed failure, or too many unknown answers) and
+    /// cannot be looked up.
+    FailedNoLookup,
+    /// A lookup did not find it, but the target states no in-flight bound, so "not found" can
+    /// never be trusted.
+    NoInFlightBound,
+}
+
+impl AmbiguousWhy {
+    /// One sentence, for the AMBIGUOUS entry's `reason`.
+    pub fn reason(self) -> &'static str {
+        match self {
+            AmbiguousWhy::NoDedupNoLookup => "The target neither dedupes nor can be looked up, so whether the lost send landed cannot be known.",
+            AmbiguousWhy::KeyExpiredNoLookup => "The idempotency key is older than the target's dedup window and the target cannot be looked up, so whether the lost send landed cannot be known.",
+            AmbiguousWhy::LeaseStaleNoLookup => "The lease no longer holds at recovery and the target cannot be looked up, so whether the lost send landed cannot be known.",
+            AmbiguousWhy::PremiseStaleNoLookup => "A premise no longer holds at recovery and the target cannot be looked up, so whether the lost send landed cannot be known.",
+            AmbiguousWhy::FailedNoLookup => "The service failed the request without a usable answer and the target cannot be looked up, so whether it landed cannot be known.",
+            AmbiguousWhy::NoInFlightBound => "A lookup did not find the effect, but the target states no bound on how late a sent request can still land, so \"not found\" cannot be trusted.",
+        }
+    }
+}
+
+/// What recovery does next for one open dispatch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Re-check the premises recorded on the DISPATCHED (I3).
+    CheckPremises,
+    /// Re-check the lease recorded on the DISPATCHED (I4).
+    CheckLease,
+    /// Look the effect up at the target.
+    Lookup,
+    /// Check the lease once more: a resend follows, and a lookup ran since the last check.
+    CheckLeaseBeforeResend,
+    /// Resend the recorded payload (I5) under the same effect id.
+    Resend(Via),
+    /// The lookup found it: COMMITTED via `recovery-query`.
+    CommitFound,
+    /// A resolving REFUSED with this code; it rests on a trusted "not found".
+    Refuse(RefusalCode),
+    /// AMBIGUOUS.
+    Ambiguous(AmbiguousWhy),
+    /// A request may still land: try again at this monotonic instant (ms).
+    WaitInFlight {
+        /// Monotonic ms.
+        until_ms: u64,
+    },
+}
+
+/// The next step of recovery for an open dispatch, from what is known so far (DESIGN §2.3's
+/// table with §2.4's rules). The order of questions is fixed: premises, then the lease (the last
+/// check before a resend under the key), then a lookup, then — before a reapply — the lease
+/// again.
+pub fn next_recovery_step(f: &RecoveryFacts) -> Next {
+    let lookup = f.caps.lookup;
+    let tier = effective_tier(
+        f.caps.tier(),
+        lookup,
+        f.caps.dedup_window(),
+        f.dedup_margin,
+        f.dispatch_age_ms,
+    );
+    if tier == Tier::Three {
+        return Next::Ambiguous(if f.caps.tier() == Tier::Three {
+            AmbiguousWhy::NoDedupNoLookup
+        } else {
+            AmbiguousWhy::KeyExpiredNoLookup
+        });
+    }
+    let Some(premises_hold) = f.premises_hold else {
+        return Next::CheckPremises;
+    };
+    let Some(lease_live) = f.lease_live else {
+        return Next::CheckLease;
+    };
+    let holds = premises_hold && lease_live;
+    // A replayed failure, or too many unknown answers: the key is not resent again.
+    let failed = f.finished || f.unknown_answers >= f.max_unknown_answers;
+    if tier == Tier::One && holds && !failed {
+        // The service dedupes a late first request: the resend may go at once.
+        return Next::Resend(Via::RetryIdempotent);
+    }
+    if !lookup {
+        return Next::Ambiguous(if !lease_live {
+            AmbiguousWhy::LeaseStaleNoLookup
+        } else if !premises_hold {
+            AmbiguousWhy::PremiseStaleNoLookup
+        } else {
+            AmbiguousWhy::FailedNoLookup
+        });
+    }
+    let Some(found) = f.found else {
+        return Next::Lookup;
+    };
+    if found {
+        return Next::CommitFound;
+    }
+    // "Not found" is trusted only once the target's server-side bound has passed since the
+    // claim was found free (or our own last send): a sender can stall between DISPATCHED and
+    // its send, and a request keeps executing after its client gave up.
+    let Some(bound) = f.caps.max_in_flight else {
+        return Next::Ambiguous(AmbiguousWhy::NoInFlightBound);
+    };
+    let trusted_at = f
+        .in_flight
+        .counted_from_ms
+        .saturating_add(u64::try_from(bound.as_millis()).unwrap_or(u64::MAX));
+    if f.in_flight.now_ms < trusted_at {
+        return Next::WaitInFlight {
+            until_ms: trusted_at,
+        };
+    }
+    if !lease_live {
+        return Next::Refuse(RefusalCode::LeaseAtRecovery);
+    }
+    if !premises_hold {
+        return Next::Refuse(RefusalCode::StalePremiseAtRecovery);
+    }
+    if failed {
+        return Next::Refuse(RefusalCode::TargetFailedAtRecovery);
+    }
+    match f.lease_live_before_resend {
+        None => Next::CheckLeaseBeforeResend,
+        Some(false) => Next::Refuse(RefusalCode::LeaseAtRecovery),
+        Some(true) => Next::Resend(Via::RecoveryReapply),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(dedup: bool, lookup: bool, bound_ms: Option<u64>) -> Capabilities {
+        Capabilities {
+            dedup: dedup.then_some(Some(Duration::from_secs(86_400))),
+            lookup,
+            max_in_flight: bound_ms.map(Duration::from_millis),
+        }
+    }
+
+    fn facts(c: Capabilities) -> RecoveryFacts {
+        RecoveryFacts::new(
+            c,
+            Duration::from_secs(600),
+            0,
+            InFlight {
+                now_ms: 100,
+                counted_from_ms: 100,
+            },
+        )
+    }
+
+    #[test]
+    fn tier_one_that_holds_resends_at_once_after_premises_then_lease() {
+        let mut f = facts(caps(true, true, Some(5_000)));
+        assert_eq!(next_recovery_step(&f), Next::CheckPremises);
+        f.premises_hold = Some(true);
+        assert_eq!(next_recovery_step(&f), Next::CheckLease);
+        f.lease_live = Some(true);
+        assert_eq!(next_recovery_step(&f), Next::Resend(Via::RetryIdempotent));
+    }
+
+    #[test]
+    fn a_replayed_failure_is_settled_by_lookup_and_refused_after_the_bound() {
+        let mut f = facts(caps(true, true, Some(5_000)));
+        f.premises_hold = Some(true);
+        f.lease_live = Some(true);
+        f.finished = true;
+        assert_eq!(next_recovery_step(&f), Next::Lookup);
+        f.found = Some(false);
+        assert_eq!(
+            next_recovery_step(&f),
+            Next::WaitInFlight { until_ms: 5_100 }
+        );
+        f.in_flight.now_ms = 5_100;
+        assert_eq!(
+            next_recovery_step(&f),
+            Next::Refuse(RefusalCode::TargetFailedAtRecovery)
+        );
+    }
+
+    #[test]
+    fn no_stated_bound_means_not_found_is_never_trusted() {
+        let mut f = facts(caps(false, true, None));
+        f.premises_hold = Some(true);
+        f.lease_live = Some(false);
+        f.found = Some(false);
+        assert_eq!(
+            next_recovery_step(&f),
+            Next::Ambiguous(AmbiguousWhy::NoInFlightBound)
+        );
+    }
+
+    #[test]
+    fn a_reapply_checks_the_lease_after_the_lookup() {
+        let mut f = facts(caps(false, true, Some(0)));
+        f.premises_hold = Some(true);
+        f.lease_live = Some(true);
+        f.found = Some(false);
+        assert_eq!(next_recovery_step(&f), Next::CheckLeaseBeforeResend);
+        f.lease_live_before_resend = Some(false);
+        assert_eq!(
+            next_recovery_step(&f),
+            Next::Refuse(RefusalCode::LeaseAtRecovery)
+        );
+        f.lease_live_before_resend = Some(true);
+        assert_eq!(next_recovery_step(&f), Next::Resend(Via::RecoveryReapply));
+    }
+
+    #[test]
+    fn admission_order_is_open_conflict_ambiguous_committed() {
+        let f = EffectFacts {
+            open: true,
+            payload_differs: true,
+            ..EffectFacts::default()
+        };
+        assert_eq!(
+            admit(Some(f), AdmissionPoint::Proposal),
+            Admission::InFlight
+        );
+        let f = EffectFacts {
+            target_rejected: true,
+            ..EffectFacts::default()
+        };
+        assert_eq!(admit(Some(f), AdmissionPoint::Proposal), Admission::Proceed);
+        assert_eq!(
+            admit(Some(f), AdmissionPoint::Dispatch),
+            Admission::TargetRejected
+        );
+        assert_eq!(admit(None, AdmissionPoint::Dispatch), Admission::Proceed);
+    }
+}
