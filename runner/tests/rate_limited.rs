@@ -7,24 +7,10 @@ use std::path::Path;
 use std::process::Command;
 
 #[test]
-fn eight_jobs_against_a_sandbox_rate_limit_complete_clean() {
+fn the_default_matrix_with_eight_jobs_against_a_sandbox_rate_limit_completes_clean() {
     let out = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .args([
-            "--scenario",
-            "billing_credit",
-            "--no-site",
-            "--jobs",
-            "8",
-            // Every default cell but before_send/billing_credit, whose refusals wait out the
-            // in-flight bound (30 s against a rate-limited emulator) and add nothing here.
-            "--cells",
-            "before_send:renewal:*",
-            "before_send:proration:*",
-            "before_send:unrelated_credit:*",
-            "after_send:renewal:*",
-            "after_send:proration:*",
-        ])
+        .args(["--scenario", "billing_credit", "--no-site", "--jobs", "8"])
         .arg("--out")
         .arg(out.path())
         .env("INTERLOCK_EMULATOR_RATE_LIMIT", "25")
@@ -49,7 +35,7 @@ fn eight_jobs_against_a_sandbox_rate_limit_complete_clean() {
 
     let bytes = std::fs::read(out.path().join("billing_credit.json")).unwrap();
     let run = verify::load::load_results(&bytes).unwrap();
-    assert_eq!(run.cells.len(), 15);
+    assert_eq!(run.cells.len(), 18);
     for c in &run.cells {
         assert!(c.harness_error.is_none(), "{:?}", c.harness_error);
         assert_eq!(c.worker_exit_signal, Some(9));
@@ -64,7 +50,7 @@ fn eight_jobs_against_a_sandbox_rate_limit_complete_clean() {
         .iter()
         .filter(|c| c.emulator.is_some())
         .collect();
-    assert_eq!(run_here.len(), 15);
+    assert_eq!(run_here.len(), 18);
     for c in run_here {
         assert!(
             c.identical(),
