@@ -54,19 +54,31 @@ pub fn compensation_by_others(
     case_id: &str,
     incident: Option<&str>,
 ) -> i64 {
+    let exact = compensation_by_others_exact(credit_notes, balance_transactions, case_id, incident);
+    i64::try_from(exact).unwrap_or(if exact < 0 { i64::MIN } else { i64::MAX })
+}
+
+/// [`compensation_by_others`] summed exactly (no wrap, no saturation: 128 bits hold any sum of
+/// 64-bit amounts a file can list), for comparing with a stated 64-bit value.
+pub fn compensation_by_others_exact(
+    credit_notes: &[CreditNoteTruth],
+    balance_transactions: &[BalanceTxnTruth],
+    case_id: &str,
+    incident: Option<&str>,
+) -> i128 {
     let in_scope = |tag: &Option<String>| match incident {
         None => true,
         Some(want) => tag.as_deref() == Some(want),
     };
-    let notes: i64 = credit_notes
+    let notes: i128 = credit_notes
         .iter()
         .filter(|n| n.status == "issued" && in_scope(&n.incident))
-        .map(|n| n.amount)
+        .map(|n| i128::from(n.amount))
         .sum();
-    let adjustments: i64 = balance_transactions
+    let adjustments: i128 = balance_transactions
         .iter()
         .filter(|t| is_credit_by_other(t, case_id) && in_scope(&t.incident))
-        .map(|t| -t.amount)
+        .map(|t| -i128::from(t.amount))
         .sum();
     notes + adjustments
 }

@@ -182,6 +182,7 @@ pub fn seal(entry: &mut Map<String, Value>, key: &SigningKey) -> Result<(), Cano
 
 /// A receipt bundle: every entry of one effect, in journal order, exactly as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ReceiptBundle {
     /// Always [`RECEIPT_FORMAT`].
     pub format: String,

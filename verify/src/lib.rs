@@ -10,9 +10,12 @@
 pub mod billing_credit;
 pub mod canonical;
 pub mod check;
+pub mod display;
 pub mod entry;
 pub mod finding;
+pub mod keys;
 pub mod load;
+pub mod manifest;
 pub mod original;
 pub mod problem;
 pub mod pycompat;
@@ -20,3 +23,14 @@ pub mod receipt;
 pub mod results;
 pub mod signatures;
 pub mod synthetic;
+
+/// A short, stable name of an ed25519 public key for people to compare: `SHA256:` and the first
+/// 16 bytes of the SHA-256 of the key's 32 bytes, in lowercase hex.
+pub fn fingerprint(key: &ed25519_dalek::VerifyingKey) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(key.as_bytes());
+    format!(
+        "SHA256:{}",
+        entry::lower_hex(digest.get(..16).unwrap_or_default())
+    )
+}

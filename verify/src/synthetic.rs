@@ -501,7 +501,7 @@ pub fn generate(spec: &Spec) -> ResultsFile {
         .map(|(n, (crash, outage, column, repeat))| cell(n, crash, outage, column, *repeat, &key))
         .collect();
     let summary = crate::results::summarize(&spec.columns, &cells);
-    ResultsFile {
+    let mut file = ResultsFile {
         format: RESULTS_FORMAT.into(),
         scenario: "billing_credit".into(),
         generated: "2026-11-29T12:00:00Z".into(),
@@ -533,7 +533,14 @@ pub fn generate(spec: &Spec) -> ResultsFile {
             })
             .collect(),
         columns: spec.columns.clone(),
+        repeats: spec.repeats,
+        selected: Vec::new(),
         cells,
         summary,
-    }
+        manifest: Default::default(),
+    };
+    // Every value above is an integer within 2^53 and holds no float, so the manifest can be
+    // computed; if it ever could not, the file stays unsigned and fails verification.
+    let _ = crate::manifest::sign(&mut file, &key);
+    file
 }
