@@ -561,7 +561,9 @@ fn the_untouched_file_verifies() {
         let key = verify::keys::parse_key(signer).unwrap();
         let fingerprint = verify::fingerprint(&key);
         assert!(
-            stdout.contains(&format!("manifest (signed, self-attested: signed by {fingerprint}")),
+            stdout.contains(&format!(
+                "manifest (signed, self-attested: signed by {fingerprint}"
+            )),
             "{stdout}"
         );
         let out = bin().args(["--key", signer]).arg(&p).output().unwrap();
