@@ -253,6 +253,7 @@ fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
         .iter()
         .map(|r| (r.crash.as_str(), r.outage.as_str()))
         .collect();
+    let columns: HashSet<&str> = file.columns.iter().map(String::as_str).collect();
     check_environment(file, findings);
     check_cell_set(file, findings);
     let mut seen = HashSet::new();
@@ -271,7 +272,7 @@ fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
                 ));
             }
         }
-        if !file.columns.contains(&c.column) {
+        if !columns.contains(c.column.as_str()) {
             findings.push(Finding::new(
                 format!("cells[{i}].column"),
                 fcode::FILE_INCONSISTENT,
@@ -604,6 +605,20 @@ fn check_crash_evidence(
     harness_error: bool,
     f: &mut Vec<Finding>,
 ) {
+    if !harness_error {
+        if let Some(why) =
+            billing_credit::outage_misfit(&cell.outage, &cell.outage_record, &cell.case.incident)
+        {
+            f.push(Finding::new(
+                format!("{base}.outage_record"),
+                fcode::FILE_INCONSISTENT,
+                format!(
+                    "cell {i}: the outage record does not fit outage {:?}: {why}",
+                    cell.outage
+                ),
+            ));
+        }
+    }
     if harness_error {
         if cell
             .harness_error

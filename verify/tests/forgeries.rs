@@ -215,7 +215,7 @@ fn forgeries() -> Vec<(&'static str, bool, Edit)> {
         ),
         (
             "crash and outage labels swapped between two cells",
-            false,
+            true,
             Box::new(|d| {
                 let a = 0;
                 let b = find(d, |c| {
