@@ -7,21 +7,22 @@
 //! [`original::verify_original_results`] for the original Python implementation's results, and
 //! [`load::load_document`] / [`load::load_results`] to read any of them strictly.
 
+pub mod trusted;
+
+pub use trusted::{canonical, entry, problem, signatures};
+
 pub mod billing_credit;
-pub mod canonical;
 pub mod check;
+mod compact;
 pub mod display;
-pub mod entry;
 pub mod finding;
 pub mod keys;
 pub mod load;
 pub mod manifest;
 pub mod original;
-pub mod problem;
 pub mod pycompat;
 pub mod receipt;
 pub mod results;
-pub mod signatures;
 pub mod synthetic;
 
 /// A short, stable name of an ed25519 public key for people to compare: `SHA256:` and the first

@@ -188,6 +188,7 @@ pub struct Cell {
     /// Interlock only: the kinds of the effect's journal entries, in order.
     pub journal_kinds: Vec<String>,
     /// Interlock only: the effect's full receipt bundle.
+    #[schemars(with = "Option<serde_json::Value>")]
     pub receipt: Option<ReceiptBundle>,
     /// hand_check only: every line of its plain log.
     pub hand_check_log: Option<Vec<serde_json::Value>>,
