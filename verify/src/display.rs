@@ -53,6 +53,64 @@ pub fn json_safe(json: &str) -> String {
     out
 }
 
+/// Shrink a JSON report until its compact text fits in `budget` bytes: first every list of
+/// `problems` or `findings` is cut to a few items (with a note of how many were left out), then to
+/// one, then the per-cell and per-receipt details are dropped, keeping the verdicts. Returns
+/// whether anything was cut. A report that fits is left as it is.
+pub fn fit_json(report: &mut serde_json::Value, budget: usize) -> bool {
+    let size = |v: &serde_json::Value| serde_json::to_string(v).map_or(usize::MAX, |t| t.len());
+    if size(report) <= budget {
+        return false;
+    }
+    for keep in [8, 1] {
+        cut_lists(report, keep);
+        if size(report) <= budget {
+            return true;
+        }
+    }
+    drop_details(report);
+    true
+}
+
+const LISTS: [&str; 2] = ["problems", "findings"];
+const DETAILS: [&str; 3] = ["cell_reports", "receipts", "journal_kinds"];
+
+fn cut_lists(v: &mut serde_json::Value, keep: usize) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, item) in m.iter_mut() {
+                if let (true, serde_json::Value::Array(a)) =
+                    (LISTS.contains(&k.as_str()), &mut *item)
+                {
+                    if a.len() > keep {
+                        let left = a.len() - keep;
+                        a.truncate(keep);
+                        a.push(serde_json::json!({"code": "truncated", "message": format!("{left} more left out to keep the report small; the text output and a smaller file show them")}));
+                    }
+                }
+                cut_lists(item, keep);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| cut_lists(x, keep)),
+        _ => {}
+    }
+}
+
+fn drop_details(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for k in DETAILS {
+                if m.remove(k).is_some() {
+                    m.insert(format!("{k}_left_out"), serde_json::Value::Bool(true));
+                }
+            }
+            m.values_mut().for_each(drop_details);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(drop_details),
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,6 +134,20 @@ mod tests {
         assert!(s.starts_with("aaaaaaaaaa…"));
         assert!(s.contains("1000 bytes"));
         assert_eq!(shorten("short", 10), "short");
+    }
+
+    #[test]
+    fn reports_are_cut_to_the_budget_keeping_the_verdict() {
+        let problems: Vec<serde_json::Value> = (0..500)
+            .map(|i| serde_json::json!({"code": "x", "message": format!("problem {i}")}))
+            .collect();
+        let mut v = serde_json::json!({"files": [{"status": "failed", "report": {"ok": false, "problems": problems}}]});
+        assert!(!fit_json(&mut v.clone(), 1 << 20));
+        assert!(fit_json(&mut v, 2_000));
+        let text = v.to_string();
+        assert!(text.len() <= 2_000, "{}", text.len());
+        assert!(text.contains("\"status\":\"failed\""));
+        assert!(text.contains("more left out"));
     }
 
     #[test]

@@ -58,6 +58,8 @@ enum Pinned {
 
 /// Most problem or finding lines printed per file in text output (`--json` lists them all).
 const MAX_LINES_PER_FILE: usize = 40;
+/// The smallest budget of the `--json` report, in bytes (it may grow to the size of the input).
+const JSON_BUDGET_MIN: usize = 512 * 1024;
 /// Longest printed line, in characters (a longer one is cut and says its size).
 const MAX_LINE_CHARS: usize = 1000;
 
@@ -278,7 +280,9 @@ fn run(args: &Args) -> Result<Status> {
     let pinned = pinned_keys(args)?;
     let mut worst = Status::Ok;
     let mut reports = Vec::new();
+    let mut input_bytes = 0usize;
     for path in &args.files {
+        input_bytes += std::fs::metadata(path).map_or(0, |m| m.len() as usize);
         let (status, lines, value) = check_file(path, &pinned);
         worst = worst.max(status);
         let silent = args.json || (args.quiet && status == Status::Ok);
@@ -288,7 +292,13 @@ fn run(args: &Args) -> Result<Status> {
         reports.push(value);
     }
     if args.json {
-        let out = json!({"exit_code": worst as u8, "files": reports});
+        let mut out = json!({"exit_code": worst as u8, "files": reports});
+        // At most the size of the input, and never more than 1 MiB for an input under 1 MiB:
+        // a small file full of problems must not print megabytes.
+        let budget = JSON_BUDGET_MIN.max(input_bytes);
+        if verify::display::fit_json(&mut out, budget) {
+            out["truncated"] = Value::Bool(true);
+        }
         // Compact: indentation would grow with nesting depth, not with the file.
         println!("{}", json_safe(&serde_json::to_string(&out)?));
     }

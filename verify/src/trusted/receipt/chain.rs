@@ -4,7 +4,7 @@
 use super::{Format, PendingSig, SignerRule};
 use crate::display::shorten;
 use crate::trusted::entry::{self, decode_lower_hex, lower_hex};
-use crate::trusted::problem::{code, Problem};
+use crate::trusted::problem::{code, shown_kind, Problem};
 use ed25519_dalek::Signature;
 use serde_json::{Map, Value};
 
@@ -61,7 +61,9 @@ pub(super) struct ChainWalk<'r, 'a> {
 
 impl<'a> ChainWalk<'_, 'a> {
     fn problem(&mut self, i: usize, kind: Option<&str>, code: &str, what: impl Into<String>) {
-        let shown = kind.map(|k| format!(" ({k})")).unwrap_or_default();
+        let shown = kind
+            .map(|k| format!(" ({})", shown_kind(k)))
+            .unwrap_or_default();
         let message = format!("effect {}: entry {i}{shown} {}", self.eid, what.into());
         self.problems.push(Problem::at(i, kind, code, message));
     }

@@ -18,7 +18,7 @@ mod chain;
 mod replay;
 
 use crate::trusted::entry::{self, ReceiptBundle, RECEIPT_FORMAT};
-use crate::trusted::problem::{code, Problem};
+use crate::trusted::problem::{code, shown_kind, Problem};
 use crate::trusted::signatures;
 use chain::ChainWalk;
 use ed25519_dalek::{Signature, VerifyingKey};
@@ -415,7 +415,7 @@ fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
         .enumerate()
         .map(|(i, raw)| walk.check(i, raw, bundle.entries.get(i.wrapping_sub(1))))
         .collect();
-    let kind_of = |e: &Value| e.get("kind").and_then(Value::as_str).map(str::to_owned);
+    let kind_of = |e: &Value| e.get("kind").and_then(Value::as_str).map(shown_kind);
     report.journal_kinds = bundle
         .entries
         .iter()

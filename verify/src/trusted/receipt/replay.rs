@@ -4,7 +4,7 @@
 use super::{Format, Happened, ReceiptReport, Refusal, RESEND_VIAS, VIAS};
 use crate::trusted::canonical;
 use crate::trusted::entry::{self, Kind};
-use crate::trusted::problem::{code, Problem};
+use crate::trusted::problem::{code, shown_kind, Problem};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -77,7 +77,9 @@ pub(super) fn replay(
 
 impl<'a> Replay<'a> {
     fn put(&mut self, i: usize, kind: Option<&str>, code: &str, what: String) {
-        let shown = kind.map(|k| format!(" ({k})")).unwrap_or_default();
+        let shown = kind
+            .map(|k| format!(" ({})", shown_kind(k)))
+            .unwrap_or_default();
         let message = format!("effect {}: entry {i}{shown} {what}", self.eid);
         self.problems.push(Problem::at(i, kind, code, message));
     }
