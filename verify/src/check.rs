@@ -662,7 +662,12 @@ fn check_restart_output(
     harness_error: bool,
     f: &mut Vec<Finding>,
 ) {
-    let Some(restart) = cell.restart.as_ref() else {
+    // One cell's restart line at a time, at most `FREE_FORM_MAX_BYTES` of text.
+    let Some(restart) = cell
+        .restart
+        .as_ref()
+        .map(crate::results::FreeForm::to_value)
+    else {
         return;
     };
     if let Some(status) = restart.get("status").and_then(Value::as_str) {
@@ -1117,19 +1122,50 @@ enum LogSays {
     Unclear(String),
 }
 
+/// The parts of a hand_check log line the checks read (other members are skipped unread).
+#[derive(serde::Deserialize)]
+struct LogLine {
+    #[serde(default)]
+    phase: Value,
+    #[serde(default)]
+    step: Value,
+    #[serde(default)]
+    credit: Value,
+    #[serde(default)]
+    found: Value,
+    #[serde(default)]
+    replayed: Value,
+}
+
+impl LogLine {
+    fn get(&self, field: &str) -> Option<&Value> {
+        match field {
+            "step" => Some(&self.step),
+            "credit" => Some(&self.credit),
+            "found" => Some(&self.found),
+            "replayed" => Some(&self.replayed),
+            _ => None,
+        }
+    }
+}
+
+/// The last line of the log's restart phase (a line that is not an object is no step).
+fn last_restart_line(cell: &Cell) -> Option<LogLine> {
+    cell.hand_check_log.as_ref()?.iter().rev().find_map(|l| {
+        l.read::<LogLine>()
+            .filter(|line| line.phase.as_str() == Some("restart"))
+    })
+}
+
 fn hand_check_says(cell: &Cell) -> (LogSays, Option<String>) {
     let gt = &cell.ground_truth;
-    let Some(log) = &cell.hand_check_log else {
+    if cell.hand_check_log.is_none() {
         return (
             LogSays::Unclear("the cell has no hand_check log".into()),
             None,
         );
-    };
-    let Some(last) = log
-        .iter()
-        .rev()
-        .find(|l| l.get("phase").and_then(Value::as_str) == Some("restart"))
-    else {
+    }
+    let Some(last) = last_restart_line(cell) else {
         return (LogSays::Unclear("the log has no restart step".into()), None);
     };
     let step = last.get("step").and_then(Value::as_str).map(str::to_owned);
@@ -1166,16 +1202,7 @@ fn check_hand_check(
 ) -> (bool, String) {
     let exists = cell.ground_truth.case_credit_count > 0;
     let (says, step) = hand_check_says(cell);
-    let replayed = cell
-        .hand_check_log
-        .as_ref()
-        .and_then(|log| {
-            log.iter()
-                .rev()
-                .find(|l| l.get("phase").and_then(Value::as_str) == Some("restart"))
-        })
-        .and_then(|l| l.get("replayed"))
-        .and_then(Value::as_bool);
+    let replayed = last_restart_line(cell).and_then(|l| l.replayed.as_bool());
     if !harness_error {
         let allowed: &[&str] = match step.as_deref() {
             Some("sent") => match replayed {

@@ -479,8 +479,10 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
         effect_id,
         journal_kinds,
         receipt: receipt_bundle,
-        hand_check_log,
-        restart: Some(json!({"status": outcome, "effect_id": effect_id_json})),
+        hand_check_log: hand_check_log.map(|log| log.iter().map(FreeForm::from_value).collect()),
+        restart: Some(FreeForm::from_value(
+            &json!({"status": outcome, "effect_id": effect_id_json}),
+        )),
     }
 }
 
