@@ -810,7 +810,7 @@ mod tests {
     }
 
     fn synthetic() -> ResultsFile {
-        verify::synthetic::generate(&verify::synthetic::Spec::default())
+        synthetic::generate(&synthetic::Spec::default())
     }
 
     #[test]

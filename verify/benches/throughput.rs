@@ -16,10 +16,10 @@ use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use rayon::prelude::*;
 use serde_json::json;
 use std::time::Instant;
+use synthetic::{generate, signing_key, Spec};
 use verify::check::verify_results;
 use verify::load::load_results;
 use verify::receipt::{verify_bundles, KeyCheck};
-use verify::synthetic::{generate, signing_key, Spec};
 
 const CHILD_ENV: &str = "VERIFY_BENCH_CHILD";
 

@@ -23,7 +23,6 @@ pub mod original;
 pub mod pycompat;
 pub mod receipt;
 pub mod results;
-pub mod synthetic;
 
 /// A short, stable name of an ed25519 public key for people to compare: `SHA256:` and the first
 /// 16 bytes of the SHA-256 of the key's 32 bytes, in lowercase hex.

@@ -5,8 +5,8 @@ use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use synthetic::seal_chain;
 use verify::billing_credit::billing_credit_effect_id;
-use verify::synthetic::seal_chain;
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

@@ -24,7 +24,7 @@ fn committed_run() -> PathBuf {
 fn genuine() -> Vec<(&'static str, Value)> {
     let mut out = vec![(
         "synthetic",
-        serde_json::to_value(verify::synthetic::generate(&Default::default())).unwrap(),
+        serde_json::to_value(synthetic::generate(&Default::default())).unwrap(),
     )];
     if let Ok(bytes) = std::fs::read(committed_run()) {
         out.push(("committed", serde_json::from_slice(&bytes).unwrap()));
@@ -523,7 +523,7 @@ fn deep_values_do_not_blow_up_the_json_report() {
         deep = json!([deep]);
     }
     let effect = json!({"customer": "cus_1", "amount": 1000, "description": "d"});
-    let b = verify::synthetic::seal_chain(
+    let b = synthetic::seal_chain(
         &key,
         &eid,
         0,

@@ -13,7 +13,7 @@ use verify::receipt::{verify_bundle, KeyCheck};
 fn synthetic() -> &'static (Vec<u8>, Value) {
     static FILE: OnceLock<(Vec<u8>, Value)> = OnceLock::new();
     FILE.get_or_init(|| {
-        let f = verify::synthetic::generate(&Default::default());
+        let f = synthetic::generate(&Default::default());
         let v = serde_json::to_value(&f).unwrap();
         (serde_json::to_vec(&v).unwrap(), v)
     })

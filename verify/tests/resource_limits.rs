@@ -64,7 +64,7 @@ fn receipt(entries: Vec<Value>, eid: String) -> Value {
 }
 
 fn synthetic() -> Value {
-    serde_json::to_value(verify::synthetic::generate(&Default::default())).unwrap()
+    serde_json::to_value(synthetic::generate(&Default::default())).unwrap()
 }
 
 /// Adversarial inputs, each under 1 MB.

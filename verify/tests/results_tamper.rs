@@ -22,7 +22,7 @@ fn committed_run() -> PathBuf {
 fn bases() -> Vec<(&'static str, Value)> {
     let mut out = vec![(
         "synthetic",
-        serde_json::to_value(verify::synthetic::generate(&Default::default())).unwrap(),
+        serde_json::to_value(synthetic::generate(&Default::default())).unwrap(),
     )];
     if let Ok(bytes) = std::fs::read(committed_run()) {
         out.push((
