@@ -169,6 +169,30 @@ pub fn answer_matches(outcome: &str, truth: &GroundTruth) -> bool {
 mod tests {
     use super::*;
 
+    #[test]
+    fn compensation_sums_never_wrap() {
+        let note = |id: &str, amount: i64| CreditNoteTruth {
+            id: id.into(),
+            amount,
+            status: "issued".into(),
+            incident: None,
+            created: 1,
+            invoice: "in_1".into(),
+        };
+        let notes = [
+            note("cn_1", i64::MAX),
+            note("cn_2", i64::MAX),
+            note("cn_3", 2),
+        ];
+        let exact = compensation_by_others_exact(&notes, &[], "case-1", None);
+        assert_eq!(exact, 2 * i128::from(i64::MAX) + 2);
+        // The 64-bit view saturates, so it can never wrap around to a small number.
+        assert_eq!(
+            compensation_by_others(&notes, &[], "case-1", None),
+            i64::MAX
+        );
+    }
+
     fn txn(
         id: &str,
         kind: &str,

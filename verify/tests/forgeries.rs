@@ -295,6 +295,19 @@ fn forgeries() -> Vec<(&'static str, bool, Edit)> {
             }),
         ),
         (
+            "want-rule input: a credit note's creation time moved",
+            false,
+            Box::new(|d| {
+                let i = find(d, |c| {
+                    c["ground_truth"]["credit_notes"]
+                        .as_array()
+                        .is_some_and(|n| !n.is_empty())
+                });
+                let note = &mut d["cells"][i]["ground_truth"]["credit_notes"][0];
+                note["created"] = json!(note["created"].as_i64().unwrap() + 86_400);
+            }),
+        ),
+        (
             "a file with no interlock cells",
             false,
             Box::new(|d| {
