@@ -13,6 +13,7 @@ pub use trusted::{canonical, entry, problem, signatures};
 
 pub mod billing_credit;
 pub mod check;
+pub mod cli;
 mod compact;
 pub mod display;
 pub mod finding;
