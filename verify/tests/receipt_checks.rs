@@ -4,11 +4,11 @@
 
 use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
+use synthetic::seal_chain;
 use verify::billing_credit::billing_credit_effect_id;
 use verify::entry::{compute_hash, ReceiptBundle};
 use verify::problem::code;
 use verify::receipt::{verify_bundle, verify_bundles, Happened, KeyCheck, ReceiptReport};
-use verify::synthetic::seal_chain;
 
 fn key() -> SigningKey {
     SigningKey::from_bytes(&[1u8; 32])
@@ -644,4 +644,35 @@ fn tamper_rebuild_the_chain_with_fresh_hashes() {
         .filter_map(|p| p.entry)
         .collect();
     assert_eq!(bad, vec![0, 1, 2, 3]);
+}
+
+/// The gate's recovery records the in-flight bound a "not found" rested on, and refuses with
+/// `target_failed_at_recovery` when the service replayed an error and a lookup found nothing:
+/// extra kind fields and new refusal codes verify like any other.
+#[test]
+fn recovery_entries_with_in_flight_fields_and_new_refusal_codes_verify() {
+    let in_flight = json!({"assumed_max_in_flight_ms": 5500, "counted_from_ms": 1_795_994_632_962_i64,
+                           "in_flight_basis": "claim found free"});
+    let mut refusal = json!({"kind": "REFUSED", "code": "target_failed_at_recovery",
+        "reason": "the service failed the request and a lookup did not find it", "resolves": true,
+        "rechecked": checks()});
+    let mut reapply = committed("recovery-reapply");
+    for (k, v) in in_flight.as_object().unwrap() {
+        refusal[k] = v.clone();
+        reapply[k] = v.clone();
+    }
+    reapply["rechecked"] = checks();
+    let refused = build(vec![proposed(), authorized(), dispatched(), refusal]);
+    let r = verify_bundle(&refused, &pinned());
+    assert!(r.valid, "{:?}", r.problems);
+    assert_eq!(r.happened, Happened::No);
+    assert_eq!(
+        r.refused.as_ref().and_then(|x| x.code.as_deref()),
+        Some("target_failed_at_recovery")
+    );
+    let reapplied = build(vec![proposed(), authorized(), dispatched(), reapply]);
+    let r = verify_bundle(&reapplied, &pinned());
+    assert!(r.valid, "{:?}", r.problems);
+    assert_eq!(r.happened, Happened::Yes);
+    assert_eq!(r.via.as_deref(), Some("recovery-reapply"));
 }
