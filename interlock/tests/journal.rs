@@ -177,7 +177,10 @@ fn a_line_signed_by_an_untrusted_key_is_corrupt() {
     gate.submit(&proposal(1000)).unwrap();
     drop(gate);
     let err = open(&path).unwrap_err().to_string();
-    assert!(err.contains("line 1") && err.contains("not a key this gate trusts"), "{err}");
+    assert!(
+        err.contains("line 1") && err.contains("not a key this gate trusts"),
+        "{err}"
+    );
     // Trusted explicitly, the same journal opens.
     let config = GateConfig {
         trusted_signers: vec![other.verifying_key()],
@@ -251,7 +254,9 @@ fn a_held_journal_lock_blocks_recovery_with_a_report_and_status_still_answers() 
     held.unlock().unwrap();
     assert_eq!(
         gate.recover().unwrap().pop().map(|r| r.outcome),
-        Some(interlock::RecoveryOutcome::Resolved(Status::CommittedByRetry))
+        Some(interlock::RecoveryOutcome::Resolved(
+            Status::CommittedByRetry
+        ))
     );
 }
 
