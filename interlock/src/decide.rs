@@ -302,6 +302,9 @@ pub struct RecoveryFacts {
     pub lease_live: Option<bool>,
     /// A lookup found the effect (`None`: not looked up yet).
     pub found: Option<bool>,
+    /// The monotonic instant (ms) that lookup was sent: a "not found" is trusted only from a
+    /// lookup sent once the in-flight bound had passed.
+    pub looked_up_at_ms: Option<u64>,
     /// The lease, checked again after the lookup and right before a resend (`None`: not yet).
     pub lease_live_before_resend: Option<bool>,
 }
@@ -325,6 +328,7 @@ impl RecoveryFacts {
             premises_hold: None,
             lease_live: None,
             found: None,
+            looked_up_at_ms: None,
             lease_live_before_resend: None,
         }
     }
@@ -452,6 +456,11 @@ pub fn next_recovery_step(f: &RecoveryFacts) -> Next {
             until_ms: trusted_at,
         };
     }
+    // The bound has passed, but a lookup sent before it did may have missed a request that
+    // landed after the lookup read: only a lookup sent since is trusted.
+    if f.looked_up_at_ms.is_none_or(|at| at < trusted_at) {
+        return Next::Lookup;
+    }
     if !lease_live {
         return Next::Refuse(RefusalCode::LeaseAtRecovery);
     }
@@ -514,7 +523,10 @@ mod tests {
             next_recovery_step(&f),
             Next::WaitInFlight { until_ms: 5_100 }
         );
+        f.looked_up_at_ms = Some(100);
         f.in_flight.now_ms = 5_100;
+        assert_eq!(next_recovery_step(&f), Next::Lookup, "a stale not-found");
+        f.looked_up_at_ms = Some(5_100);
         assert_eq!(
             next_recovery_step(&f),
             Next::Refuse(RefusalCode::TargetFailedAtRecovery)
@@ -539,6 +551,7 @@ mod tests {
         f.premises_hold = Some(true);
         f.lease_live = Some(true);
         f.found = Some(false);
+        f.looked_up_at_ms = Some(100);
         assert_eq!(next_recovery_step(&f), Next::CheckLeaseBeforeResend);
         f.lease_live_before_resend = Some(false);
         assert_eq!(

@@ -263,6 +263,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 Next::Lookup => match self.target.query(eid, &d.effect) {
                     Ok(found) => {
                         facts.found = Some(found.is_some());
+                        facts.looked_up_at_ms = Some(facts.in_flight.now_ms);
                         evidence = found.map_or(Value::Null, recordable);
                     }
                     Err(e) => {
