@@ -353,7 +353,7 @@ impl GateModel {
     /// Carry out how `submit` ends: write the entry the end names, release the claim, idle.
     fn finish_submit(&self, s: &mut State, p: u8, sub: &Submit, end: SubmitEnd) {
         let dispatch = sub.dispatch.unwrap_or(u8::MAX);
-        let mut settled = !self.fold(s).open.is_some();
+        let mut settled = self.fold(s).open.is_none();
         match end {
             SubmitEnd::NotAdmitted(a) => match a {
                 interlock::decide::Admission::Conflicting => Self::append(

@@ -97,9 +97,7 @@ impl Service {
         };
         r.outcome = Some(outcome);
         match outcome {
-            Outcome::Landed if !(dedup && !self.landings.is_empty()) => {
-                self.landings.push(r.dispatch)
-            }
+            Outcome::Landed if !dedup || self.landings.is_empty() => self.landings.push(r.dispatch),
             Outcome::Failed if dedup => self.saved_failure = true,
             _ => {}
         }
