@@ -3,8 +3,10 @@
 
 use crate::gate::{Activity, State};
 use crate::journal::Entry;
-use crate::{Action, GateModel};
-use interlock::decide::{next_recovery_step, next_submit_step, SendAnswer};
+use crate::{Action, Bug, GateModel};
+use interlock::decide::{
+    next_recovery_step, next_submit_step, Next, SendAnswer, SubmitNext, SubmitStep,
+};
 use std::fmt::Write;
 
 /// One line about the world: clock, journal, claim, lease, premises, service.
@@ -57,20 +59,74 @@ pub fn summary(s: &State) -> String {
     )
 }
 
+fn yes_no(b: bool, yes: &str, no: &str) -> String {
+    if b { yes } else { no }.to_owned()
+}
+
+/// What process `p`'s next step asks and what the world answers, as `interlock::decide` names
+/// the step.
+fn step(m: &GateModel, before: &State, p: u8) -> String {
+    let proc = before.procs.get(usize::from(p));
+    match proc.map(|x| x.act) {
+        Some(Activity::Submitting(sub)) => match next_submit_step(&sub.facts) {
+            SubmitNext::Do(step) => {
+                let answer = match step {
+                    SubmitStep::RecordProposal => "PROPOSED, or the call ends".to_owned(),
+                    SubmitStep::CheckLease => yes_no(before.lease_live, "live", "revoked"),
+                    SubmitStep::CheckPremises => {
+                        yes_no(before.premises_hold, "they hold", "one changed")
+                    }
+                    SubmitStep::TakeClaim => yes_no(before.claim.is_none(), "taken", "held"),
+                    SubmitStep::AdmitUnderClaim | SubmitStep::CheckLeaseUnderClaim => {
+                        if m.bug == Some(Bug::LeaseOnlyBeforePremises) {
+                            "admitted; the lease is not asked again (the answer from before the premise reads stands)".to_owned()
+                        } else {
+                            format!(
+                                "admission, then the lease again: {}",
+                                yes_no(before.lease_live, "live", "revoked")
+                            )
+                        }
+                    }
+                    SubmitStep::Send | SubmitStep::LookupRejected => {
+                        "the request leaves".to_owned()
+                    }
+                };
+                format!("p{p} submit: {step:?} → {answer}")
+            }
+            SubmitNext::Finish(end) => format!("p{p} submit ends: {end:?}"),
+        },
+        Some(Activity::Recovering(r)) => {
+            let f = m.recovery_facts(before, &r, proc.and_then(|x| x.memory));
+            let next = next_recovery_step(&f);
+            let answer = match next {
+                Next::CheckPremises => {
+                    yes_no(before.premises_hold, " → they hold", " → one changed")
+                }
+                Next::CheckLease | Next::CheckLeaseBeforeResend => {
+                    yes_no(before.lease_live, " → live", " → revoked")
+                }
+                Next::Lookup => yes_no(before.service.found(), " → found", " → not found"),
+                Next::Resend(_) => " → the request leaves".to_owned(),
+                Next::WaitInFlight { .. } => " → the round ends Blocked".to_owned(),
+                _ => String::new(),
+            };
+            format!("p{p} recover: {next:?}{answer}")
+        }
+        _ => format!("p{p} idles"),
+    }
+}
+
 fn describe(m: &GateModel, before: &State, action: Action) -> String {
     match action {
-        Action::Propose(p) => format!("p{p} calls submit"),
-        Action::Step(p) => match before.procs.get(usize::from(p)).map(|x| x.act) {
-            Some(Activity::Submitting(sub)) => {
-                format!("p{p} submit: {:?}", next_submit_step(&sub.facts))
-            }
-            Some(Activity::Recovering(r)) => {
-                let memory = before.procs.get(usize::from(p)).and_then(|x| x.memory);
-                let f = m.recovery_facts(before, &r, memory);
-                format!("p{p} recover: {:?}", next_recovery_step(&f))
-            }
-            _ => format!("p{p} idles"),
-        },
+        Action::Propose(p) => format!(
+            "p{p} calls submit with payload {}: RecordProposal → PROPOSED, or the call ends",
+            before
+                .procs
+                .get(usize::from(p))
+                .and_then(|x| x.todo)
+                .unwrap_or_default()
+        ),
+        Action::Step(p) => step(m, before, p),
         Action::Answer(p, SendAnswer::Unknown) => {
             format!("p{p} hears nothing usable (timeout, lost answer or 5xx): Unknown")
         }

@@ -44,8 +44,20 @@ fn run(name: &str, m: GateModel, stop_at: Option<&'static str>) -> Run {
         if p.expectation == stateright::Expectation::Sometimes {
             reached.push(p.name);
         } else {
-            let last = path.last_state().clone();
-            let mut trace = narrate(&m, &path.into_vec());
+            // Up to the first state that breaks the property (the search may report a later
+            // one on the same path).
+            let mut steps = path.into_vec();
+            if let Some(first) = steps.iter().position(|(s, _)| !(p.condition)(&m, s)) {
+                steps.truncate(first + 1);
+                if let Some(last) = steps.last_mut() {
+                    last.1 = None;
+                }
+            }
+            let last = steps
+                .last()
+                .map(|(s, _)| s.clone())
+                .expect("a path has a state");
+            let mut trace = narrate(&m, &steps);
             trace.push_str(&left_alone(&m, &last));
             failures.push((p.name, trace));
         }
