@@ -278,6 +278,14 @@ pub struct InFlight {
     pub counted_from_ms: u64,
 }
 
+/// The monotonic instant (ms) the in-flight bound counts from when recovery takes the claim:
+/// the instant a dead recoverer of the same dispatch recorded (same host and boot: monotonic
+/// instants mean nothing elsewhere), never later than now; else now, when the claim was found
+/// free. Never the DISPATCHED timestamp: a sender can stall between DISPATCHED and its send.
+pub fn in_flight_start(now_ms: u64, recorded_ms: Option<u64>) -> u64 {
+    recorded_ms.map_or(now_ms, |ms| ms.min(now_ms))
+}
+
 /// Everything recovery knows about one open dispatch at a step, as plain data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecoveryFacts {
@@ -638,6 +646,13 @@ mod tests {
             next_submit_step(&f),
             SubmitNext::Finish(SubmitEnd::ClaimHeld)
         );
+    }
+
+    #[test]
+    fn the_in_flight_bound_counts_from_the_claim_found_free_or_an_earlier_record() {
+        assert_eq!(in_flight_start(500, None), 500);
+        assert_eq!(in_flight_start(500, Some(200)), 200);
+        assert_eq!(in_flight_start(500, Some(900)), 500);
     }
 
     #[test]

@@ -7,8 +7,9 @@ use crate::properties::{properties, Check};
 use crate::service::{Outcome, Request, Service};
 use crate::{Bug, GateModel};
 use interlock::decide::{
-    admit, after_rejection, next_recovery_step, next_submit_step, AdmissionPoint, InFlight,
-    LookupAnswer, Next, RecoveryFacts, SendAnswer, SubmitEnd, SubmitFacts, SubmitNext, SubmitStep,
+    admit, after_rejection, in_flight_start, next_recovery_step, next_submit_step, AdmissionPoint,
+    InFlight, LookupAnswer, Next, RecoveryFacts, SendAnswer, SubmitEnd, SubmitFacts, SubmitNext,
+    SubmitStep,
 };
 use interlock::{RefusalCode, Via};
 use stateright::{Model, Property};
@@ -573,15 +574,15 @@ impl GateModel {
             Entry::Dispatched { at, .. } => at,
             _ => 0,
         };
-        let inherited = s
+        let recorded = s
             .record
             .filter(|r| r.dispatch == line.id && r.recovering)
             .and_then(|r| r.in_flight_from)
-            .map(|t| t.min(s.now));
+            .map(u64::from);
         let counted_from = if self.has(Bug::InFlightFromDispatched) {
             dispatched_at
         } else {
-            inherited.unwrap_or(s.now)
+            u8::try_from(in_flight_start(u64::from(s.now), recorded)).unwrap_or(u8::MAX)
         };
         s.claim = Some(p);
         s.record = Some(ClaimRecord {

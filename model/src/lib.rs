@@ -2,7 +2,8 @@
 //!
 //! The model's gate processes do not re-describe the protocol: every step a process takes is
 //! the one [`interlock::decide::next_submit_step`] or [`interlock::decide::next_recovery_step`]
-//! names, every admission is [`interlock::decide::admit`], a rejected send is settled by
+//! names, every admission is [`interlock::decide::admit`], the in-flight bound counts from
+//! [`interlock::decide::in_flight_start`], a rejected send is settled by
 //! [`interlock::decide::after_rejection`], and the final status is read with
 //! [`interlock::status_of`]. Around them the model holds a journal (durable lines with
 //! hash/prev links, one lock: each process step is atomic), the effect's claim (released when
