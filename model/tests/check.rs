@@ -194,6 +194,17 @@ fn tier_one_holds() {
 }
 
 #[test]
+fn tier_one_with_two_proposers_holds() {
+    let mut m = busy(true, true);
+    m.crashes = 1;
+    holds(
+        "tier 1, two proposers, one crash",
+        m,
+        &[REACH_RETRY, REACH_REFUSED, REACH_CORRUPT],
+    );
+}
+
+#[test]
 fn tier_one_without_lookup_holds() {
     holds(
         "tier 1, no lookup",
