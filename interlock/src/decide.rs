@@ -27,7 +27,7 @@ pub struct EffectFacts {
 }
 
 /// Whether a proposal may go on, and if not, what `submit` answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Admission {
     /// Go on (write PROPOSED, or at dispatch: check the lease and write DISPATCHED).
     Proceed,
@@ -84,6 +84,189 @@ pub enum AfterSend {
     LeaveOpen,
 }
 
+/// What a send answered, as far as deciding goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SendAnswer {
+    /// The service applied it (or answered with the saved success of an earlier request).
+    Applied,
+    /// The service said no: settled, not done as far as it knows.
+    Rejected,
+    /// Timeout, lost connection, 5xx, 409 "in progress": it may have landed or may still land.
+    Unknown,
+    /// The saved failure of an earlier request under the same key.
+    Replayed,
+}
+
+/// What `submit` does with the answer of its own send.
+pub fn after_send(answer: SendAnswer) -> AfterSend {
+    match answer {
+        SendAnswer::Applied => AfterSend::Commit,
+        SendAnswer::Rejected => AfterSend::SettleRejected,
+        SendAnswer::Unknown | SendAnswer::Replayed => AfterSend::LeaveOpen,
+    }
+}
+
+/// What a lookup answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LookupAnswer {
+    /// The effect is at the service.
+    Found,
+    /// It is not.
+    NotFound,
+    /// The lookup itself failed.
+    Failed,
+}
+
+/// A step of `submit` (DESIGN §2.3), in the order [`next_submit_step`] asks for them. Each step
+/// asks one question; when the answer lets `submit` go on, the step writes the entry named here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubmitStep {
+    /// Under the journal lock: [`admit`] at [`AdmissionPoint::Proposal`]; going on, PROPOSED
+    /// (in the same lock hold).
+    RecordProposal,
+    /// The lease at proposal; going on, AUTHORIZED.
+    CheckLease,
+    /// The premises the effect is decided on, re-checked at the target (I3).
+    CheckPremises,
+    /// Take the effect's claim.
+    TakeClaim,
+    /// With the claim held, take the journal lock (held through the next step and DISPATCHED):
+    /// [`admit`] at [`AdmissionPoint::Dispatch`].
+    AdmitUnderClaim,
+    /// In the same lock hold: the lease again (a revocation during the premise reads is seen);
+    /// going on, DISPATCHED and the claim record.
+    CheckLeaseUnderClaim,
+    /// Call the target.
+    Send,
+    /// The target rejected the send: look it up once.
+    LookupRejected,
+}
+
+/// How `submit` ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubmitEnd {
+    /// An admission that does not go on: its answer (and, for a conflicting payload or a rejection
+    /// settled earlier, its REFUSED).
+    NotAdmitted(Admission),
+    /// A REFUSED with this code: `lease` or `stale_premise` before DISPATCHED; a resolving
+    /// `target_error` after a rejected send that a lookup did not find.
+    Refuse(RefusalCode),
+    /// Another process holds the claim: `IN_FLIGHT`, nothing written.
+    ClaimHeld,
+    /// COMMITTED via `send` or `failed-but-landed`.
+    Commit(Via),
+    /// The outcome is unknown: the dispatch stays open for recovery, `IN_FLIGHT`.
+    LeaveOpen,
+}
+
+/// What `submit` does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubmitNext {
+    /// Ask this step's question.
+    Do(SubmitStep),
+    /// Stop, writing what the end says.
+    Finish(SubmitEnd),
+}
+
+/// Everything `submit` learned so far, as plain data (`None`: not asked yet).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct SubmitFacts {
+    /// The target can be looked up.
+    pub lookup: bool,
+    /// [`SubmitStep::RecordProposal`]'s admission.
+    pub admission: Option<Admission>,
+    /// [`SubmitStep::CheckLease`]: live and covering the effect.
+    pub lease_live: Option<bool>,
+    /// [`SubmitStep::CheckPremises`]: every premise still holds.
+    pub premises_hold: Option<bool>,
+    /// [`SubmitStep::TakeClaim`]: the claim was free and is now held.
+    pub claim_taken: Option<bool>,
+    /// [`SubmitStep::AdmitUnderClaim`]'s admission.
+    pub admission_under_claim: Option<Admission>,
+    /// [`SubmitStep::CheckLeaseUnderClaim`]: live and covering the effect.
+    pub lease_live_under_claim: Option<bool>,
+    /// [`SubmitStep::Send`]'s answer.
+    pub sent: Option<SendAnswer>,
+    /// [`SubmitStep::LookupRejected`]'s answer.
+    pub rejected_lookup: Option<LookupAnswer>,
+}
+
+impl SubmitFacts {
+    /// Facts before anything was asked, for a target that can (`lookup`) or cannot be looked up.
+    pub fn new(lookup: bool) -> SubmitFacts {
+        SubmitFacts {
+            lookup,
+            ..SubmitFacts::default()
+        }
+    }
+}
+
+/// The next step of `submit` from what it learned so far (DESIGN §2.3, §2.4). The order is
+/// fixed: admission, lease, premises, claim, admission again and the lease again under the claim
+/// and the journal lock (so a revocation during the premise reads is seen), send, and a lookup
+/// of a rejected send.
+pub fn next_submit_step(f: &SubmitFacts) -> SubmitNext {
+    use SubmitNext::{Do, Finish};
+    let go_on = |a: Option<Admission>, step: SubmitStep| match a {
+        None => Some(Do(step)),
+        Some(Admission::Proceed) => None,
+        Some(other) => Some(Finish(SubmitEnd::NotAdmitted(other))),
+    };
+    if let Some(next) = go_on(f.admission, SubmitStep::RecordProposal) {
+        return next;
+    }
+    match f.lease_live {
+        None => return Do(SubmitStep::CheckLease),
+        Some(false) => return Finish(SubmitEnd::Refuse(RefusalCode::Lease)),
+        Some(true) => {}
+    }
+    match f.premises_hold {
+        None => return Do(SubmitStep::CheckPremises),
+        Some(false) => return Finish(SubmitEnd::Refuse(RefusalCode::StalePremise)),
+        Some(true) => {}
+    }
+    match f.claim_taken {
+        None => return Do(SubmitStep::TakeClaim),
+        Some(false) => return Finish(SubmitEnd::ClaimHeld),
+        Some(true) => {}
+    }
+    if let Some(next) = go_on(f.admission_under_claim, SubmitStep::AdmitUnderClaim) {
+        return next;
+    }
+    // Checked again here, not only at proposal: the approval can be revoked while the premise
+    // reads run, and only this check is atomic with DISPATCHED.
+    match f.lease_live_under_claim {
+        None => return Do(SubmitStep::CheckLeaseUnderClaim),
+        Some(false) => return Finish(SubmitEnd::Refuse(RefusalCode::Lease)),
+        Some(true) => {}
+    }
+    let Some(answer) = f.sent else {
+        return Do(SubmitStep::Send);
+    };
+    match after_send(answer) {
+        AfterSend::Commit => Finish(SubmitEnd::Commit(Via::Send)),
+        AfterSend::LeaveOpen => Finish(SubmitEnd::LeaveOpen),
+        AfterSend::SettleRejected => after_rejection(f.lookup, f.rejected_lookup),
+    }
+}
+
+/// How a send the target rejected is settled (by `submit`, and by recovery when its resend is
+/// rejected): one lookup where the target has one — found → COMMITTED via `failed-but-landed`,
+/// not found → a resolving REFUSED `target_error`, the lookup failed → the dispatch stays open;
+/// without a lookup → REFUSED `target_error`.
+pub fn after_rejection(lookup: bool, looked_up: Option<LookupAnswer>) -> SubmitNext {
+    use SubmitNext::{Do, Finish};
+    if !lookup {
+        return Finish(SubmitEnd::Refuse(RefusalCode::TargetError));
+    }
+    match looked_up {
+        None => Do(SubmitStep::LookupRejected),
+        Some(LookupAnswer::Found) => Finish(SubmitEnd::Commit(Via::FailedButLanded)),
+        Some(LookupAnswer::NotFound) => Finish(SubmitEnd::Refuse(RefusalCode::TargetError)),
+        Some(LookupAnswer::Failed) => Finish(SubmitEnd::LeaveOpen),
+    }
+}
+
 /// The in-flight bound: how recovery decides that a "not found" can be trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InFlight {
@@ -93,6 +276,14 @@ pub struct InFlight {
     /// claim free (every request of a dead holder had left by then), or its own last send,
     /// whichever is later.
     pub counted_from_ms: u64,
+}
+
+/// The monotonic instant (ms) the in-flight bound counts from when recovery takes the claim:
+/// the instant a dead recoverer of the same dispatch recorded (same host and boot: monotonic
+/// instants mean nothing elsewhere), never later than now; else now, when the claim was found
+/// free. Never the DISPATCHED timestamp: a sender can stall between DISPATCHED and its send.
+pub fn in_flight_start(now_ms: u64, recorded_ms: Option<u64>) -> u64 {
+    recorded_ms.map_or(now_ms, |ms| ms.min(now_ms))
 }
 
 /// Everything recovery knows about one open dispatch at a step, as plain data.
@@ -119,6 +310,9 @@ pub struct RecoveryFacts {
     pub lease_live: Option<bool>,
     /// A lookup found the effect (`None`: not looked up yet).
     pub found: Option<bool>,
+    /// The monotonic instant (ms) that lookup was sent: a "not found" is trusted only from a
+    /// lookup sent once the in-flight bound had passed.
+    pub looked_up_at_ms: Option<u64>,
     /// The lease, checked again after the lookup and right before a resend (`None`: not yet).
     pub lease_live_before_resend: Option<bool>,
 }
@@ -142,6 +336,7 @@ impl RecoveryFacts {
             premises_hold: None,
             lease_live: None,
             found: None,
+            looked_up_at_ms: None,
             lease_live_before_resend: None,
         }
     }
@@ -269,6 +464,11 @@ pub fn next_recovery_step(f: &RecoveryFacts) -> Next {
             until_ms: trusted_at,
         };
     }
+    // The bound has passed, but a lookup sent before it did may have missed a request that
+    // landed after the lookup read: only a lookup sent since is trusted.
+    if f.looked_up_at_ms.is_none_or(|at| at < trusted_at) {
+        return Next::Lookup;
+    }
     if !lease_live {
         return Next::Refuse(RefusalCode::LeaseAtRecovery);
     }
@@ -331,7 +531,10 @@ mod tests {
             next_recovery_step(&f),
             Next::WaitInFlight { until_ms: 5_100 }
         );
+        f.looked_up_at_ms = Some(100);
         f.in_flight.now_ms = 5_100;
+        assert_eq!(next_recovery_step(&f), Next::Lookup, "a stale not-found");
+        f.looked_up_at_ms = Some(5_100);
         assert_eq!(
             next_recovery_step(&f),
             Next::Refuse(RefusalCode::TargetFailedAtRecovery)
@@ -356,6 +559,7 @@ mod tests {
         f.premises_hold = Some(true);
         f.lease_live = Some(true);
         f.found = Some(false);
+        f.looked_up_at_ms = Some(100);
         assert_eq!(next_recovery_step(&f), Next::CheckLeaseBeforeResend);
         f.lease_live_before_resend = Some(false);
         assert_eq!(
@@ -364,6 +568,91 @@ mod tests {
         );
         f.lease_live_before_resend = Some(true);
         assert_eq!(next_recovery_step(&f), Next::Resend(Via::RecoveryReapply));
+    }
+
+    #[test]
+    fn submit_checks_the_lease_again_under_the_claim_after_the_premises() {
+        let mut f = SubmitFacts::new(true);
+        let mut steps = Vec::new();
+        loop {
+            match next_submit_step(&f) {
+                SubmitNext::Do(step) => {
+                    steps.push(step);
+                    match step {
+                        SubmitStep::RecordProposal => f.admission = Some(Admission::Proceed),
+                        SubmitStep::CheckLease => f.lease_live = Some(true),
+                        SubmitStep::CheckPremises => f.premises_hold = Some(true),
+                        SubmitStep::TakeClaim => f.claim_taken = Some(true),
+                        SubmitStep::AdmitUnderClaim => {
+                            f.admission_under_claim = Some(Admission::Proceed)
+                        }
+                        SubmitStep::CheckLeaseUnderClaim => f.lease_live_under_claim = Some(false),
+                        SubmitStep::Send | SubmitStep::LookupRejected => break,
+                    }
+                }
+                SubmitNext::Finish(end) => {
+                    assert_eq!(end, SubmitEnd::Refuse(RefusalCode::Lease));
+                    break;
+                }
+            }
+        }
+        assert_eq!(
+            steps,
+            [
+                SubmitStep::RecordProposal,
+                SubmitStep::CheckLease,
+                SubmitStep::CheckPremises,
+                SubmitStep::TakeClaim,
+                SubmitStep::AdmitUnderClaim,
+                SubmitStep::CheckLeaseUnderClaim,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_rejected_send_is_settled_by_one_lookup_and_an_unknown_one_stays_open() {
+        let mut f = SubmitFacts {
+            lookup: true,
+            admission: Some(Admission::Proceed),
+            lease_live: Some(true),
+            premises_hold: Some(true),
+            claim_taken: Some(true),
+            admission_under_claim: Some(Admission::Proceed),
+            lease_live_under_claim: Some(true),
+            sent: Some(SendAnswer::Rejected),
+            rejected_lookup: None,
+        };
+        assert_eq!(
+            next_submit_step(&f),
+            SubmitNext::Do(SubmitStep::LookupRejected)
+        );
+        f.rejected_lookup = Some(LookupAnswer::Found);
+        assert_eq!(
+            next_submit_step(&f),
+            SubmitNext::Finish(SubmitEnd::Commit(Via::FailedButLanded))
+        );
+        f.lookup = false;
+        assert_eq!(
+            next_submit_step(&f),
+            SubmitNext::Finish(SubmitEnd::Refuse(RefusalCode::TargetError))
+        );
+        f.sent = Some(SendAnswer::Replayed);
+        assert_eq!(
+            next_submit_step(&f),
+            SubmitNext::Finish(SubmitEnd::LeaveOpen)
+        );
+        f.claim_taken = Some(false);
+        assert_eq!(
+            next_submit_step(&f),
+            SubmitNext::Finish(SubmitEnd::ClaimHeld)
+        );
+    }
+
+    #[test]
+    fn the_in_flight_bound_counts_from_the_claim_found_free_or_an_earlier_record() {
+        assert_eq!(in_flight_start(500, None), 500);
+        assert_eq!(in_flight_start(500, Some(200)), 200);
+        assert_eq!(in_flight_start(500, Some(900)), 500);
     }
 
     #[test]

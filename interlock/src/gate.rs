@@ -1,11 +1,14 @@
 //! The gate: `submit` (DESIGN §2.3) as named steps, receipts, and the pieces recovery shares.
 
 use crate::claim::{boot_id, monotonic_ms, ClaimRecord, MonoInstant, Owner, Role};
-use crate::decide::{admit, Admission, AdmissionPoint, EffectFacts};
+use crate::decide::{
+    admit, after_rejection, next_submit_step, Admission, AdmissionPoint, EffectFacts, LookupAnswer,
+    SendAnswer, SubmitEnd, SubmitFacts, SubmitNext, SubmitStep,
+};
 use crate::journal::{EffectState, JournalError};
 use crate::lease::{LeaseCheck, LeaseError, LeaseStore};
 use crate::proposal::{effect_id, Proposal};
-use crate::status::{status_of, RefusalCode, Status, Step, Submitted, Via};
+use crate::status::{status_of, RefusalCode, Status, Step, Submitted};
 use crate::store::{Claim, Location, Section, Store};
 use crate::target::{Target, TargetError};
 use ed25519_dalek::{SigningKey, VerifyingKey};
@@ -196,6 +199,22 @@ impl Prepared<'_> {
 enum Flow<T> {
     Go(T),
     Done(Submitted),
+}
+
+/// What `submit` carries from step to step.
+struct SubmitRun<'g> {
+    /// The answers so far, for [`next_submit_step`].
+    facts: SubmitFacts,
+    /// The premises the effect is decided on (set by step 1).
+    decided_on: Value,
+    /// The checks record for DISPATCHED (`lease_live`, `grant`, `violations`).
+    checks: Value,
+    /// The premise violations found by step 3.
+    violations: Vec<String>,
+    /// The claim, once taken.
+    claim: Option<Claim<'g>>,
+    /// The DISPATCHED hash, once written.
+    dispatch: String,
 }
 
 /// Make target-supplied data recordable: floats and out-of-range integers become strings.
@@ -405,35 +424,53 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         reason: &str,
         rechecked: Option<&Value>,
     ) -> Result<Settled, GateError> {
-        let refused = |why: String| {
-            (
-                Kind::Refused,
-                json!({"code": RefusalCode::TargetError.as_str(), "reason": why, "resolves": true}),
-                Status::Refused(RefusalCode::TargetError),
-                why,
-            )
-        };
-        let (kind, mut fields, status, detail) = if self.target.capabilities().lookup {
-            match self.target.query(eid, effect) {
-                Ok(Some(evidence)) => (
-                    Kind::Committed,
-                    json!({"via": Via::FailedButLanded.as_str(), "evidence": recordable(evidence)}),
-                    Status::CommittedOnQuery,
-                    format!("the target rejected the send ({reason}) but a lookup found the effect"),
-                ),
-                Ok(None) => refused(format!(
-                    "The target rejected the send ({reason}) and a lookup did not find it, so it is settled as not done and never resent."
-                )),
-                Err(e) => {
-                    return Ok(Settled::Open(format!(
-                        "the target rejected the send ({reason}) and the lookup that would settle it failed ({e}); the dispatch stays open for recovery"
-                    )))
+        let lookup = self.target.capabilities().lookup;
+        let mut looked_up = None;
+        let mut evidence = Value::Null;
+        let mut lookup_error = String::new();
+        let end = loop {
+            match after_rejection(lookup, looked_up) {
+                SubmitNext::Finish(end) => break end,
+                SubmitNext::Do(_) => {
+                    looked_up = Some(match self.target.query(eid, effect) {
+                        Ok(Some(found)) => {
+                            evidence = found;
+                            LookupAnswer::Found
+                        }
+                        Ok(None) => LookupAnswer::NotFound,
+                        Err(e) => {
+                            lookup_error = e.to_string();
+                            LookupAnswer::Failed
+                        }
+                    });
                 }
             }
-        } else {
-            refused(format!(
-                "The target rejected the send ({reason}); it is settled as not done and never resent."
-            ))
+        };
+        let (kind, mut fields, status, detail) = match end {
+            SubmitEnd::Commit(via) => (
+                Kind::Committed,
+                json!({"via": via.as_str(), "evidence": recordable(evidence)}),
+                Status::CommittedOnQuery,
+                format!("the target rejected the send ({reason}) but a lookup found the effect"),
+            ),
+            SubmitEnd::Refuse(code) => {
+                let why = if lookup {
+                    format!("The target rejected the send ({reason}) and a lookup did not find it, so it is settled as not done and never resent.")
+                } else {
+                    format!("The target rejected the send ({reason}); it is settled as not done and never resent.")
+                };
+                (
+                    Kind::Refused,
+                    json!({"code": code.as_str(), "reason": why, "resolves": true}),
+                    Status::Refused(code),
+                    why,
+                )
+            }
+            SubmitEnd::LeaveOpen | SubmitEnd::NotAdmitted(_) | SubmitEnd::ClaimHeld => {
+                return Ok(Settled::Open(format!(
+                    "the target rejected the send ({reason}) and the lookup that would settle it failed ({lookup_error}); the dispatch stays open for recovery"
+                )))
+            }
         };
         if let (Some(r), Some(m)) = (rechecked, fields.as_object_mut()) {
             m.insert("rechecked".into(), r.clone());
@@ -446,7 +483,9 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         }
     }
 
-    /// Submit a proposal (DESIGN §2.3, §2.4). The steps, each a function below:
+    /// Submit a proposal (DESIGN §2.3, §2.4). [`next_submit_step`] names each step in turn from
+    /// the answers so far; each step is a function below that records its answer and asks
+    /// [`next_submit_step`] whether to go on (writing its entry) or how to end:
     ///
     /// 1. [`record_proposal`](Self::record_proposal): open dispatch → `IN_FLIGHT`; payload
     ///    differs from the first PROPOSED → `REFUSED:conflicting_payload`; AMBIGUOUS →
@@ -455,12 +494,12 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     /// 3. [`check_premises_before_dispatch`](Self::check_premises_before_dispatch): the premises
     ///    (those of the first PROPOSED under the same lease) re-checked at the target →
     ///    `REFUSED:stale_premise`;
-    /// 4. take the effect's claim (held by another process → `IN_FLIGHT`), then
-    ///    [`write_dispatched`](Self::write_dispatched) under the journal lock: the blockers of 1
-    ///    again (plus a rejection settled earlier → `REFUSED:target_error`), the **lease checked
-    ///    again** (a revocation during the premise reads is seen → `REFUSED:lease`), DISPATCHED
-    ///    and the claim record;
-    /// 5. [`send`](Self::send): result → COMMITTED → `COMMITTED`; rejected → lookup: found →
+    /// 4. [`take_claim`](Self::take_claim): held by another process → `IN_FLIGHT`;
+    /// 5. [`write_dispatched`](Self::write_dispatched) under the claim and the journal lock: the
+    ///    blockers of 1 again (plus a rejection settled earlier → `REFUSED:target_error`), the
+    ///    **lease checked again** (a revocation during the premise reads is seen →
+    ///    `REFUSED:lease`), DISPATCHED and the claim record;
+    /// 6. [`send`](Self::send): result → COMMITTED → `COMMITTED`; rejected → lookup: found →
     ///    `COMMITTED_ON_QUERY`, else `REFUSED:target_error`; unknown or a replayed failure → the
     ///    dispatch stays open and the answer is `IN_FLIGHT`: recovery settles it.
     ///
@@ -468,35 +507,46 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     /// journal lock), and at recovery before any resend.
     pub fn submit(&self, p: &Proposal) -> Result<Submitted, GateError> {
         let prep = self.prepare(p)?;
-        let decided_on = match self.record_proposal(&prep)? {
-            Flow::Go(premises) => premises,
-            Flow::Done(s) => return Ok(s),
+        let mut run = SubmitRun {
+            facts: SubmitFacts::new(self.target.capabilities().lookup),
+            decided_on: Value::Null,
+            checks: Value::Null,
+            violations: Vec::new(),
+            claim: None,
+            dispatch: String::new(),
         };
-        self.observe(Step::Proposed);
-        let checks = match self.authorize(&prep)? {
-            Flow::Go(checks) => checks,
-            Flow::Done(s) => return Ok(s),
-        };
-        self.observe(Step::Authorized);
-        let checks = match self.check_premises_before_dispatch(&prep, &decided_on, checks)? {
-            Flow::Go(checks) => checks,
-            Flow::Done(s) => return Ok(s),
-        };
-        let Some(claim) = self.journal.try_take(&prep.eid)? else {
-            return Ok(prep.answer(
-                Status::InFlight,
-                Some("Another process holds this effect's claim (it is dispatching, sending or recovering it).".into()),
-            ));
-        };
-        let dispatch = match self.write_dispatched(&prep, &claim, &decided_on, checks)? {
-            Flow::Go(hash) => hash,
-            Flow::Done(s) => {
-                self.release(claim, &prep.eid);
-                return Ok(s);
+        loop {
+            let step = match next_submit_step(&run.facts) {
+                SubmitNext::Do(step) => step,
+                // Each end is carried out by the step whose answer led to it; this is reached
+                // only if a step went on where the decision ends.
+                SubmitNext::Finish(end) => {
+                    let mut j = self.journal.lock()?;
+                    return self.finish(&mut j, &prep, &run, end);
+                }
+            };
+            let flow = match step {
+                SubmitStep::RecordProposal => self.record_proposal(&prep, &mut run)?,
+                SubmitStep::CheckLease => self.authorize(&prep, &mut run)?,
+                SubmitStep::CheckPremises => {
+                    self.check_premises_before_dispatch(&prep, &mut run)?
+                }
+                SubmitStep::TakeClaim => self.take_claim(&prep, &mut run)?,
+                SubmitStep::AdmitUnderClaim | SubmitStep::CheckLeaseUnderClaim => {
+                    self.write_dispatched(&prep, &mut run)?
+                }
+                SubmitStep::Send | SubmitStep::LookupRejected => return self.send(&prep, run),
+            };
+            match (flow, step) {
+                (Flow::Done(s), _) => return Ok(s),
+                (Flow::Go(()), SubmitStep::RecordProposal) => self.observe(Step::Proposed),
+                (Flow::Go(()), SubmitStep::CheckLease) => self.observe(Step::Authorized),
+                (Flow::Go(()), SubmitStep::AdmitUnderClaim | SubmitStep::CheckLeaseUnderClaim) => {
+                    self.observe(Step::Dispatched)
+                }
+                (Flow::Go(()), _) => {}
             }
-        };
-        self.observe(Step::Dispatched);
-        self.send(&prep, claim, &dispatch)
+        }
     }
 
     /// The effect id and the canonical forms (floats and out-of-range integers refused).
@@ -520,9 +570,65 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         })
     }
 
-    /// Step 1: the short-circuits, then PROPOSED. Goes on with the premises the effect is
-    /// decided on: those of the first PROPOSED under the same lease, else these.
-    fn record_proposal(&self, prep: &Prepared<'_>) -> Result<Flow<Value>, GateError> {
+    /// Carry out an end that [`next_submit_step`] decided before the send, in the journal lock
+    /// hold `j` of the step that decided it: write the entry the end names, and answer.
+    fn finish(
+        &self,
+        j: &mut Section<'_>,
+        prep: &Prepared<'_>,
+        run: &SubmitRun<'_>,
+        end: SubmitEnd,
+    ) -> Result<Submitted, GateError> {
+        let refuse = |j: &mut Section<'_>, code: RefusalCode, why: String| {
+            self.append(
+                j,
+                &prep.eid,
+                Kind::Refused,
+                json!({"code": code.as_str(), "reason": why, "checks": run.checks}),
+            )?;
+            Ok(prep.answer(Status::Refused(code), Some(why)))
+        };
+        match end {
+            SubmitEnd::NotAdmitted(admission) => self.short_circuit(j, prep, admission),
+            SubmitEnd::Refuse(code @ RefusalCode::Lease) => {
+                let when = if run.facts.lease_live_under_claim.is_some() {
+                    " at dispatch (it changed after the proposal was authorized)"
+                } else {
+                    ""
+                };
+                let why = format!(
+                    "The lease {} is not live or does not cover this effect{when}.",
+                    short(&prep.lease_c)
+                );
+                refuse(j, code, why)
+            }
+            SubmitEnd::Refuse(code @ RefusalCode::StalePremise) => {
+                let why = format!(
+                    "A premise the decision was made on no longer holds: {}.",
+                    run.violations.join("; ")
+                );
+                refuse(j, code, why)
+            }
+            SubmitEnd::ClaimHeld => Ok(prep.answer(
+                Status::InFlight,
+                Some("Another process holds this effect's claim (it is dispatching, sending or recovering it).".into()),
+            )),
+            // Ends that follow a send are carried out by `send`; before one, nothing of them
+            // applies: write nothing, and leave whatever is open to recovery.
+            SubmitEnd::Refuse(_) | SubmitEnd::Commit(_) | SubmitEnd::LeaveOpen => {
+                Ok(prep.answer(Status::InFlight, Some(OPEN_DETAIL.to_owned())))
+            }
+        }
+    }
+
+    /// Step 1: the admission, then PROPOSED, in one journal lock hold. Goes on having set the
+    /// premises the effect is decided on: those of the first PROPOSED under the same lease,
+    /// else these.
+    fn record_proposal(
+        &self,
+        prep: &Prepared<'_>,
+        run: &mut SubmitRun<'_>,
+    ) -> Result<Flow<()>, GateError> {
         let p = prep.p;
         let mut proposed = json!({
             "agent": p.agent,
@@ -535,30 +641,30 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         }
         let mut j = self.journal.lock()?;
         let facts = facts_of(j.state(&prep.eid), &prep.effect_c);
-        match admit(facts, AdmissionPoint::Proposal) {
-            Admission::Proceed => {}
-            Admission::Conflicting => {
+        run.facts.admission = Some(admit(facts, AdmissionPoint::Proposal));
+        if let SubmitNext::Finish(end) = next_submit_step(&run.facts) {
+            if end == SubmitEnd::NotAdmitted(Admission::Conflicting) {
+                // The conflicting proposal is recorded too, then refused.
                 self.append(&mut j, &prep.eid, Kind::Proposed, proposed)?;
-                return self.short_circuit(&mut j, prep, Admission::Conflicting);
             }
-            other => return self.short_circuit(&mut j, prep, other),
+            return self.finish(&mut j, prep, run, end).map(Flow::Done);
         }
-        let decided_on = j
+        run.decided_on = j
             .state(&prep.eid)
             .and_then(|s| s.premises_for(&prep.lease_c))
             .cloned()
             .unwrap_or_else(|| p.premises.clone());
         self.append(&mut j, &prep.eid, Kind::Proposed, proposed)?;
-        Ok(Flow::Go(decided_on))
+        Ok(Flow::Go(()))
     }
 
     /// The answer (and entry, where one is written) of an admission that does not proceed.
-    fn short_circuit<X>(
+    fn short_circuit(
         &self,
         j: &mut Section<'_>,
         prep: &Prepared<'_>,
         admission: Admission,
-    ) -> Result<Flow<X>, GateError> {
+    ) -> Result<Submitted, GateError> {
         let (status, detail) = match admission {
             Admission::Proceed | Admission::InFlight => (Status::InFlight, OPEN_DETAIL.to_owned()),
             Admission::Ambiguous => (Status::Ambiguous, AMBIGUOUS_DETAIL.to_owned()),
@@ -586,17 +692,22 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 (Status::Refused(code), why)
             }
         };
-        Ok(Flow::Done(prep.answer(status, Some(detail))))
+        Ok(prep.answer(status, Some(detail)))
     }
 
-    /// Step 2: the lease at proposal → REFUSED:lease or AUTHORIZED. Goes on with the checks
-    /// record (`lease_live`, `grant`) for DISPATCHED.
-    fn authorize(&self, prep: &Prepared<'_>) -> Result<Flow<Value>, GateError> {
+    /// Step 2: the lease at proposal → REFUSED:lease or AUTHORIZED. Goes on having set the
+    /// checks record (`lease_live`, `grant`) for DISPATCHED.
+    fn authorize(
+        &self,
+        prep: &Prepared<'_>,
+        run: &mut SubmitRun<'_>,
+    ) -> Result<Flow<()>, GateError> {
         let lc = self.check_lease(prep)?;
-        let checks = json!({"lease_live": lc.live, "grant": lc.grant.map(recordable)});
+        run.checks = json!({"lease_live": lc.live, "grant": lc.grant.map(recordable)});
+        run.facts.lease_live = Some(lc.live);
         let mut j = self.journal.lock()?;
-        if !lc.live {
-            return self.refuse_lease(&mut j, prep, checks, "");
+        if let SubmitNext::Finish(end) = next_submit_step(&run.facts) {
+            return self.finish(&mut j, prep, run, end).map(Flow::Done);
         }
         self.append(
             &mut j,
@@ -604,94 +715,90 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             Kind::Authorized,
             json!({"lease": prep.p.lease}),
         )?;
-        Ok(Flow::Go(checks))
-    }
-
-    fn refuse_lease<X>(
-        &self,
-        j: &mut Section<'_>,
-        prep: &Prepared<'_>,
-        checks: Value,
-        when: &str,
-    ) -> Result<Flow<X>, GateError> {
-        let why = format!(
-            "The lease {} is not live or does not cover this effect{when}.",
-            short(&prep.lease_c)
-        );
-        let code = RefusalCode::Lease;
-        self.append(
-            j,
-            &prep.eid,
-            Kind::Refused,
-            json!({"code": code.as_str(), "reason": why, "checks": checks}),
-        )?;
-        Ok(Flow::Done(prep.answer(Status::Refused(code), Some(why))))
+        Ok(Flow::Go(()))
     }
 
     /// Step 3: the premises re-checked at the target right before dispatch (I3).
     fn check_premises_before_dispatch(
         &self,
         prep: &Prepared<'_>,
-        decided_on: &Value,
-        mut checks: Value,
-    ) -> Result<Flow<Value>, GateError> {
+        run: &mut SubmitRun<'_>,
+    ) -> Result<Flow<()>, GateError> {
         let violations = self
             .target
-            .check_premises(&prep.eid, decided_on)
+            .check_premises(&prep.eid, &run.decided_on)
             .map_err(|source| GateError::PremiseCheck {
                 effect_id: prep.eid.clone(),
                 source,
             })?;
-        if let Some(m) = checks.as_object_mut() {
+        if let Some(m) = run.checks.as_object_mut() {
             m.insert("violations".into(), json!(violations));
         }
-        if violations.is_empty() {
-            return Ok(Flow::Go(checks));
+        run.facts.premises_hold = Some(violations.is_empty());
+        run.violations = violations;
+        match next_submit_step(&run.facts) {
+            SubmitNext::Finish(end) => {
+                let mut j = self.journal.lock()?;
+                self.finish(&mut j, prep, run, end).map(Flow::Done)
+            }
+            SubmitNext::Do(_) => Ok(Flow::Go(())),
         }
-        let why = format!(
-            "A premise the decision was made on no longer holds: {}.",
-            violations.join("; ")
-        );
-        let code = RefusalCode::StalePremise;
-        let mut j = self.journal.lock()?;
-        self.append(
-            &mut j,
-            &prep.eid,
-            Kind::Refused,
-            json!({"code": code.as_str(), "reason": why, "checks": checks}),
-        )?;
-        Ok(Flow::Done(prep.answer(Status::Refused(code), Some(why))))
     }
 
-    /// Step 4, under the claim and the journal lock: the blockers again, the lease checked
+    /// Step 4: the effect's claim; held by another process → `IN_FLIGHT`, nothing written.
+    fn take_claim<'g>(
+        &'g self,
+        prep: &Prepared<'_>,
+        run: &mut SubmitRun<'g>,
+    ) -> Result<Flow<()>, GateError> {
+        run.claim = self.journal.try_take(&prep.eid)?;
+        run.facts.claim_taken = Some(run.claim.is_some());
+        match next_submit_step(&run.facts) {
+            SubmitNext::Finish(SubmitEnd::ClaimHeld) => Ok(Flow::Done(prep.answer(
+                Status::InFlight,
+                Some("Another process holds this effect's claim (it is dispatching, sending or recovering it).".into()),
+            ))),
+            SubmitNext::Finish(end) => {
+                let mut j = self.journal.lock()?;
+                self.finish(&mut j, prep, run, end).map(Flow::Done)
+            }
+            SubmitNext::Do(_) => Ok(Flow::Go(())),
+        }
+    }
+
+    /// Step 5, under the claim and the journal lock: the blockers again, the lease checked
     /// again (counted from here, not from proposal: a revocation during the premise reads is
     /// seen), then DISPATCHED and the claim record, as one step to every other process. Goes on
-    /// with the DISPATCHED hash.
+    /// having set the DISPATCHED hash; an end releases the claim.
     fn write_dispatched(
         &self,
         prep: &Prepared<'_>,
-        claim: &Claim<'_>,
-        decided_on: &Value,
-        mut checks: Value,
-    ) -> Result<Flow<String>, GateError> {
+        run: &mut SubmitRun<'_>,
+    ) -> Result<Flow<()>, GateError> {
+        let done = |run: &mut SubmitRun<'_>, s: Submitted| {
+            if let Some(claim) = run.claim.take() {
+                self.release(claim, &prep.eid);
+            }
+            Ok(Flow::Done(s))
+        };
         let mut j = self.journal.lock()?;
         let facts = facts_of(j.state(&prep.eid), &prep.effect_c);
-        match admit(facts, AdmissionPoint::Dispatch) {
-            Admission::Proceed => {}
-            other => return self.short_circuit(&mut j, prep, other),
+        run.facts.admission_under_claim = Some(admit(facts, AdmissionPoint::Dispatch));
+        if let SubmitNext::Finish(end) = next_submit_step(&run.facts) {
+            let s = self.finish(&mut j, prep, run, end)?;
+            drop(j);
+            return done(run, s);
         }
         let lc = self.check_lease(prep)?;
-        if let Some(m) = checks.as_object_mut() {
+        if let Some(m) = run.checks.as_object_mut() {
             m.insert("lease_live".into(), json!(lc.live));
             m.insert("grant".into(), lc.grant.map_or(Value::Null, recordable));
         }
-        if !lc.live {
-            return self.refuse_lease(
-                &mut j,
-                prep,
-                checks,
-                " at dispatch (it changed after the proposal was authorized)",
-            );
+        run.facts.lease_live_under_claim = Some(lc.live);
+        if let SubmitNext::Finish(end) = next_submit_step(&run.facts) {
+            let s = self.finish(&mut j, prep, run, end)?;
+            drop(j);
+            return done(run, s);
         }
         let d = self.append(
             &mut j,
@@ -700,8 +807,8 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             json!({
                 "effect": prep.p.effect,
                 "lease": prep.p.lease,
-                "premises": decided_on,
-                "checks": checks,
+                "premises": run.decided_on,
+                "checks": run.checks,
             }),
         )?;
         let hash = d
@@ -710,21 +817,20 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             .unwrap_or_default()
             .to_owned();
         let at = d.get("ts_ms").and_then(Value::as_u64).unwrap_or(0);
-        claim.write_record(&self.claim_record(Role::Send, &hash, at, None))?;
-        Ok(Flow::Go(hash))
+        if let Some(claim) = &run.claim {
+            claim.write_record(&self.claim_record(Role::Send, &hash, at, None))?;
+        }
+        run.dispatch = hash;
+        Ok(Flow::Go(()))
     }
 
-    /// Step 5: send, and settle what the answer allows.
-    fn send(
-        &self,
-        prep: &Prepared<'_>,
-        claim: Claim<'_>,
-        dispatch: &str,
-    ) -> Result<Submitted, GateError> {
+    /// Step 6: send, and settle what [`next_submit_step`] makes of the answer.
+    fn send(&self, prep: &Prepared<'_>, mut run: SubmitRun<'_>) -> Result<Submitted, GateError> {
         let eid = &prep.eid;
+        let dispatch = run.dispatch.clone();
         // A holder that cannot confirm it still holds the claim (a lost database session) does
         // not send: recovery settles the dispatch once the claim is free.
-        if let Err(e) = claim.confirm() {
+        if let Some(Err(e)) = run.claim.as_ref().map(Claim::confirm) {
             return Ok(prep.answer(
                 Status::InFlight,
                 Some(format!(
@@ -732,40 +838,57 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 )),
             ));
         }
-        match self.target.apply(eid, &prep.p.effect) {
-            Ok(evidence) => {
+        let answer = self.target.apply(eid, &prep.p.effect);
+        run.facts.sent = Some(match &answer {
+            Ok(_) => SendAnswer::Applied,
+            Err(TargetError::Rejected { .. }) => SendAnswer::Rejected,
+            Err(TargetError::Unknown { .. }) => SendAnswer::Unknown,
+            Err(TargetError::Replayed { .. }) => SendAnswer::Replayed,
+        });
+        let claim = run.claim.take();
+        match (next_submit_step(&run.facts), answer) {
+            (SubmitNext::Finish(SubmitEnd::Commit(via)), Ok(evidence)) => {
                 self.observe(Step::Sent);
                 let written = self.append_if_open(
                     eid,
-                    dispatch,
+                    &dispatch,
                     Kind::Committed,
-                    json!({"via": Via::Send.as_str(), "evidence": recordable(evidence)}),
+                    json!({"via": via.as_str(), "evidence": recordable(evidence)}),
                 )?;
                 if written.is_none() {
                     return Err(GateError::LostDispatch {
                         effect_id: eid.clone(),
                     });
                 }
-                claim.remove();
+                if let Some(claim) = claim {
+                    claim.remove();
+                }
                 self.observe(Step::Committed);
                 Ok(prep.answer(Status::Committed, None))
             }
-            Err(TargetError::Rejected { reason }) => {
-                match self.settle_rejected(eid, dispatch, &prep.p.effect, &reason, None)? {
-                    Settled::Done(status, detail) => {
+            (
+                SubmitNext::Do(SubmitStep::LookupRejected)
+                | SubmitNext::Finish(SubmitEnd::Refuse(_)),
+                Err(TargetError::Rejected { reason }),
+            ) => match self.settle_rejected(eid, &dispatch, &prep.p.effect, &reason, None)? {
+                Settled::Done(status, detail) => {
+                    if let Some(claim) = claim {
                         claim.remove();
-                        Ok(prep.answer(status, Some(detail)))
                     }
-                    Settled::Open(detail) => Ok(prep.answer(Status::InFlight, Some(detail))),
+                    Ok(prep.answer(status, Some(detail)))
                 }
-            }
-            Err(e @ (TargetError::Unknown { .. } | TargetError::Replayed { .. })) => {
+                Settled::Open(detail) => Ok(prep.answer(Status::InFlight, Some(detail))),
+            },
+            (_, answer) => {
                 drop(claim);
+                let why = match &answer {
+                    Err(e) => e.reason().to_owned(),
+                    Ok(_) => "the answer could not be used".to_owned(),
+                };
                 Ok(prep.answer(
                     Status::InFlight,
                     Some(format!(
-                        "The send's outcome is unknown ({}); the dispatch stays open and recovery will settle it.",
-                        e.reason()
+                        "The send's outcome is unknown ({why}); the dispatch stays open and recovery will settle it."
                     )),
                 ))
             }

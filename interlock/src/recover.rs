@@ -2,7 +2,7 @@
 //! [`next_recovery_step`] decides, one question at a time.
 
 use crate::claim::Role;
-use crate::decide::{next_recovery_step, InFlight, Next, RecoveryFacts};
+use crate::decide::{in_flight_start, next_recovery_step, InFlight, Next, RecoveryFacts};
 use crate::gate::{duration_ms, recordable, Gate, GateError, RecoveryMemory, Settled};
 use crate::journal::JournalError;
 use crate::lease::LeaseStore;
@@ -172,8 +172,8 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             })
             .and_then(|r| r.in_flight_from)
             .filter(|m| m.boot == self.boot && !m.boot.is_empty())
-            .map(|m| m.ms.min(now));
-        let from = inherited.unwrap_or(now);
+            .map(|m| m.ms);
+        let from = in_flight_start(now, inherited);
         claim.write_record(&self.claim_record(
             Role::Recover,
             &dispatch.hash,
@@ -268,6 +268,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 Next::Lookup => match self.target.query(eid, &d.effect) {
                     Ok(found) => {
                         facts.found = Some(found.is_some());
+                        facts.looked_up_at_ms = Some(facts.in_flight.now_ms);
                         evidence = found.map_or(Value::Null, recordable);
                     }
                     Err(e) => {
