@@ -22,7 +22,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use verify::billing_credit::HARNESS_ERROR;
-use verify::results::{Candidates, Cell, GroundTruth, Observations, OutageRecord, Timings};
+use verify::results::{
+    Candidates, Cell, FreeForm, GroundTruth, Observations, OutageRecord, Timings,
+};
 
 /// How much of a worker's stderr a HARNESS_ERROR keeps.
 pub const STDERR_TAIL_CHARS: usize = 1500;
@@ -168,13 +170,13 @@ pub fn run_cell(ctx: &CellContext<'_>, index: usize, spec: CellSpec) -> Result<C
     cell.journal_kinds = report.journal_kinds.clone();
     cell.receipt = report.receipt.clone();
     cell.hand_check_log = match spec.column {
-        Column::HandCheck => Some(match &report.hand_check_log {
+        Column::HandCheck => Some(free_form_lines(match &report.hand_check_log {
             Some(log) => log.clone(),
             None => bc::read_hand_check_log(&dir).unwrap_or_default(),
-        }),
+        })),
         _ => None,
     };
-    cell.restart = Some(raw);
+    cell.restart = Some(FreeForm::from_value(&raw));
     cell.stripe_ids = bc::stripe_ids(&case, &truth);
     cell.ground_truth = truth;
     judge::judge(&mut cell, &ctx.public_key);
@@ -259,7 +261,9 @@ fn harness_error(
     cell.outcome = HARNESS_ERROR.into();
     cell.harness_error = Some(text);
     if cell.column == Column::HandCheck.as_str() {
-        cell.hand_check_log = Some(bc::read_hand_check_log(dir).unwrap_or_default());
+        cell.hand_check_log = Some(free_form_lines(
+            bc::read_hand_check_log(dir).unwrap_or_default(),
+        ));
     }
     cell.timings = timings;
     match bc::ground_truth(client, case) {
@@ -275,6 +279,11 @@ fn harness_error(
     }
     judge::judge(&mut cell, &ctx.public_key);
     cell
+}
+
+/// Log lines as the results file keeps them (each as its JSON text).
+fn free_form_lines(lines: Vec<Value>) -> Vec<FreeForm> {
+    lines.iter().map(FreeForm::from_value).collect()
 }
 
 fn read_observed(dir: &Path) -> Option<Candidates> {

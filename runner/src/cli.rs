@@ -6,6 +6,9 @@ use crate::worker::WorkerArgs;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+/// Largest `--seed`: 2^53 - 1, so the published seed is an integer every JSON reader holds exactly.
+pub const MAX_SEED: u64 = (1 << 53) - 1;
+
 const ABOUT: &str =
     "Run the Interlock experiment matrix with real SIGKILLs and write the results file";
 
@@ -109,7 +112,7 @@ pub struct RunArgs {
 
     /// Seed for the run's random choices (case and incident ids, unrelated incidents); random
     /// if not given, and always recorded. The signing key never derives from it.
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", value_parser = clap::value_parser!(u64).range(..=MAX_SEED))]
     pub seed: Option<u64>,
 
     /// Do not render the report site after the run.

@@ -11,7 +11,7 @@
 use serde_json::Value;
 use verify::billing_credit::{answer_matches, invariant_held, want};
 use verify::receipt::{verify_bundle, Happened, KeyCheck};
-use verify::results::{Cell, GroundTruth};
+use verify::results::{Cell, FreeForm, GroundTruth};
 
 /// Fills `want`, `invariant_held`, `answer_matches` and `proof` from the cell's raw data.
 pub fn judge(cell: &mut Cell, public_key: &ed25519_dalek::VerifyingKey) {
@@ -26,10 +26,10 @@ pub fn judge(cell: &mut Cell, public_key: &ed25519_dalek::VerifyingKey) {
     cell.answer_matches = answer_matches(&cell.outcome, &cell.ground_truth);
     cell.proof = match cell.column.as_str() {
         "interlock" => interlock_proves(cell, public_key),
-        "hand_check" => cell
-            .hand_check_log
-            .as_deref()
-            .is_some_and(|log| hand_check_log_agrees(log, &cell.ground_truth)),
+        "hand_check" => cell.hand_check_log.as_deref().is_some_and(|log| {
+            let lines: Vec<Value> = log.iter().map(FreeForm::to_value).collect();
+            hand_check_log_agrees(&lines, &cell.ground_truth)
+        }),
         _ => false,
     };
 }
@@ -45,6 +45,8 @@ pub fn interlock_proves(cell: &Cell, public_key: &ed25519_dalek::VerifyingKey) -
         return false;
     }
     match report.happened {
+        // The receipt proves one credit: Stripe must hold exactly that one.
+        Happened::Yes if cell.ground_truth.case_credit_count != 1 => false,
         Happened::Yes => report
             .evidence
             .as_ref()

@@ -1,20 +1,28 @@
 //! Assembling the results file and writing it atomically.
 
+use ed25519_dalek::SigningKey;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use verify::results::{Cell, Environment, ResultsFile, RowSpec, RESULTS_FORMAT};
+use verify::manifest::ManifestError;
+use verify::results::{Cell, CellLabel, Environment, ResultsFile, RowSpec, RESULTS_FORMAT};
 
 use crate::matrix::Plan;
 
-/// The whole results file.
-pub fn assemble(plan: &Plan, environment: Environment, cells: Vec<Cell>) -> ResultsFile {
+/// The whole results file, its manifest signed with the run's key.
+pub fn assemble(
+    plan: &Plan,
+    environment: Environment,
+    cells: Vec<Cell>,
+    key: &SigningKey,
+) -> Result<ResultsFile, ManifestError> {
     let columns: Vec<String> = plan
         .columns
         .iter()
         .map(|c| c.as_str().to_string())
         .collect();
     let summary = verify::results::summarize(&columns, &cells);
-    ResultsFile {
+    let (repeats, selected) = plan_record(plan);
+    let mut file = ResultsFile {
         format: RESULTS_FORMAT.into(),
         scenario: "billing_credit".into(),
         generated: now_rfc3339(),
@@ -28,9 +36,40 @@ pub fn assemble(plan: &Plan, environment: Environment, cells: Vec<Cell>) -> Resu
             })
             .collect(),
         columns,
+        repeats,
+        selected,
         cells,
         summary,
+        manifest: Default::default(),
+    };
+    verify::manifest::sign(&mut file, key)?;
+    Ok(file)
+}
+
+/// The plan as the results file records it: the repeat count, and the (row, column) pairs that
+/// ran when they are not every row in every column (empty otherwise).
+fn plan_record(plan: &Plan) -> (u32, Vec<CellLabel>) {
+    let repeats = plan
+        .cells
+        .iter()
+        .map(|c| c.repeat.saturating_add(1))
+        .max()
+        .unwrap_or(0);
+    let mut pairs: Vec<CellLabel> = Vec::new();
+    for c in &plan.cells {
+        let label = CellLabel {
+            crash: c.crash.as_str().into(),
+            outage: c.outage.as_str().into(),
+            column: c.column.as_str().into(),
+        };
+        if !pairs.contains(&label) {
+            pairs.push(label);
+        }
     }
+    if pairs.len() == plan.rows.len() * plan.columns.len() {
+        pairs.clear();
+    }
+    (repeats, pairs)
 }
 
 /// Now, RFC 3339 UTC, whole seconds.
@@ -90,6 +129,26 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn the_plan_record_lists_pairs_only_when_the_run_was_not_the_full_matrix() {
+        use crate::matrix::{plan, Column, CrashPoint, Outage};
+        let full = plan(None, 2).unwrap();
+        assert_eq!(plan_record(&full), (2, Vec::new()));
+        let one = plan(
+            Some(vec![
+                (CrashPoint::BeforeSend, Outage::Renewal, Column::Interlock),
+                (CrashPoint::AfterSend, Outage::Proration, Column::NoCheck),
+            ]),
+            1,
+        )
+        .unwrap();
+        let (repeats, pairs) = plan_record(&one);
+        assert_eq!(repeats, 1);
+        assert_eq!(pairs.len(), 2);
+        assert_eq!(pairs[0].column, "interlock");
+        assert_eq!(pairs[1].crash, "after_send");
     }
 
     #[test]

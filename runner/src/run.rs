@@ -156,7 +156,11 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
              do not reuse a seed within 24 h"
         );
     }
-    let seed = args.seed.unwrap_or_else(|| rand::rngs::OsRng.next_u64());
+    // 53 bits: the seed is published in the results file, and every integer there must be one
+    // any JSON reader holds exactly.
+    let seed = args
+        .seed
+        .unwrap_or_else(|| rand::rngs::OsRng.next_u64() >> 11);
     let run_id = format!("{:08x}", rand::rngs::OsRng.next_u32());
 
     let run_dir = tempfile::Builder::new()
@@ -235,9 +239,12 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
     });
     progress.finish();
 
-    // The private key is not needed any more, whatever happened.
+    // The manifest is signed with the run's key; read it back before the file goes.
+    let signing_key = crate::keys::read_signing_key(key.path()).map_err(|e| anyhow!(e));
+    // The private key file is not needed any more, whatever happened.
     key.delete()
         .context("cannot delete the run's private key file")?;
+    let signing_key = signing_key?;
     let slots = slots
         .into_inner()
         .map_err(|_| anyhow!("a cell thread panicked"))?;
@@ -274,7 +281,9 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
         jobs: jobs as u32,
     };
     let harness_errors = cells.iter().filter(|c| c.outcome == HARNESS_ERROR).count();
-    let file = results::assemble(&plan, environment, cells);
+    let file = results::assemble(&plan, environment, cells, &signing_key)
+        .context("cannot sign the results file's manifest")?;
+    drop(signing_key);
     let bytes = results::to_bytes(&file).context("cannot serialize the results")?;
     let results_path = args.out.join("billing_credit.json");
     results::write_atomically(&results_path, &bytes)

@@ -50,7 +50,7 @@ fn cells_run_through_real_processes_and_sigkills() {
 
     let bytes = std::fs::read(out.path().join("billing_credit.json")).unwrap();
     let file = verify::load::load_results(&bytes).unwrap();
-    assert_eq!(file.format, "interlock-results/1");
+    assert_eq!(file.format, verify::results::RESULTS_FORMAT);
     assert_eq!(file.cells.len(), 4);
     assert_eq!(file.environment.backend, "emulator");
     assert_eq!(file.environment.decider.kind, "policy");

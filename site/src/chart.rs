@@ -176,7 +176,7 @@ mod tests {
 
     #[test]
     fn one_bar_per_timed_cell_with_its_outage_shaded() {
-        let f = verify::synthetic::generate(&verify::synthetic::Spec::default());
+        let f = synthetic::generate(&synthetic::Spec::default());
         let svg = timing_svg(&f);
         let timed = f.cells.iter().filter(|c| c.timings.is_some()).count();
         assert_eq!(svg.matches("<g><title>").count(), timed);

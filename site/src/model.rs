@@ -76,8 +76,10 @@ pub struct EnvView {
     pub git_commit: String,
     /// Runner version.
     pub runner_version: String,
-    /// Hex ed25519 public key that signed the run's journals.
+    /// Hex ed25519 public key that signed the run's journals and the file's manifest.
     pub signer: String,
+    /// Its fingerprint (`verify::fingerprint`), as `verify` prints it.
+    pub signer_fingerprint: String,
     /// The command that reproduces the run.
     pub command: String,
     /// Seed.
@@ -531,6 +533,9 @@ fn env_view(f: &ResultsFile) -> Result<EnvView, String> {
         git_commit: e.git_commit.clone().unwrap_or_else(|| "unknown".into()),
         runner_version: e.runner_version.clone(),
         signer: e.signer.clone(),
+        signer_fingerprint: verify::entry::decode_lower_hex::<32>(&e.signer)
+            .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
+            .map_or_else(|| "no valid key".into(), |k| verify::fingerprint(&k)),
         command: e.command.clone(),
         seed: e.seed,
         jobs: e.jobs,
@@ -805,7 +810,7 @@ mod tests {
     }
 
     fn synthetic() -> ResultsFile {
-        verify::synthetic::generate(&verify::synthetic::Spec::default())
+        synthetic::generate(&synthetic::Spec::default())
     }
 
     #[test]

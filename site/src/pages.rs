@@ -87,6 +87,8 @@ pub struct ReceiptPage<'a> {
     pub rc: &'a crate::model::ReceiptView,
     /// The run's published signer key.
     pub signer: &'a str,
+    /// Its fingerprint, as `verify` prints it.
+    pub fingerprint: &'a str,
     /// File name of the results JSON under `data/`.
     pub json_name: &'a str,
     /// Command line verifying the bundle.
@@ -187,9 +189,10 @@ pub fn receipt(r: &Report, rc: &crate::model::ReceiptView) -> Result<String, Sit
             version: VERSION,
             rc,
             signer: &r.env.signer,
+            fingerprint: &r.env.signer_fingerprint,
             json_name: &r.json_name,
-            verify_receipt: format!("verify --key {} {}", r.env.signer, rc.json),
-            verify_results: format!("verify --key {} {}", r.env.signer, r.json_name),
+            verify_receipt: format!("verify {}", rc.json),
+            verify_results: format!("verify --key KEY_FROM_THE_PUBLISHER {}", r.json_name),
         },
     )
 }

@@ -113,9 +113,9 @@ fn downloads_are_published_beside_the_pages() {
 #[test]
 fn a_repeated_matrix_renders_every_repeat() {
     let dir = tempfile::tempdir().unwrap();
-    let file = verify::synthetic::generate(&verify::synthetic::Spec {
+    let file = synthetic::generate(&synthetic::Spec {
         repeats: 2,
-        ..verify::synthetic::Spec::default()
+        ..synthetic::Spec::default()
     });
     std::fs::write(
         dir.path().join("billing_credit.json"),
@@ -155,9 +155,9 @@ fn a_rebuild_drops_receipts_of_an_earlier_run_only() {
 #[test]
 fn a_partial_matrix_renders_with_the_full_matrix_verdict_withheld() {
     let dir = tempfile::tempdir().unwrap();
-    let file = verify::synthetic::generate(&verify::synthetic::Spec {
+    let file = synthetic::generate(&synthetic::Spec {
         columns: vec!["interlock".into()],
-        ..verify::synthetic::Spec::default()
+        ..synthetic::Spec::default()
     });
     std::fs::write(
         dir.path().join("billing_credit.json"),

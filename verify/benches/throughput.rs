@@ -5,17 +5,21 @@
 //! 2. `receipts`: synthetic signed receipts of 4 entries through [`verify_bundles`].
 //! 3. `results_file`: a synthetic results file with `VERIFY_BENCH_RECEIPTS` (default 100 000)
 //!    signed receipts, loaded and verified in a child process (so its peak memory is the
-//!    verifier's alone): signatures/s against the batch rate, and peak RSS.
+//!    verifier's alone): signatures/s against the batch rate, and peak RSS against the file size
+//!    (targets: at least 0.9 of the batch rate end to end, at most 1.5 times the file size).
+//! 4. `cells_without_receipts`: files of only no_check cells, `VERIFY_BENCH_CELLS` cells each
+//!    (default 10 000, 100 000 and 1 000 000), verified in a child process: time per cell, which
+//!    must stay flat as the file grows (linear time).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use rayon::prelude::*;
 use serde_json::json;
 use std::time::Instant;
+use synthetic::{generate, signing_key, Spec};
 use verify::check::verify_results;
 use verify::load::load_results;
 use verify::receipt::{verify_bundles, KeyCheck};
-use verify::synthetic::{generate, signing_key, Spec};
 
 const CHILD_ENV: &str = "VERIFY_BENCH_CHILD";
 
@@ -235,6 +239,66 @@ fn main() {
                "sigs_per_s_end_to_end": (sigs / total_s).round(),
                "vs_batch_verify": ((sigs / verify_s) / batch * 1000.0).round() / 1000.0,
                "vs_batch_end_to_end": ((sigs / total_s) / batch * 1000.0).round() / 1000.0,
-               "peak_rss_mb": child["peak_rss_mb"], "threads": threads})
+               "peak_rss_mb": child["peak_rss_mb"], "threads": threads,
+               "rss_over_file": rss_over(&child, bytes.len()),
+               "targets": {"vs_batch_end_to_end": 0.9, "rss_over_file": 1.5}})
     );
+    drop(bytes);
+    cells_without_receipts();
+}
+
+/// Peak RSS of a child run over the size of the file it read.
+fn rss_over(child: &serde_json::Value, file_bytes: usize) -> f64 {
+    let rss = child["peak_rss_mb"].as_f64().unwrap_or(f64::NAN) * 1024.0 * 1024.0;
+    (rss / file_bytes as f64 * 100.0).round() / 100.0
+}
+
+/// Verify one file in a child process; its JSON line.
+fn run_child(path: &std::path::Path) -> serde_json::Value {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .env(CHILD_ENV, path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Files of cells without receipts at growing sizes: time per cell must stay flat.
+fn cells_without_receipts() {
+    let sizes: Vec<u32> = std::env::var("VERIFY_BENCH_CELLS")
+        .unwrap_or_else(|_| "10000,100000,1000000".into())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .collect();
+    let mut first_per_cell: Option<f64> = None;
+    for cells in sizes {
+        let spec = Spec {
+            seed: 5,
+            repeats: cells.div_ceil(6),
+            columns: vec!["no_check".into()],
+        };
+        let file = generate(&spec);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cells.json");
+        let bytes = serde_json::to_vec(&file).unwrap();
+        drop(file);
+        std::fs::write(&path, &bytes).unwrap();
+        let run = run_child(&path);
+        let n = run["cells"].as_f64().unwrap_or(f64::NAN);
+        let per_cell_us = run["total_s"].as_f64().unwrap_or(f64::NAN) / n * 1e6;
+        let verify_us = run["verify_s"].as_f64().unwrap_or(f64::NAN) / n * 1e6;
+        let base = *first_per_cell.get_or_insert(per_cell_us);
+        println!(
+            "{}",
+            json!({"bench": "cells_without_receipts", "cells": n, "file_bytes": bytes.len(),
+                   "us_per_cell_end_to_end": (per_cell_us * 100.0).round() / 100.0,
+                   "us_per_cell_verify": (verify_us * 100.0).round() / 100.0,
+                   "vs_smallest": (per_cell_us / base * 100.0).round() / 100.0,
+                   "peak_rss_mb": run["peak_rss_mb"], "rss_over_file": rss_over(&run, bytes.len())})
+        );
+    }
 }

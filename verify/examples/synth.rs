@@ -4,11 +4,11 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(1);
-    let spec = verify::synthetic::Spec {
+    let spec = synthetic::Spec {
         repeats,
         ..Default::default()
     };
-    let file = verify::synthetic::generate(&spec);
+    let file = synthetic::generate(&spec);
     println!(
         "{}",
         serde_json::to_string_pretty(&file).unwrap_or_default()

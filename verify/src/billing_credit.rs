@@ -4,7 +4,7 @@
 //! The runner uses these functions to judge a cell from what it read back from Stripe, and `verify`
 //! uses the same functions to re-derive every judgement from the raw data in a results file.
 
-use crate::results::{BalanceTxnTruth, CreditNoteTruth, GroundTruth, Want};
+use crate::results::{BalanceTxnTruth, CreditNoteTruth, GroundTruth, OutageRecord, Want};
 use serde_json::Value;
 use sha2::Digest as _;
 
@@ -54,19 +54,31 @@ pub fn compensation_by_others(
     case_id: &str,
     incident: Option<&str>,
 ) -> i64 {
+    let exact = compensation_by_others_exact(credit_notes, balance_transactions, case_id, incident);
+    i64::try_from(exact).unwrap_or(if exact < 0 { i64::MIN } else { i64::MAX })
+}
+
+/// [`compensation_by_others`] summed exactly (no wrap, no saturation: 128 bits hold any sum of
+/// 64-bit amounts a file can list), for comparing with a stated 64-bit value.
+pub fn compensation_by_others_exact(
+    credit_notes: &[CreditNoteTruth],
+    balance_transactions: &[BalanceTxnTruth],
+    case_id: &str,
+    incident: Option<&str>,
+) -> i128 {
     let in_scope = |tag: &Option<String>| match incident {
         None => true,
         Some(want) => tag.as_deref() == Some(want),
     };
-    let notes: i64 = credit_notes
+    let notes: i128 = credit_notes
         .iter()
         .filter(|n| n.status == "issued" && in_scope(&n.incident))
-        .map(|n| n.amount)
+        .map(|n| i128::from(n.amount))
         .sum();
-    let adjustments: i64 = balance_transactions
+    let adjustments: i128 = balance_transactions
         .iter()
         .filter(|t| is_credit_by_other(t, case_id) && in_scope(&t.incident))
-        .map(|t| -t.amount)
+        .map(|t| -i128::from(t.amount))
         .sum();
     notes + adjustments
 }
@@ -119,6 +131,27 @@ pub fn want(truth: &GroundTruth, case_id: &str, incident: &str, approved_cents: 
             count: 1,
             cents: approved_cents,
         }
+    }
+}
+
+/// Why an outage record does not fit the outage named by the cell's label (DESIGN §4.5), or `None`
+/// when it fits or the outage is not one of the four this rule knows.
+pub fn outage_misfit(outage: &str, record: &OutageRecord, incident: &str) -> Option<&'static str> {
+    let note_incident = record.credit_note_incident.as_deref();
+    match outage {
+        "renewal" if record.credit_note.is_some() || record.downgraded_to_price.is_some() => {
+            Some("a renewal outage issues no credit note and changes no price")
+        }
+        "billing_credit" if record.credit_note.is_none() || note_incident != Some(incident) => {
+            Some("a billing_credit outage issues a credit note for the case's own incident")
+        }
+        "unrelated_credit" if record.credit_note.is_none() || note_incident == Some(incident) => {
+            Some("an unrelated_credit outage issues a credit note for another incident")
+        }
+        "proration" if record.downgraded_to_price.is_none() || record.credit_note.is_some() => {
+            Some("a proration outage downgrades the price and issues no credit note")
+        }
+        _ => None,
     }
 }
 

@@ -3,16 +3,16 @@
 //! file states. No stored judgement or summary is trusted.
 
 use crate::billing_credit::{self, billing_credit_effect_id, request_id};
+use crate::entry;
 use crate::finding::{code as fcode, Finding};
+use crate::manifest;
 use crate::receipt::{self, Happened, KeyCheck, ReceiptReport, SignerRule};
-use crate::results::{
-    median_ms, Cell, ColumnSummary, GroundTruth, ResultsFile, Want, RESULTS_FORMAT,
-};
+use crate::results::{Cell, GroundTruth, ResultsFile, Want, RESULTS_FORMAT};
 use ed25519_dalek::VerifyingKey;
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashSet};
 
 /// The report on one results file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -25,12 +25,17 @@ pub struct ResultsReport {
     pub cells: usize,
     /// Number of receipts checked.
     pub receipts: usize,
-    /// Every receipt carries valid signatures.
+    /// The manifest and every receipt carry valid signatures by the key.
     pub signed: bool,
-    /// `pinned` (`--key`) or `self-attested` (the key the file publishes).
+    /// `pinned` (`--key` or `--signers`: a key obtained apart from the file) or `self-attested`
+    /// (the key the file publishes: proves only that the file was not changed after its own
+    /// signer signed it).
     pub key: String,
-    /// The key the entries had to be signed by (hex).
+    /// The key the manifest and the entries had to be signed by (hex; empty when the file
+    /// publishes none).
     pub signer: String,
+    /// [`crate::fingerprint`] of that key.
+    pub fingerprint: Option<String>,
     /// No finding anywhere.
     pub ok: bool,
     /// One report per cell, in file order.
@@ -103,22 +108,22 @@ fn outcomes_for_final(report: &ReceiptReport, final_refused_code: Option<&str>) 
 }
 
 /// Verify a results file. `key` is the pinned key (`--key`), or [`KeyCheck::SelfAttested`] to
-/// check every entry against the key the file publishes in `environment.signer`.
+/// check every entry and the manifest against the key the file publishes in `environment.signer`.
 pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
     let mut findings = Vec::new();
     if file.format != RESULTS_FORMAT {
         findings.push(Finding::mismatch(
             "format",
             fcode::FILE_INCONSISTENT,
-            "the file is not an interlock-results/1 file",
+            "the file is not an interlock-results file of this version",
             RESULTS_FORMAT,
             &file.format,
         ));
     }
-    let published = hex::decode(&file.environment.signer)
-        .ok()
-        .and_then(|b| <[u8; 32]>::try_from(b).ok())
-        .and_then(|b| VerifyingKey::from_bytes(&b).ok());
+    // One spelling per key: the published key must be 64 lowercase hex characters.
+    let published = entry::decode_lower_hex::<32>(&file.environment.signer)
+        .and_then(|b| VerifyingKey::from_bytes(&b).ok())
+        .filter(crate::signatures::key_is_acceptable);
     let (rule, key_label) = match (key, published) {
         (KeyCheck::Pinned(k), p) => {
             if p != Some(*k) {
@@ -137,14 +142,17 @@ pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
             findings.push(Finding::new(
                 "environment.signer",
                 fcode::FILE_INCONSISTENT,
-                "the file publishes no valid ed25519 public key (64 hex characters), so no signature can be bound to it",
+                "the file publishes no acceptable ed25519 public key (64 lowercase hex characters of a key of prime order), so no signature can be bound to it",
             ));
             (SignerRule::FromRecord, "self-attested")
         }
     };
-    let signer = match rule {
-        SignerRule::Pinned(k) | SignerRule::Published(k) => hex::encode(k.as_bytes()),
-        SignerRule::FromRecord => file.environment.signer.clone(),
+    let (signer, fingerprint) = match rule {
+        SignerRule::Pinned(k) | SignerRule::Published(k) => {
+            manifest::check(file, &k, &mut findings);
+            (hex::encode(k.as_bytes()), Some(crate::fingerprint(&k)))
+        }
+        SignerRule::FromRecord => (String::new(), None),
     };
 
     let vetted = receipt::Vetted::default();
@@ -161,11 +169,16 @@ pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
     let receipts = file.cells.iter().filter(|c| c.receipt.is_some()).count();
     check_summary(file, &cell_reports, &mut findings);
 
-    let signed = receipts > 0
-        && cell_reports
+    let receipts_signed = cell_reports
+        .iter()
+        .filter_map(|c| c.receipt.as_ref())
+        .all(|r| r.signed == Some(true));
+    let manifest_ok = fingerprint.is_some()
+        && !findings
             .iter()
-            .filter_map(|c| c.receipt.as_ref())
-            .all(|r| r.signed == Some(true));
+            .chain(cell_reports.iter().flat_map(|c| c.findings.iter()))
+            .any(|f| f.code == fcode::MANIFEST_MISMATCH);
+    let signed = manifest_ok && receipts_signed;
     let ok = findings.is_empty() && cell_reports.iter().all(|c| c.ok);
     ResultsReport {
         format: file.format.clone(),
@@ -175,6 +188,7 @@ pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
         signed,
         key: key_label.to_owned(),
         signer,
+        fingerprint,
         ok,
         cell_reports,
         findings,
@@ -200,7 +214,12 @@ fn check_cells(file: &ResultsFile, rule: &SignerRule, vetted: &receipt::Vetted) 
                 .enumerate()
                 .map(|(k, cell)| {
                     let report = cell.receipt.as_ref().and_then(|_| reports.next());
-                    check_cell(start + k, cell, report)
+                    let mut checked = check_cell(start + k, cell, report);
+                    if let Some(f) = manifest::check_cell(file, start + k, cell) {
+                        checked.findings.push(f);
+                        checked.ok = false;
+                    }
+                    checked
                 })
                 .collect::<Vec<_>>()
         })
@@ -234,7 +253,9 @@ fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
         .iter()
         .map(|r| (r.crash.as_str(), r.outage.as_str()))
         .collect();
+    let columns: HashSet<&str> = file.columns.iter().map(String::as_str).collect();
     check_environment(file, findings);
+    check_cell_set(file, findings);
     let mut seen = HashSet::new();
     let mut cases = HashSet::new();
     for (i, c) in file.cells.iter().enumerate() {
@@ -251,7 +272,7 @@ fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
                 ));
             }
         }
-        if !file.columns.contains(&c.column) {
+        if !columns.contains(c.column.as_str()) {
             findings.push(Finding::new(
                 format!("cells[{i}].column"),
                 fcode::FILE_INCONSISTENT,
@@ -296,6 +317,105 @@ fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
                 ),
             ));
         }
+    }
+}
+
+/// The cells must be exactly the run's plan: every planned (row, column) pair (the selection, or
+/// rows x columns) with every repeat index in `0..repeats`, each once (duplicates are reported by
+/// [`check_structure`]). Linear in the number of cells, whatever `repeats` says.
+fn check_cell_set(file: &ResultsFile, findings: &mut Vec<Finding>) {
+    let mut bad = |path: String, message: String| {
+        findings.push(Finding::new(path, fcode::CELL_SET_MISMATCH, message));
+    };
+    let mut rows = HashSet::new();
+    for (i, r) in file.rows.iter().enumerate() {
+        if !rows.insert((r.crash.as_str(), r.outage.as_str())) {
+            bad(
+                format!("rows[{i}]"),
+                format!("row {}/{} is listed twice", r.crash, r.outage),
+            );
+        }
+    }
+    let mut columns = HashSet::new();
+    for (i, c) in file.columns.iter().enumerate() {
+        if !columns.insert(c.as_str()) {
+            bad(
+                format!("columns[{i}]"),
+                format!("column {c:?} is listed twice"),
+            );
+        }
+    }
+    if file.repeats == 0 {
+        bad(
+            "repeats".into(),
+            "the run planned 0 repeats, so no cell can belong to it".into(),
+        );
+    }
+    // The planned (crash, outage, column) triples, in plan order.
+    let mut pairs: Vec<(&str, &str, &str)> = Vec::new();
+    let mut planned = HashSet::new();
+    if file.selected.is_empty() {
+        for r in &file.rows {
+            for c in &file.columns {
+                pairs.push((r.crash.as_str(), r.outage.as_str(), c.as_str()));
+            }
+        }
+    } else {
+        for (i, s) in file.selected.iter().enumerate() {
+            let t = (s.crash.as_str(), s.outage.as_str(), s.column.as_str());
+            if !rows.contains(&(t.0, t.1)) || !columns.contains(t.2) {
+                bad(
+                    format!("selected[{i}]"),
+                    format!(
+                        "the selected cell {}/{}/{} is not in the file's rows and columns",
+                        t.0, t.1, t.2
+                    ),
+                );
+            }
+            pairs.push(t);
+        }
+    }
+    for (i, t) in pairs.iter().enumerate() {
+        if !planned.insert(*t) {
+            bad(
+                format!("selected[{i}]"),
+                format!("{}/{}/{} is selected twice", t.0, t.1, t.2),
+            );
+        }
+    }
+    let mut present = HashSet::new();
+    for (i, c) in file.cells.iter().enumerate() {
+        let t = (c.crash.as_str(), c.outage.as_str(), c.column.as_str());
+        if !planned.contains(&t) || c.repeat >= file.repeats {
+            bad(
+                format!("cells[{i}]"),
+                format!(
+                    "cell {i} ({}/{}/{} repeat {}) is not in the run's plan",
+                    t.0, t.1, t.2, c.repeat
+                ),
+            );
+        } else {
+            present.insert((t, c.repeat));
+        }
+    }
+    let expected = (planned.len() as u128).saturating_mul(u128::from(file.repeats));
+    if (present.len() as u128) < expected {
+        // The first missing cell is found within present.len() + 1 steps.
+        let missing = pairs.iter().find_map(|t| {
+            (0..file.repeats)
+                .find(|r| !present.contains(&(*t, *r)))
+                .map(|r| (*t, r))
+        });
+        let named = missing.map_or_else(String::new, |(t, r)| {
+            format!("; the first missing is {}/{}/{} repeat {r}", t.0, t.1, t.2)
+        });
+        bad(
+            "cells".into(),
+            format!(
+                "the run planned {expected} cells, the file holds {} of them{named}",
+                present.len()
+            ),
+        );
     }
 }
 
@@ -414,6 +534,7 @@ fn check_cell(i: usize, cell: &Cell, receipt: Option<ReceiptReport>) -> CellRepo
         ));
     }
 
+    check_crash_evidence(i, &base, cell, harness_error, &mut f);
     check_restart_output(i, &base, cell, receipt.as_ref(), harness_error, &mut f);
     let (proof, why_not) = match cell.column.as_str() {
         "interlock" => check_interlock(i, &base, cell, receipt.as_ref(), harness_error, &mut f),
@@ -475,6 +596,63 @@ fn check_cell(i: usize, cell: &Cell, receipt: Option<ReceiptReport>) -> CellRepo
     }
 }
 
+/// A judged cell is one whose worker the runner killed: ended by signal 9 and by nothing else.
+/// A HARNESS_ERROR cell (counted apart) must say why, so it cannot silently drop a cell.
+fn check_crash_evidence(
+    i: usize,
+    base: &str,
+    cell: &Cell,
+    harness_error: bool,
+    f: &mut Vec<Finding>,
+) {
+    if !harness_error {
+        if let Some(why) =
+            billing_credit::outage_misfit(&cell.outage, &cell.outage_record, &cell.case.incident)
+        {
+            f.push(Finding::new(
+                format!("{base}.outage_record"),
+                fcode::FILE_INCONSISTENT,
+                format!(
+                    "cell {i}: the outage record does not fit outage {:?}: {why}",
+                    cell.outage
+                ),
+            ));
+        }
+    }
+    if harness_error {
+        if cell
+            .harness_error
+            .as_deref()
+            .is_none_or(|t| t.trim().is_empty())
+        {
+            f.push(Finding::new(
+                format!("{base}.harness_error"),
+                fcode::CRASH_NOT_PROVEN,
+                format!("cell {i} is a HARNESS_ERROR without the reason and stderr tail that explain it"),
+            ));
+        }
+        return;
+    }
+    if cell.worker_exit_signal != Some(SIGKILL) || cell.worker_exit_code.is_some() {
+        let found = match (cell.worker_exit_signal, cell.worker_exit_code) {
+            (Some(s), None) => format!("signal {s}"),
+            (None, Some(c)) => format!("exit code {c}"),
+            (Some(s), Some(c)) => format!("signal {s} and exit code {c}"),
+            (None, None) => "no exit status".to_owned(),
+        };
+        f.push(Finding::mismatch(
+            format!("{base}.worker_exit_signal"),
+            fcode::CRASH_NOT_PROVEN,
+            format!("cell {i} is judged, but its worker was not ended by the runner's SIGKILL; only a HARNESS_ERROR may end otherwise"),
+            "signal 9",
+            found,
+        ));
+    }
+}
+
+/// The signal the runner kills a worker with.
+const SIGKILL: i32 = 9;
+
 /// The restart worker's own output line must say what the cell says (where it says it).
 fn check_restart_output(
     i: usize,
@@ -484,7 +662,12 @@ fn check_restart_output(
     harness_error: bool,
     f: &mut Vec<Finding>,
 ) {
-    let Some(restart) = cell.restart.as_ref() else {
+    // One cell's restart line at a time, at most `FREE_FORM_MAX_BYTES` of text.
+    let Some(restart) = cell
+        .restart
+        .as_ref()
+        .map(crate::results::FreeForm::to_value)
+    else {
         return;
     };
     if let Some(status) = restart.get("status").and_then(Value::as_str) {
@@ -584,12 +767,8 @@ fn check_ground_truth(base: &str, cell: &Cell, f: &mut Vec<Finding>) {
             gt.case_credit_count,
         ));
     }
-    let cents: i64 = gt
-        .case_credits
-        .iter()
-        .map(|c| c.amount.saturating_neg())
-        .fold(0i64, i64::saturating_add);
-    if gt.case_credit_cents != cents {
+    let cents: i128 = gt.case_credits.iter().map(|c| -i128::from(c.amount)).sum();
+    if i128::from(gt.case_credit_cents) != cents {
         f.push(Finding::mismatch(
             format!("{path}.case_credit_cents"),
             fcode::GROUND_TRUTH_INCONSISTENT,
@@ -598,13 +777,13 @@ fn check_ground_truth(base: &str, cell: &Cell, f: &mut Vec<Finding>) {
             gt.case_credit_cents,
         ));
     }
-    let by_others = billing_credit::compensation_by_others(
+    let by_others = billing_credit::compensation_by_others_exact(
         &gt.credit_notes,
         &gt.balance_transactions,
         case_id,
         None,
     );
-    if gt.compensation_by_others != by_others {
+    if i128::from(gt.compensation_by_others) != by_others {
         f.push(Finding::mismatch(
             format!("{path}.compensation_by_others"),
             fcode::GROUND_TRUTH_INCONSISTENT,
@@ -613,13 +792,13 @@ fn check_ground_truth(base: &str, cell: &Cell, f: &mut Vec<Finding>) {
             gt.compensation_by_others,
         ));
     }
-    let incident = billing_credit::compensation_by_others(
+    let incident = billing_credit::compensation_by_others_exact(
         &gt.credit_notes,
         &gt.balance_transactions,
         case_id,
         Some(&cell.case.incident),
     );
-    if gt.incident_compensation != incident {
+    if i128::from(gt.incident_compensation) != incident {
         f.push(Finding::mismatch(
             format!("{path}.incident_compensation"),
             fcode::GROUND_TRUTH_INCONSISTENT,
@@ -716,6 +895,8 @@ fn check_interlock(
         }
     }
     check_proposal(i, &rpath, cell, bundle.entries.first(), harness_error, f);
+    check_grants(i, &rpath, cell, &bundle.entries, f);
+    check_evidence_amount(i, base, cell, report, f);
     if cell.journal_kinds != report.journal_kinds {
         f.push(Finding::mismatch(
             format!("{base}.journal_kinds"),
@@ -773,6 +954,15 @@ fn check_interlock(
             format!(
                 "the receipt says happened = {} while Stripe holds {} case credit(s)",
                 report.happened, gt.case_credit_count
+            ),
+        );
+    }
+    if report.happened == Happened::Yes && gt.case_credit_count != 1 {
+        return (
+            false,
+            format!(
+                "the receipt proves one credit while Stripe holds {} case credits",
+                gt.case_credit_count
             ),
         );
     }
@@ -844,6 +1034,11 @@ fn check_proposal(
                 effect.and_then(|e| e.get("description")),
                 Value::String(d.description.clone()),
             );
+            expect(
+                "premises",
+                p.get("premises"),
+                serde_json::to_value(&d.premises).unwrap_or(Value::Null),
+            );
         }
         None if !harness_error => f.push(Finding::new(
             format!("{}.decision", rpath.trim_end_matches(".receipt")),
@@ -854,6 +1049,72 @@ fn check_proposal(
     }
 }
 
+/// Every grant the receipt recorded (`checks.grant`, `rechecked.grant`) is the cell's approval:
+/// same id, approver and cap. (`revoked` may change during a run: a revocation is a fact of the
+/// world the gate records when it sees it.)
+fn check_grants(i: usize, rpath: &str, cell: &Cell, entries: &[Value], f: &mut Vec<Finding>) {
+    let a = &cell.case.approval;
+    for (k, e) in entries.iter().enumerate() {
+        for field in ["checks", "rechecked"] {
+            let Some(grant) = e
+                .get(field)
+                .and_then(|c| c.get("grant"))
+                .and_then(Value::as_object)
+            else {
+                continue;
+            };
+            let same = grant.get("id").and_then(Value::as_str) == Some(a.id.as_str())
+                && grant.get("approver").and_then(Value::as_str) == Some(a.approver.as_str())
+                && grant.get("max_cents").and_then(Value::as_i64) == Some(a.max_cents);
+            if !same {
+                f.push(Finding {
+                    entry: Some(k),
+                    ..Finding::mismatch(
+                        format!("{rpath}.entries[{k}].{field}.grant"),
+                        fcode::SIGNED_FACT_MISMATCH,
+                        format!("cell {i}: the grant the receipt signed is not the cell's case.approval"),
+                        format!("id {} approver {} max_cents {}", a.id, a.approver, a.max_cents),
+                        Value::Object(grant.clone()),
+                    )
+                });
+                return;
+            }
+        }
+    }
+}
+
+/// The credit the COMMITTED evidence names must have, in the ground truth, the amount the
+/// evidence signed.
+fn check_evidence_amount(
+    i: usize,
+    base: &str,
+    cell: &Cell,
+    report: &ReceiptReport,
+    f: &mut Vec<Finding>,
+) {
+    let Some(evidence) = report.evidence.as_ref() else {
+        return;
+    };
+    let (Some(credit), Some(amount)) = (
+        evidence.get("credit").and_then(Value::as_str),
+        evidence.get("amount").and_then(Value::as_i64),
+    ) else {
+        return;
+    };
+    let gt = &cell.ground_truth;
+    for (k, c) in gt.case_credits.iter().enumerate() {
+        if c.id == credit && c.amount.checked_neg() != Some(amount) {
+            f.push(Finding::mismatch(
+                format!("{base}.ground_truth.case_credits[{k}].amount"),
+                fcode::SIGNED_FACT_MISMATCH,
+                format!("cell {i}: credit {} has another amount than the receipt's COMMITTED evidence signed", c.id),
+                amount.saturating_neg(),
+                c.amount,
+            ));
+        }
+    }
+}
+
 /// What the last restart-phase step of a hand_check log says.
 enum LogSays {
     Sent,
@@ -861,19 +1122,50 @@ enum LogSays {
     Unclear(String),
 }
 
+/// The parts of a hand_check log line the checks read (other members are skipped unread).
+#[derive(serde::Deserialize)]
+struct LogLine {
+    #[serde(default)]
+    phase: Value,
+    #[serde(default)]
+    step: Value,
+    #[serde(default)]
+    credit: Value,
+    #[serde(default)]
+    found: Value,
+    #[serde(default)]
+    replayed: Value,
+}
+
+impl LogLine {
+    fn get(&self, field: &str) -> Option<&Value> {
+        match field {
+            "step" => Some(&self.step),
+            "credit" => Some(&self.credit),
+            "found" => Some(&self.found),
+            "replayed" => Some(&self.replayed),
+            _ => None,
+        }
+    }
+}
+
+/// The last line of the log's restart phase (a line that is not an object is no step).
+fn last_restart_line(cell: &Cell) -> Option<LogLine> {
+    cell.hand_check_log.as_ref()?.iter().rev().find_map(|l| {
+        l.read::<LogLine>()
+            .filter(|line| line.phase.as_str() == Some("restart"))
+    })
+}
+
 fn hand_check_says(cell: &Cell) -> (LogSays, Option<String>) {
     let gt = &cell.ground_truth;
-    let Some(log) = &cell.hand_check_log else {
+    if cell.hand_check_log.is_none() {
         return (
             LogSays::Unclear("the cell has no hand_check log".into()),
             None,
         );
-    };
-    let Some(last) = log
-        .iter()
-        .rev()
-        .find(|l| l.get("phase").and_then(Value::as_str) == Some("restart"))
-    else {
+    }
+    let Some(last) = last_restart_line(cell) else {
         return (LogSays::Unclear("the log has no restart step".into()), None);
     };
     let step = last.get("step").and_then(Value::as_str).map(str::to_owned);
@@ -910,16 +1202,7 @@ fn check_hand_check(
 ) -> (bool, String) {
     let exists = cell.ground_truth.case_credit_count > 0;
     let (says, step) = hand_check_says(cell);
-    let replayed = cell
-        .hand_check_log
-        .as_ref()
-        .and_then(|log| {
-            log.iter()
-                .rev()
-                .find(|l| l.get("phase").and_then(Value::as_str) == Some("restart"))
-        })
-        .and_then(|l| l.get("replayed"))
-        .and_then(Value::as_bool);
+    let replayed = last_restart_line(cell).and_then(|l| l.replayed.as_bool());
     if !harness_error {
         let allowed: &[&str] = match step.as_deref() {
             Some("sent") => match replayed {
@@ -974,44 +1257,14 @@ fn check_summary(file: &ResultsFile, cells: &[CellReport], findings: &mut Vec<Fi
             ));
         }
     }
-    let mut derived: BTreeMap<&str, ColumnSummary> = BTreeMap::new();
-    for column in &file.columns {
-        let mut s = ColumnSummary {
-            cells: 0,
-            harness_errors: 0,
-            held: 0,
-            answer_matches: 0,
-            proof: 0,
-            median_crash_to_settled_ms: None,
-            median_restart_to_settled_ms: None,
-        };
-        let mut crash = Vec::new();
-        let mut restart = Vec::new();
-        for (cell, report) in file
-            .cells
-            .iter()
-            .zip(cells)
-            .filter(|(c, _)| &c.column == column)
-        {
-            if cell.outcome == billing_credit::HARNESS_ERROR {
-                s.harness_errors += 1;
-                continue;
-            }
-            s.cells += 1;
-            s.held += u32::from(report.invariant_held);
-            s.answer_matches += u32::from(report.answer_matches);
-            s.proof += u32::from(report.proof);
-            if let Some(t) = cell.timings {
-                crash.push(t.crash_to_settled_ms);
-                restart.push(t.restart_to_settled_ms);
-            }
-        }
-        s.median_crash_to_settled_ms = median_ms(&crash);
-        s.median_restart_to_settled_ms = median_ms(&restart);
-        derived.insert(column.as_str(), s);
-    }
+    // Derived from the verifier's own judgements, by the one summary rule (linear time).
+    let derived = crate::results::summarize_with(&file.columns, &file.cells, |k, _| {
+        cells.get(k).map_or((false, false, false), |r| {
+            (r.invariant_held, r.answer_matches, r.proof)
+        })
+    });
     for (column, d) in derived {
-        let Some(stated) = file.summary.get(column) else {
+        let Some(stated) = file.summary.get(&column) else {
             findings.push(Finding::new(
                 format!("summary.{column}"),
                 fcode::SUMMARY_MISMATCH,
@@ -1062,7 +1315,18 @@ fn check_summary(file: &ResultsFile, cells: &[CellReport], findings: &mut Vec<Fi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::synthetic::{generate, Spec};
+
+    /// The committed run's cells, each column's repeated `times` times.
+    fn cells(columns: &[&str], times: usize) -> Vec<Cell> {
+        let bytes = include_bytes!("../../results/billing_credit.json");
+        let file = crate::load::load_results(bytes).unwrap_or_else(|e| panic!("{e}"));
+        let picked: Vec<Cell> = file
+            .cells
+            .into_iter()
+            .filter(|c| columns.contains(&c.column.as_str()))
+            .collect();
+        (0..times).flat_map(|_| picked.iter().cloned()).collect()
+    }
 
     #[test]
     fn cell_groups_cover_every_cell_once_in_order_within_the_limits() {
@@ -1071,12 +1335,7 @@ mod tests {
             vec!["no_check"],
             vec!["no_check", "hand_check", "interlock"],
         ] {
-            let spec = Spec {
-                seed: 1,
-                repeats: 60,
-                columns: columns.iter().map(|c| (*c).to_owned()).collect(),
-            };
-            let cells = generate(&spec).cells;
+            let cells = cells(&columns, 60);
             let groups = cell_groups(&cells);
             let mut next = 0;
             for g in &groups {

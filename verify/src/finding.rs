@@ -20,6 +20,9 @@ pub struct Finding {
     pub found: Option<String>,
 }
 
+/// How much of a compared value a finding keeps (a long value is shown once, cut, with its size).
+pub const SHOWN_CHARS: usize = 300;
+
 impl Finding {
     /// A finding without a comparison.
     pub fn new(path: impl Into<String>, code: &str, message: impl Into<String>) -> Finding {
@@ -46,8 +49,8 @@ impl Finding {
             code: code.to_owned(),
             message: message.into(),
             entry: None,
-            expected: Some(expected.to_string()),
-            found: Some(found.to_string()),
+            expected: Some(crate::display::shorten(&expected.to_string(), SHOWN_CHARS)),
+            found: Some(crate::display::shorten(&found.to_string(), SHOWN_CHARS)),
         }
     }
 
@@ -105,4 +108,14 @@ pub mod code {
     pub const SUMMARY_MISMATCH: &str = "summary_mismatch";
     /// The file's own structure is inconsistent (columns, signer key, cell fields).
     pub const FILE_INCONSISTENT: &str = "file_inconsistent";
+    /// The file is not what the run signed in its manifest (or the manifest does not verify).
+    pub const MANIFEST_MISMATCH: &str = "manifest_mismatch";
+    /// The cells are not exactly the run's plan (rows x columns, or the selection, x repeats).
+    pub const CELL_SET_MISMATCH: &str = "cell_set_mismatch";
+    /// A fact the cell states differs from what its signed receipt records.
+    pub const SIGNED_FACT_MISMATCH: &str = "signed_fact_mismatch";
+    /// A judged cell was not ended by the runner's SIGKILL, or a HARNESS_ERROR carries no evidence.
+    pub const CRASH_NOT_PROVEN: &str = "crash_not_proven";
+    /// A sum over the file's numbers leaves the range of a 64-bit integer.
+    pub const ARITHMETIC_OVERFLOW: &str = "arithmetic_overflow";
 }

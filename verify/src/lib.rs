@@ -7,16 +7,30 @@
 //! [`original::verify_original_results`] for the original Python implementation's results, and
 //! [`load::load_document`] / [`load::load_results`] to read any of them strictly.
 
+pub mod trusted;
+
+pub use trusted::{canonical, entry, problem, signatures};
+
 pub mod billing_credit;
-pub mod canonical;
 pub mod check;
-pub mod entry;
+mod compact;
+pub mod display;
 pub mod finding;
+pub mod keys;
 pub mod load;
+pub mod manifest;
 pub mod original;
-pub mod problem;
 pub mod pycompat;
 pub mod receipt;
 pub mod results;
-pub mod signatures;
-pub mod synthetic;
+
+/// A short, stable name of an ed25519 public key for people to compare: `SHA256:` and the first
+/// 16 bytes of the SHA-256 of the key's 32 bytes, in lowercase hex.
+pub fn fingerprint(key: &ed25519_dalek::VerifyingKey) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(key.as_bytes());
+    format!(
+        "SHA256:{}",
+        entry::lower_hex(digest.get(..16).unwrap_or_default())
+    )
+}

@@ -5,7 +5,7 @@
 //! numbers out of range and wrong types all come back as a [`LoadError`].
 
 use crate::entry::{ReceiptBundle, RECEIPT_FORMAT};
-use crate::receipt::PYTHON_ORIGINAL_FORMAT;
+use crate::original::{OriginalBundle, OriginalResultsFile};
 use crate::results::{ResultsFile, RESULTS_FORMAT};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -39,6 +39,15 @@ pub enum LoadError {
         /// What was wrong there.
         message: String,
     },
+    /// A value is past a stated limit (a string longer than [`MAX_STRING_BYTES`], an integer
+    /// outside +/-(2^53 - 1)).
+    #[error("at {path}: {message}")]
+    Limit {
+        /// JSON path of the value.
+        path: String,
+        /// Which limit, and the value's size.
+        message: String,
+    },
     /// The document names a format (or has a shape) this verifier does not know.
     #[error("unknown format: {found}")]
     UnknownFormat {
@@ -51,7 +60,7 @@ pub enum LoadError {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Document {
     /// A receipt bundle: `interlock-receipt/1`, or an original Python bundle (its `format` is set to
-    /// [`PYTHON_ORIGINAL_FORMAT`]).
+    /// [`crate::receipt::PYTHON_ORIGINAL_FORMAT`]).
     Receipt(ReceiptBundle),
     /// A results file of the original Python implementation (kept as raw JSON).
     OriginalResults(Value),
@@ -69,6 +78,28 @@ struct TopLevel {
     cells: bool,
     effect_id: bool,
     entries: bool,
+}
+
+/// The longest string (value or object key) a document may hold, in bytes of its UTF-8 text.
+/// Nothing the runner or the gate writes comes near it (the longest are a case text and a worker's
+/// stderr tail); a longer string is refused (exit 2) before anything repeats it in a report.
+pub const MAX_STRING_BYTES: usize = 64 * 1024;
+
+/// Largest integer magnitude accepted anywhere in a document: 2^53 - 1, what every JSON reader
+/// (JavaScript's included) holds exactly.
+const MAX_SAFE_INTEGER: i64 = crate::canonical::MAX_SAFE_INTEGER;
+
+/// Marks a scan error as a limit (not a syntax or shape error).
+const LIMIT_PREFIX: &str = "limit: ";
+
+fn check_string_len<E: de::Error>(v: &str) -> Result<(), E> {
+    if v.len() > MAX_STRING_BYTES {
+        return Err(de::Error::custom(format!(
+            "{LIMIT_PREFIX}a string of {} bytes is longer than the limit of {MAX_STRING_BYTES}",
+            v.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Objects with more members than this are checked for duplicate keys with a hash set.
@@ -121,17 +152,23 @@ impl<'de> Visitor<'de> for Scan<'_> {
     fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
         Ok(())
     }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
+        if v.unsigned_abs() > MAX_SAFE_INTEGER.unsigned_abs() {
+            return Err(de::Error::custom(format!("{LIMIT_PREFIX}the integer {v} is outside +/-(2^53 - 1), which not every JSON reader holds exactly")));
+        }
         Ok(())
     }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
+        if v > MAX_SAFE_INTEGER.unsigned_abs() {
+            return Err(de::Error::custom(format!("{LIMIT_PREFIX}the integer {v} is outside +/-(2^53 - 1), which not every JSON reader holds exactly")));
+        }
         Ok(())
     }
     fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
         Ok(())
     }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
-        Ok(())
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        check_string_len(v)
     }
     fn visit_unit<E: de::Error>(self) -> Result<(), E> {
         Ok(())
@@ -148,6 +185,7 @@ impl<'de> Visitor<'de> for Scan<'_> {
         let mut few: Vec<std::borrow::Cow<'de, str>> = Vec::new();
         let mut many: HashSet<std::borrow::Cow<'de, str>> = HashSet::new();
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            check_string_len(&key)?;
             let seen = if few.len() < LINEAR_KEY_CHECK {
                 few.contains(&key)
             } else {
@@ -222,10 +260,15 @@ fn scan_tracked(text: &str) -> Result<TopLevel, LoadError> {
         Ok(()) => {}
         Err(e) if e.is_syntax() || e.is_eof() => return Err(syntax(&e)),
         Err(e) => {
-            return Err(LoadError::Shape {
-                path: track.path().to_string(),
-                message: e.to_string(),
-            })
+            let message = e.to_string();
+            let path = track.path().to_string();
+            return Err(match message.strip_prefix(LIMIT_PREFIX) {
+                Some(m) => LoadError::Limit {
+                    path,
+                    message: m.to_owned(),
+                },
+                None => LoadError::Shape { path, message },
+            });
         }
     }
     de.end().map_err(|e| syntax(&e))?;
@@ -295,20 +338,39 @@ pub fn load_document(bytes: &[u8]) -> Result<Document, LoadError> {
         }
     };
     match format.as_deref() {
-        Some(RESULTS_FORMAT) => typed::<ResultsFile>(text).map(|f| Document::Results(Box::new(f))),
-        Some(RECEIPT_FORMAT) => typed::<ReceiptBundle>(text).map(Document::Receipt),
+        Some(RESULTS_FORMAT) => {
+            let file = typed::<ResultsFile>(text)?;
+            for (i, c) in file.cells.iter().enumerate() {
+                if let Some(b) = &c.receipt {
+                    effect_id_shape(&format!("cells[{i}].receipt.effect_id"), &b.effect_id, 64)?;
+                }
+            }
+            Ok(Document::Results(Box::new(file)))
+        }
+        Some(RECEIPT_FORMAT) => {
+            let bundle = typed::<ReceiptBundle>(text)?;
+            effect_id_shape("effect_id", &bundle.effect_id, 64)?;
+            Ok(Document::Receipt(bundle))
+        }
         Some(other) => Err(LoadError::UnknownFormat {
             found: format!("format {other:?} (known: {RESULTS_FORMAT}, {RECEIPT_FORMAT})"),
         }),
+        // No `format`: only the original Python implementation wrote such files. Read one only
+        // when it matches the original's schema exactly; never as a fallback for anything else.
         None if top.scenario && top.cells => {
-            serde_json::from_str(text).map(Document::OriginalResults).map_err(|e| syntax(&e))
+            typed::<OriginalResultsFile>(text).map_err(not_original)?;
+            serde_json::from_str(text)
+                .map(Document::OriginalResults)
+                .map_err(|e| syntax(&e))
         }
         None if top.effect_id && top.entries => {
-            let value: Value = serde_json::from_str(text).map_err(|e| syntax(&e))?;
-            original_bundle(&value).map(Document::Receipt).ok_or(LoadError::Shape {
-                path: "entries".into(),
-                message: "an original bundle needs a string effect_id and an array of entries".into(),
-            })
+            let b = typed::<OriginalBundle>(text).map_err(not_original)?;
+            effect_id_shape(
+                "effect_id",
+                &b.effect_id,
+                crate::pycompat::ORIGINAL_EFFECT_ID_LEN,
+            )?;
+            Ok(Document::Receipt(b.into_bundle()))
         }
         None => Err(LoadError::UnknownFormat {
             found: "an object with no `format` that is neither a receipt bundle nor an original results file".into(),
@@ -316,7 +378,37 @@ pub fn load_document(bytes: &[u8]) -> Result<Document, LoadError> {
     }
 }
 
-/// Read an `interlock-results/1` file strictly; any other document is an error.
+/// A bundle's effect id is its name in every report line: it must have its format's exact shape
+/// (lowercase hex of `len` characters) before anything repeats it.
+fn effect_id_shape(path: &str, id: &str, len: usize) -> Result<(), LoadError> {
+    let hex = id
+        .bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    if id.len() == len && hex {
+        return Ok(());
+    }
+    Err(LoadError::Shape {
+        path: path.to_owned(),
+        message: format!(
+            "an effect id must be {len} lowercase hex characters (found {} bytes)",
+            id.len()
+        ),
+    })
+}
+
+/// A file without `format` that does not match the original's schema is of no format we know.
+fn not_original(e: LoadError) -> LoadError {
+    match e {
+        LoadError::Shape { path, message } => LoadError::UnknownFormat {
+            found: format!(
+                "no `format`, and not the original Python format either (at {path}: {message})"
+            ),
+        },
+        other => other,
+    }
+}
+
+/// Read an `interlock-results` file of the current version strictly; any other document is an error.
 pub fn load_results(bytes: &[u8]) -> Result<ResultsFile, LoadError> {
     match load_document(bytes)? {
         Document::Results(f) => Ok(*f),
@@ -324,22 +416,11 @@ pub fn load_results(bytes: &[u8]) -> Result<ResultsFile, LoadError> {
             found: format!("a receipt bundle ({}), not a results file", b.format),
         }),
         Document::OriginalResults(_) => Err(LoadError::UnknownFormat {
-            found: "a results file of the original Python implementation, not interlock-results/1"
-                .into(),
+            found: format!(
+                "a results file of the original Python implementation, not {RESULTS_FORMAT}"
+            ),
         }),
     }
-}
-
-/// Turn an original bundle (a JSON value with `effect_id` and `entries`, no `format`) into a
-/// [`ReceiptBundle`] of format [`PYTHON_ORIGINAL_FORMAT`]; `None` when it does not have that shape.
-pub fn original_bundle(value: &Value) -> Option<ReceiptBundle> {
-    let effect_id = value.get("effect_id")?.as_str()?;
-    let entries = value.get("entries")?.as_array()?;
-    Some(ReceiptBundle {
-        format: PYTHON_ORIGINAL_FORMAT.to_owned(),
-        effect_id: effect_id.to_owned(),
-        entries: entries.clone(),
-    })
 }
 
 #[cfg(test)]
@@ -349,8 +430,8 @@ mod tests {
     /// The typed read runs without path tracking first; a failure must still name its JSON path.
     #[test]
     fn shape_errors_name_their_path() {
-        let file = crate::synthetic::generate(&crate::synthetic::Spec::default());
-        let mut value = serde_json::to_value(&file).unwrap_or_default();
+        let committed = include_bytes!("../../results/billing_credit.json");
+        let mut value: Value = serde_json::from_slice(committed).unwrap_or_default();
         if let Some(gt) = value.pointer_mut("/cells/0/ground_truth/case_credit_count") {
             *gt = Value::String("three".into());
         }

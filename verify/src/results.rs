@@ -11,7 +11,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The `format` value of a results file.
-pub const RESULTS_FORMAT: &str = "interlock-results/1";
+///
+/// Version 2 added the run's plan (`repeats`, `selected`) and the signed [`Manifest`]; a version 1
+/// file is refused as an unknown format, never read as something weaker.
+pub const RESULTS_FORMAT: &str = "interlock-results/2";
 
 /// A whole results file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -29,10 +32,48 @@ pub struct ResultsFile {
     pub rows: Vec<RowSpec>,
     /// The columns (`no_check`, `hand_check`, `interlock`), in display order.
     pub columns: Vec<String>,
+    /// How many times each planned (row, column) pair ran (repeat indices `0..repeats`).
+    pub repeats: u32,
+    /// The (row, column) pairs the run selected (`--cells`), or empty when it ran every row in
+    /// every column. The cells are exactly these pairs (or rows x columns) x `0..repeats`.
+    pub selected: Vec<CellLabel>,
     /// One entry per cell run (row x column x repeat).
     pub cells: Vec<Cell>,
     /// Per column, keyed by column name: counts and medians over the column's cells.
     pub summary: BTreeMap<String, ColumnSummary>,
+    /// The run's signature over the whole file ([`crate::manifest`]).
+    pub manifest: Manifest,
+}
+
+/// One planned (row, column) pair.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(deny_unknown_fields)]
+pub struct CellLabel {
+    /// Crash point.
+    pub crash: String,
+    /// Outage.
+    pub outage: String,
+    /// Column.
+    pub column: String,
+}
+
+/// The run's signature over the whole results file: the canonical hash of every cell and of
+/// everything else in the file, signed with the run's key (see [`crate::manifest`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// Hex SHA-256 of the canonical JSON of everything in the file but `cells` and `manifest`.
+    pub head: String,
+    /// Hex SHA-256 of the canonical JSON of each cell, in file order.
+    pub cells: Vec<String>,
+    /// Hex ed25519 public key of the signer (the run's key, `environment.signer`).
+    pub signer: String,
+    /// Hex SHA-256 of the canonical JSON of `{v, head, cells, signer}`.
+    pub hash: String,
+    /// Hex ed25519 signature over `"interlock-manifest-v1:" + hash`.
+    pub sig: String,
 }
 
 /// Where and how the run happened.
@@ -147,11 +188,71 @@ pub struct Cell {
     /// Interlock only: the kinds of the effect's journal entries, in order.
     pub journal_kinds: Vec<String>,
     /// Interlock only: the effect's full receipt bundle.
+    #[schemars(with = "Option<serde_json::Value>")]
     pub receipt: Option<ReceiptBundle>,
     /// hand_check only: every line of its plain log.
-    pub hand_check_log: Option<Vec<serde_json::Value>>,
+    #[schemars(with = "Option<Vec<serde_json::Value>>")]
+    pub hand_check_log: Option<Vec<FreeForm>>,
     /// The restart worker's JSON output line.
-    pub restart: Option<serde_json::Value>,
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub restart: Option<FreeForm>,
+}
+
+/// A free-form JSON value (a worker's output line, a log line), kept as its text: it costs its
+/// size in memory, where a tree of JSON values can cost twenty times that. At most
+/// [`FREE_FORM_MAX_BYTES`] of text; read a part of it with [`FreeForm::read`].
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
+pub struct FreeForm(Box<serde_json::value::RawValue>);
+
+/// The longest free-form value a results file may hold, in bytes of text (a longer one is refused,
+/// exit 2). The runner's restart lines and log lines are a few kilobytes.
+pub const FREE_FORM_MAX_BYTES: usize = 256 * 1024;
+
+impl FreeForm {
+    /// The value's JSON text, exactly as stored.
+    pub fn text(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The value, or the part of it a type describes (unknown members are skipped, not built);
+    /// `None` when it does not have that shape.
+    pub fn read<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
+        serde_json::from_str(self.0.get()).ok()
+    }
+
+    /// The whole value as a JSON tree.
+    pub fn to_value(&self) -> serde_json::Value {
+        self.read().unwrap_or(serde_json::Value::Null)
+    }
+
+    /// A free-form value holding `value`.
+    pub fn from_value(value: &serde_json::Value) -> FreeForm {
+        match serde_json::value::to_raw_value(value) {
+            Ok(raw) => FreeForm(raw),
+            // Only maps with non-string keys fail, and a JSON value has none.
+            Err(_) => FreeForm(serde_json::value::RawValue::NULL.to_owned()),
+        }
+    }
+}
+
+impl PartialEq for FreeForm {
+    fn eq(&self, other: &FreeForm) -> bool {
+        self.0.get() == other.0.get()
+    }
+}
+
+impl<'de> Deserialize<'de> for FreeForm {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<FreeForm, D::Error> {
+        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
+        if raw.get().len() > FREE_FORM_MAX_BYTES {
+            return Err(serde::de::Error::custom(format!(
+                "a free-form value of {} bytes is longer than the limit of {FREE_FORM_MAX_BYTES}",
+                raw.get().len()
+            )));
+        }
+        Ok(FreeForm(raw))
+    }
 }
 
 /// The support case a cell opened.
@@ -423,41 +524,70 @@ pub fn median_ms(values: &[u64]) -> Option<u64> {
 
 /// The per-column summary of `cells`: HARNESS_ERROR cells are counted apart and excluded from every
 /// other count and from both medians ([`median_ms`]). The runner writes the summary with this
-/// function; `verify` re-derives it from its own recomputed judgements, not from this.
+/// function; `verify` re-derives it from its own recomputed judgements through [`summarize_with`].
 pub fn summarize(columns: &[String], cells: &[Cell]) -> BTreeMap<String, ColumnSummary> {
-    columns
+    summarize_with(columns, cells, |_, c| {
+        (c.invariant_held, c.answer_matches, c.proof)
+    })
+}
+
+/// The summary rule, stated once: one pass over the cells (linear time), counts that cannot wrap.
+/// `judged(index, cell)` gives the cell's (invariant_held, answer_matches, proof); cells of columns
+/// not in `columns` are not counted.
+pub fn summarize_with(
+    columns: &[String],
+    cells: &[Cell],
+    mut judged: impl FnMut(usize, &Cell) -> (bool, bool, bool),
+) -> BTreeMap<String, ColumnSummary> {
+    struct Acc {
+        summary: ColumnSummary,
+        crash: Vec<u64>,
+        restart: Vec<u64>,
+    }
+    let mut acc: BTreeMap<&str, Acc> = columns
         .iter()
-        .map(|column| {
-            let judged: Vec<&Cell> = cells
-                .iter()
-                .filter(|c| {
-                    &c.column == column && c.outcome != crate::billing_credit::HARNESS_ERROR
-                })
-                .collect();
-            let count = |f: fn(&Cell) -> bool| judged.iter().filter(|c| f(c)).count() as u32;
-            let crash: Vec<u64> = judged
-                .iter()
-                .filter_map(|c| c.timings.map(|t| t.crash_to_settled_ms))
-                .collect();
-            let restart: Vec<u64> = judged
-                .iter()
-                .filter_map(|c| c.timings.map(|t| t.restart_to_settled_ms))
-                .collect();
+        .map(|c| {
             let summary = ColumnSummary {
-                cells: judged.len() as u32,
-                harness_errors: cells
-                    .iter()
-                    .filter(|c| {
-                        &c.column == column && c.outcome == crate::billing_credit::HARNESS_ERROR
-                    })
-                    .count() as u32,
-                held: count(|c| c.invariant_held),
-                answer_matches: count(|c| c.answer_matches),
-                proof: count(|c| c.proof),
-                median_crash_to_settled_ms: median_ms(&crash),
-                median_restart_to_settled_ms: median_ms(&restart),
+                cells: 0,
+                harness_errors: 0,
+                held: 0,
+                answer_matches: 0,
+                proof: 0,
+                median_crash_to_settled_ms: None,
+                median_restart_to_settled_ms: None,
             };
-            (column.clone(), summary)
+            let empty = Acc {
+                summary,
+                crash: Vec::new(),
+                restart: Vec::new(),
+            };
+            (c.as_str(), empty)
+        })
+        .collect();
+    let bump = |n: &mut u32, by: bool| *n = n.saturating_add(u32::from(by));
+    for (i, cell) in cells.iter().enumerate() {
+        let Some(a) = acc.get_mut(cell.column.as_str()) else {
+            continue;
+        };
+        if cell.outcome == crate::billing_credit::HARNESS_ERROR {
+            bump(&mut a.summary.harness_errors, true);
+            continue;
+        }
+        let (held, answer, proof) = judged(i, cell);
+        bump(&mut a.summary.cells, true);
+        bump(&mut a.summary.held, held);
+        bump(&mut a.summary.answer_matches, answer);
+        bump(&mut a.summary.proof, proof);
+        if let Some(t) = cell.timings {
+            a.crash.push(t.crash_to_settled_ms);
+            a.restart.push(t.restart_to_settled_ms);
+        }
+    }
+    acc.into_iter()
+        .map(|(column, mut a)| {
+            a.summary.median_crash_to_settled_ms = median_ms(&a.crash);
+            a.summary.median_restart_to_settled_ms = median_ms(&a.restart);
+            (column.to_owned(), a.summary)
         })
         .collect()
 }

@@ -5,8 +5,8 @@ use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use synthetic::seal_chain;
 use verify::billing_credit::billing_credit_effect_id;
-use verify::synthetic::seal_chain;
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -57,7 +57,7 @@ fn the_original_results_verify() {
     let (code, out) = run(&[FIXTURE]);
     assert_eq!(code, Some(0), "{out}");
     assert!(
-        out.contains("billing_credit.original.json: python-original results, 6 receipts (unsigned, per-effect SHA-256 chains): OK"),
+        out.contains("billing_credit.original.json: python-original results, 6 receipts (unsigned, per-effect SHA-256 chains; consistency only): OK"),
         "{out}"
     );
 }
@@ -92,12 +92,21 @@ fn receipt_bundles_exit_0_then_1_when_tampered() {
     let (code, out) = run(&["--key", &hex_key, &path]);
     assert_eq!(code, Some(0), "{out}");
     assert!(
-        out.contains("(interlock-receipt/1, signed, key pinned), happened=true: OK"),
+        out.contains(&format!(
+            "(interlock-receipt/1, pinned key {}), happened=true: OK",
+            verify::fingerprint(&key().verifying_key())
+        )),
         "{out}"
     );
     let (code, out) = run(&[&path]);
     assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains("key self-attested"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "self-attested: signed by {}",
+            verify::fingerprint(&key().verifying_key())
+        )),
+        "{out}"
+    );
 
     let key_file = write(&dir, "key.hex", format!("{hex_key}\n").as_bytes());
     assert_eq!(run(&["--key", &key_file, &path]).0, Some(0));

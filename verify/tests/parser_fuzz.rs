@@ -13,7 +13,7 @@ use verify::receipt::{verify_bundle, KeyCheck};
 fn synthetic() -> &'static (Vec<u8>, Value) {
     static FILE: OnceLock<(Vec<u8>, Value)> = OnceLock::new();
     FILE.get_or_init(|| {
-        let f = verify::synthetic::generate(&Default::default());
+        let f = synthetic::generate(&Default::default());
         let v = serde_json::to_value(&f).unwrap();
         (serde_json::to_vec(&v).unwrap(), v)
     })
@@ -124,5 +124,48 @@ proptest! {
             };
             prop_assert!(!ok || entries(&edited) == entries(&before), "an edit of a receipt at byte {} verified", i);
         }
+    }
+
+    #[test]
+    fn edited_original_judgements_never_verify_unless_unchanged(
+        cell in any::<prop::sample::Index>(),
+        field in 0usize..6,
+        value in any::<i64>(),
+    ) {
+        let before: Value = serde_json::from_slice(ORIGINAL).unwrap();
+        let n = before["cells"].as_array().unwrap().len();
+        let c = cell.index(n);
+        let mut edited = before.clone();
+        let target = match field {
+            0 => &mut edited["cells"][c]["invariant_held"],
+            1 => &mut edited["cells"][c]["answer_matches_stripe"],
+            2 => &mut edited["cells"][c]["can_prove_what_happened"],
+            3 => &mut edited["cells"][c]["ground_truth"]["case_credit_count"],
+            4 => &mut edited["cells"][c]["ground_truth"]["case_credit_cents"],
+            _ => &mut edited["cells"][c]["want"]["case_credit_cents"],
+        };
+        *target = if target.is_boolean() {
+            Value::Bool(value % 2 == 0)
+        } else {
+            Value::from(value.rem_euclid(3000))
+        };
+        let ok = check(&serde_json::to_vec(&edited).unwrap()).is_some_and(|(ok, _)| ok);
+        prop_assert!(!ok || edited == before, "an edit of cells[{}] field {} verified", c, field);
+    }
+
+    #[test]
+    fn original_files_missing_a_key_never_verify(
+        cell in any::<prop::sample::Index>(),
+        key in any::<prop::sample::Index>(),
+    ) {
+        let mut d: Value = serde_json::from_slice(ORIGINAL).unwrap();
+        let n = d["cells"].as_array().unwrap().len();
+        let c = cell.index(n);
+        let obj = d["cells"][c].as_object_mut().unwrap();
+        let keys: Vec<String> = obj.keys().cloned().collect();
+        let k = &keys[key.index(keys.len())];
+        obj.remove(k);
+        let ok = check(&serde_json::to_vec(&d).unwrap()).is_some_and(|(ok, _)| ok);
+        prop_assert!(!ok || k == "reverified_offline_matches_restart", "cells[{}] without {} verified", c, k);
     }
 }

@@ -22,7 +22,7 @@ fn committed_run() -> PathBuf {
 fn bases() -> Vec<(&'static str, Value)> {
     let mut out = vec![(
         "synthetic",
-        serde_json::to_value(verify::synthetic::generate(&Default::default())).unwrap(),
+        serde_json::to_value(synthetic::generate(&Default::default())).unwrap(),
     )];
     if let Ok(bytes) = std::fs::read(committed_run()) {
         out.push((
@@ -557,14 +557,19 @@ fn the_untouched_file_verifies() {
         let out = bin().arg(&p).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(0), "{stdout}");
+        let signer = d["environment"]["signer"].as_str().unwrap();
+        let key = verify::keys::parse_key(signer).unwrap();
+        let fingerprint = verify::fingerprint(&key);
         assert!(
-            stdout.contains("receipts (signed, key self-attested): OK"),
+            stdout.contains(&format!(
+                "manifest (signed, self-attested: signed by {fingerprint}"
+            )),
             "{stdout}"
         );
-        let signer = d["environment"]["signer"].as_str().unwrap();
         let out = bin().args(["--key", signer]).arg(&p).output().unwrap();
         assert_eq!(out.status.code(), Some(0));
-        assert!(String::from_utf8_lossy(&out.stdout).contains("(signed, key pinned): OK"));
+        assert!(String::from_utf8_lossy(&out.stdout)
+            .contains(&format!("manifest (signed, pinned key {fingerprint}): OK")));
     }
 }
 
@@ -619,8 +624,13 @@ fn shape_errors_name_the_json_path_and_exit_2() {
     let cases: Vec<(&str, Edit, &str)> = vec![
         (
             "unknown format version",
-            Box::new(|d| d["format"] = json!("interlock-results/2")),
-            "interlock-results/2",
+            Box::new(|d| d["format"] = json!("interlock-results/3")),
+            "interlock-results/3",
+        ),
+        (
+            "the previous format version (no manifest)",
+            Box::new(|d| d["format"] = json!("interlock-results/1")),
+            "interlock-results/1",
         ),
         (
             "format not a string",

@@ -32,7 +32,7 @@ pub fn edited_fixture(edit: impl FnOnce(&mut serde_json::Value)) -> tempfile::Te
 /// A synthetic, signed, verifying results file from `verify::synthetic` (used to make the
 /// fixture before a real run existed, and by tests that need a variant of it).
 pub fn synthetic() -> verify::results::ResultsFile {
-    verify::synthetic::generate(&verify::synthetic::Spec::default())
+    synthetic::generate(&synthetic::Spec::default())
 }
 
 /// A prose directory holding the real billing_credit prose with `verdict.md` replaced.

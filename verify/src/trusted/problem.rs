@@ -33,7 +33,7 @@ impl Problem {
     pub fn at(index: usize, kind: Option<&str>, code: &str, message: impl Into<String>) -> Problem {
         Problem {
             entry: Some(index),
-            kind: kind.map(str::to_owned),
+            kind: kind.map(shown_kind),
             code: code.to_owned(),
             message: message.into(),
         }
@@ -49,6 +49,12 @@ impl std::fmt::Display for Problem {
         }
         write!(f, "[{}] {}", self.code, self.message)
     }
+}
+
+/// An entry's `kind` as a problem shows it: cut to 40 characters, so a long forged kind is not
+/// repeated in full by every problem of its entry.
+pub fn shown_kind(kind: &str) -> String {
+    crate::display::shorten(kind, 40)
 }
 
 /// The machine codes of receipt problems.

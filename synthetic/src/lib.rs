@@ -1,4 +1,4 @@
-//! A generator of synthetic, internally consistent `interlock-results/1` files with signed
+//! A generator of synthetic, internally consistent results files (`verify::results::RESULTS_FORMAT`) with signed
 //! receipts, for tests and benchmarks (never for publishing: the ground truth is invented, not
 //! read from Stripe).
 //!
@@ -7,13 +7,13 @@
 //! benchmark). Every derived field is computed with the same rules `verify` re-derives, so a file
 //! straight from [`generate`] verifies, and any single edit of it should not.
 
-use crate::billing_credit;
-use crate::billing_credit::{billing_credit_effect_id, request_id};
-use crate::entry::{self, ReceiptBundle};
-use crate::results::*;
 use ed25519_dalek::SigningKey;
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
+use verify::billing_credit;
+use verify::billing_credit::{billing_credit_effect_id, request_id};
+use verify::entry::{self, ReceiptBundle};
+use verify::results::*;
 
 /// The six (crash, outage) rows of the reference page, in display order.
 pub const DEFAULT_ROWS: [(&str, &str); 6] = [
@@ -479,8 +479,10 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
         effect_id,
         journal_kinds,
         receipt: receipt_bundle,
-        hand_check_log,
-        restart: Some(json!({"status": outcome, "effect_id": effect_id_json})),
+        hand_check_log: hand_check_log.map(|log| log.iter().map(FreeForm::from_value).collect()),
+        restart: Some(FreeForm::from_value(
+            &json!({"status": outcome, "effect_id": effect_id_json}),
+        )),
     }
 }
 
@@ -500,8 +502,8 @@ pub fn generate(spec: &Spec) -> ResultsFile {
         .enumerate()
         .map(|(n, (crash, outage, column, repeat))| cell(n, crash, outage, column, *repeat, &key))
         .collect();
-    let summary = crate::results::summarize(&spec.columns, &cells);
-    ResultsFile {
+    let summary = verify::results::summarize(&spec.columns, &cells);
+    let mut file = ResultsFile {
         format: RESULTS_FORMAT.into(),
         scenario: "billing_credit".into(),
         generated: "2026-11-29T12:00:00Z".into(),
@@ -533,7 +535,14 @@ pub fn generate(spec: &Spec) -> ResultsFile {
             })
             .collect(),
         columns: spec.columns.clone(),
+        repeats: spec.repeats,
+        selected: Vec::new(),
         cells,
         summary,
-    }
+        manifest: Default::default(),
+    };
+    // Every value above is an integer within 2^53 and holds no float, so the manifest can be
+    // computed; if it ever could not, the file stays unsigned and fails verification.
+    let _ = verify::manifest::sign(&mut file, &key);
+    file
 }

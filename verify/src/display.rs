@@ -1,0 +1,161 @@
+//! Text from a file, made safe to print: nothing from a file reaches a terminal as a control
+//! character (so it cannot move the cursor, recolour, or overwrite a FAILED line with a fake OK),
+//! and a long value is cut to a stated length.
+
+/// Characters that are escaped even though they print: they reorder or hide text on screen
+/// (bidirectional overrides and isolates, zero-width characters, the byte-order mark).
+fn is_deceptive(c: char) -> bool {
+    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+}
+
+/// `s` with every control character (C0, DEL, C1, newlines included) and every deceptive
+/// formatting character written as `\u{XXXX}`, and backslashes doubled so the escape is
+/// unambiguous.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c == '\\' {
+            out.push_str("\\\\");
+        } else if c.is_control() || is_deceptive(c) {
+            out.push_str(&format!("\\u{{{:04x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `s` cut to at most `max` characters, saying how long it was when cut.
+pub fn shorten(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_owned(),
+        Some((at, _)) => format!(
+            "{}… ({} bytes in all)",
+            s.get(..at).unwrap_or_default(),
+            s.len()
+        ),
+    }
+}
+
+/// A JSON text with every character that [`escape`] would escape written as a JSON `\uXXXX`
+/// escape. JSON's own structure is ASCII, so such characters occur only inside strings, where the
+/// escape means the same character to every JSON reader.
+pub fn json_safe(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if (c.is_control() && !matches!(c, '\n' | '\t' | '\r')) || is_deceptive(c) {
+            // serde_json already escapes C0 inside strings; this catches DEL, C1 and the rest.
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Shrink a JSON report until its compact text fits in `budget` bytes: first every list of
+/// `problems` or `findings` is cut to a few items (with a note of how many were left out), then to
+/// one, then the per-cell and per-receipt details are dropped, keeping the verdicts. Returns
+/// whether anything was cut. A report that fits is left as it is.
+pub fn fit_json(report: &mut serde_json::Value, budget: usize) -> bool {
+    let size = |v: &serde_json::Value| serde_json::to_string(v).map_or(usize::MAX, |t| t.len());
+    if size(report) <= budget {
+        return false;
+    }
+    for keep in [8, 1] {
+        cut_lists(report, keep);
+        if size(report) <= budget {
+            return true;
+        }
+    }
+    drop_details(report);
+    true
+}
+
+const LISTS: [&str; 2] = ["problems", "findings"];
+const DETAILS: [&str; 3] = ["cell_reports", "receipts", "journal_kinds"];
+
+fn cut_lists(v: &mut serde_json::Value, keep: usize) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, item) in m.iter_mut() {
+                if let (true, serde_json::Value::Array(a)) =
+                    (LISTS.contains(&k.as_str()), &mut *item)
+                {
+                    if a.len() > keep {
+                        let left = a.len() - keep;
+                        a.truncate(keep);
+                        a.push(serde_json::json!({"code": "truncated", "message": format!("{left} more left out to keep the report small; the text output and a smaller file show them")}));
+                    }
+                }
+                cut_lists(item, keep);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| cut_lists(x, keep)),
+        _ => {}
+    }
+}
+
+fn drop_details(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for k in DETAILS {
+                if m.remove(k).is_some() {
+                    m.insert(format!("{k}_left_out"), serde_json::Value::Bool(true));
+                }
+            }
+            m.values_mut().for_each(drop_details);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(drop_details),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_controls_never_pass_through() {
+        let forged = "x\r\u{1b}[2K\u{1b}[32mOK\u{9b}1A\u{202e}\n";
+        let shown = escape(forged);
+        assert!(
+            !shown.chars().any(|c| c.is_control() || is_deceptive(c)),
+            "{shown}"
+        );
+        assert!(shown.contains("\\u{001b}"));
+        assert_eq!(escape("a\\u{1b}"), "a\\\\u{1b}");
+    }
+
+    #[test]
+    fn long_values_are_cut_and_measured() {
+        let long = "a".repeat(1000);
+        let s = shorten(&long, 10);
+        assert!(s.starts_with("aaaaaaaaaa…"));
+        assert!(s.contains("1000 bytes"));
+        assert_eq!(shorten("short", 10), "short");
+    }
+
+    #[test]
+    fn reports_are_cut_to_the_budget_keeping_the_verdict() {
+        let problems: Vec<serde_json::Value> = (0..500)
+            .map(|i| serde_json::json!({"code": "x", "message": format!("problem {i}")}))
+            .collect();
+        let mut v = serde_json::json!({"files": [{"status": "failed", "report": {"ok": false, "problems": problems}}]});
+        assert!(!fit_json(&mut v.clone(), 1 << 20));
+        assert!(fit_json(&mut v, 2_000));
+        let text = v.to_string();
+        assert!(text.len() <= 2_000, "{}", text.len());
+        assert!(text.contains("\"status\":\"failed\""));
+        assert!(text.contains("more left out"));
+    }
+
+    #[test]
+    fn json_output_escapes_what_serde_leaves() {
+        let v = serde_json::json!({"a": "\u{7f}\u{9b}\u{202e}"});
+        let text = json_safe(&v.to_string());
+        assert!(text.is_ascii(), "{text}");
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        assert_eq!(back, v);
+    }
+}

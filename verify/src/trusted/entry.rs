@@ -1,0 +1,186 @@
+//! Journal entries and receipt bundles: the signed record format (DESIGN §3.2).
+//!
+//! An entry is a JSON object with `v` (1), `ts_ms`, `kind`, `effect_id`, the kind's own fields,
+//! `prev` (hash of the previous entry of the same effect, `null` for the first), `signer` (hex
+//! ed25519 public key), `hash` (hex SHA-256 of the canonical JSON of the entry without `hash` and
+//! `sig`) and `sig` (hex ed25519 signature over `"interlock-entry-v1:" + hash`).
+//!
+//! Entries are kept as raw JSON objects so that the hash is always recomputed over exactly what was
+//! stored, including fields a reader does not know.
+
+use crate::canonical::{self, CanonicalError};
+use ed25519_dalek::{Signer, SigningKey};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+/// Version of the entry format, stored in every entry as `v`.
+pub const ENTRY_VERSION: u64 = 1;
+
+/// Domain-separation prefix of the signed message: the signature covers `SIGNING_CONTEXT + hash`.
+pub const SIGNING_CONTEXT: &str = "interlock-entry-v1:";
+
+/// The `format` value of a receipt bundle file.
+pub const RECEIPT_FORMAT: &str = "interlock-receipt/1";
+
+/// Fields that are not covered by the entry hash.
+pub const UNHASHED_FIELDS: [&str; 2] = ["hash", "sig"];
+
+/// The kinds of journal entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Kind {
+    /// An agent proposed the effect (agent, lease, premises, effect).
+    Proposed,
+    /// The lease was live and covered the effect when proposed.
+    Authorized,
+    /// Durably recorded right before the target is called (effect, lease, premises, checks).
+    Dispatched,
+    /// The effect is known to have happened at the target (via, evidence).
+    Committed,
+    /// The effect was refused (code, reason); with `resolves: true` it closes an open dispatch.
+    Refused,
+    /// Nobody can know whether an open dispatch landed (code, reason).
+    Ambiguous,
+}
+
+impl Kind {
+    /// Every kind, in lifecycle order.
+    pub const ALL: [Kind; 6] = [
+        Kind::Proposed,
+        Kind::Authorized,
+        Kind::Dispatched,
+        Kind::Committed,
+        Kind::Refused,
+        Kind::Ambiguous,
+    ];
+
+    /// The string stored in an entry's `kind` field.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Proposed => "PROPOSED",
+            Kind::Authorized => "AUTHORIZED",
+            Kind::Dispatched => "DISPATCHED",
+            Kind::Committed => "COMMITTED",
+            Kind::Refused => "REFUSED",
+            Kind::Ambiguous => "AMBIGUOUS",
+        }
+    }
+
+    /// Parse a stored `kind` string; `None` for an unknown kind.
+    pub fn parse(s: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The hex SHA-256 of the canonical JSON of `entry` without its `hash` and `sig` fields.
+pub fn compute_hash(entry: &Map<String, Value>) -> Result<String, CanonicalError> {
+    compute_digest(entry).map(|d| lower_hex(&d))
+}
+
+/// The SHA-256 of the canonical JSON of `entry` without its `hash` and `sig` fields
+/// ([`compute_hash`] before hex encoding).
+pub fn compute_digest(entry: &Map<String, Value>) -> Result<[u8; 32], CanonicalError> {
+    thread_local! {
+        static BUFFER: std::cell::RefCell<String> = std::cell::RefCell::new(String::with_capacity(4096));
+    }
+    BUFFER.with(|buffer| {
+        let mut text = buffer.borrow_mut();
+        text.clear();
+        canonical::write_object_without(&mut text, entry, &UNHASHED_FIELDS)?;
+        Ok(Sha256::digest(text.as_bytes()).into())
+    })
+}
+
+/// Whether `hex` is exactly the lowercase hex spelling of `bytes` (what [`lower_hex`] writes).
+pub fn is_lower_hex_of(hex: &str, bytes: &[u8]) -> bool {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let hex = hex.as_bytes();
+    hex.len() == bytes.len() * 2
+        && bytes
+            .iter()
+            .zip(hex.chunks_exact(2))
+            .all(|(b, pair)| pair == [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 0x0f)]])
+}
+
+/// Decode exactly `2 * N` lowercase hex characters into `N` bytes; `None` for any other text
+/// (uppercase included: the same bytes must have exactly one accepted spelling).
+pub fn decode_lower_hex<const N: usize>(hex: &str) -> Option<[u8; N]> {
+    let lower = hex
+        .bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let mut out = [0u8; N];
+    (lower && hex::decode_to_slice(hex, &mut out).is_ok()).then_some(out)
+}
+
+/// Lowercase hex of `bytes` (the same as `hex::encode`, without per-character iteration).
+pub fn lower_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    out
+}
+
+/// The exact bytes an entry signature covers: `"interlock-entry-v1:" + hash` (hash as lowercase hex).
+pub fn signing_message(hash_hex: &str) -> Vec<u8> {
+    let mut msg = Vec::with_capacity(SIGNING_CONTEXT.len() + hash_hex.len());
+    msg.extend_from_slice(SIGNING_CONTEXT.as_bytes());
+    msg.extend_from_slice(hash_hex.as_bytes());
+    msg
+}
+
+/// Complete an entry in place: set `signer` to the key's public half, then `hash`, then `sig`.
+///
+/// The entry must already hold `v`, `ts_ms`, `kind`, `effect_id`, its kind fields and `prev`.
+/// Any existing `signer`, `hash` and `sig` are replaced.
+pub fn seal(entry: &mut Map<String, Value>, key: &SigningKey) -> Result<(), CanonicalError> {
+    entry.remove("hash");
+    entry.remove("sig");
+    entry.insert(
+        "signer".to_owned(),
+        Value::String(hex::encode(key.verifying_key().as_bytes())),
+    );
+    let hash = compute_hash(entry)?;
+    let sig = key.sign(&signing_message(&hash));
+    entry.insert("hash".to_owned(), Value::String(hash));
+    entry.insert("sig".to_owned(), Value::String(hex::encode(sig.to_bytes())));
+    Ok(())
+}
+
+/// A receipt bundle: every entry of one effect, in journal order, exactly as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReceiptBundle {
+    /// Always [`RECEIPT_FORMAT`].
+    pub format: String,
+    /// The effect every entry belongs to (64 lowercase hex characters).
+    pub effect_id: String,
+    /// The entries as raw JSON objects.
+    /// (Read by [`crate::compact::entries`]: the same values, stored without spare capacity.)
+    #[serde(deserialize_with = "crate::compact::entries")]
+    pub entries: Vec<Value>,
+}
+
+impl ReceiptBundle {
+    /// A bundle in the current format.
+    pub fn new(effect_id: impl Into<String>, entries: Vec<Value>) -> ReceiptBundle {
+        ReceiptBundle {
+            format: RECEIPT_FORMAT.to_owned(),
+            effect_id: effect_id.into(),
+            entries,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "../trusted_tests/entry.rs"]
+mod tests;

@@ -1,0 +1,459 @@
+//! Receipt verification (DESIGN §3.3): re-derive, offline, what one effect's journal entries prove.
+//!
+//! [`verify_bundle`] checks one bundle; [`verify_group`] checks several and batches their
+//! signatures together (the results checker spreads groups over threads, outside this core).
+//! Neither fails open: every check that does not hold adds a [`Problem`], and `valid` is true
+//! only when there is none.
+//!
+//! Reading order: [`prepare`] (per entry: [`chain`]), [`replay`] (the protocol rules), then the
+//! signatures in [`verify_group`].
+//!
+//! Two formats are understood:
+//! - `interlock-receipt/1` (this project): signed entries, RFC 8785 hashes, 64-hex effect ids;
+//! - `python-original` (the original Python implementation, see [`crate::pycompat`]): unsigned,
+//!   Python-canonical hashes, 12-hex effect ids, `ts` floats, `result`/`found` evidence and the
+//!   grant under `checks.lease`. A bundle of that format is recognised by [`crate::load::load_document`].
+
+mod chain;
+mod replay;
+
+use crate::trusted::entry::{self, ReceiptBundle, RECEIPT_FORMAT};
+use crate::trusted::problem::{code, shown_kind, Problem};
+use crate::trusted::signatures;
+use chain::ChainWalk;
+use ed25519_dalek::{Signature, VerifyingKey};
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// The `format` a [`ReceiptReport`] names for a bundle of the original Python implementation.
+pub const PYTHON_ORIGINAL_FORMAT: &str = "python-original";
+
+/// The ways a COMMITTED entry can say the effect happened.
+pub const VIAS: [&str; 5] = [
+    "send",
+    "retry-idempotent",
+    "recovery-query",
+    "recovery-reapply",
+    "failed-but-landed",
+];
+
+/// `via` values of a COMMITTED that sent the effect again (a second firing with its own checks).
+pub const RESEND_VIAS: [&str; 2] = ["retry-idempotent", "recovery-reapply"];
+
+/// Whether the effect happened at the target, as the receipt proves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Happened {
+    /// A COMMITTED entry records it.
+    Yes,
+    /// Nothing was sent, or every send was refused as never landed.
+    No,
+    /// An AMBIGUOUS entry, or a dispatch still open: nobody can know.
+    Unknown,
+}
+
+impl Happened {
+    /// Whether this agrees with the target holding (`true`) or not holding the effect.
+    /// `Unknown` agrees with neither.
+    pub fn agrees_with(self, exists: bool) -> bool {
+        matches!(
+            (self, exists),
+            (Happened::Yes, true) | (Happened::No, false)
+        )
+    }
+}
+
+impl Serialize for Happened {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Happened::Yes => s.serialize_bool(true),
+            Happened::No => s.serialize_bool(false),
+            Happened::Unknown => s.serialize_str("unknown"),
+        }
+    }
+}
+
+impl std::fmt::Display for Happened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Happened::Yes => "true",
+            Happened::No => "false",
+            Happened::Unknown => "unknown",
+        })
+    }
+}
+
+/// The last refusal of an effect that did not happen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    /// Machine code (`None` in the original format, which had none).
+    pub code: Option<String>,
+    /// The human reason (a list of reasons in the original is joined with `"; "`).
+    pub reason: String,
+}
+
+/// Which key must have signed the entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyCheck {
+    /// Every entry's `signer` must equal this key (`--key`).
+    Pinned(VerifyingKey),
+    /// The signer is taken from the record itself; reported as `self-attested`.
+    SelfAttested,
+}
+
+/// Which signer the entries must carry, as the report names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SignerRule {
+    /// A key given by the person verifying.
+    Pinned(VerifyingKey),
+    /// A key published in the same file as the receipts (self-attested).
+    Published(VerifyingKey),
+    /// Whatever key the first entry names (self-attested).
+    FromRecord,
+}
+
+impl From<&KeyCheck> for SignerRule {
+    fn from(k: &KeyCheck) -> SignerRule {
+        match k {
+            KeyCheck::Pinned(key) => SignerRule::Pinned(*key),
+            KeyCheck::SelfAttested => SignerRule::FromRecord,
+        }
+    }
+}
+
+/// What one receipt proves, and every problem found in it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReceiptReport {
+    /// The bundle's effect id.
+    pub effect_id: String,
+    /// `interlock-receipt/1` or `python-original` (or the unknown format found).
+    pub format: String,
+    /// No problem was found.
+    pub valid: bool,
+    /// Every entry belongs to the effect, its hash recomputes and its `prev` links.
+    pub chain_consistent: bool,
+    /// Every entry carries a valid signature; `None` for the unsigned original format.
+    pub signed: Option<bool>,
+    /// `pinned`, `self-attested`, or `none` (unsigned format).
+    pub key: String,
+    /// The signer named by the entries (hex), if any.
+    pub signer: Option<String>,
+    /// Whether the effect happened.
+    pub happened: Happened,
+    /// Never committed twice, never dispatched while a dispatch was open or after a commit.
+    pub happened_once: bool,
+    /// Every send that counts had a live grant that covers it; `None` if nothing was sent.
+    pub authorized_when_fired: Option<bool>,
+    /// Every send that counts recorded no premise violation; `None` if nothing was sent.
+    pub assumptions_held: Option<bool>,
+    /// The last refusal, when the effect did not happen.
+    pub refused: Option<Refusal>,
+    /// The COMMITTED entry's evidence (`evidence`, or `result`/`found` in the original).
+    pub evidence: Option<Value>,
+    /// The COMMITTED entry's `via`.
+    pub via: Option<String>,
+    /// The kind of the last entry.
+    pub final_kind: Option<String>,
+    /// The last `rechecked` recorded (the checks at recovery).
+    pub rechecked_at_recovery: Option<Value>,
+    /// The entries' kinds, in order (`?` for an entry without one).
+    pub journal_kinds: Vec<String>,
+    /// Every problem, ordered by entry.
+    pub problems: Vec<Problem>,
+}
+
+/// Verify one receipt bundle.
+pub fn verify_bundle(bundle: &ReceiptBundle, key: &KeyCheck) -> ReceiptReport {
+    let vetted = Vetted::default();
+    let mut reports = verify_group(&[bundle], &SignerRule::from(key), &vetted);
+    reports.pop().unwrap_or_else(|| {
+        let mut report = empty_report(bundle, "none");
+        let what = format!(
+            "effect {}: the receipt could not be checked",
+            bundle.effect_id
+        );
+        report
+            .problems
+            .push(Problem::receipt(code::EMPTY_RECEIPT, what));
+        report
+    })
+}
+
+/// Each distinct signer, decoded and vetted once per run (`None`: not an acceptable key).
+pub(crate) type Vetted = Mutex<HashMap<[u8; 32], Option<VerifyingKey>>>;
+
+fn vet(vetted: &Vetted, signer: &[u8; 32]) -> Option<VerifyingKey> {
+    // A poisoned lock only means another thread panicked; the map itself is still valid.
+    let cached = vetted
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(signer)
+        .copied();
+    if let Some(known) = cached {
+        return known;
+    }
+    let key = VerifyingKey::from_bytes(signer)
+        .ok()
+        .filter(signatures::key_is_acceptable);
+    vetted
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(*signer, key);
+    key
+}
+
+/// Verify one group of receipts on the calling thread: every check, then all their signatures in
+/// shared batches. `result[i]` is the report of `group[i]`.
+pub(crate) fn verify_group(
+    group: &[&ReceiptBundle],
+    rule: &SignerRule,
+    vetted: &Vetted,
+) -> Vec<ReceiptReport> {
+    let mut prepared: Vec<Prepared<'_>> = group.iter().map(|b| prepare(b, rule)).collect();
+    let batch = collect_signatures(&mut prepared, vetted);
+    let messages: Vec<&[u8]> = batch
+        .spans
+        .iter()
+        .map(|&(from, to)| batch.text.get(from..to).unwrap_or_default())
+        .collect();
+    let results = signatures::verify_batch_sequential(
+        &messages,
+        &batch.signatures,
+        &batch.key_of,
+        &batch.table,
+    );
+    for ((r, e), ok) in batch.owners.into_iter().zip(results) {
+        if let (false, Some(p)) = (ok, prepared.get_mut(r)) {
+            p.sig_failed = true;
+            let kind = p.report.journal_kinds.get(e).cloned();
+            let msg = format!(
+                "effect {}: the signature of entry {e} does not verify for its signer",
+                p.report.effect_id
+            );
+            let problem = Problem::at(e, kind.as_deref(), code::BAD_SIGNATURE, msg);
+            p.report.problems.push(problem);
+        }
+    }
+    prepared.into_iter().map(Prepared::finish).collect()
+}
+
+/// Every signed message of a group, back to back in one buffer (`context + stored hash`), with
+/// its signature, the index of its key in `table`, and its owner (receipt, entry).
+#[derive(Default)]
+struct Batch {
+    text: Vec<u8>,
+    spans: Vec<(usize, usize)>,
+    signatures: Vec<Signature>,
+    key_of: Vec<usize>,
+    owners: Vec<(usize, usize)>,
+    table: Vec<VerifyingKey>,
+}
+
+/// Queue every pending signature of the group; a signer that is not an acceptable key is
+/// reported (weak_key) and its signatures are never queued.
+fn collect_signatures(prepared: &mut [Prepared<'_>], vetted: &Vetted) -> Batch {
+    let mut batch = Batch::default();
+    let mut index: HashMap<[u8; 32], Option<usize>> = HashMap::new();
+    // Nearly every entry has the same signer as the one before: skip the map for it.
+    let mut last: Option<([u8; 32], Option<usize>)> = None;
+    for (r, p) in prepared.iter_mut().enumerate() {
+        for s in std::mem::take(&mut p.pending) {
+            let slot = match last {
+                Some((signer, slot)) if signer == s.signer => slot,
+                _ => {
+                    let slot = *index.entry(s.signer).or_insert_with(|| {
+                        vet(vetted, &s.signer).map(|k| {
+                            batch.table.push(k);
+                            batch.table.len() - 1
+                        })
+                    });
+                    last = Some((s.signer, slot));
+                    slot
+                }
+            };
+            let Some(key) = slot else {
+                p.weak_signer(s.entry, &s.signer);
+                continue;
+            };
+            let from = batch.text.len();
+            batch
+                .text
+                .extend_from_slice(entry::SIGNING_CONTEXT.as_bytes());
+            batch.text.extend_from_slice(s.hash.as_bytes());
+            batch.spans.push((from, batch.text.len()));
+            batch.signatures.push(s.signature);
+            batch.key_of.push(key);
+            batch.owners.push((r, s.entry));
+        }
+    }
+    batch
+}
+
+/// A receipt checked in everything but its signatures, which wait in `pending`.
+struct Prepared<'a> {
+    report: ReceiptReport,
+    pending: Vec<PendingSig<'a>>,
+    signed_format: bool,
+    sig_failed: bool,
+}
+
+/// A signature to check: the entry's signer and signature, over `SIGNING_CONTEXT + hash` where
+/// `hash` is the entry's stored `hash` text.
+pub(super) struct PendingSig<'a> {
+    entry: usize,
+    signer: [u8; 32],
+    hash: &'a str,
+    signature: Signature,
+}
+
+impl Prepared<'_> {
+    fn weak_signer(&mut self, entry: usize, signer: &[u8; 32]) {
+        self.sig_failed = true;
+        let kind = self.report.journal_kinds.get(entry).cloned();
+        let msg = format!(
+            "effect {}: entry {entry} is signed by {}, which is not a valid ed25519 key of prime order (weak or with a torsion component)",
+            self.report.effect_id,
+            entry::lower_hex(signer)
+        );
+        self.report
+            .problems
+            .push(Problem::at(entry, kind.as_deref(), code::WEAK_KEY, msg));
+    }
+
+    fn finish(mut self) -> ReceiptReport {
+        if self.signed_format {
+            self.report.signed = Some(!self.sig_failed);
+        }
+        self.report
+            .problems
+            .sort_by_key(|p| p.entry.unwrap_or(usize::MAX));
+        self.report.valid = self.report.problems.is_empty();
+        self.report
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Format {
+    Current,
+    Original,
+}
+
+fn empty_report(bundle: &ReceiptBundle, key: &str) -> ReceiptReport {
+    ReceiptReport {
+        effect_id: bundle.effect_id.clone(),
+        format: bundle.format.clone(),
+        valid: false,
+        chain_consistent: false,
+        signed: None,
+        key: key.to_owned(),
+        signer: None,
+        happened: Happened::No,
+        happened_once: true,
+        authorized_when_fired: None,
+        assumptions_held: None,
+        refused: None,
+        evidence: None,
+        via: None,
+        final_kind: None,
+        rechecked_at_recovery: None,
+        journal_kinds: Vec::new(),
+        problems: Vec::new(),
+    }
+}
+
+fn is_lower_hex(s: &str, len: usize) -> bool {
+    s.len() == len
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Every check of one receipt but its signatures, which wait in `pending`.
+fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
+    let format = match bundle.format.as_str() {
+        RECEIPT_FORMAT => Some(Format::Current),
+        PYTHON_ORIGINAL_FORMAT => Some(Format::Original),
+        _ => None,
+    };
+    let key_label = match (format, rule) {
+        (Some(Format::Current), SignerRule::Pinned(_)) => "pinned",
+        (Some(Format::Current), _) => "self-attested",
+        _ => "none",
+    };
+    let mut report = empty_report(bundle, key_label);
+    let eid = bundle.effect_id.as_str();
+    let Some(format) = format else {
+        let what = format!(
+            "effect {eid}: the bundle format {:?} is not one this verifier knows",
+            crate::display::shorten(&bundle.format, 40)
+        );
+        report
+            .problems
+            .push(Problem::receipt(code::UNKNOWN_FORMAT, what));
+        let (pending, signed_format, sig_failed) = (Vec::new(), false, false);
+        return Prepared {
+            report,
+            pending,
+            signed_format,
+            sig_failed,
+        };
+    };
+    check_bundle(&mut report, bundle, format);
+    let mut walk = ChainWalk {
+        eid,
+        format,
+        rule,
+        problems: Vec::new(),
+        chain_ok: true,
+        pending: Vec::new(),
+        first_signer: None,
+        unsigned: bundle.entries.is_empty(),
+    };
+    let objects: Vec<Option<&Map<String, Value>>> = bundle
+        .entries
+        .iter()
+        .enumerate()
+        .map(|(i, raw)| walk.check(i, raw, bundle.entries.get(i.wrapping_sub(1))))
+        .collect();
+    let kind_of = |e: &Value| e.get("kind").and_then(Value::as_str).map(shown_kind);
+    report.journal_kinds = bundle
+        .entries
+        .iter()
+        .map(|e| kind_of(e).unwrap_or_else(|| "?".to_owned()))
+        .collect();
+    report.final_kind = bundle.entries.last().and_then(kind_of);
+    report.chain_consistent = walk.chain_ok;
+    report.signer = walk.first_signer.map(|s| entry::lower_hex(&s));
+    report.problems.append(&mut walk.problems);
+    replay::replay(eid, format, &objects, &mut report);
+    Prepared {
+        report,
+        pending: walk.pending,
+        signed_format: format == Format::Current,
+        sig_failed: walk.unsigned,
+    }
+}
+
+/// The bundle as a whole: an effect id of its format's shape, and at least one entry.
+fn check_bundle(report: &mut ReceiptReport, bundle: &ReceiptBundle, format: Format) {
+    let eid = bundle.effect_id.as_str();
+    let id_len = match format {
+        Format::Current => 64,
+        Format::Original => crate::pycompat::ORIGINAL_EFFECT_ID_LEN,
+    };
+    if !is_lower_hex(eid, id_len) {
+        let what = format!(
+            "effect {}: the effect id is not {id_len} lowercase hex characters",
+            crate::display::shorten(eid, 80)
+        );
+        report
+            .problems
+            .push(Problem::receipt(code::BAD_EFFECT_ID, what));
+    }
+    if bundle.entries.is_empty() {
+        let what = format!("effect {eid}: the receipt holds no entries");
+        report
+            .problems
+            .push(Problem::receipt(code::EMPTY_RECEIPT, what));
+    }
+}

@@ -1,0 +1,191 @@
+//! Resource limits (issue 10): no input under 1 MB may make the verifier use more than 64 MB or
+//! print more than 1 MB, whatever its shape: long strings, many entries, many problems, deep
+//! nesting, big free-form values, in every format.
+//!
+//! Memory is measured in this process (this file holds one test, so nothing else runs here): the
+//! peak resident size is reset through `/proc/self/clear_refs` before each input and read from
+//! `VmHWM` after loading and checking it. Output is measured on the `verify` binary itself, in text
+//! and in `--json` mode.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestError, TestRunner};
+use serde_json::{json, Value};
+use std::process::Command;
+use verify::check::verify_results;
+use verify::load::{load_document, Document};
+use verify::original::verify_original_results;
+use verify::receipt::{verify_bundle, KeyCheck};
+
+const MB: usize = 1024 * 1024;
+const ORIGINAL: &[u8] = include_bytes!("fixtures/billing_credit.original.json");
+
+fn peak_rss_bytes() -> Option<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Reset the peak to the current size; false where the kernel does not allow it.
+fn reset_peak() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+fn check_in_process(bytes: &[u8]) {
+    if let Ok(doc) = load_document(bytes) {
+        match doc {
+            Document::Results(f) => drop(verify_results(&f, &KeyCheck::SelfAttested)),
+            Document::Receipt(b) => drop(verify_bundle(&b, &KeyCheck::SelfAttested)),
+            Document::OriginalResults(v) => drop(verify_original_results(&v)),
+        }
+    }
+}
+
+fn output_bytes(args: &[&str], bytes: &[u8]) -> usize {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("input.json");
+    std::fs::write(&p, bytes).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args(args)
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0..=2)),
+        "crashed: {:?}",
+        out.status
+    );
+    out.stdout.len() + out.stderr.len()
+}
+
+fn receipt(entries: Vec<Value>, eid: String) -> Value {
+    json!({"format": "interlock-receipt/1", "effect_id": eid, "entries": entries})
+}
+
+fn synthetic() -> Value {
+    serde_json::to_value(synthetic::generate(&Default::default())).unwrap()
+}
+
+/// Adversarial inputs, each under 1 MB.
+fn adversarial() -> impl Strategy<Value = Vec<u8>> {
+    let eid = "e".repeat(64);
+    prop_oneof![
+        // Many empty entries: a problem or more per entry.
+        (1usize..4000).prop_map(move |n| {
+            let entries = (0..n).map(|_| json!({})).collect();
+            serde_json::to_vec(&receipt(entries, "a".repeat(64))).unwrap()
+        }),
+        // Entries naming a long foreign effect id, and long kinds, each repeated in problems.
+        (1usize..14)
+            .prop_flat_map(|n| (Just(n), 1usize..(240_000 / n)))
+            .prop_map(move |(n, len)| {
+                let long = "x".repeat(len);
+                let entries = (0..n)
+                    .map(|_| json!({"effect_id": long, "kind": long, "hash": long, "prev": long}))
+                    .collect();
+                serde_json::to_vec(&receipt(entries, eid.clone())).unwrap()
+            }),
+        // Deep nesting inside an entry.
+        (1usize..126).prop_map(|depth| {
+            let mut v = json!(0);
+            for _ in 0..depth {
+                v = json!([v]);
+            }
+            serde_json::to_vec(&receipt(
+                vec![json!({"kind": "PROPOSED", "effect": v})],
+                "b".repeat(64),
+            ))
+            .unwrap()
+        }),
+        // Big free-form values in a results file (hand_check log, restart output).
+        (1usize..20_000, any::<bool>()).prop_map(|(n, log)| {
+            let mut d = synthetic();
+            let filler: Vec<Value> = (0..n).map(|_| json!([])).collect();
+            if log {
+                d["cells"][1]["hand_check_log"] = json!(filler);
+            } else {
+                d["cells"][0]["restart"] = json!({"detail": filler});
+            }
+            serde_json::to_vec(&d).unwrap()
+        }),
+        // Many cells, every one failing.
+        (1usize..300).prop_map(|n| {
+            let mut d = synthetic();
+            let cell = d["cells"][0].clone();
+            let cells = d["cells"].as_array_mut().unwrap();
+            for _ in 0..n {
+                let mut c = cell.clone();
+                c["outcome"] = json!("\u{1b}[2K OK");
+                cells.push(c);
+            }
+            serde_json::to_vec(&d).unwrap()
+        }),
+        // The original format, with its cells repeated and edited.
+        (1usize..10, any::<bool>()).prop_map(|(n, flip)| {
+            let mut d: Value = serde_json::from_slice(ORIGINAL).unwrap();
+            let cells = d["cells"].as_array().unwrap().clone();
+            for _ in 1..n {
+                for c in &cells {
+                    let mut c = c.clone();
+                    if flip {
+                        c["invariant_held"] =
+                            json!(!c["invariant_held"].as_bool().unwrap_or(false));
+                    }
+                    d["cells"].as_array_mut().unwrap().push(c);
+                }
+            }
+            serde_json::to_vec(&d).unwrap()
+        }),
+    ]
+    .prop_filter("under 1 MB", |b| b.len() < MB)
+}
+
+#[test]
+fn no_input_under_1_mb_uses_more_than_64_mb_or_prints_more_than_1_mb() {
+    let can_reset = reset_peak();
+    let mut runner = TestRunner::new(Config {
+        cases: 48,
+        ..Config::default()
+    });
+    let worst_rss = std::cell::Cell::new(0usize);
+    runner
+        .run(&adversarial(), |bytes| {
+            for args in [vec![], vec!["--json"]] {
+                let printed = output_bytes(&args, &bytes);
+                prop_assert!(
+                    printed <= MB,
+                    "{} bytes printed for {} bytes of input ({args:?})",
+                    printed,
+                    bytes.len()
+                );
+            }
+            if can_reset {
+                reset_peak();
+            }
+            check_in_process(&bytes);
+            let peak = peak_rss_bytes().unwrap_or(0);
+            worst_rss.set(worst_rss.get().max(peak));
+            prop_assert!(
+                peak <= 64 * MB,
+                "peak resident size {} MB for {} bytes of input",
+                peak / MB,
+                bytes.len()
+            );
+            Ok(())
+        })
+        .unwrap_or_else(|e| {
+            // Name the failure and the input's size; never print a megabyte of input.
+            let why = match e {
+                TestError::Fail(reason, bytes) => {
+                    format!("{reason} ({} bytes of input)", bytes.len())
+                }
+                TestError::Abort(reason) => reason.to_string(),
+            };
+            panic!("{why}");
+        });
+    eprintln!(
+        "worst peak resident size: {} MB (peak reset per input: {can_reset})",
+        worst_rss.get() / MB
+    );
+}
