@@ -32,6 +32,24 @@ pub const EMULATOR_MAX_IN_FLIGHT: Duration = Duration::from_millis(5_500);
 pub const STRIPE_ASSUMED_MAX_IN_FLIGHT: Duration = Duration::from_millis(30_500);
 /// Environment variable with the Stripe test key.
 pub const STRIPE_KEY_ENV: &str = "STRIPE_SECRET_KEY";
+/// Environment variable that rate-limits the embedded emulator to this many requests per second
+/// (all cells together, as a Stripe sandbox limits one account; Stripe's is about 25). Unset: no
+/// limit. The Stripe client retries the 429s with backoff inside its request timeout.
+pub const EMULATOR_RATE_LIMIT_ENV: &str = "INTERLOCK_EMULATOR_RATE_LIMIT";
+
+/// The emulator's rate limit from [`EMULATOR_RATE_LIMIT_ENV`], if set.
+fn emulator_rate_limit() -> Result<Option<stripe::emulator::RateLimit>, String> {
+    match std::env::var(EMULATOR_RATE_LIMIT_ENV) {
+        Err(_) => Ok(None),
+        Ok(v) => match v.trim().parse::<u32>() {
+            Ok(n) if n > 0 => Ok(Some(stripe::emulator::RateLimit::per_second(n))),
+            _ => Err(format!(
+                "{EMULATOR_RATE_LIMIT_ENV} must be a positive number of requests per second, \
+                 got {v:?}"
+            )),
+        },
+    }
+}
 
 /// Which backend to run against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -82,20 +100,28 @@ impl Backend {
     pub fn start(kind: BackendKind, run_id: &str) -> Result<Backend, String> {
         match kind {
             BackendKind::Emulator => {
-                let emulator =
-                    stripe::emulator::Emulator::start(stripe::emulator::EmulatorConfig::default())
-                        .map_err(|e| format!("cannot start the embedded Stripe emulator: {e}"))?;
+                let rate_limit = emulator_rate_limit()?;
+                // A rate-limited emulator stands for a Stripe sandbox: its clients get the budget
+                // they get against Stripe, retries and backoff included.
+                let request_timeout = if rate_limit.is_some() {
+                    STRIPE_REQUEST_TIMEOUT
+                } else {
+                    EMULATOR_REQUEST_TIMEOUT
+                };
+                let config = stripe::emulator::EmulatorConfig {
+                    rate_limit,
+                    ..stripe::emulator::EmulatorConfig::default()
+                };
+                let emulator = stripe::emulator::Emulator::start(config)
+                    .map_err(|e| format!("cannot start the embedded Stripe emulator: {e}"))?;
                 let base_url = emulator.base_url();
                 Ok(Backend {
                     kind,
                     base_url,
                     run_id: run_id.to_string(),
                     stripe_key: None,
-                    request_timeout: EMULATOR_REQUEST_TIMEOUT,
-                    settings: bc::ScenarioSettings::new(
-                        EMULATOR_MAX_IN_FLIGHT,
-                        EMULATOR_REQUEST_TIMEOUT,
-                    ),
+                    request_timeout,
+                    settings: bc::ScenarioSettings::new(EMULATOR_MAX_IN_FLIGHT, request_timeout),
                     shared_prices: OnceLock::new(),
                     _emulator: Some(emulator),
                 })
@@ -131,6 +157,18 @@ impl Backend {
             BackendKind::Emulator => "emulator",
             BackendKind::Stripe => "stripe_test_mode",
         }
+    }
+
+    /// For a rate-limited emulator: the limit and how many requests it turned away (each one
+    /// retried by the client), for the run's summary.
+    pub fn rate_limit_note(&self) -> Option<String> {
+        let limit = emulator_rate_limit().ok().flatten()?;
+        let emulator = self._emulator.as_ref()?;
+        Some(format!(
+            "emulator rate limit {}/s: {} request(s) answered 429 rate_limit and retried by the client",
+            limit.per_second,
+            emulator.rate_limited()
+        ))
     }
 
     /// The base URL workers use.

@@ -291,6 +291,9 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
     drop(run_dir);
 
     print_summary(&file, started.elapsed());
+    if let Some(note) = backend.rate_limit_note() {
+        println!("{note}");
+    }
     println!("results: {}", results_path.display());
     let verified = check_written(&results_path, &key.public());
     if !args.no_site {

@@ -11,6 +11,8 @@
 
 pub mod chart;
 pub mod claims;
+pub mod conformance;
+pub mod conformance_page;
 pub mod error;
 pub mod facts;
 pub mod format;
@@ -67,6 +69,7 @@ struct Rendered {
     ids_html: String,
     receipts: Vec<(String, String, String)>,
     facts: facts::Facts,
+    emulator_vs_stripe: Option<conformance_page::Rendered>,
 }
 
 /// Build with explicit options.
@@ -110,6 +113,12 @@ pub fn build_with(
         let page = dir.join("ids.html");
         write(&page, r.ids_html.as_bytes())?;
         pages.push(page);
+        if let Some(c) = &r.emulator_vs_stripe {
+            let page = dir.join(conformance_page::PAGE);
+            write(&page, c.html.as_bytes())?;
+            write(&data.join(&c.reference_name), &c.reference_bytes)?;
+            pages.push(page);
+        }
         for (name, html, json) in &r.receipts {
             let page = receipts_dir.join(format!("{name}.html"));
             write(&page, html.as_bytes())?;
@@ -176,7 +185,9 @@ fn render_file(
         )));
     }
     let json_name = format!("{scenario}.json");
-    let report = model::build(&verified, &json_name).map_err(data_err)?;
+    let mut report = model::build(&verified, &json_name).map_err(data_err)?;
+    let emulator_vs_stripe = conformance_page::render(path, &verified.file, &report)?;
+    report.emulator_vs_stripe = emulator_vs_stripe.is_some();
     let facts = facts::compute(&verified.file, &report);
     let prose_files = prose::load(scenario, &options.prose)?;
     let verdict = prose::render(&prose_files.verdict.0, &prose_files.verdict.1, &facts)?;
@@ -213,6 +224,7 @@ fn render_file(
         ids_html,
         receipts,
         facts,
+        emulator_vs_stripe,
     })
 }
 

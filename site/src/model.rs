@@ -55,6 +55,8 @@ pub struct Report {
     pub checker: String,
     /// Largest repeat count of any cell (1 when every cell ran once).
     pub repeats: u32,
+    /// Whether the page comparing this run with real Stripe's answers exists.
+    pub emulator_vs_stripe: bool,
 }
 
 /// The run's environment, labelled truthfully.
@@ -465,6 +467,7 @@ pub fn build(verified: &Verified, json_name: &str) -> Result<Report, String> {
         harness_errors,
         checker: verified.checker.to_owned(),
         repeats,
+        emulator_vs_stripe: false,
     })
 }
 

@@ -4,13 +4,16 @@
 //! * [`Client`] talks to real Stripe (test mode only: live keys are refused) or to
 //!   the emulator. It form-encodes parameters with Stripe's bracket syntax
 //!   ([`Params`]), sends the pinned [`API_VERSION`] as `Stripe-Version` on every
-//!   request, passes `Idempotency-Key`, surfaces `Idempotent-Replayed`, and turns
-//!   failures into a [`StripeError`] that says whether the service *rejected* the
-//!   request or whether the outcome is *unknown*.
+//!   request, passes `Idempotency-Key`, surfaces `Idempotent-Replayed` and
+//!   `Original-Request`, retries 429s and `Stripe-Should-Retry: true` inside the
+//!   call's timeout ([`RetryPolicy`]), and turns failures into a [`StripeError`] that
+//!   says whether the service *rejected* the request or whether the outcome is
+//!   *unknown*.
 //! * [`emulator`] is a loopback HTTP server (axum on its own tokio runtime) that
 //!   keeps per-API-key state for products, prices, test clocks, customers and their
 //!   balance, subscriptions, invoices, customer balance transactions and credit
-//!   notes, with Stripe's idempotency rules and injectable faults.
+//!   notes, with Stripe's idempotency rules (answers saved once the endpoint ran,
+//!   errors included), an optional rate limit, and injectable faults.
 //!
 //! See `README.md` in this crate for what is modelled and what is not.
 
@@ -19,7 +22,7 @@
 pub mod client;
 pub mod emulator;
 
-pub use client::{ApiFailure, Client, ClientConfig, Params, Response, StripeError};
+pub use client::{ApiFailure, Client, ClientConfig, Params, Response, RetryPolicy, StripeError};
 
 /// The Stripe API version this crate is written against.
 ///

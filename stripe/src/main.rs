@@ -1,5 +1,6 @@
-//! `stripe-emulator [--port N]`: serves the Stripe emulator on 127.0.0.1 until
-//! killed. The first line on stdout is `listening on http://127.0.0.1:PORT`.
+//! `stripe-emulator [--port N] [--rate-limit N]`: serves the Stripe emulator on
+//! 127.0.0.1 until killed. The first line on stdout is
+//! `listening on http://127.0.0.1:PORT`.
 
 use anyhow::Context;
 use clap::Parser;
@@ -12,12 +13,17 @@ struct Args {
     /// TCP port on 127.0.0.1 (0 picks a free port).
     #[arg(long, default_value_t = 0)]
     port: u16,
+    /// Answer 429 `rate_limit` beyond this many requests per second, all API
+    /// keys together (Stripe's sandbox allows about 25). Off when not given.
+    #[arg(long, value_name = "PER_SECOND", value_parser = clap::value_parser!(u32).range(1..))]
+    rate_limit: Option<u32>,
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let emulator = stripe::emulator::Emulator::start(stripe::emulator::EmulatorConfig {
         port: args.port,
+        rate_limit: args.rate_limit.map(stripe::emulator::RateLimit::per_second),
         ..Default::default()
     })
     .context("starting the Stripe emulator")?;

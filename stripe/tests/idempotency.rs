@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use std::time::Duration;
 use stripe::emulator::{Emulator, EmulatorConfig, FaultAction, FaultRule};
-use stripe::Params;
+use stripe::{Client, ClientConfig, Params, RetryPolicy};
 
 #[test]
 fn same_key_same_params_replays_the_saved_result() {
@@ -200,4 +200,120 @@ fn keys_are_scoped_per_api_key() {
         )
         .unwrap_err();
     assert_eq!(err.code(), Some("resource_missing"));
+}
+
+/// A fault rule for this key's credit POSTs.
+fn credit_fault(key: &str, action: FaultAction) -> FaultRule {
+    FaultRule::new("POST", "/v1/customers/*/balance_transactions", action).for_key(key)
+}
+
+#[test]
+fn commit_then_500_is_the_saved_result_and_is_replayed_with_the_original_request() {
+    let emu = emulator();
+    let key = new_key();
+    let c = keyed_client(emu, &key, Duration::from_secs(30));
+    let case = open_case(&c);
+    let rule = emu
+        .faults()
+        .add(credit_fault(&key, FaultAction::CommitThenError { status: 500 }).times(1));
+    let path = format!("/v1/customers/{}/balance_transactions", case.customer);
+    let params = Params::new().set("amount", -1000).set("currency", "usd");
+    let first = c.post(&path, &params, Some("k-500")).unwrap_err();
+    // The service said a retry cannot help, so the client made one attempt.
+    assert_eq!(emu.faults().fired(rule), 1);
+    let f = first.api().expect("an API error").clone();
+    assert_eq!((f.status, f.error_type.as_str()), (500, "api_error"));
+    assert_eq!(f.should_retry, Some(false));
+    assert!(!f.replayed && !first.is_replayed());
+    assert!(first.outcome_unknown());
+    // ...but the credit landed.
+    assert_eq!(balance(&c, &case), -1000);
+    // The same key answers the same 500, forever, naming the first request.
+    for _ in 0..2 {
+        let again = c.post(&path, &params, Some("k-500")).unwrap_err();
+        let g = again.api().expect("an API error");
+        assert_eq!(g.status, 500);
+        assert!(g.replayed && again.is_replayed());
+        assert_eq!(g.original_request, f.request_id);
+        assert_ne!(g.request_id, f.request_id);
+    }
+    assert_eq!(balance_txns(&c, &case).len(), 1, "never applied twice");
+    emu.faults().remove(rule);
+}
+
+#[test]
+fn a_business_error_after_execution_began_is_saved_but_a_validation_error_is_not() {
+    let c = client();
+    let case = open_case(&c);
+    let invoice = invoices(&c, &case)[0]["id"].as_str().unwrap().to_string();
+    let pay = format!("/v1/invoices/{invoice}/pay");
+    // The subscription_create invoice is paid already: the endpoint runs and says no.
+    let first = c.post(&pay, &Params::new(), Some("k-pay")).unwrap_err();
+    assert_eq!(first.status(), Some(400));
+    assert!(!first.api().unwrap().replayed);
+    let again = c.post(&pay, &Params::new(), Some("k-pay")).unwrap_err();
+    assert!(again.api().unwrap().replayed, "{again}");
+    assert_eq!(again.message(), first.message());
+    // A parameter error is found before the endpoint runs: the key stays free.
+    let bad = Params::new().set("paid_out_of_band", "maybe");
+    assert_eq!(
+        c.post(&pay, &bad, Some("k-pay-2")).unwrap_err().status(),
+        Some(400)
+    );
+    let fresh = c.post(&pay, &Params::new(), Some("k-pay-2")).unwrap_err();
+    assert!(!fresh.api().unwrap().replayed);
+}
+
+#[test]
+fn a_key_reused_on_another_endpoint_names_both_endpoints() {
+    let c = client();
+    c.post(
+        "/v1/products",
+        &Params::new().set("name", "P"),
+        Some("k-ep"),
+    )
+    .unwrap();
+    let err = c
+        .post(
+            "/v1/test_helpers/test_clocks",
+            &Params::new().set("frozen_time", START),
+            Some("k-ep"),
+        )
+        .unwrap_err();
+    assert_eq!(err.status(), Some(400));
+    assert_eq!(err.error_type(), Some("idempotency_error"));
+    let m = err.message();
+    assert!(
+        m.contains("POST /v1/products") && m.contains("POST /v1/test_helpers/test_clocks"),
+        "{m}"
+    );
+}
+
+#[test]
+fn a_rate_limited_request_saves_nothing_under_its_key() {
+    let emu = emulator();
+    let key = new_key();
+    let c = Client::new(ClientConfig::new(emu.base_url(), &key).with_retry(RetryPolicy::none()))
+        .unwrap();
+    let case = open_case(&c);
+    let rule = emu.faults().add(
+        credit_fault(
+            &key,
+            FaultAction::RateLimit {
+                retry_after_s: None,
+            },
+        )
+        .times(1),
+    );
+    let path = format!("/v1/customers/{}/balance_transactions", case.customer);
+    let params = Params::new().set("amount", -1000).set("currency", "usd");
+    let limited = c.post(&path, &params, Some("k-429")).unwrap_err();
+    assert_eq!(limited.status(), Some(429));
+    assert_eq!(limited.code(), Some("rate_limit"));
+    assert!(limited.outcome_unknown());
+    assert_eq!(balance(&c, &case), 0);
+    let ok = c.post(&path, &params, Some("k-429")).unwrap();
+    assert!(!ok.replayed, "the 429 was not saved: the request ran now");
+    assert_eq!(emu.faults().fired(rule), 1);
+    emu.faults().remove(rule);
 }

@@ -2,11 +2,15 @@
 """Conformance probe: drive the billing scenario's Stripe calls through the
 official stripe-python SDK against a running stripe-emulator.
 
-Usage: python3 sdk_probe.py http://127.0.0.1:PORT API_VERSION
+Usage: python3 sdk_probe.py http://127.0.0.1:PORT API_VERSION [FAULT_KEY]
 
 Every call of original-behaviour.md §4.12 is made the way a user of the SDK
 would make it; the script checks that the SDK accepts every answer and that the
-numbers are Stripe's. Exit status 0 means every check passed.
+numbers are Stripe's. With FAULT_KEY (an API key the harness set fault rules
+for: POST /v1/customers commits then answers 500, POST /v1/products is rate
+limited once, GET /v1/prices answers a retryable 503 once) it also checks how
+the SDK meets a saved error, a 429 and a retry hint. Exit status 0 means every
+check passed.
 """
 import sys
 import time
@@ -14,6 +18,7 @@ import time
 import stripe
 
 BASE, VERSION = sys.argv[1], sys.argv[2]
+FAULT_KEY = sys.argv[3] if len(sys.argv) > 3 else None
 KEY = "sk_test_sdk_probe_%d" % int(time.time() * 1000)
 
 
@@ -161,6 +166,78 @@ try:
     check(False, "missing customer must fail")
 except stripe.InvalidRequestError as e:
     check(e.http_status == 404 and e.code == "resource_missing", "404 resource_missing")
+
+
+# Lists leave test-clock objects out unless the clock (or customer) is named.
+plain = v1.customers.create(params={"name": "no clock"})
+listed = [c.id for c in v1.customers.list(params={"limit": 100}).data]
+check(listed == [plain.id], "customer list leaves test-clock customers out")
+on_clock = v1.customers.list(params={"test_clock": clock.id, "limit": 100}).data
+check([c.id for c in on_clock] == [customer.id], "customer list filtered by test_clock")
+check(v1.subscriptions.list(params={"limit": 100}).data == [], "subscription list leaves them out")
+by_customer = v1.subscriptions.list(params={"customer": customer.id}).data
+check([s.id for s in by_customer] == [sub.id], "subscription list filtered by customer")
+
+# The version header: the pinned one is served, another is refused, not reshaped.
+other = stripe.StripeClient(
+    KEY, base_addresses={"api": BASE}, stripe_version="2020-08-27", max_network_retries=0
+)
+try:
+    other.v1.customers.list()
+    check(False, "another API version must be refused")
+except stripe.InvalidRequestError as e:
+    check(e.http_status == 400 and VERSION in str(e.user_message), "other Stripe-Version refused")
+
+
+def header(err, name):
+    found = [v for k, v in (err.headers or {}).items() if k.lower() == name.lower()]
+    return found[0] if found else None
+
+
+if FAULT_KEY:
+    faulty = stripe.StripeClient(
+        FAULT_KEY, base_addresses={"api": BASE}, stripe_version=VERSION, max_network_retries=2
+    ).v1
+    # Commit, then 500: the SDK is told not to retry, and the key replays the 500.
+    opts = {"idempotency_key": "probe-commit-then-500"}
+    first_request = None
+    try:
+        faulty.customers.create(params={"name": "lands"}, options=opts)
+        check(False, "commit-then-500 must raise")
+    except stripe.APIError as first:
+        check(first.http_status == 500, "commit-then-500 raises APIError 500")
+        check(header(first, "Stripe-Should-Retry") == "false", "500 says Stripe-Should-Retry: false")
+        check(header(first, "Idempotent-Replayed") is None, "the SDK did not retry it")
+        first_request = first.request_id
+    try:
+        faulty.customers.create(params={"name": "lands"}, options=opts)
+        check(False, "the replay must raise too")
+    except stripe.APIError as again:
+        check(again.http_status == 500, "same key replays the 500")
+        check(header(again, "Idempotent-Replayed") == "true", "replay marked Idempotent-Replayed")
+        check(
+            header(again, "Original-Request") == first_request,
+            "Original-Request names the first request",
+        )
+    names = [c.name for c in faulty.customers.list().data]
+    check(names == ["lands"], "the customer was created exactly once")
+
+    # A 429 is not retried by stripe-python without a hint and saves nothing.
+    opts = {"idempotency_key": "probe-429"}
+    try:
+        faulty.products.create(params={"name": "after 429"}, options=opts)
+        check(False, "the 429 must raise")
+    except stripe.RateLimitError as e:
+        code = (e.json_body or {}).get("error", {}).get("code")
+        check(e.http_status == 429 and code == "rate_limit", "429 raises RateLimitError")
+    product = faulty.products.create(params={"name": "after 429"}, options=opts)
+    check(
+        product.last_response.headers.get("Idempotent-Replayed") is None,
+        "retry after the 429 runs anew under the same key",
+    )
+
+    # A retryable 503 (Stripe-Should-Retry: true) is retried by the SDK.
+    check(faulty.prices.list().data == [], "Stripe-Should-Retry: true is retried by the SDK")
 
 # The global-configuration style of older integrations.
 stripe.api_key = KEY

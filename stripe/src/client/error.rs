@@ -7,8 +7,8 @@
 /// said no: nothing was applied and resending the same request will not help.
 /// [`StripeError::outcome_unknown`] means the request may or may not have been
 /// applied (timeouts, dropped connections, 5xx, 409 while an identical idempotent
-/// request is still running, 429): only a retry under the same idempotency key or
-/// a lookup can tell.
+/// request is still running, 429, retries given up): only a retry under the same
+/// idempotency key or a lookup can tell.
 #[derive(Debug, thiserror::Error)]
 pub enum StripeError {
     /// The service answered with an error envelope (`{"error": {...}}`).
@@ -48,6 +48,19 @@ pub enum StripeError {
         /// Why the body could not be used.
         detail: String,
     },
+    /// Every attempt was answered with an invitation to retry (429, or
+    /// `Stripe-Should-Retry: true`) until the retries or the call's timeout ran
+    /// out. The outcome is unknown: report it as such, and settle it by a lookup
+    /// or a later resend under the same idempotency key.
+    #[error("gave up after {attempts} attempts within the {budget_ms} ms budget (outcome unknown); last answer: {last}")]
+    Exhausted {
+        /// How many times the request was sent.
+        attempts: u32,
+        /// The call's overall timeout, in milliseconds.
+        budget_ms: u128,
+        /// The last attempt's error.
+        last: Box<StripeError>,
+    },
     /// The client refuses to run with this key (a live key, or a non-test key
     /// against api.stripe.com).
     #[error("refusing Stripe key {key_hint}: {reason}")]
@@ -81,10 +94,15 @@ pub struct ApiFailure {
     pub message: String,
     /// The `Request-Id` response header.
     pub request_id: Option<String>,
-    /// True when the answer carried `Idempotent-Replayed: true`: the saved answer of an earlier
-    /// request under the same idempotency key (Stripe saves errors too, 500s included, once the
-    /// endpoint began executing), so that request has finished.
+    /// True when this is the saved answer of an earlier request with the same
+    /// idempotency key (`Idempotent-Replayed: true`): that request ran and
+    /// ended with this error, and nothing new was applied.
     pub replayed: bool,
+    /// On a replay, the `Original-Request` header: the `Request-Id` of the
+    /// request that ended with this error.
+    pub original_request: Option<String>,
+    /// The `Stripe-Should-Retry` hint, when the service sent one.
+    pub should_retry: Option<bool>,
 }
 
 impl std::fmt::Display for ApiFailure {
@@ -109,6 +127,7 @@ impl StripeError {
     pub fn api(&self) -> Option<&ApiFailure> {
         match self {
             StripeError::Api(failure) => Some(failure),
+            StripeError::Exhausted { last, .. } => last.api(),
             _ => None,
         }
     }
@@ -121,7 +140,8 @@ impl StripeError {
             StripeError::Api(f) => f.status >= 500 || f.status == 409 || f.status == 429,
             StripeError::Timeout { .. }
             | StripeError::Connection { .. }
-            | StripeError::InvalidResponse { .. } => true,
+            | StripeError::InvalidResponse { .. }
+            | StripeError::Exhausted { .. } => true,
             StripeError::RefusedKey { .. } | StripeError::Config(_) => false,
         }
     }
@@ -137,6 +157,14 @@ impl StripeError {
         }
     }
 
+    /// True when the error is the saved answer of an earlier request under the same
+    /// idempotency key (`Idempotent-Replayed: true`): that first request has
+    /// finished, and resending under the key will only replay this error again.
+    /// Whether it changed anything is for a lookup to tell.
+    pub fn is_replayed(&self) -> bool {
+        self.api().is_some_and(|f| f.replayed)
+    }
+
     /// True for configuration errors (refused key, bad URL): no request was sent.
     pub fn is_config(&self) -> bool {
         matches!(
@@ -150,6 +178,7 @@ impl StripeError {
         match self {
             StripeError::Api(f) => Some(f.status),
             StripeError::InvalidResponse { status, .. } => Some(*status),
+            StripeError::Exhausted { last, .. } => last.status(),
             _ => None,
         }
     }
@@ -158,6 +187,7 @@ impl StripeError {
     pub fn code(&self) -> Option<&str> {
         match self {
             StripeError::Api(f) => f.code.as_deref(),
+            StripeError::Exhausted { last, .. } => last.code(),
             _ => None,
         }
     }
@@ -166,6 +196,7 @@ impl StripeError {
     pub fn error_type(&self) -> Option<&str> {
         match self {
             StripeError::Api(f) => Some(&f.error_type),
+            StripeError::Exhausted { last, .. } => last.error_type(),
             _ => None,
         }
     }
@@ -174,6 +205,7 @@ impl StripeError {
     pub fn param(&self) -> Option<&str> {
         match self {
             StripeError::Api(f) => f.param.as_deref(),
+            StripeError::Exhausted { last, .. } => last.param(),
             _ => None,
         }
     }

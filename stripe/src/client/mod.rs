@@ -2,13 +2,15 @@
 
 mod error;
 mod params;
+mod retry;
 
 pub use error::{ApiFailure, StripeError};
 pub use params::Params;
+pub use retry::RetryPolicy;
 
 use reqwest::blocking::Client as HttpClient;
 use reqwest::header::{HeaderMap, CONTENT_TYPE};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Where and how to reach Stripe (or the emulator).
 #[derive(Clone)]
@@ -19,8 +21,11 @@ pub struct ClientConfig {
     pub base_url: String,
     /// The secret key, sent as the HTTP Basic user name. Only test keys are used.
     pub api_key: String,
-    /// Total time allowed for one request (connect, send, answer).
+    /// Total time allowed for one call (connect, send, answer), retries and the
+    /// waits between them included.
     pub timeout: std::time::Duration,
+    /// When to retry an answer that invites it (429, `Stripe-Should-Retry: true`).
+    pub retry: RetryPolicy,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -29,6 +34,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("base_url", &self.base_url)
             .field("api_key", &key_hint(&self.api_key))
             .field("timeout", &self.timeout)
+            .field("retry", &self.retry)
             .finish()
     }
 }
@@ -46,6 +52,7 @@ impl ClientConfig {
             base_url: base_url.into(),
             api_key: api_key.into(),
             timeout: DEFAULT_TIMEOUT,
+            retry: RetryPolicy::default(),
         }
     }
 
@@ -58,6 +65,12 @@ impl ClientConfig {
     /// The same configuration with another request timeout.
     pub fn with_timeout(mut self, timeout: Duration) -> ClientConfig {
         self.timeout = timeout;
+        self
+    }
+
+    /// The same configuration with another retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> ClientConfig {
+        self.retry = retry;
         self
     }
 }
@@ -75,6 +88,11 @@ pub struct Response {
     pub replayed: bool,
     /// The `Request-Id` response header.
     pub request_id: Option<String>,
+    /// On a replay, the `Original-Request` header: the `Request-Id` of the
+    /// request whose saved answer this is.
+    pub original_request: Option<String>,
+    /// How many times the request was sent (1 unless it was retried).
+    pub attempts: u32,
 }
 
 /// A blocking Stripe API client. Cheap to clone; safe to share between threads.
@@ -84,6 +102,7 @@ pub struct Client {
     base_url: String,
     api_key: String,
     timeout: Duration,
+    retry: RetryPolicy,
 }
 
 impl std::fmt::Debug for Client {
@@ -166,6 +185,7 @@ impl Client {
             base_url: base,
             api_key: key,
             timeout: config.timeout,
+            retry: config.retry,
         })
     }
 
@@ -181,8 +201,7 @@ impl Client {
             url.push(if path.contains('?') { '&' } else { '?' });
             url.push_str(&params.encode());
         }
-        let request = self.http.get(url);
-        self.send("GET", path, request)
+        self.send("GET", path, || self.http.get(&url))
     }
 
     /// `POST path` with `params` form-encoded in the body and, when given, an
@@ -193,21 +212,26 @@ impl Client {
         params: &Params,
         idempotency_key: Option<&str>,
     ) -> Result<Response, StripeError> {
-        let mut request = self
-            .http
-            .post(format!("{}{}", self.base_url, path))
-            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
-            .body(params.encode());
-        if let Some(key) = idempotency_key {
-            request = request.header("Idempotency-Key", key);
-        }
-        self.send("POST", path, request)
+        let url = format!("{}{}", self.base_url, path);
+        let body = params.encode();
+        // Every attempt is the same request under the same idempotency key.
+        self.send("POST", path, || {
+            let request = self
+                .http
+                .post(&url)
+                .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+                .body(body.clone());
+            match idempotency_key {
+                Some(key) => request.header("Idempotency-Key", key),
+                None => request,
+            }
+        })
     }
 
     /// `DELETE path`.
     pub fn delete(&self, path: &str) -> Result<Response, StripeError> {
-        let request = self.http.delete(format!("{}{}", self.base_url, path));
-        self.send("DELETE", path, request)
+        let url = format!("{}{}", self.base_url, path);
+        self.send("DELETE", path, || self.http.delete(&url))
     }
 
     /// Every object of a list endpoint: pages through `has_more` with
@@ -262,14 +286,51 @@ impl Client {
         }
     }
 
+    /// Sends the request built by `build`, retrying answers that invite it
+    /// (see [`RetryPolicy`]) while the call's overall timeout allows. Each
+    /// attempt gets what is left of the timeout.
     fn send(
         &self,
         method: &str,
         path: &str,
-        request: reqwest::blocking::RequestBuilder,
+        build: impl Fn() -> reqwest::blocking::RequestBuilder,
     ) -> Result<Response, StripeError> {
+        let deadline = Instant::now() + self.timeout;
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            let left = deadline.saturating_duration_since(Instant::now());
+            let answer = self.attempt(method, path, build().timeout(left));
+            let (error, retry_after) = match answer {
+                Ok(mut response) => {
+                    response.attempts = attempts;
+                    return Ok(response);
+                }
+                Err(Attempt::Final(e)) => return Err(e),
+                Err(Attempt::Retryable { error, retry_after }) => (error, retry_after),
+            };
+            let wait = self.retry.backoff(attempts - 1, retry_after);
+            let retries_left = attempts <= self.retry.max_retries;
+            if !retries_left || Instant::now() + wait >= deadline {
+                return Err(StripeError::Exhausted {
+                    attempts,
+                    budget_ms: self.timeout.as_millis(),
+                    last: Box::new(error),
+                });
+            }
+            std::thread::sleep(wait);
+        }
+    }
+
+    /// One attempt: its answer, or an error saying whether a retry is invited.
+    fn attempt(
+        &self,
+        method: &str,
+        path: &str,
+        request: reqwest::blocking::RequestBuilder,
+    ) -> Result<Response, Attempt> {
         let transport = |e: reqwest::Error| {
-            if e.is_timeout() {
+            Attempt::Final(if e.is_timeout() {
                 StripeError::Timeout {
                     method: method.into(),
                     path: path.into(),
@@ -281,7 +342,7 @@ impl Client {
                     path: path.into(),
                     detail: error_chain(&e),
                 }
-            }
+            })
         };
         let answer = request
             .basic_auth(&self.api_key, Some(""))
@@ -301,23 +362,25 @@ impl Client {
                     body,
                     replayed,
                     request_id,
+                    original_request: header(&headers, "original-request"),
+                    attempts: 1,
                 }),
-                Err(e) => Err(StripeError::InvalidResponse {
+                Err(e) => Err(Attempt::Final(StripeError::InvalidResponse {
                     method: method.into(),
                     path: path.into(),
                     status,
                     detail: format!("body is not JSON: {e}"),
-                }),
+                })),
             };
         }
         let error = parsed
             .ok()
             .and_then(|body| body.get("error").cloned())
             .filter(|e| e.is_object());
-        match error {
+        let error = match error {
             Some(e) => {
                 let field = |name: &str| e.get(name).and_then(|v| v.as_str()).map(str::to_string);
-                Err(StripeError::Api(Box::new(ApiFailure {
+                StripeError::Api(Box::new(ApiFailure {
                     method: method.into(),
                     path: path.into(),
                     status,
@@ -327,9 +390,12 @@ impl Client {
                     message: field("message").unwrap_or_default(),
                     request_id,
                     replayed,
-                })))
+                    original_request: header(&headers, "original-request"),
+                    should_retry: header(&headers, "stripe-should-retry")
+                        .map(|v| v.trim() == "true"),
+                }))
             }
-            None => Err(StripeError::InvalidResponse {
+            None => StripeError::InvalidResponse {
                 method: method.into(),
                 path: path.into(),
                 status,
@@ -337,9 +403,29 @@ impl Client {
                     "no Stripe error envelope in the body: {:?}",
                     String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
                 ),
-            }),
+            },
+        };
+        let should_retry = header(&headers, "stripe-should-retry");
+        if retry::invited(status, should_retry.as_deref().map(str::trim)) {
+            Err(Attempt::Retryable {
+                error,
+                retry_after: retry::retry_after(header(&headers, "retry-after").as_deref()),
+            })
+        } else {
+            Err(Attempt::Final(error))
         }
     }
+}
+
+/// How one attempt failed.
+enum Attempt {
+    /// Give this error to the caller.
+    Final(StripeError),
+    /// The answer invites a retry (after at least `retry_after`, if given).
+    Retryable {
+        error: StripeError,
+        retry_after: Option<Duration>,
+    },
 }
 
 fn header(headers: &HeaderMap, name: &str) -> Option<String> {

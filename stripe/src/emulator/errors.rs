@@ -10,6 +10,10 @@ pub(crate) struct ApiError {
     pub code: Option<&'static str>,
     pub param: Option<String>,
     pub message: String,
+    /// Whether the endpoint had begun executing when it failed. Stripe saves
+    /// such an answer under the idempotency key and replays it; an error found
+    /// while the parameters are validated (the default) is not saved.
+    pub executed: bool,
 }
 
 impl ApiError {
@@ -20,7 +24,15 @@ impl ApiError {
             code: None,
             param: None,
             message: message.into(),
+            executed: false,
         }
+    }
+
+    /// The same error, raised after the endpoint began executing (so it is
+    /// saved under the idempotency key and replayed).
+    pub fn executed(mut self) -> ApiError {
+        self.executed = true;
+        self
     }
 
     fn code(mut self, code: &'static str) -> ApiError {
@@ -121,6 +133,56 @@ impl ApiError {
         )
     }
 
+    /// 400 `idempotency_error`: the key was first used on another endpoint.
+    pub fn idempotency_other_endpoint(key: &str, first: &str, now: &str) -> ApiError {
+        ApiError::new(
+            400,
+            "idempotency_error",
+            format!(
+                "Keys for idempotent requests can only be used for the same endpoint they were \
+                 first used for ('{first}' vs '{now}'). Try using a key other than '{key}' if you \
+                 meant to execute a different request."
+            ),
+        )
+    }
+
+    /// 429 `rate_limit`: the request was turned away before anything ran.
+    pub fn rate_limited() -> ApiError {
+        ApiError::new(
+            429,
+            "invalid_request_error",
+            "Request rate limit exceeded. You can learn more about rate limits here \
+             https://stripe.com/docs/rate-limits.",
+        )
+        .code("rate_limit")
+    }
+
+    /// 400 for a `Stripe-Version` header that names no API version.
+    pub fn unknown_version(version: &str) -> ApiError {
+        ApiError::new(
+            400,
+            "invalid_request_error",
+            format!(
+                "Invalid Stripe API version: {version}. Versions look like 2026-08-26.dahlia; \
+                 see https://docs.stripe.com/api/versioning."
+            ),
+        )
+    }
+
+    /// 400 for a well-formed `Stripe-Version` other than the one whose shapes
+    /// the emulator produces.
+    pub fn unsupported_version(version: &str) -> ApiError {
+        ApiError::new(
+            400,
+            "invalid_request_error",
+            format!(
+                "This emulator answers only in Stripe API version {} (asked for {version}); it \
+                 never answers in a shape other than the one requested.",
+                crate::API_VERSION
+            ),
+        )
+    }
+
     pub fn idempotency_in_use(key: &str) -> ApiError {
         ApiError::new(
             409,
@@ -140,6 +202,18 @@ impl ApiError {
             "api_error",
             "An unexpected error occurred on Stripe's end (injected by the emulator).",
         )
+    }
+
+    /// The answer when the endpoint ran (and its change stays applied) but the
+    /// request failed afterwards: saved under the idempotency key.
+    pub fn server_error_after_commit(status: u16) -> ApiError {
+        ApiError::new(
+            status,
+            "api_error",
+            "An unexpected error occurred on Stripe's end after the request was applied \
+             (injected by the emulator).",
+        )
+        .executed()
     }
 
     /// The `{"error": {...}}` envelope.
@@ -178,5 +252,6 @@ impl ApiError {
             format!("The invoice {invoice} could not be paid: the customer has no payment method."),
         )
         .code("invoice_payment_intent_requires_action")
+        .executed()
     }
 }

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub enum FaultAction {
     /// Answer with this HTTP status (5xx) and a Stripe-shaped `api_error` body
     /// *before* the endpoint runs: nothing is applied and nothing is saved under
-    /// the idempotency key (a failure in front of the API, not inside it).
+    /// the idempotency key (a failure in front of the API, not inside it). No
+    /// `Stripe-Should-Retry` hint is sent, so a client cannot tell it apart from
+    /// a failure after the change was applied.
     Error {
         /// The HTTP status to answer with, e.g. 500 or 503.
         status: u16,
@@ -24,6 +26,28 @@ pub enum FaultAction {
     /// Apply the change (and save it under the idempotency key), then close the
     /// connection without sending any answer.
     CommitThenDrop,
+    /// Apply the change, then answer with this 5xx status and an `api_error`
+    /// body. As at Stripe, the error is the saved result of the key: a retry
+    /// under the same key gets the same error again (`Idempotent-Replayed:
+    /// true`, `Original-Request`), never a second change. Sent with
+    /// `Stripe-Should-Retry: false`, since a retry cannot succeed.
+    CommitThenError {
+        /// The HTTP status to answer with, e.g. 500.
+        status: u16,
+    },
+    /// Like [`FaultAction::Error`] (nothing applied, nothing saved) but sent with
+    /// `Stripe-Should-Retry: true`: the service says a retry is safe and may
+    /// succeed.
+    Retryable {
+        /// The HTTP status to answer with, e.g. 503.
+        status: u16,
+    },
+    /// Answer 429 `rate_limit` before anything runs, as the rate limiter does
+    /// (nothing applied, nothing saved), optionally with `Retry-After`.
+    RateLimit {
+        /// Seconds to send as `Retry-After`, if any.
+        retry_after_s: Option<u64>,
+    },
 }
 
 /// A rule: which requests it matches, what it does, and how many times.
@@ -66,7 +90,7 @@ impl FaultRule {
         self
     }
 
-    fn matches(&self, method: &str, path: &str, api_key: Option<&str>) -> bool {
+    pub(crate) fn matches(&self, method: &str, path: &str, api_key: Option<&str>) -> bool {
         self.method.as_deref().is_none_or(|m| m == method)
             && self.api_key.as_deref().is_none_or(|k| Some(k) == api_key)
             && glob(&self.path, path)
@@ -74,7 +98,7 @@ impl FaultRule {
 }
 
 /// `*` matches any run of characters (including `/`); everything else literally.
-fn glob(pattern: &str, text: &str) -> bool {
+pub(crate) fn glob(pattern: &str, text: &str) -> bool {
     let parts: Vec<&str> = pattern.split('*').collect();
     if parts.len() == 1 {
         return pattern == text;

@@ -1,19 +1,38 @@
 //! Stripe's idempotency layer (per API key): saved results, replay, parameter
-//! mismatch, in-progress conflicts and retention.
+//! and endpoint mismatch, in-progress conflicts and retention.
+//!
+//! As Stripe documents it, a result is saved once the endpoint has begun
+//! executing, whatever it was: a success, a business error, or a 500. Requests
+//! turned away before that (parameter validation, rate limiting, a conflicting
+//! request in flight) leave nothing behind and the key stays free.
 
 use serde_json::Value;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+/// The answer saved under a key and replayed for later requests with it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Saved {
+    /// HTTP status of the first answer.
+    pub status: u16,
+    /// Its JSON body.
+    pub body: Value,
+    /// `Request-Id` of the first request, sent back as `Original-Request`.
+    pub request_id: String,
+    /// The `Stripe-Should-Retry` hint of the first answer, if it had one.
+    pub should_retry: Option<bool>,
+}
+
 #[derive(Debug)]
 enum Slot {
     InProgress,
-    Done { status: u16, body: Value },
+    Done(Saved),
 }
 
 #[derive(Debug)]
 struct Entry {
-    fingerprint: String,
+    endpoint: String,
+    params: String,
     slot: Slot,
     at: Instant,
 }
@@ -24,13 +43,19 @@ pub(crate) enum Begin {
     /// First use (or the old result expired): run it; the key is now in progress.
     Run,
     /// Same key, same request, finished: answer with the saved result.
-    Replay { status: u16, body: Value },
-    /// Same key, different parameters or endpoint.
-    Mismatch,
+    Replay(Saved),
+    /// Same key and endpoint, different parameters.
+    ParamsMismatch,
+    /// Same key first used on another endpoint (named here).
+    EndpointMismatch {
+        /// `POST /v1/...` of the first use.
+        first: String,
+    },
     /// Same key while the first request is still running.
     InUse,
 }
 
+/// Saved results of one account, by key.
 #[derive(Debug, Default)]
 pub(crate) struct IdempotencyStore {
     entries: HashMap<String, Entry>,
@@ -38,26 +63,34 @@ pub(crate) struct IdempotencyStore {
 
 impl IdempotencyStore {
     /// Looks the key up; reserves it when the request should run.
-    /// `fingerprint` covers method, path and canonical parameters.
-    pub fn begin(&mut self, key: &str, fingerprint: &str, now: Instant, ttl: Duration) -> Begin {
+    /// `endpoint` is `METHOD /path`, `params` the canonical parameters.
+    pub fn begin(
+        &mut self,
+        key: &str,
+        endpoint: &str,
+        params: &str,
+        now: Instant,
+        ttl: Duration,
+    ) -> Begin {
         if let Some(entry) = self.entries.get(key) {
-            let expired = matches!(entry.slot, Slot::Done { .. })
+            let expired = matches!(entry.slot, Slot::Done(_))
                 && now.saturating_duration_since(entry.at) >= ttl;
             if !expired {
                 return match &entry.slot {
                     Slot::InProgress => Begin::InUse,
-                    Slot::Done { .. } if entry.fingerprint != fingerprint => Begin::Mismatch,
-                    Slot::Done { status, body } => Begin::Replay {
-                        status: *status,
-                        body: body.clone(),
+                    Slot::Done(_) if entry.endpoint != endpoint => Begin::EndpointMismatch {
+                        first: entry.endpoint.clone(),
                     },
+                    Slot::Done(_) if entry.params != params => Begin::ParamsMismatch,
+                    Slot::Done(saved) => Begin::Replay(saved.clone()),
                 };
             }
         }
         self.entries.insert(
             key.to_string(),
             Entry {
-                fingerprint: fingerprint.to_string(),
+                endpoint: endpoint.to_string(),
+                params: params.to_string(),
                 slot: Slot::InProgress,
                 at: now,
             },
@@ -65,15 +98,16 @@ impl IdempotencyStore {
         Begin::Run
     }
 
-    /// Saves the result of a request that ran.
-    pub fn finish(&mut self, key: &str, status: u16, body: Value, now: Instant) {
+    /// Saves the answer of a request whose endpoint began executing.
+    pub fn finish(&mut self, key: &str, saved: Saved, now: Instant) {
         if let Some(entry) = self.entries.get_mut(key) {
-            entry.slot = Slot::Done { status, body };
+            entry.slot = Slot::Done(saved);
             entry.at = now;
         }
     }
 
-    /// Forgets a reserved key whose request failed validation (nothing saved).
+    /// Forgets a reserved key whose request was turned away before the
+    /// endpoint began executing (nothing saved: the key can be used again).
     pub fn abandon(&mut self, key: &str) {
         if matches!(
             self.entries.get(key).map(|e| &e.slot),
@@ -81,5 +115,63 @@ impl IdempotencyStore {
         ) {
             self.entries.remove(key);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn saved(status: u16) -> Saved {
+        Saved {
+            status,
+            body: json!({"n": status}),
+            request_id: "req_1".into(),
+            should_retry: None,
+        }
+    }
+
+    #[test]
+    fn a_saved_error_replays_and_other_uses_are_told_apart() {
+        let mut store = IdempotencyStore::default();
+        let (t, ttl) = (Instant::now(), Duration::from_secs(60));
+        assert_eq!(store.begin("k", "POST /v1/a", "x=1", t, ttl), Begin::Run);
+        assert_eq!(store.begin("k", "POST /v1/a", "x=1", t, ttl), Begin::InUse);
+        store.finish("k", saved(500), t);
+        assert_eq!(
+            store.begin("k", "POST /v1/a", "x=1", t, ttl),
+            Begin::Replay(saved(500))
+        );
+        assert_eq!(
+            store.begin("k", "POST /v1/a", "x=2", t, ttl),
+            Begin::ParamsMismatch
+        );
+        assert_eq!(
+            store.begin("k", "POST /v1/b", "x=1", t, ttl),
+            Begin::EndpointMismatch {
+                first: "POST /v1/a".into()
+            }
+        );
+        // Expired: the key runs again.
+        assert_eq!(
+            store.begin("k", "POST /v1/a", "x=1", t + ttl, ttl),
+            Begin::Run
+        );
+    }
+
+    #[test]
+    fn an_abandoned_key_is_free_again_but_a_finished_one_is_not_dropped() {
+        let mut store = IdempotencyStore::default();
+        let (t, ttl) = (Instant::now(), Duration::from_secs(60));
+        store.begin("k", "POST /v1/a", "", t, ttl);
+        store.abandon("k");
+        assert_eq!(store.begin("k", "POST /v1/b", "", t, ttl), Begin::Run);
+        store.finish("k", saved(200), t);
+        store.abandon("k");
+        assert!(matches!(
+            store.begin("k", "POST /v1/b", "", t, ttl),
+            Begin::Replay(_)
+        ));
     }
 }

@@ -20,12 +20,14 @@ mod errors;
 mod faults;
 mod form;
 mod idempotency;
+mod ratelimit;
 mod render;
 mod routes;
 mod server;
 mod state;
 
 pub use faults::{FaultAction, FaultHandle, FaultId, FaultRule};
+pub use ratelimit::{EndpointLimit, RateLimit};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -39,6 +41,9 @@ pub struct EmulatorConfig {
     /// How long a saved idempotent result is kept (wall time). Stripe keeps
     /// keys for at least 24 hours, which is the default.
     pub idempotency_ttl: Duration,
+    /// Rate limit for the whole emulator, or `None` (the default) for none.
+    /// [`RateLimit::stripe_sandbox`] is Stripe's sandbox limit.
+    pub rate_limit: Option<RateLimit>,
 }
 
 impl Default for EmulatorConfig {
@@ -46,6 +51,7 @@ impl Default for EmulatorConfig {
         EmulatorConfig {
             port: 0,
             idempotency_ttl: Duration::from_secs(24 * 3600),
+            rate_limit: None,
         }
     }
 }
@@ -97,8 +103,11 @@ impl Emulator {
             .build()
             .map_err(EmulatorError::Runtime)?;
         let faults = FaultHandle::default();
+        let limiter = ratelimit::Limiter::default();
+        limiter.set(config.rate_limit.clone());
         let app = Arc::new(server::App::new(
             faults.clone(),
+            limiter.clone(),
             config.idempotency_ttl,
             server::seed(),
         ));
@@ -143,6 +152,7 @@ impl Emulator {
         Ok(RunningEmulator {
             addr,
             faults,
+            limiter,
             stop: Some(stop_tx),
             thread: Some(thread),
         })
@@ -154,6 +164,7 @@ impl Emulator {
 pub struct RunningEmulator {
     addr: SocketAddr,
     faults: FaultHandle,
+    limiter: ratelimit::Limiter,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -172,6 +183,18 @@ impl RunningEmulator {
     /// Adds and clears fault rules while the emulator runs.
     pub fn faults(&self) -> FaultHandle {
         self.faults.clone()
+    }
+
+    /// Sets the rate limit while the emulator runs (`None` lifts it). The
+    /// buckets start full.
+    pub fn set_rate_limit(&self, limit: Option<RateLimit>) {
+        self.limiter.set(limit);
+    }
+
+    /// How many requests the rate limit has answered with 429 so far (fault
+    /// rules not counted).
+    pub fn rate_limited(&self) -> u64 {
+        self.limiter.refused()
     }
 
     /// Stops serving and waits for the server thread to end.

@@ -144,6 +144,17 @@ fn sub_item(a: &Account, sub: &Subscription, item: &SubItem) -> Value {
     })
 }
 
+fn billing_mode(s: &Subscription) -> Value {
+    if s.billing_mode == "flexible" {
+        json!({
+            "flexible": { "proration_discounts": s.proration_discounts },
+            "type": "flexible",
+        })
+    } else {
+        json!({ "flexible": null, "type": "classic" })
+    }
+}
+
 pub(crate) fn subscription(a: &Account, s: &Subscription) -> Value {
     let items: Vec<Value> = s.items.iter().map(|i| sub_item(a, s, i)).collect();
     json!({
@@ -154,7 +165,7 @@ pub(crate) fn subscription(a: &Account, s: &Subscription) -> Value {
         "automatic_tax": { "disabled_reason": null, "enabled": false, "liability": null },
         "billing_cycle_anchor": s.billing_cycle_anchor,
         "billing_cycle_anchor_config": null,
-        "billing_mode": { "flexible": null, "type": "classic" },
+        "billing_mode": billing_mode(s),
         "billing_schedules": [],
         "billing_thresholds": null,
         "cancel_at": null,

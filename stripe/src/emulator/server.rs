@@ -4,7 +4,8 @@
 use super::errors::ApiError;
 use super::faults::{FaultAction, FaultHandle};
 use super::form::{canonical, parse_into, Form};
-use super::idempotency::Begin;
+use super::idempotency::{Begin, Saved};
+use super::ratelimit::Limiter;
 use super::routes::dispatch;
 use super::state::{fnv, request_id, Account};
 use axum::body::Bytes;
@@ -29,16 +30,18 @@ use tokio::net::{TcpListener, TcpStream};
 pub(crate) struct App {
     accounts: Mutex<HashMap<String, Arc<Mutex<Account>>>>,
     pub faults: FaultHandle,
+    limiter: Limiter,
     ttl: Duration,
     requests: AtomicU64,
     seed: u64,
 }
 
 impl App {
-    pub fn new(faults: FaultHandle, ttl: Duration, seed: u64) -> App {
+    pub fn new(faults: FaultHandle, limiter: Limiter, ttl: Duration, seed: u64) -> App {
         App {
             accounts: Mutex::new(HashMap::new()),
             faults,
+            limiter,
             ttl,
             requests: AtomicU64::new(0),
             seed,
@@ -187,18 +190,58 @@ pub(crate) async fn handle(
 }
 
 fn plain_error(e: &ApiError, request_id: &str) -> Response {
-    respond(e.status, &e.body(), request_id, None, false)
+    respond(&Answer::new(e.status, e.body()), request_id)
 }
 
-fn respond(
+/// Everything an answer carries besides `Request-Id`.
+#[derive(Debug, Clone)]
+struct Answer {
     status: u16,
-    body: &Value,
-    request_id: &str,
-    idempotency_key: Option<&str>,
-    replayed: bool,
-) -> Response {
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = (status, body.to_string()).into_response();
+    body: Value,
+    /// Echoed `Idempotency-Key`.
+    idempotency_key: Option<String>,
+    /// For a replay: the `Request-Id` of the request whose answer this is.
+    original_request: Option<String>,
+    /// `Stripe-Should-Retry`, when the emulator knows whether a retry can help.
+    should_retry: Option<bool>,
+    /// `Retry-After` in seconds.
+    retry_after_s: Option<u64>,
+}
+
+impl Answer {
+    fn new(status: u16, body: Value) -> Answer {
+        Answer {
+            status,
+            body,
+            idempotency_key: None,
+            original_request: None,
+            should_retry: None,
+            retry_after_s: None,
+        }
+    }
+
+    fn error(e: &ApiError, idempotency_key: Option<&str>) -> Answer {
+        Answer {
+            idempotency_key: idempotency_key.map(str::to_string),
+            ..Answer::new(e.status, e.body())
+        }
+    }
+
+    fn replay(saved: Saved, key: &str) -> Answer {
+        Answer {
+            status: saved.status,
+            body: saved.body,
+            idempotency_key: Some(key.to_string()),
+            original_request: Some(saved.request_id),
+            should_retry: saved.should_retry,
+            retry_after_s: None,
+        }
+    }
+}
+
+fn respond(a: &Answer, request_id: &str) -> Response {
+    let status = StatusCode::from_u16(a.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, a.body.to_string()).into_response();
     let h = response.headers_mut();
     h.insert("content-type", HeaderValue::from_static("application/json"));
     h.insert(
@@ -208,11 +251,30 @@ fn respond(
     if let Ok(v) = HeaderValue::from_str(request_id) {
         h.insert("request-id", v);
     }
-    if let Some(v) = idempotency_key.and_then(|k| HeaderValue::from_str(k).ok()) {
+    if let Some(v) = a
+        .idempotency_key
+        .as_deref()
+        .and_then(|k| HeaderValue::from_str(k).ok())
+    {
         h.insert("idempotency-key", v);
     }
-    if replayed {
+    if let Some(original) = &a.original_request {
         h.insert("idempotent-replayed", HeaderValue::from_static("true"));
+        if let Ok(v) = HeaderValue::from_str(original) {
+            h.insert("original-request", v);
+        }
+    }
+    if let Some(retry) = a.should_retry {
+        h.insert(
+            "stripe-should-retry",
+            HeaderValue::from_static(if retry { "true" } else { "false" }),
+        );
+    }
+    if let Some(v) = a
+        .retry_after_s
+        .and_then(|s| HeaderValue::from_str(&s.to_string()).ok())
+    {
+        h.insert("retry-after", v);
     }
     response
 }
@@ -261,13 +323,105 @@ fn api_key(headers: &HeaderMap) -> Result<String, ApiError> {
             "Invalid Authorization header: use Bearer or Basic authentication.",
         ));
     };
-    if key.starts_with("sk_test_") && key.len() > "sk_test_".len() {
+    let test_key = ["sk_test_", "rk_test_"]
+        .iter()
+        .any(|p| key.starts_with(p) && key.len() > p.len());
+    if test_key {
         Ok(key)
     } else {
         let hint: String = key.chars().take(8).collect();
         Err(ApiError::unauthorized(format!(
-            "Invalid API Key provided: {hint}****. This emulator accepts any sk_test_ key."
+            "Invalid API Key provided: {hint}****. This emulator accepts any sk_test_ or rk_test_ key."
         )))
+    }
+}
+
+/// The `Stripe-Version` a request asks for: absent means the account default,
+/// which is the one version the emulator speaks; another version is refused
+/// rather than answered in a shape the caller did not ask for.
+fn check_version(headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(asked) = headers.get("stripe-version") else {
+        return Ok(());
+    };
+    let asked = asked.to_str().unwrap_or_default().trim();
+    if asked == crate::API_VERSION {
+        return Ok(());
+    }
+    let (date, name) = asked.split_once('.').unwrap_or((asked, ""));
+    let date_ok = date.len() == 10
+        && date.char_indices().all(|(i, c)| {
+            if i == 4 || i == 7 {
+                c == '-'
+            } else {
+                c.is_ascii_digit()
+            }
+        });
+    if date_ok && name.chars().all(|c| c.is_ascii_lowercase()) {
+        Err(ApiError::unsupported_version(asked))
+    } else {
+        Err(ApiError::unknown_version(asked))
+    }
+}
+
+/// A request's parameters: query string, and for other methods than GET the
+/// form body.
+fn params(uri: &Uri, method: &str, body: &Bytes) -> Result<Map<String, Value>, ApiError> {
+    let mut params = Map::new();
+    parse_into(&mut params, uri.query().unwrap_or_default())?;
+    if method != "GET" {
+        let text = std::str::from_utf8(body)
+            .map_err(|_| ApiError::bad_request("The request body is not valid UTF-8."))?;
+        parse_into(&mut params, text)?;
+    }
+    Ok(params)
+}
+
+/// Answers a fault that strikes before the endpoint runs, if this is one.
+fn fault_in_front(fault: Option<&FaultAction>, key: Option<&str>) -> Option<Answer> {
+    match fault? {
+        FaultAction::Error { status } => Some(Answer::error(&ApiError::server_error(*status), key)),
+        FaultAction::Retryable { status } => Some(Answer {
+            should_retry: Some(true),
+            ..Answer::error(&ApiError::server_error(*status), key)
+        }),
+        FaultAction::RateLimit { retry_after_s } => Some(Answer {
+            retry_after_s: *retry_after_s,
+            ..Answer::error(&ApiError::rate_limited(), key)
+        }),
+        FaultAction::Delay { .. }
+        | FaultAction::CommitThenDrop
+        | FaultAction::CommitThenError { .. } => None,
+    }
+}
+
+/// Runs the endpoint and turns its result into an answer, applying a fault
+/// that strikes after the change (`CommitThenError`). Also says whether the
+/// endpoint began executing, so the answer is saved under the idempotency key.
+fn execute(
+    account: &mut Account,
+    method: &str,
+    path: &str,
+    params: &Map<String, Value>,
+    fault: Option<&FaultAction>,
+    key: Option<&str>,
+) -> (Answer, bool) {
+    match (dispatch(account, method, path, &Form::new(params)), fault) {
+        (Ok(_), Some(FaultAction::CommitThenError { status })) => {
+            let e = ApiError::server_error_after_commit(*status);
+            let answer = Answer {
+                should_retry: Some(false),
+                ..Answer::error(&e, key)
+            };
+            (answer, true)
+        }
+        (Ok(body), _) => (
+            Answer {
+                idempotency_key: key.map(str::to_string),
+                ..Answer::new(200, body)
+            },
+            true,
+        ),
+        (Err(e), _) => (Answer::error(&e, key), e.executed),
     }
 }
 
@@ -290,77 +444,81 @@ async fn process(
     } else {
         None
     };
-    let fail = |e: ApiError| respond(e.status, &e.body(), &request_id, idem_key.as_deref(), false);
+    let key_ref = idem_key.as_deref();
+    let fail = |e: ApiError| respond(&Answer::error(&e, key_ref), &request_id);
 
-    let key = match api_key(&headers) {
+    // Turned away before the idempotency layer: nothing is saved.
+    let api_key = match api_key(&headers) {
         Ok(k) => k,
         Err(e) => return fail(e),
     };
-    let mut params = Map::new();
-    if let Err(e) = parse_into(&mut params, uri.query().unwrap_or_default()) {
+    if let Err(e) = check_version(&headers) {
         return fail(e);
     }
-    if method != "GET" {
-        let Ok(text) = std::str::from_utf8(&body) else {
-            return fail(ApiError::bad_request(
-                "The request body is not valid UTF-8.",
-            ));
-        };
-        if let Err(e) = parse_into(&mut params, text) {
-            return fail(e);
-        }
+    let params = match params(&uri, &method, &body) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    if !app.limiter.admit(&method, &path) {
+        return fail(ApiError::rate_limited());
     }
-    let fault = app.faults.take(&method, &path, Some(&key));
-    if let Some(FaultAction::Error { status }) = fault {
-        return fail(ApiError::server_error(status));
+    let fault = app.faults.take(&method, &path, Some(&api_key));
+    if let Some(answer) = fault_in_front(fault.as_ref(), key_ref) {
+        return respond(&answer, &request_id);
     }
-    let account = app.account(&key);
-    if let Some(k) = &idem_key {
+    let account = app.account(&api_key);
+    if let Some(k) = key_ref {
         if k.is_empty() || k.len() > 255 {
             return fail(ApiError::bad_request(
                 "Idempotency-Key must be between 1 and 255 characters long.",
             ));
         }
-        let fingerprint = format!(
-            "{method} {path} {}",
-            canonical(&Value::Object(params.clone()))
+        let endpoint = format!("{method} {path}");
+        let canonical_params = canonical(&Value::Object(params.clone()));
+        let begin = lock(&account).idempotency.begin(
+            k,
+            &endpoint,
+            &canonical_params,
+            Instant::now(),
+            app.ttl,
         );
-        let begin = lock(&account)
-            .idempotency
-            .begin(k, &fingerprint, Instant::now(), app.ttl);
         match begin {
             Begin::Run => {}
-            Begin::Replay { status, body } => {
-                return respond(status, &body, &request_id, Some(k), true)
+            Begin::Replay(saved) => return respond(&Answer::replay(saved, k), &request_id),
+            Begin::ParamsMismatch => return fail(ApiError::idempotency_mismatch(k)),
+            Begin::EndpointMismatch { first } => {
+                return fail(ApiError::idempotency_other_endpoint(k, &first, &endpoint))
             }
-            Begin::Mismatch => return fail(ApiError::idempotency_mismatch(k)),
             Begin::InUse => return fail(ApiError::idempotency_in_use(k)),
         }
     }
     if let Some(FaultAction::Delay { ms }) = fault {
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
-    let (status, body) = {
+    let answer = {
         let mut guard = lock(&account);
-        let result = dispatch(&mut guard, &method, &path, &Form::new(&params));
-        match (&idem_key, result) {
-            (Some(k), Ok(v)) => {
-                guard.idempotency.finish(k, 200, v.clone(), Instant::now());
-                (200, v)
-            }
-            (Some(k), Err(e)) => {
-                // Failed validation: nothing is saved, the key can be reused.
+        let (answer, executed) =
+            execute(&mut guard, &method, &path, &params, fault.as_ref(), key_ref);
+        if let Some(k) = key_ref {
+            if executed {
+                let saved = Saved {
+                    status: answer.status,
+                    body: answer.body.clone(),
+                    request_id: request_id.clone(),
+                    should_retry: answer.should_retry,
+                };
+                guard.idempotency.finish(k, saved, Instant::now());
+            } else {
+                // Rejected while validating: nothing saved, the key can be reused.
                 guard.idempotency.abandon(k);
-                (e.status, e.body())
             }
-            (None, Ok(v)) => (200, v),
-            (None, Err(e)) => (e.status, e.body()),
         }
+        answer
     };
     if fault == Some(FaultAction::CommitThenDrop) {
         conn.kill.store(true, Ordering::SeqCst);
     }
-    respond(status, &body, &request_id, idem_key.as_deref(), false)
+    respond(&answer, &request_id)
 }
 
 /// Seed for request ids of one emulator instance.

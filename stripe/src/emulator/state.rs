@@ -155,6 +155,11 @@ pub(crate) struct Subscription {
     pub ended_at: Option<i64>,
     pub currency: String,
     pub test_clock: Option<String>,
+    /// `billing_mode.type`: `flexible` (the default for new subscriptions
+    /// since 2025-09-30.clover) or `classic`.
+    pub billing_mode: &'static str,
+    /// `billing_mode.flexible.proration_discounts` when flexible.
+    pub proration_discounts: &'static str,
 }
 
 #[derive(Debug, Clone)]
