@@ -741,7 +741,7 @@ fn check_ground_truth(base: &str, cell: &Cell, f: &mut Vec<Finding>) {
     let from_txns: BTreeSet<(&str, i64, i64)> = gt
         .balance_transactions
         .iter()
-        .filter(|t| billing_credit::is_case_credit(t, case_id))
+        .filter(|t| billing_credit::is_judged_credit(t))
         .map(|t| (t.id.as_str(), t.amount, t.created))
         .collect();
     let stated: BTreeSet<(&str, i64, i64)> = gt
@@ -753,7 +753,7 @@ fn check_ground_truth(base: &str, cell: &Cell, f: &mut Vec<Finding>) {
         f.push(Finding::mismatch(
             format!("{path}.case_credits"),
             fcode::GROUND_TRUTH_INCONSISTENT,
-            format!("case {case_id}: case_credits are not the adjustments tagged with the case"),
+            format!("case {case_id}: case_credits are not the credits billing did not make"),
             ids(from_txns.iter().map(|t| t.0)),
             ids(gt.case_credits.iter().map(|c| c.id.as_str())),
         ));
