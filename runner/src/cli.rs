@@ -70,8 +70,22 @@ pub enum Internal {
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Scenario to run (only billing_credit exists).
-    #[arg(long, required = true, value_parser = ["billing_credit"])]
+    #[arg(long, required_unless_present = "replay", value_parser = ["billing_credit"])]
     pub scenario: Option<String>,
+
+    /// Run randomized nemesis trials instead of the matrix: `all` or a comma-separated list of
+    /// kill_random, kill_in_flight, late_beyond_bound, commit_then_500, commit_then_drop,
+    /// kill_recovery. Writes DIR/nemesis/billing_credit.json.
+    #[arg(long, value_name = "LIST", conflicts_with_all = ["cells", "repeat"])]
+    pub nemesis: Option<String>,
+
+    /// Trials per nemesis and column (with --nemesis).
+    #[arg(long, default_value_t = 20, value_name = "N", requires = "nemesis")]
+    pub trials: u32,
+
+    /// Run one nemesis trial again from its id (as printed and in the results file).
+    #[arg(long, value_name = "ID", conflicts_with_all = ["nemesis", "cells"])]
+    pub replay: Option<String>,
 
     /// Cells to run instead of the default matrix: crash:outage:column, one or more.
     /// crash: before_send | after_send; outage: renewal | billing_credit | proration |
@@ -155,6 +169,30 @@ mod tests {
         .unwrap();
         assert_eq!(cli.run.cells.len(), 2);
         assert!(cli.run.no_site);
+    }
+
+    #[test]
+    fn nemesis_and_replay_options() {
+        let cli = Cli::try_parse_from([
+            "runner",
+            "--scenario",
+            "billing_credit",
+            "--nemesis",
+            "all",
+            "--trials",
+            "5",
+        ])
+        .unwrap();
+        assert_eq!(cli.run.nemesis.as_deref(), Some("all"));
+        assert_eq!(cli.run.trials, 5);
+        let cli =
+            Cli::try_parse_from(["runner", "--replay", "kill_random:interlock:00000000000001"])
+                .unwrap();
+        assert!(cli.run.replay.is_some());
+        assert!(
+            Cli::try_parse_from(["runner", "--scenario", "billing_credit", "--trials", "5"])
+                .is_err()
+        );
     }
 
     #[test]

@@ -1,0 +1,114 @@
+//! A trial's random choices, drawn from its seed alone (so a replay draws the same): the outage,
+//! the service fault, and the kill instants.
+
+use super::Nemesis;
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use scenarios::billing_credit::Outage;
+use stripe::emulator::FaultAction;
+
+/// The emulator's declared server-side in-flight bound, as the beyond-the-bound nemesis names it.
+pub const BOUND_ASSUMPTION: &str =
+    "the target's declared server-side in-flight bound (max_in_flight): a request held longer than it can land after recovery trusted a \"not found\"";
+
+/// Everything a trial will do, before it does it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Draw {
+    /// The outage run while the worker is dead.
+    pub outage: Outage,
+    /// The emulator rule on the case's credit POST, if any (applied to the first such POST).
+    pub service: Option<FaultAction>,
+    /// When to kill the decide worker, ms after `kill_after` (None: never).
+    pub decide_kill_ms: Option<u64>,
+    /// What the decide kill instant counts from: `start` or `request_held`.
+    pub kill_after: &'static str,
+    /// Cooperative kill right before the send (kill_recovery's base), instead of a timed one.
+    pub decide_at_before_send: bool,
+    /// Instants (ms after start) at which successive restarts are killed, before a final one.
+    pub restart_kills_ms: Vec<u64>,
+    /// The assumption the trial's faults break, if any.
+    pub assumption: Option<&'static str>,
+}
+
+/// Draws a trial's plan from its seed.
+pub fn draw(nemesis: Nemesis, seed: u64) -> Draw {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let outage = Outage::ALL[rng.gen_range(0..Outage::ALL.len())];
+    let mut d = Draw {
+        outage,
+        service: None,
+        decide_kill_ms: None,
+        kill_after: "start",
+        decide_at_before_send: false,
+        restart_kills_ms: Vec::new(),
+        assumption: None,
+    };
+    match nemesis {
+        // A worker lives ~50-250 ms on the emulator (spawn, reads, decision, send): draw over
+        // all of it and a little past, so some kills find it already finished.
+        Nemesis::KillRandom => d.decide_kill_ms = Some(rng.gen_range(0..=300)),
+        Nemesis::KillInFlight => {
+            d.service = Some(FaultAction::Delay {
+                ms: rng.gen_range(100..=2_000),
+            });
+            d.kill_after = "request_held";
+            d.decide_kill_ms = Some(rng.gen_range(0..=50));
+        }
+        Nemesis::LateBeyondBound => {
+            d.service = Some(FaultAction::Delay {
+                ms: rng.gen_range(7_000..=9_000),
+            });
+            d.kill_after = "request_held";
+            d.decide_kill_ms = Some(rng.gen_range(0..=50));
+            d.assumption = Some(BOUND_ASSUMPTION);
+        }
+        Nemesis::CommitThen500 => d.service = Some(FaultAction::CommitThenError { status: 500 }),
+        Nemesis::CommitThenDrop => d.service = Some(FaultAction::CommitThenDrop),
+        Nemesis::KillRecovery => {
+            d.decide_at_before_send = true;
+            let n = rng.gen_range(1..=3);
+            d.restart_kills_ms = (0..n).map(|_| rng.gen_range(0..=150)).collect();
+        }
+    }
+    d
+}
+
+/// One line naming a service fault.
+pub fn describe(action: &FaultAction) -> (String, String) {
+    match action {
+        FaultAction::Delay { ms } => (
+            "delay".into(),
+            format!("the first credit POST is held {ms} ms before it is applied (it lands whether or not its client is still there)"),
+        ),
+        FaultAction::CommitThenError { status } => (
+            "commit_then_error".into(),
+            format!("the first credit POST is applied, then answered {status}; the error is saved under its idempotency key"),
+        ),
+        FaultAction::CommitThenDrop => (
+            "commit_then_drop".into(),
+            "the first credit POST is applied, then its connection is closed without an answer".into(),
+        ),
+        other => ("other".into(), format!("{other:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_always_draws_the_same_trial() {
+        for n in Nemesis::ALL {
+            for seed in [0, 1, 99, (1 << 53) - 1] {
+                assert_eq!(draw(n, seed), draw(n, seed));
+            }
+        }
+        let beyond = draw(Nemesis::LateBeyondBound, 5);
+        assert!(matches!(beyond.service, Some(FaultAction::Delay { ms }) if ms > 5_500));
+        assert!(beyond.assumption.is_some());
+        let within = draw(Nemesis::KillInFlight, 5);
+        assert!(matches!(within.service, Some(FaultAction::Delay { ms }) if ms < 5_500));
+        assert!(within.assumption.is_none());
+        let rec = draw(Nemesis::KillRecovery, 7);
+        assert!((1..=3).contains(&rec.restart_kills_ms.len()));
+    }
+}
