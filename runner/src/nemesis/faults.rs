@@ -10,6 +10,12 @@ use stripe::emulator::FaultAction;
 pub const BOUND_ASSUMPTION: &str =
     "the target's declared server-side in-flight bound (max_in_flight): a request held longer than it can land after recovery trusted a \"not found\"";
 
+/// The window every column shares: Stripe has no precondition on a balance transaction, so a
+/// premise change that lands while a credit POST is in flight (checked, sent, not yet applied)
+/// cannot be refused by anyone (DESIGN §5.1).
+pub const PREMISE_IN_FLIGHT_ASSUMPTION: &str =
+    "no premise change lands while a credit POST is in flight: billing's credit note was issued while the request was held at the service, and Stripe has no precondition on a balance transaction";
+
 /// Everything a trial will do, before it does it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Draw {
@@ -68,6 +74,11 @@ pub fn draw(nemesis: Nemesis, seed: u64) -> Draw {
             let n = rng.gen_range(1..=3);
             d.restart_kills_ms = (0..n).map(|_| rng.gen_range(0..=150)).collect();
         }
+    }
+    // A held request with billing's credit note issued during the outage: the note lands while
+    // the credit is in flight (decided by the draw, before anything runs).
+    if d.kill_after == "request_held" && outage == Outage::BillingCredit && d.assumption.is_none() {
+        d.assumption = Some(PREMISE_IN_FLIGHT_ASSUMPTION);
     }
     d
 }

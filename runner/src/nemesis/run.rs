@@ -254,8 +254,11 @@ fn print_summary(file: &NemesisFile, wall_s: f64) {
             s.nemesis,
             s.column,
             s.trials,
-            s.violations,
-            f64::from(s.violation_upper95_ppm) / 10_000.0,
+            format!(
+                "{}({}/{})",
+                s.violations, s.violations_within, s.within_assumptions
+            ),
+            f64::from(s.within_upper95_ppm) / 10_000.0,
             s.wrong_answers,
             s.ambiguous,
             o(s.settle_p50_ms),

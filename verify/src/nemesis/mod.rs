@@ -154,11 +154,16 @@ pub struct NemesisSummary {
     pub trials: u32,
     /// Trials whose faults stayed within the column's assumptions.
     pub within_assumptions: u32,
-    /// Trials with a violation.
+    /// Trials with a violation (all trials).
     pub violations: u32,
-    /// One-sided 95% Clopper–Pearson upper bound on the violation rate, parts per million
-    /// (rounded up).
+    /// One-sided 95% Clopper–Pearson upper bound on the violation rate over all trials, parts
+    /// per million (rounded up).
     pub violation_upper95_ppm: u32,
+    /// Trials within assumptions with a violation.
+    pub violations_within: u32,
+    /// The same bound over the trials within assumptions (`violations_within` of
+    /// `within_assumptions`).
+    pub within_upper95_ppm: u32,
     /// Trials whose answer does not match Stripe.
     pub wrong_answers: u32,
     /// Trials ending `AMBIGUOUS`.

@@ -182,15 +182,19 @@ pub fn summarize(plan: &NemesisPlan, trials: &[Trial]) -> Vec<NemesisSummary> {
             let count = |f: &dyn Fn(&Trial) -> bool| these.iter().filter(|t| f(t)).count() as u32;
             let n = these.len() as u32;
             let violations = count(&|t| t.violation);
+            let within = count(&|t| t.assumption.is_none());
+            let violations_within = count(&|t| t.violation && t.assumption.is_none());
             let mut settle: Vec<u64> = these.iter().filter_map(|t| t.settle_ms).collect();
             settle.sort_unstable();
             out.push(NemesisSummary {
                 nemesis: nemesis.clone(),
                 column: column.clone(),
                 trials: n,
-                within_assumptions: count(&|t| t.assumption.is_none()),
+                within_assumptions: within,
                 violations,
                 violation_upper95_ppm: clopper_pearson_upper95_ppm(violations, n),
+                violations_within,
+                within_upper95_ppm: clopper_pearson_upper95_ppm(violations_within, within),
                 wrong_answers: count(&|t| !t.answer_matches),
                 ambiguous: count(&|t| t.ambiguous),
                 harness_errors: count(&|t| t.outcome == HARNESS_ERROR),
