@@ -474,9 +474,9 @@ fn last_step(dir: &Path, column: bc::Column) -> Option<String> {
         bc::Column::Interlock => {
             let text = fs::read_to_string(dir.join(bc::JOURNAL_FILE)).ok()?;
             text.lines()
+                .rev()
                 .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .filter_map(|v| v.get("kind").and_then(Value::as_str).map(str::to_owned))
-                .last()
+                .find_map(|v| v.get("kind").and_then(Value::as_str).map(str::to_owned))
                 .or_else(|| decision_saved(dir))
         }
         bc::Column::HandCheck => bc::read_hand_check_log(dir)

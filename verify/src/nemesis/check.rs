@@ -250,7 +250,7 @@ fn check_judgement(base: &str, t: &Trial, f: &mut Vec<Finding>) {
     );
     if stated != derived {
         f.push(Finding::mismatch(
-            format!("{base}"),
+            base.to_string(),
             code::JUDGEMENT,
             format!(
                 "trial {}: (want, invariant_held, violation, answer_matches, ambiguous) is not what its data gives",

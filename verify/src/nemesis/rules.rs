@@ -239,9 +239,12 @@ mod tests {
         // x = 1, n = 10: 0.3941633 (tables of the exact binomial bound).
         let b = clopper_pearson_upper95_ppm(1, 10);
         assert!((394_160..=394_170).contains(&b), "{b}");
-        // x = 10, n = 100: 0.1623 (one-sided 95%).
+        // x = 10, n = 100: 0.1637176 (exact binomial bound, computed independently).
         let b = clopper_pearson_upper95_ppm(10, 100);
-        assert!((162_000..=162_600).contains(&b), "{b}");
+        assert!((163_717..=163_719).contains(&b), "{b}");
+        // x = 5, n = 20: 0.4555824.
+        let b = clopper_pearson_upper95_ppm(5, 20);
+        assert!((455_582..=455_584).contains(&b), "{b}");
         assert!(clopper_pearson_upper95_ppm(2, 10) > clopper_pearson_upper95_ppm(1, 10));
     }
 
