@@ -71,6 +71,8 @@ fn start() -> Result<Started> {
 /// Runs every planned trial and writes `DIR/nemesis/billing_credit.json`.
 pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
     let wall = Instant::now();
+    // The code that runs is the code at the start (files may change while a long run goes on).
+    let git_commit = crate::run::git_commit();
     let seed = args
         .seed
         .unwrap_or_else(|| rand::rngs::OsRng.next_u64() >> 11);
@@ -164,7 +166,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
             stripe_api_version: stripe::API_VERSION.into(),
             decider: DeciderInfo { kind: "policy".into(), model: None },
             runner_version: env!("CARGO_PKG_VERSION").into(),
-            git_commit: crate::run::git_commit(),
+            git_commit,
             seed,
             claim: ClaimSettings {
                 max_in_flight_ms: settings.max_in_flight.as_millis() as u64,
