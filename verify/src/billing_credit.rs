@@ -4,7 +4,7 @@
 //! The runner uses these functions to judge a cell from what it read back from Stripe, and `verify`
 //! uses the same functions to re-derive every judgement from the raw data in a results file.
 
-use crate::results::{BalanceTxnTruth, CreditNoteTruth, GroundTruth, OutageRecord, Want};
+use crate::results::{Approval, BalanceTxnTruth, CreditNoteTruth, GroundTruth, OutageRecord, Want};
 use serde_json::Value;
 use sha2::Digest as _;
 
@@ -164,6 +164,36 @@ pub fn want(truth: &GroundTruth, _case_id: &str, incident: &str, approved_cents:
             count: 1,
             cents: approved_cents,
         }
+    }
+}
+
+/// The test-clock instant (seconds) at which the approval was revoked, when its `revoked` record
+/// carries one (`{"by": ..., "clock_time": T}`, as the runner writes it).
+pub fn revoked_at(approval: &Approval) -> Option<i64> {
+    approval
+        .revoked
+        .as_ref()
+        .and_then(|r| r.get("clock_time"))
+        .and_then(Value::as_i64)
+}
+
+/// The want rule with the approval's revocation (DESIGN §4.6): as [`want`], and no case credit may
+/// be created after the revocation. A credit created at or before the revocation's instant stands;
+/// with none, the revoked approval allows nothing. The runner advances the clock one second past
+/// the revocation, so "after" is an order Stripe's `created` shows. Without a revocation instant
+/// it is [`want`] exactly.
+pub fn want_under_approval(
+    truth: &GroundTruth,
+    case_id: &str,
+    incident: &str,
+    approval: &Approval,
+) -> Want {
+    let w = want(truth, case_id, incident, approval.max_cents);
+    match revoked_at(approval) {
+        Some(at) if w.count > 0 && first_judged_credit(truth).is_none_or(|first| first > at) => {
+            Want { count: 0, cents: 0 }
+        }
+        _ => w,
     }
 }
 
@@ -373,6 +403,41 @@ mod tests {
         assert_eq!(first_judged_credit(&t), Some(100));
         assert_eq!(want(&t, "c", "INC-1", 1000).count, 1);
         assert!(!invariant_held(&t, want(&t, "c", "INC-1", 1000)));
+    }
+
+    #[test]
+    fn no_credit_may_be_created_after_the_revocation() {
+        let approval = |revoked: Option<serde_json::Value>| Approval {
+            id: "approval-c".into(),
+            approver: "support-lead".into(),
+            max_cents: 1000,
+            revoked,
+        };
+        let revoked = approval(Some(
+            serde_json::json!({"by": "support-lead", "clock_time": 200}),
+        ));
+        let before = truth(
+            vec![txn("own", "adjustment", -1000, 199, None, None)],
+            vec![],
+            "c",
+        );
+        assert_eq!(
+            want_under_approval(&before, "c", "INC-1", &revoked).count,
+            1
+        );
+        let after = truth(
+            vec![txn("own", "adjustment", -1000, 201, None, None)],
+            vec![],
+            "c",
+        );
+        assert_eq!(want_under_approval(&after, "c", "INC-1", &revoked).count, 0);
+        let none = truth(vec![], vec![], "c");
+        assert_eq!(want_under_approval(&none, "c", "INC-1", &revoked).count, 0);
+        assert_eq!(
+            want_under_approval(&after, "c", "INC-1", &approval(None)).count,
+            1
+        );
+        assert_eq!(revoked_at(&revoked), Some(200));
     }
 
     #[test]

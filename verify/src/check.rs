@@ -469,12 +469,8 @@ fn check_cell(i: usize, cell: &Cell, receipt: Option<ReceiptReport>) -> CellRepo
 
     check_ground_truth(&base, cell, &mut f);
 
-    let want = billing_credit::want(
-        gt,
-        case_id,
-        &cell.case.incident,
-        cell.case.approval.max_cents,
-    );
+    let want =
+        billing_credit::want_under_approval(gt, case_id, &cell.case.incident, &cell.case.approval);
     if want != cell.want {
         f.push(Finding::mismatch(
             format!("{base}.want"),

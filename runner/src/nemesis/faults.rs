@@ -21,8 +21,14 @@ pub const PREMISE_IN_FLIGHT_ASSUMPTION: &str =
 pub struct Draw {
     /// The outage run while the worker is dead.
     pub outage: Outage,
-    /// The emulator rule on the case's credit POST, if any (applied to the first such POST).
+    /// The emulator rule on the case's credit POST, if any.
     pub service: Option<FaultAction>,
+    /// How many credit POSTs the rule applies to (the first ones).
+    pub service_times: u32,
+    /// Start a second decide worker on the same case at the same time.
+    pub second_worker: bool,
+    /// Revoke the approval during the outage.
+    pub revoke_in_outage: bool,
     /// When to kill the decide worker, ms after `kill_after` (None: never).
     pub decide_kill_ms: Option<u64>,
     /// What the decide kill instant counts from: `start` or `request_held`.
@@ -42,6 +48,9 @@ pub fn draw(nemesis: Nemesis, seed: u64) -> Draw {
     let mut d = Draw {
         outage,
         service: None,
+        service_times: 1,
+        second_worker: false,
+        revoke_in_outage: false,
         decide_kill_ms: None,
         kill_after: "start",
         decide_at_before_send: false,
@@ -74,6 +83,17 @@ pub fn draw(nemesis: Nemesis, seed: u64) -> Draw {
             let n = rng.gen_range(1..=3);
             d.restart_kills_ms = (0..n).map(|_| rng.gen_range(0..=150)).collect();
         }
+        Nemesis::TwoWorkers => d.second_worker = true,
+        Nemesis::RevokeInOutage => {
+            d.decide_at_before_send = true;
+            d.revoke_in_outage = true;
+        }
+        Nemesis::RateLimitBurst => {
+            d.service = Some(FaultAction::RateLimit {
+                retry_after_s: None,
+            });
+            d.service_times = rng.gen_range(1..=4);
+        }
     }
     // A held request with billing's credit note issued during the outage: the note lands while
     // the credit is in flight (decided by the draw, before anything runs).
@@ -97,6 +117,10 @@ pub fn describe(action: &FaultAction) -> (String, String) {
         FaultAction::CommitThenDrop => (
             "commit_then_drop".into(),
             "the first credit POST is applied, then its connection is closed without an answer".into(),
+        ),
+        FaultAction::RateLimit { .. } => (
+            "rate_limit".into(),
+            "the first credit POSTs are answered 429 rate_limit before anything runs".into(),
         ),
         other => ("other".into(), format!("{other:?}")),
     }

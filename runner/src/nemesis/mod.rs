@@ -31,17 +31,27 @@ pub enum Nemesis {
     /// The decide worker is killed right before the send; then the restart itself is killed 1-3
     /// times at random instants before a final restart.
     KillRecovery,
+    /// Two decide workers for one case start at once (two agents, or a retry racing the first).
+    TwoWorkers,
+    /// The decide worker is killed right before the send; during the outage support revokes the
+    /// approval (recorded at a test-clock instant, the clock then advanced a second past it).
+    RevokeInOutage,
+    /// The service answers the credit POST with 1-4 consecutive 429s before letting it through.
+    RateLimitBurst,
 }
 
 impl Nemesis {
     /// Every nemesis, in run order.
-    pub const ALL: [Nemesis; 6] = [
+    pub const ALL: [Nemesis; 9] = [
         Nemesis::KillRandom,
         Nemesis::KillInFlight,
         Nemesis::LateBeyondBound,
         Nemesis::CommitThen500,
         Nemesis::CommitThenDrop,
         Nemesis::KillRecovery,
+        Nemesis::TwoWorkers,
+        Nemesis::RevokeInOutage,
+        Nemesis::RateLimitBurst,
     ];
 
     /// The name used on the command line and in results.
@@ -53,6 +63,9 @@ impl Nemesis {
             Nemesis::CommitThen500 => "commit_then_500",
             Nemesis::CommitThenDrop => "commit_then_drop",
             Nemesis::KillRecovery => "kill_recovery",
+            Nemesis::TwoWorkers => "two_workers",
+            Nemesis::RevokeInOutage => "revoke_in_outage",
+            Nemesis::RateLimitBurst => "rate_limit_burst",
         }
     }
 

@@ -109,14 +109,31 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
 
     // The worker is dead (or finished): the world moves on.
     let mut outage_rng = StdRng::seed_from_u64(spec.seed ^ 0x5eed);
-    if let Err(e) = bc::run_outage(&client, &case, plan.outage, &mut outage_rng) {
-        return Ok(harness(
-            trial,
-            &client,
-            &case,
-            format!("the outage failed: {e}"),
-            &dir,
-        ));
+    let record = match bc::run_outage(&client, &case, plan.outage, &mut outage_rng) {
+        Ok(r) => r,
+        Err(e) => {
+            let why = format!("the outage failed: {e}");
+            return Ok(harness(trial, &client, &case, why, &dir));
+        }
+    };
+    if plan.revoke_in_outage {
+        match revoke(&client, &dir, record.clock_time) {
+            Ok((revoked, at)) => {
+                trial.case = revoked.to_results_case();
+                trial.faults.push(Fault {
+                    kind: "revocation".into(),
+                    detail: format!(
+                        "support revoked the approval during the outage, at test-clock {at}; \
+                         the clock was then advanced one second"
+                    ),
+                    fired: 1,
+                });
+            }
+            Err(e) => {
+                let why = format!("the revocation failed: {e}");
+                return Ok(harness(trial, &client, &case, why, &dir));
+            }
+        }
     }
     for (k, at) in plan.restart_kills_ms.iter().enumerate() {
         let kill = w.kill_restart(k + 1, *at)?;
@@ -128,10 +145,10 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     let final_restart = w.final_restart();
     let settled = Instant::now();
     if let (Some(handle), Some(rule)) = (&faults, rule) {
-        trial
-            .faults
-            .iter_mut()
-            .for_each(|f| f.fired = handle.fired(rule));
+        // The service rule is the first fault recorded (a revocation comes after it).
+        if let Some(f) = trial.faults.first_mut() {
+            f.fired = handle.fired(rule);
+        }
         handle.remove(rule);
     }
     let report = match final_restart {
@@ -172,6 +189,21 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     trial.decision = bc::load_decision(&dir).ok();
     finish(&mut trial, truth);
     Ok(trial)
+}
+
+/// Revokes the approval in `case.json` at the clock's current instant, then advances the clock a
+/// second past it, so a credit created after the revocation is after it in Stripe's `created`.
+fn revoke(
+    client: &stripe::Client,
+    dir: &Path,
+    clock_time: Option<i64>,
+) -> Result<(bc::CaseFile, i64), String> {
+    let mut case = bc::CaseFile::load(dir).map_err(|e| e.to_string())?;
+    let at = clock_time.ok_or("the outage recorded no clock time")?;
+    case.approval.revoked = Some(serde_json::json!({"by": bc::APPROVER, "clock_time": at}));
+    case.save(dir).map_err(|e| e.to_string())?;
+    bc::advance_one_second(client, &case, at).map_err(|e| e.to_string())?;
+    Ok((case, at))
 }
 
 fn blank_trial(id: &str, spec: TrialSpec, plan: &Draw, case: &bc::CaseFile) -> Trial {
@@ -231,7 +263,7 @@ fn finish(trial: &mut Trial, truth: GroundTruth) {
         &truth,
         &trial.case.case_id,
         &trial.case.incident,
-        trial.case.approval.max_cents,
+        &trial.case.approval,
         &trial.outcome,
     );
     trial.ground_truth = truth;
@@ -371,7 +403,14 @@ impl Workers<'_> {
             });
         }
         let Some(at) = plan.decide_kill_ms else {
+            let mut second = match plan.second_worker {
+                true => Some(self.spawn("decide", NO_CRASH, "decide-2.stderr")?),
+                false => None,
+            };
             let status = wait_until(&mut child, deadline);
+            if let Some(second) = second.as_mut() {
+                wait_until(second, deadline);
+            }
             return Ok(DecideEnd {
                 kill: None,
                 ended: Some(Instant::now()),

@@ -231,7 +231,7 @@ fn check_judgement(base: &str, t: &Trial, f: &mut Vec<Finding>) {
         &t.ground_truth,
         &t.case.case_id,
         &t.case.incident,
-        t.case.approval.max_cents,
+        &t.case.approval,
         &t.outcome,
     );
     let stated = (

@@ -3,8 +3,8 @@
 //! `verify` re-derives with them.
 
 use super::{NemesisPlan, NemesisSummary, Trial};
-use crate::billing_credit::{answer_matches, invariant_held, want, HARNESS_ERROR};
-use crate::results::{GroundTruth, Want};
+use crate::billing_credit::{answer_matches, invariant_held, want_under_approval, HARNESS_ERROR};
+use crate::results::{Approval, GroundTruth, Want};
 
 /// Largest trial seed: 2^53 - 1, so every seed is an integer any JSON reader holds exactly.
 pub const MAX_TRIAL_SEED: u64 = (1 << 53) - 1;
@@ -66,15 +66,16 @@ pub struct Judgement {
     pub ambiguous: bool,
 }
 
-/// Judges a trial by the same want rule as a matrix cell.
+/// Judges a trial by the same want rule as a matrix cell (with the approval's revocation, when a
+/// world nemesis revoked it).
 pub fn judge(
     truth: &GroundTruth,
     case_id: &str,
     incident: &str,
-    approved_cents: i64,
+    approval: &Approval,
     outcome: &str,
 ) -> Judgement {
-    let w = want(truth, case_id, incident, approved_cents);
+    let w = want_under_approval(truth, case_id, incident, approval);
     Judgement {
         want: w,
         invariant_held: invariant_held(truth, w),
