@@ -78,6 +78,10 @@ fn run_nemesis(args: &cli::RunArgs, list: &str) -> ExitCode {
         out: &args.out,
     };
     match nemesis::run_nemesis(&run) {
+        Err(e) if e.is::<run::Interrupted>() => {
+            eprintln!("{e}");
+            ExitCode::from(130)
+        }
         Ok(o) if o.verified && o.harness_errors == 0 => ExitCode::SUCCESS,
         Ok(o) => {
             if o.harness_errors > 0 {

@@ -98,6 +98,10 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
         }
     }
     let s = start()?;
+    // Ctrl-C / SIGTERM: no new trial starts; running trials end (every worker wait is bounded)
+    // and nothing is written.
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    crate::run::install_signal_handler(cancel.clone())?;
     let ctx = TrialContext {
         backend: &s.backend,
         exe: &s.exe,
@@ -118,6 +122,9 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
     std::thread::scope(|scope| {
         for _ in 0..args.jobs.max(1).min(specs.len().max(1)) {
             scope.spawn(|| loop {
+                if cancel.load(Ordering::SeqCst) {
+                    break;
+                }
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(spec) = specs.get(i).copied() else {
                     break;
@@ -139,6 +146,9 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
         }
     });
     bar.finish_and_clear();
+    if cancel.load(Ordering::SeqCst) {
+        return Err(crate::run::Interrupted.into());
+    }
     let mut trials = Vec::with_capacity(specs.len());
     for slot in slots
         .into_inner()
