@@ -197,6 +197,33 @@ pub fn want_under_approval(
     }
 }
 
+/// The want rule for a cell or trial whose decision proposed `decided` cents (`None` when no
+/// decision was saved): [`want_under_approval`], and a decision the approval never covered (not
+/// `0 < decided <= max_cents`) may not be sent at all, so it allows nothing. A covered decision
+/// allows one credit of the decided amount.
+pub fn want_for_decision(
+    truth: &GroundTruth,
+    case_id: &str,
+    incident: &str,
+    approval: &Approval,
+    decided: Option<i64>,
+) -> Want {
+    let w = want_under_approval(truth, case_id, incident, approval);
+    match decided {
+        Some(amount) if amount <= 0 || amount > approval.max_cents => Want { count: 0, cents: 0 },
+        Some(amount) if w.count > 0 => Want {
+            count: w.count,
+            cents: amount,
+        },
+        _ => w,
+    }
+}
+
+/// Whether a decision of `decided` cents is one the approval covers (`0 < decided <= max_cents`).
+pub fn approval_covers(approval: &Approval, decided: i64) -> bool {
+    decided > 0 && decided <= approval.max_cents
+}
+
 /// Why an outage record does not fit the outage named by the cell's label (DESIGN §4.5), or `None`
 /// when it fits or the outage is not one of the four this rule knows.
 pub fn outage_misfit(outage: &str, record: &OutageRecord, incident: &str) -> Option<&'static str> {
@@ -438,6 +465,42 @@ mod tests {
             1
         );
         assert_eq!(revoked_at(&revoked), Some(200));
+    }
+
+    #[test]
+    fn a_decision_the_approval_never_covered_may_not_be_sent() {
+        let approval = Approval {
+            id: "approval-c".into(),
+            approver: "support-lead".into(),
+            max_cents: 1000,
+            revoked: None,
+        };
+        let sent = truth(
+            vec![txn("own", "adjustment", -2000, 10, None, None)],
+            vec![],
+            "c",
+        );
+        let w = want_for_decision(&sent, "c", "INC-1", &approval, Some(2000));
+        assert_eq!(w, Want { count: 0, cents: 0 });
+        assert!(!invariant_held(&sent, w));
+        let refused = truth(vec![], vec![], "c");
+        assert!(invariant_held(
+            &refused,
+            want_for_decision(&refused, "c", "INC-1", &approval, Some(2000))
+        ));
+        let half = truth(
+            vec![txn("own", "adjustment", -500, 10, None, None)],
+            vec![],
+            "c",
+        );
+        assert!(invariant_held(
+            &half,
+            want_for_decision(&half, "c", "INC-1", &approval, Some(500))
+        ));
+        assert_eq!(
+            want_for_decision(&refused, "c", "INC-1", &approval, None).cents,
+            1000
+        );
     }
 
     #[test]

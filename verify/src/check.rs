@@ -469,8 +469,13 @@ fn check_cell(i: usize, cell: &Cell, receipt: Option<ReceiptReport>) -> CellRepo
 
     check_ground_truth(&base, cell, &mut f);
 
-    let want =
-        billing_credit::want_under_approval(gt, case_id, &cell.case.incident, &cell.case.approval);
+    let want = billing_credit::want_for_decision(
+        gt,
+        case_id,
+        &cell.case.incident,
+        &cell.case.approval,
+        cell.decision.as_ref().map(|d| d.amount),
+    );
     if want != cell.want {
         f.push(Finding::mismatch(
             format!("{base}.want"),
@@ -629,7 +634,17 @@ fn check_crash_evidence(
         }
         return;
     }
-    if cell.worker_exit_signal != Some(SIGKILL) || cell.worker_exit_code.is_some() {
+    // A decision the approval never covered may be refused before the crash point: the decide
+    // worker then exits by itself (code 3) instead of being killed.
+    let refused_uncovered = cell.worker_exit_signal.is_none()
+        && cell.worker_exit_code == Some(3)
+        && cell
+            .decision
+            .as_ref()
+            .is_some_and(|d| !billing_credit::approval_covers(&cell.case.approval, d.amount));
+    if !refused_uncovered
+        && (cell.worker_exit_signal != Some(SIGKILL) || cell.worker_exit_code.is_some())
+    {
         let found = match (cell.worker_exit_signal, cell.worker_exit_code) {
             (Some(s), None) => format!("signal {s}"),
             (None, Some(c)) => format!("exit code {c}"),

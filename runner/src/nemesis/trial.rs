@@ -264,6 +264,7 @@ fn finish(trial: &mut Trial, truth: GroundTruth) {
         &trial.case.case_id,
         &trial.case.incident,
         &trial.case.approval,
+        trial.decision.as_ref().map(|d| d.amount),
         &trial.outcome,
     );
     trial.ground_truth = truth;

@@ -232,6 +232,7 @@ fn check_judgement(base: &str, t: &Trial, f: &mut Vec<Finding>) {
         &t.case.case_id,
         &t.case.incident,
         &t.case.approval,
+        t.decision.as_ref().map(|d| d.amount),
         &t.outcome,
     );
     let stated = (

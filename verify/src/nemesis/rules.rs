@@ -3,7 +3,7 @@
 //! `verify` re-derives with them.
 
 use super::{NemesisPlan, NemesisSummary, Trial};
-use crate::billing_credit::{answer_matches, invariant_held, want_under_approval, HARNESS_ERROR};
+use crate::billing_credit::{answer_matches, invariant_held, want_for_decision, HARNESS_ERROR};
 use crate::results::{Approval, GroundTruth, Want};
 
 /// Largest trial seed: 2^53 - 1, so every seed is an integer any JSON reader holds exactly.
@@ -73,9 +73,10 @@ pub fn judge(
     case_id: &str,
     incident: &str,
     approval: &Approval,
+    decided: Option<i64>,
     outcome: &str,
 ) -> Judgement {
-    let w = want_under_approval(truth, case_id, incident, approval);
+    let w = want_for_decision(truth, case_id, incident, approval, decided);
     Judgement {
         want: w,
         invariant_held: invariant_held(truth, w),
