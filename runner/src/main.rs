@@ -74,7 +74,7 @@ fn run_nemesis(args: &cli::RunArgs, list: &str) -> ExitCode {
         trials: args.trials,
         seed: args.seed,
         // Trials mostly wait (on the in-flight bound, on held requests), so more than the cores.
-        jobs: args.jobs.unwrap_or(16),
+        jobs: args.jobs.unwrap_or(32),
         out: &args.out,
     };
     match nemesis::run_nemesis(&run) {

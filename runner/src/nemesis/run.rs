@@ -199,7 +199,9 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
         signature: FileSignature::default(),
     };
     verify::nemesis::sign::sign(&mut file, &signing).map_err(|e| anyhow!(e))?;
-    let bytes = serde_json::to_vec_pretty(&file).context("cannot serialize the results")?;
+    // Compact: a run of a few thousand trials is tens of megabytes pretty-printed.
+    let mut bytes = serde_json::to_vec(&file).context("cannot serialize the results")?;
+    bytes.push(b'\n');
     let path = args.out.join("nemesis").join("billing_credit.json");
     crate::results::write_atomically(&path, &bytes)
         .with_context(|| format!("cannot write {}", path.display()))?;
