@@ -48,10 +48,16 @@ fn a_nemesis_file_that_does_not_verify_is_not_rendered() {
     let results = dir.path().join("results");
     copy_results(&results);
     let path = results.join("nemesis/billing_credit.json");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let edited = text.replacen("\"violation\": true", "\"violation\": false", 1);
-    assert_ne!(edited, text);
-    std::fs::write(&path, edited).unwrap();
+    let mut value: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let trial = value["trials"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|t| t["violation"] == serde_json::Value::Bool(true))
+        .unwrap();
+    trial["violation"] = serde_json::Value::Bool(false);
+    std::fs::write(&path, serde_json::to_vec(&value).unwrap()).unwrap();
     let err = site::build(&results, &dir.path().join("public")).unwrap_err();
     assert!(err.to_string().contains("failed verification"), "{err}");
 }
