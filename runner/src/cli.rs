@@ -24,13 +24,20 @@ holds, and judges the cell: invariant held, answer matches Stripe, the column's 
 
 With no options besides --scenario it runs the six rows of the reference page x the three
 columns against the embedded Stripe emulator with the deterministic policy decider, writes
-results/billing_credit.json, verifies it, and renders the report into public/.";
+results/billing_credit.json, verifies it, and renders the report into public/.
+
+With --nemesis it runs randomized trials instead: one case, one column, one fault the worker
+does not choose (an unannounced SIGKILL, a held or late-landing request, a commit answered 500
+or dropped, killed restarts, two workers, a revoked approval, 429s), judged by the same rule,
+each replayable from its id with --replay. Writes DIR/nemesis/billing_credit.json.";
 
 const AFTER_HELP: &str = "\
 Examples:
   runner --scenario billing_credit
   runner --scenario billing_credit --cells 'before_send:billing_credit:*' after_send:renewal:interlock
   runner --scenario billing_credit --repeat 5 --jobs 4 --out /tmp/run --no-site
+  runner --scenario billing_credit --nemesis all --trials 20 --seed 20
+  runner --replay kill_in_flight:interlock:0b31576be2e5da
   STRIPE_SECRET_KEY=sk_test_... ANTHROPIC_API_KEY=... \\
     runner --scenario billing_credit --backend stripe --decider anthropic
 
