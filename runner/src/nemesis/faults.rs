@@ -3,7 +3,7 @@
 
 use super::Nemesis;
 use rand::{rngs::StdRng, Rng, SeedableRng};
-use scenarios::billing_credit::Outage;
+use scenarios::billing_credit::{Column, Outage};
 use stripe::emulator::FaultAction;
 
 /// The emulator's declared server-side in-flight bound, as the beyond-the-bound nemesis names it.
@@ -29,6 +29,8 @@ pub struct Draw {
     pub second_worker: bool,
     /// Revoke the approval during the outage.
     pub revoke_in_outage: bool,
+    /// Kill the decide worker as soon as this step is seen (see [`column_steps`]).
+    pub kill_at_step: Option<&'static str>,
     /// When to kill the decide worker, ms after `kill_after` (None: never).
     pub decide_kill_ms: Option<u64>,
     /// What the decide kill instant counts from: `start` or `request_held`.
@@ -41,8 +43,31 @@ pub struct Draw {
     pub assumption: Option<&'static str>,
 }
 
-/// Draws a trial's plan from its seed.
-pub fn draw(nemesis: Nemesis, seed: u64) -> Draw {
+/// The steps of a column the runner can see durably written from outside the worker, in order
+/// (`request_held`: the credit POST held at the service, i.e. mid-request).
+pub fn column_steps(column: Column) -> &'static [&'static str] {
+    match column {
+        Column::Interlock => &[
+            "PROPOSED",
+            "AUTHORIZED",
+            "DISPATCHED",
+            "request_held",
+            "COMMITTED",
+        ],
+        Column::HandCheck => &[
+            "lookup",
+            "approval",
+            "premises",
+            "send",
+            "request_held",
+            "sent",
+        ],
+        Column::NoCheck => &["decision_saved", "request_held"],
+    }
+}
+
+/// Draws a trial's plan from its seed, for a column (only `kill_at_step` depends on it).
+pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
     let mut rng = StdRng::seed_from_u64(seed);
     let outage = Outage::ALL[rng.gen_range(0..Outage::ALL.len())];
     let mut d = Draw {
@@ -51,6 +76,7 @@ pub fn draw(nemesis: Nemesis, seed: u64) -> Draw {
         service_times: 1,
         second_worker: false,
         revoke_in_outage: false,
+        kill_at_step: None,
         decide_kill_ms: None,
         kill_after: "start",
         decide_at_before_send: false,
@@ -88,6 +114,16 @@ pub fn draw(nemesis: Nemesis, seed: u64) -> Draw {
             d.decide_at_before_send = true;
             d.revoke_in_outage = true;
         }
+        Nemesis::KillAtStep => {
+            let steps = column_steps(column);
+            let step = steps[rng.gen_range(0..steps.len())];
+            d.kill_at_step = Some(step);
+            if step == "request_held" {
+                d.service = Some(FaultAction::Delay {
+                    ms: rng.gen_range(100..=1_000),
+                });
+            }
+        }
         Nemesis::RateLimitBurst => {
             d.service = Some(FaultAction::RateLimit {
                 retry_after_s: None,
@@ -97,7 +133,8 @@ pub fn draw(nemesis: Nemesis, seed: u64) -> Draw {
     }
     // A held request with billing's credit note issued during the outage: the note lands while
     // the credit is in flight (decided by the draw, before anything runs).
-    if d.kill_after == "request_held" && outage == Outage::BillingCredit && d.assumption.is_none() {
+    let held = d.kill_after == "request_held" || d.kill_at_step == Some("request_held");
+    if held && outage == Outage::BillingCredit && d.assumption.is_none() {
         d.assumption = Some(PREMISE_IN_FLIGHT_ASSUMPTION);
     }
     d
@@ -134,14 +171,17 @@ mod tests {
     fn a_seed_always_draws_the_same_trial() {
         for n in Nemesis::ALL {
             for seed in [0, 1, 99, (1 << 53) - 1] {
-                assert_eq!(draw(n, seed), draw(n, seed));
+                assert_eq!(
+                    draw_for(n, Column::Interlock, seed),
+                    draw_for(n, Column::Interlock, seed)
+                );
             }
         }
-        let beyond = draw(Nemesis::LateBeyondBound, 5);
+        let beyond = draw_for(Nemesis::LateBeyondBound, Column::Interlock, 5);
         assert!(matches!(beyond.service, Some(FaultAction::Delay { ms }) if ms > 5_500));
         assert!(beyond.assumption.is_some());
         for seed in 0..40 {
-            let held = draw(Nemesis::KillInFlight, seed);
+            let held = draw_for(Nemesis::KillInFlight, Column::NoCheck, seed);
             assert!(matches!(held.service, Some(FaultAction::Delay { ms }) if ms < 5_500));
             // Inside the bound; only billing's note issued meanwhile names an assumption.
             assert_eq!(
@@ -150,7 +190,22 @@ mod tests {
                 "seed {seed}"
             );
         }
-        let rec = draw(Nemesis::KillRecovery, 7);
+        let rec = draw_for(Nemesis::KillRecovery, Column::HandCheck, 7);
         assert!((1..=3).contains(&rec.restart_kills_ms.len()));
+    }
+
+    #[test]
+    fn kill_at_step_draws_every_step_of_the_column_and_holds_the_request_only_mid_request() {
+        for column in Column::ALL {
+            let mut seen = std::collections::BTreeSet::new();
+            for seed in 0..200 {
+                let d = draw_for(Nemesis::KillAtStep, column, seed);
+                let step = d.kill_at_step.unwrap();
+                assert!(column_steps(column).contains(&step));
+                assert_eq!(d.service.is_some(), step == "request_held");
+                seen.insert(step);
+            }
+            assert_eq!(seen.len(), column_steps(column).len(), "{column}");
+        }
     }
 }

@@ -38,11 +38,15 @@ pub enum Nemesis {
     RevokeInOutage,
     /// The service answers the credit POST with 1-4 consecutive 429s before letting it through.
     RateLimitBurst,
+    /// SIGKILL as soon as the runner sees a step drawn from the column's own steps durably
+    /// written (interlock: each journal entry kind; hand_check: each log step; no_check: the
+    /// saved decision), or the credit POST held at the service (mid-request).
+    KillAtStep,
 }
 
 impl Nemesis {
     /// Every nemesis, in run order.
-    pub const ALL: [Nemesis; 9] = [
+    pub const ALL: [Nemesis; 10] = [
         Nemesis::KillRandom,
         Nemesis::KillInFlight,
         Nemesis::LateBeyondBound,
@@ -52,6 +56,7 @@ impl Nemesis {
         Nemesis::TwoWorkers,
         Nemesis::RevokeInOutage,
         Nemesis::RateLimitBurst,
+        Nemesis::KillAtStep,
     ];
 
     /// The name used on the command line and in results.
@@ -66,6 +71,7 @@ impl Nemesis {
             Nemesis::TwoWorkers => "two_workers",
             Nemesis::RevokeInOutage => "revoke_in_outage",
             Nemesis::RateLimitBurst => "rate_limit_burst",
+            Nemesis::KillAtStep => "kill_at_step",
         }
     }
 

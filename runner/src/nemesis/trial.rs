@@ -2,7 +2,7 @@
 //! as drawn, run the outage while it is dead, kill the restarts as drawn, run a final restart,
 //! read what Stripe holds and judge it.
 
-use super::faults::{describe, draw, Draw};
+use super::faults::{describe, draw_for, Draw};
 use super::Nemesis;
 use crate::backend::Backend;
 use crate::cell::stderr_tail;
@@ -62,7 +62,7 @@ fn ms(d: Duration) -> u64 {
 /// Runs a trial. Errors only when the case cannot even be opened (the backend is unusable).
 pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, String> {
     let id = trial_id(spec.nemesis.as_str(), spec.column.as_str(), spec.seed);
-    let plan = draw(spec.nemesis, spec.seed);
+    let plan = draw_for(spec.nemesis, spec.column, spec.seed);
     let dir = ctx.run_dir.join(format!("trial{:05}", spec.slot));
     fs::create_dir_all(&dir).map_err(|e| format!("trial {id}: {e}"))?;
     let api_key = ctx.backend.api_key(spec.slot);
@@ -403,6 +403,25 @@ impl Workers<'_> {
                 problem: None,
             });
         }
+        if let Some(step) = plan.kill_at_step {
+            // Watch the column's durable record (or the held request) and kill on sight.
+            loop {
+                let seen = match (step, rule) {
+                    ("request_held", Some((handle, id))) => handle.fired(id) > 0,
+                    _ => step_written(self.dir, self.column, step),
+                };
+                if seen || matches!(child.try_wait(), Ok(Some(_))) || Instant::now() > deadline {
+                    break;
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            let kill = self.kill_now(&mut child, "decide", 0, step);
+            return Ok(DecideEnd {
+                kill: Some(kill),
+                ended: Some(Instant::now()),
+                problem: None,
+            });
+        }
         let Some(at) = plan.decide_kill_ms else {
             let mut second = match plan.second_worker {
                 true => Some(self.spawn("decide", NO_CRASH, "decide-2.stderr")?),
@@ -529,6 +548,29 @@ fn last_step(dir: &Path, column: bc::Column) -> Option<String> {
             })
             .or_else(|| decision_saved(dir)),
         bc::Column::NoCheck => decision_saved(dir),
+    }
+}
+
+/// Whether the column's durable record already holds `step` (a journal entry kind, a decide-phase
+/// log step, or `decision_saved`).
+fn step_written(dir: &Path, column: bc::Column, step: &str) -> bool {
+    match column {
+        bc::Column::Interlock => fs::read_to_string(dir.join(bc::JOURNAL_FILE))
+            .map(|text| {
+                text.lines()
+                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                    .any(|v| v.get("kind").and_then(Value::as_str) == Some(step))
+            })
+            .unwrap_or(false),
+        bc::Column::HandCheck => bc::read_hand_check_log(dir)
+            .map(|lines| {
+                lines.iter().any(|l| {
+                    l.get("phase").and_then(Value::as_str) == Some("decide")
+                        && l.get("step").and_then(Value::as_str) == Some(step)
+                })
+            })
+            .unwrap_or(false),
+        bc::Column::NoCheck => step == "decision_saved" && dir.join(bc::DECISION_FILE).exists(),
     }
 }
 
