@@ -153,6 +153,11 @@ impl Backend {
         }
     }
 
+    /// The embedded emulator's fault rules (`None` against Stripe test mode).
+    pub fn faults(&self) -> Option<stripe::emulator::FaultHandle> {
+        self._emulator.as_ref().map(|e| e.faults())
+    }
+
     /// `emulator` or `stripe_test_mode` (`environment.backend`).
     pub fn name(&self) -> &'static str {
         match self.kind {

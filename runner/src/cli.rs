@@ -24,13 +24,20 @@ holds, and judges the cell: invariant held, answer matches Stripe, the column's 
 
 With no options besides --scenario it runs the six rows of the reference page x the three
 columns against the embedded Stripe emulator with the deterministic policy decider, writes
-results/billing_credit.json, verifies it, and renders the report into public/.";
+results/billing_credit.json, verifies it, and renders the report into public/.
+
+With --nemesis it runs randomized trials instead: one case, one column, one fault the worker
+does not choose (an unannounced SIGKILL, a held or late-landing request, a commit answered 500
+or dropped, killed restarts, two workers, a revoked approval, 429s), judged by the same rule,
+each replayable from its id with --replay. Writes DIR/nemesis/billing_credit.json.";
 
 const AFTER_HELP: &str = "\
 Examples:
   runner --scenario billing_credit
   runner --scenario billing_credit --cells 'before_send:billing_credit:*' after_send:renewal:interlock
   runner --scenario billing_credit --repeat 5 --jobs 4 --out /tmp/run --no-site
+  runner --scenario billing_credit --nemesis all --trials 20 --seed 20
+  runner --replay kill_in_flight:interlock:0b31576be2e5da
   STRIPE_SECRET_KEY=sk_test_... ANTHROPIC_API_KEY=... \\
     runner --scenario billing_credit --backend stripe --decider anthropic
 
@@ -70,8 +77,22 @@ pub enum Internal {
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Scenario to run (only billing_credit exists).
-    #[arg(long, required = true, value_parser = ["billing_credit"])]
+    #[arg(long, required_unless_present = "replay", value_parser = ["billing_credit"])]
     pub scenario: Option<String>,
+
+    /// Run randomized nemesis trials instead of the matrix: `all` or a comma-separated list of
+    /// kill_random, kill_in_flight, late_beyond_bound, commit_then_500, commit_then_drop,
+    /// kill_recovery. Writes DIR/nemesis/billing_credit.json.
+    #[arg(long, value_name = "LIST", conflicts_with_all = ["cells", "repeat"])]
+    pub nemesis: Option<String>,
+
+    /// Trials per nemesis and column (with --nemesis).
+    #[arg(long, default_value_t = 20, value_name = "N", requires = "nemesis")]
+    pub trials: u32,
+
+    /// Run one nemesis trial again from its id (as printed and in the results file).
+    #[arg(long, value_name = "ID", conflicts_with_all = ["nemesis", "cells"])]
+    pub replay: Option<String>,
 
     /// Cells to run instead of the default matrix: crash:outage:column, one or more.
     /// crash: before_send | after_send; outage: renewal | billing_credit | proration |
@@ -155,6 +176,30 @@ mod tests {
         .unwrap();
         assert_eq!(cli.run.cells.len(), 2);
         assert!(cli.run.no_site);
+    }
+
+    #[test]
+    fn nemesis_and_replay_options() {
+        let cli = Cli::try_parse_from([
+            "runner",
+            "--scenario",
+            "billing_credit",
+            "--nemesis",
+            "all",
+            "--trials",
+            "5",
+        ])
+        .unwrap();
+        assert_eq!(cli.run.nemesis.as_deref(), Some("all"));
+        assert_eq!(cli.run.trials, 5);
+        let cli =
+            Cli::try_parse_from(["runner", "--replay", "kill_random:interlock:00000000000001"])
+                .unwrap();
+        assert!(cli.run.replay.is_some());
+        assert!(
+            Cli::try_parse_from(["runner", "--scenario", "billing_credit", "--trials", "5"])
+                .is_err()
+        );
     }
 
     #[test]

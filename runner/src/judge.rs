@@ -9,17 +9,18 @@
 //! These are the rules `verify::check` re-derives; the runner checks the written file with it.
 
 use serde_json::Value;
-use verify::billing_credit::{answer_matches, invariant_held, want};
+use verify::billing_credit::{answer_matches, invariant_held, want_for_decision};
 use verify::receipt::{verify_bundle, Happened, KeyCheck};
 use verify::results::{Cell, FreeForm, GroundTruth};
 
 /// Fills `want`, `invariant_held`, `answer_matches` and `proof` from the cell's raw data.
 pub fn judge(cell: &mut Cell, public_key: &ed25519_dalek::VerifyingKey) {
-    let w = want(
+    let w = want_for_decision(
         &cell.ground_truth,
         &cell.case.case_id,
         &cell.case.incident,
-        cell.case.approval.max_cents,
+        &cell.case.approval,
+        cell.decision.as_ref().map(|d| d.amount),
     );
     cell.want = w;
     cell.invariant_held = invariant_held(&cell.ground_truth, w);

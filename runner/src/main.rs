@@ -8,6 +8,7 @@ mod decider;
 mod judge;
 mod keys;
 mod matrix;
+mod nemesis;
 mod progress;
 mod results;
 mod run;
@@ -20,6 +21,19 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     if let Some(cli::Internal::Worker(args)) = &cli.command {
         return ExitCode::from(u8::try_from(worker::main(args)).unwrap_or(1));
+    }
+    if let Some(id) = &cli.run.replay {
+        return match nemesis::replay(id) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::from(1),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    if let Some(list) = &cli.run.nemesis {
+        return run_nemesis(&cli.run, list);
     }
     match run::run(&cli.run) {
         Ok(outcome) => {
@@ -39,6 +53,45 @@ fn main() -> ExitCode {
         Err(e) if e.is::<run::Interrupted>() => {
             eprintln!("{e}");
             ExitCode::from(130)
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_nemesis(args: &cli::RunArgs, list: &str) -> ExitCode {
+    let nemeses = match nemesis::Nemesis::parse_list(list) {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let run = nemesis::NemesisArgs {
+        nemeses,
+        trials: args.trials,
+        seed: args.seed,
+        // Trials mostly wait (on the in-flight bound, on held requests), so more than the cores.
+        jobs: args.jobs.unwrap_or(32),
+        out: &args.out,
+    };
+    match nemesis::run_nemesis(&run) {
+        Err(e) if e.is::<run::Interrupted>() => {
+            eprintln!("{e}");
+            ExitCode::from(130)
+        }
+        Ok(o) if o.verified && o.harness_errors == 0 => ExitCode::SUCCESS,
+        Ok(o) => {
+            if o.harness_errors > 0 {
+                eprintln!(
+                    "{} trial(s) are HARNESS_ERROR: see {}",
+                    o.harness_errors,
+                    o.path.display()
+                );
+            }
+            ExitCode::from(1)
         }
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -24,7 +24,7 @@ pub struct Interrupted;
 
 /// Installs the Ctrl-C / SIGTERM handler: it only sets `cancel`; cells see it within ~50 ms,
 /// kill their workers and stop.
-fn install_signal_handler(cancel: Arc<AtomicBool>) -> Result<()> {
+pub(crate) fn install_signal_handler(cancel: Arc<AtomicBool>) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -82,7 +82,7 @@ pub struct RunOutcome {
 
 /// The commit of the code that ran, with `-dirty` appended when tracked files differ from it (as
 /// `git describe --dirty` marks it), so a published run never claims a commit it did not run.
-fn git_commit() -> Option<String> {
+pub(crate) fn git_commit() -> Option<String> {
     let dirs = [
         std::env::current_dir().ok(),
         Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))),

@@ -39,7 +39,12 @@ pub enum Phase {
     Decide,
     /// Finish the job after the kill.
     Restart,
+    /// Nemesis trials: finish whatever the killed worker left (see [`resume`]).
+    Resume,
 }
+
+/// `--crash none`: the decide worker runs with no crash hook (a nemesis kills it unannounced).
+pub const NO_CRASH: &str = "none";
 
 /// Arguments of the hidden worker subcommand (set by the runner).
 #[derive(Debug, Clone, clap::Args)]
@@ -87,6 +92,7 @@ pub fn main(args: &WorkerArgs) -> i32 {
     let result = match args.phase {
         Phase::Decide => decide(args),
         Phase::Restart => restart(args),
+        Phase::Resume => resume(args),
     };
     match result {
         Ok(code) => code,
@@ -139,7 +145,10 @@ fn crash_hook() -> bc::CrashHook {
 fn decide(args: &WorkerArgs) -> Result<i32, String> {
     let dir = args.cell_dir.as_path();
     let column = column(args)?;
-    let crash = CrashPoint::parse(&args.crash).map_err(|e| e.to_string())?;
+    let crash = match args.crash.as_str() {
+        NO_CRASH => None,
+        other => Some(CrashPoint::parse(other).map_err(|e| e.to_string())?),
+    };
     let key = read_signing_key(&args.key_file)?;
     let client = client(args)?;
     let case = bc::CaseFile::load(dir).map_err(|e| e.to_string())?;
@@ -194,12 +203,15 @@ fn decide(args: &WorkerArgs) -> Result<i32, String> {
         dir,
         &case,
         &decision,
-        Some((crash, crash_hook())),
+        crash.map(|c| (c, crash_hook())),
         &key,
         &settings(args),
     )
     .map_err(|e| e.to_string())?;
     println!("{STATUS_LINE_PREFIX}{status}");
+    let Some(crash) = crash else {
+        return Ok(0);
+    };
     eprintln!(
         "worker: the {} send returned {status} without reaching the {} crash point",
         column.as_str(),
@@ -207,6 +219,61 @@ fn decide(args: &WorkerArgs) -> Result<i32, String> {
     );
     Ok(3)
 }
+
+/// The restart of a nemesis trial: whatever the killed worker left, finish it as the column
+/// would after a crash. No decision saved: nothing can have been sent, report `NOT_DECIDED`.
+/// Interlock with a decision but no dispatch the gate can recover (killed before DISPATCHED):
+/// submit the saved decision again (the gate re-checks lease and premises), then recover. Every
+/// other case: the column's own restart.
+fn resume(args: &WorkerArgs) -> Result<i32, String> {
+    let column = column(args)?;
+    let key = read_signing_key(&args.key_file)?;
+    let client = client(args)?;
+    let dir = args.cell_dir.as_path();
+    let report = if !dir.join(bc::DECISION_FILE).exists() {
+        bc::RestartReport {
+            status: NOT_DECIDED.into(),
+            via: None,
+            effect_id: None,
+            journal_kinds: Vec::new(),
+            receipt: None,
+            hand_check_log: None,
+            waited_ms: 0,
+            detail: json!({"note": "killed before any decision was saved: nothing to resume"}),
+        }
+    } else {
+        match bc::restart(column, &client, dir, &key, &settings(args)) {
+            Ok(r) => r,
+            Err(first) if column == bc::Column::Interlock => {
+                let case = bc::CaseFile::load(dir).map_err(|e| e.to_string())?;
+                let decision = bc::load_decision(dir).map_err(|e| e.to_string())?;
+                eprintln!("worker: recovery found nothing to recover ({first}); submitting the saved decision");
+                bc::decide_and_send(
+                    column,
+                    &client,
+                    dir,
+                    &case,
+                    &decision,
+                    None,
+                    &key,
+                    &settings(args),
+                )
+                .map_err(|e| e.to_string())?;
+                bc::restart(column, &client, dir, &key, &settings(args))
+                    .map_err(|e| e.to_string())?
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    let line = serde_json::to_string(&report).map_err(|e| e.to_string())?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}").map_err(|e| e.to_string())?;
+    out.flush().map_err(|e| e.to_string())?;
+    Ok(0)
+}
+
+/// The status of a trial whose worker was killed before any decision was saved.
+pub const NOT_DECIDED: &str = "NOT_DECIDED";
 
 fn restart(args: &WorkerArgs) -> Result<i32, String> {
     let column = column(args)?;

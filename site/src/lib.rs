@@ -17,6 +17,7 @@ pub mod error;
 pub mod facts;
 pub mod format;
 pub mod model;
+pub mod nemesis_page;
 pub mod pages;
 pub mod placeholders;
 pub mod prose;
@@ -70,6 +71,7 @@ struct Rendered {
     receipts: Vec<(String, String, String)>,
     facts: facts::Facts,
     emulator_vs_stripe: Option<conformance_page::Rendered>,
+    nemesis: Option<nemesis_page::Rendered>,
 }
 
 /// Build with explicit options.
@@ -118,6 +120,19 @@ pub fn build_with(
             write(&page, c.html.as_bytes())?;
             write(&data.join(&c.reference_name), &c.reference_bytes)?;
             pages.push(page);
+        }
+        if let Some(n) = &r.nemesis {
+            let page = dir.join(nemesis_page::PAGE);
+            write(&page, n.html.as_bytes())?;
+            write(&data.join(&n.json_name), &n.bytes)?;
+            pages.push(page);
+            let trials = dir.join(nemesis_page::TRIALS_DIR);
+            mkdir(&trials)?;
+            for (name, html) in &n.trials {
+                let page = trials.join(name);
+                write(&page, html.as_bytes())?;
+                pages.push(page);
+            }
         }
         for (name, html, json) in &r.receipts {
             let page = receipts_dir.join(format!("{name}.html"));
@@ -188,6 +203,9 @@ fn render_file(
     let mut report = model::build(&verified, &json_name).map_err(data_err)?;
     let emulator_vs_stripe = conformance_page::render(path, &verified.file, &report)?;
     report.emulator_vs_stripe = emulator_vs_stripe.is_some();
+    let results_dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let nemesis = nemesis_page::render(results_dir, scenario, pinned)?;
+    report.nemesis = nemesis.is_some();
     let facts = facts::compute(&verified.file, &report);
     let prose_files = prose::load(scenario, &options.prose)?;
     let verdict = prose::render(&prose_files.verdict.0, &prose_files.verdict.1, &facts)?;
@@ -225,6 +243,7 @@ fn render_file(
         receipts,
         facts,
         emulator_vs_stripe,
+        nemesis,
     })
 }
 

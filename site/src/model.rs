@@ -57,6 +57,8 @@ pub struct Report {
     pub repeats: u32,
     /// Whether the page comparing this run with real Stripe's answers exists.
     pub emulator_vs_stripe: bool,
+    /// Whether a verified nemesis run of the scenario is published (the Nemesis page).
+    pub nemesis: bool,
 }
 
 /// The run's environment, labelled truthfully.
@@ -468,6 +470,7 @@ pub fn build(verified: &Verified, json_name: &str) -> Result<Report, String> {
         checker: verified.checker.to_owned(),
         repeats,
         emulator_vs_stripe: false,
+        nemesis: false,
     })
 }
 

@@ -316,7 +316,7 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
     let interlock = column == "interlock";
     let case_credits: Vec<CaseCredit> = txns
         .iter()
-        .filter(|t| billing_credit::is_case_credit(t, &case_id))
+        .filter(|t| billing_credit::is_judged_credit(t))
         .map(|t| CaseCredit {
             id: t.id.clone(),
             amount: t.amount,

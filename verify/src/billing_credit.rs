@@ -4,7 +4,7 @@
 //! The runner uses these functions to judge a cell from what it read back from Stripe, and `verify`
 //! uses the same functions to re-derive every judgement from the raw data in a results file.
 
-use crate::results::{BalanceTxnTruth, CreditNoteTruth, GroundTruth, OutageRecord, Want};
+use crate::results::{Approval, BalanceTxnTruth, CreditNoteTruth, GroundTruth, OutageRecord, Want};
 use serde_json::Value;
 use sha2::Digest as _;
 
@@ -87,42 +87,75 @@ fn is_credit_by_other(t: &BalanceTxnTruth, case_id: &str) -> bool {
     t.kind == "adjustment" && t.amount < 0 && t.case_id.as_deref() != Some(case_id)
 }
 
-/// Whether a balance transaction is one of this case's credits.
+/// Whether a balance transaction is tagged as one of this case's credits (`metadata.case_id`).
+///
+/// This is the columns' own view (hand_check looks its credit up this way, and the premise
+/// excludes the case's own credits this way); the judge does not use it: see
+/// [`is_judged_credit`].
 pub fn is_case_credit(t: &BalanceTxnTruth, case_id: &str) -> bool {
     t.kind == "adjustment" && t.case_id.as_deref() == Some(case_id)
 }
 
-/// The want rule: this case may credit once (`approved_cents`), unless compensation for this
-/// incident by others was created before this case's first credit, or at all if the case never
-/// credited; then zero.
+/// Whether the judge counts a balance transaction as a credit of the case: every credit to the
+/// customer that billing did not make, whatever its tags say.
 ///
-/// Times are Stripe `created` values in test-clock seconds. A compensation created in the same
-/// second as the case's first credit counts as before it: the clock cannot order them, and the
-/// invariant must not be judged held on a guess.
-pub fn want(truth: &GroundTruth, case_id: &str, incident: &str, approved_cents: i64) -> Want {
-    let first_credit = truth
-        .balance_transactions
-        .iter()
-        .filter(|t| is_case_credit(t, case_id))
-        .map(|t| t.created)
-        .min();
-    let mut compensation_times = truth
+/// Billing's own movements are `credit_note` transactions (its SLA credit notes) and
+/// `applied_to_invoice` (a renewal consuming the balance); a case's customer exists only for the
+/// case, so every negative `adjustment` is a credit somebody sent on the case's behalf. A column
+/// that drops or mangles its `metadata.case_id` is still counted.
+pub fn is_judged_credit(t: &BalanceTxnTruth) -> bool {
+    t.kind == "adjustment" && t.amount < 0
+}
+
+/// The first instant (test-clock seconds) at which billing compensated `incident`: the earliest
+/// issued credit note tagged with it, or `None` if there is none.
+pub fn first_compensation(truth: &GroundTruth, incident: &str) -> Option<i64> {
+    truth
         .credit_notes
         .iter()
         .filter(|n| n.status == "issued" && n.incident.as_deref() == Some(incident))
         .map(|n| n.created)
-        .chain(
-            truth
-                .balance_transactions
-                .iter()
-                .filter(|t| {
-                    is_credit_by_other(t, case_id) && t.incident.as_deref() == Some(incident)
-                })
-                .map(|t| t.created),
-        );
-    let compensated_first = match first_credit {
-        Some(first) => compensation_times.any(|at| at <= first),
-        None => compensation_times.next().is_some(),
+        .min()
+}
+
+/// The first judged credit's instant (test-clock seconds), or `None` if the case never credited.
+pub fn first_judged_credit(truth: &GroundTruth) -> Option<i64> {
+    truth
+        .balance_transactions
+        .iter()
+        .filter(|t| is_judged_credit(t))
+        .map(|t| t.created)
+        .min()
+}
+
+/// Whether the want rule's same-second tie-break decides this case: billing's first compensation
+/// and the case's first credit share one test-clock second. The runner advances the clock one
+/// second after the outage, so no default cell should ever be decided this way; the check says
+/// so from the data.
+pub fn decided_by_tie(truth: &GroundTruth, incident: &str) -> bool {
+    matches!(
+        (first_compensation(truth, incident), first_judged_credit(truth)),
+        (Some(comp), Some(first)) if comp == first
+    )
+}
+
+/// The want rule: this case may credit once (`approved_cents`), unless billing compensated this
+/// incident (an issued credit note tagged with it) before this case's first credit, or at all if
+/// the case never credited; then zero. The case's credits are the judged ones
+/// ([`is_judged_credit`]): every credit billing did not make, whatever its tags.
+///
+/// Times are Stripe `created` values in test-clock seconds. A compensation created in the same
+/// second as the case's first credit counts as before it: the clock cannot order them, and the
+/// invariant must not be judged held on a guess ([`decided_by_tie`] says when that happened; the
+/// runner's one-second clock advance after the outage keeps it out of the default matrix).
+pub fn want(truth: &GroundTruth, _case_id: &str, incident: &str, approved_cents: i64) -> Want {
+    let compensated_first = match (
+        first_compensation(truth, incident),
+        first_judged_credit(truth),
+    ) {
+        (Some(comp), Some(first)) => comp <= first,
+        (Some(_), None) => true,
+        (None, _) => false,
     };
     if compensated_first {
         Want { count: 0, cents: 0 }
@@ -132,6 +165,63 @@ pub fn want(truth: &GroundTruth, case_id: &str, incident: &str, approved_cents: 
             cents: approved_cents,
         }
     }
+}
+
+/// The test-clock instant (seconds) at which the approval was revoked, when its `revoked` record
+/// carries one (`{"by": ..., "clock_time": T}`, as the runner writes it).
+pub fn revoked_at(approval: &Approval) -> Option<i64> {
+    approval
+        .revoked
+        .as_ref()
+        .and_then(|r| r.get("clock_time"))
+        .and_then(Value::as_i64)
+}
+
+/// The want rule with the approval's revocation (DESIGN §4.6): as [`want`], and no case credit may
+/// be created after the revocation. A credit created at or before the revocation's instant stands;
+/// with none, the revoked approval allows nothing. The runner advances the clock one second past
+/// the revocation, so "after" is an order Stripe's `created` shows. Without a revocation instant
+/// it is [`want`] exactly.
+pub fn want_under_approval(
+    truth: &GroundTruth,
+    case_id: &str,
+    incident: &str,
+    approval: &Approval,
+) -> Want {
+    let w = want(truth, case_id, incident, approval.max_cents);
+    match revoked_at(approval) {
+        Some(at) if w.count > 0 && first_judged_credit(truth).is_none_or(|first| first > at) => {
+            Want { count: 0, cents: 0 }
+        }
+        _ => w,
+    }
+}
+
+/// The want rule for a cell or trial whose decision proposed `decided` cents (`None` when no
+/// decision was saved): [`want_under_approval`], and a decision the approval never covered (not
+/// `0 < decided <= max_cents`) may not be sent at all, so it allows nothing. A covered decision
+/// allows one credit of the decided amount.
+pub fn want_for_decision(
+    truth: &GroundTruth,
+    case_id: &str,
+    incident: &str,
+    approval: &Approval,
+    decided: Option<i64>,
+) -> Want {
+    let w = want_under_approval(truth, case_id, incident, approval);
+    match decided {
+        Some(amount) if amount <= 0 || amount > approval.max_cents => Want { count: 0, cents: 0 },
+        Some(amount) if w.count > 0 => Want {
+            count: w.count,
+            cents: amount,
+        },
+        _ => w,
+    }
+}
+
+/// Whether a decision of `decided` cents is one the approval covers (`0 < decided <= max_cents`).
+pub fn approval_covers(approval: &Approval, decided: i64) -> bool {
+    decided > 0 && decided <= approval.max_cents
 }
 
 /// Why an outage record does not fit the outage named by the cell's label (DESIGN §4.5), or `None`
@@ -231,7 +321,8 @@ mod tests {
     }
 
     fn truth(txns: Vec<BalanceTxnTruth>, notes: Vec<CreditNoteTruth>, case: &str) -> GroundTruth {
-        let own: Vec<_> = txns.iter().filter(|t| is_case_credit(t, case)).collect();
+        let _ = case;
+        let own: Vec<_> = txns.iter().filter(|t| is_judged_credit(t)).collect();
         GroundTruth {
             case_credits: own
                 .iter()
@@ -340,7 +431,118 @@ mod tests {
             vec![],
             "c",
         );
-        assert_eq!(want(&by_adjustment, "c", "INC-1", 1000).count, 0);
+        // Another tag on a credit to this case's customer does not make it somebody else's
+        // compensation: the judge counts it as the case's credit.
+        assert_eq!(want(&by_adjustment, "c", "INC-1", 1000).count, 1);
+        assert_eq!(by_adjustment.case_credit_count, 1);
+    }
+
+    #[test]
+    fn the_judge_counts_every_credit_billing_did_not_make_whatever_its_tags() {
+        let t = truth(
+            vec![
+                txn("untagged", "adjustment", -1000, 100, None, None),
+                txn("mangled", "adjustment", -1000, 101, Some("case-x"), None),
+                txn("debit", "adjustment", 500, 102, Some("c"), None),
+                txn("cn", "credit_note", -1000, 103, None, Some("INC-1")),
+                txn("renewal", "applied_to_invoice", 2000, 104, None, None),
+            ],
+            vec![note("n", 1000, "issued", Some("INC-1"), 103)],
+            "c",
+        );
+        assert_eq!(t.case_credit_count, 2);
+        assert_eq!(first_judged_credit(&t), Some(100));
+        assert_eq!(want(&t, "c", "INC-1", 1000).count, 1);
+        assert!(!invariant_held(&t, want(&t, "c", "INC-1", 1000)));
+    }
+
+    #[test]
+    fn no_credit_may_be_created_after_the_revocation() {
+        let approval = |revoked: Option<serde_json::Value>| Approval {
+            id: "approval-c".into(),
+            approver: "support-lead".into(),
+            max_cents: 1000,
+            revoked,
+        };
+        let revoked = approval(Some(
+            serde_json::json!({"by": "support-lead", "clock_time": 200}),
+        ));
+        let before = truth(
+            vec![txn("own", "adjustment", -1000, 199, None, None)],
+            vec![],
+            "c",
+        );
+        assert_eq!(
+            want_under_approval(&before, "c", "INC-1", &revoked).count,
+            1
+        );
+        let after = truth(
+            vec![txn("own", "adjustment", -1000, 201, None, None)],
+            vec![],
+            "c",
+        );
+        assert_eq!(want_under_approval(&after, "c", "INC-1", &revoked).count, 0);
+        let none = truth(vec![], vec![], "c");
+        assert_eq!(want_under_approval(&none, "c", "INC-1", &revoked).count, 0);
+        assert_eq!(
+            want_under_approval(&after, "c", "INC-1", &approval(None)).count,
+            1
+        );
+        assert_eq!(revoked_at(&revoked), Some(200));
+    }
+
+    #[test]
+    fn a_decision_the_approval_never_covered_may_not_be_sent() {
+        let approval = Approval {
+            id: "approval-c".into(),
+            approver: "support-lead".into(),
+            max_cents: 1000,
+            revoked: None,
+        };
+        let sent = truth(
+            vec![txn("own", "adjustment", -2000, 10, None, None)],
+            vec![],
+            "c",
+        );
+        let w = want_for_decision(&sent, "c", "INC-1", &approval, Some(2000));
+        assert_eq!(w, Want { count: 0, cents: 0 });
+        assert!(!invariant_held(&sent, w));
+        let refused = truth(vec![], vec![], "c");
+        assert!(invariant_held(
+            &refused,
+            want_for_decision(&refused, "c", "INC-1", &approval, Some(2000))
+        ));
+        let half = truth(
+            vec![txn("own", "adjustment", -500, 10, None, None)],
+            vec![],
+            "c",
+        );
+        assert!(invariant_held(
+            &half,
+            want_for_decision(&half, "c", "INC-1", &approval, Some(500))
+        ));
+        assert_eq!(
+            want_for_decision(&refused, "c", "INC-1", &approval, None).cents,
+            1000
+        );
+    }
+
+    #[test]
+    fn a_tie_is_reported_and_a_second_apart_is_not() {
+        let tie = truth(
+            vec![txn("own", "adjustment", -1000, 150, Some("c"), None)],
+            vec![note("n", 1000, "issued", Some("INC-1"), 150)],
+            "c",
+        );
+        assert!(decided_by_tie(&tie, "INC-1"));
+        let apart = truth(
+            vec![txn("own", "adjustment", -1000, 151, Some("c"), None)],
+            vec![note("n", 1000, "issued", Some("INC-1"), 150)],
+            "c",
+        );
+        assert!(!decided_by_tie(&apart, "INC-1"));
+        assert_eq!(want(&apart, "c", "INC-1", 1000).count, 0);
+        assert!(!decided_by_tie(&apart, "INC-2"));
     }
 
     #[test]

@@ -469,11 +469,12 @@ fn check_cell(i: usize, cell: &Cell, receipt: Option<ReceiptReport>) -> CellRepo
 
     check_ground_truth(&base, cell, &mut f);
 
-    let want = billing_credit::want(
+    let want = billing_credit::want_for_decision(
         gt,
         case_id,
         &cell.case.incident,
-        cell.case.approval.max_cents,
+        &cell.case.approval,
+        cell.decision.as_ref().map(|d| d.amount),
     );
     if want != cell.want {
         f.push(Finding::mismatch(
@@ -633,7 +634,17 @@ fn check_crash_evidence(
         }
         return;
     }
-    if cell.worker_exit_signal != Some(SIGKILL) || cell.worker_exit_code.is_some() {
+    // A decision the approval never covered may be refused before the crash point: the decide
+    // worker then exits by itself (code 3) instead of being killed.
+    let refused_uncovered = cell.worker_exit_signal.is_none()
+        && cell.worker_exit_code == Some(3)
+        && cell
+            .decision
+            .as_ref()
+            .is_some_and(|d| !billing_credit::approval_covers(&cell.case.approval, d.amount));
+    if !refused_uncovered
+        && (cell.worker_exit_signal != Some(SIGKILL) || cell.worker_exit_code.is_some())
+    {
         let found = match (cell.worker_exit_signal, cell.worker_exit_code) {
             (Some(s), None) => format!("signal {s}"),
             (None, Some(c)) => format!("exit code {c}"),
@@ -741,7 +752,7 @@ fn check_ground_truth(base: &str, cell: &Cell, f: &mut Vec<Finding>) {
     let from_txns: BTreeSet<(&str, i64, i64)> = gt
         .balance_transactions
         .iter()
-        .filter(|t| billing_credit::is_case_credit(t, case_id))
+        .filter(|t| billing_credit::is_judged_credit(t))
         .map(|t| (t.id.as_str(), t.amount, t.created))
         .collect();
     let stated: BTreeSet<(&str, i64, i64)> = gt
@@ -753,7 +764,7 @@ fn check_ground_truth(base: &str, cell: &Cell, f: &mut Vec<Finding>) {
         f.push(Finding::mismatch(
             format!("{path}.case_credits"),
             fcode::GROUND_TRUTH_INCONSISTENT,
-            format!("case {case_id}: case_credits are not the adjustments tagged with the case"),
+            format!("case {case_id}: case_credits are not the credits billing did not make"),
             ids(from_txns.iter().map(|t| t.0)),
             ids(gt.case_credits.iter().map(|c| c.id.as_str())),
         ));

@@ -133,6 +133,7 @@ fn key_for(doc: &Document, pinned: &Pinned) -> Result<KeyCheck, String> {
             .and_then(Value::as_str)
             .map(str::to_owned),
         Document::OriginalResults(_) => None,
+        Document::Nemesis(f) => Some(f.environment.signer.clone()),
     };
     let named = named.and_then(|h| crate::entry::decode_lower_hex::<32>(&h));
     match keys.iter().find(|k| Some(k.to_bytes()) == named) {
@@ -199,6 +200,19 @@ pub fn check_file(path: &Path, pinned: &Pinned) -> (Status, Vec<String>, Value) 
                 "python-original-results",
                 serde_json::to_value(&r),
             )
+        }
+        Document::Nemesis(f) => {
+            let r = crate::nemesis::check::verify_nemesis(&f, &key);
+            let mut lines = vec![format!(
+                "{name}: nemesis, {} trials, {} receipts, {} violations, signature ({}): {}",
+                r.trials,
+                r.receipts,
+                r.violations,
+                r.key,
+                verdict(r.ok)
+            )];
+            lines.extend(r.findings.iter().take(10).map(|f| format!("  {f}")));
+            (r.ok, lines, "nemesis", serde_json::to_value(&r))
         }
         Document::Results(f) => {
             let r = verify_results(&f, &key);

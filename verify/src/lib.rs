@@ -20,6 +20,7 @@ pub mod finding;
 pub mod keys;
 pub mod load;
 pub mod manifest;
+pub mod nemesis;
 pub mod original;
 pub mod pycompat;
 pub mod receipt;

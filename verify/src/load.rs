@@ -64,8 +64,10 @@ pub enum Document {
     Receipt(ReceiptBundle),
     /// A results file of the original Python implementation (kept as raw JSON).
     OriginalResults(Value),
-    /// An `interlock-results/1` file.
+    /// An `interlock-results/2` file.
     Results(Box<ResultsFile>),
+    /// An `interlock-nemesis/1` file ([`crate::nemesis`]).
+    Nemesis(Box<crate::nemesis::NemesisFile>),
 }
 
 /// What one pass over the whole document found at its top level.
@@ -347,13 +349,25 @@ pub fn load_document(bytes: &[u8]) -> Result<Document, LoadError> {
             }
             Ok(Document::Results(Box::new(file)))
         }
+        Some(crate::nemesis::NEMESIS_FORMAT) => {
+            let file = typed::<crate::nemesis::NemesisFile>(text)?;
+            for (i, t) in file.trials.iter().enumerate() {
+                if let Some(b) = &t.receipt {
+                    effect_id_shape(&format!("trials[{i}].receipt.effect_id"), &b.effect_id, 64)?;
+                }
+            }
+            Ok(Document::Nemesis(Box::new(file)))
+        }
         Some(RECEIPT_FORMAT) => {
             let bundle = typed::<ReceiptBundle>(text)?;
             effect_id_shape("effect_id", &bundle.effect_id, 64)?;
             Ok(Document::Receipt(bundle))
         }
         Some(other) => Err(LoadError::UnknownFormat {
-            found: format!("format {other:?} (known: {RESULTS_FORMAT}, {RECEIPT_FORMAT})"),
+            found: format!(
+                "format {other:?} (known: {RESULTS_FORMAT}, {}, {RECEIPT_FORMAT})",
+                crate::nemesis::NEMESIS_FORMAT
+            ),
         }),
         // No `format`: only the original Python implementation wrote such files. Read one only
         // when it matches the original's schema exactly; never as a fallback for anything else.
@@ -418,6 +432,25 @@ pub fn load_results(bytes: &[u8]) -> Result<ResultsFile, LoadError> {
         Document::OriginalResults(_) => Err(LoadError::UnknownFormat {
             found: format!(
                 "a results file of the original Python implementation, not {RESULTS_FORMAT}"
+            ),
+        }),
+        Document::Nemesis(_) => Err(LoadError::UnknownFormat {
+            found: format!(
+                "a nemesis results file ({}), not {RESULTS_FORMAT}",
+                crate::nemesis::NEMESIS_FORMAT
+            ),
+        }),
+    }
+}
+
+/// Read an `interlock-nemesis/1` file strictly; any other document is an error.
+pub fn load_nemesis(bytes: &[u8]) -> Result<crate::nemesis::NemesisFile, LoadError> {
+    match load_document(bytes)? {
+        Document::Nemesis(f) => Ok(*f),
+        _ => Err(LoadError::UnknownFormat {
+            found: format!(
+                "not a nemesis results file ({})",
+                crate::nemesis::NEMESIS_FORMAT
             ),
         }),
     }

@@ -297,7 +297,8 @@ pub struct Want {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GroundTruth {
-    /// Balance transactions of type `adjustment` tagged with this case's `metadata.case_id`.
+    /// Every credit to the customer that billing did not make (negative `adjustment` balance
+    /// transactions, whatever their tags): the judge's view of this case's credits.
     pub case_credits: Vec<CaseCredit>,
     /// `case_credits.len()`.
     pub case_credit_count: u32,
@@ -464,7 +465,9 @@ pub struct OutageRecord {
     pub credit_note_incident: Option<String>,
     /// The price the subscription was downgraded to (proration outage).
     pub downgraded_to_price: Option<String>,
-    /// The test clock's frozen time after the outage.
+    /// The test clock's frozen time after the outage, once the runner advanced it one second past
+    /// the outage's last event (so a credit sent by the restart is observed after it, never in
+    /// the same second).
     pub clock_time: Option<i64>,
 }
 

@@ -29,6 +29,9 @@ fn check(bytes: &[u8]) -> Option<(bool, Value)> {
         Document::Results(f) => verify_results(&f, &KeyCheck::SelfAttested).ok,
         Document::Receipt(b) => verify_bundle(&b, &KeyCheck::SelfAttested).valid,
         Document::OriginalResults(v) => verify_original_results(&v).ok,
+        Document::Nemesis(f) => {
+            verify::nemesis::check::verify_nemesis(&f, &KeyCheck::SelfAttested).ok
+        }
     };
     Some((ok, value))
 }

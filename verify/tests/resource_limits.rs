@@ -38,6 +38,10 @@ fn check_in_process(bytes: &[u8]) {
             Document::Results(f) => drop(verify_results(&f, &KeyCheck::SelfAttested)),
             Document::Receipt(b) => drop(verify_bundle(&b, &KeyCheck::SelfAttested)),
             Document::OriginalResults(v) => drop(verify_original_results(&v)),
+            Document::Nemesis(f) => drop(verify::nemesis::check::verify_nemesis(
+                &f,
+                &KeyCheck::SelfAttested,
+            )),
         }
     }
 }

@@ -408,10 +408,7 @@ mod tests {
     #[test]
     fn a_bad_amount_is_sent_back_and_then_corrected() {
         let (url, script) = serve(vec![
-            (
-                200,
-                tool_use("toolu_1", "issue_credit", credit(json!(5000))),
-            ),
+            (200, tool_use("toolu_1", "issue_credit", credit(json!(-5)))),
             (
                 200,
                 tool_use("toolu_2", "issue_credit", credit(json!(1000))),
@@ -427,7 +424,7 @@ mod tests {
         assert!(back["content"]
             .as_str()
             .unwrap()
-            .contains("between 1 and 1000"));
+            .contains("positive number of cents"));
     }
 
     #[test]

@@ -28,7 +28,7 @@ mod target;
 pub use approval::ApprovalStore;
 pub use case::{ensure_prices, open_case, CaseFile, Prices};
 pub use hand_check::read_hand_check_log;
-pub use outage::run_outage;
+pub use outage::{advance_one_second, run_outage};
 pub use reads::{
     facts, ground_truth, observations, read_account, read_ledger, stripe_ids, Account, Ledger,
 };

@@ -24,7 +24,9 @@ const CLOCK_POLL_LIMIT: u32 = 160;
 /// * `billing_credit`: the renewal, then billing's SLA automation credits the renewal invoice
 ///   $10 (`credit_amount`) with `metadata[incident]` = the case's incident;
 /// * `proration`: downgrade $30 → $20 with `create_prorations`, then the renewal;
-/// * `unrelated_credit`: as `billing_credit` but for a fresh incident id drawn from `rng`.
+/// * `unrelated_credit`: as `billing_credit` but for a fresh incident id drawn from `rng`;
+///
+/// and then, whatever the outage, [`advance_one_second`] (the recorded `clock_time` is after it).
 pub fn run_outage(
     client: &Client,
     case: &CaseFile,
@@ -62,7 +64,33 @@ pub fn run_outage(
         record.credit_note = Some(note);
         record.credit_note_incident = Some(incident);
     }
+    record.clock_time = Some(advance_one_second(client, case, clock_time)?);
     Ok(record)
+}
+
+/// Advances the case's test clock from `from` to `from + 1` and waits until it is `ready`;
+/// returns the new frozen time.
+///
+/// Run after the outage, before the restart: whatever the restart creates is then at least one
+/// test-clock second after whatever the outage created, so "compensation before the case's first
+/// credit" is an order Stripe's `created` shows, never the want rule's same-second tie-break.
+pub fn advance_one_second(
+    client: &Client,
+    case: &CaseFile,
+    from: i64,
+) -> Result<i64, ScenarioError> {
+    let target = from + 1;
+    client
+        .post(
+            &format!("/v1/test_helpers/test_clocks/{}/advance", case.clock),
+            &Params::new().set("frozen_time", target),
+            None,
+        )
+        .map_err(ScenarioError::stripe(format!(
+            "advance test clock {} one second to {target}",
+            case.clock
+        )))?;
+    wait_until_ready(client, &case.clock)
 }
 
 fn first_item(sub: &Value, case: &CaseFile) -> Result<Value, ScenarioError> {

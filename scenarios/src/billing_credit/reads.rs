@@ -6,7 +6,7 @@ use super::case::{int_field, str_field};
 use super::{CaseFile, ScenarioError, PLAN_CENTS};
 use serde_json::Value;
 use stripe::{Client, Params};
-use verify::billing_credit::{compensation_by_others, is_case_credit};
+use verify::billing_credit::{compensation_by_others, is_case_credit, is_judged_credit};
 use verify::results::{
     BalanceTxnTruth, Candidates, CaseCredit, CreditNoteTruth, GroundTruth, InvoiceTruth, Premises,
     StripeIds,
@@ -46,8 +46,12 @@ pub struct Ledger {
     pub balance_transactions: Vec<BalanceTxnTruth>,
     /// Every credit note of the customer, newest first.
     pub credit_notes: Vec<CreditNoteTruth>,
-    /// This case's own credits (adjustments with `metadata.case_id` = the case), newest first.
+    /// This case's own credits as the columns find them (adjustments with `metadata.case_id` =
+    /// the case), newest first.
     pub case_credits: Vec<CaseCredit>,
+    /// The judge's view: every credit to the customer billing did not make, whatever its tags
+    /// (`verify::billing_credit::is_judged_credit`), newest first.
+    pub judged_credits: Vec<CaseCredit>,
 }
 
 impl Ledger {
@@ -107,21 +111,26 @@ pub fn read_ledger(client: &Client, case: &CaseFile) -> Result<Ledger, ScenarioE
         .iter()
         .map(credit_note)
         .collect::<Result<Vec<_>, _>>()?;
-    let case_credits = raw_txns
-        .iter()
-        .zip(&balance_transactions)
-        .filter(|(_, t)| is_case_credit(t, &case.case_id))
-        .map(|(raw, t)| CaseCredit {
-            id: t.id.clone(),
-            amount: t.amount,
-            created: t.created,
-            effect_id: metadata(raw, "interlock_effect_id"),
-        })
-        .collect();
+    let credits = |keep: &dyn Fn(&BalanceTxnTruth) -> bool| -> Vec<CaseCredit> {
+        raw_txns
+            .iter()
+            .zip(&balance_transactions)
+            .filter(|(_, t)| keep(t))
+            .map(|(raw, t)| CaseCredit {
+                id: t.id.clone(),
+                amount: t.amount,
+                created: t.created,
+                effect_id: metadata(raw, "interlock_effect_id"),
+            })
+            .collect()
+    };
+    let case_credits = credits(&|t| is_case_credit(t, &case.case_id));
+    let judged_credits = credits(&is_judged_credit);
     Ok(Ledger {
         balance_transactions,
         credit_notes,
         case_credits,
+        judged_credits,
     })
 }
 
@@ -220,9 +229,9 @@ pub fn ground_truth(client: &Client, case: &CaseFile) -> Result<GroundTruth, Sce
     let compensation_by_others = ledger.compensation_by_others(&case.case_id);
     let incident_compensation = ledger.incident_compensation(&case.case_id, &case.incident);
     Ok(GroundTruth {
-        case_credit_count: ledger.case_credits.len() as u32,
-        case_credit_cents: ledger.case_credits.iter().map(|c| -c.amount).sum(),
-        case_credits: ledger.case_credits,
+        case_credit_count: ledger.judged_credits.len() as u32,
+        case_credit_cents: ledger.judged_credits.iter().map(|c| -c.amount).sum(),
+        case_credits: ledger.judged_credits,
         credit_notes: ledger.credit_notes,
         balance_transactions: ledger.balance_transactions,
         invoices,

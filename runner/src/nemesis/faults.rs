@@ -1,0 +1,211 @@
+//! A trial's random choices, drawn from its seed alone (so a replay draws the same): the outage,
+//! the service fault, and the kill instants.
+
+use super::Nemesis;
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use scenarios::billing_credit::{Column, Outage};
+use stripe::emulator::FaultAction;
+
+/// The emulator's declared server-side in-flight bound, as the beyond-the-bound nemesis names it.
+pub const BOUND_ASSUMPTION: &str =
+    "the target's declared server-side in-flight bound (max_in_flight): a request held longer than it can land after recovery trusted a \"not found\"";
+
+/// The window every column shares: Stripe has no precondition on a balance transaction, so a
+/// premise change that lands while a credit POST is in flight (checked, sent, not yet applied)
+/// cannot be refused by anyone (DESIGN §5.1).
+pub const PREMISE_IN_FLIGHT_ASSUMPTION: &str =
+    "no premise change lands while a credit POST is in flight: billing's credit note was issued while the request was held at the service, and Stripe has no precondition on a balance transaction";
+
+/// Everything a trial will do, before it does it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Draw {
+    /// The outage run while the worker is dead.
+    pub outage: Outage,
+    /// The emulator rule on the case's credit POST, if any.
+    pub service: Option<FaultAction>,
+    /// How many credit POSTs the rule applies to (the first ones).
+    pub service_times: u32,
+    /// Start a second decide worker on the same case at the same time.
+    pub second_worker: bool,
+    /// Revoke the approval during the outage.
+    pub revoke_in_outage: bool,
+    /// Kill the decide worker as soon as this step is seen (see [`column_steps`]).
+    pub kill_at_step: Option<&'static str>,
+    /// When to kill the decide worker, ms after `kill_after` (None: never).
+    pub decide_kill_ms: Option<u64>,
+    /// What the decide kill instant counts from: `start` or `request_held`.
+    pub kill_after: &'static str,
+    /// Cooperative kill right before the send (kill_recovery's base), instead of a timed one.
+    pub decide_at_before_send: bool,
+    /// Instants (ms after start) at which successive restarts are killed, before a final one.
+    pub restart_kills_ms: Vec<u64>,
+    /// The assumption the trial's faults break, if any.
+    pub assumption: Option<&'static str>,
+}
+
+/// The steps of a column the runner can see durably written from outside the worker, in order
+/// (`request_held`: the credit POST held at the service, i.e. mid-request).
+pub fn column_steps(column: Column) -> &'static [&'static str] {
+    match column {
+        Column::Interlock => &[
+            "PROPOSED",
+            "AUTHORIZED",
+            "DISPATCHED",
+            "request_held",
+            "COMMITTED",
+        ],
+        Column::HandCheck => &[
+            "lookup",
+            "approval",
+            "premises",
+            "send",
+            "request_held",
+            "sent",
+        ],
+        Column::NoCheck => &["decision_saved", "request_held"],
+    }
+}
+
+/// Draws a trial's plan from its seed, for a column (only `kill_at_step` depends on it).
+pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let outage = Outage::ALL[rng.gen_range(0..Outage::ALL.len())];
+    let mut d = Draw {
+        outage,
+        service: None,
+        service_times: 1,
+        second_worker: false,
+        revoke_in_outage: false,
+        kill_at_step: None,
+        decide_kill_ms: None,
+        kill_after: "start",
+        decide_at_before_send: false,
+        restart_kills_ms: Vec::new(),
+        assumption: None,
+    };
+    match nemesis {
+        // A release-built worker lives ~20-60 ms on the emulator (spawn, reads, decision, send;
+        // measured): draw over that life, so most kills land inside it and some find it done.
+        Nemesis::KillRandom => d.decide_kill_ms = Some(rng.gen_range(0..=60)),
+        Nemesis::KillInFlight => {
+            d.service = Some(FaultAction::Delay {
+                ms: rng.gen_range(100..=2_000),
+            });
+            d.kill_after = "request_held";
+            d.decide_kill_ms = Some(rng.gen_range(0..=50));
+        }
+        Nemesis::LateBeyondBound => {
+            d.service = Some(FaultAction::Delay {
+                ms: rng.gen_range(7_000..=9_000),
+            });
+            d.kill_after = "request_held";
+            d.decide_kill_ms = Some(rng.gen_range(0..=50));
+            d.assumption = Some(BOUND_ASSUMPTION);
+        }
+        Nemesis::CommitThen500 => d.service = Some(FaultAction::CommitThenError { status: 500 }),
+        Nemesis::CommitThenDrop => d.service = Some(FaultAction::CommitThenDrop),
+        Nemesis::KillRecovery => {
+            d.decide_at_before_send = true;
+            let n = rng.gen_range(1..=3);
+            d.restart_kills_ms = (0..n).map(|_| rng.gen_range(0..=150)).collect();
+        }
+        Nemesis::TwoWorkers => d.second_worker = true,
+        Nemesis::RevokeInOutage => {
+            d.decide_at_before_send = true;
+            d.revoke_in_outage = true;
+        }
+        Nemesis::KillAtStep => {
+            let steps = column_steps(column);
+            let step = steps[rng.gen_range(0..steps.len())];
+            d.kill_at_step = Some(step);
+            if step == "request_held" {
+                d.service = Some(FaultAction::Delay {
+                    ms: rng.gen_range(100..=1_000),
+                });
+            }
+        }
+        Nemesis::RateLimitBurst => {
+            d.service = Some(FaultAction::RateLimit {
+                retry_after_s: None,
+            });
+            d.service_times = rng.gen_range(1..=4);
+        }
+    }
+    // A held request with billing's credit note issued during the outage: the note lands while
+    // the credit is in flight (decided by the draw, before anything runs).
+    let held = d.kill_after == "request_held" || d.kill_at_step == Some("request_held");
+    if held && outage == Outage::BillingCredit && d.assumption.is_none() {
+        d.assumption = Some(PREMISE_IN_FLIGHT_ASSUMPTION);
+    }
+    d
+}
+
+/// One line naming a service fault.
+pub fn describe(action: &FaultAction) -> (String, String) {
+    match action {
+        FaultAction::Delay { ms } => (
+            "delay".into(),
+            format!("the first credit POST is held {ms} ms before it is applied (it lands whether or not its client is still there)"),
+        ),
+        FaultAction::CommitThenError { status } => (
+            "commit_then_error".into(),
+            format!("the first credit POST is applied, then answered {status}; the error is saved under its idempotency key"),
+        ),
+        FaultAction::CommitThenDrop => (
+            "commit_then_drop".into(),
+            "the first credit POST is applied, then its connection is closed without an answer".into(),
+        ),
+        FaultAction::RateLimit { .. } => (
+            "rate_limit".into(),
+            "the first credit POSTs are answered 429 rate_limit before anything runs".into(),
+        ),
+        other => ("other".into(), format!("{other:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_always_draws_the_same_trial() {
+        for n in Nemesis::ALL {
+            for seed in [0, 1, 99, (1 << 53) - 1] {
+                assert_eq!(
+                    draw_for(n, Column::Interlock, seed),
+                    draw_for(n, Column::Interlock, seed)
+                );
+            }
+        }
+        let beyond = draw_for(Nemesis::LateBeyondBound, Column::Interlock, 5);
+        assert!(matches!(beyond.service, Some(FaultAction::Delay { ms }) if ms > 5_500));
+        assert!(beyond.assumption.is_some());
+        for seed in 0..40 {
+            let held = draw_for(Nemesis::KillInFlight, Column::NoCheck, seed);
+            assert!(matches!(held.service, Some(FaultAction::Delay { ms }) if ms < 5_500));
+            // Inside the bound; only billing's note issued meanwhile names an assumption.
+            assert_eq!(
+                held.assumption.is_some(),
+                held.outage == Outage::BillingCredit,
+                "seed {seed}"
+            );
+        }
+        let rec = draw_for(Nemesis::KillRecovery, Column::HandCheck, 7);
+        assert!((1..=3).contains(&rec.restart_kills_ms.len()));
+    }
+
+    #[test]
+    fn kill_at_step_draws_every_step_of_the_column_and_holds_the_request_only_mid_request() {
+        for column in Column::ALL {
+            let mut seen = std::collections::BTreeSet::new();
+            for seed in 0..200 {
+                let d = draw_for(Nemesis::KillAtStep, column, seed);
+                let step = d.kill_at_step.unwrap();
+                assert!(column_steps(column).contains(&step));
+                assert_eq!(d.service.is_some(), step == "request_held");
+                seen.insert(step);
+            }
+            assert_eq!(seen.len(), column_steps(column).len(), "{column}");
+        }
+    }
+}

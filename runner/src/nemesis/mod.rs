@@ -1,0 +1,133 @@
+//! Nemesis trials (DESIGN §5.1): randomized, replayable runs of one case through one column under
+//! faults the named crash points never reach. Every fault is a real event: a SIGKILL the runner
+//! delivers at an instant the worker does not choose, or a rule the runner sets in the emulator
+//! for the case's own API key. A trial's every random choice derives from its seed, and its id
+//! names the seed, so `runner --replay ID` runs it again.
+
+mod faults;
+mod run;
+mod trial;
+
+pub use run::{replay, run_nemesis, NemesisArgs};
+
+use std::fmt;
+
+/// A kind of fault a trial injects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nemesis {
+    /// SIGKILL at a uniformly random instant of the decide worker's life, unannounced.
+    KillRandom,
+    /// The credit POST is held at the service (100-2000 ms, inside the declared bound) and the
+    /// worker is SIGKILLed while it is held: the request lands after its client is dead.
+    KillInFlight,
+    /// As [`Nemesis::KillInFlight`] but held 7-9 s, beyond the emulator's declared 5.5 s bound:
+    /// outside every column's assumptions, reported as measured.
+    LateBeyondBound,
+    /// The service commits the credit, then answers 500; the error is saved under the key and
+    /// replayed to any retry with that key.
+    CommitThen500,
+    /// The service commits the credit, then drops the connection without an answer.
+    CommitThenDrop,
+    /// The decide worker is killed right before the send; then the restart itself is killed 1-3
+    /// times at random instants before a final restart.
+    KillRecovery,
+    /// Two decide workers for one case start at once (two agents, or a retry racing the first).
+    TwoWorkers,
+    /// The decide worker is killed right before the send; during the outage support revokes the
+    /// approval (recorded at a test-clock instant, the clock then advanced a second past it).
+    RevokeInOutage,
+    /// The service answers the credit POST with 1-4 consecutive 429s before letting it through.
+    RateLimitBurst,
+    /// SIGKILL as soon as the runner sees a step drawn from the column's own steps durably
+    /// written (interlock: each journal entry kind; hand_check: each log step; no_check: the
+    /// saved decision), or the credit POST held at the service (mid-request).
+    KillAtStep,
+}
+
+impl Nemesis {
+    /// Every nemesis, in run order.
+    pub const ALL: [Nemesis; 10] = [
+        Nemesis::KillRandom,
+        Nemesis::KillInFlight,
+        Nemesis::LateBeyondBound,
+        Nemesis::CommitThen500,
+        Nemesis::CommitThenDrop,
+        Nemesis::KillRecovery,
+        Nemesis::TwoWorkers,
+        Nemesis::RevokeInOutage,
+        Nemesis::RateLimitBurst,
+        Nemesis::KillAtStep,
+    ];
+
+    /// The name used on the command line and in results.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Nemesis::KillRandom => "kill_random",
+            Nemesis::KillInFlight => "kill_in_flight",
+            Nemesis::LateBeyondBound => "late_beyond_bound",
+            Nemesis::CommitThen500 => "commit_then_500",
+            Nemesis::CommitThenDrop => "commit_then_drop",
+            Nemesis::KillRecovery => "kill_recovery",
+            Nemesis::TwoWorkers => "two_workers",
+            Nemesis::RevokeInOutage => "revoke_in_outage",
+            Nemesis::RateLimitBurst => "rate_limit_burst",
+            Nemesis::KillAtStep => "kill_at_step",
+        }
+    }
+
+    /// Parses a name.
+    pub fn parse(s: &str) -> Result<Nemesis, String> {
+        Nemesis::ALL
+            .into_iter()
+            .find(|n| n.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown nemesis {s:?}; expected `all` or some of: {}",
+                    Nemesis::ALL.map(Nemesis::as_str).join(", ")
+                )
+            })
+    }
+
+    /// `all` or a comma-separated list, in the order given, each at most once.
+    pub fn parse_list(list: &str) -> Result<Vec<Nemesis>, String> {
+        if list.trim() == "all" {
+            return Ok(Nemesis::ALL.to_vec());
+        }
+        let mut out = Vec::new();
+        for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let n = Nemesis::parse(name)?;
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+        if out.is_empty() {
+            return Err("--nemesis needs `all` or at least one name".into());
+        }
+        Ok(out)
+    }
+}
+
+impl fmt::Display for Nemesis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_parse_in_order_without_repeats() {
+        assert_eq!(Nemesis::parse_list("all").unwrap(), Nemesis::ALL.to_vec());
+        assert_eq!(
+            Nemesis::parse_list("kill_recovery, kill_random,kill_recovery").unwrap(),
+            vec![Nemesis::KillRecovery, Nemesis::KillRandom]
+        );
+        assert!(Nemesis::parse_list("kill_everything").is_err());
+        assert!(Nemesis::parse_list(" , ").is_err());
+        for n in Nemesis::ALL {
+            assert_eq!(Nemesis::parse(n.as_str()).unwrap(), n);
+        }
+    }
+}

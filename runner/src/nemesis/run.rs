@@ -1,0 +1,330 @@
+//! A nemesis run: plan every trial from the run's seed, run them in parallel, write the signed
+//! results file, verify it; and `--replay ID`: run one trial again from its id.
+
+use super::trial::{run_trial, TrialContext, TrialSpec};
+use super::Nemesis;
+use crate::backend::{Backend, BackendKind};
+use crate::keys::RunKey;
+use anyhow::{anyhow, bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::RngCore;
+use scenarios::billing_credit::Column;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+use verify::nemesis::rules::{parse_trial_id, summarize, trial_id, trial_seed};
+use verify::nemesis::{FileSignature, NemesisFile, NemesisPlan, Trial, NEMESIS_FORMAT};
+use verify::results::{ClaimSettings, DeciderInfo, Environment};
+
+/// What a nemesis run wrote.
+#[derive(Debug)]
+pub struct NemesisOutcome {
+    /// The results file.
+    pub path: PathBuf,
+    /// The file verified.
+    pub verified: bool,
+    /// Trials that are HARNESS_ERROR.
+    pub harness_errors: usize,
+}
+
+/// Options of a nemesis run.
+pub struct NemesisArgs<'a> {
+    /// Nemeses, in order.
+    pub nemeses: Vec<Nemesis>,
+    /// Trials per nemesis and column.
+    pub trials: u32,
+    /// The run's seed (random if `None`).
+    pub seed: Option<u64>,
+    /// Parallel trials.
+    pub jobs: usize,
+    /// Results directory (the file goes to `DIR/nemesis/billing_credit.json`).
+    pub out: &'a Path,
+}
+
+struct Started {
+    backend: Backend,
+    key: RunKey,
+    dir: tempfile::TempDir,
+    exe: PathBuf,
+}
+
+fn start() -> Result<Started> {
+    let dir = tempfile::Builder::new()
+        .prefix("interlock-nemesis-")
+        .tempdir()
+        .context("cannot create the run's temporary directory")?;
+    let key = RunKey::generate(dir.path()).context("cannot create the run's signing key")?;
+    let run_id = format!("{:08x}", rand::rngs::OsRng.next_u32());
+    let backend = Backend::start(BackendKind::Emulator, &run_id).map_err(|e| anyhow!(e))?;
+    backend.prepare().map_err(|e| anyhow!(e))?;
+    let exe = std::env::current_exe().context("cannot find the runner's own binary")?;
+    Ok(Started {
+        backend,
+        key,
+        dir,
+        exe,
+    })
+}
+
+/// Runs every planned trial and writes `DIR/nemesis/billing_credit.json`.
+pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
+    let wall = Instant::now();
+    // The code that runs is the code at the start (files may change while a long run goes on).
+    let git_commit = crate::run::git_commit();
+    let seed = args
+        .seed
+        .unwrap_or_else(|| rand::rngs::OsRng.next_u64() >> 11);
+    let plan = NemesisPlan {
+        nemeses: args.nemeses.iter().map(|n| n.as_str().to_owned()).collect(),
+        columns: Column::ALL.iter().map(|c| c.as_str().to_owned()).collect(),
+        trials: args.trials,
+        seed,
+    };
+    let mut specs = Vec::new();
+    for n in &args.nemeses {
+        for c in Column::ALL {
+            for index in 0..args.trials {
+                let slot = specs.len();
+                specs.push(TrialSpec {
+                    nemesis: *n,
+                    column: c,
+                    index,
+                    seed: trial_seed(seed, n.as_str(), c.as_str(), index),
+                    slot,
+                });
+            }
+        }
+    }
+    let s = start()?;
+    // Ctrl-C / SIGTERM: no new trial starts; running trials end (every worker wait is bounded)
+    // and nothing is written.
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    crate::run::install_signal_handler(cancel.clone())?;
+    let ctx = TrialContext {
+        backend: &s.backend,
+        exe: &s.exe,
+        run_dir: s.dir.path(),
+        key_file: s.key.path(),
+    };
+    eprintln!(
+        "runner: nemesis {} x 3 columns x {} trials = {} trials, {} jobs, seed {seed}",
+        plan.nemeses.join(","),
+        args.trials,
+        specs.len(),
+        args.jobs
+    );
+    let bar = progress(specs.len());
+    let slots: Mutex<Vec<Option<Result<Trial, String>>>> =
+        Mutex::new((0..specs.len()).map(|_| None).collect());
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..args.jobs.max(1).min(specs.len().max(1)) {
+            scope.spawn(|| loop {
+                if cancel.load(Ordering::SeqCst) {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(spec) = specs.get(i).copied() else {
+                    break;
+                };
+                let result = run_trial(&ctx, spec);
+                if let Ok(t) = &result {
+                    if t.violation {
+                        bar.println(format!(
+                            "violation: {} ({}), replay: runner --replay {}",
+                            t.id, t.outcome, t.id
+                        ));
+                    }
+                }
+                bar.inc(1);
+                if let Ok(mut slots) = slots.lock() {
+                    slots[i] = Some(result);
+                }
+            });
+        }
+    });
+    bar.finish_and_clear();
+    if cancel.load(Ordering::SeqCst) {
+        return Err(crate::run::Interrupted.into());
+    }
+    let mut trials = Vec::with_capacity(specs.len());
+    for slot in slots
+        .into_inner()
+        .map_err(|_| anyhow!("a trial thread panicked"))?
+    {
+        match slot {
+            Some(Ok(t)) => trials.push(t),
+            Some(Err(e)) => bail!("the run could not continue: {e}"),
+            None => bail!("a trial did not run"),
+        }
+    }
+    let signing = crate::keys::read_signing_key(s.key.path()).map_err(|e| anyhow!(e));
+    s.key
+        .delete()
+        .context("cannot delete the run's private key file")?;
+    let signing = signing?;
+    let settings = s.backend.scenario_settings();
+    let summary = summarize(&plan, &trials);
+    let mut file = NemesisFile {
+        format: NEMESIS_FORMAT.into(),
+        scenario: "billing_credit".into(),
+        generated: crate::results::now_rfc3339(),
+        environment: Environment {
+            backend: s.backend.name().into(),
+            stripe_api_version: stripe::API_VERSION.into(),
+            decider: DeciderInfo { kind: "policy".into(), model: None },
+            runner_version: env!("CARGO_PKG_VERSION").into(),
+            git_commit,
+            seed,
+            claim: ClaimSettings {
+                max_in_flight_ms: settings.max_in_flight.as_millis() as u64,
+                claim_ttl_ms: settings.claim_ttl.as_millis() as u64,
+                dedup_window_ms: scenarios::billing_credit::DEDUP_WINDOW.as_millis() as u64,
+                dedup_margin_ms: interlock::GateConfig::default().dedup_margin.as_millis() as u64,
+            },
+            signer: s.key.public_hex(),
+            command: format!(
+                "cargo run --release -p runner -- --scenario billing_credit --nemesis {} --trials {} --seed {seed} --jobs {}",
+                plan.nemeses.join(","),
+                args.trials,
+                args.jobs
+            ),
+            jobs: args.jobs as u32,
+        },
+        plan,
+        trials,
+        summary,
+        signature: FileSignature::default(),
+    };
+    verify::nemesis::sign::sign(&mut file, &signing).map_err(|e| anyhow!(e))?;
+    // Compact: a run of a few thousand trials is tens of megabytes pretty-printed.
+    let mut bytes = serde_json::to_vec(&file).context("cannot serialize the results")?;
+    bytes.push(b'\n');
+    let path = args.out.join("nemesis").join("billing_credit.json");
+    crate::results::write_atomically(&path, &bytes)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    print_summary(&file, wall.elapsed().as_secs_f64());
+    let report = verify::nemesis::check::verify_nemesis(
+        &file,
+        &verify::receipt::KeyCheck::Pinned(s.key.public()),
+    );
+    if report.ok {
+        println!(
+            "verify: ok ({} trials, {} receipts, signed by the run's key)",
+            report.trials, report.receipts
+        );
+    } else {
+        eprintln!("verify: the nemesis file does NOT verify:");
+        for f in report.findings.iter().take(10) {
+            eprintln!("  {f}");
+        }
+    }
+    println!("results: {}", path.display());
+    Ok(NemesisOutcome {
+        path,
+        verified: report.ok,
+        harness_errors: file
+            .trials
+            .iter()
+            .filter(|t| t.outcome == verify::billing_credit::HARNESS_ERROR)
+            .count(),
+    })
+}
+
+fn progress(total: usize) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total as u64);
+    if let Ok(style) =
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} trials")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+fn print_summary(file: &NemesisFile, wall_s: f64) {
+    println!("{} trials in {wall_s:.1} s (wall)", file.trials.len());
+    println!(
+        "  {:<18} {:<10} {:>6} {:>10} {:>9} {:>6} {:>9} {:>7} {:>7} {:>7}",
+        "nemesis",
+        "column",
+        "trials",
+        "violations",
+        "upper95",
+        "wrong",
+        "AMBIGUOUS",
+        "p50ms",
+        "p95ms",
+        "maxms"
+    );
+    for s in &file.summary {
+        let o = |v: Option<u64>| v.map_or("-".to_owned(), |x| x.to_string());
+        println!(
+            "  {:<18} {:<10} {:>6} {:>10} {:>8.2}% {:>6} {:>9} {:>7} {:>7} {:>7}{}",
+            s.nemesis,
+            s.column,
+            s.trials,
+            format!(
+                "{}({}/{})",
+                s.violations, s.violations_within, s.within_assumptions
+            ),
+            f64::from(s.within_upper95_ppm) / 10_000.0,
+            s.wrong_answers,
+            s.ambiguous,
+            o(s.settle_p50_ms),
+            o(s.settle_p95_ms),
+            o(s.settle_max_ms),
+            if s.harness_errors > 0 {
+                format!("  HARNESS_ERROR {}", s.harness_errors)
+            } else {
+                String::new()
+            }
+        );
+    }
+}
+
+/// Runs the trial `id` again and prints it as JSON; returns whether it ran (not HARNESS_ERROR).
+pub fn replay(id: &str) -> Result<bool> {
+    let (nemesis, column, seed) = parse_trial_id(id)
+        .ok_or_else(|| anyhow!("{id:?} is not a trial id (nemesis:column:14 hex)"))?;
+    let nemesis = Nemesis::parse(nemesis).map_err(|e| anyhow!(e))?;
+    let column = Column::parse(column).map_err(|e| anyhow!(e.to_string()))?;
+    let s = start()?;
+    let ctx = TrialContext {
+        backend: &s.backend,
+        exe: &s.exe,
+        run_dir: s.dir.path(),
+        key_file: s.key.path(),
+    };
+    let trial = run_trial(
+        &ctx,
+        TrialSpec {
+            nemesis,
+            column,
+            index: 0,
+            seed,
+            slot: 0,
+        },
+    )
+    .map_err(|e| anyhow!(e))?;
+    s.key
+        .delete()
+        .context("cannot delete the run's private key file")?;
+    debug_assert_eq!(trial.id, trial_id(nemesis.as_str(), column.as_str(), seed));
+    println!(
+        "trial {}: outage {}, kills {:?}, outcome {}, case credits {} (want {}), violation {}, answer matches {}",
+        trial.id,
+        trial.outage,
+        trial.kills.iter().map(|k| format!("{} at {} ms after {} (delivered {}, last step {:?})", k.worker, k.at_ms, k.after, k.delivered, k.last_step)).collect::<Vec<_>>(),
+        trial.outcome,
+        trial.ground_truth.case_credit_count,
+        trial.want.count,
+        trial.violation,
+        trial.answer_matches
+    );
+    Ok(trial.outcome != verify::billing_credit::HARNESS_ERROR)
+}

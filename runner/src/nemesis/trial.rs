@@ -1,0 +1,628 @@
+//! Running one trial: open the case, set the service fault, start the decide worker and kill it
+//! as drawn, run the outage while it is dead, kill the restarts as drawn, run a final restart,
+//! read what Stripe holds and judge it.
+
+use super::faults::{describe, draw_for, Draw};
+use super::Nemesis;
+use crate::backend::Backend;
+use crate::cell::stderr_tail;
+use crate::worker::{self, CRASH_LINE_PREFIX, NO_CRASH, STRIPE_KEY_ENV};
+use rand::{rngs::StdRng, SeedableRng};
+use scenarios::billing_credit as bc;
+use serde_json::Value;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use stripe::emulator::{FaultHandle, FaultId, FaultRule};
+use verify::billing_credit::HARNESS_ERROR;
+use verify::nemesis::rules::{judge, trial_id};
+use verify::nemesis::{Fault, Kill, Trial};
+use verify::results::{GroundTruth, Want};
+
+/// Longest a worker may run before the trial gives up on it.
+const WORKER_TIMEOUT: Duration = Duration::from_secs(90);
+/// The outcome of a trial whose final restart ended in an error (the column gave up).
+pub const RESTART_FAILED: &str = "RESTART_FAILED";
+
+/// What a trial needs from the run.
+pub struct TrialContext<'a> {
+    /// The backend (the embedded emulator: service faults need it).
+    pub backend: &'a Backend,
+    /// The runner binary.
+    pub exe: &'a Path,
+    /// The run's temporary directory.
+    pub run_dir: &'a Path,
+    /// The private signing key file handed to workers.
+    pub key_file: &'a Path,
+}
+
+/// Which trial to run.
+#[derive(Debug, Clone, Copy)]
+pub struct TrialSpec {
+    /// The nemesis.
+    pub nemesis: Nemesis,
+    /// The column.
+    pub column: bc::Column,
+    /// Index within (nemesis, column).
+    pub index: u32,
+    /// The trial's seed.
+    pub seed: u64,
+    /// A number unique in the run (API keys, directories).
+    pub slot: usize,
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Runs a trial. Errors only when the case cannot even be opened (the backend is unusable).
+pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, String> {
+    let id = trial_id(spec.nemesis.as_str(), spec.column.as_str(), spec.seed);
+    let plan = draw_for(spec.nemesis, spec.column, spec.seed);
+    let dir = ctx.run_dir.join(format!("trial{:05}", spec.slot));
+    fs::create_dir_all(&dir).map_err(|e| format!("trial {id}: {e}"))?;
+    let api_key = ctx.backend.api_key(spec.slot);
+    let client = ctx.backend.client(&api_key)?;
+    let prices = ctx.backend.prices(&client)?;
+    let mut rng = StdRng::seed_from_u64(spec.seed);
+    let case = bc::open_case(&client, &prices, &format!("nemesis {id}"), &mut rng)
+        .map_err(|e| format!("trial {id}: open the case: {e}"))?;
+    case.save(&dir).map_err(|e| format!("trial {id}: {e}"))?;
+
+    let mut trial = blank_trial(&id, spec, &plan, &case);
+    let faults = ctx.backend.faults();
+    let rule = match (&plan.service, &faults) {
+        (Some(action), Some(handle)) => {
+            let r = FaultRule::new(
+                "POST",
+                "/v1/customers/*/balance_transactions",
+                action.clone(),
+            )
+            .for_key(&api_key)
+            .times(1);
+            Some(handle.add(r))
+        }
+        (Some(_), None) => return Err("service nemeses need the embedded emulator".into()),
+        _ => None,
+    };
+    let w = Workers {
+        ctx,
+        dir: &dir,
+        api_key: &api_key,
+        column: spec.column,
+    };
+
+    let mut first_fault: Option<Instant> = None;
+    let decide = w.run_decide(&plan, faults.as_ref().zip(rule))?;
+    trial.kills.extend(decide.kill.clone());
+    if decide.kill.as_ref().is_some_and(|k| k.delivered) {
+        first_fault = decide.ended;
+    }
+    let decide_ended = decide.ended.unwrap_or_else(Instant::now);
+    if let Some(problem) = decide.problem {
+        return Ok(harness(trial, &client, &case, problem, &dir));
+    }
+
+    // The worker is dead (or finished): the world moves on.
+    let mut outage_rng = StdRng::seed_from_u64(spec.seed ^ 0x5eed);
+    let record = match bc::run_outage(&client, &case, plan.outage, &mut outage_rng) {
+        Ok(r) => r,
+        Err(e) => {
+            let why = format!("the outage failed: {e}");
+            return Ok(harness(trial, &client, &case, why, &dir));
+        }
+    };
+    if plan.revoke_in_outage {
+        match revoke(&client, &dir, record.clock_time) {
+            Ok((revoked, at)) => {
+                trial.case = revoked.to_results_case();
+                trial.faults.push(Fault {
+                    kind: "revocation".into(),
+                    detail: format!(
+                        "support revoked the approval during the outage, at test-clock {at}; \
+                         the clock was then advanced one second"
+                    ),
+                    fired: 1,
+                });
+            }
+            Err(e) => {
+                let why = format!("the revocation failed: {e}");
+                return Ok(harness(trial, &client, &case, why, &dir));
+            }
+        }
+    }
+    for (k, at) in plan.restart_kills_ms.iter().enumerate() {
+        let kill = w.kill_restart(k + 1, *at)?;
+        if kill.delivered && first_fault.is_none() {
+            first_fault = Some(Instant::now());
+        }
+        trial.kills.push(kill);
+    }
+    let final_restart = w.final_restart();
+    let settled = Instant::now();
+    if let (Some(handle), Some(rule)) = (&faults, rule) {
+        // The service rule is the first fault recorded (a revocation comes after it).
+        if let Some(f) = trial.faults.first_mut() {
+            f.fired = handle.fired(rule);
+        }
+        handle.remove(rule);
+    }
+    let report = match final_restart {
+        Ok(r) => Some(r),
+        Err(RestartEnd::Failed) => None,
+        Err(RestartEnd::Harness(why)) => return Ok(harness(trial, &client, &case, why, &dir)),
+    };
+    // A request held beyond the bound may still be on its way: let it land before reading, so
+    // the ground truth is the final state (the hold is the runner's own fault, of known length).
+    if let Some(stripe::emulator::FaultAction::Delay { ms: held }) = plan.service {
+        let until = decide_ended + Duration::from_millis(held + 200);
+        let now = Instant::now();
+        if until > now {
+            std::thread::sleep(until - now);
+        }
+    }
+    let truth = match bc::ground_truth(&client, &case) {
+        Ok(t) => t,
+        Err(e) => {
+            return Ok(harness(
+                trial,
+                &client,
+                &case,
+                format!("ground truth: {e}"),
+                &dir,
+            ))
+        }
+    };
+    trial.settle_ms = Some(ms(settled - first_fault.unwrap_or(decide_ended)));
+    match report {
+        Some(r) => {
+            trial.outcome = r.status;
+            trial.journal_kinds = r.journal_kinds;
+            trial.receipt = r.receipt;
+        }
+        None => trial.outcome = RESTART_FAILED.into(),
+    }
+    trial.decision = bc::load_decision(&dir).ok();
+    finish(&mut trial, truth);
+    Ok(trial)
+}
+
+/// Revokes the approval in `case.json` at the clock's current instant, then advances the clock a
+/// second past it, so a credit created after the revocation is after it in Stripe's `created`.
+fn revoke(
+    client: &stripe::Client,
+    dir: &Path,
+    clock_time: Option<i64>,
+) -> Result<(bc::CaseFile, i64), String> {
+    let mut case = bc::CaseFile::load(dir).map_err(|e| e.to_string())?;
+    let at = clock_time.ok_or("the outage recorded no clock time")?;
+    case.approval.revoked = Some(serde_json::json!({"by": bc::APPROVER, "clock_time": at}));
+    case.save(dir).map_err(|e| e.to_string())?;
+    bc::advance_one_second(client, &case, at).map_err(|e| e.to_string())?;
+    Ok((case, at))
+}
+
+fn blank_trial(id: &str, spec: TrialSpec, plan: &Draw, case: &bc::CaseFile) -> Trial {
+    Trial {
+        id: id.to_owned(),
+        nemesis: spec.nemesis.as_str().into(),
+        column: spec.column.as_str().into(),
+        index: spec.index,
+        seed: spec.seed,
+        outage: plan.outage.as_str().into(),
+        faults: plan
+            .service
+            .iter()
+            .map(|a| {
+                let (kind, detail) = describe(a);
+                Fault {
+                    kind,
+                    detail,
+                    fired: 0,
+                }
+            })
+            .collect(),
+        kills: Vec::new(),
+        assumption: plan.assumption.map(str::to_owned),
+        case: case.to_results_case(),
+        decision: None,
+        outcome: HARNESS_ERROR.into(),
+        harness_error: None,
+        ground_truth: empty_truth(),
+        want: Want { count: 0, cents: 0 },
+        invariant_held: false,
+        violation: false,
+        answer_matches: false,
+        ambiguous: false,
+        settle_ms: None,
+        receipt: None,
+        journal_kinds: Vec::new(),
+    }
+}
+
+fn empty_truth() -> GroundTruth {
+    GroundTruth {
+        case_credits: Vec::new(),
+        case_credit_count: 0,
+        case_credit_cents: 0,
+        credit_notes: Vec::new(),
+        balance_transactions: Vec::new(),
+        invoices: Vec::new(),
+        customer_balance: 0,
+        compensation_by_others: 0,
+        incident_compensation: 0,
+    }
+}
+
+fn finish(trial: &mut Trial, truth: GroundTruth) {
+    let j = judge(
+        &truth,
+        &trial.case.case_id,
+        &trial.case.incident,
+        &trial.case.approval,
+        trial.decision.as_ref().map(|d| d.amount),
+        &trial.outcome,
+    );
+    trial.ground_truth = truth;
+    trial.want = j.want;
+    trial.invariant_held = j.invariant_held;
+    trial.violation = j.violation;
+    trial.answer_matches = j.answer_matches;
+    trial.ambiguous = j.ambiguous;
+}
+
+/// A HARNESS_ERROR trial: still reads and judges what Stripe holds.
+fn harness(
+    mut trial: Trial,
+    client: &stripe::Client,
+    case: &bc::CaseFile,
+    why: String,
+    dir: &Path,
+) -> Trial {
+    let mut text = why;
+    for file in ["decide.stderr", "restart.stderr"] {
+        let tail = stderr_tail(&dir.join(file));
+        if !tail.trim().is_empty() {
+            text.push_str(&format!("\n--- {file} (tail) ---\n{tail}"));
+        }
+    }
+    trial.outcome = HARNESS_ERROR.into();
+    trial.harness_error = Some(text);
+    let truth = bc::ground_truth(client, case).unwrap_or_else(|_| empty_truth());
+    finish(&mut trial, truth);
+    trial
+}
+
+struct Workers<'a> {
+    ctx: &'a TrialContext<'a>,
+    dir: &'a Path,
+    api_key: &'a str,
+    column: bc::Column,
+}
+
+struct DecideEnd {
+    kill: Option<Kill>,
+    ended: Option<Instant>,
+    problem: Option<String>,
+}
+
+enum RestartEnd {
+    /// The column's restart ended in an error (a measured outcome).
+    Failed,
+    /// The harness could not run it.
+    Harness(String),
+}
+
+impl Workers<'_> {
+    fn spawn(&self, phase: &str, crash: &str, stderr_name: &str) -> Result<Child, String> {
+        let backend = self.ctx.backend;
+        let settings = backend.scenario_settings();
+        let stderr = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join(stderr_name))
+            .map_err(|e| format!("cannot open {stderr_name}: {e}"))?;
+        Command::new(self.ctx.exe)
+            .arg("worker")
+            .arg(phase)
+            .args(["--column", self.column.as_str(), "--crash", crash])
+            .arg("--cell-dir")
+            .arg(self.dir)
+            .arg("--key-file")
+            .arg(self.ctx.key_file)
+            .args(["--base-url", backend.base_url()])
+            .args([
+                "--request-timeout-ms",
+                &ms(backend.request_timeout()).to_string(),
+            ])
+            .args([
+                "--max-in-flight-ms",
+                &ms(settings.max_in_flight).to_string(),
+            ])
+            .args(["--claim-ttl-ms", &ms(settings.claim_ttl).to_string()])
+            .env(STRIPE_KEY_ENV, self.api_key)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr))
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("cannot start a {phase} worker: {e}"))
+    }
+
+    /// The decide worker, killed as drawn.
+    fn run_decide(
+        &self,
+        plan: &Draw,
+        rule: Option<(&FaultHandle, FaultId)>,
+    ) -> Result<DecideEnd, String> {
+        let crash = if plan.decide_at_before_send {
+            "before_send"
+        } else {
+            NO_CRASH
+        };
+        let mut child = self.spawn("decide", crash, "decide.stderr")?;
+        let started = Instant::now();
+        let lines = line_reader(&mut child);
+        let deadline = started + WORKER_TIMEOUT;
+        if plan.decide_at_before_send {
+            // Cooperative: the worker announces the point and blocks there.
+            loop {
+                match lines.recv_timeout(Duration::from_millis(20)) {
+                    Ok(Some(l)) if l.starts_with(CRASH_LINE_PREFIX) => break,
+                    Ok(Some(_)) => {}
+                    Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        let status = reap(&mut child);
+                        return Ok(DecideEnd {
+                            kill: None,
+                            ended: Some(Instant::now()),
+                            problem: Some(format!(
+                                "the decide worker {} before its crash point",
+                                describe_exit(status)
+                            )),
+                        });
+                    }
+                    Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() > deadline => {
+                        reap(&mut child);
+                        return Ok(DecideEnd {
+                            kill: None,
+                            ended: None,
+                            problem: Some("the decide worker never reached its crash point".into()),
+                        });
+                    }
+                    Err(_) => {}
+                }
+            }
+            let kill = self.kill_now(&mut child, "decide", 0, "before_send");
+            return Ok(DecideEnd {
+                kill: Some(kill),
+                ended: Some(Instant::now()),
+                problem: None,
+            });
+        }
+        if let Some(step) = plan.kill_at_step {
+            // Watch the column's durable record (or the held request) and kill on sight.
+            loop {
+                let seen = match (step, rule) {
+                    ("request_held", Some((handle, id))) => handle.fired(id) > 0,
+                    _ => step_written(self.dir, self.column, step),
+                };
+                if seen || matches!(child.try_wait(), Ok(Some(_))) || Instant::now() > deadline {
+                    break;
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            let kill = self.kill_now(&mut child, "decide", 0, step);
+            return Ok(DecideEnd {
+                kill: Some(kill),
+                ended: Some(Instant::now()),
+                problem: None,
+            });
+        }
+        let Some(at) = plan.decide_kill_ms else {
+            let mut second = match plan.second_worker {
+                true => Some(self.spawn("decide", NO_CRASH, "decide-2.stderr")?),
+                false => None,
+            };
+            let status = wait_until(&mut child, deadline);
+            if let Some(second) = second.as_mut() {
+                wait_until(second, deadline);
+            }
+            return Ok(DecideEnd {
+                kill: None,
+                ended: Some(Instant::now()),
+                problem: status
+                    .is_none()
+                    .then(|| "the decide worker did not finish in time".into()),
+            });
+        };
+        let origin = match (plan.kill_after, rule) {
+            ("request_held", Some((handle, id))) => {
+                // The instant counts from the service holding the credit POST: poll the rule.
+                loop {
+                    if handle.fired(id) > 0 {
+                        break Instant::now();
+                    }
+                    if matches!(child.try_wait(), Ok(Some(_))) || Instant::now() > deadline {
+                        break Instant::now();
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            _ => started,
+        };
+        let when = origin + Duration::from_millis(at);
+        let now = Instant::now();
+        if when > now {
+            std::thread::sleep(when - now);
+        }
+        let kill = self.kill_now(&mut child, "decide", at, plan.kill_after);
+        Ok(DecideEnd {
+            kill: Some(kill),
+            ended: Some(Instant::now()),
+            problem: None,
+        })
+    }
+
+    /// SIGKILL the worker now if it is still running; record what it hit.
+    fn kill_now(&self, child: &mut Child, worker: &str, at_ms: u64, after: &str) -> Kill {
+        let already = matches!(child.try_wait(), Ok(Some(_)));
+        if !already {
+            let _ = child.kill();
+        }
+        let status = child.wait().ok();
+        drop(child.stdin.take());
+        Kill {
+            worker: worker.into(),
+            at_ms,
+            after: after.into(),
+            delivered: !already && status.and_then(|s| s.signal()) == Some(libc::SIGKILL),
+            last_step: last_step(self.dir, self.column),
+        }
+    }
+
+    fn kill_restart(&self, n: usize, at: u64) -> Result<Kill, String> {
+        let mut child = self.spawn("resume", NO_CRASH, "restart.stderr")?;
+        let _lines = line_reader(&mut child);
+        std::thread::sleep(Duration::from_millis(at));
+        Ok(self.kill_now(&mut child, &format!("restart-{n}"), at, "start"))
+    }
+
+    fn final_restart(&self) -> Result<bc::RestartReport, RestartEnd> {
+        let mut child = self
+            .spawn("resume", NO_CRASH, "restart.stderr")
+            .map_err(RestartEnd::Harness)?;
+        let lines = line_reader(&mut child);
+        let deadline = Instant::now() + WORKER_TIMEOUT;
+        let mut last = None;
+        loop {
+            match lines.recv_timeout(Duration::from_millis(20)) {
+                Ok(Some(l)) if !l.trim().is_empty() => last = Some(l),
+                Ok(Some(_)) => {}
+                Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() > deadline => {
+                    reap(&mut child);
+                    return Err(RestartEnd::Harness(
+                        "the final restart did not finish in time".into(),
+                    ));
+                }
+                Err(_) => {}
+            }
+        }
+        let status = child
+            .wait()
+            .map_err(|e| RestartEnd::Harness(e.to_string()))?;
+        if !status.success() {
+            return Err(RestartEnd::Failed);
+        }
+        let line =
+            last.ok_or_else(|| RestartEnd::Harness("the final restart printed nothing".into()))?;
+        serde_json::from_str(&line).map_err(|e| {
+            RestartEnd::Harness(format!("the final restart's report does not parse: {e}"))
+        })
+    }
+}
+
+/// The last step the worker durably recorded: the journal's last entry kind (interlock), the
+/// plain log's last step (hand_check), or whether the decision was saved.
+fn last_step(dir: &Path, column: bc::Column) -> Option<String> {
+    match column {
+        bc::Column::Interlock => {
+            let text = fs::read_to_string(dir.join(bc::JOURNAL_FILE)).ok()?;
+            text.lines()
+                .rev()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find_map(|v| v.get("kind").and_then(Value::as_str).map(str::to_owned))
+                .or_else(|| decision_saved(dir))
+        }
+        bc::Column::HandCheck => bc::read_hand_check_log(dir)
+            .ok()?
+            .last()
+            .and_then(|l| {
+                let phase = l.get("phase").and_then(Value::as_str)?;
+                let step = l.get("step").and_then(Value::as_str)?;
+                Some(format!("{phase}:{step}"))
+            })
+            .or_else(|| decision_saved(dir)),
+        bc::Column::NoCheck => decision_saved(dir),
+    }
+}
+
+/// Whether the column's durable record already holds `step` (a journal entry kind, a decide-phase
+/// log step, or `decision_saved`).
+fn step_written(dir: &Path, column: bc::Column, step: &str) -> bool {
+    match column {
+        bc::Column::Interlock => fs::read_to_string(dir.join(bc::JOURNAL_FILE))
+            .map(|text| {
+                text.lines()
+                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                    .any(|v| v.get("kind").and_then(Value::as_str) == Some(step))
+            })
+            .unwrap_or(false),
+        bc::Column::HandCheck => bc::read_hand_check_log(dir)
+            .map(|lines| {
+                lines.iter().any(|l| {
+                    l.get("phase").and_then(Value::as_str) == Some("decide")
+                        && l.get("step").and_then(Value::as_str) == Some(step)
+                })
+            })
+            .unwrap_or(false),
+        bc::Column::NoCheck => step == "decision_saved" && dir.join(bc::DECISION_FILE).exists(),
+    }
+}
+
+fn decision_saved(dir: &Path) -> Option<String> {
+    dir.join(bc::DECISION_FILE)
+        .exists()
+        .then(|| "decision_saved".to_owned())
+}
+
+fn line_reader(child: &mut Child) -> mpsc::Receiver<Option<String>> {
+    let (tx, rx) = mpsc::channel();
+    if let Some(out) = child.stdout.take() {
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(l) = line else { break };
+                if tx.send(Some(l)).is_err() {
+                    return;
+                }
+            }
+            let _ = tx.send(None);
+        });
+    } else {
+        let _ = tx.send(None);
+    }
+    rx
+}
+
+fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            _ => {
+                reap(child);
+                return None;
+            }
+        }
+    }
+}
+
+fn reap(child: &mut Child) -> Option<ExitStatus> {
+    let _ = child.kill();
+    child.wait().ok()
+}
+
+fn describe_exit(status: Option<ExitStatus>) -> String {
+    match status.map(|s| (s.signal(), s.code())) {
+        Some((Some(sig), _)) => format!("ended by signal {sig}"),
+        Some((None, Some(code))) => format!("exited with code {code}"),
+        _ => "ended in an unknown way".into(),
+    }
+}
+
+// Keeps the worker module's phase names and ours in one place.
+const _: worker::Phase = worker::Phase::Resume;

@@ -1,0 +1,185 @@
+//! The Nemesis page: a scenario's randomized trials (`results/nemesis/<scenario>.json`), one table
+//! row per nemesis × column, and one page per violating trial with its replay command.
+//!
+//! The file is re-verified (plan completeness, every judgement, every summary, its signature)
+//! before anything from it is shown; a scenario without one gets no page.
+
+use crate::error::SiteError;
+use crate::pages::VERSION;
+use askama::Template;
+use std::path::{Path, PathBuf};
+use verify::nemesis::{NemesisFile, NemesisSummary, Trial};
+use verify::receipt::KeyCheck;
+
+/// File name of the page, beside the scenario's report.
+pub const PAGE: &str = "nemesis.html";
+/// Folder of the trial pages, beside the scenario's report.
+pub const TRIALS_DIR: &str = "trials";
+
+/// One row of a nemesis table, formatted.
+pub struct Row<'a> {
+    /// The summary.
+    pub s: &'a NemesisSummary,
+    /// The bound within assumptions, as a percentage with two decimals.
+    pub within_bound: String,
+    /// The bound over all trials, as a percentage with two decimals.
+    pub all_bound: String,
+    /// Violating trials: (id, page file name).
+    pub violations: Vec<(&'a str, String)>,
+}
+
+/// The page.
+#[derive(Template)]
+#[template(path = "nemesis.html")]
+pub struct NemesisPage<'a> {
+    /// Relative path to the site root.
+    pub root: &'a str,
+    /// Crate version.
+    pub version: &'a str,
+    /// The file.
+    pub f: &'a NemesisFile,
+    /// The rows, in plan order.
+    pub rows: Vec<Row<'a>>,
+    /// The run's signer fingerprint.
+    pub fingerprint: String,
+    /// Name of the JSON under `data/`.
+    pub json_name: String,
+}
+
+/// A violating trial's page.
+#[derive(Template)]
+#[template(path = "trial.html")]
+pub struct TrialPage<'a> {
+    /// Relative path to the site root.
+    pub root: &'a str,
+    /// Crate version.
+    pub version: &'a str,
+    /// The trial.
+    pub t: &'a Trial,
+    /// Its credits as `id: cents at created`.
+    pub credits: Vec<String>,
+}
+
+/// The rendered page, its trial pages and the JSON to publish.
+pub struct Rendered {
+    /// The page's HTML.
+    pub html: String,
+    /// (file name, HTML) of each violating trial.
+    pub trials: Vec<(String, String)>,
+    /// File name under `data/`.
+    pub json_name: String,
+    /// The file's bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// Where a scenario's nemesis file would be.
+pub fn nemesis_path(results_dir: &Path, scenario: &str) -> PathBuf {
+    results_dir.join("nemesis").join(format!("{scenario}.json"))
+}
+
+/// A trial page's file name (ids hold `:`, which some file systems refuse).
+pub fn trial_file(id: &str) -> String {
+    format!("{}.html", id.replace(':', "-"))
+}
+
+/// A bound in ppm as a percentage with two decimals, rounded up (it is an upper bound).
+fn percent(ppm: u32) -> String {
+    let hundredths = ppm.div_ceil(100);
+    format!("{}.{:02}%", hundredths / 100, hundredths % 100)
+}
+
+/// Reads, re-verifies and renders the nemesis file of `scenario`, if there is one.
+pub fn render(
+    results_dir: &Path,
+    scenario: &str,
+    pinned: Option<&ed25519_dalek::VerifyingKey>,
+) -> Result<Option<Rendered>, SiteError> {
+    let path = nemesis_path(results_dir, scenario);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let bytes = std::fs::read(&path).map_err(|e| SiteError::io("reading", &path, e))?;
+    let unverified = |problem: String| SiteError::Unverified {
+        path: path.clone(),
+        problem,
+    };
+    let file = verify::load::load_nemesis(&bytes).map_err(|e| unverified(e.to_string()))?;
+    let key = pinned.map_or(KeyCheck::SelfAttested, |k| KeyCheck::Pinned(*k));
+    let report = verify::nemesis::check::verify_nemesis(&file, &key);
+    if let Some(first) = report.findings.first() {
+        return Err(unverified(first.to_string()));
+    }
+    let template_err = |page: String| move |source| SiteError::Template { page, source };
+    let rows = file
+        .summary
+        .iter()
+        .map(|s| Row {
+            s,
+            within_bound: percent(s.within_upper95_ppm),
+            all_bound: percent(s.violation_upper95_ppm),
+            violations: file
+                .trials
+                .iter()
+                .filter(|t| t.violation && t.nemesis == s.nemesis && t.column == s.column)
+                .map(|t| (t.id.as_str(), trial_file(&t.id)))
+                .collect(),
+        })
+        .collect();
+    let fingerprint = verify::entry::decode_lower_hex::<32>(&file.environment.signer)
+        .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
+        .map_or_else(|| "?".to_owned(), |k| verify::fingerprint(&k));
+    let json_name = format!("{scenario}.nemesis.json");
+    let page = NemesisPage {
+        root: "../",
+        version: VERSION,
+        f: &file,
+        rows,
+        fingerprint,
+        json_name: json_name.clone(),
+    };
+    let html = page
+        .render()
+        .map_err(template_err(format!("{scenario}/{PAGE}")))?;
+    let mut trials = Vec::new();
+    for t in file.trials.iter().filter(|t| t.violation) {
+        let credits = t
+            .ground_truth
+            .case_credits
+            .iter()
+            .map(|c| format!("{}: {} cents at {}", c.id, -c.amount, c.created))
+            .collect();
+        let name = trial_file(&t.id);
+        let html = TrialPage {
+            root: "../../",
+            version: VERSION,
+            t,
+            credits,
+        }
+        .render()
+        .map_err(template_err(format!("{scenario}/{TRIALS_DIR}/{name}")))?;
+        trials.push((name, html));
+    }
+    Ok(Some(Rendered {
+        html,
+        trials,
+        json_name,
+        bytes,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages_and_file_names() {
+        assert_eq!(percent(14_868), "1.49%");
+        assert_eq!(percent(1_000_000), "100.00%");
+        assert_eq!(percent(0), "0.00%");
+        assert_eq!(percent(139_951), "14.00%");
+        assert_eq!(
+            trial_file("kill_random:interlock:0011223344aabb"),
+            "kill_random-interlock-0011223344aabb.html"
+        );
+    }
+}

@@ -1,0 +1,63 @@
+//! The Nemesis page from the committed run: one row per nemesis × column, every violation linked
+//! to a trial page with its replay command; a nemesis file that does not verify stops the build.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+fn copy_results(to: &Path) {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results");
+    std::fs::create_dir_all(to.join("nemesis")).unwrap();
+    std::fs::create_dir_all(to.join("reference")).unwrap();
+    for name in [
+        "billing_credit.json",
+        "nemesis/billing_credit.json",
+        "reference/billing_credit.original.json",
+    ] {
+        std::fs::copy(from.join(name), to.join(name)).unwrap();
+    }
+}
+
+#[test]
+fn every_violation_links_to_a_trial_page_with_its_replay_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    copy_results(&results);
+    let out = dir.path().join("public");
+    site::build(&results, &out).unwrap();
+    let page = std::fs::read_to_string(out.join("billing_credit/nemesis.html")).unwrap();
+    let report = std::fs::read_to_string(out.join("billing_credit/index.html")).unwrap();
+    assert!(report.contains("href=\"nemesis.html\""));
+    let file = verify::load::load_nemesis(
+        &std::fs::read(results.join("nemesis/billing_credit.json")).unwrap(),
+    )
+    .unwrap();
+    for s in &file.summary {
+        assert!(page.contains(&format!("id=\"{}-{}\"", s.nemesis, s.column)));
+    }
+    for t in file.trials.iter().filter(|t| t.violation) {
+        let name = site::nemesis_page::trial_file(&t.id);
+        assert!(page.contains(&format!("trials/{name}")), "{}", t.id);
+        let trial = std::fs::read_to_string(out.join("billing_credit/trials").join(&name)).unwrap();
+        assert!(trial.contains(&format!("--replay {}", t.id)));
+    }
+}
+
+#[test]
+fn a_nemesis_file_that_does_not_verify_is_not_rendered() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    copy_results(&results);
+    let path = results.join("nemesis/billing_credit.json");
+    let mut value: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let trial = value["trials"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|t| t["violation"] == serde_json::Value::Bool(true))
+        .unwrap();
+    trial["violation"] = serde_json::Value::Bool(false);
+    std::fs::write(&path, serde_json::to_vec(&value).unwrap()).unwrap();
+    let err = site::build(&results, &dir.path().join("public")).unwrap_err();
+    assert!(err.to_string().contains("failed verification"), "{err}");
+}

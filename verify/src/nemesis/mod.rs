@@ -1,0 +1,191 @@
+//! Nemesis results (`format: "interlock-nemesis/1"`): randomized, replayable trials of the
+//! billing_credit scenario under faults the named crash points never reach (DESIGN §5.1).
+//!
+//! A trial is one case run through one column under one nemesis with one seed. The file holds
+//! every trial (its faults, kills, outcome, what Stripe holds, the judgement) and, per nemesis and
+//! column, counts, the one-sided 95% Clopper–Pearson upper bound on the violation rate and
+//! settle-time percentiles. Everything derived is re-derived here from the raw data: the trial
+//! list's completeness from the plan ([`rules::trial_seed`]), each judgement by the same want rule
+//! as a matrix cell ([`crate::billing_credit`]), each summary, each receipt, and the file's
+//! signature ([`sign`]).
+//!
+//! What a trial's judgement means: a **violation** is a breach of safety — the case's credits
+//! (every credit billing did not make) exceed what the want rule allows, in count or cents. A
+//! **wrong answer** is a final status that says "sent" when no case credit exists, or the
+//! reverse. Crediting less than allowed (a refusal, a kill before the decision) is recorded as
+//! `invariant_held: false` without being a violation.
+
+pub mod check;
+pub mod rules;
+pub mod sign;
+
+use crate::entry::ReceiptBundle;
+use crate::results::{Case, Decision, Environment, GroundTruth, Want};
+use serde::{Deserialize, Serialize};
+
+/// The `format` value of a nemesis results file.
+pub const NEMESIS_FORMAT: &str = "interlock-nemesis/1";
+
+/// A whole nemesis results file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NemesisFile {
+    /// Always [`NEMESIS_FORMAT`].
+    pub format: String,
+    /// Scenario name (`billing_credit`).
+    pub scenario: String,
+    /// When the run finished, RFC 3339 UTC.
+    pub generated: String,
+    /// What the run ran against (the signer, the seed, the claim settings).
+    pub environment: Environment,
+    /// What was planned: the trial list is exactly this plan.
+    pub plan: NemesisPlan,
+    /// Every trial, in plan order (nemesis, then column, then index).
+    pub trials: Vec<Trial>,
+    /// Per nemesis and column, in plan order.
+    pub summary: Vec<NemesisSummary>,
+    /// The run's signature over the whole file.
+    pub signature: FileSignature,
+}
+
+/// The plan of a nemesis run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NemesisPlan {
+    /// Nemesis names, in run order.
+    pub nemeses: Vec<String>,
+    /// Columns, in display order.
+    pub columns: Vec<String>,
+    /// Trials per nemesis and column.
+    pub trials: u32,
+    /// The run's seed; every trial's seed derives from it ([`rules::trial_seed`]).
+    pub seed: u64,
+}
+
+/// One trial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trial {
+    /// `<nemesis>:<column>:<seed as 14 hex digits>`; `runner --replay ID` runs it again.
+    pub id: String,
+    /// Nemesis name.
+    pub nemesis: String,
+    /// Column.
+    pub column: String,
+    /// Index within (nemesis, column), from 0.
+    pub index: u32,
+    /// The trial's seed (all of its random choices derive from it).
+    pub seed: u64,
+    /// The outage run while the worker was dead (drawn from the seed).
+    pub outage: String,
+    /// Faults the runner set at the service or in the world, in the order it set them.
+    pub faults: Vec<Fault>,
+    /// SIGKILLs the runner planned and what they hit, in order.
+    pub kills: Vec<Kill>,
+    /// When the trial's faults go beyond what the column is built to assume, the assumption that
+    /// failed (e.g. the target's declared in-flight bound); `None` when within assumptions.
+    pub assumption: Option<String>,
+    /// The case the trial opened.
+    pub case: Case,
+    /// The decision the worker saved, if it got that far.
+    pub decision: Option<Decision>,
+    /// The column's final status, `NOT_DECIDED` (killed before any decision existed), or
+    /// `HARNESS_ERROR`.
+    pub outcome: String,
+    /// Why the trial is a HARNESS_ERROR.
+    pub harness_error: Option<String>,
+    /// What Stripe holds after the final restart.
+    pub ground_truth: GroundTruth,
+    /// What the want rule allows.
+    pub want: Want,
+    /// The case's credits equal `want`.
+    pub invariant_held: bool,
+    /// The case's credits exceed `want` in count or cents.
+    pub violation: bool,
+    /// The final status says "sent" exactly when a case credit exists.
+    pub answer_matches: bool,
+    /// The final status is `AMBIGUOUS`.
+    pub ambiguous: bool,
+    /// From the first kill (or the fault) to the final restart's exit, ms; `None` without one.
+    pub settle_ms: Option<u64>,
+    /// Interlock: the effect's receipt bundle after the final restart.
+    pub receipt: Option<ReceiptBundle>,
+    /// Interlock: the kinds of the effect's journal entries.
+    pub journal_kinds: Vec<String>,
+}
+
+/// A fault set by the runner.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fault {
+    /// `delay`, `commit_then_error`, `commit_then_drop`, `rate_limit`, ...
+    pub kind: String,
+    /// Its parameters in words, e.g. `POST balance_transactions held 7000 ms, once`.
+    pub detail: String,
+    /// How many requests it hit.
+    pub fired: u32,
+}
+
+/// A SIGKILL planned by the runner.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kill {
+    /// Which worker: `decide`, `restart-1`, `restart-2`, ...
+    pub worker: String,
+    /// The planned instant, ms after the worker was started (or after the step named in `after`).
+    pub at_ms: u64,
+    /// The step the instant counts from (`start`, or a step the runner observed).
+    pub after: String,
+    /// The worker was still running and SIGKILL ended it (false: it had finished first).
+    pub delivered: bool,
+    /// The last step durably recorded when it died (journal kind or log step), if any.
+    pub last_step: Option<String>,
+}
+
+/// Per nemesis and column.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NemesisSummary {
+    /// Nemesis name.
+    pub nemesis: String,
+    /// Column.
+    pub column: String,
+    /// Trials run.
+    pub trials: u32,
+    /// Trials whose faults stayed within the column's assumptions.
+    pub within_assumptions: u32,
+    /// Trials with a violation (all trials).
+    pub violations: u32,
+    /// One-sided 95% Clopper–Pearson upper bound on the violation rate over all trials, parts
+    /// per million (rounded up).
+    pub violation_upper95_ppm: u32,
+    /// Trials within assumptions with a violation.
+    pub violations_within: u32,
+    /// The same bound over the trials within assumptions (`violations_within` of
+    /// `within_assumptions`).
+    pub within_upper95_ppm: u32,
+    /// Trials whose answer does not match Stripe.
+    pub wrong_answers: u32,
+    /// Trials ending `AMBIGUOUS`.
+    pub ambiguous: u32,
+    /// Trials that are `HARNESS_ERROR`.
+    pub harness_errors: u32,
+    /// Settle time percentiles (nearest rank) and maximum, ms, over trials with a settle time.
+    pub settle_p50_ms: Option<u64>,
+    /// 95th percentile.
+    pub settle_p95_ms: Option<u64>,
+    /// Maximum.
+    pub settle_max_ms: Option<u64>,
+}
+
+/// The run's ed25519 signature over the file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSignature {
+    /// Hex public key (the run's key, `environment.signer`).
+    pub signer: String,
+    /// Hex SHA-256 of the canonical JSON of the file without `signature`.
+    pub hash: String,
+    /// Hex signature over `"interlock-nemesis-v1:" + hash`.
+    pub sig: String,
+}
