@@ -51,6 +51,8 @@ pub struct CellContext<'a> {
     pub decide_timeout: Duration,
     /// Longest a restart worker may take.
     pub restart_timeout: Duration,
+    /// The PostgreSQL journal (URL with the run's schema) for the interlock column, if any.
+    pub journal: Option<&'a str>,
 }
 
 /// Why a cell produced no cell at all.
@@ -77,6 +79,10 @@ pub fn run_cell(ctx: &CellContext<'_>, index: usize, spec: CellSpec) -> Result<C
         CellAbort::Setup(format!("cell {} ({what}): {e}", spec.label()))
     };
     fs::create_dir_all(&dir).map_err(|e| setup("create the cell directory", &e))?;
+    if let Some(url) = ctx.journal {
+        fs::write(dir.join(bc::JOURNAL_LOCATION_FILE), url)
+            .map_err(|e| setup("name the journal store", &e))?;
+    }
     let api_key = ctx.backend.api_key(index);
     let client = ctx
         .backend

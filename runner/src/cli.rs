@@ -131,6 +131,13 @@ pub struct RunArgs {
     #[arg(long, default_value = "results", value_name = "DIR")]
     pub out: PathBuf,
 
+    /// Keep the interlock column's journal in PostgreSQL (`postgres://user@host:port/db`)
+    /// instead of one JSONL file per cell: the run gets its own schema (`interlock_run_<id>`),
+    /// shared by every cell's workers. The database needs PostgreSQL 15 or later. The re-run
+    /// command in the results names it (without a password). Not used by nemesis trials yet.
+    #[arg(long, value_name = "URL")]
+    pub journal: Option<String>,
+
     /// Seed for the run's random choices (case and incident ids, unrelated incidents); random
     /// if not given, and always recorded. The signing key never derives from it.
     #[arg(long, value_name = "S", value_parser = clap::value_parser!(u64).range(..=MAX_SEED))]

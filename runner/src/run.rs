@@ -125,11 +125,47 @@ fn shell_quote(arg: &str) -> String {
 /// The command that reproduces the run (the seed made explicit).
 fn reproduce_command(seed: u64, seed_given: bool) -> String {
     let mut parts = vec!["cargo run --release -p runner --".to_string()];
-    parts.extend(std::env::args().skip(1).map(|a| shell_quote(&a)));
+    parts.extend(
+        std::env::args()
+            .skip(1)
+            .map(|a| shell_quote(&without_password(&a))),
+    );
     if !seed_given {
         parts.push(format!("--seed {seed}"));
     }
     parts.join(" ")
+}
+
+/// A `postgres://user:password@host/db` argument without its password (it is published).
+fn without_password(arg: &str) -> String {
+    let is_url = arg.starts_with("postgres://") || arg.starts_with("postgresql://");
+    match (is_url, arg.find("://"), arg.rfind('@')) {
+        (true, Some(scheme), Some(at)) if at > scheme => {
+            let user = arg[scheme + 3..at].split(':').next().unwrap_or_default();
+            format!("{}{user}@{}", &arg[..scheme + 3], &arg[at + 1..])
+        }
+        _ => arg.to_owned(),
+    }
+}
+
+/// The run's own schema in the PostgreSQL database at `url`, created now; returns the URL that
+/// puts the journal in it.
+fn journal_schema(url: &str, run_id: &str) -> Result<String> {
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        bail!(
+            "--journal must be a PostgreSQL URL (postgres://user@host:port/db), got {:?}; \
+             without --journal each cell keeps a JSONL journal file",
+            without_password(url)
+        );
+    }
+    let schema = format!("interlock_run_{run_id}");
+    let mut client = postgres::Client::connect(url, postgres::NoTls)
+        .with_context(|| format!("--journal: cannot connect to {}", without_password(url)))?;
+    client
+        .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+        .with_context(|| format!("--journal: cannot create the schema {schema}"))?;
+    let sep = if url.contains('?') { '&' } else { '?' };
+    Ok(format!("{url}{sep}options=-c%20search_path%3D{schema}"))
 }
 
 /// Runs the matrix and writes the results. Returns an error for bad usage or a failed start;
@@ -162,6 +198,10 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
         .seed
         .unwrap_or_else(|| rand::rngs::OsRng.next_u64() >> 11);
     let run_id = format!("{:08x}", rand::rngs::OsRng.next_u32());
+    let journal = match &args.journal {
+        Some(url) => Some(journal_schema(url, &run_id)?),
+        None => None,
+    };
 
     let run_dir = tempfile::Builder::new()
         .prefix("interlock-run-")
@@ -198,6 +238,7 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
         cancel: &cancel,
         decide_timeout,
         restart_timeout: settings.claim_ttl + settings.max_in_flight + Duration::from_secs(120),
+        journal: journal.as_deref(),
     };
 
     let progress = Progress::new(plan.cells.len());
@@ -386,6 +427,17 @@ fn render_site(results_dir: &Path, out: &Path) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn published_database_urls_carry_no_password() {
+        assert_eq!(
+            without_password("postgres://u:secret@h:5432/db"),
+            "postgres://u@h:5432/db"
+        );
+        assert_eq!(without_password("postgres://h/db"), "postgres://h/db");
+        assert_eq!(without_password("--seed"), "--seed");
+    }
+
     use super::*;
 
     #[test]

@@ -10,9 +10,9 @@ use super::approval::ApprovalStore;
 use super::target::{CreditEffect, CreditTarget};
 use super::{
     now_ms, write_json_durably, CaseFile, Crash, RestartReport, ScenarioError, ScenarioSettings,
-    AGENT, JOURNAL_FILE, RECEIPT_FILE,
+    AGENT, JOURNAL_FILE, JOURNAL_LOCATION_FILE, RECEIPT_FILE,
 };
-use ::interlock::{effect_id, Gate, GateConfig, Proposal, RecoveryOutcome};
+use ::interlock::{effect_id, Gate, GateConfig, Location, Proposal, RecoveryOutcome};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -58,18 +58,23 @@ fn open_gate(
         claim_ttl: settings.claim_ttl,
         ..GateConfig::default()
     };
-    let journal = cell_dir.join(JOURNAL_FILE);
-    Gate::open(
+    // A journal store named in the cell (the runner's --journal), else the cell's JSONL file.
+    let journal = match std::fs::read_to_string(cell_dir.join(JOURNAL_LOCATION_FILE)) {
+        Ok(text) => Location::parse(text.trim()),
+        Err(_) => Location::File(cell_dir.join(JOURNAL_FILE)),
+    };
+    let shown = match &journal {
+        Location::File(p) => p.display().to_string(),
+        Location::Postgres(_) => "in PostgreSQL (the run's --journal)".to_owned(),
+    };
+    Gate::open_at(
         &journal,
         target,
         ApprovalStore::new(cell_dir),
         gate_key.clone(),
         config,
     )
-    .map_err(ScenarioError::gate(format!(
-        "open the journal {}",
-        journal.display()
-    )))
+    .map_err(ScenarioError::gate(format!("open the journal {shown}")))
 }
 
 /// Decide phase: submit through the gate and return its status string.

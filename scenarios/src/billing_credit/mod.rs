@@ -72,6 +72,9 @@ pub const DECISION_FILE: &str = "decision.json";
 pub const HAND_CHECK_LOG: &str = "hand_check.log";
 /// File name of the interlock gate's journal in a cell directory.
 pub const JOURNAL_FILE: &str = "journal.jsonl";
+/// Optional file in a cell directory naming the journal store the interlock column uses instead
+/// of [`JOURNAL_FILE`]: a `postgres://` URL (the runner's `--journal`).
+pub const JOURNAL_LOCATION_FILE: &str = "journal.location";
 /// File name of the receipt bundle the interlock restart writes in a cell directory.
 pub const RECEIPT_FILE: &str = "receipt.json";
 

@@ -1,0 +1,79 @@
+//! `runner --journal postgres://…`: the interlock column keeps its journal in PostgreSQL, in the
+//! run's own schema, and the run still verifies. Needs `INTERLOCK_TEST_PG_URL` (`.ci/pg-cluster
+//! start`); without it the test says it was skipped — and fails when `CI` is set.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+
+#[test]
+fn the_interlock_column_runs_on_a_postgres_journal() {
+    let Ok(url) = std::env::var("INTERLOCK_TEST_PG_URL") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "INTERLOCK_TEST_PG_URL is not set under CI (.ci/run starts a cluster)"
+        );
+        eprintln!("skipped: INTERLOCK_TEST_PG_URL is not set (see .ci/pg-cluster)");
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["--scenario", "billing_credit", "--no-site", "--jobs", "2"])
+        .args([
+            "--cells",
+            "before_send:billing_credit:interlock",
+            "after_send:renewal:interlock",
+        ])
+        .args(["--journal", &url])
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("verify: ok"), "{stdout}");
+    let bytes = std::fs::read(out.path().join("billing_credit.json")).unwrap();
+    let file = verify::load::load_results(&bytes).unwrap();
+    let statuses: Vec<&str> = file.cells.iter().map(|c| c.outcome.as_str()).collect();
+    assert!(
+        statuses.contains(&"REFUSED:stale_premise_at_recovery")
+            && statuses.contains(&"COMMITTED_BY_RETRY"),
+        "{statuses:?}"
+    );
+    assert!(
+        file.environment.command.contains("--journal"),
+        "the re-run command names the store"
+    );
+    // The entries are in the run's schema, not in any cell's file.
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let schemas: Vec<String> = client
+        .query(
+            "SELECT nspname::text FROM pg_namespace WHERE nspname LIKE 'interlock_run_%'",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut rows = 0i64;
+    for schema in &schemas {
+        let n: i64 = client
+            .query_one(
+                &format!("SELECT count(*) FROM {schema}.interlock_entries"),
+                &[],
+            )
+            .map(|r| r.get(0))
+            .unwrap_or(0);
+        rows += n;
+    }
+    let receipts: usize = file
+        .cells
+        .iter()
+        .filter_map(|c| c.receipt.as_ref())
+        .map(|r| r.entries.len())
+        .sum();
+    assert!(
+        rows >= receipts as i64,
+        "{rows} rows for {receipts} receipt entries"
+    );
+}
