@@ -53,6 +53,14 @@ enum AfterResend {
     Finished,
 }
 
+/// What one recovery round has learned so far: the decision facts, the re-check record written
+/// on the resolving entry, and the lookup's evidence.
+struct Round {
+    facts: RecoveryFacts,
+    rechecked: Map<String, Value>,
+    evidence: Value,
+}
+
 /// At most this many questions in one recovery round (each step answers one; a replayed failure
 /// adds one lookup): a guard, never reached by the decision function.
 const MAX_STEPS_PER_ROUND: usize = 12;
@@ -212,9 +220,8 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         counted_from_ms: u64,
         claim: &Claim<'_>,
     ) -> Result<RecoveryOutcome, GateError> {
-        let caps = self.target.capabilities();
         let mut facts = RecoveryFacts::new(
-            caps,
+            self.target.capabilities(),
             self.config.dedup_margin,
             self.now_ms().saturating_sub(d.ts_ms),
             InFlight {
@@ -225,106 +232,35 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         facts.finished = memory.finished;
         facts.unknown_answers = memory.unknown_answers;
         facts.max_unknown_answers = self.config.max_unknown_answers;
-        let mut rechecked = Map::new();
-        let mut evidence = Value::Null;
+        let mut round = Round {
+            facts,
+            rechecked: Map::new(),
+            evidence: Value::Null,
+        };
         for _ in 0..MAX_STEPS_PER_ROUND {
-            facts.in_flight.now_ms = self.mono_ms();
-            match next_recovery_step(&facts) {
-                Next::CheckPremises => match self.target.check_premises(eid, &d.premises) {
-                    Ok(v) => {
-                        facts.premises_hold = Some(v.is_empty());
-                        rechecked.insert("violations".into(), json!(v));
-                    }
-                    Err(e) => {
-                        return Ok(self.retry_later(
-                            Holder::Target,
-                            format!(
-                                "The premises could not be re-checked ({e}); nothing was sent."
-                            ),
-                        ))
-                    }
-                },
+            round.facts.in_flight.now_ms = self.mono_ms();
+            let blocked = match next_recovery_step(&round.facts) {
+                Next::CheckPremises => self.recheck_premises(eid, d, &mut round),
                 Next::CheckLease | Next::CheckLeaseBeforeResend => {
-                    let before_resend = facts.lease_live.is_some();
-                    let lc = match self.leases.check(&d.lease, &d.effect) {
-                        Ok(lc) => lc,
-                        Err(e) => {
-                            return Ok(self.retry_later(
-                                Holder::LeaseStore,
-                                format!(
-                                    "The lease could not be re-checked ({e}); nothing was sent."
-                                ),
-                            ))
-                        }
-                    };
-                    rechecked.insert("lease_live".into(), json!(lc.live));
-                    rechecked.insert("grant".into(), lc.grant.map_or(Value::Null, recordable));
-                    if before_resend {
-                        facts.lease_live_before_resend = Some(lc.live);
-                    } else {
-                        facts.lease_live = Some(lc.live);
-                    }
+                    self.recheck_lease(d, &mut round)
                 }
-                Next::Lookup => match self.target.query(eid, &d.effect) {
-                    Ok(found) => {
-                        facts.found = Some(found.is_some());
-                        facts.looked_up_at_ms = Some(facts.in_flight.now_ms);
-                        evidence = found.map_or(Value::Null, recordable);
-                    }
-                    Err(e) => {
-                        return Ok(self.retry_later(
-                            Holder::Target,
-                            format!("The lookup failed ({e}); nothing was sent."),
-                        ))
-                    }
-                },
-                Next::CommitFound => {
-                    let fields = json!({"via": Via::RecoveryQuery.as_str(), "evidence": evidence, "rechecked": Value::Object(rechecked)});
-                    return self.resolve(
-                        eid,
-                        &d.hash,
-                        Kind::Committed,
-                        fields,
-                        Status::CommittedOnQuery,
-                    );
-                }
-                Next::Refuse(code) => {
-                    let mut fields = json!({"code": code.as_str(), "reason": refusal_reason(code), "rechecked": Value::Object(rechecked), "resolves": true});
-                    self.record_assumption(&mut fields, &facts);
-                    return self.resolve(
-                        eid,
-                        &d.hash,
-                        Kind::Refused,
-                        fields,
-                        Status::Refused(code),
-                    );
-                }
-                Next::Ambiguous(why) => {
-                    let fields = json!({"code": AMBIGUOUS_CODE, "reason": why.reason(), "rechecked": Value::Object(rechecked)});
-                    return self.resolve(eid, &d.hash, Kind::Ambiguous, fields, Status::Ambiguous);
-                }
-                Next::WaitInFlight { until_ms } => {
-                    let counted_from = self.wall_of(facts.in_flight.counted_from_ms);
-                    let until = self.wall_of(until_ms);
-                    return Ok(RecoveryOutcome::Blocked {
-                        holder: Holder::Target,
-                        until_ms: until,
-                        reason: format!(
-                            "A lookup did not find the effect, but a request may still land at the target until {until} ms (its declared in-flight bound, counted from {counted_from} ms, when this recovery found the claim free or last sent)."
-                        ),
-                    });
-                }
+                Next::Lookup => self.look_up(eid, d, &mut round),
                 Next::Resend(via) => {
-                    let fields = Value::Object(rechecked.clone());
-                    match self.resend(eid, d, via, &fields, &facts, claim)? {
-                        AfterResend::Report(outcome) => return Ok(outcome),
+                    let fields = Value::Object(round.rechecked.clone());
+                    match self.resend(eid, d, via, &fields, &round.facts, claim)? {
+                        AfterResend::Report(outcome) => Some(outcome),
                         AfterResend::Finished => {
-                            facts.finished = true;
-                            facts.found = None;
-                            facts.in_flight.counted_from_ms = self.mono_ms();
+                            round.facts.finished = true;
+                            round.facts.found = None;
+                            round.facts.in_flight.counted_from_ms = self.mono_ms();
+                            None
                         }
                     }
                 }
+                decided => return self.conclude(eid, d, decided, round),
+            };
+            if let Some(outcome) = blocked {
+                return Ok(outcome);
             }
         }
         Ok(self.retry_later(
@@ -332,6 +268,119 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             "Recovery asked every question one round allows without settling; it tries again."
                 .into(),
         ))
+    }
+
+    /// Re-check the premises recorded on the DISPATCHED (I3); `Some` when it cannot now.
+    fn recheck_premises(
+        &self,
+        eid: &str,
+        d: &OpenDispatch,
+        round: &mut Round,
+    ) -> Option<RecoveryOutcome> {
+        match self.target.check_premises(eid, &d.premises) {
+            Ok(v) => {
+                round.facts.premises_hold = Some(v.is_empty());
+                round.rechecked.insert("violations".into(), json!(v));
+                None
+            }
+            Err(e) => Some(self.retry_later(
+                Holder::Target,
+                format!("The premises could not be re-checked ({e}); nothing was sent."),
+            )),
+        }
+    }
+
+    /// Re-check the lease recorded on the DISPATCHED (I4) — the second time, right before a
+    /// reapply; `Some` when the store cannot answer now.
+    fn recheck_lease(&self, d: &OpenDispatch, round: &mut Round) -> Option<RecoveryOutcome> {
+        let lc = match self.leases.check(&d.lease, &d.effect) {
+            Ok(lc) => lc,
+            Err(e) => {
+                return Some(self.retry_later(
+                    Holder::LeaseStore,
+                    format!("The lease could not be re-checked ({e}); nothing was sent."),
+                ))
+            }
+        };
+        let r = &mut round.rechecked;
+        r.insert("lease_live".into(), json!(lc.live));
+        r.insert("grant".into(), lc.grant.map_or(Value::Null, recordable));
+        if round.facts.lease_live.is_some() {
+            round.facts.lease_live_before_resend = Some(lc.live);
+        } else {
+            round.facts.lease_live = Some(lc.live);
+        }
+        None
+    }
+
+    /// Look the effect up, noting when the lookup left; `Some` when the lookup failed.
+    fn look_up(&self, eid: &str, d: &OpenDispatch, round: &mut Round) -> Option<RecoveryOutcome> {
+        match self.target.query(eid, &d.effect) {
+            Ok(found) => {
+                round.facts.found = Some(found.is_some());
+                round.facts.looked_up_at_ms = Some(round.facts.in_flight.now_ms);
+                round.evidence = found.map_or(Value::Null, recordable);
+                None
+            }
+            Err(e) => Some(self.retry_later(
+                Holder::Target,
+                format!("The lookup failed ({e}); nothing was sent."),
+            )),
+        }
+    }
+
+    /// Carry out a decision that ends the round: COMMITTED found, a resolving REFUSED, AMBIGUOUS,
+    /// or a wait for the in-flight bound.
+    fn conclude(
+        &self,
+        eid: &str,
+        d: &OpenDispatch,
+        decided: Next,
+        round: Round,
+    ) -> Result<RecoveryOutcome, GateError> {
+        let rechecked = Value::Object(round.rechecked);
+        match decided {
+            Next::CommitFound => {
+                let fields = json!({"via": Via::RecoveryQuery.as_str(), "evidence": round.evidence, "rechecked": rechecked});
+                self.resolve(
+                    eid,
+                    &d.hash,
+                    Kind::Committed,
+                    fields,
+                    Status::CommittedOnQuery,
+                )
+            }
+            Next::Refuse(code) => {
+                let mut fields = json!({"code": code.as_str(), "reason": refusal_reason(code), "rechecked": rechecked, "resolves": true});
+                self.record_assumption(&mut fields, &round.facts);
+                self.resolve(eid, &d.hash, Kind::Refused, fields, Status::Refused(code))
+            }
+            Next::Ambiguous(why) => {
+                let fields =
+                    json!({"code": AMBIGUOUS_CODE, "reason": why.reason(), "rechecked": rechecked});
+                self.resolve(eid, &d.hash, Kind::Ambiguous, fields, Status::Ambiguous)
+            }
+            Next::WaitInFlight { until_ms } => {
+                let counted_from = self.wall_of(round.facts.in_flight.counted_from_ms);
+                let until = self.wall_of(until_ms);
+                Ok(RecoveryOutcome::Blocked {
+                    holder: Holder::Target,
+                    until_ms: until,
+                    reason: format!(
+                        "A lookup did not find the effect, but a request may still land at the target until {until} ms (its declared in-flight bound, counted from {counted_from} ms, when this recovery found the claim free or last sent)."
+                    ),
+                })
+            }
+            // Questions are asked in `settle`; none reaches here.
+            Next::CheckPremises
+            | Next::CheckLease
+            | Next::CheckLeaseBeforeResend
+            | Next::Lookup
+            | Next::Resend(_) => Ok(self.retry_later(
+                Holder::Target,
+                "Recovery reached a question where it expected a decision; it tries again.".into(),
+            )),
+        }
     }
 
     /// Record on a REFUSED or REAPPLIED the in-flight assumption its "not found" rests on.

@@ -232,7 +232,8 @@ fn blank_cell(spec: CellSpec, case: &bc::CaseFile) -> Cell {
     }
 }
 
-fn empty_truth() -> GroundTruth {
+/// A ground truth with nothing in it (a cell or trial whose case could not be read).
+pub(crate) fn empty_truth() -> GroundTruth {
     GroundTruth {
         case_credits: Vec::new(),
         case_credit_count: 0,

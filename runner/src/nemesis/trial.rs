@@ -5,7 +5,7 @@
 use super::faults::{describe, draw_for, Draw};
 use super::Nemesis;
 use crate::backend::Backend;
-use crate::cell::stderr_tail;
+use crate::cell::{empty_truth, stderr_tail};
 use crate::worker::{self, CRASH_LINE_PREFIX, NO_CRASH, STRIPE_KEY_ENV};
 use rand::{rngs::StdRng, SeedableRng};
 use scenarios::billing_credit as bc;
@@ -241,20 +241,6 @@ fn blank_trial(id: &str, spec: TrialSpec, plan: &Draw, case: &bc::CaseFile) -> T
         settle_ms: None,
         receipt: None,
         journal_kinds: Vec::new(),
-    }
-}
-
-fn empty_truth() -> GroundTruth {
-    GroundTruth {
-        case_credits: Vec::new(),
-        case_credit_count: 0,
-        case_credit_cents: 0,
-        credit_notes: Vec::new(),
-        balance_transactions: Vec::new(),
-        invoices: Vec::new(),
-        customer_balance: 0,
-        compensation_by_others: 0,
-        incident_compensation: 0,
     }
 }
 
