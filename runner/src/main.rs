@@ -23,7 +23,7 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(worker::main(args)).unwrap_or(1));
     }
     if let Some(id) = &cli.run.replay {
-        return match nemesis::replay(id) {
+        return match nemesis::replay(id, cli.run.at.as_deref()) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::from(1),
             Err(e) => {

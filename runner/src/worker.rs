@@ -22,6 +22,14 @@ use std::time::Duration;
 
 /// Prefix of the line announcing the crash point.
 pub const CRASH_LINE_PREFIX: &str = "INTERLOCK-CRASH-POINT ";
+/// Prefix of the line a `--crash every` worker prints after each step it passed.
+pub const STEP_LINE_PREFIX: &str = "INTERLOCK-STEP ";
+/// Prefix of the line a worker prints when it pauses at its `--pause-at` step.
+pub const PAUSE_LINE_PREFIX: &str = "INTERLOCK-PAUSED ";
+/// What the runner writes to a paused worker's stdin to let it go on.
+pub const CONTINUE_LINE: &str = "continue";
+/// `--crash every`: the hook is called at every step (see [`step_hook`]).
+pub const EVERY_STEP: &str = "every";
 /// Prefix of the line a decide worker prints when its send returned instead of crashing.
 pub const STATUS_LINE_PREFIX: &str = "INTERLOCK-WORKER-STATUS ";
 /// The environment variable carrying the cell's Stripe key to workers (never on the command line).
@@ -55,9 +63,17 @@ pub struct WorkerArgs {
     /// Column.
     #[arg(long)]
     pub column: String,
-    /// Crash point (decide only).
+    /// Crash point (decide only): `before_send`, `after_send`, `none`, or `every` (the nemesis:
+    /// print `INTERLOCK-STEP <step>` at every step; kill or pause at `--kill-at`/`--pause-at`).
     #[arg(long)]
     pub crash: String,
+    /// With `--crash every`: announce this step and block until SIGKILLed.
+    #[arg(long)]
+    pub kill_at: Option<String>,
+    /// With `--crash every`: announce this step with `INTERLOCK-PAUSED <step>` and wait for a
+    /// `continue` line on stdin (the runner changes the world meanwhile).
+    #[arg(long)]
+    pub pause_at: Option<String>,
     /// The cell directory holding case.json.
     #[arg(long)]
     pub cell_dir: PathBuf,
@@ -142,13 +158,65 @@ fn crash_hook() -> bc::CrashHook {
     })
 }
 
+/// The nemesis hook, called at every step: print `INTERLOCK-STEP <step>` (after the step is
+/// durable), then block at `kill_at` until SIGKILLed, or pause at `pause_at` until the runner
+/// writes `continue`. If stdin closes (the runner died), exit without going on.
+fn step_hook(kill_at: Option<CrashPoint>, pause_at: Option<CrashPoint>) -> bc::CrashHook {
+    let announce = |prefix: &str, point: bc::CrashPoint| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{prefix}{}", point.as_str());
+        let _ = out.flush();
+    };
+    let kill = crash_hook();
+    Arc::new(move |point: bc::CrashPoint| {
+        announce(STEP_LINE_PREFIX, point);
+        if Some(point) == kill_at {
+            kill(point);
+        }
+        if Some(point) == pause_at {
+            announce(PAUSE_LINE_PREFIX, point);
+            let mut line = String::new();
+            let read = std::io::stdin().read_line(&mut line);
+            if !matches!(read, Ok(n) if n > 0) || line.trim() != CONTINUE_LINE {
+                eprintln!(
+                    "worker: no `{CONTINUE_LINE}` while paused at {}; exiting without going on",
+                    point.as_str()
+                );
+                std::process::exit(70);
+            }
+        }
+    })
+}
+
+fn step_arg(name: Option<&str>) -> Result<Option<CrashPoint>, String> {
+    name.map(|n| CrashPoint::step(n).map_err(|e| e.to_string()))
+        .transpose()
+}
+
 fn decide(args: &WorkerArgs) -> Result<i32, String> {
     let dir = args.cell_dir.as_path();
     let column = column(args)?;
+    let every = args.crash == EVERY_STEP;
+    if !every && (args.kill_at.is_some() || args.pause_at.is_some()) {
+        return Err("--kill-at and --pause-at need --crash every".into());
+    }
     let crash = match args.crash.as_str() {
         NO_CRASH => None,
-        other => Some(CrashPoint::parse(other).map_err(|e| e.to_string())?),
+        EVERY_STEP => Some((
+            CrashPoint::Every,
+            step_hook(
+                step_arg(args.kill_at.as_deref())?,
+                step_arg(args.pause_at.as_deref())?,
+            ),
+        )),
+        other => Some((
+            CrashPoint::parse(other).map_err(|e| e.to_string())?,
+            crash_hook(),
+        )),
     };
+    if let Some((_, hook)) = crash.as_ref().filter(|_| every) {
+        hook(CrashPoint::Started);
+    }
     let key = read_signing_key(&args.key_file)?;
     let client = client(args)?;
     let case = bc::CaseFile::load(dir).map_err(|e| e.to_string())?;
@@ -203,13 +271,13 @@ fn decide(args: &WorkerArgs) -> Result<i32, String> {
         dir,
         &case,
         &decision,
-        crash.map(|c| (c, crash_hook())),
+        crash.clone(),
         &key,
         &settings(args),
     )
     .map_err(|e| e.to_string())?;
     println!("{STATUS_LINE_PREFIX}{status}");
-    let Some(crash) = crash else {
+    let Some((crash, _)) = crash.filter(|_| !every) else {
         return Ok(0);
     };
     eprintln!(

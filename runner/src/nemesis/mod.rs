@@ -36,17 +36,26 @@ pub enum Nemesis {
     /// The decide worker is killed right before the send; during the outage support revokes the
     /// approval (recorded at a test-clock instant, the clock then advanced a second past it).
     RevokeInOutage,
+    /// The decide worker is paused at a step drawn from its column's checks (or just after
+    /// them), support revokes the approval, and the worker goes on: a revocation during the
+    /// premise reads must be seen.
+    RevokeMidCheck,
+    /// As [`Nemesis::RevokeMidCheck`] but the world change is billing's credit note for the
+    /// case's incident (the renewal, then the note): the outage lands mid-check.
+    NoteMidCheck,
     /// The service answers the credit POST with 1-4 consecutive 429s before letting it through.
     RateLimitBurst,
-    /// SIGKILL as soon as the runner sees a step drawn from the column's own steps durably
-    /// written (interlock: each journal entry kind; hand_check: each log step; no_check: the
-    /// saved decision), or the credit POST held at the service (mid-request).
+    /// SIGKILL at a step drawn from the column's own steps (interlock: after each journal entry
+    /// and after the POST's response; hand_check: after each log line and the response;
+    /// no_check: after the saved decision and the response), or while the credit POST is held
+    /// at the service (mid-request). The worker announces each step and blocks at the drawn one,
+    /// so the kill lands there exactly and a replay repeats it.
     KillAtStep,
 }
 
 impl Nemesis {
     /// Every nemesis, in run order.
-    pub const ALL: [Nemesis; 10] = [
+    pub const ALL: [Nemesis; 12] = [
         Nemesis::KillRandom,
         Nemesis::KillInFlight,
         Nemesis::LateBeyondBound,
@@ -55,6 +64,8 @@ impl Nemesis {
         Nemesis::KillRecovery,
         Nemesis::TwoWorkers,
         Nemesis::RevokeInOutage,
+        Nemesis::RevokeMidCheck,
+        Nemesis::NoteMidCheck,
         Nemesis::RateLimitBurst,
         Nemesis::KillAtStep,
     ];
@@ -70,6 +81,8 @@ impl Nemesis {
             Nemesis::KillRecovery => "kill_recovery",
             Nemesis::TwoWorkers => "two_workers",
             Nemesis::RevokeInOutage => "revoke_in_outage",
+            Nemesis::RevokeMidCheck => "revoke_mid_check",
+            Nemesis::NoteMidCheck => "note_mid_check",
             Nemesis::RateLimitBurst => "rate_limit_burst",
             Nemesis::KillAtStep => "kill_at_step",
         }

@@ -93,6 +93,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
                     index,
                     seed: trial_seed(seed, n.as_str(), c.as_str(), index),
                     slot,
+                    at: None,
                 });
             }
         }
@@ -287,8 +288,9 @@ fn print_summary(file: &NemesisFile, wall_s: f64) {
     }
 }
 
-/// Runs the trial `id` again and prints it as JSON; returns whether it ran (not HARNESS_ERROR).
-pub fn replay(id: &str) -> Result<bool> {
+/// Runs the trial `id` again (its decide worker killed at step `at` when given: the trial's
+/// `replay_at`) and prints what happened; returns whether it ran (not HARNESS_ERROR).
+pub fn replay(id: &str, at: Option<&str>) -> Result<bool> {
     let (nemesis, column, seed) = parse_trial_id(id)
         .ok_or_else(|| anyhow!("{id:?} is not a trial id (nemesis:column:14 hex)"))?;
     let nemesis = Nemesis::parse(nemesis).map_err(|e| anyhow!(e))?;
@@ -308,6 +310,19 @@ pub fn replay(id: &str) -> Result<bool> {
             index: 0,
             seed,
             slot: 0,
+            at: at
+                .map(|a| {
+                    super::faults::POSITIONS
+                        .into_iter()
+                        .find(|p| *p == a)
+                        .ok_or_else(|| {
+                            anyhow!(
+                                "--at {a:?} is not a step; expected one of: {}",
+                                super::faults::POSITIONS.join(", ")
+                            )
+                        })
+                })
+                .transpose()?,
         },
     )
     .map_err(|e| anyhow!(e))?;
@@ -315,11 +330,23 @@ pub fn replay(id: &str) -> Result<bool> {
         .delete()
         .context("cannot delete the run's private key file")?;
     debug_assert_eq!(trial.id, trial_id(nemesis.as_str(), column.as_str(), seed));
+    let kills: Vec<String> = trial
+        .kills
+        .iter()
+        .map(|k| {
+            format!(
+                "{} at {} ms after {} (delivered {}, last step {:?})",
+                k.worker, k.at_ms, k.after, k.delivered, k.last_step
+            )
+        })
+        .collect();
     println!(
-        "trial {}: outage {}, kills {:?}, outcome {}, case credits {} (want {}), violation {}, answer matches {}",
+        "trial {}{}: outage {}, faults {:?}, kills {:?}, outcome {}, case credits {} (want {}), violation {}, answer matches {}",
         trial.id,
+        at.map(|a| format!(" at {a}")).unwrap_or_default(),
         trial.outage,
-        trial.kills.iter().map(|k| format!("{} at {} ms after {} (delivered {}, last step {:?})", k.worker, k.at_ms, k.after, k.delivered, k.last_step)).collect::<Vec<_>>(),
+        trial.faults.iter().map(|f| f.kind.as_str()).collect::<Vec<_>>(),
+        kills,
         trial.outcome,
         trial.ground_truth.case_credit_count,
         trial.want.count,
