@@ -204,10 +204,10 @@ fn render_file(
     let emulator_vs_stripe = conformance_page::render(path, &verified.file, &report)?;
     report.emulator_vs_stripe = emulator_vs_stripe.is_some();
     let results_dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let nemesis = nemesis_page::render(results_dir, scenario, pinned)?;
+    let prose_files = prose::load(scenario, &options.prose)?;
+    let nemesis = nemesis_page::render(results_dir, scenario, pinned, &prose_files.nemesis)?;
     report.nemesis = nemesis.is_some();
     let facts = facts::compute(&verified.file, &report);
-    let prose_files = prose::load(scenario, &options.prose)?;
     let verdict = prose::render(&prose_files.verdict.0, &prose_files.verdict.1, &facts)?;
     let setup = prose::render(&prose_files.setup.0, &prose_files.setup.1, &facts)?;
     let crashes: Vec<String> = verified.file.rows.iter().map(|r| r.crash.clone()).collect();
