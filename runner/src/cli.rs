@@ -145,7 +145,8 @@ pub struct RunArgs {
     /// Keep the interlock column's journal in PostgreSQL (`postgres://user@host:port/db`)
     /// instead of one JSONL file per cell: the run gets its own schema (`interlock_run_<id>`),
     /// shared by every cell's workers. The database needs PostgreSQL 15 or later. The re-run
-    /// command in the results names it (without a password). Not used by nemesis trials yet.
+    /// command in the results names it (without a password). With --nemesis, every trial's
+    /// journal goes there too (a replay uses a JSONL file).
     #[arg(long, value_name = "URL")]
     pub journal: Option<String>,
 

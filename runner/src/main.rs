@@ -76,6 +76,7 @@ fn run_nemesis(args: &cli::RunArgs, list: &str) -> ExitCode {
         // Trials mostly wait (on the in-flight bound, on held requests), so more than the cores.
         jobs: args.jobs.unwrap_or(32),
         out: &args.out,
+        journal: args.journal.as_deref(),
     };
     match nemesis::run_nemesis(&run) {
         Err(e) if e.is::<run::Interrupted>() => {

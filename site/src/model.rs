@@ -68,6 +68,8 @@ pub struct EnvView {
     pub backend: String,
     /// What the backend was, in words.
     pub backend_label: String,
+    /// Where the interlock column's journal was kept, in words.
+    pub journal_label: String,
     /// `policy` or `anthropic`.
     pub decider_kind: String,
     /// What decided, in words (names the model only when a model ran).
@@ -528,8 +530,20 @@ fn env_view(f: &ResultsFile) -> Result<EnvView, String> {
             ))
         }
     };
+    let journal_label = match e.journal.as_deref() {
+        None => "one signed JSONL file per cell, on this machine".to_owned(),
+        Some("postgresql") => {
+            "PostgreSQL, one schema for the run shared by every worker (`--journal`)".to_owned()
+        }
+        Some(other) => {
+            return Err(format!(
+                "environment.journal {other:?} is not `postgresql` (absent means JSONL files)"
+            ))
+        }
+    };
     let c = &e.claim;
     Ok(EnvView {
+        journal_label,
         backend: e.backend.clone(),
         backend_label,
         decider_kind: e.decider.kind.clone(),

@@ -171,7 +171,11 @@ pub fn facts(file: &NemesisFile) -> Facts {
         }
         facts.insert(
             format!("min_within.{column}"),
-            int(if min_within == usize::MAX { 0 } else { min_within }),
+            int(if min_within == usize::MAX {
+                0
+            } else {
+                min_within
+            }),
         );
         facts.insert(
             format!("violating_nemeses.{column}"),

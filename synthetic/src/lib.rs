@@ -526,6 +526,7 @@ pub fn generate(spec: &Spec) -> ResultsFile {
             signer: hex::encode(key.verifying_key().as_bytes()),
             command: "synthetic::generate".into(),
             jobs: 1,
+            journal: None,
         },
         rows: DEFAULT_ROWS
             .iter()

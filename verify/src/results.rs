@@ -101,6 +101,10 @@ pub struct Environment {
     pub command: String,
     /// Worker parallelism used.
     pub jobs: u32,
+    /// Where the interlock column's journal was kept when not in one JSONL file per cell:
+    /// `postgresql` (the runner's `--journal`, one schema per run). Absent: JSONL files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<String>,
 }
 
 /// The decider that turned a case into an amount and a description.

@@ -41,6 +41,8 @@ pub struct TrialContext<'a> {
     pub run_dir: &'a Path,
     /// The private signing key file handed to workers.
     pub key_file: &'a Path,
+    /// `--journal`: the PostgreSQL journal (URL with the run's schema) for interlock trials.
+    pub journal: Option<&'a str>,
 }
 
 /// Which trial to run.
@@ -73,6 +75,10 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     }
     let dir = ctx.run_dir.join(format!("trial{:05}", spec.slot));
     fs::create_dir_all(&dir).map_err(|e| format!("trial {id}: {e}"))?;
+    if let Some(url) = ctx.journal {
+        fs::write(dir.join(bc::JOURNAL_LOCATION_FILE), url)
+            .map_err(|e| format!("trial {id}: name the journal store: {e}"))?;
+    }
     let api_key = ctx.backend.api_key(spec.slot);
     let client = ctx.backend.client(&api_key)?;
     let prices = ctx.backend.prices(&client)?;
