@@ -130,6 +130,13 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "policy")]
     pub decider: DeciderKind,
 
+    /// How often the decider is asked: `per-row` (once per row, the decision replayed to every
+    /// column of the row with that cell's ids, recorded as `replayed_from`: a difference between
+    /// columns cannot come from the model) or `per-cell` (once per cell, as the reference did).
+    /// Default: per-row for --decider anthropic, per-cell for the policy.
+    #[arg(long, value_enum, value_name = "MODE", conflicts_with = "nemesis")]
+    pub decide: Option<crate::decider::DecideMode>,
+
     /// Model for --decider anthropic.
     #[arg(long, default_value = anthropic::DEFAULT_MODEL, value_name = "MODEL")]
     pub model: String,

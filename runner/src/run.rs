@@ -230,7 +230,12 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
         DeciderKind::Policy => Duration::from_secs(120),
         DeciderKind::Anthropic => Duration::from_secs(900),
     };
+    let rows = match crate::decider::DecideMode::resolve(args.decide, args.decider) {
+        crate::decider::DecideMode::PerRow => Some(cell::RowDecisions::new(&plan.cells)),
+        crate::decider::DecideMode::PerCell => None,
+    };
     let ctx = CellContext {
+        rows: rows.as_ref(),
         backend: &backend,
         exe: &exe,
         run_dir: run_dir.path(),

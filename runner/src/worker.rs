@@ -92,6 +92,13 @@ pub struct WorkerArgs {
     /// The gate's claim TTL.
     #[arg(long)]
     pub claim_ttl_ms: u64,
+    /// Per-row decisions: replay the decision saved at this path (another cell's
+    /// `decision.json`, its `case.json` beside it) instead of asking the decider.
+    #[arg(long)]
+    pub decision_from: Option<PathBuf>,
+    /// With --decision-from: the label of the cell that decided (recorded as `replayed_from`).
+    #[arg(long, requires = "decision_from")]
+    pub replayed_from: Option<String>,
     /// Decider kind.
     #[arg(long, value_enum, default_value = "policy")]
     pub decider: DeciderKind,
@@ -234,6 +241,68 @@ fn decide(args: &WorkerArgs) -> Result<i32, String> {
     let account = bc::read_account(&client, &case).map_err(|e| e.to_string())?;
     write_small_json(&dir.join(OBSERVED_FILE), &account.observed)?;
 
+    let decision = match &args.decision_from {
+        Some(path) => replayed_decision(path, args.replayed_from.as_deref(), &case, &account)?,
+        None => ask_decider(args, &case, &account)?,
+    };
+    let status = bc::decide_and_send(
+        column,
+        &client,
+        dir,
+        &case,
+        &decision,
+        crash.clone(),
+        &key,
+        &settings(args),
+    )
+    .map_err(|e| e.to_string())?;
+    println!("{STATUS_LINE_PREFIX}{status}");
+    let Some((crash, _)) = crash.filter(|_| !every) else {
+        return Ok(0);
+    };
+    eprintln!(
+        "worker: the {} send returned {status} without reaching the {} crash point",
+        column.as_str(),
+        crash.as_str()
+    );
+    Ok(3)
+}
+
+/// Per-row decisions: the row's decision (saved by the cell that asked the decider) with this
+/// case's ids in its description, and this case's premises as read now.
+fn replayed_decision(
+    path: &Path,
+    label: Option<&str>,
+    case: &bc::CaseFile,
+    account: &bc::Account,
+) -> Result<verify::results::Decision, String> {
+    let source: verify::results::Decision = serde_json::from_slice(
+        &std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+    )
+    .map_err(|e| format!("{} is not a decision: {e}", path.display()))?;
+    let source_dir = path
+        .parent()
+        .ok_or_else(|| format!("{} names no directory", path.display()))?;
+    let source_case = bc::CaseFile::load(source_dir).map_err(|e| e.to_string())?;
+    Ok(verify::results::Decision {
+        amount: source.amount,
+        description: decider::replay_description(
+            &source.description,
+            (&source_case.case_id, &source_case.incident),
+            (&case.case_id, &case.incident),
+        ),
+        decider: source.decider,
+        premises: account.premises.clone(),
+        replayed_from: Some(label.unwrap_or("another cell of the row").to_owned()),
+    })
+}
+
+/// Asks the decider about this case.
+fn ask_decider(
+    args: &WorkerArgs,
+    case: &bc::CaseFile,
+    account: &bc::Account,
+) -> Result<verify::results::Decision, String> {
     let decider = decider::build(&DeciderSettings {
         kind: args.decider,
         model: args.model.clone(),
@@ -259,33 +328,13 @@ fn decide(args: &WorkerArgs) -> Result<i32, String> {
     let proposed = decider
         .decide(&brief, &mut tools)
         .map_err(|e| format!("the {} decider failed: {e}", args.decider.as_str()))?;
-    let decision = verify::results::Decision {
+    Ok(verify::results::Decision {
         amount: proposed.amount,
         description: proposed.description,
         decider: proposed.decider,
-        premises: account.premises,
-    };
-    let status = bc::decide_and_send(
-        column,
-        &client,
-        dir,
-        &case,
-        &decision,
-        crash.clone(),
-        &key,
-        &settings(args),
-    )
-    .map_err(|e| e.to_string())?;
-    println!("{STATUS_LINE_PREFIX}{status}");
-    let Some((crash, _)) = crash.filter(|_| !every) else {
-        return Ok(0);
-    };
-    eprintln!(
-        "worker: the {} send returned {status} without reaching the {} crash point",
-        column.as_str(),
-        crash.as_str()
-    );
-    Ok(3)
+        premises: account.premises.clone(),
+        replayed_from: None,
+    })
 }
 
 /// The restart of a nemesis trial: whatever the killed worker left, finish it as the column

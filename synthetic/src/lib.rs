@@ -217,6 +217,7 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
             subscription_status: "active".into(),
             incident_compensation: 0,
         },
+        replayed_from: None,
     };
     let t0 = 1_789_000_000 + (n as i64) * 1000;
     let renewal_at = t0 + 30 * DAY;

@@ -724,6 +724,7 @@ mod tests {
                 subscription_status: "active".into(),
                 incident_compensation: 0,
             },
+            replayed_from: None,
         };
         save_decision(dir.path(), &d).unwrap();
         assert_eq!(load_decision(dir.path()).unwrap(), d);
