@@ -59,6 +59,9 @@ pub struct CellContext<'a> {
     pub rows: Option<&'a RowDecisions>,
 }
 
+/// A row's decision: the deciding cell's `decision.json` and label, or why it has none.
+type RowDecision = Result<(PathBuf, String), String>;
+
 /// Per-row decisions: the first cell of each row (in plan order) asks the decider; the row's
 /// other cells wait for its saved decision and replay it (DESIGN §4.6, issue: one decision per
 /// row, so a difference between columns cannot come from the model).
@@ -66,7 +69,7 @@ pub struct RowDecisions {
     /// For each cell: the index of the cell that decides for its row (itself for that cell).
     source: Vec<usize>,
     /// Source cell index → its `decision.json` and label, or why it has none.
-    published: Mutex<HashMap<usize, Result<(PathBuf, String), String>>>,
+    published: Mutex<HashMap<usize, RowDecision>>,
     ready: Condvar,
 }
 
@@ -99,7 +102,7 @@ impl RowDecisions {
         self.source.get(index) == Some(&index)
     }
 
-    fn publish(&self, index: usize, result: Result<(PathBuf, String), String>) {
+    fn publish(&self, index: usize, result: RowDecision) {
         if let Ok(mut map) = self.published.lock() {
             map.insert(index, result);
         }

@@ -70,6 +70,8 @@ pub struct EnvView {
     pub backend_label: String,
     /// Where the interlock column's journal was kept, in words.
     pub journal_label: String,
+    /// How often the decider was asked, in words (empty for the policy asked per cell).
+    pub decide_label: String,
     /// `policy` or `anthropic`.
     pub decider_kind: String,
     /// What decided, in words (names the model only when a model ran).
@@ -530,6 +532,22 @@ fn env_view(f: &ResultsFile) -> Result<EnvView, String> {
             ))
         }
     };
+    let replayed = f
+        .cells
+        .iter()
+        .filter(|c| {
+            c.decision
+                .as_ref()
+                .is_some_and(|d| d.replayed_from.is_some())
+        })
+        .count();
+    let decide_label = match (replayed, e.decider.kind.as_str()) {
+        (0, "policy") => String::new(),
+        (0, _) => " It was asked in every cell, so a difference between columns may come from it.".into(),
+        (n, _) => format!(
+            " It was asked once per row; the row's other columns replayed that decision with their own case's ids ({n} cells, each naming the cell that decided)."
+        ),
+    };
     let journal_label = match e.journal.as_deref() {
         None => "one signed JSONL file per cell, on this machine".to_owned(),
         Some("postgresql") => {
@@ -544,6 +562,7 @@ fn env_view(f: &ResultsFile) -> Result<EnvView, String> {
     let c = &e.claim;
     Ok(EnvView {
         journal_label,
+        decide_label,
         backend: e.backend.clone(),
         backend_label,
         decider_kind: e.decider.kind.clone(),
