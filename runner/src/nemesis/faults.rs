@@ -144,6 +144,14 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
             d.kill_after = "request_held";
             d.decide_kill_ms = Some(rng.gen_range(0..=50));
         }
+        Nemesis::LateAfterTimeout => {
+            // Past the client's timeout, inside the declared bound (both the emulator's).
+            let timeout = crate::backend::EMULATOR_REQUEST_TIMEOUT.as_millis() as u64;
+            let bound = crate::backend::EMULATOR_MAX_IN_FLIGHT.as_millis() as u64;
+            d.service = Some(FaultAction::Delay {
+                ms: rng.gen_range(timeout + 100..=bound - 100),
+            });
+        }
         Nemesis::LateBeyondBound => {
             d.service = Some(FaultAction::Delay {
                 ms: rng.gen_range(7_000..=9_000),
@@ -198,7 +206,9 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
     }
     // A held request with billing's credit note issued during the outage: the note lands while
     // the credit is in flight (decided by the draw, before anything runs).
-    let held = d.kill_after == "request_held" || d.kill_at_step == Some("request_held");
+    let held = d.kill_after == "request_held"
+        || d.kill_at_step == Some("request_held")
+        || nemesis == Nemesis::LateAfterTimeout;
     if held && outage == Outage::BillingCredit && d.assumption.is_none() {
         d.assumption = Some(PREMISE_IN_FLIGHT_ASSUMPTION);
     }
@@ -321,6 +331,13 @@ mod tests {
         );
         assert!(timed.clone().replayed_at("request_held").is_err());
         assert!(timed.replayed_at("nowhere").is_err());
+        for seed in 0..40 {
+            let late = draw_for(Nemesis::LateAfterTimeout, Column::Interlock, seed);
+            assert!(
+                matches!(late.service, Some(FaultAction::Delay { ms }) if ms > 5_000 && ms < 5_500)
+            );
+            assert!(late.decide_kill_ms.is_none() && late.kill_at_step.is_none());
+        }
         let rec = draw_for(Nemesis::KillRecovery, Column::HandCheck, 7);
         assert!((1..=3).contains(&rec.restart_kills_ms.len()));
     }

@@ -20,6 +20,10 @@ pub enum Nemesis {
     /// The credit POST is held at the service (100-2000 ms, inside the declared bound) and the
     /// worker is SIGKILLed while it is held: the request lands after its client is dead.
     KillInFlight,
+    /// The credit POST is held past the client's request timeout (5 s) but inside the declared
+    /// 5.5 s bound, and nobody is killed: the client gives up, the worker ends with its error,
+    /// and the request lands afterwards.
+    LateAfterTimeout,
     /// As [`Nemesis::KillInFlight`] but held 7-9 s, beyond the emulator's declared 5.5 s bound:
     /// outside every column's assumptions, reported as measured.
     LateBeyondBound,
@@ -55,9 +59,10 @@ pub enum Nemesis {
 
 impl Nemesis {
     /// Every nemesis, in run order.
-    pub const ALL: [Nemesis; 12] = [
+    pub const ALL: [Nemesis; 13] = [
         Nemesis::KillRandom,
         Nemesis::KillInFlight,
+        Nemesis::LateAfterTimeout,
         Nemesis::LateBeyondBound,
         Nemesis::CommitThen500,
         Nemesis::CommitThenDrop,
@@ -75,6 +80,7 @@ impl Nemesis {
         match self {
             Nemesis::KillRandom => "kill_random",
             Nemesis::KillInFlight => "kill_in_flight",
+            Nemesis::LateAfterTimeout => "late_after_timeout",
             Nemesis::LateBeyondBound => "late_beyond_bound",
             Nemesis::CommitThen500 => "commit_then_500",
             Nemesis::CommitThenDrop => "commit_then_drop",
