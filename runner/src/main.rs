@@ -11,6 +11,7 @@ mod matrix;
 mod nemesis;
 mod progress;
 mod results;
+mod row_decision;
 mod run;
 mod worker;
 

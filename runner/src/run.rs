@@ -231,7 +231,9 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
         DeciderKind::Anthropic => Duration::from_secs(900),
     };
     let rows = match crate::decider::DecideMode::resolve(args.decide, args.decider) {
-        crate::decider::DecideMode::PerRow => Some(cell::RowDecisions::new(&plan.cells)),
+        crate::decider::DecideMode::PerRow => {
+            Some(crate::row_decision::RowDecisions::new(&plan.cells))
+        }
         crate::decider::DecideMode::PerCell => None,
     };
     let ctx = CellContext {

@@ -7,6 +7,7 @@
 mod faults;
 mod run;
 mod trial;
+mod workers;
 
 pub use run::{replay, run_nemesis, NemesisArgs};
 

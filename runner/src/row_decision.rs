@@ -1,0 +1,87 @@
+//! Per-row decisions (`runner --decide per-row`): the first cell of each row asks the decider,
+//! the row's other cells wait for its saved decision and replay it.
+
+use crate::cell::CellAbort;
+use crate::matrix::CellSpec;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+/// A row's decision: the deciding cell's `decision.json` and label, or why it has none.
+type RowDecision = Result<(PathBuf, String), String>;
+
+/// Per-row decisions: the first cell of each row (in plan order) asks the decider; the row's
+/// other cells wait for its saved decision and replay it (DESIGN §4.6, issue: one decision per
+/// row, so a difference between columns cannot come from the model).
+pub struct RowDecisions {
+    /// For each cell: the index of the cell that decides for its row (itself for that cell).
+    source: Vec<usize>,
+    /// Source cell index → its `decision.json` and label, or why it has none.
+    published: Mutex<HashMap<usize, RowDecision>>,
+    ready: Condvar,
+}
+
+impl RowDecisions {
+    /// The sources for `cells`: the first cell with the same crash point, outage and repeat.
+    pub fn new(cells: &[CellSpec]) -> RowDecisions {
+        let source = cells
+            .iter()
+            .map(|c| {
+                cells
+                    .iter()
+                    .position(|d| (d.crash, d.outage, d.repeat) == (c.crash, c.outage, c.repeat))
+                    .unwrap_or(0)
+            })
+            .collect();
+        RowDecisions {
+            source,
+            published: Mutex::new(HashMap::new()),
+            ready: Condvar::new(),
+        }
+    }
+
+    /// The cell that decides for `index`'s row, when it is another cell.
+    pub(crate) fn source_of(&self, index: usize) -> Option<usize> {
+        self.source.get(index).copied().filter(|&s| s != index)
+    }
+
+    /// Whether `index` decides for its row.
+    pub(crate) fn decides(&self, index: usize) -> bool {
+        self.source.get(index) == Some(&index)
+    }
+
+    pub(crate) fn publish(&self, index: usize, result: RowDecision) {
+        if let Ok(mut map) = self.published.lock() {
+            map.insert(index, result);
+        }
+        self.ready.notify_all();
+    }
+
+    /// Waits for the decision of cell `source` (the source runs before: cells are taken in
+    /// plan order, so this never waits on a cell nobody runs).
+    pub(crate) fn wait(
+        &self,
+        source: usize,
+        cancel: &AtomicBool,
+    ) -> Result<Result<(PathBuf, String), String>, CellAbort> {
+        let mut map = self
+            .published
+            .lock()
+            .map_err(|_| CellAbort::Setup("a row decision lock was poisoned".into()))?;
+        loop {
+            if let Some(r) = map.get(&source) {
+                return Ok(r.clone());
+            }
+            if cancel.load(Ordering::SeqCst) {
+                return Err(CellAbort::Cancelled);
+            }
+            map = self
+                .ready
+                .wait_timeout(map, Duration::from_millis(200))
+                .map_err(|_| CellAbort::Setup("a row decision lock was poisoned".into()))?
+                .0;
+        }
+    }
+}
