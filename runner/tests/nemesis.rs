@@ -3,18 +3,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
+use verify::nemesis::NemesisFile;
 
-#[test]
-fn a_violating_trial_replays_to_the_same_outcome() {
+/// Runs `runner --nemesis LIST --trials N --seed S`; returns the file, verified.
+fn run_nemesis(list: &str, trials: u32, seed: u64) -> NemesisFile {
     let out = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .args([
-            "--scenario",
-            "billing_credit",
-            "--nemesis",
-            "revoke_in_outage,kill_random",
-        ])
-        .args(["--trials", "2", "--seed", "11", "--jobs", "4", "--out"])
+        .args(["--scenario", "billing_credit", "--nemesis", list])
+        .args(["--trials", &trials.to_string(), "--seed", &seed.to_string()])
+        .args(["--jobs", "4", "--out"])
         .arg(out.path())
         .output()
         .unwrap();
@@ -25,10 +22,17 @@ fn a_violating_trial_replays_to_the_same_outcome() {
     );
     let bytes = std::fs::read(out.path().join("nemesis/billing_credit.json")).unwrap();
     let file = verify::load::load_nemesis(&bytes).unwrap();
-    assert_eq!(file.trials.len(), 2 * 3 * 2);
+    let planned = list.split(',').count() * 3 * trials as usize;
+    assert_eq!(file.trials.len(), planned);
     let report =
         verify::nemesis::check::verify_nemesis(&file, &verify::receipt::KeyCheck::SelfAttested);
     assert!(report.ok, "{:?}", report.findings.first());
+    file
+}
+
+#[test]
+fn a_violating_trial_replays_to_the_same_outcome() {
+    let file = run_nemesis("revoke_in_outage,kill_random", 2, 11);
     // Every decide kill in kill_random was a real SIGKILL or found the worker already done.
     for t in file.trials.iter().filter(|t| t.nemesis == "kill_random") {
         assert_eq!(t.kills.len(), 1, "{}", t.id);
@@ -100,29 +104,11 @@ fn replay(id: &str, at: Option<&str>) -> String {
 
 #[test]
 fn steps_pauses_and_timed_kills_replay_to_the_same_outcome() {
-    let out = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .args([
-            "--scenario",
-            "billing_credit",
-            "--nemesis",
-            "kill_at_step,revoke_mid_check,note_mid_check,kill_random",
-        ])
-        .args(["--trials", "3", "--seed", "23", "--jobs", "4", "--out"])
-        .arg(out.path())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let file = run_nemesis(
+        "kill_at_step,revoke_mid_check,note_mid_check,kill_random",
+        3,
+        23,
     );
-    let bytes = std::fs::read(out.path().join("nemesis/billing_credit.json")).unwrap();
-    let file = verify::load::load_nemesis(&bytes).unwrap();
-    assert_eq!(file.trials.len(), 4 * 3 * 3);
-    let report =
-        verify::nemesis::check::verify_nemesis(&file, &verify::receipt::KeyCheck::SelfAttested);
-    assert!(report.ok, "{:?}", report.findings.first());
     for t in &file.trials {
         assert!(t.harness_error.is_none(), "{}: {:?}", t.id, t.harness_error);
         // Within its assumptions interlock never sends twice, after a revocation, or against a

@@ -5,16 +5,22 @@
 
 use std::process::Command;
 
-#[test]
-fn the_interlock_column_runs_on_a_postgres_journal() {
-    let Ok(url) = std::env::var("INTERLOCK_TEST_PG_URL") else {
+/// The test cluster's URL; `None` (the test says it was skipped) when unset outside CI.
+fn pg_url() -> Option<String> {
+    let url = std::env::var("INTERLOCK_TEST_PG_URL").ok();
+    if url.is_none() {
         assert!(
             std::env::var_os("CI").is_none(),
             "INTERLOCK_TEST_PG_URL is not set under CI (.ci/run starts a cluster)"
         );
         eprintln!("skipped: INTERLOCK_TEST_PG_URL is not set (see .ci/pg-cluster)");
-        return;
-    };
+    }
+    url
+}
+
+#[test]
+fn the_interlock_column_runs_on_a_postgres_journal() {
+    let Some(url) = pg_url() else { return };
     let out = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_runner"))
         .args(["--scenario", "billing_credit", "--no-site", "--jobs", "2"])
@@ -81,14 +87,7 @@ fn the_interlock_column_runs_on_a_postgres_journal() {
 
 #[test]
 fn nemesis_trials_run_on_a_postgres_journal() {
-    let Ok(url) = std::env::var("INTERLOCK_TEST_PG_URL") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "INTERLOCK_TEST_PG_URL is not set under CI (.ci/run starts a cluster)"
-        );
-        eprintln!("skipped: INTERLOCK_TEST_PG_URL is not set (see .ci/pg-cluster)");
-        return;
-    };
+    let Some(url) = pg_url() else { return };
     let out = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_runner"))
         .args(["--scenario", "billing_credit"])

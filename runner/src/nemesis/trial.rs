@@ -109,34 +109,21 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     let mut world_record: Option<Result<(Fault, Option<bc::CaseFile>), String>> = None;
     let mut world = || -> Result<(), String> {
         world_at = Some(Instant::now());
+        let paused = plan.pause_at.unwrap_or("?");
         let made = match plan.world {
             Some(WorldFault::Revoke) => clock_now(&client, &case)
                 .and_then(|at| revoke(&client, &dir, at))
                 .map(|(revoked, at)| {
-                    let fault = Fault {
-                        kind: "revocation".into(),
-                        detail: format!(
-                            "support revoked the approval while the worker was paused at {}, at test-clock {at}; the clock was then advanced one second",
-                            plan.pause_at.unwrap_or("?")
-                        ),
-                        fired: 1,
-                    };
-                    (fault, Some(revoked))
+                    let what = format!("support revoked the approval while the worker was paused at {paused}, at test-clock {at}");
+                    (world_fault("revocation", what), Some(revoked))
                 }),
             Some(WorldFault::CreditNote) => {
                 let mut outage_rng = StdRng::seed_from_u64(spec.seed ^ 0x5eed);
                 bc::run_outage(&client, &case, bc::Outage::BillingCredit, &mut outage_rng)
                     .map_err(|e| e.to_string())
                     .map(|_| {
-                        let fault = Fault {
-                            kind: "credit_note".into(),
-                            detail: format!(
-                                "billing's renewal and credit note for the case's incident ran while the worker was paused at {}; the clock was then advanced one second",
-                                plan.pause_at.unwrap_or("?")
-                            ),
-                            fired: 1,
-                        };
-                        (fault, None)
+                        let what = format!("billing's renewal and credit note for the case's incident ran while the worker was paused at {paused}");
+                        (world_fault("credit_note", what), None)
                     })
             }
             None => Err("a pause was drawn without a world fault".into()),
@@ -279,6 +266,16 @@ fn revoke(client: &stripe::Client, dir: &Path, at: i64) -> Result<(bc::CaseFile,
     case.save(dir).map_err(|e| e.to_string())?;
     bc::advance_one_second(client, &case, at).map_err(|e| e.to_string())?;
     Ok((case, at))
+}
+
+/// A world change made while the worker was paused (the clock is always advanced a second after
+/// it, so whatever the worker creates next is later in Stripe's `created`).
+fn world_fault(kind: &str, what: String) -> Fault {
+    Fault {
+        kind: kind.into(),
+        detail: format!("{what}; the clock was then advanced one second"),
+        fired: 1,
+    }
 }
 
 /// The case's test-clock time now.
