@@ -9,7 +9,7 @@
 
 pub mod trusted;
 
-pub use trusted::{canonical, entry, problem, signatures};
+pub use trusted::{canonical, entry, problem, seal, signatures};
 
 pub mod billing_credit;
 pub mod check;
