@@ -955,7 +955,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         let mut bundle = ReceiptBundle::new(effect_id, entries);
         // Never before the last entry, whatever this process's clock says.
         let at = self.now_ms().max(last_ts);
-        verify::seal::seal_bundle(&mut bundle, &self.key, at).map_err(|source| {
+        verify::binding::seal_bundle(&mut bundle, &self.key, at).map_err(|source| {
             GateError::Seal {
                 effect_id: effect_id.to_owned(),
                 source,

@@ -3,12 +3,13 @@
 //! Entries are chained backwards only, so a receipt cut after any entry still verifies as that
 //! prefix. The head closes it: `{effect_id, count, last, ts_ms}` signed over
 //! `"interlock-head-v1:" + canonical JSON` by the key that signed the entries. A sealed bundle
-//! must hold exactly `count` entries ending in the entry whose hash is `last`.
+//! must hold exactly `count` entries ending in the entry whose hash is `last`. The writer is
+//! [`crate::binding::seal_bundle`].
 
 use crate::canonical::{self, CanonicalError};
-use crate::entry::{decode_lower_hex, lower_hex, ReceiptBundle};
+use crate::entry::{decode_lower_hex, ReceiptBundle};
 use crate::problem::Problem;
-use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use ed25519_dalek::{Signature, VerifyingKey};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -50,30 +51,6 @@ pub fn head_message(h: &Head) -> Result<Vec<u8>, CanonicalError> {
     let mut msg = HEAD_CONTEXT.as_bytes().to_vec();
     msg.extend(canonical::to_vec(&body)?);
     Ok(msg)
-}
-
-/// Seal `bundle` as it now stands with `key` at `ts_ms` (replaces any earlier head).
-pub fn seal_bundle(
-    bundle: &mut ReceiptBundle,
-    key: &SigningKey,
-    ts_ms: u64,
-) -> Result<(), CanonicalError> {
-    let last = bundle
-        .entries
-        .last()
-        .and_then(|e| e.get("hash"))
-        .and_then(Value::as_str);
-    let mut head = Head {
-        effect_id: bundle.effect_id.clone(),
-        count: bundle.entries.len() as u64,
-        last: last.unwrap_or_default().to_owned(),
-        ts_ms,
-        signer: lower_hex(key.verifying_key().as_bytes()),
-        sig: String::new(),
-    };
-    head.sig = lower_hex(&key.sign(&head_message(&head)?).to_bytes());
-    bundle.head = Some(head);
-    Ok(())
 }
 
 /// Check a bundle's head, if it has one, against its entries and against `signer`, the key the
