@@ -10,6 +10,7 @@ mod keys;
 mod matrix;
 mod nemesis;
 mod progress;
+mod reconcile;
 mod results;
 mod run;
 mod worker;
@@ -19,8 +20,12 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    if let Some(cli::Internal::Worker(args)) = &cli.command {
-        return ExitCode::from(u8::try_from(worker::main(args)).unwrap_or(1));
+    match &cli.command {
+        Some(cli::Internal::Worker(args)) => {
+            return ExitCode::from(u8::try_from(worker::main(args)).unwrap_or(1));
+        }
+        Some(cli::Internal::Reconcile(args)) => return ExitCode::from(reconcile::command(args)),
+        None => {}
     }
     if let Some(id) = &cli.run.replay {
         return match nemesis::replay(id) {
