@@ -74,6 +74,21 @@ pub enum Internal {
     /// Re-read every Stripe object a results file names and compare it with the file.
     #[command(long_about = RECONCILE_ABOUT, after_help = RECONCILE_AFTER_HELP)]
     Reconcile(ReconcileArgs),
+    /// Make a stable signing key: write the private key to FILE (mode 0600, never overwritten)
+    /// and print the line to add to results/SIGNERS (public key, then a comment).
+    Keygen(KeygenArgs),
+}
+
+/// Options of `runner keygen`.
+#[derive(Debug, Clone, Args)]
+pub struct KeygenArgs {
+    /// Where to write the private key (64 hex characters). Keep it out of the repository: store
+    /// it as the CI secret INTERLOCK_SIGNING_KEY, or pass it with --signing-key.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The comment for the allowed-signers line: who holds the key and where it signs.
+    #[arg(long, default_value = "project key, signs runs published from CI")]
+    pub comment: String,
 }
 
 const RECONCILE_ABOUT: &str = "\

@@ -84,6 +84,27 @@ pub fn read_signing_key(path: &Path) -> Result<SigningKey, String> {
     key_from_hex(&text, &path.display().to_string())
 }
 
+/// Make a stable key: write the private key (hex) to `path` with mode 0600, refusing to overwrite
+/// anything; returns the public key as hex (the allowed-signers line's first word).
+pub fn keygen(path: &Path) -> Result<String, String> {
+    let key = SigningKey::generate(&mut rand::rngs::OsRng);
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| {
+            format!(
+                "cannot create {} (it is never overwritten): {e}",
+                path.display()
+            )
+        })?;
+    file.write_all(hex::encode(key.to_bytes()).as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(hex::encode(key.verifying_key().as_bytes()))
+}
+
 /// The environment variable that may hold a stable signing key itself (64 hex characters).
 pub const SIGNING_KEY_ENV: &str = "INTERLOCK_SIGNING_KEY";
 
@@ -171,6 +192,20 @@ mod tests {
         assert_eq!(got.verifying_key(), key.verifying_key());
         let saved = RunKey::save(dir.path(), got).unwrap();
         assert_eq!(saved.public(), key.verifying_key());
+    }
+
+    #[test]
+    fn keygen_writes_a_private_key_once_and_names_its_public_half() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("k");
+        let public = keygen(&p).unwrap();
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let key = stable_key(Some(&p)).unwrap().unwrap();
+        assert_eq!(hex::encode(key.verifying_key().as_bytes()), public);
+        assert!(keygen(&p).unwrap_err().contains("never overwritten"));
     }
 
     #[test]

@@ -25,6 +25,18 @@ fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(worker::main(args)).unwrap_or(1));
         }
         Some(cli::Internal::Reconcile(args)) => return ExitCode::from(reconcile::command(args)),
+        Some(cli::Internal::Keygen(args)) => {
+            return match keys::keygen(&args.file) {
+                Ok(public) => {
+                    println!("{public} {}", args.comment);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            };
+        }
         None => {}
     }
     if let Some(id) = &cli.run.replay {

@@ -84,6 +84,10 @@ pub struct EnvView {
     pub signer: String,
     /// Its fingerprint (`verify::fingerprint`), as `verify` prints it.
     pub signer_fingerprint: String,
+    /// Per-run key or the project's stable key, in words ([`crate::provenance::signer_label`]).
+    pub signer_label: String,
+    /// The `gh attestation verify` command for the published results file.
+    pub attest_command: String,
     /// The command that reproduces the run.
     pub command: String,
     /// Seed.
@@ -542,6 +546,9 @@ fn env_view(f: &ResultsFile) -> Result<EnvView, String> {
         signer_fingerprint: verify::entry::decode_lower_hex::<32>(&e.signer)
             .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
             .map_or_else(|| "no valid key".into(), |k| verify::fingerprint(&k)),
+        // Filled by the build, which knows the results directory and the repository.
+        signer_label: String::new(),
+        attest_command: String::new(),
         command: e.command.clone(),
         seed: e.seed,
         jobs: e.jobs,

@@ -42,6 +42,8 @@ pub struct NemesisPage<'a> {
     pub rows: Vec<Row<'a>>,
     /// The run's signer fingerprint.
     pub fingerprint: String,
+    /// Per-run key or the project's stable key, in words.
+    pub signer_label: &'a str,
     /// Name of the JSON under `data/`.
     pub json_name: String,
 }
@@ -58,6 +60,8 @@ pub struct TrialPage<'a> {
     pub t: &'a Trial,
     /// Its credits as `id: cents at created`.
     pub credits: Vec<String>,
+    /// Per-run key or the project's stable key, in words.
+    pub signer_label: &'a str,
 }
 
 /// The rendered page, its trial pages and the JSON to publish.
@@ -129,12 +133,14 @@ pub fn render(
         .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
         .map_or_else(|| "?".to_owned(), |k| verify::fingerprint(&k));
     let json_name = format!("{scenario}.nemesis.json");
+    let signer_label = crate::provenance::signer_label(results_dir, &file.environment.signer);
     let page = NemesisPage {
         root: "../",
         version: VERSION,
         f: &file,
         rows,
         fingerprint,
+        signer_label: &signer_label,
         json_name: json_name.clone(),
     };
     let html = page
@@ -154,6 +160,7 @@ pub fn render(
             version: VERSION,
             t,
             credits,
+            signer_label: &signer_label,
         }
         .render()
         .map_err(template_err(format!("{scenario}/{TRIALS_DIR}/{name}")))?;
