@@ -252,6 +252,39 @@ pub struct ReceiptView {
     pub entries: Vec<EntryView>,
     /// Summary re-derived at build time.
     pub summary: ReceiptCheck,
+    /// The bundle's seal, in words (the head was checked with the receipt at build time).
+    pub seal: String,
+    /// Each Stripe credit of the cell and the anchor it carries, in words.
+    pub anchors: Vec<String>,
+}
+
+/// The seal of a verified bundle, in words.
+fn seal_words(bundle: &verify::entry::ReceiptBundle) -> String {
+    match &bundle.head {
+        Some(h) => format!(
+            "yes: the signed head names {} entries ending in the entry whose hash is {}, so the receipt is complete",
+            h.count, h.last
+        ),
+        None => "no: nothing shows the receipt is complete".to_owned(),
+    }
+}
+
+/// Each credit of the cell with the DISPATCHED entry its anchor names, in words.
+fn anchor_words(c: &verify::results::Cell, entries: &[EntryView]) -> Vec<String> {
+    c.ground_truth
+        .case_credits
+        .iter()
+        .map(|credit| match &credit.dispatch {
+            Some(h) => match entries.iter().find(|e| e.kind == "DISPATCHED" && &e.hash == h) {
+                Some(e) => format!(
+                    "credit {} carries metadata[interlock_dispatch] = {h}, the hash of entry {} (DISPATCHED)",
+                    credit.id, e.index
+                ),
+                None => format!("credit {} carries metadata[interlock_dispatch] = {h}", credit.id),
+            },
+            None => format!("credit {} carries no interlock_dispatch anchor", credit.id),
+        })
+        .collect()
 }
 
 /// One journal entry on a receipt page.
@@ -768,7 +801,8 @@ fn receipt_views(verified: &Verified, repeats: u32) -> Result<Vec<ReceiptView>, 
                     signature_ok: chk.signature_ok,
                 }
             })
-            .collect();
+            .collect::<Vec<EntryView>>();
+        let anchors = anchor_words(c, &entries);
         out.push(ReceiptView {
             effect_id: eid.clone(),
             page: format!("{eid}.html"),
@@ -778,6 +812,8 @@ fn receipt_views(verified: &Verified, repeats: u32) -> Result<Vec<ReceiptView>, 
             cell_anchor: anchor(c),
             entries,
             summary,
+            seal: seal_words(bundle),
+            anchors,
         });
     }
     Ok(out)
