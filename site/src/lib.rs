@@ -212,7 +212,8 @@ fn render_file(
         provenance::attest_command(&json_name, options.repository.as_deref());
     let emulator_vs_stripe = conformance_page::render(path, &verified.file, &report)?;
     report.emulator_vs_stripe = emulator_vs_stripe.is_some();
-    let nemesis = nemesis_page::render(results_dir, scenario, pinned)?;
+    let nemesis =
+        nemesis_page::render(results_dir, scenario, pinned, options.repository.as_deref())?;
     report.nemesis = nemesis.is_some();
     let facts = facts::compute(&verified.file, &report);
     let prose_files = prose::load(scenario, &options.prose)?;

@@ -44,6 +44,8 @@ pub struct NemesisPage<'a> {
     pub fingerprint: String,
     /// Per-run key or the project's stable key, in words.
     pub signer_label: &'a str,
+    /// The `gh attestation verify` command for the published nemesis file.
+    pub attest_command: String,
     /// Name of the JSON under `data/`.
     pub json_name: String,
 }
@@ -97,6 +99,7 @@ pub fn render(
     results_dir: &Path,
     scenario: &str,
     pinned: Option<&ed25519_dalek::VerifyingKey>,
+    repository: Option<&str>,
 ) -> Result<Option<Rendered>, SiteError> {
     let path = nemesis_path(results_dir, scenario);
     if !path.is_file() {
@@ -141,6 +144,7 @@ pub fn render(
         rows,
         fingerprint,
         signer_label: &signer_label,
+        attest_command: crate::provenance::attest_command(&json_name, repository),
         json_name: json_name.clone(),
     };
     let html = page
