@@ -13,13 +13,15 @@ use crate::worker::{self, CRASH_LINE_PREFIX, OBSERVED_FILE, STATUS_LINE_PREFIX};
 use rand::{rngs::StdRng, SeedableRng};
 use scenarios::billing_credit as bc;
 use serde_json::Value;
+use std::collections::HashMap;
 use std::fs;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 use verify::billing_credit::HARNESS_ERROR;
 use verify::results::{
@@ -53,6 +55,85 @@ pub struct CellContext<'a> {
     pub restart_timeout: Duration,
     /// The PostgreSQL journal (URL with the run's schema) for the interlock column, if any.
     pub journal: Option<&'a str>,
+    /// Per-row decisions (`--decide per-row`): which cell decides for each row.
+    pub rows: Option<&'a RowDecisions>,
+}
+
+/// A row's decision: the deciding cell's `decision.json` and label, or why it has none.
+type RowDecision = Result<(PathBuf, String), String>;
+
+/// Per-row decisions: the first cell of each row (in plan order) asks the decider; the row's
+/// other cells wait for its saved decision and replay it (DESIGN §4.6, issue: one decision per
+/// row, so a difference between columns cannot come from the model).
+pub struct RowDecisions {
+    /// For each cell: the index of the cell that decides for its row (itself for that cell).
+    source: Vec<usize>,
+    /// Source cell index → its `decision.json` and label, or why it has none.
+    published: Mutex<HashMap<usize, RowDecision>>,
+    ready: Condvar,
+}
+
+impl RowDecisions {
+    /// The sources for `cells`: the first cell with the same crash point, outage and repeat.
+    pub fn new(cells: &[CellSpec]) -> RowDecisions {
+        let source = cells
+            .iter()
+            .map(|c| {
+                cells
+                    .iter()
+                    .position(|d| (d.crash, d.outage, d.repeat) == (c.crash, c.outage, c.repeat))
+                    .unwrap_or(0)
+            })
+            .collect();
+        RowDecisions {
+            source,
+            published: Mutex::new(HashMap::new()),
+            ready: Condvar::new(),
+        }
+    }
+
+    /// The cell that decides for `index`'s row, when it is another cell.
+    fn source_of(&self, index: usize) -> Option<usize> {
+        self.source.get(index).copied().filter(|&s| s != index)
+    }
+
+    /// Whether `index` decides for its row.
+    fn decides(&self, index: usize) -> bool {
+        self.source.get(index) == Some(&index)
+    }
+
+    fn publish(&self, index: usize, result: RowDecision) {
+        if let Ok(mut map) = self.published.lock() {
+            map.insert(index, result);
+        }
+        self.ready.notify_all();
+    }
+
+    /// Waits for the decision of cell `source` (the source runs before: cells are taken in
+    /// plan order, so this never waits on a cell nobody runs).
+    fn wait(
+        &self,
+        source: usize,
+        cancel: &AtomicBool,
+    ) -> Result<Result<(PathBuf, String), String>, CellAbort> {
+        let mut map = self
+            .published
+            .lock()
+            .map_err(|_| CellAbort::Setup("a row decision lock was poisoned".into()))?;
+        loop {
+            if let Some(r) = map.get(&source) {
+                return Ok(r.clone());
+            }
+            if cancel.load(Ordering::SeqCst) {
+                return Err(CellAbort::Cancelled);
+            }
+            map = self
+                .ready
+                .wait_timeout(map, Duration::from_millis(200))
+                .map_err(|_| CellAbort::Setup("a row decision lock was poisoned".into()))?
+                .0;
+        }
+    }
 }
 
 /// Why a cell produced no cell at all.
@@ -99,7 +180,34 @@ pub fn run_cell(ctx: &CellContext<'_>, index: usize, spec: CellSpec) -> Result<C
     case.save(&dir).map_err(|e| setup("save case.json", &e))?;
 
     let mut cell = blank_cell(spec, &case);
-    let decide = run_decide(ctx, &dir, &api_key, spec)?;
+    // Per-row decisions: the row's deciding cell publishes its decision (or why it has none)
+    // whatever happens to it; the others replay it.
+    let replay = match ctx.rows.and_then(|r| r.source_of(index).map(|s| (r, s))) {
+        Some((rows, source)) => match rows.wait(source, ctx.cancel)? {
+            Ok(found) => Some(found),
+            Err(why) => {
+                let why = format!("the row's decision could not be made: {why}");
+                return Ok(harness_error(ctx, cell, &client, &case, &dir, why, None));
+            }
+        },
+        None => None,
+    };
+    let decide = run_decide(ctx, &dir, &api_key, spec, replay.as_ref());
+    if let Some(rows) = ctx.rows.filter(|r| r.decides(index)) {
+        let path = dir.join(bc::DECISION_FILE);
+        rows.publish(
+            index,
+            match &decide {
+                Ok(_) if path.is_file() => Ok((path, spec.label())),
+                Ok(d) => Err(d
+                    .problem
+                    .clone()
+                    .unwrap_or_else(|| format!("cell {} saved no decision", spec.label()))),
+                Err(_) => Err(format!("cell {} did not run", spec.label())),
+            },
+        );
+    }
+    let decide = decide?;
     cell.worker_exit_signal = decide.signal;
     cell.worker_exit_code = decide.code;
     cell.decision = bc::load_decision(&dir).ok();
@@ -348,6 +456,7 @@ fn spawn_worker(
     phase: &str,
     spec: CellSpec,
     stdin: Stdio,
+    extra: &[std::ffi::OsString],
 ) -> Result<Child, String> {
     let stderr_path = dir.join(format!("{phase}.stderr"));
     let stderr = fs::File::create(&stderr_path)
@@ -372,6 +481,7 @@ fn spawn_worker(
         .arg("--claim-ttl-ms")
         .arg(ms(ctx.backend.scenario_settings().claim_ttl).to_string())
         .args(ctx.decider_args)
+        .args(extra)
         .env(worker::STRIPE_KEY_ENV, api_key)
         .stdin(stdin)
         .stdout(Stdio::piped())
@@ -422,6 +532,7 @@ fn run_decide(
     dir: &Path,
     api_key: &str,
     spec: CellSpec,
+    replay: Option<&(PathBuf, String)>,
 ) -> Result<DecideOutcome, CellAbort> {
     let failed = |problem: String| DecideOutcome {
         killed_at: None,
@@ -430,7 +541,16 @@ fn run_decide(
         problem: Some(problem),
     };
     // stdin is a pipe the runner never writes: the worker blocks on it at the crash point.
-    let mut child = match spawn_worker(ctx, dir, api_key, "decide", spec, Stdio::piped()) {
+    let extra: Vec<std::ffi::OsString> = match replay {
+        Some((path, label)) => vec![
+            "--decision-from".into(),
+            path.into(),
+            "--replayed-from".into(),
+            label.into(),
+        ],
+        None => Vec::new(),
+    };
+    let mut child = match spawn_worker(ctx, dir, api_key, "decide", spec, Stdio::piped(), &extra) {
         Ok(c) => c,
         Err(e) => return Ok(failed(e)),
     };
@@ -534,7 +654,7 @@ fn run_restart(
     api_key: &str,
     spec: CellSpec,
 ) -> Result<RestartResult, CellAbort> {
-    let mut child = match spawn_worker(ctx, dir, api_key, "restart", spec, Stdio::null()) {
+    let mut child = match spawn_worker(ctx, dir, api_key, "restart", spec, Stdio::null(), &[]) {
         Ok(c) => c,
         Err(e) => return Ok(Err(e)),
     };

@@ -28,8 +28,9 @@ results/billing_credit.json, verifies it, and renders the report into public/.
 
 With --nemesis it runs randomized trials instead: one case, one column, one fault the worker
 does not choose (an unannounced SIGKILL, a held or late-landing request, a commit answered 500
-or dropped, killed restarts, two workers, a revoked approval, 429s), judged by the same rule,
-each replayable from its id with --replay. Writes DIR/nemesis/billing_credit.json.";
+or dropped, killed restarts, two workers, a revoked approval, 429s, a SIGKILL at each step of
+each column, a revocation or billing's credit note while the worker is mid-check), judged by the
+same rule, each replayable from its id with --replay. Writes DIR/nemesis/billing_credit.json.";
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -38,6 +39,7 @@ Examples:
   runner --scenario billing_credit --repeat 5 --jobs 4 --out /tmp/run --no-site
   runner --scenario billing_credit --nemesis all --trials 20 --seed 20
   runner --replay kill_in_flight:interlock:0b31576be2e5da
+  runner --replay kill_random:hand_check:04befcf35ecc7d --at premises
   STRIPE_SECRET_KEY=sk_test_... ANTHROPIC_API_KEY=... \\
     runner --scenario billing_credit --backend stripe --decider anthropic
 
@@ -70,7 +72,7 @@ pub struct Cli {
 pub enum Internal {
     /// A worker process started by the runner (not for direct use).
     #[command(hide = true)]
-    Worker(WorkerArgs),
+    Worker(Box<WorkerArgs>),
     /// Re-read every Stripe object a results file names and compare it with the file.
     #[command(long_about = RECONCILE_ABOUT, after_help = RECONCILE_AFTER_HELP)]
     Reconcile(ReconcileArgs),
@@ -139,8 +141,9 @@ pub struct RunArgs {
     pub scenario: Option<String>,
 
     /// Run randomized nemesis trials instead of the matrix: `all` or a comma-separated list of
-    /// kill_random, kill_in_flight, late_beyond_bound, commit_then_500, commit_then_drop,
-    /// kill_recovery. Writes DIR/nemesis/billing_credit.json.
+    /// kill_random, kill_in_flight, late_after_timeout, late_beyond_bound, commit_then_500, commit_then_drop,
+    /// kill_recovery, two_workers, revoke_in_outage, revoke_mid_check, note_mid_check,
+    /// rate_limit_burst, kill_at_step. Writes DIR/nemesis/billing_credit.json.
     #[arg(long, value_name = "LIST", conflicts_with_all = ["cells", "repeat"])]
     pub nemesis: Option<String>,
 
@@ -151,6 +154,14 @@ pub struct RunArgs {
     /// Run one nemesis trial again from its id (as printed and in the results file).
     #[arg(long, value_name = "ID", conflicts_with_all = ["nemesis", "cells"])]
     pub replay: Option<String>,
+
+    /// With --replay: kill the decide worker at this step instead of at the drawn instant. A
+    /// trial whose kill was timed records the step it landed after (`replay_at`, shown with its
+    /// replay command); killing there reaches the same state. Steps: started, decision_saved,
+    /// lookup, approval, premises, send_logged, proposed, authorized, dispatched, before_send,
+    /// request_held, after_send, sent_logged, committed, finished (no kill).
+    #[arg(long, value_name = "STEP", requires = "replay")]
+    pub at: Option<String>,
 
     /// Cells to run instead of the default matrix: crash:outage:column, one or more.
     /// crash: before_send | after_send; outage: renewal | billing_credit | proration |
@@ -177,6 +188,13 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "policy")]
     pub decider: DeciderKind,
 
+    /// How often the decider is asked: `per-row` (once per row, the decision replayed to every
+    /// column of the row with that cell's ids, recorded as `replayed_from`: a difference between
+    /// columns cannot come from the model) or `per-cell` (once per cell, as the reference did).
+    /// Default: per-row for --decider anthropic, per-cell for the policy.
+    #[arg(long, value_enum, value_name = "MODE", conflicts_with = "nemesis")]
+    pub decide: Option<crate::decider::DecideMode>,
+
     /// Model for --decider anthropic.
     #[arg(long, default_value = anthropic::DEFAULT_MODEL, value_name = "MODEL")]
     pub model: String,
@@ -192,7 +210,8 @@ pub struct RunArgs {
     /// Keep the interlock column's journal in PostgreSQL (`postgres://user@host:port/db`)
     /// instead of one JSONL file per cell: the run gets its own schema (`interlock_run_<id>`),
     /// shared by every cell's workers. The database needs PostgreSQL 15 or later. The re-run
-    /// command in the results names it (without a password). Not used by nemesis trials yet.
+    /// command in the results names it (without a password). With --nemesis, every trial's
+    /// journal goes there too (a replay uses a JSONL file).
     #[arg(long, value_name = "URL")]
     pub journal: Option<String>,
 

@@ -40,7 +40,7 @@ fn main() -> ExitCode {
         None => {}
     }
     if let Some(id) = &cli.run.replay {
-        return match nemesis::replay(id) {
+        return match nemesis::replay(id, cli.run.at.as_deref()) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::from(1),
             Err(e) => {
@@ -93,6 +93,7 @@ fn run_nemesis(args: &cli::RunArgs, list: &str) -> ExitCode {
         // Trials mostly wait (on the in-flight bound, on held requests), so more than the cores.
         jobs: args.jobs.unwrap_or(32),
         out: &args.out,
+        journal: args.journal.as_deref(),
     };
     match nemesis::run_nemesis(&run) {
         Err(e) if e.is::<run::Interrupted>() => {

@@ -137,7 +137,7 @@ fn reproduce_command(seed: u64, seed_given: bool) -> String {
 }
 
 /// A `postgres://user:password@host/db` argument without its password (it is published).
-fn without_password(arg: &str) -> String {
+pub(crate) fn without_password(arg: &str) -> String {
     let is_url = arg.starts_with("postgres://") || arg.starts_with("postgresql://");
     match (is_url, arg.find("://"), arg.rfind('@')) {
         (true, Some(scheme), Some(at)) if at > scheme => {
@@ -148,9 +148,12 @@ fn without_password(arg: &str) -> String {
     }
 }
 
+/// `environment.journal` of a run whose journal was in PostgreSQL.
+pub const JOURNAL_POSTGRESQL: &str = "postgresql";
+
 /// The run's own schema in the PostgreSQL database at `url`, created now; returns the URL that
 /// puts the journal in it.
-fn journal_schema(url: &str, run_id: &str) -> Result<String> {
+pub(crate) fn journal_schema(url: &str, run_id: &str) -> Result<String> {
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
         bail!(
             "--journal must be a PostgreSQL URL (postgres://user@host:port/db), got {:?}; \
@@ -234,7 +237,12 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
         DeciderKind::Policy => Duration::from_secs(120),
         DeciderKind::Anthropic => Duration::from_secs(900),
     };
+    let rows = match crate::decider::DecideMode::resolve(args.decide, args.decider) {
+        crate::decider::DecideMode::PerRow => Some(cell::RowDecisions::new(&plan.cells)),
+        crate::decider::DecideMode::PerCell => None,
+    };
     let ctx = CellContext {
+        rows: rows.as_ref(),
         backend: &backend,
         exe: &exe,
         run_dir: run_dir.path(),
@@ -327,6 +335,7 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
         signer: key.public_hex(),
         command: reproduce_command(seed, args.seed.is_some()),
         jobs: jobs as u32,
+        journal: args.journal.as_ref().map(|_| JOURNAL_POSTGRESQL.to_owned()),
     };
     let harness_errors = cells.iter().filter(|c| c.outcome == HARNESS_ERROR).count();
     let file = results::assemble(&plan, environment, cells, &signing_key)

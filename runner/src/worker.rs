@@ -22,6 +22,14 @@ use std::time::Duration;
 
 /// Prefix of the line announcing the crash point.
 pub const CRASH_LINE_PREFIX: &str = "INTERLOCK-CRASH-POINT ";
+/// Prefix of the line a `--crash every` worker prints after each step it passed.
+pub const STEP_LINE_PREFIX: &str = "INTERLOCK-STEP ";
+/// Prefix of the line a worker prints when it pauses at its `--pause-at` step.
+pub const PAUSE_LINE_PREFIX: &str = "INTERLOCK-PAUSED ";
+/// What the runner writes to a paused worker's stdin to let it go on.
+pub const CONTINUE_LINE: &str = "continue";
+/// `--crash every`: the hook is called at every step (see [`step_hook`]).
+pub const EVERY_STEP: &str = "every";
 /// Prefix of the line a decide worker prints when its send returned instead of crashing.
 pub const STATUS_LINE_PREFIX: &str = "INTERLOCK-WORKER-STATUS ";
 /// The environment variable carrying the cell's Stripe key to workers (never on the command line).
@@ -55,9 +63,17 @@ pub struct WorkerArgs {
     /// Column.
     #[arg(long)]
     pub column: String,
-    /// Crash point (decide only).
+    /// Crash point (decide only): `before_send`, `after_send`, `none`, or `every` (the nemesis:
+    /// print `INTERLOCK-STEP <step>` at every step; kill or pause at `--kill-at`/`--pause-at`).
     #[arg(long)]
     pub crash: String,
+    /// With `--crash every`: announce this step and block until SIGKILLed.
+    #[arg(long)]
+    pub kill_at: Option<String>,
+    /// With `--crash every`: announce this step with `INTERLOCK-PAUSED <step>` and wait for a
+    /// `continue` line on stdin (the runner changes the world meanwhile).
+    #[arg(long)]
+    pub pause_at: Option<String>,
     /// The cell directory holding case.json.
     #[arg(long)]
     pub cell_dir: PathBuf,
@@ -76,6 +92,13 @@ pub struct WorkerArgs {
     /// The gate's claim TTL.
     #[arg(long)]
     pub claim_ttl_ms: u64,
+    /// Per-row decisions: replay the decision saved at this path (another cell's
+    /// `decision.json`, its `case.json` beside it) instead of asking the decider.
+    #[arg(long)]
+    pub decision_from: Option<PathBuf>,
+    /// With --decision-from: the label of the cell that decided (recorded as `replayed_from`).
+    #[arg(long, requires = "decision_from")]
+    pub replayed_from: Option<String>,
     /// Decider kind.
     #[arg(long, value_enum, default_value = "policy")]
     pub decider: DeciderKind,
@@ -142,13 +165,65 @@ fn crash_hook() -> bc::CrashHook {
     })
 }
 
+/// The nemesis hook, called at every step: print `INTERLOCK-STEP <step>` (after the step is
+/// durable), then block at `kill_at` until SIGKILLed, or pause at `pause_at` until the runner
+/// writes `continue`. If stdin closes (the runner died), exit without going on.
+fn step_hook(kill_at: Option<CrashPoint>, pause_at: Option<CrashPoint>) -> bc::CrashHook {
+    let announce = |prefix: &str, point: bc::CrashPoint| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{prefix}{}", point.as_str());
+        let _ = out.flush();
+    };
+    let kill = crash_hook();
+    Arc::new(move |point: bc::CrashPoint| {
+        announce(STEP_LINE_PREFIX, point);
+        if Some(point) == kill_at {
+            kill(point);
+        }
+        if Some(point) == pause_at {
+            announce(PAUSE_LINE_PREFIX, point);
+            let mut line = String::new();
+            let read = std::io::stdin().read_line(&mut line);
+            if !matches!(read, Ok(n) if n > 0) || line.trim() != CONTINUE_LINE {
+                eprintln!(
+                    "worker: no `{CONTINUE_LINE}` while paused at {}; exiting without going on",
+                    point.as_str()
+                );
+                std::process::exit(70);
+            }
+        }
+    })
+}
+
+fn step_arg(name: Option<&str>) -> Result<Option<CrashPoint>, String> {
+    name.map(|n| CrashPoint::step(n).map_err(|e| e.to_string()))
+        .transpose()
+}
+
 fn decide(args: &WorkerArgs) -> Result<i32, String> {
     let dir = args.cell_dir.as_path();
     let column = column(args)?;
+    let every = args.crash == EVERY_STEP;
+    if !every && (args.kill_at.is_some() || args.pause_at.is_some()) {
+        return Err("--kill-at and --pause-at need --crash every".into());
+    }
     let crash = match args.crash.as_str() {
         NO_CRASH => None,
-        other => Some(CrashPoint::parse(other).map_err(|e| e.to_string())?),
+        EVERY_STEP => Some((
+            CrashPoint::Every,
+            step_hook(
+                step_arg(args.kill_at.as_deref())?,
+                step_arg(args.pause_at.as_deref())?,
+            ),
+        )),
+        other => Some((
+            CrashPoint::parse(other).map_err(|e| e.to_string())?,
+            crash_hook(),
+        )),
     };
+    if let Some((_, hook)) = crash.as_ref().filter(|_| every) {
+        hook(CrashPoint::Started);
+    }
     let key = read_signing_key(&args.key_file)?;
     let client = client(args)?;
     let case = bc::CaseFile::load(dir).map_err(|e| e.to_string())?;
@@ -166,6 +241,68 @@ fn decide(args: &WorkerArgs) -> Result<i32, String> {
     let account = bc::read_account(&client, &case).map_err(|e| e.to_string())?;
     write_small_json(&dir.join(OBSERVED_FILE), &account.observed)?;
 
+    let decision = match &args.decision_from {
+        Some(path) => replayed_decision(path, args.replayed_from.as_deref(), &case, &account)?,
+        None => ask_decider(args, &case, &account)?,
+    };
+    let status = bc::decide_and_send(
+        column,
+        &client,
+        dir,
+        &case,
+        &decision,
+        crash.clone(),
+        &key,
+        &settings(args),
+    )
+    .map_err(|e| e.to_string())?;
+    println!("{STATUS_LINE_PREFIX}{status}");
+    let Some((crash, _)) = crash.filter(|_| !every) else {
+        return Ok(0);
+    };
+    eprintln!(
+        "worker: the {} send returned {status} without reaching the {} crash point",
+        column.as_str(),
+        crash.as_str()
+    );
+    Ok(3)
+}
+
+/// Per-row decisions: the row's decision (saved by the cell that asked the decider) with this
+/// case's ids in its description, and this case's premises as read now.
+fn replayed_decision(
+    path: &Path,
+    label: Option<&str>,
+    case: &bc::CaseFile,
+    account: &bc::Account,
+) -> Result<verify::results::Decision, String> {
+    let source: verify::results::Decision = serde_json::from_slice(
+        &std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+    )
+    .map_err(|e| format!("{} is not a decision: {e}", path.display()))?;
+    let source_dir = path
+        .parent()
+        .ok_or_else(|| format!("{} names no directory", path.display()))?;
+    let source_case = bc::CaseFile::load(source_dir).map_err(|e| e.to_string())?;
+    Ok(verify::results::Decision {
+        amount: source.amount,
+        description: decider::replay_description(
+            &source.description,
+            (&source_case.case_id, &source_case.incident),
+            (&case.case_id, &case.incident),
+        ),
+        decider: source.decider,
+        premises: account.premises.clone(),
+        replayed_from: Some(label.unwrap_or("another cell of the row").to_owned()),
+    })
+}
+
+/// Asks the decider about this case.
+fn ask_decider(
+    args: &WorkerArgs,
+    case: &bc::CaseFile,
+    account: &bc::Account,
+) -> Result<verify::results::Decision, String> {
     let decider = decider::build(&DeciderSettings {
         kind: args.decider,
         model: args.model.clone(),
@@ -191,33 +328,13 @@ fn decide(args: &WorkerArgs) -> Result<i32, String> {
     let proposed = decider
         .decide(&brief, &mut tools)
         .map_err(|e| format!("the {} decider failed: {e}", args.decider.as_str()))?;
-    let decision = verify::results::Decision {
+    Ok(verify::results::Decision {
         amount: proposed.amount,
         description: proposed.description,
         decider: proposed.decider,
-        premises: account.premises,
-    };
-    let status = bc::decide_and_send(
-        column,
-        &client,
-        dir,
-        &case,
-        &decision,
-        crash.map(|c| (c, crash_hook())),
-        &key,
-        &settings(args),
-    )
-    .map_err(|e| e.to_string())?;
-    println!("{STATUS_LINE_PREFIX}{status}");
-    let Some(crash) = crash else {
-        return Ok(0);
-    };
-    eprintln!(
-        "worker: the {} send returned {status} without reaching the {} crash point",
-        column.as_str(),
-        crash.as_str()
-    );
-    Ok(3)
+        premises: account.premises.clone(),
+        replayed_from: None,
+    })
 }
 
 /// The restart of a nemesis trial: whatever the killed worker left, finish it as the column

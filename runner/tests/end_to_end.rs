@@ -211,27 +211,39 @@ fn serve_mock_messages_api() -> String {
 
 /// The mock, proposing `amount` cents (over the cap when above 1000).
 fn serve_mock_messages_api_proposing(amount: i64) -> String {
+    serve_counting_mock(amount).0
+}
+
+/// The mock, and how many decisions (`issue_credit` answers) it gave.
+fn serve_counting_mock(amount: i64) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     use axum::{routing::post, Json, Router};
     use serde_json::{json, Value};
-    let messages = move |Json(body): Json<Value>| async move {
-        let turns = body["messages"].as_array().map_or(0, Vec::len);
-        let block = if turns <= 1 {
-            json!({"type": "tool_use", "id": "toolu_a", "name": "get_account", "input": {}})
-        } else {
-            let account: Value = body["messages"][turns - 1]["content"][0]["content"]
-                .as_str()
-                .and_then(|s| serde_json::from_str(s).ok())
-                .unwrap_or(Value::Null);
-            json!({"type": "tool_use", "id": "toolu_b", "name": "issue_credit", "input": {
-                "amount_cents": amount,
-                "description": format!("Goodwill credit for {} ({})", account["incident"].as_str().unwrap_or("?"), account["case_id"].as_str().unwrap_or("?"))
-            }})
-        };
-        Json(json!({
-            "id": "msg_x", "type": "message", "role": "assistant",
-            "model": "claude-haiku-4-5-20251001", "content": [block],
-            "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 1}
-        }))
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let decisions = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = decisions.clone();
+    let messages = move |Json(body): Json<Value>| {
+        let counter = counter.clone();
+        async move {
+            let turns = body["messages"].as_array().map_or(0, Vec::len);
+            let block = if turns <= 1 {
+                json!({"type": "tool_use", "id": "toolu_a", "name": "get_account", "input": {}})
+            } else {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let account: Value = body["messages"][turns - 1]["content"][0]["content"]
+                    .as_str()
+                    .and_then(|s| serde_json::from_str(s).ok())
+                    .unwrap_or(Value::Null);
+                json!({"type": "tool_use", "id": "toolu_b", "name": "issue_credit", "input": {
+                    "amount_cents": amount,
+                    "description": format!("Goodwill credit for {} ({})", account["incident"].as_str().unwrap_or("?"), account["case_id"].as_str().unwrap_or("?"))
+                }})
+            };
+            Json(json!({
+                "id": "msg_x", "type": "message", "role": "assistant",
+                "model": "claude-haiku-4-5-20251001", "content": [block],
+                "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 1}
+            }))
+        }
     };
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -250,7 +262,77 @@ fn serve_mock_messages_api_proposing(amount: i64) -> String {
             .unwrap();
         });
     });
-    format!("http://{}", rx.recv().unwrap())
+    (format!("http://{}", rx.recv().unwrap()), decisions)
+}
+
+/// Runs one row through the three columns with the model decider (mocked) and `--decide mode`.
+fn run_row_with_model(mode: Option<&str>) -> (verify::results::ResultsFile, usize) {
+    let (url, decisions) = serve_counting_mock(1000);
+    let out = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_runner"));
+    cmd.args(["--scenario", "billing_credit", "--no-site"])
+        .args(["--decider", "anthropic", "--anthropic-base-url", &url])
+        .args(["--cells", "before_send:renewal:*", "--jobs", "3"])
+        .arg("--out")
+        .arg(out.path())
+        .env("ANTHROPIC_API_KEY", "sk-ant-offline-test");
+    if let Some(mode) = mode {
+        cmd.args(["--decide", mode]);
+    }
+    let output = cmd.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let bytes = std::fs::read(out.path().join("billing_credit.json")).unwrap();
+    let file = verify::load::load_results(&bytes).unwrap();
+    let asked = decisions.load(std::sync::atomic::Ordering::SeqCst);
+    (file, asked)
+}
+
+#[test]
+fn a_model_decides_once_per_row_and_every_column_replays_it() {
+    let (file, asked) = run_row_with_model(None);
+    assert_eq!(asked, 1, "one model decision for the row");
+    assert_eq!(file.cells.len(), 3);
+    let decisions: Vec<_> = file
+        .cells
+        .iter()
+        .map(|c| (c, c.decision.as_ref().unwrap()))
+        .collect();
+    let deciders: Vec<_> = decisions
+        .iter()
+        .filter(|(_, d)| d.replayed_from.is_none())
+        .collect();
+    assert_eq!(deciders.len(), 1, "one cell asked the model");
+    let (source, source_decision) = deciders[0];
+    let label = format!("{}/{}/{}", source.crash, source.outage, source.column);
+    for (c, d) in &decisions {
+        assert_eq!(d.amount, source_decision.amount);
+        assert_eq!(d.decider, source_decision.decider);
+        // Each replay names the deciding cell and carries its own case's ids.
+        if d.replayed_from.is_some() {
+            assert_eq!(d.replayed_from.as_deref(), Some(label.as_str()));
+        }
+        assert!(d.description.contains(&c.case.case_id), "{}", d.description);
+        assert!(
+            d.description.contains(&c.case.incident),
+            "{}",
+            d.description
+        );
+        assert_ne!(c.outcome, "HARNESS_ERROR", "{:?}", c.harness_error);
+    }
+}
+
+#[test]
+fn per_cell_asks_the_model_in_every_cell() {
+    let (file, asked) = run_row_with_model(Some("per-cell"));
+    assert_eq!(asked, 3);
+    assert!(file
+        .cells
+        .iter()
+        .all(|c| c.decision.as_ref().unwrap().replayed_from.is_none()));
 }
 
 #[test]

@@ -81,3 +81,105 @@ fn a_malformed_trial_id_is_refused() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// Runs `runner --replay ID [--at STEP]` and returns its report line.
+fn replay(id: &str, at: Option<&str>) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_runner"));
+    cmd.args(["--replay", id]);
+    if let Some(at) = at {
+        cmd.args(["--at", at]);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{id}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn steps_pauses_and_timed_kills_replay_to_the_same_outcome() {
+    let out = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args([
+            "--scenario",
+            "billing_credit",
+            "--nemesis",
+            "kill_at_step,revoke_mid_check,note_mid_check,kill_random",
+        ])
+        .args(["--trials", "3", "--seed", "23", "--jobs", "4", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let bytes = std::fs::read(out.path().join("nemesis/billing_credit.json")).unwrap();
+    let file = verify::load::load_nemesis(&bytes).unwrap();
+    assert_eq!(file.trials.len(), 4 * 3 * 3);
+    let report =
+        verify::nemesis::check::verify_nemesis(&file, &verify::receipt::KeyCheck::SelfAttested);
+    assert!(report.ok, "{:?}", report.findings.first());
+    for t in &file.trials {
+        assert!(t.harness_error.is_none(), "{}: {:?}", t.id, t.harness_error);
+        // Within its assumptions interlock never sends twice, after a revocation, or against a
+        // premise that changed while it was still checking.
+        if t.column == "interlock" && t.assumption.is_none() {
+            assert!(!t.violation, "{} {}", t.id, t.outcome);
+            assert!(t.answer_matches, "{} {}", t.id, t.outcome);
+        }
+        match t.nemesis.as_str() {
+            // A kill at a step lands exactly there: the worker announced it and blocked.
+            "kill_at_step" => {
+                let k = &t.kills[0];
+                assert!(k.delivered, "{}", t.id);
+                if k.after != "request_held" {
+                    assert_eq!(k.last_step.as_deref(), Some(k.after.as_str()), "{}", t.id);
+                }
+            }
+            // The world changed while the worker was paused; it was not killed.
+            "revoke_mid_check" | "note_mid_check" => {
+                assert!(t.kills.is_empty(), "{}", t.id);
+                assert_eq!(t.faults.len(), 1, "{}", t.id);
+            }
+            _ => {}
+        }
+    }
+    // Paused before interlock's last check, a revocation is seen: it refuses.
+    for t in file.trials.iter().filter(|t| {
+        t.nemesis == "revoke_mid_check" && t.column == "interlock" && t.assumption.is_none()
+    }) {
+        assert!(t.outcome.starts_with("REFUSED"), "{}: {}", t.id, t.outcome);
+        assert_eq!(t.ground_truth.case_credit_count, 0, "{}", t.id);
+    }
+
+    // Replays: step kills and pauses from the id alone; timed kills at their recorded step.
+    let mut replayed = 0;
+    for t in &file.trials {
+        let at = match t.nemesis.as_str() {
+            "kill_random" => match &t.replay_at {
+                Some(at) => Some(at.as_str()),
+                None => continue,
+            },
+            _ if t.index == 0 => None,
+            _ => continue,
+        };
+        let text = replay(&t.id, at);
+        for want in [
+            format!("outcome {},", t.outcome),
+            format!("case credits {} ", t.ground_truth.case_credit_count),
+            format!("violation {},", t.violation),
+        ] {
+            assert!(
+                text.contains(&want),
+                "{} (at {at:?}): {want} not in {text}",
+                t.id
+            );
+        }
+        replayed += 1;
+    }
+    assert!(replayed >= 9, "only {replayed} trials replayed");
+}

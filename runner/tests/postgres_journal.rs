@@ -44,6 +44,7 @@ fn the_interlock_column_runs_on_a_postgres_journal() {
         file.environment.command.contains("--journal"),
         "the re-run command names the store"
     );
+    assert_eq!(file.environment.journal.as_deref(), Some("postgresql"));
     // The entries are in the run's schema, not in any cell's file.
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     let schemas: Vec<String> = client
@@ -76,4 +77,49 @@ fn the_interlock_column_runs_on_a_postgres_journal() {
         rows >= receipts as i64,
         "{rows} rows for {receipts} receipt entries"
     );
+}
+
+#[test]
+fn nemesis_trials_run_on_a_postgres_journal() {
+    let Ok(url) = std::env::var("INTERLOCK_TEST_PG_URL") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "INTERLOCK_TEST_PG_URL is not set under CI (.ci/run starts a cluster)"
+        );
+        eprintln!("skipped: INTERLOCK_TEST_PG_URL is not set (see .ci/pg-cluster)");
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["--scenario", "billing_credit"])
+        .args(["--nemesis", "kill_at_step,two_workers"])
+        .args(["--trials", "3", "--seed", "9", "--jobs", "4"])
+        .args(["--journal", &url])
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let bytes = std::fs::read(out.path().join("nemesis/billing_credit.json")).unwrap();
+    let file = verify::load::load_nemesis(&bytes).unwrap();
+    assert_eq!(file.environment.journal.as_deref(), Some("postgresql"));
+    assert!(file.environment.command.contains("--journal"));
+    // The interlock trials wrote their entries to PostgreSQL, not to a file: their receipts
+    // (read back from the store) verify, and the kill at a step still landed at that step.
+    let interlock: Vec<_> = file
+        .trials
+        .iter()
+        .filter(|t| t.column == "interlock")
+        .collect();
+    assert!(interlock.iter().all(|t| t.harness_error.is_none()));
+    assert!(interlock.iter().any(|t| t.receipt.is_some()));
+    for t in interlock.iter().filter(|t| t.nemesis == "kill_at_step") {
+        let k = &t.kills[0];
+        if k.after != "request_held" {
+            assert_eq!(k.last_step.as_deref(), Some(k.after.as_str()), "{}", t.id);
+        }
+        assert!(!t.violation || t.assumption.is_some(), "{}", t.id);
+    }
 }

@@ -426,7 +426,9 @@ fn expected(crash: CrashPoint, outage: Outage, column: Column) -> &'static str {
         (BeforeSend, _, NoCheck | HandCheck) => "CREDITED",
         (AfterSend, _, NoCheck) => "REPLAYED_BY_STRIPE",
         (AfterSend, _, HandCheck) => "FOUND_BY_LOOKUP",
-        (_, _, Interlock) => "COMMITTED_BY_RETRY",
+        (AfterSend, _, Interlock) => "COMMITTED_BY_RETRY",
+        (BeforeSend, _, Interlock) => "COMMITTED_BY_RETRY",
+        (other, ..) => panic!("{} is not a matrix crash point", other.as_str()),
     }
 }
 
@@ -441,6 +443,7 @@ fn expected_candidates(crash: CrashPoint, outage: Outage) -> [(i64, i64, i64); 3
         }
         (CrashPoint::AfterSend, _) => [(0, -1000, 0), (0, 0, 0), (0, 0, 0)],
         (CrashPoint::BeforeSend, _) => [(0, 0, 0), (0, 0, 0), (0, 0, 0)],
+        (other, _) => panic!("{} is not a matrix crash point", other.as_str()),
     }
 }
 

@@ -212,11 +212,16 @@ fn render_file(
         provenance::attest_command(&json_name, options.repository.as_deref());
     let emulator_vs_stripe = conformance_page::render(path, &verified.file, &report)?;
     report.emulator_vs_stripe = emulator_vs_stripe.is_some();
-    let nemesis =
-        nemesis_page::render(results_dir, scenario, pinned, options.repository.as_deref())?;
+    let prose_files = prose::load(scenario, &options.prose)?;
+    let nemesis = nemesis_page::render(
+        results_dir,
+        scenario,
+        pinned,
+        &prose_files.nemesis,
+        options.repository.as_deref(),
+    )?;
     report.nemesis = nemesis.is_some();
     let facts = facts::compute(&verified.file, &report);
-    let prose_files = prose::load(scenario, &options.prose)?;
     let verdict = prose::render(&prose_files.verdict.0, &prose_files.verdict.1, &facts)?;
     let setup = prose::render(&prose_files.setup.0, &prose_files.setup.1, &facts)?;
     let crashes: Vec<String> = verified.file.rows.iter().map(|r| r.crash.clone()).collect();

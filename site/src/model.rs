@@ -68,6 +68,10 @@ pub struct EnvView {
     pub backend: String,
     /// What the backend was, in words.
     pub backend_label: String,
+    /// Where the interlock column's journal was kept, in words.
+    pub journal_label: String,
+    /// How often the decider was asked, in words (empty for the policy asked per cell).
+    pub decide_label: String,
     /// `policy` or `anthropic`.
     pub decider_kind: String,
     /// What decided, in words (names the model only when a model ran).
@@ -565,8 +569,37 @@ fn env_view(f: &ResultsFile) -> Result<EnvView, String> {
             ))
         }
     };
+    let replayed = f
+        .cells
+        .iter()
+        .filter(|c| {
+            c.decision
+                .as_ref()
+                .is_some_and(|d| d.replayed_from.is_some())
+        })
+        .count();
+    let decide_label = match (replayed, e.decider.kind.as_str()) {
+        (0, "policy") => String::new(),
+        (0, _) => " It was asked in every cell, so a difference between columns may come from it.".into(),
+        (n, _) => format!(
+            " It was asked once per row; the row's other columns replayed that decision with their own case's ids ({n} cells, each naming the cell that decided)."
+        ),
+    };
+    let journal_label = match e.journal.as_deref() {
+        None => "one signed JSONL file per cell, on this machine".to_owned(),
+        Some("postgresql") => {
+            "PostgreSQL, one schema for the run shared by every worker (`--journal`)".to_owned()
+        }
+        Some(other) => {
+            return Err(format!(
+                "environment.journal {other:?} is not `postgresql` (absent means JSONL files)"
+            ))
+        }
+    };
     let c = &e.claim;
     Ok(EnvView {
+        journal_label,
+        decide_label,
         backend: e.backend.clone(),
         backend_label,
         decider_kind: e.decider.kind.clone(),

@@ -5,7 +5,9 @@
 //! before anything from it is shown; a scenario without one gets no page.
 
 use crate::error::SiteError;
+use crate::facts::{Fact, Facts};
 use crate::pages::VERSION;
+use crate::prose::Section;
 use askama::Template;
 use std::path::{Path, PathBuf};
 use verify::nemesis::{NemesisFile, NemesisSummary, Trial};
@@ -48,6 +50,8 @@ pub struct NemesisPage<'a> {
     pub attest_command: String,
     /// Name of the JSON under `data/`.
     pub json_name: String,
+    /// The page's prose (`nemesis.md`), numbers and claims checked against the file.
+    pub prose: Section,
 }
 
 /// A violating trial's page.
@@ -88,6 +92,109 @@ pub fn trial_file(id: &str) -> String {
     format!("{}.html", id.replace(':', "-"))
 }
 
+/// The facts the Nemesis page's prose may use, from the verified file (`C` a column, `N` a
+/// nemesis):
+///
+/// | fact | type | meaning |
+/// |---|---|---|
+/// | `nemesis.trials`, `nemesis.per_cell`, `nemesis.kinds` | integer | trials in all, per nemesis and column, nemeses run |
+/// | `max_in_flight` | duration | the target's declared server-side in-flight bound |
+/// | `within.C`, `beyond.C` | integer | the column's trials within / beyond its assumptions |
+/// | `min_within.C` | integer | the fewest within-assumption trials the column had under one nemesis |
+/// | `violations_within.C`, `wrong_within.C`, `ambiguous_within.C` | integer | within assumptions: violations, wrong answers, AMBIGUOUS |
+/// | `violations_beyond.C` | integer | violations beyond the assumptions |
+/// | `violating_nemeses.C` | text | nemeses with violations within assumptions (with counts), or `none` |
+/// | `violations_within.N.C`, `within.N.C` | integer | the same per nemesis |
+/// | `harness_errors` | integer | HARNESS_ERROR trials |
+pub fn facts(file: &NemesisFile) -> Facts {
+    let mut facts = Facts::new();
+    let int = |n: usize| Fact::Int(i64::try_from(n).unwrap_or(i64::MAX));
+    facts.insert("nemesis.trials".into(), int(file.trials.len()));
+    facts.insert(
+        "nemesis.per_cell".into(),
+        Fact::Int(i64::from(file.plan.trials)),
+    );
+    facts.insert("nemesis.kinds".into(), int(file.plan.nemeses.len()));
+    facts.insert(
+        "max_in_flight".into(),
+        Fact::Ms(file.environment.claim.max_in_flight_ms),
+    );
+    facts.insert(
+        "harness_errors".into(),
+        int(file
+            .trials
+            .iter()
+            .filter(|t| t.outcome == verify::billing_credit::HARNESS_ERROR)
+            .count()),
+    );
+    for column in &file.plan.columns {
+        let of = |t: &&Trial| &t.column == column;
+        let within: Vec<&Trial> = file
+            .trials
+            .iter()
+            .filter(of)
+            .filter(|t| t.assumption.is_none())
+            .collect();
+        let beyond: Vec<&Trial> = file
+            .trials
+            .iter()
+            .filter(of)
+            .filter(|t| t.assumption.is_some())
+            .collect();
+        let count = |v: &[&Trial], p: fn(&Trial) -> bool| int(v.iter().filter(|t| p(t)).count());
+        facts.insert(format!("within.{column}"), int(within.len()));
+        facts.insert(format!("beyond.{column}"), int(beyond.len()));
+        facts.insert(
+            format!("violations_within.{column}"),
+            count(&within, |t| t.violation),
+        );
+        facts.insert(
+            format!("wrong_within.{column}"),
+            count(&within, |t| !t.answer_matches),
+        );
+        facts.insert(
+            format!("ambiguous_within.{column}"),
+            count(&within, |t| t.ambiguous),
+        );
+        facts.insert(
+            format!("violations_beyond.{column}"),
+            count(&beyond, |t| t.violation),
+        );
+        let mut min_within = usize::MAX;
+        let mut violating = Vec::new();
+        for nemesis in &file.plan.nemeses {
+            let here: Vec<&&Trial> = within.iter().filter(|t| &t.nemesis == nemesis).collect();
+            let violations = here.iter().filter(|t| t.violation).count();
+            min_within = min_within.min(here.len());
+            if violations > 0 {
+                violating.push(format!("{nemesis} ({violations})"));
+            }
+            facts.insert(format!("within.{nemesis}.{column}"), int(here.len()));
+            facts.insert(
+                format!("violations_within.{nemesis}.{column}"),
+                int(violations),
+            );
+        }
+        facts.insert(
+            format!("min_within.{column}"),
+            int(if min_within == usize::MAX {
+                0
+            } else {
+                min_within
+            }),
+        );
+        facts.insert(
+            format!("violating_nemeses.{column}"),
+            Fact::Text(if violating.is_empty() {
+                "none".into()
+            } else {
+                violating.join(", ")
+            }),
+        );
+    }
+    facts
+}
+
 /// A bound in ppm as a percentage with two decimals, rounded up (it is an upper bound).
 fn percent(ppm: u32) -> String {
     let hundredths = ppm.div_ceil(100);
@@ -99,6 +206,7 @@ pub fn render(
     results_dir: &Path,
     scenario: &str,
     pinned: Option<&ed25519_dalek::VerifyingKey>,
+    prose: &(String, String),
     repository: Option<&str>,
 ) -> Result<Option<Rendered>, SiteError> {
     let path = nemesis_path(results_dir, scenario);
@@ -137,7 +245,9 @@ pub fn render(
         .map_or_else(|| "?".to_owned(), |k| verify::fingerprint(&k));
     let json_name = format!("{scenario}.nemesis.json");
     let signer_label = crate::provenance::signer_label(results_dir, &file.environment.signer);
+    let prose = crate::prose::render(&prose.0, &prose.1, &facts(&file))?;
     let page = NemesisPage {
+        prose,
         root: "../",
         version: VERSION,
         f: &file,

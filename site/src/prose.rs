@@ -37,6 +37,8 @@ pub struct ProseFiles {
     pub setup: (String, String),
     /// `rows.md`.
     pub rows: (String, String),
+    /// `nemesis.md`: the Nemesis page's text (empty when a scenario has none).
+    pub nemesis: (String, String),
 }
 
 /// A rendered prose section.
@@ -59,7 +61,7 @@ pub struct RowsProse {
     pub outage: BTreeMap<String, String>,
 }
 
-const EMBEDDED_BILLING_CREDIT: [(&str, &str); 3] = [
+const EMBEDDED_BILLING_CREDIT: [(&str, &str); 4] = [
     (
         "verdict.md",
         include_str!("../../scenarios/billing_credit/verdict.md"),
@@ -71,6 +73,10 @@ const EMBEDDED_BILLING_CREDIT: [(&str, &str); 3] = [
     (
         "rows.md",
         include_str!("../../scenarios/billing_credit/rows.md"),
+    ),
+    (
+        "nemesis.md",
+        include_str!("../../scenarios/billing_credit/nemesis.md"),
     ),
 ];
 
@@ -104,10 +110,17 @@ pub fn load(scenario: &str, source: &ProseSource) -> Result<ProseFiles, SiteErro
             }
         }
     };
+    let optional = |name: &str| match source {
+        ProseSource::Dir(dir) if !dir.join(scenario).join(name).is_file() => {
+            Ok((format!("scenarios/{scenario}/{name}"), String::new()))
+        }
+        _ => get(name),
+    };
     Ok(ProseFiles {
         verdict: get("verdict.md")?,
         setup: get("setup.md")?,
         rows: get("rows.md")?,
+        nemesis: optional("nemesis.md")?,
     })
 }
 

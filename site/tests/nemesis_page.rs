@@ -27,6 +27,8 @@ fn every_violation_links_to_a_trial_page_with_its_replay_command() {
     let page = std::fs::read_to_string(out.join("billing_credit/nemesis.html")).unwrap();
     let report = std::fs::read_to_string(out.join("billing_credit/index.html")).unwrap();
     assert!(report.contains("href=\"nemesis.html\""));
+    // The prose's claims were checked against this file.
+    assert!(page.contains("violations_within.interlock = 0"), "{page}");
     let file = verify::load::load_nemesis(
         &std::fs::read(results.join("nemesis/billing_credit.json")).unwrap(),
     )
@@ -39,6 +41,9 @@ fn every_violation_links_to_a_trial_page_with_its_replay_command() {
         assert!(page.contains(&format!("trials/{name}")), "{}", t.id);
         let trial = std::fs::read_to_string(out.join("billing_credit/trials").join(&name)).unwrap();
         assert!(trial.contains(&format!("--replay {}", t.id)));
+        if let Some(at) = &t.replay_at {
+            assert!(trial.contains(&format!("--at {at}")), "{}", t.id);
+        }
     }
 }
 

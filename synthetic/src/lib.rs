@@ -221,6 +221,7 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
             subscription_status: "active".into(),
             incident_compensation: 0,
         },
+        replayed_from: None,
     };
     let t0 = 1_789_000_000 + (n as i64) * 1000;
     let renewal_at = t0 + 30 * DAY;
@@ -540,6 +541,7 @@ pub fn generate(spec: &Spec) -> ResultsFile {
             signer: hex::encode(key.verifying_key().as_bytes()),
             command: "synthetic::generate".into(),
             jobs: 1,
+            journal: None,
         },
         rows: DEFAULT_ROWS
             .iter()

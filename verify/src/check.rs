@@ -166,6 +166,7 @@ pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
         || check_cells(file, &rule, &vetted),
     );
     findings.append(&mut structure);
+    crate::replayed::check(&file.cells, &mut findings);
     let receipts = file.cells.iter().filter(|c| c.receipt.is_some()).count();
     check_summary(file, &cell_reports, &mut findings);
 

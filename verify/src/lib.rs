@@ -25,6 +25,7 @@ pub mod nemesis;
 pub mod original;
 pub mod pycompat;
 pub mod receipt;
+pub mod replayed;
 pub mod results;
 
 /// A short, stable name of an ed25519 public key for people to compare: `SHA256:` and the first

@@ -101,6 +101,10 @@ pub struct Environment {
     pub command: String,
     /// Worker parallelism used.
     pub jobs: u32,
+    /// Where the interlock column's journal was kept when not in one JSONL file per cell:
+    /// `postgresql` (the runner's `--journal`, one schema per run). Absent: JSONL files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<String>,
 }
 
 /// The decider that turned a case into an amount and a description.
@@ -421,6 +425,11 @@ pub struct Decision {
     pub decider: DeciderInfo,
     /// The premises captured when deciding.
     pub premises: Premises,
+    /// When the decider was asked once for the whole row (`runner --decide per-row`): the cell
+    /// whose decision this one replays (`crash/outage/column`, `#repeat` when above 0), with that
+    /// case's id and incident replaced by this case's in the description. Absent: decided here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replayed_from: Option<String>,
 }
 
 /// The premises of the billing_credit decision.

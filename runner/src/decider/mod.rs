@@ -201,6 +201,34 @@ pub enum DeciderKind {
     Anthropic,
 }
 
+/// How many decider calls a matrix row gets (`--decide`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DecideMode {
+    /// One call per row, its decision replayed to every column of the row, so a difference
+    /// between columns cannot come from the model (the default for a model decider).
+    PerRow,
+    /// One call per cell, as the reference did (the default for the policy, which is a function
+    /// of the case alone).
+    PerCell,
+}
+
+impl DecideMode {
+    /// The mode a run uses: the one asked for, else per-row for a model and per-cell for the
+    /// policy.
+    pub fn resolve(asked: Option<DecideMode>, kind: DeciderKind) -> DecideMode {
+        asked.unwrap_or(match kind {
+            DeciderKind::Anthropic => DecideMode::PerRow,
+            DeciderKind::Policy => DecideMode::PerCell,
+        })
+    }
+}
+
+/// A row's decision replayed to another cell: the description with the deciding case's id and
+/// incident replaced by this case's (whatever else the decider wrote stays as written).
+pub fn replay_description(description: &str, from: (&str, &str), to: (&str, &str)) -> String {
+    description.replace(from.0, to.0).replace(from.1, to.1)
+}
+
 impl DeciderKind {
     /// `policy` or `anthropic`.
     pub fn as_str(self) -> &'static str {

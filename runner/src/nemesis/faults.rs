@@ -16,6 +16,20 @@ pub const BOUND_ASSUMPTION: &str =
 pub const PREMISE_IN_FLIGHT_ASSUMPTION: &str =
     "no premise change lands while a credit POST is in flight: billing's credit note was issued while the request was held at the service, and Stripe has no precondition on a balance transaction";
 
+/// The window every column shares for world changes: a change that lands after a column's last
+/// check and before its POST cannot be seen by any check (DESIGN §5.1).
+pub const AFTER_LAST_CHECK_ASSUMPTION: &str =
+    "no premise change or revocation lands between a column's last check and its POST: the world changed while the worker was paused after its last check";
+
+/// A change in the world made while the decide worker is paused mid-check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorldFault {
+    /// Support revokes the approval.
+    Revoke,
+    /// Billing's SLA automation credits the renewal invoice for the case's incident.
+    CreditNote,
+}
+
 /// Everything a trial will do, before it does it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Draw {
@@ -29,8 +43,12 @@ pub struct Draw {
     pub second_worker: bool,
     /// Revoke the approval during the outage.
     pub revoke_in_outage: bool,
-    /// Kill the decide worker as soon as this step is seen (see [`column_steps`]).
+    /// Kill the decide worker at this step (see [`column_steps`]).
     pub kill_at_step: Option<&'static str>,
+    /// Pause the decide worker at this step (see [`pause_steps`]) and make `world` happen.
+    pub pause_at: Option<&'static str>,
+    /// The world change made while the worker is paused.
+    pub world: Option<WorldFault>,
     /// When to kill the decide worker, ms after `kill_after` (None: never).
     pub decide_kill_ms: Option<u64>,
     /// What the decide kill instant counts from: `start` or `request_held`.
@@ -43,26 +61,56 @@ pub struct Draw {
     pub assumption: Option<&'static str>,
 }
 
-/// The steps of a column the runner can see durably written from outside the worker, in order
-/// (`request_held`: the credit POST held at the service, i.e. mid-request).
+/// The steps of a column a trial can kill its decide worker at, in order: the worker's own steps
+/// (it announces each and blocks at the drawn one until SIGKILLed, so a replay kills at exactly
+/// the same step) and `request_held`, the credit POST held at the service (mid-request).
 pub fn column_steps(column: Column) -> &'static [&'static str] {
     match column {
         Column::Interlock => &[
-            "PROPOSED",
-            "AUTHORIZED",
-            "DISPATCHED",
+            "decision_saved",
+            "proposed",
+            "authorized",
+            "dispatched",
             "request_held",
-            "COMMITTED",
+            "after_send",
+            "committed",
         ],
         Column::HandCheck => &[
+            "decision_saved",
             "lookup",
             "approval",
             "premises",
-            "send",
+            "send_logged",
             "request_held",
-            "sent",
+            "after_send",
+            "sent_logged",
         ],
-        Column::NoCheck => &["decision_saved", "request_held"],
+        Column::NoCheck => &["decision_saved", "request_held", "after_send"],
+    }
+}
+
+/// The steps a world fault can pause a column at (after its decision, so the change is one the
+/// decision could not know), in order, and how many of them come before the column's last check
+/// (a change made there must be seen; one made later lies in the window
+/// [`AFTER_LAST_CHECK_ASSUMPTION`] names).
+pub fn pause_steps(column: Column) -> (&'static [&'static str], usize) {
+    match column {
+        Column::Interlock => (
+            &["decision_saved", "proposed", "authorized", "dispatched"],
+            3,
+        ),
+        Column::HandCheck => (
+            &[
+                "decision_saved",
+                "lookup",
+                "approval",
+                "premises",
+                "send_logged",
+            ],
+            3,
+        ),
+        // no_check checks nothing after its decision: every change it misses is in the window.
+        Column::NoCheck => (&["decision_saved"], 0),
     }
 }
 
@@ -77,6 +125,8 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
         second_worker: false,
         revoke_in_outage: false,
         kill_at_step: None,
+        pause_at: None,
+        world: None,
         decide_kill_ms: None,
         kill_after: "start",
         decide_at_before_send: false,
@@ -93,6 +143,14 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
             });
             d.kill_after = "request_held";
             d.decide_kill_ms = Some(rng.gen_range(0..=50));
+        }
+        Nemesis::LateAfterTimeout => {
+            // Past the client's timeout, inside the declared bound (both the emulator's).
+            let timeout = crate::backend::EMULATOR_REQUEST_TIMEOUT.as_millis() as u64;
+            let bound = crate::backend::EMULATOR_MAX_IN_FLIGHT.as_millis() as u64;
+            d.service = Some(FaultAction::Delay {
+                ms: rng.gen_range(timeout + 100..=bound - 100),
+            });
         }
         Nemesis::LateBeyondBound => {
             d.service = Some(FaultAction::Delay {
@@ -124,6 +182,21 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
                 });
             }
         }
+        Nemesis::RevokeMidCheck | Nemesis::NoteMidCheck => {
+            let (steps, within) = pause_steps(column);
+            let i = rng.gen_range(0..steps.len());
+            d.pause_at = Some(steps[i]);
+            d.world = Some(match nemesis {
+                Nemesis::RevokeMidCheck => WorldFault::Revoke,
+                _ => WorldFault::CreditNote,
+            });
+            if nemesis == Nemesis::NoteMidCheck {
+                d.outage = Outage::BillingCredit;
+            }
+            if i >= within {
+                d.assumption = Some(AFTER_LAST_CHECK_ASSUMPTION);
+            }
+        }
         Nemesis::RateLimitBurst => {
             d.service = Some(FaultAction::RateLimit {
                 retry_after_s: None,
@@ -133,11 +206,58 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
     }
     // A held request with billing's credit note issued during the outage: the note lands while
     // the credit is in flight (decided by the draw, before anything runs).
-    let held = d.kill_after == "request_held" || d.kill_at_step == Some("request_held");
+    let held = d.kill_after == "request_held"
+        || d.kill_at_step == Some("request_held")
+        || nemesis == Nemesis::LateAfterTimeout;
     if held && outage == Outage::BillingCredit && d.assumption.is_none() {
         d.assumption = Some(PREMISE_IN_FLIGHT_ASSUMPTION);
     }
     d
+}
+
+/// Every position a replay can kill at (`--at`): the steps of every column, `started` and
+/// `request_held`.
+pub const POSITIONS: [&str; 15] = [
+    "started",
+    "decision_saved",
+    "lookup",
+    "approval",
+    "premises",
+    "send_logged",
+    "proposed",
+    "authorized",
+    "dispatched",
+    "before_send",
+    "request_held",
+    "after_send",
+    "sent_logged",
+    "committed",
+    "finished",
+];
+
+impl Draw {
+    /// The same trial with its decide kill moved to `position` (`runner --replay ID --at STEP`):
+    /// the faults stay as drawn; a timed kill becomes a kill at that step (`finished`: no kill).
+    pub fn replayed_at(mut self, position: &str) -> Result<Draw, String> {
+        let Some(at) = POSITIONS.into_iter().find(|p| *p == position) else {
+            return Err(format!(
+                "--at {position:?} is not a step; expected one of: {}",
+                POSITIONS.join(", ")
+            ));
+        };
+        if self.pause_at.is_some() || self.decide_at_before_send {
+            return Err(
+                "--at applies to trials whose decide kill is timed or at a step; this trial's decide worker is paused or killed at a fixed point already".into(),
+            );
+        }
+        if at == "request_held" && !matches!(self.service, Some(FaultAction::Delay { .. })) {
+            return Err("--at request_held needs a trial whose credit POST is held".into());
+        }
+        self.decide_kill_ms = None;
+        self.kill_after = "start";
+        self.kill_at_step = (at != "finished").then_some(at);
+        Ok(self)
+    }
 }
 
 /// One line naming a service fault.
@@ -189,6 +309,34 @@ mod tests {
                 held.outage == Outage::BillingCredit,
                 "seed {seed}"
             );
+        }
+        for seed in 0..60 {
+            for column in Column::ALL {
+                let d = draw_for(Nemesis::NoteMidCheck, column, seed);
+                let (steps, within) = pause_steps(column);
+                let i = steps.iter().position(|s| Some(*s) == d.pause_at).unwrap();
+                assert_eq!(d.assumption.is_some(), i >= within, "{column} {seed}");
+                assert_eq!(d.outage, Outage::BillingCredit);
+                assert_eq!(d.world, Some(WorldFault::CreditNote));
+                let r = draw_for(Nemesis::RevokeMidCheck, column, seed);
+                assert_eq!(r.world, Some(WorldFault::Revoke));
+                assert!(r.service.is_none() && r.decide_kill_ms.is_none());
+            }
+        }
+        let timed = draw_for(Nemesis::KillRandom, Column::HandCheck, 3);
+        let at = timed.clone().replayed_at("premises").unwrap();
+        assert_eq!(
+            (at.kill_at_step, at.decide_kill_ms),
+            (Some("premises"), None)
+        );
+        assert!(timed.clone().replayed_at("request_held").is_err());
+        assert!(timed.replayed_at("nowhere").is_err());
+        for seed in 0..40 {
+            let late = draw_for(Nemesis::LateAfterTimeout, Column::Interlock, seed);
+            assert!(
+                matches!(late.service, Some(FaultAction::Delay { ms }) if ms > 5_000 && ms < 5_500)
+            );
+            assert!(late.decide_kill_ms.is_none() && late.kill_at_step.is_none());
         }
         let rec = draw_for(Nemesis::KillRecovery, Column::HandCheck, 7);
         assert!((1..=3).contains(&rec.restart_kills_ms.len()));

@@ -20,6 +20,10 @@ pub enum Nemesis {
     /// The credit POST is held at the service (100-2000 ms, inside the declared bound) and the
     /// worker is SIGKILLed while it is held: the request lands after its client is dead.
     KillInFlight,
+    /// The credit POST is held past the client's request timeout (5 s) but inside the declared
+    /// 5.5 s bound, and nobody is killed: the client gives up, the worker ends with its error,
+    /// and the request lands afterwards.
+    LateAfterTimeout,
     /// As [`Nemesis::KillInFlight`] but held 7-9 s, beyond the emulator's declared 5.5 s bound:
     /// outside every column's assumptions, reported as measured.
     LateBeyondBound,
@@ -36,25 +40,37 @@ pub enum Nemesis {
     /// The decide worker is killed right before the send; during the outage support revokes the
     /// approval (recorded at a test-clock instant, the clock then advanced a second past it).
     RevokeInOutage,
+    /// The decide worker is paused at a step drawn from its column's checks (or just after
+    /// them), support revokes the approval, and the worker goes on: a revocation during the
+    /// premise reads must be seen.
+    RevokeMidCheck,
+    /// As [`Nemesis::RevokeMidCheck`] but the world change is billing's credit note for the
+    /// case's incident (the renewal, then the note): the outage lands mid-check.
+    NoteMidCheck,
     /// The service answers the credit POST with 1-4 consecutive 429s before letting it through.
     RateLimitBurst,
-    /// SIGKILL as soon as the runner sees a step drawn from the column's own steps durably
-    /// written (interlock: each journal entry kind; hand_check: each log step; no_check: the
-    /// saved decision), or the credit POST held at the service (mid-request).
+    /// SIGKILL at a step drawn from the column's own steps (interlock: after each journal entry
+    /// and after the POST's response; hand_check: after each log line and the response;
+    /// no_check: after the saved decision and the response), or while the credit POST is held
+    /// at the service (mid-request). The worker announces each step and blocks at the drawn one,
+    /// so the kill lands there exactly and a replay repeats it.
     KillAtStep,
 }
 
 impl Nemesis {
     /// Every nemesis, in run order.
-    pub const ALL: [Nemesis; 10] = [
+    pub const ALL: [Nemesis; 13] = [
         Nemesis::KillRandom,
         Nemesis::KillInFlight,
+        Nemesis::LateAfterTimeout,
         Nemesis::LateBeyondBound,
         Nemesis::CommitThen500,
         Nemesis::CommitThenDrop,
         Nemesis::KillRecovery,
         Nemesis::TwoWorkers,
         Nemesis::RevokeInOutage,
+        Nemesis::RevokeMidCheck,
+        Nemesis::NoteMidCheck,
         Nemesis::RateLimitBurst,
         Nemesis::KillAtStep,
     ];
@@ -64,12 +80,15 @@ impl Nemesis {
         match self {
             Nemesis::KillRandom => "kill_random",
             Nemesis::KillInFlight => "kill_in_flight",
+            Nemesis::LateAfterTimeout => "late_after_timeout",
             Nemesis::LateBeyondBound => "late_beyond_bound",
             Nemesis::CommitThen500 => "commit_then_500",
             Nemesis::CommitThenDrop => "commit_then_drop",
             Nemesis::KillRecovery => "kill_recovery",
             Nemesis::TwoWorkers => "two_workers",
             Nemesis::RevokeInOutage => "revoke_in_outage",
+            Nemesis::RevokeMidCheck => "revoke_mid_check",
+            Nemesis::NoteMidCheck => "note_mid_check",
             Nemesis::RateLimitBurst => "rate_limit_burst",
             Nemesis::KillAtStep => "kill_at_step",
         }

@@ -41,6 +41,8 @@ pub struct NemesisArgs<'a> {
     pub jobs: usize,
     /// Results directory (the file goes to `DIR/nemesis/billing_credit.json`).
     pub out: &'a Path,
+    /// `--journal postgres://…`: interlock trials keep their journal in the run's own schema.
+    pub journal: Option<&'a str>,
 }
 
 struct Started {
@@ -48,15 +50,20 @@ struct Started {
     key: RunKey,
     dir: tempfile::TempDir,
     exe: PathBuf,
+    /// The journal URL with the run's schema, for `--journal`.
+    journal: Option<String>,
 }
 
-fn start() -> Result<Started> {
+fn start(journal: Option<&str>) -> Result<Started> {
     let dir = tempfile::Builder::new()
         .prefix("interlock-nemesis-")
         .tempdir()
         .context("cannot create the run's temporary directory")?;
     let key = RunKey::generate(dir.path()).context("cannot create the run's signing key")?;
     let run_id = format!("{:08x}", rand::rngs::OsRng.next_u32());
+    let journal = journal
+        .map(|url| crate::run::journal_schema(url, &run_id))
+        .transpose()?;
     let backend = Backend::start(BackendKind::Emulator, &run_id).map_err(|e| anyhow!(e))?;
     backend.prepare().map_err(|e| anyhow!(e))?;
     let exe = std::env::current_exe().context("cannot find the runner's own binary")?;
@@ -65,6 +72,7 @@ fn start() -> Result<Started> {
         key,
         dir,
         exe,
+        journal,
     })
 }
 
@@ -93,11 +101,12 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
                     index,
                     seed: trial_seed(seed, n.as_str(), c.as_str(), index),
                     slot,
+                    at: None,
                 });
             }
         }
     }
-    let s = start()?;
+    let s = start(args.journal)?;
     // Ctrl-C / SIGTERM: no new trial starts; running trials end (every worker wait is bounded)
     // and nothing is written.
     let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -107,6 +116,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
         exe: &s.exe,
         run_dir: s.dir.path(),
         key_file: s.key.path(),
+        journal: s.journal.as_deref(),
     };
     eprintln!(
         "runner: nemesis {} x 3 columns x {} trials = {} trials, {} jobs, seed {seed}",
@@ -186,12 +196,18 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
             },
             signer: s.key.public_hex(),
             command: format!(
-                "cargo run --release -p runner -- --scenario billing_credit --nemesis {} --trials {} --seed {seed} --jobs {}",
+                "cargo run --release -p runner -- --scenario billing_credit --nemesis {} --trials {} --seed {seed} --jobs {}{}",
                 plan.nemeses.join(","),
                 args.trials,
-                args.jobs
+                args.jobs,
+                args.journal
+                    .map(|url| format!(" --journal {}", crate::run::without_password(url)))
+                    .unwrap_or_default()
             ),
             jobs: args.jobs as u32,
+            journal: args
+                .journal
+                .map(|_| crate::run::JOURNAL_POSTGRESQL.to_owned()),
         },
         plan,
         trials,
@@ -287,18 +303,20 @@ fn print_summary(file: &NemesisFile, wall_s: f64) {
     }
 }
 
-/// Runs the trial `id` again and prints it as JSON; returns whether it ran (not HARNESS_ERROR).
-pub fn replay(id: &str) -> Result<bool> {
+/// Runs the trial `id` again (its decide worker killed at step `at` when given: the trial's
+/// `replay_at`) and prints what happened; returns whether it ran (not HARNESS_ERROR).
+pub fn replay(id: &str, at: Option<&str>) -> Result<bool> {
     let (nemesis, column, seed) = parse_trial_id(id)
         .ok_or_else(|| anyhow!("{id:?} is not a trial id (nemesis:column:14 hex)"))?;
     let nemesis = Nemesis::parse(nemesis).map_err(|e| anyhow!(e))?;
     let column = Column::parse(column).map_err(|e| anyhow!(e.to_string()))?;
-    let s = start()?;
+    let s = start(None)?;
     let ctx = TrialContext {
         backend: &s.backend,
         exe: &s.exe,
         run_dir: s.dir.path(),
         key_file: s.key.path(),
+        journal: s.journal.as_deref(),
     };
     let trial = run_trial(
         &ctx,
@@ -308,6 +326,19 @@ pub fn replay(id: &str) -> Result<bool> {
             index: 0,
             seed,
             slot: 0,
+            at: at
+                .map(|a| {
+                    super::faults::POSITIONS
+                        .into_iter()
+                        .find(|p| *p == a)
+                        .ok_or_else(|| {
+                            anyhow!(
+                                "--at {a:?} is not a step; expected one of: {}",
+                                super::faults::POSITIONS.join(", ")
+                            )
+                        })
+                })
+                .transpose()?,
         },
     )
     .map_err(|e| anyhow!(e))?;
@@ -315,11 +346,23 @@ pub fn replay(id: &str) -> Result<bool> {
         .delete()
         .context("cannot delete the run's private key file")?;
     debug_assert_eq!(trial.id, trial_id(nemesis.as_str(), column.as_str(), seed));
+    let kills: Vec<String> = trial
+        .kills
+        .iter()
+        .map(|k| {
+            format!(
+                "{} at {} ms after {} (delivered {}, last step {:?})",
+                k.worker, k.at_ms, k.after, k.delivered, k.last_step
+            )
+        })
+        .collect();
     println!(
-        "trial {}: outage {}, kills {:?}, outcome {}, case credits {} (want {}), violation {}, answer matches {}",
+        "trial {}{}: outage {}, faults {:?}, kills {:?}, outcome {}, case credits {} (want {}), violation {}, answer matches {}",
         trial.id,
+        at.map(|a| format!(" at {a}")).unwrap_or_default(),
         trial.outage,
-        trial.kills.iter().map(|k| format!("{} at {} ms after {} (delivered {}, last step {:?})", k.worker, k.at_ms, k.after, k.delivered, k.last_step)).collect::<Vec<_>>(),
+        trial.faults.iter().map(|f| f.kind.as_str()).collect::<Vec<_>>(),
+        kills,
         trial.outcome,
         trial.ground_truth.case_credit_count,
         trial.want.count,

@@ -2,22 +2,25 @@
 //! as drawn, run the outage while it is dead, kill the restarts as drawn, run a final restart,
 //! read what Stripe holds and judge it.
 
-use super::faults::{describe, draw_for, Draw};
+use super::faults::{describe, draw_for, Draw, WorldFault};
 use super::Nemesis;
 use crate::backend::Backend;
 use crate::cell::{empty_truth, stderr_tail};
-use crate::worker::{self, CRASH_LINE_PREFIX, NO_CRASH, STRIPE_KEY_ENV};
+use crate::worker::{
+    self, CONTINUE_LINE, CRASH_LINE_PREFIX, EVERY_STEP, NO_CRASH, PAUSE_LINE_PREFIX,
+    STEP_LINE_PREFIX, STRIPE_KEY_ENV,
+};
 use rand::{rngs::StdRng, SeedableRng};
 use scenarios::billing_credit as bc;
 use serde_json::Value;
 use std::fs;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use stripe::emulator::{FaultHandle, FaultId, FaultRule};
+use stripe::emulator::{FaultAction, FaultHandle, FaultId, FaultRule};
 use verify::billing_credit::HARNESS_ERROR;
 use verify::nemesis::rules::{judge, trial_id};
 use verify::nemesis::{Fault, Kill, Trial};
@@ -38,6 +41,8 @@ pub struct TrialContext<'a> {
     pub run_dir: &'a Path,
     /// The private signing key file handed to workers.
     pub key_file: &'a Path,
+    /// `--journal`: the PostgreSQL journal (URL with the run's schema) for interlock trials.
+    pub journal: Option<&'a str>,
 }
 
 /// Which trial to run.
@@ -53,6 +58,8 @@ pub struct TrialSpec {
     pub seed: u64,
     /// A number unique in the run (API keys, directories).
     pub slot: usize,
+    /// `runner --replay ID --at STEP`: kill the decide worker at this step instead of as drawn.
+    pub at: Option<&'static str>,
 }
 
 fn ms(d: Duration) -> u64 {
@@ -62,9 +69,16 @@ fn ms(d: Duration) -> u64 {
 /// Runs a trial. Errors only when the case cannot even be opened (the backend is unusable).
 pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, String> {
     let id = trial_id(spec.nemesis.as_str(), spec.column.as_str(), spec.seed);
-    let plan = draw_for(spec.nemesis, spec.column, spec.seed);
+    let mut plan = draw_for(spec.nemesis, spec.column, spec.seed);
+    if let Some(at) = spec.at {
+        plan = plan.replayed_at(at)?;
+    }
     let dir = ctx.run_dir.join(format!("trial{:05}", spec.slot));
     fs::create_dir_all(&dir).map_err(|e| format!("trial {id}: {e}"))?;
+    if let Some(url) = ctx.journal {
+        fs::write(dir.join(bc::JOURNAL_LOCATION_FILE), url)
+            .map_err(|e| format!("trial {id}: name the journal store: {e}"))?;
+    }
     let api_key = ctx.backend.api_key(spec.slot);
     let client = ctx.backend.client(&api_key)?;
     let prices = ctx.backend.prices(&client)?;
@@ -75,15 +89,19 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
 
     let mut trial = blank_trial(&id, spec, &plan, &case);
     let faults = ctx.backend.faults();
-    let rule = match (&plan.service, &faults) {
+    // A timed kill with no service fault still watches the credit POST arrive (a zero hold), so
+    // the trial can say whether the request had reached the service when the worker died.
+    let timed = plan.decide_kill_ms.is_some();
+    let action = match &plan.service {
+        Some(a) => Some(a.clone()),
+        None if timed => Some(FaultAction::Delay { ms: 0 }),
+        None => None,
+    };
+    let rule = match (action, &faults) {
         (Some(action), Some(handle)) => {
-            let r = FaultRule::new(
-                "POST",
-                "/v1/customers/*/balance_transactions",
-                action.clone(),
-            )
-            .for_key(&api_key)
-            .times(1);
+            let r = FaultRule::new("POST", "/v1/customers/*/balance_transactions", action)
+                .for_key(&api_key)
+                .times(spec_times(&plan));
             Some(handle.add(r))
         }
         (Some(_), None) => return Err("service nemeses need the embedded emulator".into()),
@@ -97,7 +115,67 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     };
 
     let mut first_fault: Option<Instant> = None;
-    let decide = w.run_decide(&plan, faults.as_ref().zip(rule))?;
+    let mut world_at: Option<Instant> = None;
+    let mut world_record: Option<Result<(Fault, Option<bc::CaseFile>), String>> = None;
+    let mut world = || -> Result<(), String> {
+        world_at = Some(Instant::now());
+        let made = match plan.world {
+            Some(WorldFault::Revoke) => clock_now(&client, &case)
+                .and_then(|at| revoke(&client, &dir, at))
+                .map(|(revoked, at)| {
+                    let fault = Fault {
+                        kind: "revocation".into(),
+                        detail: format!(
+                            "support revoked the approval while the worker was paused at {}, at test-clock {at}; the clock was then advanced one second",
+                            plan.pause_at.unwrap_or("?")
+                        ),
+                        fired: 1,
+                    };
+                    (fault, Some(revoked))
+                }),
+            Some(WorldFault::CreditNote) => {
+                let mut outage_rng = StdRng::seed_from_u64(spec.seed ^ 0x5eed);
+                bc::run_outage(&client, &case, bc::Outage::BillingCredit, &mut outage_rng)
+                    .map_err(|e| e.to_string())
+                    .map(|_| {
+                        let fault = Fault {
+                            kind: "credit_note".into(),
+                            detail: format!(
+                                "billing's renewal and credit note for the case's incident ran while the worker was paused at {}; the clock was then advanced one second",
+                                plan.pause_at.unwrap_or("?")
+                            ),
+                            fired: 1,
+                        };
+                        (fault, None)
+                    })
+            }
+            None => Err("a pause was drawn without a world fault".into()),
+        };
+        let ok = made.is_ok();
+        world_record = Some(made);
+        if ok {
+            Ok(())
+        } else {
+            Err("the world fault failed".into())
+        }
+    };
+    let decide = w.run_decide(&plan, faults.as_ref().zip(rule), &mut world);
+    match world_record {
+        Some(Ok((fault, revoked))) => {
+            if let Some(revoked) = revoked {
+                trial.case = revoked.to_results_case();
+            }
+            trial.faults.push(fault);
+            first_fault = world_at;
+        }
+        Some(Err(why)) => {
+            let why = format!("the world fault failed: {why}");
+            return Ok(harness(trial, &client, &case, why, &dir));
+        }
+        None => {}
+    }
+    let decide = decide?;
+    trial.replay_at = decide.replay_at.clone();
     trial.kills.extend(decide.kill.clone());
     if decide.kill.as_ref().is_some_and(|k| k.delivered) {
         first_fault = decide.ended;
@@ -108,16 +186,25 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     }
 
     // The worker is dead (or finished): the world moves on.
-    let mut outage_rng = StdRng::seed_from_u64(spec.seed ^ 0x5eed);
-    let record = match bc::run_outage(&client, &case, plan.outage, &mut outage_rng) {
-        Ok(r) => r,
-        Err(e) => {
-            let why = format!("the outage failed: {e}");
-            return Ok(harness(trial, &client, &case, why, &dir));
+    // (A credit note mid-check was this trial's outage: it ran already.)
+    let record = if plan.world == Some(WorldFault::CreditNote) {
+        None
+    } else {
+        let mut outage_rng = StdRng::seed_from_u64(spec.seed ^ 0x5eed);
+        match bc::run_outage(&client, &case, plan.outage, &mut outage_rng) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                let why = format!("the outage failed: {e}");
+                return Ok(harness(trial, &client, &case, why, &dir));
+            }
         }
     };
     if plan.revoke_in_outage {
-        match revoke(&client, &dir, record.clock_time) {
+        let at = record
+            .as_ref()
+            .and_then(|r| r.clock_time)
+            .ok_or_else(|| "the outage recorded no clock time".to_owned());
+        match at.and_then(|at| revoke(&client, &dir, at)) {
             Ok((revoked, at)) => {
                 trial.case = revoked.to_results_case();
                 trial.faults.push(Fault {
@@ -145,9 +232,12 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     let final_restart = w.final_restart();
     let settled = Instant::now();
     if let (Some(handle), Some(rule)) = (&faults, rule) {
-        // The service rule is the first fault recorded (a revocation comes after it).
-        if let Some(f) = trial.faults.first_mut() {
-            f.fired = handle.fired(rule);
+        // The service rule is the first fault recorded (a revocation comes after it); a zero
+        // hold only watched.
+        if plan.service.is_some() {
+            if let Some(f) = trial.faults.first_mut() {
+                f.fired = handle.fired(rule);
+            }
         }
         handle.remove(rule);
     }
@@ -193,17 +283,26 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
 
 /// Revokes the approval in `case.json` at the clock's current instant, then advances the clock a
 /// second past it, so a credit created after the revocation is after it in Stripe's `created`.
-fn revoke(
-    client: &stripe::Client,
-    dir: &Path,
-    clock_time: Option<i64>,
-) -> Result<(bc::CaseFile, i64), String> {
+fn revoke(client: &stripe::Client, dir: &Path, at: i64) -> Result<(bc::CaseFile, i64), String> {
     let mut case = bc::CaseFile::load(dir).map_err(|e| e.to_string())?;
-    let at = clock_time.ok_or("the outage recorded no clock time")?;
     case.approval.revoked = Some(serde_json::json!({"by": bc::APPROVER, "clock_time": at}));
     case.save(dir).map_err(|e| e.to_string())?;
     bc::advance_one_second(client, &case, at).map_err(|e| e.to_string())?;
     Ok((case, at))
+}
+
+/// The case's test-clock time now.
+fn clock_now(client: &stripe::Client, case: &bc::CaseFile) -> Result<i64, String> {
+    bc::clock_time(client, case).map_err(|e| e.to_string())
+}
+
+/// How many credit POSTs the service rule applies to.
+fn spec_times(plan: &Draw) -> u32 {
+    if plan.service.is_some() {
+        plan.service_times
+    } else {
+        1
+    }
 }
 
 fn blank_trial(id: &str, spec: TrialSpec, plan: &Draw, case: &bc::CaseFile) -> Trial {
@@ -241,6 +340,7 @@ fn blank_trial(id: &str, spec: TrialSpec, plan: &Draw, case: &bc::CaseFile) -> T
         settle_ms: None,
         receipt: None,
         journal_kinds: Vec::new(),
+        replay_at: None,
     }
 }
 
@@ -294,6 +394,28 @@ struct DecideEnd {
     kill: Option<Kill>,
     ended: Option<Instant>,
     problem: Option<String>,
+    /// Where a replay kills to reach the same state (timed kills only).
+    replay_at: Option<String>,
+}
+
+impl DecideEnd {
+    fn killed(kill: Kill, replay_at: Option<String>) -> DecideEnd {
+        DecideEnd {
+            kill: Some(kill),
+            ended: Some(Instant::now()),
+            problem: None,
+            replay_at,
+        }
+    }
+
+    fn problem(why: String) -> DecideEnd {
+        DecideEnd {
+            kill: None,
+            ended: Some(Instant::now()),
+            problem: Some(why),
+            replay_at: None,
+        }
+    }
 }
 
 enum RestartEnd {
@@ -304,7 +426,13 @@ enum RestartEnd {
 }
 
 impl Workers<'_> {
-    fn spawn(&self, phase: &str, crash: &str, stderr_name: &str) -> Result<Child, String> {
+    fn spawn(
+        &self,
+        phase: &str,
+        crash: &str,
+        stderr_name: &str,
+        extra: &[String],
+    ) -> Result<Child, String> {
         let backend = self.ctx.backend;
         let settings = backend.scenario_settings();
         let stderr = fs::OpenOptions::new()
@@ -330,6 +458,7 @@ impl Workers<'_> {
                 &ms(settings.max_in_flight).to_string(),
             ])
             .args(["--claim-ttl-ms", &ms(settings.claim_ttl).to_string()])
+            .args(extra)
             .env(STRIPE_KEY_ENV, self.api_key)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -339,105 +468,91 @@ impl Workers<'_> {
             .map_err(|e| format!("cannot start a {phase} worker: {e}"))
     }
 
-    /// The decide worker, killed as drawn.
+    /// The decide worker, killed or paused as drawn. `world` makes the drawn world change while
+    /// the worker is paused.
     fn run_decide(
         &self,
         plan: &Draw,
         rule: Option<(&FaultHandle, FaultId)>,
+        world: &mut dyn FnMut() -> Result<(), String>,
     ) -> Result<DecideEnd, String> {
-        let crash = if plan.decide_at_before_send {
-            "before_send"
-        } else {
-            NO_CRASH
-        };
-        let mut child = self.spawn("decide", crash, "decide.stderr")?;
-        let started = Instant::now();
-        let lines = line_reader(&mut child);
-        let deadline = started + WORKER_TIMEOUT;
         if plan.decide_at_before_send {
-            // Cooperative: the worker announces the point and blocks there.
-            loop {
-                match lines.recv_timeout(Duration::from_millis(20)) {
-                    Ok(Some(l)) if l.starts_with(CRASH_LINE_PREFIX) => break,
-                    Ok(Some(_)) => {}
-                    Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => {
-                        let status = reap(&mut child);
-                        return Ok(DecideEnd {
-                            kill: None,
-                            ended: Some(Instant::now()),
-                            problem: Some(format!(
-                                "the decide worker {} before its crash point",
-                                describe_exit(status)
-                            )),
-                        });
-                    }
-                    Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() > deadline => {
-                        reap(&mut child);
-                        return Ok(DecideEnd {
-                            kill: None,
-                            ended: None,
-                            problem: Some("the decide worker never reached its crash point".into()),
-                        });
-                    }
-                    Err(_) => {}
+            return self.decide_cooperative();
+        }
+        let stepwise = plan.kill_at_step.filter(|s| *s != "request_held");
+        let mut child = self.spawn_steps(stepwise, plan.pause_at)?;
+        let started = Instant::now();
+        let deadline = started + WORKER_TIMEOUT;
+        let mut lines = Lines::new(&mut child);
+        if let Some(step) = plan.pause_at {
+            let paused = lines.wait_for(PAUSE_LINE_PREFIX, deadline);
+            if paused.is_some() {
+                world()?;
+                let told = child.stdin.as_mut().map(|stdin| {
+                    stdin
+                        .write_all(format!("{CONTINUE_LINE}\n").as_bytes())
+                        .and_then(|()| stdin.flush())
+                });
+                if !matches!(told, Some(Ok(()))) {
+                    reap(&mut child);
+                    return Ok(DecideEnd::problem(format!(
+                        "could not tell the decide worker paused at {step} to go on"
+                    )));
                 }
             }
-            let kill = self.kill_now(&mut child, "decide", 0, "before_send");
+            let status = wait_until(&mut child, deadline);
+            lines.drain();
+            let problem = match (paused, status) {
+                (_, None) => Some("the decide worker did not finish in time".to_owned()),
+                (None, Some(s)) if !s.success() => Some(format!(
+                    "the decide worker {} before its pause at {step}",
+                    describe_exit(Some(s))
+                )),
+                _ => None,
+            };
             return Ok(DecideEnd {
-                kill: Some(kill),
+                kill: None,
                 ended: Some(Instant::now()),
-                problem: None,
+                problem,
+                replay_at: None,
             });
         }
         if let Some(step) = plan.kill_at_step {
-            // Watch the column's durable record (or the held request) and kill on sight.
-            loop {
-                let seen = match (step, rule) {
-                    ("request_held", Some((handle, id))) => handle.fired(id) > 0,
-                    _ => step_written(self.dir, self.column, step),
-                };
-                if seen || matches!(child.try_wait(), Ok(Some(_))) || Instant::now() > deadline {
-                    break;
+            // At a worker step: it announces the step and blocks there. Mid-request: the service
+            // holds the POST (for at least 100 ms) and the runner sees the rule fire.
+            match (step, rule) {
+                ("request_held", Some((handle, id))) => {
+                    poll_fired(&mut child, handle, id, deadline);
                 }
-                std::thread::sleep(Duration::from_micros(200));
+                _ => {
+                    lines.wait_for(CRASH_LINE_PREFIX, deadline);
+                }
             }
-            let kill = self.kill_now(&mut child, "decide", 0, step);
-            return Ok(DecideEnd {
-                kill: Some(kill),
-                ended: Some(Instant::now()),
-                problem: None,
-            });
+            let kill = self.kill_now(&mut child, "decide", 0, step, &mut lines);
+            return Ok(DecideEnd::killed(kill, None));
         }
         let Some(at) = plan.decide_kill_ms else {
             let mut second = match plan.second_worker {
-                true => Some(self.spawn("decide", NO_CRASH, "decide-2.stderr")?),
+                true => Some(self.spawn("decide", NO_CRASH, "decide-2.stderr", &[])?),
                 false => None,
             };
             let status = wait_until(&mut child, deadline);
             if let Some(second) = second.as_mut() {
                 wait_until(second, deadline);
             }
+            lines.drain();
             return Ok(DecideEnd {
                 kill: None,
                 ended: Some(Instant::now()),
                 problem: status
                     .is_none()
                     .then(|| "the decide worker did not finish in time".into()),
+                replay_at: None,
             });
         };
         let origin = match (plan.kill_after, rule) {
-            ("request_held", Some((handle, id))) => {
-                // The instant counts from the service holding the credit POST: poll the rule.
-                loop {
-                    if handle.fired(id) > 0 {
-                        break Instant::now();
-                    }
-                    if matches!(child.try_wait(), Ok(Some(_))) || Instant::now() > deadline {
-                        break Instant::now();
-                    }
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-            }
+            // The instant counts from the service holding the credit POST: poll the rule.
+            ("request_held", Some((handle, id))) => poll_fired(&mut child, handle, id, deadline),
             _ => started,
         };
         let when = origin + Duration::from_millis(at);
@@ -445,41 +560,87 @@ impl Workers<'_> {
         if when > now {
             std::thread::sleep(when - now);
         }
-        let kill = self.kill_now(&mut child, "decide", at, plan.kill_after);
-        Ok(DecideEnd {
-            kill: Some(kill),
-            ended: Some(Instant::now()),
-            problem: None,
-        })
+        let kill = self.kill_now(&mut child, "decide", at, plan.kill_after, &mut lines);
+        // Where a replay must kill to reach the same state: the last step passed; a POST that
+        // reached the service but whose answer the worker never saw is `request_held` when the
+        // service held it, else `after_send` (it was applied; only the record is missing).
+        let arrived = rule.is_some_and(|(handle, id)| handle.fired(id) > 0);
+        let held = matches!(plan.service, Some(FaultAction::Delay { ms }) if ms >= 100);
+        let replay_at = kill
+            .delivered
+            .then(|| replay_position(&lines.steps, arrived, held));
+        Ok(DecideEnd::killed(kill, replay_at))
     }
 
-    /// SIGKILL the worker now if it is still running; record what it hit.
-    fn kill_now(&self, child: &mut Child, worker: &str, at_ms: u64, after: &str) -> Kill {
+    /// Cooperative: the worker announces `before_send` and blocks there (kill_recovery's and
+    /// revoke_in_outage's base).
+    fn decide_cooperative(&self) -> Result<DecideEnd, String> {
+        let mut child = self.spawn("decide", "before_send", "decide.stderr", &[])?;
+        let deadline = Instant::now() + WORKER_TIMEOUT;
+        let mut lines = Lines::new(&mut child);
+        if lines.wait_for(CRASH_LINE_PREFIX, deadline).is_none() {
+            let status = wait_until(&mut child, Instant::now());
+            return Ok(DecideEnd::problem(format!(
+                "the decide worker {} before its crash point",
+                describe_exit(status)
+            )));
+        }
+        let kill = self.kill_now(&mut child, "decide", 0, "before_send", &mut lines);
+        Ok(DecideEnd::killed(kill, None))
+    }
+
+    /// A decide worker that announces every step (`--crash every`), blocking at `kill_at` or
+    /// pausing at `pause_at`.
+    fn spawn_steps(&self, kill_at: Option<&str>, pause_at: Option<&str>) -> Result<Child, String> {
+        let mut extra = Vec::new();
+        if let Some(step) = kill_at {
+            extra.extend(["--kill-at".to_owned(), step.to_owned()]);
+        }
+        if let Some(step) = pause_at {
+            extra.extend(["--pause-at".to_owned(), step.to_owned()]);
+        }
+        self.spawn("decide", EVERY_STEP, "decide.stderr", &extra)
+    }
+
+    /// SIGKILL the worker now if it is still running; record what it hit (the last step it
+    /// announced, read from `lines` once it is dead and its output complete).
+    fn kill_now(
+        &self,
+        child: &mut Child,
+        worker: &str,
+        at_ms: u64,
+        after: &str,
+        lines: &mut Lines,
+    ) -> Kill {
         let already = matches!(child.try_wait(), Ok(Some(_)));
         if !already {
             let _ = child.kill();
         }
         let status = child.wait().ok();
         drop(child.stdin.take());
+        lines.drain();
         Kill {
             worker: worker.into(),
             at_ms,
             after: after.into(),
             delivered: !already && status.and_then(|s| s.signal()) == Some(libc::SIGKILL),
-            last_step: last_step(self.dir, self.column),
+            last_step: lines.steps.last().cloned(),
         }
     }
 
     fn kill_restart(&self, n: usize, at: u64) -> Result<Kill, String> {
-        let mut child = self.spawn("resume", NO_CRASH, "restart.stderr")?;
-        let _lines = line_reader(&mut child);
+        let mut child = self.spawn("resume", NO_CRASH, "restart.stderr", &[])?;
+        let mut lines = Lines::new(&mut child);
         std::thread::sleep(Duration::from_millis(at));
-        Ok(self.kill_now(&mut child, &format!("restart-{n}"), at, "start"))
+        let mut kill = self.kill_now(&mut child, &format!("restart-{n}"), at, "start", &mut lines);
+        // A restart announces no steps; say how far its column's record got instead.
+        kill.last_step = last_record(self.dir, self.column);
+        Ok(kill)
     }
 
     fn final_restart(&self) -> Result<bc::RestartReport, RestartEnd> {
         let mut child = self
-            .spawn("resume", NO_CRASH, "restart.stderr")
+            .spawn("resume", NO_CRASH, "restart.stderr", &[])
             .map_err(RestartEnd::Harness)?;
         let lines = line_reader(&mut child);
         let deadline = Instant::now() + WORKER_TIMEOUT;
@@ -512,9 +673,10 @@ impl Workers<'_> {
     }
 }
 
-/// The last step the worker durably recorded: the journal's last entry kind (interlock), the
-/// plain log's last step (hand_check), or whether the decision was saved.
-fn last_step(dir: &Path, column: bc::Column) -> Option<String> {
+/// How far a column's durable record got (for restarts, which announce no steps): the
+/// journal's last entry kind (interlock, file store), the log's last step (hand_check), or
+/// whether the decision was saved.
+fn last_record(dir: &Path, column: bc::Column) -> Option<String> {
     match column {
         bc::Column::Interlock => {
             let text = fs::read_to_string(dir.join(bc::JOURNAL_FILE)).ok()?;
@@ -537,33 +699,95 @@ fn last_step(dir: &Path, column: bc::Column) -> Option<String> {
     }
 }
 
-/// Whether the column's durable record already holds `step` (a journal entry kind, a decide-phase
-/// log step, or `decision_saved`).
-fn step_written(dir: &Path, column: bc::Column, step: &str) -> bool {
-    match column {
-        bc::Column::Interlock => fs::read_to_string(dir.join(bc::JOURNAL_FILE))
-            .map(|text| {
-                text.lines()
-                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                    .any(|v| v.get("kind").and_then(Value::as_str) == Some(step))
-            })
-            .unwrap_or(false),
-        bc::Column::HandCheck => bc::read_hand_check_log(dir)
-            .map(|lines| {
-                lines.iter().any(|l| {
-                    l.get("phase").and_then(Value::as_str) == Some("decide")
-                        && l.get("step").and_then(Value::as_str) == Some(step)
-                })
-            })
-            .unwrap_or(false),
-        bc::Column::NoCheck => step == "decision_saved" && dir.join(bc::DECISION_FILE).exists(),
-    }
-}
-
 fn decision_saved(dir: &Path) -> Option<String> {
     dir.join(bc::DECISION_FILE)
         .exists()
         .then(|| "decision_saved".to_owned())
+}
+
+/// The step a replay kills at to reach the state a timed kill left: the last step announced,
+/// except that `before_send` (nothing durable since the step before it) is that earlier step,
+/// or — when the POST reached the service — `request_held` (held there) or `after_send`.
+pub(super) fn replay_position(steps: &[String], arrived: bool, held: bool) -> String {
+    let last = steps.last().map(String::as_str).unwrap_or("started");
+    if last == "before_send" {
+        if arrived {
+            return if held { "request_held" } else { "after_send" }.to_owned();
+        }
+        let before = steps.len().checked_sub(2).and_then(|i| steps.get(i));
+        return before.map_or("started".to_owned(), Clone::clone);
+    }
+    last.to_owned()
+}
+
+fn poll_fired(child: &mut Child, handle: &FaultHandle, id: FaultId, deadline: Instant) -> Instant {
+    loop {
+        if handle.fired(id) > 0
+            || matches!(child.try_wait(), Ok(Some(_)))
+            || Instant::now() > deadline
+        {
+            return Instant::now();
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// A worker's stdout, line by line, on a thread; the steps it announced so far.
+struct Lines {
+    rx: mpsc::Receiver<Option<String>>,
+    steps: Vec<String>,
+    last: Option<String>,
+    done: bool,
+}
+
+impl Lines {
+    fn new(child: &mut Child) -> Lines {
+        Lines {
+            rx: line_reader(child),
+            steps: Vec::new(),
+            last: None,
+            done: false,
+        }
+    }
+
+    fn take(&mut self, line: String) -> String {
+        if let Some(step) = line.strip_prefix(STEP_LINE_PREFIX) {
+            self.steps.push(step.trim().to_owned());
+        } else if !line.trim().is_empty() {
+            self.last = Some(line.clone());
+        }
+        line
+    }
+
+    /// Waits for a line starting with `prefix`; `None` if the output ended or time ran out.
+    fn wait_for(&mut self, prefix: &str, deadline: Instant) -> Option<String> {
+        while !self.done {
+            match self.rx.recv_timeout(Duration::from_millis(20)) {
+                Ok(Some(l)) => {
+                    let l = self.take(l);
+                    if l.starts_with(prefix) {
+                        return Some(l);
+                    }
+                }
+                Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => self.done = true,
+                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() > deadline => return None,
+                Err(_) => {}
+            }
+        }
+        None
+    }
+
+    /// Reads what is left once the worker is dead (its output is complete then).
+    fn drain(&mut self) {
+        while !self.done {
+            match self.rx.recv_timeout(Duration::from_secs(2)) {
+                Ok(Some(l)) => {
+                    self.take(l);
+                }
+                _ => self.done = true,
+            }
+        }
+    }
 }
 
 fn line_reader(child: &mut Child) -> mpsc::Receiver<Option<String>> {

@@ -14,7 +14,10 @@
 use super::approval::covers;
 use super::reads::{premises_from, read_ledger, subscription};
 use super::target::post_credit;
-use super::{case::str_field, now_ms, CaseFile, Crash, ScenarioError, AGENT, HAND_CHECK_LOG};
+use super::{
+    case::str_field, fire, now_ms, CaseFile, Crash, CrashPoint, ScenarioError, AGENT,
+    HAND_CHECK_LOG,
+};
 use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::path::Path;
@@ -95,6 +98,7 @@ pub(crate) fn send(
         return Ok(("FOUND_BY_LOOKUP".into(), Some(found.id.clone())));
     }
     log.step("lookup", json!({ "found": null }))?;
+    fire(crash, CrashPoint::Lookup);
 
     // 2. Approval, fresh from case.json.
     let approval = CaseFile::load(cell_dir)?.approval;
@@ -103,6 +107,7 @@ pub(crate) fn send(
         return Ok(("REFUSED:approval".into(), None));
     }
     log.step("approval", json!({ "approval": approval }))?;
+    fire(crash, CrashPoint::Approval);
 
     // 3. Premises, live, against the saved ones.
     let sub = subscription(client, case)?;
@@ -120,6 +125,7 @@ pub(crate) fn send(
         return Ok(("REFUSED:stale_premise".into(), None));
     }
     log.step("premises", json!({ "premises": now }))?;
+    fire(crash, CrashPoint::Premises);
 
     // 4. Send, logged before and after.
     let key = case.idempotency_key();
@@ -132,6 +138,7 @@ pub(crate) fn send(
             "premises": decision.premises,
         }),
     )?;
+    fire(crash, CrashPoint::SendLogged);
     let posted = post_credit(
         client,
         case,
@@ -146,6 +153,7 @@ pub(crate) fn send(
         "sent",
         json!({ "credit": posted.id, "amount": posted.amount, "replayed": posted.replayed }),
     )?;
+    fire(crash, CrashPoint::SentLogged);
     let status = if posted.replayed {
         "REPLAYED_BY_STRIPE"
     } else {

@@ -9,10 +9,10 @@
 use super::approval::ApprovalStore;
 use super::target::{CreditEffect, CreditTarget};
 use super::{
-    now_ms, write_json_durably, CaseFile, Crash, RestartReport, ScenarioError, ScenarioSettings,
-    AGENT, JOURNAL_FILE, JOURNAL_LOCATION_FILE, RECEIPT_FILE,
+    fire, now_ms, write_json_durably, CaseFile, Crash, CrashPoint, RestartReport, ScenarioError,
+    ScenarioSettings, AGENT, JOURNAL_FILE, JOURNAL_LOCATION_FILE, RECEIPT_FILE,
 };
-use ::interlock::{effect_id, Gate, GateConfig, Location, Proposal, RecoveryOutcome};
+use ::interlock::{effect_id, Gate, GateConfig, Location, Proposal, RecoveryOutcome, Step};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -53,6 +53,7 @@ fn open_gate(
     gate_key: &ed25519_dalek::SigningKey,
     settings: &ScenarioSettings,
 ) -> Result<Gate<CreditTarget, ApprovalStore>, ScenarioError> {
+    let steps = crash.clone();
     let target = CreditTarget::new(client.clone(), case.clone(), settings.max_in_flight, crash);
     let config = GateConfig {
         claim_ttl: settings.claim_ttl,
@@ -67,14 +68,28 @@ fn open_gate(
         Location::File(p) => p.display().to_string(),
         Location::Postgres(_) => "in PostgreSQL (the run's --journal)".to_owned(),
     };
-    Gate::open_at(
+    let mut gate = Gate::open_at(
         &journal,
         target,
         ApprovalStore::new(cell_dir),
         gate_key.clone(),
         config,
     )
-    .map_err(ScenarioError::gate(format!("open the journal {shown}")))
+    .map_err(ScenarioError::gate(format!("open the journal {shown}")))?;
+    if let Some(crash) = steps {
+        // The gate's durable steps as crash points; `sent` is the target's own `after_send`.
+        gate.set_observer(Box::new(move |step: Step| {
+            let at = match step {
+                Step::Proposed => CrashPoint::Proposed,
+                Step::Authorized => CrashPoint::Authorized,
+                Step::Dispatched => CrashPoint::Dispatched,
+                Step::Committed => CrashPoint::Committed,
+                Step::Sent => return,
+            };
+            fire(Some(&crash), at);
+        }));
+    }
+    Ok(gate)
 }
 
 /// Decide phase: submit through the gate and return its status string.

@@ -28,7 +28,7 @@ mod target;
 pub use approval::ApprovalStore;
 pub use case::{ensure_prices, open_case, CaseFile, Prices};
 pub use hand_check::read_hand_check_log;
-pub use outage::{advance_one_second, run_outage};
+pub use outage::{advance_one_second, clock_time, run_outage};
 pub use reads::{
     facts, ground_truth, observations, read_account, read_ledger, stripe_ids, Account, Ledger,
 };
@@ -113,25 +113,92 @@ impl Column {
     }
 }
 
-/// Where the decide worker is killed (DESIGN §4.4).
+/// Where the decide worker is killed (DESIGN §4.4), or, for the nemesis (DESIGN §5.1), any step
+/// a column passes in its decide phase. The default matrix uses only [`CrashPoint::ALL`]
+/// (`before_send`, `after_send`); [`CrashPoint::STEPS`] are every step a hook can fire at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum CrashPoint {
     /// Right before the credit POST.
     BeforeSend,
     /// Right after the POST's response was parsed, before anything recorded it.
     AfterSend,
+    /// The worker started; nothing read yet (fired by the worker itself).
+    Started,
+    /// `decision.json` is durable; the column has not started its send.
+    DecisionSaved,
+    /// hand_check: the lookup found no credit and its log line is durable.
+    Lookup,
+    /// hand_check: the approval check passed and its log line is durable.
+    Approval,
+    /// hand_check: the premise check passed and its log line is durable.
+    Premises,
+    /// hand_check: the `send` log line is durable (the POST is next).
+    SendLogged,
+    /// hand_check: the `sent` log line is durable.
+    SentLogged,
+    /// interlock: PROPOSED is durable.
+    Proposed,
+    /// interlock: AUTHORIZED is durable.
+    Authorized,
+    /// interlock: DISPATCHED is durable and the claim held (the send is next).
+    Dispatched,
+    /// interlock: COMMITTED is durable.
+    Committed,
+    /// Registered as a hook's point: the hook is called at every step (it decides what to do).
+    Every,
 }
 
 impl CrashPoint {
-    /// Every crash point.
+    /// The default matrix's crash points; the only names [`CrashPoint::parse`] accepts.
     pub const ALL: [CrashPoint; 2] = [CrashPoint::BeforeSend, CrashPoint::AfterSend];
 
-    /// `before_send` or `after_send`.
+    /// Every step a hook registered at [`CrashPoint::Every`] is called at.
+    pub const STEPS: [CrashPoint; 13] = [
+        CrashPoint::Started,
+        CrashPoint::DecisionSaved,
+        CrashPoint::Lookup,
+        CrashPoint::Approval,
+        CrashPoint::Premises,
+        CrashPoint::SendLogged,
+        CrashPoint::Proposed,
+        CrashPoint::Authorized,
+        CrashPoint::Dispatched,
+        CrashPoint::BeforeSend,
+        CrashPoint::AfterSend,
+        CrashPoint::SentLogged,
+        CrashPoint::Committed,
+    ];
+
+    /// The point's name (`before_send`, `after_send`, `decision_saved`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             CrashPoint::BeforeSend => "before_send",
             CrashPoint::AfterSend => "after_send",
+            CrashPoint::Started => "started",
+            CrashPoint::DecisionSaved => "decision_saved",
+            CrashPoint::Lookup => "lookup",
+            CrashPoint::Approval => "approval",
+            CrashPoint::Premises => "premises",
+            CrashPoint::SendLogged => "send_logged",
+            CrashPoint::SentLogged => "sent_logged",
+            CrashPoint::Proposed => "proposed",
+            CrashPoint::Authorized => "authorized",
+            CrashPoint::Dispatched => "dispatched",
+            CrashPoint::Committed => "committed",
+            CrashPoint::Every => "every",
         }
+    }
+
+    /// A step by name (any of [`CrashPoint::STEPS`]).
+    pub fn step(name: &str) -> Result<CrashPoint, ScenarioError> {
+        CrashPoint::STEPS
+            .into_iter()
+            .find(|p| p.as_str() == name)
+            .ok_or_else(|| ScenarioError::UnknownName {
+                what: "step",
+                got: name.to_owned(),
+                expected: CrashPoint::STEPS.map(CrashPoint::as_str).join(", "),
+            })
     }
 }
 
@@ -254,10 +321,11 @@ string_enum!(CrashPoint, "crash point");
 string_enum!(Outage, "outage");
 
 /// Called right BEFORE the credit POST ([`CrashPoint::BeforeSend`]) and right AFTER its response
-/// is parsed ([`CrashPoint::AfterSend`]), only at the point it was registered for. The worker's
-/// hook announces the point to the runner and blocks until it is SIGKILLed; in-process tests use
-/// a hook that panics (unwinding drops every file handle and lock, as a kill would). Restarts
-/// pass no hook.
+/// is parsed ([`CrashPoint::AfterSend`]), only at the point it was registered for — or, registered
+/// at [`CrashPoint::Every`], at every step of the decide phase ([`CrashPoint::STEPS`]). The
+/// worker's hook announces the point to the runner and blocks until it is SIGKILLed (or told to
+/// go on); in-process tests use a hook that panics (unwinding drops every file handle and lock,
+/// as a kill would). Restarts pass no hook.
 pub type CrashHook = Arc<dyn Fn(CrashPoint) + Send + Sync>;
 
 /// A crash hook and the point it fires at.
@@ -265,7 +333,7 @@ pub type Crash = (CrashPoint, CrashHook);
 
 pub(crate) fn fire(crash: Option<&Crash>, at: CrashPoint) {
     if let Some((point, hook)) = crash {
-        if *point == at {
+        if *point == at || *point == CrashPoint::Every {
             hook(at);
         }
     }
@@ -460,6 +528,7 @@ pub fn decide_and_send(
     settings: &ScenarioSettings,
 ) -> Result<String, ScenarioError> {
     save_decision(cell_dir, decision)?;
+    fire(crash.as_ref(), CrashPoint::DecisionSaved);
     match column {
         Column::NoCheck => no_check::send(client, case, decision, crash.as_ref())
             .map(|(status, _)| status.to_owned()),
@@ -655,6 +724,7 @@ mod tests {
                 subscription_status: "active".into(),
                 incident_compensation: 0,
             },
+            replayed_from: None,
         };
         save_decision(dir.path(), &d).unwrap();
         assert_eq!(load_decision(dir.path()).unwrap(), d);

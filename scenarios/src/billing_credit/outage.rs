@@ -178,6 +178,12 @@ fn advance_through_renewal(
     })
 }
 
+/// The case's test-clock time once the clock is `ready` (a world change made now is recorded at
+/// this instant).
+pub fn clock_time(client: &Client, case: &CaseFile) -> Result<i64, ScenarioError> {
+    wait_until_ready(client, &case.clock)
+}
+
 /// Reads the clock until `status == "ready"`, pausing 10 ms, 20 ms, ... up to 2 s between reads.
 fn wait_until_ready(client: &Client, clock: &str) -> Result<i64, ScenarioError> {
     let started = Instant::now();

@@ -80,6 +80,7 @@ impl Env {
                 model: None,
             },
             premises: account.premises.clone(),
+            replayed_from: None,
         };
         (account, decision)
     }

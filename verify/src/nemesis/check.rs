@@ -52,7 +52,7 @@ pub fn verify_nemesis(file: &NemesisFile, key: &KeyCheck) -> NemesisReport {
         f.push(Finding::new(
             "format",
             code::FORMAT,
-            "not an interlock-nemesis/1 file",
+            "not an interlock-nemesis/2 file",
         ));
     }
     let signer = check_signature(file, key, &mut f);
@@ -259,6 +259,17 @@ fn check_judgement(base: &str, t: &Trial, f: &mut Vec<Finding>) {
             ),
             format!("{derived:?}"),
             format!("{stated:?}"),
+        ));
+    }
+    let decide_killed = t.kills.iter().any(|k| k.worker == "decide" && k.delivered);
+    if t.replay_at.is_some() && !decide_killed {
+        f.push(Finding::new(
+            format!("{base}.replay_at"),
+            code::JUDGEMENT,
+            format!(
+                "trial {}: a replay position is named but no decide kill was delivered",
+                t.id
+            ),
         ));
     }
 }

@@ -1,4 +1,4 @@
-//! Nemesis results (`format: "interlock-nemesis/1"`): randomized, replayable trials of the
+//! Nemesis results (`format: "interlock-nemesis/2"`): randomized, replayable trials of the
 //! billing_credit scenario under faults the named crash points never reach (DESIGN §5.1).
 //!
 //! A trial is one case run through one column under one nemesis with one seed. The file holds
@@ -24,7 +24,10 @@ use crate::results::{Case, Decision, Environment, GroundTruth, Want};
 use serde::{Deserialize, Serialize};
 
 /// The `format` value of a nemesis results file.
-pub const NEMESIS_FORMAT: &str = "interlock-nemesis/1";
+///
+/// `/2`: steps are the workers' own announced steps (lowercase: `proposed`, `send_logged`, ...),
+/// world faults mid-check, and `replay_at` on trials whose decide kill was timed.
+pub const NEMESIS_FORMAT: &str = "interlock-nemesis/2";
 
 /// A whole nemesis results file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -112,6 +115,10 @@ pub struct Trial {
     pub receipt: Option<ReceiptBundle>,
     /// Interlock: the kinds of the effect's journal entries.
     pub journal_kinds: Vec<String>,
+    /// For a trial whose decide kill was timed and delivered: the step it landed after, where
+    /// `runner --replay ID --at STEP` kills a replay so that it reaches the same state (`None`:
+    /// the id alone reproduces the trial).
+    pub replay_at: Option<String>,
 }
 
 /// A fault set by the runner.
@@ -138,7 +145,7 @@ pub struct Kill {
     pub after: String,
     /// The worker was still running and SIGKILL ended it (false: it had finished first).
     pub delivered: bool,
-    /// The last step durably recorded when it died (journal kind or log step), if any.
+    /// The last step the worker announced having passed before it died, if any.
     pub last_step: Option<String>,
 }
 
