@@ -6,7 +6,7 @@
 use crate::canonical::CanonicalError;
 use crate::entry::{lower_hex, ReceiptBundle};
 use crate::finding::{code as fcode, Finding};
-use crate::results::Cell;
+use crate::results::{Cell, GroundTruth};
 use crate::seal::{head_message, Head};
 use ed25519_dalek::{Signer, SigningKey};
 use serde_json::Value;
@@ -49,8 +49,20 @@ fn dispatches(bundle: &ReceiptBundle) -> (Vec<&str>, Option<&str>) {
 /// with this effect, or named by the COMMITTED evidence) carries the anchor of its dispatch. A
 /// resend under an open dispatch carries that dispatch's hash, so one hash serves both sends.
 pub fn check_cell(i: usize, base: &str, cell: &Cell, bundle: &ReceiptBundle, f: &mut Vec<Finding>) {
+    check_record(&format!("cell {i}"), base, &cell.ground_truth, bundle, f);
+}
+
+/// [`check_cell`] for any record that holds a receipt beside the ground truth it produced (a
+/// cell, a nemesis trial): `what` names it in messages (`cell 3`), `base` is its JSON path.
+pub fn check_record(
+    what: &str,
+    base: &str,
+    truth: &GroundTruth,
+    bundle: &ReceiptBundle,
+    f: &mut Vec<Finding>,
+) {
     if bundle.head.is_none() {
-        let msg = format!("cell {i}: the receipt is not sealed, so nothing proves it is complete (a receipt cut short would read as its prefix)");
+        let msg = format!("{what}: the receipt is not sealed, so nothing proves it is complete (a receipt cut short would read as its prefix)");
         f.push(Finding::new(
             format!("{base}.receipt.head"),
             fcode::RECEIPT_UNSEALED,
@@ -63,29 +75,23 @@ pub fn check_cell(i: usize, base: &str, cell: &Cell, bundle: &ReceiptBundle, f: 
         .iter()
         .find(|e| e.get("kind").and_then(Value::as_str) == Some("COMMITTED"))
         .and_then(|e| e.get("evidence")?.get("credit")?.as_str());
-    for (k, credit) in cell.ground_truth.case_credits.iter().enumerate() {
+    for (k, credit) in truth.case_credits.iter().enumerate() {
         let by_gate = credit.effect_id.as_deref() == Some(bundle.effect_id.as_str());
         let named = evidence_credit == Some(credit.id.as_str());
         if !by_gate && !named && credit.dispatch.is_none() {
             continue; // not the gate's credit: the judge counts it, no anchor to check
         }
         let found = credit.dispatch.as_deref().unwrap_or("none");
-        let expected = match (named, committed) {
-            (true, Some(h)) => h.to_owned(),
-            _ => all.join(" or "),
-        };
-        let ok = match (named, committed) {
-            (true, Some(h)) => found == h,
-            _ => all.contains(&found),
+        // The committed credit must name the dispatch the COMMITTED closed; any other credit of
+        // the gate, one of the receipt's dispatches.
+        let (ok, expected) = match (named, committed) {
+            (true, Some(h)) => (found == h, h.to_owned()),
+            _ if all.is_empty() => (false, "no DISPATCHED entry".to_owned()),
+            _ => (all.contains(&found), all.join(" or ")),
         };
         if !ok {
-            let msg = format!("cell {i}: credit {}'s metadata[interlock_dispatch] is not the hash of the receipt's DISPATCHED entry it was sent under", credit.id);
+            let msg = format!("{what}: credit {}'s metadata[interlock_dispatch] is not the hash of the receipt's DISPATCHED entry it was sent under", credit.id);
             let path = format!("{base}.ground_truth.case_credits[{k}].dispatch");
-            let expected = if expected.is_empty() {
-                "no DISPATCHED entry".to_owned()
-            } else {
-                expected
-            };
             f.push(Finding::mismatch(
                 path,
                 fcode::ANCHOR_MISMATCH,
