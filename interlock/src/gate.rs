@@ -106,6 +106,14 @@ pub enum GateError {
         /// The effect.
         effect_id: String,
     },
+    /// The receipt's head could not be sealed (an entry holds a value with no canonical form).
+    #[error("effect {effect_id}: the receipt cannot be sealed: {source}")]
+    Seal {
+        /// The effect.
+        effect_id: String,
+        /// Why.
+        source: CanonicalError,
+    },
 }
 
 type Observer = Box<dyn Fn(Step) + Send + Sync>;
@@ -838,7 +846,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 )),
             ));
         }
-        let answer = self.target.apply(eid, &prep.p.effect);
+        let answer = self.target.apply_dispatched(eid, &prep.p.effect, &dispatch);
         run.facts.sent = Some(match &answer {
             Ok(_) => SendAnswer::Applied,
             Err(TargetError::Rejected { .. }) => SendAnswer::Rejected,
@@ -934,15 +942,26 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         Ok(status_of(&self.entries(effect_id)?))
     }
 
-    /// The receipt bundle of one effect: all its entries, for `verify`.
+    /// The receipt bundle of one effect: all its entries, sealed with this gate's key (a signed
+    /// head naming how many entries it holds and the last one's hash), for `verify`.
     pub fn receipt(&self, effect_id: &str) -> Result<ReceiptBundle, GateError> {
         let entries = self.entries(effect_id)?;
-        if entries.is_empty() {
+        let Some(last) = entries.last() else {
             return Err(GateError::UnknownEffect {
                 effect_id: effect_id.to_owned(),
             });
-        }
-        Ok(ReceiptBundle::new(effect_id, entries))
+        };
+        let last_ts = last.get("ts_ms").and_then(Value::as_u64).unwrap_or(0);
+        let mut bundle = ReceiptBundle::new(effect_id, entries);
+        // Never before the last entry, whatever this process's clock says.
+        let at = self.now_ms().max(last_ts);
+        verify::binding::seal_bundle(&mut bundle, &self.key, at).map_err(|source| {
+            GateError::Seal {
+                effect_id: effect_id.to_owned(),
+                source,
+            }
+        })?;
+        Ok(bundle)
     }
 }
 

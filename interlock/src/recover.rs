@@ -491,7 +491,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 ),
             )));
         }
-        match self.target.apply(eid, &d.effect) {
+        match self.target.apply_dispatched(eid, &d.effect, &d.hash) {
             Ok(evidence) => {
                 self.observe(Step::Sent);
                 let status = match via {

@@ -114,6 +114,20 @@ pub trait Target {
     /// Perform the effect, using `effect_id` as the idempotency key where the service has one.
     /// Returns evidence (e.g. the created object's id), recorded verbatim on COMMITTED.
     fn apply(&self, effect_id: &str, effect: &Value) -> Result<Value, TargetError>;
+    /// Perform the effect as [`Target::apply`] does, handing the target the hash of the
+    /// DISPATCHED entry this send belongs to: the anchor (DESIGN §3.4), which a target that can
+    /// store data next to the effect writes there, so anyone who can read the service can match
+    /// its object to the receipt. A resend of an open dispatch carries that same dispatch's
+    /// hash. The gate always sends through this method; the default ignores the anchor.
+    fn apply_dispatched(
+        &self,
+        effect_id: &str,
+        effect: &Value,
+        dispatch: &str,
+    ) -> Result<Value, TargetError> {
+        let _ = dispatch;
+        self.apply(effect_id, effect)
+    }
     /// Look the effect up by its id: `Some(evidence)` if it exists at the service.
     fn query(&self, effect_id: &str, effect: &Value) -> Result<Option<Value>, TargetError>;
 }
@@ -134,6 +148,14 @@ macro_rules! forward_target {
             }
             fn apply(&self, effect_id: &str, effect: &Value) -> Result<Value, TargetError> {
                 (**self).apply(effect_id, effect)
+            }
+            fn apply_dispatched(
+                &self,
+                effect_id: &str,
+                effect: &Value,
+                dispatch: &str,
+            ) -> Result<Value, TargetError> {
+                (**self).apply_dispatched(effect_id, effect, dispatch)
             }
             fn query(&self, effect_id: &str, effect: &Value) -> Result<Option<Value>, TargetError> {
                 (**self).query(effect_id, effect)

@@ -138,6 +138,8 @@ struct MemState {
     beyond_bound: Vec<String>,
     apply_calls: usize,
     query_calls: usize,
+    /// The anchor (DISPATCHED hash) each send carried: (effect id, hash), in send order.
+    anchors: Vec<(String, String)>,
     facts: Map<String, Value>,
     faults: VecDeque<Fault>,
     failing_queries: usize,
@@ -289,6 +291,16 @@ impl MemTarget {
         self.st().apply_calls
     }
 
+    /// The anchor (the DISPATCHED entry's hash) each send of this effect carried, in order.
+    pub fn anchors(&self, effect_id: &str) -> Vec<String> {
+        self.st()
+            .anchors
+            .iter()
+            .filter(|(e, _)| e == effect_id)
+            .map(|(_, h)| h.clone())
+            .collect()
+    }
+
     /// How many times `query` was called.
     pub fn query_calls(&self) -> usize {
         self.st().query_calls
@@ -347,6 +359,17 @@ impl Target for MemTarget {
             f();
         }
         Ok(premise_violations(premises, &self.st().facts))
+    }
+    fn apply_dispatched(
+        &self,
+        effect_id: &str,
+        effect: &Value,
+        dispatch: &str,
+    ) -> Result<Value, TargetError> {
+        self.st()
+            .anchors
+            .push((effect_id.to_owned(), dispatch.to_owned()));
+        self.apply(effect_id, effect)
     }
     fn apply(&self, effect_id: &str, effect: &Value) -> Result<Value, TargetError> {
         if let Some(f) = &self.on_apply {

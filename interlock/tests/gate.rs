@@ -504,3 +504,46 @@ fn recover_wait_sleeps_exactly_until_the_in_flight_window_ends() {
     let rec = gate.recover_wait(Duration::from_millis(100)).unwrap();
     assert!(matches!(rec[0].outcome, RecoveryOutcome::Blocked { .. }));
 }
+
+#[test]
+fn every_send_carries_the_hash_of_its_dispatched_entry_and_a_resend_the_same_one() {
+    let s = setup(Tier::One, false);
+    s.target.push_faults([Fault::LandedButUnknown]);
+    let r = s.gate.submit(&proposal(1000)).unwrap();
+    assert_eq!(r.status, Status::InFlight);
+    s.gate.recover().unwrap();
+    let entries = s.gate.entries(&r.effect_id).unwrap();
+    let dispatched: Vec<&str> = entries
+        .iter()
+        .filter(|e| e["kind"] == "DISPATCHED")
+        .map(|e| e["hash"].as_str().unwrap())
+        .collect();
+    assert_eq!(dispatched.len(), 1);
+    assert_eq!(
+        s.target.anchors(&r.effect_id),
+        vec![dispatched[0].to_owned(), dispatched[0].to_owned()],
+        "the first send and the resend both name the one DISPATCHED entry"
+    );
+}
+
+#[test]
+fn an_exported_receipt_is_sealed_and_a_cut_one_fails_verification() {
+    use verify::receipt::{verify_bundle, KeyCheck};
+    let s = setup(Tier::One, false);
+    let r = s.gate.submit(&proposal(1000)).unwrap();
+    let mut bundle = s.gate.receipt(&r.effect_id).unwrap();
+    let head = bundle
+        .head
+        .clone()
+        .expect("the gate seals every receipt it exports");
+    assert_eq!(head.count, 4);
+    assert_eq!(head.signer, s.gate.signer());
+    assert!(verify_bundle(&bundle, &KeyCheck::SelfAttested).valid);
+    bundle.entries.pop();
+    let report = verify_bundle(&bundle, &KeyCheck::SelfAttested);
+    assert!(!report.valid);
+    assert!(report
+        .problems
+        .iter()
+        .any(|p| p.code == verify::seal::code::HEAD_MISMATCH));
+}

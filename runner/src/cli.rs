@@ -67,12 +67,70 @@ pub struct Cli {
     pub run: RunArgs,
 }
 
-/// Hidden subcommands.
+/// Subcommands: `reconcile`, and the hidden worker.
 #[derive(Debug, Subcommand)]
 pub enum Internal {
     /// A worker process started by the runner (not for direct use).
     #[command(hide = true)]
-    Worker(WorkerArgs),
+    Worker(Box<WorkerArgs>),
+    /// Re-read every Stripe object a results file names and compare it with the file.
+    #[command(long_about = RECONCILE_ABOUT, after_help = RECONCILE_AFTER_HELP)]
+    Reconcile(ReconcileArgs),
+    /// Make a stable signing key: write the private key to FILE (mode 0600, never overwritten)
+    /// and print the line to add to results/SIGNERS (public key, then a comment).
+    Keygen(KeygenArgs),
+}
+
+/// Options of `runner keygen`.
+#[derive(Debug, Clone, Args)]
+pub struct KeygenArgs {
+    /// Where to write the private key (64 hex characters). Keep it out of the repository: store
+    /// it as the CI secret INTERLOCK_SIGNING_KEY, or pass it with --signing-key.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The comment for the allowed-signers line: who holds the key and where it signs.
+    #[arg(long, default_value = "project key, signs runs published from CI")]
+    pub comment: String,
+}
+
+const RECONCILE_ABOUT: &str = "\
+Re-read every Stripe object a results file names and compare it with the file.
+
+For each cell: the customer's balance transactions (the case credits among them), credit notes,
+invoices and balance, read the way the runner read them after the restart, compared object by
+object with the recorded ground truth; and every credit the gate sent must still carry, in
+metadata[interlock_dispatch], the hash of its receipt's DISPATCHED entry. The file must verify
+first (self-attested). Only GET requests are made: a read-only restricted key is enough.";
+
+const RECONCILE_AFTER_HELP: &str = "\
+Examples:
+  runner --scenario billing_credit --keep-emulator --no-site   # prints the two values below
+  runner reconcile results/billing_credit.json --base-url http://127.0.0.1:PORT --emulator-run RUN
+  STRIPE_SECRET_KEY=rk_test_... runner reconcile results/billing_credit.json --backend stripe
+
+Exit status: 0 every object matches; 1 a difference (each printed with its cell and object) or
+the file does not verify; 2 the file or Stripe could not be read, or bad arguments.";
+
+/// Options of `runner reconcile`.
+#[derive(Debug, Clone, Args)]
+pub struct ReconcileArgs {
+    /// The results file to check against Stripe.
+    #[arg(value_name = "RESULTS.json")]
+    pub results: PathBuf,
+
+    /// Where the run's objects live [default: the file's own backend].
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendKind>,
+
+    /// API base URL: the emulator's URL printed by `runner --keep-emulator` (required for the
+    /// emulator), or a Stripe API base [default: https://api.stripe.com].
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+
+    /// The emulator run id printed by `runner --keep-emulator`: each cell's objects are read
+    /// with the read-only key of that cell's emulator account.
+    #[arg(long, value_name = "RUN")]
+    pub emulator_run: Option<String>,
 }
 
 /// Options of a run.
@@ -169,6 +227,18 @@ pub struct RunArgs {
     /// Directory the report site is rendered into.
     #[arg(long, default_value = "public", value_name = "DIR")]
     pub site_out: PathBuf,
+
+    /// After the run, keep the embedded emulator serving and print its URL and run id (for
+    /// `runner reconcile`), until Ctrl-C. Emulator backend only.
+    #[arg(long)]
+    pub keep_emulator: bool,
+
+    /// Sign the run with the ed25519 key in FILE (64 hex characters of the private key; the file
+    /// must not be readable by group or others) instead of a fresh per-run key. Without it, the
+    /// environment variable INTERLOCK_SIGNING_KEY, if set, holds the key itself (as a CI secret
+    /// does). A run with neither is signed by a per-run key, and every report page says so.
+    #[arg(long, value_name = "FILE")]
+    pub signing_key: Option<PathBuf>,
 }
 
 #[cfg(test)]

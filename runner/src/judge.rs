@@ -101,6 +101,7 @@ mod tests {
                     amount: -1000,
                     created: 1,
                     effect_id: None,
+                    dispatch: None,
                 })
                 .collect(),
             case_credit_count: ids.len() as u32,

@@ -1,8 +1,11 @@
 //! The run's signing key and the per-cell Stripe API keys.
 //!
-//! One ed25519 key signs every journal entry of a run. It is always generated from the operating
-//! system's randomness, never from `--seed`: the seed is published in the results file, and a key
-//! derived from it would let anyone forge entries. The private key lives only in a file readable by
+//! One ed25519 key signs every journal entry of a run. By default it is generated per run from the
+//! operating system's randomness, never from `--seed`: the seed is published in the results file,
+//! and a key derived from it would let anyone forge entries. A per-run key proves only that the
+//! file was not changed after the run; runs published from CI are signed with the project's
+//! stable key instead (`--signing-key FILE` or `INTERLOCK_SIGNING_KEY`, [`stable_key`]), whose
+//! public half is listed in `results/SIGNERS`. The private key lives only in a file readable by
 //! the owner (mode 0600) inside the run's temporary directory; workers get its path. The public key
 //! is published as `environment.signer`, and the file is deleted when the run ends, on success, on
 //! error and on Ctrl-C ([`RunKey`] deletes it on drop).
@@ -23,7 +26,12 @@ pub struct RunKey {
 impl RunKey {
     /// Generates a key from OS randomness and writes it (hex, 0600) to `dir/signing.key`.
     pub fn generate(dir: &Path) -> std::io::Result<RunKey> {
-        let key = SigningKey::generate(&mut rand::rngs::OsRng);
+        RunKey::save(dir, SigningKey::generate(&mut rand::rngs::OsRng))
+    }
+
+    /// Writes a given key (a stable one, [`stable_key`]) for the run's workers, like
+    /// [`RunKey::generate`]; the copy is deleted when the run ends, the original is untouched.
+    pub fn save(dir: &Path, key: SigningKey) -> std::io::Result<RunKey> {
         let path = dir.join("signing.key");
         let mut file = OpenOptions::new()
             .write(true)
@@ -73,15 +81,64 @@ impl Drop for RunKey {
 pub fn read_signing_key(path: &Path) -> Result<SigningKey, String> {
     let text = fs::read_to_string(path)
         .map_err(|e| format!("cannot read the signing key {}: {e}", path.display()))?;
-    let bytes = hex::decode(text.trim())
-        .map_err(|e| format!("signing key {} is not hex: {e}", path.display()))?;
-    let bytes: [u8; 32] = bytes.try_into().map_err(|b: Vec<u8>| {
-        format!(
-            "signing key {} has {} bytes, expected 32",
-            path.display(),
-            b.len()
-        )
-    })?;
+    key_from_hex(&text, &path.display().to_string())
+}
+
+/// Make a stable key: write the private key (hex) to `path` with mode 0600, refusing to overwrite
+/// anything; returns the public key as hex (the allowed-signers line's first word).
+pub fn keygen(path: &Path) -> Result<String, String> {
+    let key = SigningKey::generate(&mut rand::rngs::OsRng);
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| {
+            format!(
+                "cannot create {} (it is never overwritten): {e}",
+                path.display()
+            )
+        })?;
+    file.write_all(hex::encode(key.to_bytes()).as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(hex::encode(key.verifying_key().as_bytes()))
+}
+
+/// The environment variable that may hold a stable signing key itself (64 hex characters).
+pub const SIGNING_KEY_ENV: &str = "INTERLOCK_SIGNING_KEY";
+
+/// The stable key a run is signed with: `--signing-key FILE`, else [`SIGNING_KEY_ENV`], else
+/// `None` (a per-run key). A key file readable by group or others is refused: anyone who can
+/// read it can sign as the project.
+pub fn stable_key(file: Option<&Path>) -> Result<Option<SigningKey>, String> {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(path) = file {
+        let meta = fs::metadata(path)
+            .map_err(|e| format!("--signing-key {}: cannot read it: {e}", path.display()))?;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(format!(
+                "--signing-key {}: the key file is readable by group or others (mode {mode:04o}); \
+                 anyone who can read it can sign as this key. Run `chmod 600 {}` and try again",
+                path.display(),
+                path.display()
+            ));
+        }
+        return read_signing_key(path).map(Some);
+    }
+    match std::env::var(SIGNING_KEY_ENV) {
+        Ok(text) if !text.trim().is_empty() => key_from_hex(&text, SIGNING_KEY_ENV).map(Some),
+        _ => Ok(None),
+    }
+}
+
+fn key_from_hex(text: &str, what: &str) -> Result<SigningKey, String> {
+    let bytes =
+        hex::decode(text.trim()).map_err(|e| format!("signing key {what} is not hex: {e}"))?;
+    let bytes: [u8; 32] = bytes
+        .try_into()
+        .map_err(|b: Vec<u8>| format!("signing key {what} has {} bytes, expected 32", b.len()))?;
     Ok(SigningKey::from_bytes(&bytes))
 }
 
@@ -89,6 +146,12 @@ pub fn read_signing_key(path: &Path) -> Result<SigningKey, String> {
 /// emulator state and cannot see any other cell's objects.
 pub fn cell_api_key(run_id: &str, cell_index: usize) -> String {
     format!("sk_test_interlock_{run_id}_cell{cell_index:03}")
+}
+
+/// The read-only key of cell `cell_index`'s emulator account (`rk_test_` + the rest of
+/// [`cell_api_key`]): what `runner reconcile` reads a cell's objects with.
+pub fn cell_read_key(run_id: &str, cell_index: usize) -> String {
+    cell_api_key(run_id, cell_index).replacen("sk_test_", "rk_test_", 1)
 }
 
 #[cfg(test)]
@@ -111,10 +174,46 @@ mod tests {
     }
 
     #[test]
+    fn a_stable_key_file_must_be_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("project.key");
+        let key = SigningKey::from_bytes(&[5; 32]);
+        fs::write(&p, hex::encode(key.to_bytes())).unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
+        let e = stable_key(Some(&p)).unwrap_err();
+        assert!(
+            e.contains("readable by group or others") && e.contains("chmod 600"),
+            "{e}"
+        );
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o640)).unwrap();
+        assert!(stable_key(Some(&p)).is_err());
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).unwrap();
+        let got = stable_key(Some(&p)).unwrap().unwrap();
+        assert_eq!(got.verifying_key(), key.verifying_key());
+        let saved = RunKey::save(dir.path(), got).unwrap();
+        assert_eq!(saved.public(), key.verifying_key());
+    }
+
+    #[test]
+    fn keygen_writes_a_private_key_once_and_names_its_public_half() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("k");
+        let public = keygen(&p).unwrap();
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let key = stable_key(Some(&p)).unwrap().unwrap();
+        assert_eq!(hex::encode(key.verifying_key().as_bytes()), public);
+        assert!(keygen(&p).unwrap_err().contains("never overwritten"));
+    }
+
+    #[test]
     fn cell_keys_are_distinct_test_keys() {
         let a = cell_api_key("ab12", 0);
         let b = cell_api_key("ab12", 1);
         assert!(a.starts_with("sk_test_"));
+        assert_eq!(cell_read_key("ab12", 1), b.replacen("sk_", "rk_", 1));
         assert_ne!(a, b);
     }
 

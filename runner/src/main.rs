@@ -10,6 +10,7 @@ mod keys;
 mod matrix;
 mod nemesis;
 mod progress;
+mod reconcile;
 mod results;
 mod row_decision;
 mod run;
@@ -20,8 +21,24 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    if let Some(cli::Internal::Worker(args)) = &cli.command {
-        return ExitCode::from(u8::try_from(worker::main(args)).unwrap_or(1));
+    match &cli.command {
+        Some(cli::Internal::Worker(args)) => {
+            return ExitCode::from(u8::try_from(worker::main(args)).unwrap_or(1));
+        }
+        Some(cli::Internal::Reconcile(args)) => return ExitCode::from(reconcile::command(args)),
+        Some(cli::Internal::Keygen(args)) => {
+            return match keys::keygen(&args.file) {
+                Ok(public) => {
+                    println!("{public} {}", args.comment);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            };
+        }
+        None => {}
     }
     if let Some(id) = &cli.run.replay {
         return match nemesis::replay(id, cli.run.at.as_deref()) {

@@ -189,6 +189,9 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
     if args.decider == DeciderKind::Anthropic {
         anthropic::api_key_from_env()?;
     }
+    if args.keep_emulator && args.backend != crate::backend::BackendKind::Emulator {
+        bail!("--keep-emulator keeps the embedded emulator serving; it needs --backend emulator");
+    }
     if args.backend == crate::backend::BackendKind::Stripe && args.seed.is_some() {
         eprintln!(
             "warning: --seed with --backend stripe repeats case ids, and so idempotency keys; \
@@ -210,7 +213,11 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
         .prefix("interlock-run-")
         .tempdir()
         .context("cannot create the run's temporary directory")?;
-    let key = RunKey::generate(run_dir.path()).context("cannot create the run's signing key")?;
+    let key = match crate::keys::stable_key(args.signing_key.as_deref()).map_err(|e| anyhow!(e))? {
+        Some(stable) => RunKey::save(run_dir.path(), stable),
+        None => RunKey::generate(run_dir.path()),
+    }
+    .context("cannot create the run's signing key")?;
     let cancel = Arc::new(AtomicBool::new(false));
     install_signal_handler(cancel.clone())?;
 
@@ -355,11 +362,32 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
             eprintln!("site: not rendered, because the results file does not verify");
         }
     }
+    if args.keep_emulator {
+        keep_serving(&backend, &run_id, &results_path, &cancel);
+    }
     Ok(RunOutcome {
         results_path,
         harness_errors,
         verified,
     })
+}
+
+/// `--keep-emulator`: say where the run's emulator serves and how to reconcile against it, then
+/// keep it serving until Ctrl-C.
+fn keep_serving(backend: &Backend, run_id: &str, results: &std::path::Path, cancel: &AtomicBool) {
+    let url = backend.base_url();
+    println!("emulator: serving the run's objects at {url} (emulator run {run_id}) until Ctrl-C");
+    println!(
+        "emulator: cell i's objects are read with the key {}",
+        crate::keys::cell_read_key(run_id, 0).replace("cell000", "cellNNN")
+    );
+    println!(
+        "emulator: runner reconcile {} --base-url {url} --emulator-run {run_id}",
+        results.display()
+    );
+    while !cancel.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn print_summary(file: &ResultsFile, wall: Duration) {

@@ -290,11 +290,17 @@ fn credit_target_checks_premises_applies_and_queries() {
     assert!(target.check_premises(&eid, &premises).unwrap().is_empty());
     assert_eq!(target.query(&eid, &effect).unwrap(), None);
 
-    let evidence = target.apply(&eid, &effect).unwrap();
+    let anchor = "d1".repeat(32);
+    // Without its DISPATCHED entry's hash, nothing is posted.
+    assert!(matches!(
+        target.apply(&eid, &effect),
+        Err(interlock::TargetError::Rejected { .. })
+    ));
+    let evidence = target.apply_dispatched(&eid, &effect, &anchor).unwrap();
     assert_eq!(evidence["status"], "ok");
     assert_eq!(evidence["amount"], 1000);
     let credit = evidence["credit"].as_str().unwrap().to_owned();
-    let again = target.apply(&eid, &effect).unwrap();
+    let again = target.apply_dispatched(&eid, &effect, &anchor).unwrap();
     assert_eq!(again["status"], "already_processed");
     assert_eq!(again["credit"], json!(credit));
 
@@ -307,6 +313,11 @@ fn credit_target_checks_premises_applies_and_queries() {
     assert_eq!(
         truth.case_credits[0].effect_id.as_deref(),
         Some(eid.as_str())
+    );
+    assert_eq!(
+        truth.case_credits[0].dispatch.as_deref(),
+        Some(anchor.as_str()),
+        "the credit carries its dispatch's hash in metadata[interlock_dispatch]"
     );
 
     // Another incident's credit note does not violate; this incident's does, once.
@@ -321,7 +332,7 @@ fn credit_target_checks_premises_applies_and_queries() {
 
     // A rejected request maps to Rejected.
     let bad = json!({"customer": "cus_missing", "amount": 1000, "description": "x"});
-    match target.apply(&"ef".repeat(32), &bad) {
+    match target.apply_dispatched(&"ef".repeat(32), &bad, &anchor) {
         Err(interlock::TargetError::Rejected { reason }) => assert!(reason.contains("cus_missing")),
         other => panic!("expected Rejected, got {other:?}"),
     }

@@ -28,12 +28,17 @@ fn credit_target_maps_a_server_error_to_unknown() {
         .add(FaultRule::new("POST", CREDIT_PATH, FaultAction::Error { status: 503 }).times(1));
     let eid = "ab".repeat(32);
     let effect = json!({"customer": case.customer, "amount": 1000, "description": "x"});
-    match target.apply(&eid, &effect) {
+    match target.apply_dispatched(&eid, &effect, &"d1".repeat(32)) {
         Err(TargetError::Unknown { reason }) => assert!(reason.contains("503"), "{reason}"),
         other => panic!("expected Unknown, got {other:?}"),
     }
     assert_eq!(target.query(&eid, &effect).unwrap(), None);
-    assert_eq!(target.apply(&eid, &effect).unwrap()["status"], "ok");
+    assert_eq!(
+        target
+            .apply_dispatched(&eid, &effect, &"d1".repeat(32))
+            .unwrap()["status"],
+        "ok"
+    );
     assert_eq!(
         ground_truth(&env.client, &case).unwrap().case_credit_count,
         1

@@ -21,6 +21,7 @@ pub mod nemesis_page;
 pub mod pages;
 pub mod placeholders;
 pub mod prose;
+pub mod provenance;
 pub mod verification;
 
 pub use error::SiteError;
@@ -45,6 +46,9 @@ pub struct BuildOptions {
     /// Pin the signer key (32 bytes) every receipt must be signed by; without it each file is
     /// checked against the key it publishes (self-attested).
     pub pinned_key: Option<[u8; 32]>,
+    /// The GitHub repository (`owner/name`) named in each report's `gh attestation verify`
+    /// command; `None` shows [`provenance::UNKNOWN_REPOSITORY`].
+    pub repository: Option<String>,
 }
 
 impl Default for BuildOptions {
@@ -52,6 +56,7 @@ impl Default for BuildOptions {
         BuildOptions {
             prose: ProseSource::Embedded,
             pinned_key: None,
+            repository: None,
         }
     }
 }
@@ -201,11 +206,20 @@ fn render_file(
     }
     let json_name = format!("{scenario}.json");
     let mut report = model::build(&verified, &json_name).map_err(data_err)?;
+    let results_dir = path.parent().unwrap_or_else(|| Path::new("."));
+    report.env.signer_label = provenance::signer_label(results_dir, &report.env.signer);
+    report.env.attest_command =
+        provenance::attest_command(&json_name, options.repository.as_deref());
     let emulator_vs_stripe = conformance_page::render(path, &verified.file, &report)?;
     report.emulator_vs_stripe = emulator_vs_stripe.is_some();
-    let results_dir = path.parent().unwrap_or_else(|| Path::new("."));
     let prose_files = prose::load(scenario, &options.prose)?;
-    let nemesis = nemesis_page::render(results_dir, scenario, pinned, &prose_files.nemesis)?;
+    let nemesis = nemesis_page::render(
+        results_dir,
+        scenario,
+        pinned,
+        &prose_files.nemesis,
+        options.repository.as_deref(),
+    )?;
     report.nemesis = nemesis.is_some();
     let facts = facts::compute(&verified.file, &report);
     let verdict = prose::render(&prose_files.verdict.0, &prose_files.verdict.1, &facts)?;

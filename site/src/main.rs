@@ -30,6 +30,10 @@ enum Command {
         /// without it each file is checked against the key it publishes (self-attested).
         #[arg(long, value_name = "HEX")]
         key: Option<String>,
+        /// The GitHub repository (`owner/name`) named in each report's `gh attestation verify`
+        /// command [default: GITHUB_REPOSITORY, as GitHub Actions sets it].
+        #[arg(long, value_name = "OWNER/NAME")]
+        repository: Option<String>,
     },
 }
 
@@ -50,6 +54,7 @@ fn run() -> anyhow::Result<()> {
             out,
             prose,
             key,
+            repository,
         } => {
             let pinned_key = match key {
                 Some(hex_key) => Some(
@@ -63,6 +68,7 @@ fn run() -> anyhow::Result<()> {
             let options = site::BuildOptions {
                 prose: prose.map_or(site::ProseSource::Embedded, site::ProseSource::Dir),
                 pinned_key,
+                repository: repository.or_else(|| std::env::var("GITHUB_REPOSITORY").ok()),
             };
             let report = site::build_with(&results, &out, &options)
                 .with_context(|| format!("building the site from {}", results.display()))?;

@@ -88,6 +88,10 @@ pub struct EnvView {
     pub signer: String,
     /// Its fingerprint (`verify::fingerprint`), as `verify` prints it.
     pub signer_fingerprint: String,
+    /// Per-run key or the project's stable key, in words ([`crate::provenance::signer_label`]).
+    pub signer_label: String,
+    /// The `gh attestation verify` command for the published results file.
+    pub attest_command: String,
     /// The command that reproduces the run.
     pub command: String,
     /// Seed.
@@ -252,6 +256,39 @@ pub struct ReceiptView {
     pub entries: Vec<EntryView>,
     /// Summary re-derived at build time.
     pub summary: ReceiptCheck,
+    /// The bundle's seal, in words (the head was checked with the receipt at build time).
+    pub seal: String,
+    /// Each Stripe credit of the cell and the anchor it carries, in words.
+    pub anchors: Vec<String>,
+}
+
+/// The seal of a verified bundle, in words.
+fn seal_words(bundle: &verify::entry::ReceiptBundle) -> String {
+    match &bundle.head {
+        Some(h) => format!(
+            "yes: the signed head names {} entries ending in the entry whose hash is {}, so the receipt is complete",
+            h.count, h.last
+        ),
+        None => "no: nothing shows the receipt is complete".to_owned(),
+    }
+}
+
+/// Each credit of the cell with the DISPATCHED entry its anchor names, in words.
+fn anchor_words(c: &verify::results::Cell, entries: &[EntryView]) -> Vec<String> {
+    c.ground_truth
+        .case_credits
+        .iter()
+        .map(|credit| match &credit.dispatch {
+            Some(h) => match entries.iter().find(|e| e.kind == "DISPATCHED" && &e.hash == h) {
+                Some(e) => format!(
+                    "credit {} carries metadata[interlock_dispatch] = {h}, the hash of entry {} (DISPATCHED)",
+                    credit.id, e.index
+                ),
+                None => format!("credit {} carries metadata[interlock_dispatch] = {h}", credit.id),
+            },
+            None => format!("credit {} carries no interlock_dispatch anchor", credit.id),
+        })
+        .collect()
 }
 
 /// One journal entry on a receipt page.
@@ -575,6 +612,9 @@ fn env_view(f: &ResultsFile) -> Result<EnvView, String> {
         signer_fingerprint: verify::entry::decode_lower_hex::<32>(&e.signer)
             .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
             .map_or_else(|| "no valid key".into(), |k| verify::fingerprint(&k)),
+        // Filled by the build, which knows the results directory and the repository.
+        signer_label: String::new(),
+        attest_command: String::new(),
         command: e.command.clone(),
         seed: e.seed,
         jobs: e.jobs,
@@ -794,7 +834,8 @@ fn receipt_views(verified: &Verified, repeats: u32) -> Result<Vec<ReceiptView>, 
                     signature_ok: chk.signature_ok,
                 }
             })
-            .collect();
+            .collect::<Vec<EntryView>>();
+        let anchors = anchor_words(c, &entries);
         out.push(ReceiptView {
             effect_id: eid.clone(),
             page: format!("{eid}.html"),
@@ -804,6 +845,8 @@ fn receipt_views(verified: &Verified, repeats: u32) -> Result<Vec<ReceiptView>, 
             cell_anchor: anchor(c),
             entries,
             summary,
+            seal: seal_words(bundle),
+            anchors,
         });
     }
     Ok(out)

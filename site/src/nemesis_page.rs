@@ -44,6 +44,10 @@ pub struct NemesisPage<'a> {
     pub rows: Vec<Row<'a>>,
     /// The run's signer fingerprint.
     pub fingerprint: String,
+    /// Per-run key or the project's stable key, in words.
+    pub signer_label: &'a str,
+    /// The `gh attestation verify` command for the published nemesis file.
+    pub attest_command: String,
     /// Name of the JSON under `data/`.
     pub json_name: String,
     /// The page's prose (`nemesis.md`), numbers and claims checked against the file.
@@ -62,6 +66,8 @@ pub struct TrialPage<'a> {
     pub t: &'a Trial,
     /// Its credits as `id: cents at created`.
     pub credits: Vec<String>,
+    /// Per-run key or the project's stable key, in words.
+    pub signer_label: &'a str,
 }
 
 /// The rendered page, its trial pages and the JSON to publish.
@@ -201,6 +207,7 @@ pub fn render(
     scenario: &str,
     pinned: Option<&ed25519_dalek::VerifyingKey>,
     prose: &(String, String),
+    repository: Option<&str>,
 ) -> Result<Option<Rendered>, SiteError> {
     let path = nemesis_path(results_dir, scenario);
     if !path.is_file() {
@@ -237,6 +244,7 @@ pub fn render(
         .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
         .map_or_else(|| "?".to_owned(), |k| verify::fingerprint(&k));
     let json_name = format!("{scenario}.nemesis.json");
+    let signer_label = crate::provenance::signer_label(results_dir, &file.environment.signer);
     let prose = crate::prose::render(&prose.0, &prose.1, &facts(&file))?;
     let page = NemesisPage {
         prose,
@@ -245,6 +253,8 @@ pub fn render(
         f: &file,
         rows,
         fingerprint,
+        signer_label: &signer_label,
+        attest_command: crate::provenance::attest_command(&json_name, repository),
         json_name: json_name.clone(),
     };
     let html = page
@@ -264,6 +274,7 @@ pub fn render(
             version: VERSION,
             t,
             credits,
+            signer_label: &signer_label,
         }
         .render()
         .map_err(template_err(format!("{scenario}/{TRIALS_DIR}/{name}")))?;

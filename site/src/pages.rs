@@ -89,6 +89,8 @@ pub struct ReceiptPage<'a> {
     pub signer: &'a str,
     /// Its fingerprint, as `verify` prints it.
     pub fingerprint: &'a str,
+    /// Per-run key or the project's stable key, in words.
+    pub signer_label: &'a str,
     /// File name of the results JSON under `data/`.
     pub json_name: &'a str,
     /// Command line verifying the bundle.
@@ -190,6 +192,7 @@ pub fn receipt(r: &Report, rc: &crate::model::ReceiptView) -> Result<String, Sit
             rc,
             signer: &r.env.signer,
             fingerprint: &r.env.signer_fingerprint,
+            signer_label: &r.env.signer_label,
             json_name: &r.json_name,
             verify_receipt: format!("verify {}", rc.json),
             verify_results: format!("verify --key KEY_FROM_THE_PUBLISHER {}", r.json_name),

@@ -49,6 +49,7 @@ fn a_wrong_pinned_key_is_refused() {
         &site::BuildOptions {
             prose: site::ProseSource::Embedded,
             pinned_key: Some(other.to_bytes()),
+            repository: None,
         },
     )
     .unwrap_err();

@@ -116,16 +116,33 @@ fn balance_transactions_filter_by_created() {
 }
 
 #[test]
-fn restricted_test_keys_are_accepted() {
-    let key = format!("rk_test_{}", new_key().trim_start_matches("sk_test_"));
-    let c = Client::new(
-        ClientConfig::new(emulator().base_url(), key).with_timeout(Duration::from_secs(10)),
-    )
-    .unwrap();
-    assert_eq!(
-        c.post("/v1/customers", &Params::new(), None).unwrap().body["object"],
-        "customer"
-    );
+fn a_restricted_key_reads_its_secret_keys_account_and_cannot_write() {
+    let secret = new_key();
+    let restricted = format!("rk_test_{}", secret.trim_start_matches("sk_test_"));
+    let client = |key: &str| {
+        Client::new(
+            ClientConfig::new(emulator().base_url(), key).with_timeout(Duration::from_secs(10)),
+        )
+        .unwrap()
+    };
+    let writer = client(&secret);
+    let reader = client(&restricted);
+    let id = writer
+        .post("/v1/customers", &Params::new(), None)
+        .unwrap()
+        .body["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let read = reader
+        .get(&format!("/v1/customers/{id}"), &Params::new())
+        .unwrap();
+    assert_eq!(read.body["id"], id.as_str());
+    let err = reader
+        .post("/v1/customers", &Params::new(), None)
+        .unwrap_err();
+    assert_eq!(err.api().map(|f| f.status), Some(403));
+    assert!(err.to_string().contains("permission_error"), "{err}");
 }
 
 #[test]

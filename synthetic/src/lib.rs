@@ -124,7 +124,11 @@ pub fn receipt(
             body
         })
         .collect();
-    seal_chain(key, &eid, t0_ms, bodies)
+    let mut bundle = seal_chain(key, &eid, t0_ms, bodies);
+    // Sealed a second after the last entry; the entries hold only integers, so this cannot fail.
+    let sealed_at = u64::try_from(t0_ms).unwrap_or(0).saturating_add(1_000);
+    let _ = verify::binding::seal_bundle(&mut bundle, key, sealed_at);
+    bundle
 }
 
 /// Build a signed chain for `effect_id` from entry bodies (each an object with `kind` and the
@@ -323,6 +327,7 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
             amount: t.amount,
             created: t.created,
             effect_id: interlock.then(|| billing_credit_effect_id(&case_id)),
+            dispatch: None,
         })
         .collect();
     let mut ground_truth = GroundTruth {
@@ -402,6 +407,15 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
             .collect();
         let via = credited.then(|| "retry-idempotent".to_owned());
         let eid = r.effect_id.clone();
+        // The gate's credit carries its DISPATCHED entry's hash (the anchor).
+        let anchor = r
+            .entries
+            .iter()
+            .find(|e| e.get("kind").and_then(Value::as_str) == Some("DISPATCHED"))
+            .and_then(|e| e.get("hash")?.as_str().map(str::to_owned));
+        for c in &mut ground_truth.case_credits {
+            c.dispatch.clone_from(&anchor);
+        }
         (Some(r), via, Some(eid), kinds)
     } else {
         (None, None, None, Vec::new())

@@ -331,6 +331,7 @@ mod tests {
                     amount: t.amount,
                     created: t.created,
                     effect_id: None,
+                    dispatch: None,
                 })
                 .collect(),
             case_credit_count: own.len() as u32,

@@ -906,6 +906,7 @@ fn check_interlock(
             }
         }
     }
+    crate::binding::check_cell(i, base, cell, bundle, f);
     check_proposal(i, &rpath, cell, bundle.entries.first(), harness_error, f);
     check_grants(i, &rpath, cell, &bundle.entries, f);
     check_evidence_amount(i, base, cell, report, f);

@@ -108,6 +108,10 @@ fn results_lines(name: &str, r: &ResultsReport) -> Vec<String> {
     lines
 }
 
+/// A lone receipt without a signed head verifies as what it holds, but cannot prove it holds
+/// everything: said on every such verdict.
+pub const UNSEALED_NOTE: &str = "  unsealed: no signed head says how many entries the receipt has, so it cannot prove it is complete (a receipt cut short reads as its prefix)";
+
 /// Unsigned content cannot pass under a pinned key: the original format has no signatures.
 fn unsigned_under_pin(lines: &mut Vec<String>) {
     lines.push(
@@ -139,7 +143,21 @@ fn key_for(doc: &Document, pinned: &Pinned) -> Result<KeyCheck, String> {
     match keys.iter().find(|k| Some(k.to_bytes()) == named) {
         Some(k) => Ok(KeyCheck::Pinned(*k)),
         None if matches!(doc, Document::OriginalResults(_)) => Ok(KeyCheck::Pinned(keys[0])),
-        None => Err("signed by a key that is not in the allowed-signers file".to_owned()),
+        None => Err(format!(
+            "{} names signer {}, which is not in the allowed-signers file",
+            signer_place(doc),
+            named
+                .and_then(|b| VerifyingKey::from_bytes(&b).ok())
+                .map_or_else(|| "no valid key".to_owned(), |k| crate::fingerprint(&k))
+        )),
+    }
+}
+
+/// Where a document names its signer, for messages.
+fn signer_place(doc: &Document) -> &'static str {
+    match doc {
+        Document::Receipt(_) => "entries[0].signer",
+        _ => "environment.signer",
     }
 }
 
@@ -176,6 +194,10 @@ pub fn check_file(path: &Path, pinned: &Pinned) -> (Status, Vec<String>, Value) 
         }
     };
     let is_pinned = matches!(key, KeyCheck::Pinned(_));
+    let sealed = match &doc {
+        Document::Receipt(b) => Some(b.head.is_some()),
+        _ => None,
+    };
     let (ok, lines, kind, report) = match doc {
         Document::Receipt(b) => {
             let r = verify_bundle(&b, &key);
@@ -184,6 +206,9 @@ pub fn check_file(path: &Path, pinned: &Pinned) -> (Status, Vec<String>, Value) 
             let mut lines = receipt_lines(&name, &r);
             if is_pinned && r.signed.is_none() {
                 unsigned_under_pin(&mut lines);
+            }
+            if b.head.is_none() && r.signed.is_some() {
+                lines.push(UNSEALED_NOTE.to_owned());
             }
             (ok, lines, "receipt", serde_json::to_value(&r))
         }
@@ -225,13 +250,16 @@ pub fn check_file(path: &Path, pinned: &Pinned) -> (Status, Vec<String>, Value) 
         }
     };
     let status = if ok { Status::Ok } else { Status::Failed };
-    let value = json!({
+    let mut value = json!({
         "file": name,
         "kind": kind,
         "status": if ok { "ok" } else { "failed" },
         "pinned_key": is_pinned,
         "report": report.unwrap_or(Value::Null),
     });
+    if let Some(sealed) = sealed {
+        value["sealed"] = Value::Bool(sealed);
+    }
     (status, lines, value)
 }
 

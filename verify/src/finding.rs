@@ -118,4 +118,8 @@ pub mod code {
     pub const CRASH_NOT_PROVEN: &str = "crash_not_proven";
     /// A sum over the file's numbers leaves the range of a 64-bit integer.
     pub const ARITHMETIC_OVERFLOW: &str = "arithmetic_overflow";
+    /// A receipt in a results file carries no signed head, so nothing proves it is complete.
+    pub const RECEIPT_UNSEALED: &str = "receipt_unsealed";
+    /// A credit's `interlock_dispatch` anchor is missing or is not the receipt's DISPATCHED hash.
+    pub const ANCHOR_MISMATCH: &str = "anchor_mismatch";
 }

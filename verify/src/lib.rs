@@ -9,9 +9,10 @@
 
 pub mod trusted;
 
-pub use trusted::{canonical, entry, problem, signatures};
+pub use trusted::{canonical, entry, problem, seal, signatures};
 
 pub mod billing_credit;
+pub mod binding;
 pub mod check;
 pub mod cli;
 mod compact;

@@ -187,6 +187,7 @@ impl OriginalBundle {
             format: PYTHON_ORIGINAL_FORMAT.to_owned(),
             effect_id: self.effect_id,
             entries: self.entries.into_iter().map(Value::Object).collect(),
+            head: None,
         }
     }
 }

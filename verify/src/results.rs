@@ -334,6 +334,10 @@ pub struct CaseCredit {
     pub created: i64,
     /// `metadata.interlock_effect_id`, when the gate sent it.
     pub effect_id: Option<String>,
+    /// `metadata.interlock_dispatch`, when the gate sent it: the hash of the DISPATCHED entry
+    /// the send belonged to (the anchor, DESIGN §3.4). Absent from files written before anchors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatch: Option<String>,
 }
 
 /// A credit note as read back.

@@ -77,6 +77,14 @@ fn resign(d: &mut Value, key: &SigningKey) {
                 prev = m["hash"].clone();
             }
         }
+        // A forger who re-signs the entries re-seals the head too.
+        if c["receipt"]["head"].is_object() {
+            let mut b: verify::entry::ReceiptBundle =
+                serde_json::from_value(c["receipt"].clone()).unwrap();
+            let ts = b.head.as_ref().unwrap().ts_ms;
+            verify::binding::seal_bundle(&mut b, key, ts).unwrap();
+            c["receipt"] = serde_json::to_value(b).unwrap();
+        }
     }
     d["environment"]["signer"] = json!(hex::encode(key.verifying_key().as_bytes()));
     let mut file: ResultsFile = serde_json::from_value(d.clone()).unwrap();

@@ -32,7 +32,7 @@ pub use outage::{advance_one_second, clock_time, run_outage};
 pub use reads::{
     facts, ground_truth, observations, read_account, read_ledger, stripe_ids, Account, Ledger,
 };
-pub use target::{post_credit, CreditPosted, CreditTarget};
+pub use target::{post_credit, CreditPosted, CreditTarget, GateTags, ANCHOR_KEY};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

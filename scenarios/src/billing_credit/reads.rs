@@ -3,6 +3,7 @@
 //! `verify::results` types so the premise arithmetic is `verify::billing_credit`'s, stated once.
 
 use super::case::{int_field, str_field};
+use super::target::ANCHOR_KEY;
 use super::{CaseFile, ScenarioError, PLAN_CENTS};
 use serde_json::Value;
 use stripe::{Client, Params};
@@ -121,6 +122,7 @@ pub fn read_ledger(client: &Client, case: &CaseFile) -> Result<Ledger, ScenarioE
                 amount: t.amount,
                 created: t.created,
                 effect_id: metadata(raw, "interlock_effect_id"),
+                dispatch: metadata(raw, ANCHOR_KEY),
             })
             .collect()
     };

@@ -22,9 +22,22 @@ pub struct CreditPosted {
     pub replayed: bool,
 }
 
+/// The metadata key of the anchor: the hash of the DISPATCHED entry a gate's credit was sent
+/// under (DESIGN §3.4), so anyone who can read the account can match the credit to its receipt.
+pub const ANCHOR_KEY: &str = "interlock_dispatch";
+
+/// What the gate adds to its credit's metadata.
+#[derive(Debug, Clone, Copy)]
+pub struct GateTags<'a> {
+    /// `metadata[interlock_effect_id]`: the effect id, what the gate's lookup searches by.
+    pub effect_id: &'a str,
+    /// `metadata[interlock_dispatch]`: the anchor.
+    pub dispatch: &'a str,
+}
+
 /// `POST /v1/customers/{customer}/balance_transactions` with `amount = -cents`, `currency=usd`,
-/// `description`, `metadata[case_id]` and, when `effect_id` is given,
-/// `metadata[interlock_effect_id]`, under `Idempotency-Key: key`.
+/// `description`, `metadata[case_id]` and, when `gate` is given, `metadata[interlock_effect_id]`
+/// and `metadata[interlock_dispatch]`, under `Idempotency-Key: key`.
 ///
 /// The crash hook fires right before the POST ([`CrashPoint::BeforeSend`]) and right after its
 /// response is parsed ([`CrashPoint::AfterSend`]).
@@ -36,7 +49,7 @@ pub fn post_credit(
     cents: i64,
     description: &str,
     key: &str,
-    effect_id: Option<&str>,
+    gate: Option<GateTags<'_>>,
     crash: Option<&Crash>,
 ) -> Result<CreditPosted, ScenarioError> {
     let mut params = Params::new()
@@ -44,8 +57,10 @@ pub fn post_credit(
         .set("currency", "usd")
         .set("description", description)
         .set("metadata[case_id]", &case.case_id);
-    if let Some(eid) = effect_id {
-        params = params.set("metadata[interlock_effect_id]", eid);
+    if let Some(tags) = gate {
+        params = params
+            .set("metadata[interlock_effect_id]", tags.effect_id)
+            .set(&format!("metadata[{ANCHOR_KEY}]"), tags.dispatch);
     }
     let path = format!("/v1/customers/{customer}/balance_transactions");
     fire(crash, CrashPoint::BeforeSend);
@@ -216,7 +231,22 @@ impl Target for CreditTarget {
         Ok(premise_violations(premises, &live))
     }
 
-    fn apply(&self, effect_id: &str, effect: &Value) -> Result<Value, TargetError> {
+    fn apply(&self, effect_id: &str, _effect: &Value) -> Result<Value, TargetError> {
+        // The gate always sends through apply_dispatched; a credit without its anchor is never
+        // posted.
+        Err(TargetError::Rejected {
+            reason: format!(
+                "effect {effect_id}: a credit is sent only with its DISPATCHED entry's hash"
+            ),
+        })
+    }
+
+    fn apply_dispatched(
+        &self,
+        effect_id: &str,
+        effect: &Value,
+        dispatch: &str,
+    ) -> Result<Value, TargetError> {
         let effect: CreditEffect =
             serde_json::from_value(effect.clone()).map_err(|e| TargetError::Rejected {
                 reason: format!("effect {effect_id} is not a credit payload: {e}"),
@@ -228,7 +258,10 @@ impl Target for CreditTarget {
             effect.amount,
             &effect.description,
             effect_id,
-            Some(effect_id),
+            Some(GateTags {
+                effect_id,
+                dispatch,
+            }),
             self.crash.as_ref(),
         )
         .map_err(scenario_to_target_error)?;

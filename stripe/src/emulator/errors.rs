@@ -117,6 +117,11 @@ impl ApiError {
         )
     }
 
+    /// 403 `permission_error`: the key may not do this.
+    pub fn permission(message: impl Into<String>) -> ApiError {
+        ApiError::new(403, "permission_error", message)
+    }
+
     pub fn unauthorized(message: impl Into<String>) -> ApiError {
         ApiError::new(401, "invalid_request_error", message)
     }

@@ -303,6 +303,23 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// A restricted key (`rk_test_<rest>`) is the read-only key of the account of `sk_test_<rest>`:
+/// it reads that account's objects and may not write (403 `permission_error`, as Stripe answers
+/// a restricted key without the write permission). Returns the account's key.
+fn read_only_account(key: &str, method: &str) -> Result<String, ApiError> {
+    let Some(rest) = key.strip_prefix("rk_test_") else {
+        return Ok(key.to_owned());
+    };
+    if method != "GET" {
+        let shown: String = key.chars().take(12).collect();
+        return Err(ApiError::permission(format!(
+            "The provided key '{shown}****' is a restricted key with read permissions only; \
+                 use the account's secret key (sk_test_...) to {method} here."
+        )));
+    }
+    Ok(format!("sk_test_{rest}"))
+}
+
 /// The API key from `Authorization: Basic` (key as user name) or `Bearer`.
 fn api_key(headers: &HeaderMap) -> Result<String, ApiError> {
     let Some(value) = headers.get("authorization").and_then(|v| v.to_str().ok()) else {
@@ -500,6 +517,10 @@ async fn process(
 
     // Turned away before the idempotency layer: nothing is saved.
     let api_key = match api_key(&headers) {
+        Ok(k) => k,
+        Err(e) => return fail(e),
+    };
+    let api_key = match read_only_account(&api_key, &method) {
         Ok(k) => k,
         Err(e) => return fail(e),
     };

@@ -168,6 +168,9 @@ pub struct ReceiptBundle {
     /// (Read by [`crate::compact::entries`]: the same values, stored without spare capacity.)
     #[serde(deserialize_with = "crate::compact::entries")]
     pub entries: Vec<Value>,
+    /// The signed head ([`crate::trusted::seal`]); `None` for an unsealed bundle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<crate::trusted::seal::Head>,
 }
 
 impl ReceiptBundle {
@@ -177,6 +180,7 @@ impl ReceiptBundle {
             format: RECEIPT_FORMAT.to_owned(),
             effect_id: effect_id.into(),
             entries,
+            head: None,
         }
     }
 }

@@ -9,10 +9,12 @@
 //! 2. [`entry`]: an entry's hash and signed message, `seal`, the entry kinds, the bundle type;
 //! 3. [`signatures`]: which keys may sign, and batch verification that still names the bad one;
 //! 4. [`receipt`]: one receipt's checks: per entry ([`receipt`]'s `chain`), the protocol replay
-//!    (`replay`), then its signatures; [`problem`] holds every problem code.
+//!    (`replay`), then its signatures; [`problem`] holds every problem code;
+//! 5. [`seal`]: the signed head that says how many entries a bundle holds.
 
 pub mod canonical;
 pub mod entry;
 pub mod problem;
 pub mod receipt;
+pub mod seal;
 pub mod signatures;

@@ -425,6 +425,11 @@ fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
     report.chain_consistent = walk.chain_ok;
     report.signer = walk.first_signer.map(|s| entry::lower_hex(&s));
     report.problems.append(&mut walk.problems);
+    let sealer = match rule {
+        SignerRule::Pinned(k) | SignerRule::Published(k) => Some(k.to_bytes()),
+        SignerRule::FromRecord => walk.first_signer,
+    };
+    crate::trusted::seal::check(bundle, sealer, &mut report.problems);
     replay::replay(eid, format, &objects, &mut report);
     Prepared {
         report,

@@ -1,0 +1,186 @@
+//! The GitHub workflows that build and publish the report parse as YAML, every action they use is
+//! pinned to a full commit SHA (a tag can be moved to other code; a commit cannot), and the two
+//! that publish results attest the results files and the built site archive.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use yaml_rust2::{Yaml, YamlLoader};
+
+fn workflows_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../.github/workflows")
+}
+
+/// Every workflow file: (name, parsed document).
+fn workflows() -> Vec<(String, Yaml)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(workflows_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if !(name.ends_with(".yml") || name.ends_with(".yaml")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        out.push((name.clone(), parse(&name, &text)));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn parse(name: &str, text: &str) -> Yaml {
+    let mut docs =
+        YamlLoader::load_from_str(text).unwrap_or_else(|e| panic!("{name} is not valid YAML: {e}"));
+    assert_eq!(docs.len(), 1, "{name} holds one YAML document");
+    docs.remove(0)
+}
+
+/// Every `uses:` value anywhere in the document (steps and reusable-workflow jobs), with the
+/// path of keys that leads to it.
+fn uses(doc: &Yaml, at: &str, out: &mut Vec<(String, String)>) {
+    match doc {
+        Yaml::Hash(h) => {
+            for (k, v) in h {
+                let key = k.as_str().unwrap_or("?");
+                let here = format!("{at}.{key}");
+                match (key, v) {
+                    ("uses", Yaml::String(s)) => out.push((here, s.clone())),
+                    _ => uses(v, &here, out),
+                }
+            }
+        }
+        Yaml::Array(a) => {
+            for (i, v) in a.iter().enumerate() {
+                uses(v, &format!("{at}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `None` when `reference` is a repository action pinned to a 40-hex commit (or a local
+/// action in this repository), else why not.
+fn unpinned(reference: &str) -> Option<String> {
+    if reference.starts_with("./") {
+        return None;
+    }
+    let Some((action, rev)) = reference.rsplit_once('@') else {
+        return Some("names no version at all".into());
+    };
+    if action.split('/').count() < 2 || reference.starts_with("docker://") {
+        return Some("is not an owner/repo action".into());
+    }
+    let sha = rev.len() == 40
+        && rev
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    (!sha).then(|| format!("is pinned to {rev:?}, not to a full 40-hex commit SHA"))
+}
+
+fn unpinned_uses(doc: &Yaml) -> Vec<String> {
+    let mut found = Vec::new();
+    uses(doc, "", &mut found);
+    found
+        .into_iter()
+        .filter_map(|(at, r)| unpinned(&r).map(|why| format!("{at}: {r} {why}")))
+        .collect()
+}
+
+#[test]
+fn every_workflow_parses_and_every_action_is_pinned_to_a_commit() {
+    let all = workflows();
+    let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(
+        names.contains(&"pages.yml") && names.contains(&"live-run.yml"),
+        "{names:?}"
+    );
+    for (name, doc) in &all {
+        let mut found = Vec::new();
+        uses(doc, "", &mut found);
+        assert!(
+            !found.is_empty(),
+            "{name} uses no action: did the walk miss them?"
+        );
+        let bad = unpinned_uses(doc);
+        assert!(bad.is_empty(), "{name}: {bad:#?}");
+    }
+}
+
+#[test]
+fn the_checker_catches_a_tag_a_branch_and_a_short_sha() {
+    for bad in [
+        "actions/checkout@v4.2.2",
+        "actions/checkout@main",
+        "actions/checkout@11bd719",
+        "actions/checkout",
+    ] {
+        let doc = parse(
+            "test.yml",
+            &format!("jobs:\n  a:\n    steps:\n      - uses: {bad}\n"),
+        );
+        let found = unpinned_uses(&doc);
+        assert_eq!(found.len(), 1, "{bad}: {found:?}");
+        assert!(found[0].starts_with(".jobs.a.steps[0].uses"), "{found:?}");
+    }
+    let reusable = parse(
+        "test.yml",
+        "jobs:\n  a:\n    uses: org/repo/.github/workflows/x.yml@v1\n",
+    );
+    assert_eq!(unpinned_uses(&reusable).len(), 1);
+    assert!(YamlLoader::load_from_str("jobs: [unclosed").is_err());
+}
+
+/// The steps of every job that use `action` (`owner/repo`), as (job, step) documents.
+fn steps_using<'a>(doc: &'a Yaml, action: &str) -> Vec<&'a Yaml> {
+    let mut out = Vec::new();
+    if let Some(jobs) = doc["jobs"].as_hash() {
+        for job in jobs.values() {
+            for step in job["steps"].as_vec().into_iter().flatten() {
+                if step["uses"]
+                    .as_str()
+                    .is_some_and(|u| u.starts_with(&format!("{action}@")))
+                {
+                    out.push(step);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_publishing_workflows_attest_the_results_and_the_site_archive() {
+    for (name, results) in [
+        ("pages.yml", "results/*.json"),
+        ("live-run.yml", "live-results/*.json"),
+    ] {
+        let (_, doc) = workflows().into_iter().find(|(n, _)| n == name).unwrap();
+        let attest = steps_using(&doc, "actions/attest-build-provenance");
+        assert_eq!(attest.len(), 1, "{name} attests once");
+        let subjects = attest[0]["with"]["subject-path"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            subjects.lines().any(|l| l.trim() == results),
+            "{name}: {subjects}"
+        );
+        assert!(
+            subjects.lines().any(|l| l.trim() == "site.tar.gz"),
+            "{name}: {subjects}"
+        );
+        let perms = &doc["permissions"];
+        assert_eq!(perms["id-token"].as_str(), Some("write"), "{name}");
+        assert_eq!(perms["attestations"].as_str(), Some("write"), "{name}");
+    }
+    let (_, live) = workflows()
+        .into_iter()
+        .find(|(n, _)| n == "live-run.yml")
+        .unwrap();
+    let text = format!("{live:?}");
+    assert!(
+        text.contains("secrets.INTERLOCK_SIGNING_KEY"),
+        "live-run signs with the repository secret"
+    );
+    assert!(
+        text.contains("--signers results/SIGNERS"),
+        "live-run verifies against the allowed signers"
+    );
+}
