@@ -282,6 +282,9 @@ fn check_receipt(base: &str, t: &Trial, key: &KeyCheck, f: &mut Vec<Finding>) ->
         return false;
     };
     let report = verify_bundle(bundle, key);
+    // Sealed (complete) and anchored: every credit the receipt's sends made carries its
+    // DISPATCHED hash at Stripe.
+    crate::binding::check_record(&format!("trial {}", t.id), base, &t.ground_truth, bundle, f);
     if !report.valid {
         f.push(Finding::new(
             format!("{base}.receipt"),
