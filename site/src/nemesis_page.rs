@@ -100,7 +100,8 @@ pub fn trial_file(id: &str) -> String {
 /// | `nemesis.trials`, `nemesis.per_cell`, `nemesis.kinds` | integer | trials in all, per nemesis and column, nemeses run |
 /// | `max_in_flight` | duration | the target's declared server-side in-flight bound |
 /// | `within.C`, `beyond.C` | integer | the column's trials within / beyond its assumptions |
-/// | `min_within.C` | integer | the fewest within-assumption trials the column had under one nemesis |
+/// | `min_within.C` | integer | the fewest within-assumption trials the column had under one nemesis that has any |
+/// | `wholly_beyond.C` | text | nemeses all of whose trials for the column lie beyond its assumptions, or `none` |
 /// | `violations_within.C`, `wrong_within.C`, `ambiguous_within.C` | integer | within assumptions: violations, wrong answers, AMBIGUOUS |
 /// | `violations_beyond.C` | integer | violations beyond the assumptions |
 /// | `violating_nemeses.C` | text | nemeses with violations within assumptions (with counts), or `none` |
@@ -162,10 +163,15 @@ pub fn facts(file: &NemesisFile) -> Facts {
         );
         let mut min_within = usize::MAX;
         let mut violating = Vec::new();
+        let mut wholly_beyond = Vec::new();
         for nemesis in &file.plan.nemeses {
             let here: Vec<&&Trial> = within.iter().filter(|t| &t.nemesis == nemesis).collect();
             let violations = here.iter().filter(|t| t.violation).count();
-            min_within = min_within.min(here.len());
+            if here.is_empty() {
+                wholly_beyond.push(nemesis.clone());
+            } else {
+                min_within = min_within.min(here.len());
+            }
             if violations > 0 {
                 violating.push(format!("{nemesis} ({violations})"));
             }
@@ -181,6 +187,14 @@ pub fn facts(file: &NemesisFile) -> Facts {
                 0
             } else {
                 min_within
+            }),
+        );
+        facts.insert(
+            format!("wholly_beyond.{column}"),
+            Fact::Text(if wholly_beyond.is_empty() {
+                "none".into()
+            } else {
+                wholly_beyond.join(", ")
             }),
         );
         facts.insert(
