@@ -5,6 +5,7 @@
 use crate::billing_credit::{self, billing_credit_effect_id, request_id};
 use crate::entry;
 use crate::finding::{code as fcode, Finding};
+use crate::load::{LoadError, ResultsText};
 use crate::manifest;
 use crate::receipt::{self, Happened, KeyCheck, ReceiptReport, SignerRule};
 use crate::results::{Cell, GroundTruth, ResultsFile, Want, RESULTS_FORMAT};
@@ -12,7 +13,10 @@ use ed25519_dalek::VerifyingKey;
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
+use std::convert::Infallible;
+use std::ops::Range;
 
 /// The report on one results file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -110,21 +114,51 @@ fn outcomes_for_final(report: &ReceiptReport, final_refused_code: Option<&str>) 
 /// Verify a results file. `key` is the pinned key (`--key`), or [`KeyCheck::SelfAttested`] to
 /// check every entry and the manifest against the key the file publishes in `environment.signer`.
 pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
-    let mut findings = Vec::new();
-    if file.format != RESULTS_FORMAT {
-        findings.push(Finding::mismatch(
-            "format",
-            fcode::FILE_INCONSISTENT,
-            "the file is not an interlock-results file of this version",
-            RESULTS_FORMAT,
-            &file.format,
-        ));
-    }
+    let groups = cell_groups(&file.cells);
+    let read = |range: Range<usize>| -> Result<Cow<'_, [Cell]>, Infallible> {
+        Ok(Cow::Borrowed(file.cells.get(range).unwrap_or_default()))
+    };
+    let Ok(report) = verify_parts(file, file.cells.len(), groups, read, key);
+    report
+}
+
+/// Verify a results file whose cells are still text ([`crate::load::load_for_check`]): each group
+/// of cells is read, checked and dropped, so the file is never held as typed data all at once.
+/// The checks are those of [`verify_results`]. `Err` when a cell cannot be read; the caller then
+/// reads the whole file strictly ([`crate::load::load_document`]) to name where it went wrong.
+pub fn verify_results_text(
+    file: &ResultsText<'_>,
+    key: &KeyCheck,
+) -> Result<ResultsReport, LoadError> {
+    let n = file.cells.len();
+    let groups = (0..n)
+        .step_by(receipt::RECEIPTS_PER_GROUP)
+        .map(|start| start..(start + receipt::RECEIPTS_PER_GROUP).min(n))
+        .collect();
+    let read = |range: Range<usize>| -> Result<Cow<'_, [Cell]>, LoadError> {
+        let start = range.start;
+        let raw = file.cells.get(range).unwrap_or_default();
+        raw.iter()
+            .enumerate()
+            .map(|(k, text)| crate::load::read_cell(start + k, text))
+            .collect::<Result<Vec<Cell>, LoadError>>()
+            .map(Cow::Owned)
+    };
+    verify_parts(&file.head, n, groups, read, key)
+}
+
+/// The key the file is checked against, and how the report names it; a published key that is not
+/// acceptable, or not the pinned one, is a finding.
+fn signer_rule(
+    file: &ResultsFile,
+    key: &KeyCheck,
+    findings: &mut Vec<Finding>,
+) -> (SignerRule, &'static str) {
     // One spelling per key: the published key must be 64 lowercase hex characters.
     let published = entry::decode_lower_hex::<32>(&file.environment.signer)
         .and_then(|b| VerifyingKey::from_bytes(&b).ok())
         .filter(crate::signatures::key_is_acceptable);
-    let (rule, key_label) = match (key, published) {
+    match (key, published) {
         (KeyCheck::Pinned(k), p) => {
             if p != Some(*k) {
                 findings.push(Finding::mismatch(
@@ -146,28 +180,41 @@ pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
             ));
             (SignerRule::FromRecord, "self-attested")
         }
-    };
+    }
+}
+
+/// Every check of a results file. `head` gives everything but the cells (its `cells` are not
+/// read); the file holds `count` cells, which `read` gives a group (`groups`, in order, covering
+/// `0..count`) at a time.
+fn verify_parts<'c, E: Send>(
+    head: &ResultsFile,
+    count: usize,
+    groups: Vec<Range<usize>>,
+    read: impl Fn(Range<usize>) -> Result<Cow<'c, [Cell]>, E> + Sync,
+    key: &KeyCheck,
+) -> Result<ResultsReport, E> {
+    let mut findings = Vec::new();
+    if head.format != RESULTS_FORMAT {
+        findings.push(Finding::mismatch(
+            "format",
+            fcode::FILE_INCONSISTENT,
+            "the file is not an interlock-results file of this version",
+            RESULTS_FORMAT,
+            &head.format,
+        ));
+    }
+    let (rule, key_label) = signer_rule(head, key, &mut findings);
     let (signer, fingerprint) = match rule {
         SignerRule::Pinned(k) | SignerRule::Published(k) => {
-            manifest::check(file, &k, &mut findings);
+            manifest::check(head, count, &k, &mut findings);
             (hex::encode(k.as_bytes()), Some(crate::fingerprint(&k)))
         }
         SignerRule::FromRecord => (String::new(), None),
     };
-
-    let vetted = receipt::Vetted::default();
-    // The file's structure is checked alongside the cells (it needs no receipt report).
-    let (mut structure, cell_reports) = rayon::join(
-        || {
-            let mut structure = Vec::new();
-            check_structure(file, &mut structure);
-            structure
-        },
-        || check_cells(file, &rule, &vetted),
-    );
-    findings.append(&mut structure);
-    let receipts = file.cells.iter().filter(|c| c.receipt.is_some()).count();
-    check_summary(file, &cell_reports, &mut findings);
+    let (cell_reports, facts) = check_cells(head, groups, read, &rule)?;
+    check_structure(head, &facts, &mut findings);
+    let receipts = facts.iter().filter(|c| c.receipt).count();
+    check_summary(head, &facts, &cell_reports, &mut findings);
 
     let receipts_signed = cell_reports
         .iter()
@@ -180,10 +227,10 @@ pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
             .any(|f| f.code == fcode::MANIFEST_MISMATCH);
     let signed = manifest_ok && receipts_signed;
     let ok = findings.is_empty() && cell_reports.iter().all(|c| c.ok);
-    ResultsReport {
-        format: file.format.clone(),
-        scenario: file.scenario.clone(),
-        cells: file.cells.len(),
+    Ok(ResultsReport {
+        format: head.format.clone(),
+        scenario: head.scenario.clone(),
+        cells: count,
         receipts,
         signed,
         key: key_label.to_owned(),
@@ -192,43 +239,84 @@ pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
         ok,
         cell_reports,
         findings,
+    })
+}
+
+/// What the file-level checks read of one cell, kept after the cell itself is dropped.
+struct CellFacts {
+    crash: String,
+    outage: String,
+    column: String,
+    repeat: u32,
+    case_id: String,
+    decider: Option<crate::results::DeciderInfo>,
+    outcome: String,
+    timings: Option<crate::results::Timings>,
+    receipt: bool,
+}
+
+impl CellFacts {
+    fn of(cell: &Cell) -> CellFacts {
+        CellFacts {
+            crash: cell.crash.clone(),
+            outage: cell.outage.clone(),
+            column: cell.column.clone(),
+            repeat: cell.repeat,
+            case_id: cell.case.case_id.clone(),
+            decider: cell.decision.as_ref().map(|d| d.decider.clone()),
+            outcome: cell.outcome.clone(),
+            timings: cell.timings,
+            receipt: cell.receipt.is_some(),
+        }
     }
 }
 
-/// Every cell's report, in file order: its receipt verified and its claims checked.
+/// Every cell's report and facts, in file order: its receipt verified, its claims checked, its
+/// hash compared with the manifest.
 ///
-/// Cells go through in groups holding about one signature batch of receipts: each group's receipts
-/// are verified and then its cells checked in the same task, while their data is still in cache;
-/// groups are spread over threads.
-fn check_cells(file: &ResultsFile, rule: &SignerRule, vetted: &receipt::Vetted) -> Vec<CellReport> {
-    cell_groups(&file.cells)
+/// Cells go through in groups holding about one signature batch of receipts: each group is read,
+/// its receipts verified and then its cells checked in the same task, while their data is still
+/// in cache; groups are spread over threads. The first group that cannot be read is the error.
+fn check_cells<'c, E: Send>(
+    head: &ResultsFile,
+    groups: Vec<Range<usize>>,
+    read: impl Fn(Range<usize>) -> Result<Cow<'c, [Cell]>, E> + Sync,
+    rule: &SignerRule,
+) -> Result<(Vec<CellReport>, Vec<CellFacts>), E> {
+    let vetted = receipt::Vetted::default();
+    let checked: Vec<Result<Vec<(CellReport, CellFacts)>, E>> = groups
         .into_par_iter()
-        .flat_map_iter(|range| {
+        .map(|range| {
             let start = range.start;
-            let cells = file.cells.get(range).unwrap_or_default();
+            let cells = read(range)?;
             let bundles: Vec<&crate::entry::ReceiptBundle> =
                 cells.iter().filter_map(|c| c.receipt.as_ref()).collect();
-            let mut reports = receipt::verify_group(&bundles, rule, vetted).into_iter();
-            cells
-                .iter()
-                .enumerate()
-                .map(|(k, cell)| {
-                    let report = cell.receipt.as_ref().and_then(|_| reports.next());
-                    let mut checked = check_cell(start + k, cell, report);
-                    if let Some(f) = manifest::check_cell(file, start + k, cell) {
-                        checked.findings.push(f);
-                        checked.ok = false;
-                    }
-                    checked
-                })
-                .collect::<Vec<_>>()
+            let mut reports = receipt::verify_group(&bundles, rule, &vetted).into_iter();
+            let checked = cells.iter().enumerate().map(|(k, cell)| {
+                let report = cell.receipt.as_ref().and_then(|_| reports.next());
+                let mut checked = check_cell(start + k, cell, report);
+                if let Some(f) = manifest::check_cell(&head.manifest, start + k, cell) {
+                    checked.findings.push(f);
+                    checked.ok = false;
+                }
+                (checked, CellFacts::of(cell))
+            });
+            Ok(checked.collect())
         })
-        .collect()
+        .collect();
+    let mut out = (Vec::new(), Vec::new());
+    for group in checked {
+        for (report, facts) in group? {
+            out.0.push(report);
+            out.1.push(facts);
+        }
+    }
+    Ok(out)
 }
 
 /// Consecutive runs of cells, each holding at most [`receipt::RECEIPTS_PER_GROUP`] receipts and
 /// at most [`CELLS_PER_GROUP`] cells; together they cover every cell once, in order.
-fn cell_groups(cells: &[Cell]) -> Vec<std::ops::Range<usize>> {
+fn cell_groups(cells: &[Cell]) -> Vec<Range<usize>> {
     let mut groups = Vec::with_capacity(cells.len() / receipt::RECEIPTS_PER_GROUP + 1);
     let (mut start, mut receipts) = (0, 0);
     for (i, c) in cells.iter().enumerate() {
@@ -247,7 +335,7 @@ fn cell_groups(cells: &[Cell]) -> Vec<std::ops::Range<usize>> {
 /// Most cells in one group of [`cell_groups`] (bounds the work of a group without receipts).
 const CELLS_PER_GROUP: usize = 4 * receipt::RECEIPTS_PER_GROUP;
 
-fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
+fn check_structure(file: &ResultsFile, cells: &[CellFacts], findings: &mut Vec<Finding>) {
     let rows: HashSet<(&str, &str)> = file
         .rows
         .iter()
@@ -255,12 +343,12 @@ fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
         .collect();
     let columns: HashSet<&str> = file.columns.iter().map(String::as_str).collect();
     check_environment(file, findings);
-    check_cell_set(file, findings);
+    check_cell_set(file, cells, findings);
     let mut seen = HashSet::new();
     let mut cases = HashSet::new();
-    for (i, c) in file.cells.iter().enumerate() {
-        if let Some(decision) = &c.decision {
-            if decision.decider != file.environment.decider {
+    for (i, c) in cells.iter().enumerate() {
+        if let Some(decider) = &c.decider {
+            if *decider != file.environment.decider {
                 findings.push(Finding::mismatch(
                     format!("cells[{i}].decision.decider"),
                     fcode::FILE_INCONSISTENT,
@@ -268,7 +356,7 @@ fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
                         "cell {i}'s decision names another decider than the file's environment"
                     ),
                     describe_decider(&file.environment.decider),
-                    describe_decider(&decision.decider),
+                    describe_decider(decider),
                 ));
             }
         }
@@ -307,13 +395,13 @@ fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
                 ),
             ));
         }
-        if !cases.insert(c.case.case_id.as_str()) {
+        if !cases.insert(c.case_id.as_str()) {
             findings.push(Finding::new(
                 format!("cells[{i}].case.case_id"),
                 fcode::FILE_INCONSISTENT,
                 format!(
                     "cell {i} reuses case {}, which another cell opened",
-                    c.case.case_id
+                    c.case_id
                 ),
             ));
         }
@@ -323,7 +411,7 @@ fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
 /// The cells must be exactly the run's plan: every planned (row, column) pair (the selection, or
 /// rows x columns) with every repeat index in `0..repeats`, each once (duplicates are reported by
 /// [`check_structure`]). Linear in the number of cells, whatever `repeats` says.
-fn check_cell_set(file: &ResultsFile, findings: &mut Vec<Finding>) {
+fn check_cell_set(file: &ResultsFile, cells: &[CellFacts], findings: &mut Vec<Finding>) {
     let mut bad = |path: String, message: String| {
         findings.push(Finding::new(path, fcode::CELL_SET_MISMATCH, message));
     };
@@ -384,7 +472,7 @@ fn check_cell_set(file: &ResultsFile, findings: &mut Vec<Finding>) {
         }
     }
     let mut present = HashSet::new();
-    for (i, c) in file.cells.iter().enumerate() {
+    for (i, c) in cells.iter().enumerate() {
         let t = (c.crash.as_str(), c.outage.as_str(), c.column.as_str());
         if !planned.contains(&t) || c.repeat >= file.repeats {
             bad(
@@ -1257,7 +1345,12 @@ fn check_hand_check(
     }
 }
 
-fn check_summary(file: &ResultsFile, cells: &[CellReport], findings: &mut Vec<Finding>) {
+fn check_summary(
+    file: &ResultsFile,
+    facts: &[CellFacts],
+    cells: &[CellReport],
+    findings: &mut Vec<Finding>,
+) {
     let columns: BTreeSet<&str> = file.columns.iter().map(String::as_str).collect();
     for name in file.summary.keys() {
         if !columns.contains(name.as_str()) {
@@ -1269,11 +1362,15 @@ fn check_summary(file: &ResultsFile, cells: &[CellReport], findings: &mut Vec<Fi
         }
     }
     // Derived from the verifier's own judgements, by the one summary rule (linear time).
-    let derived = crate::results::summarize_with(&file.columns, &file.cells, |k, _| {
-        cells.get(k).map_or((false, false, false), |r| {
-            (r.invariant_held, r.answer_matches, r.proof)
-        })
+    let tallies = facts.iter().zip(cells).map(|(c, r)| crate::results::Tally {
+        column: &c.column,
+        outcome: &c.outcome,
+        timings: c.timings,
+        held: r.invariant_held,
+        answer_matches: r.answer_matches,
+        proof: r.proof,
     });
+    let derived = crate::results::summarize_tallies(&file.columns, tallies);
     for (column, d) in derived {
         let Some(stated) = file.summary.get(&column) else {
             findings.push(Finding::new(

@@ -1,9 +1,9 @@
 //! What the `verify` command does with each file, and how it prints the verdicts. The binary
 //! (`src/main.rs`) only parses arguments, calls these, and maps the worst status to the exit code.
 
-use crate::check::{verify_results, ResultsReport};
+use crate::check::{verify_results, verify_results_text, ResultsReport};
 use crate::display::{escape, json_safe, shorten};
-use crate::load::{load_document, Document};
+use crate::load::{load_document, load_for_check, Document, Loaded};
 use crate::original::{verify_original_results, OriginalReport};
 use crate::receipt::{verify_bundle, KeyCheck, ReceiptReport};
 use ed25519_dalek::VerifyingKey;
@@ -116,15 +116,9 @@ fn unsigned_under_pin(lines: &mut Vec<String>) {
     );
 }
 
-/// The key a document is checked against: the pinned key that signed it, or (several allowed
-/// signers) the one the document names; `Err` when the document names none of them.
-fn key_for(doc: &Document, pinned: &Pinned) -> Result<KeyCheck, String> {
-    let keys = match pinned {
-        Pinned::None => return Ok(KeyCheck::SelfAttested),
-        Pinned::Keys(k) if k.len() == 1 => return Ok(KeyCheck::Pinned(k[0])),
-        Pinned::Keys(k) => k,
-    };
-    let named = match doc {
+/// The signer a document names itself, if any.
+fn named_signer(doc: &Document) -> Option<String> {
+    match doc {
         Document::Results(f) => Some(f.environment.signer.clone()),
         Document::Receipt(b) => b
             .entries
@@ -134,11 +128,22 @@ fn key_for(doc: &Document, pinned: &Pinned) -> Result<KeyCheck, String> {
             .map(str::to_owned),
         Document::OriginalResults(_) => None,
         Document::Nemesis(f) => Some(f.environment.signer.clone()),
+    }
+}
+
+/// The key a document is checked against: the pinned key that signed it, or (several allowed
+/// signers) the one the document names (`named`); `Err` when it names none of them. An original
+/// results file names none and is checked (and fails) under the first.
+fn key_for(named: Option<&str>, original: bool, pinned: &Pinned) -> Result<KeyCheck, String> {
+    let keys = match pinned {
+        Pinned::None => return Ok(KeyCheck::SelfAttested),
+        Pinned::Keys(k) if k.len() == 1 => return Ok(KeyCheck::Pinned(k[0])),
+        Pinned::Keys(k) => k,
     };
-    let named = named.and_then(|h| crate::entry::decode_lower_hex::<32>(&h));
+    let named = named.and_then(crate::entry::decode_lower_hex::<32>);
     match keys.iter().find(|k| Some(k.to_bytes()) == named) {
         Some(k) => Ok(KeyCheck::Pinned(*k)),
-        None if matches!(doc, Document::OriginalResults(_)) => Ok(KeyCheck::Pinned(keys[0])),
+        None if original => Ok(KeyCheck::Pinned(keys[0])),
         None => Err("signed by a key that is not in the allowed-signers file".to_owned()),
     }
 }
@@ -151,32 +156,57 @@ fn could_not_check(name: &str, msg: &str) -> (Status, Vec<String>, Value) {
     )
 }
 
+fn not_allowed(name: &str, why: &str) -> (Status, Vec<String>, Value) {
+    (
+        Status::Failed,
+        vec![format!("{name}: {why}: FAILED")],
+        json!({"file": name, "status": "failed", "error": why}),
+    )
+}
+
 /// Load and check one file: its status, its text lines (unescaped), and its JSON report.
 pub fn check_file(path: &Path, pinned: &Pinned) -> (Status, Vec<String>, Value) {
+    check_file_as(path, pinned, true)
+}
+
+/// [`check_file`]; the JSON report is built only when `json` is set (else it is `null`), since a
+/// large file's report is large.
+pub fn check_file_as(path: &Path, pinned: &Pinned, json: bool) -> (Status, Vec<String>, Value) {
     let name = path.display().to_string();
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) => return could_not_check(&name, &format!("cannot read: {e}")),
     };
-    let loaded = load_document(&bytes);
+    let doc = match load_for_check(&bytes) {
+        Ok(Loaded::Results(file)) => {
+            let signer = Some(file.head.environment.signer.as_str());
+            let key = match key_for(signer, false, pinned) {
+                Ok(k) => k,
+                Err(why) => return not_allowed(&name, &why),
+            };
+            if let Ok(r) = verify_results_text(&file, &key) {
+                let is_pinned = matches!(key, KeyCheck::Pinned(_));
+                return finish(&name, is_pinned, results_outcome(&name, &r, json));
+            }
+            // A cell did not read cleanly: read the whole file strictly, which names the error.
+            load_document(&bytes)
+        }
+        Ok(Loaded::Document(doc)) => Ok(doc),
+        Err(e) => Err(e),
+    };
     // The parsed document is all the checks need: give the file's bytes back before checking.
     drop(bytes);
-    let doc = match loaded {
+    let doc = match doc {
         Ok(d) => d,
         Err(e) => return could_not_check(&name, &e.to_string()),
     };
-    let key = match key_for(&doc, pinned) {
+    let original = matches!(doc, Document::OriginalResults(_));
+    let key = match key_for(named_signer(&doc).as_deref(), original, pinned) {
         Ok(k) => k,
-        Err(why) => {
-            return (
-                Status::Failed,
-                vec![format!("{name}: {why}: FAILED")],
-                json!({"file": name, "status": "failed", "error": why}),
-            )
-        }
+        Err(why) => return not_allowed(&name, &why),
     };
     let is_pinned = matches!(key, KeyCheck::Pinned(_));
-    let (ok, lines, kind, report) = match doc {
+    let outcome = match doc {
         Document::Receipt(b) => {
             let r = verify_bundle(&b, &key);
             // An unsigned (original) receipt verifies its chain only; under a pin it fails.
@@ -185,7 +215,7 @@ pub fn check_file(path: &Path, pinned: &Pinned) -> (Status, Vec<String>, Value) 
             if is_pinned && r.signed.is_none() {
                 unsigned_under_pin(&mut lines);
             }
-            (ok, lines, "receipt", serde_json::to_value(&r))
+            Outcome::new(ok, lines, "receipt", &r, json)
         }
         Document::OriginalResults(v) => {
             let r = verify_original_results(&v);
@@ -194,12 +224,7 @@ pub fn check_file(path: &Path, pinned: &Pinned) -> (Status, Vec<String>, Value) 
                 unsigned_under_pin(&mut lines);
             }
             let ok = r.ok && !is_pinned;
-            (
-                ok,
-                lines,
-                "python-original-results",
-                serde_json::to_value(&r),
-            )
+            Outcome::new(ok, lines, "python-original-results", &r, json)
         }
         Document::Nemesis(f) => {
             let r = crate::nemesis::check::verify_nemesis(&f, &key);
@@ -212,27 +237,56 @@ pub fn check_file(path: &Path, pinned: &Pinned) -> (Status, Vec<String>, Value) 
                 verdict(r.ok)
             )];
             lines.extend(r.findings.iter().take(10).map(|f| format!("  {f}")));
-            (r.ok, lines, "nemesis", serde_json::to_value(&r))
+            Outcome::new(r.ok, lines, "nemesis", &r, json)
         }
-        Document::Results(f) => {
-            let r = verify_results(&f, &key);
-            (
-                r.ok,
-                results_lines(&name, &r),
-                "results",
-                serde_json::to_value(&r),
-            )
-        }
+        Document::Results(f) => results_outcome(&name, &verify_results(&f, &key), json),
     };
-    let status = if ok { Status::Ok } else { Status::Failed };
+    finish(&name, is_pinned, outcome)
+}
+
+/// A checked file: its verdict, its text lines, its kind, and its JSON report when one is wanted.
+struct Outcome {
+    ok: bool,
+    lines: Vec<String>,
+    kind: &'static str,
+    report: Option<Value>,
+}
+
+impl Outcome {
+    fn new<R: serde::Serialize>(
+        ok: bool,
+        lines: Vec<String>,
+        kind: &'static str,
+        report: &R,
+        json: bool,
+    ) -> Outcome {
+        let report = json.then(|| serde_json::to_value(report).unwrap_or(Value::Null));
+        Outcome {
+            ok,
+            lines,
+            kind,
+            report,
+        }
+    }
+}
+
+fn results_outcome(name: &str, r: &ResultsReport, json: bool) -> Outcome {
+    Outcome::new(r.ok, results_lines(name, r), "results", r, json)
+}
+
+fn finish(name: &str, is_pinned: bool, o: Outcome) -> (Status, Vec<String>, Value) {
+    let status = if o.ok { Status::Ok } else { Status::Failed };
+    let Some(report) = o.report else {
+        return (status, o.lines, Value::Null);
+    };
     let value = json!({
         "file": name,
-        "kind": kind,
-        "status": if ok { "ok" } else { "failed" },
+        "kind": o.kind,
+        "status": if o.ok { "ok" } else { "failed" },
         "pinned_key": is_pinned,
-        "report": report.unwrap_or(Value::Null),
+        "report": report,
     });
-    (status, lines, value)
+    (status, o.lines, value)
 }
 
 /// A file's lines as they are printed: each escaped and cut, at most [`MAX_LINES_PER_FILE`]

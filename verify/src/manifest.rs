@@ -122,9 +122,10 @@ pub fn sign(file: &mut ResultsFile, key: &SigningKey) -> Result<(), ManifestErro
     Ok(())
 }
 
-/// Check the manifest's own record against `key`: signer, head, the list's length, the hash over
-/// the list and the signature. Each cell's own hash is compared by [`check_cell`].
-pub fn check(file: &ResultsFile, key: &VerifyingKey, findings: &mut Vec<Finding>) {
+/// Check the manifest's own record against `key`: signer, head, the list's length (the file holds
+/// `cells` cells; `file.cells` itself is not read), the hash over the list and the signature. Each
+/// cell's own hash is compared by [`check_cell`].
+pub fn check(file: &ResultsFile, cells: usize, key: &VerifyingKey, findings: &mut Vec<Finding>) {
     let m = &file.manifest;
     let mut bad = |field: &str, message: String| {
         findings.push(Finding::new(
@@ -151,13 +152,12 @@ pub fn check(file: &ResultsFile, key: &VerifyingKey, findings: &mut Vec<Finding>
         ),
         Err(e) => bad("head", e.to_string()),
     }
-    if m.cells.len() != file.cells.len() {
+    if m.cells.len() != cells {
         bad(
             "cells",
             format!(
-                "the run signed {} cells, the file holds {}",
-                m.cells.len(),
-                file.cells.len()
+                "the run signed {} cells, the file holds {cells}",
+                m.cells.len()
             ),
         );
     }
@@ -179,10 +179,10 @@ pub fn check(file: &ResultsFile, key: &VerifyingKey, findings: &mut Vec<Finding>
     }
 }
 
-/// The cell's hash must be the one the run signed at its index.
-pub fn check_cell(file: &ResultsFile, index: usize, cell: &Cell) -> Option<Finding> {
+/// The cell's hash must be the one the run signed (in `manifest`) at its index.
+pub fn check_cell(manifest: &Manifest, index: usize, cell: &Cell) -> Option<Finding> {
     let path = format!("cells[{index}]");
-    let signed = file.manifest.cells.get(index);
+    let signed = manifest.cells.get(index);
     match (cell_hash(index, cell), signed) {
         (Ok(h), Some(s)) if &h == s => None,
         (Ok(_), Some(_)) => Some(Finding::new(
