@@ -9,19 +9,21 @@
 
 pub mod trusted;
 
-pub use trusted::{canonical, entry, problem, signatures};
+pub use trusted::{canonical, signatures};
 
 pub mod billing_credit;
 pub mod check;
 pub mod cli;
 mod compact;
 pub mod display;
+pub mod entry;
 pub mod finding;
 pub mod keys;
 pub mod load;
 pub mod manifest;
 pub mod nemesis;
 pub mod original;
+pub mod problem;
 pub mod pycompat;
 pub mod receipt;
 pub mod results;
