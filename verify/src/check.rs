@@ -12,6 +12,7 @@ use crate::results::{Cell, GroundTruth, ResultsFile, Want, RESULTS_FORMAT};
 use ed25519_dalek::VerifyingKey;
 use rayon::prelude::*;
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
@@ -42,7 +43,8 @@ pub struct ResultsReport {
     pub fingerprint: Option<String>,
     /// No finding anywhere.
     pub ok: bool,
-    /// One report per cell, in file order.
+    /// One report per cell, in file order ([`Detail::Every`]), or only those of the cells that
+    /// failed ([`Detail::Failing`]).
     pub cell_reports: Vec<CellReport>,
     /// Findings about the file as a whole (environment, rows, columns, summary).
     pub findings: Vec<Finding>,
@@ -111,14 +113,25 @@ fn outcomes_for_final(report: &ReceiptReport, final_refused_code: Option<&str>) 
     }
 }
 
+/// Which cells' reports a [`ResultsReport`] keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Every cell's report (for the JSON report, the site).
+    Every,
+    /// Only the failing cells' reports: what the text output shows, in far less memory. The
+    /// verdict and every count are the same.
+    Failing,
+}
+
 /// Verify a results file. `key` is the pinned key (`--key`), or [`KeyCheck::SelfAttested`] to
 /// check every entry and the manifest against the key the file publishes in `environment.signer`.
 pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
     let groups = cell_groups(&file.cells);
-    let read = |range: Range<usize>| -> Result<Cow<'_, [Cell]>, Infallible> {
-        Ok(Cow::Borrowed(file.cells.get(range).unwrap_or_default()))
+    let read = |range: Range<usize>| -> Result<Group<'_>, Infallible> {
+        let cells = Cow::Borrowed(file.cells.get(range).unwrap_or_default());
+        Ok(Group { cells, texts: &[] })
     };
-    let Ok(report) = verify_parts(file, file.cells.len(), groups, read, key);
+    let Ok(report) = verify_parts(file, file.cells.len(), groups, read, key, Detail::Every);
     report
 }
 
@@ -129,22 +142,27 @@ pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
 pub fn verify_results_text(
     file: &ResultsText<'_>,
     key: &KeyCheck,
+    detail: Detail,
 ) -> Result<ResultsReport, LoadError> {
     let n = file.cells.len();
     let groups = (0..n)
         .step_by(receipt::RECEIPTS_PER_GROUP)
         .map(|start| start..(start + receipt::RECEIPTS_PER_GROUP).min(n))
         .collect();
-    let read = |range: Range<usize>| -> Result<Cow<'_, [Cell]>, LoadError> {
+    let read = |range: Range<usize>| -> Result<Group<'_>, LoadError> {
         let start = range.start;
-        let raw = file.cells.get(range).unwrap_or_default();
-        raw.iter()
+        let texts = file.cells.get(range).unwrap_or_default();
+        let cells = texts
+            .iter()
             .enumerate()
             .map(|(k, text)| crate::load::read_cell(start + k, text))
-            .collect::<Result<Vec<Cell>, LoadError>>()
-            .map(Cow::Owned)
+            .collect::<Result<Vec<Cell>, LoadError>>()?;
+        Ok(Group {
+            cells: Cow::Owned(cells),
+            texts,
+        })
     };
-    verify_parts(&file.head, n, groups, read, key)
+    verify_parts(&file.head, n, groups, read, key, detail)
 }
 
 /// The key the file is checked against, and how the report names it; a published key that is not
@@ -190,8 +208,9 @@ fn verify_parts<'c, E: Send>(
     head: &ResultsFile,
     count: usize,
     groups: Vec<Range<usize>>,
-    read: impl Fn(Range<usize>) -> Result<Cow<'c, [Cell]>, E> + Sync,
+    read: impl Fn(Range<usize>) -> Result<Group<'c>, E> + Sync,
     key: &KeyCheck,
+    detail: Detail,
 ) -> Result<ResultsReport, E> {
     let mut findings = Vec::new();
     if head.format != RESULTS_FORMAT {
@@ -211,22 +230,19 @@ fn verify_parts<'c, E: Send>(
         }
         SignerRule::FromRecord => (String::new(), None),
     };
-    let (cell_reports, facts) = check_cells(head, groups, read, &rule)?;
+    let (cell_reports, facts) = check_cells(head, groups, read, &rule, detail, count)?;
     check_structure(head, &facts, &mut findings);
-    let receipts = facts.iter().filter(|c| c.receipt).count();
-    check_summary(head, &facts, &cell_reports, &mut findings);
+    let receipts = facts.iter().filter(|c| c.receipt.is_some()).count();
+    check_summary(head, &facts, &mut findings);
 
-    let receipts_signed = cell_reports
-        .iter()
-        .filter_map(|c| c.receipt.as_ref())
-        .all(|r| r.signed == Some(true));
+    let receipts_signed = facts.iter().all(|c| c.receipt != Some(false));
     let manifest_ok = fingerprint.is_some()
         && !findings
             .iter()
             .chain(cell_reports.iter().flat_map(|c| c.findings.iter()))
             .any(|f| f.code == fcode::MANIFEST_MISMATCH);
     let signed = manifest_ok && receipts_signed;
-    let ok = findings.is_empty() && cell_reports.iter().all(|c| c.ok);
+    let ok = findings.is_empty() && facts.iter().all(|c| c.ok);
     Ok(ResultsReport {
         format: head.format.clone(),
         scenario: head.scenario.clone(),
@@ -242,7 +258,14 @@ fn verify_parts<'c, E: Send>(
     })
 }
 
-/// What the file-level checks read of one cell, kept after the cell itself is dropped.
+/// A group of consecutive cells, typed, with their JSON text when the file was read as text
+/// (`texts[k]` is the text of `cells[k]`; empty otherwise).
+struct Group<'c> {
+    cells: Cow<'c, [Cell]>,
+    texts: &'c [&'c RawValue],
+}
+
+/// What the file-level checks read of one cell and its report, kept after both are dropped.
 struct CellFacts {
     crash: String,
     outage: String,
@@ -252,11 +275,16 @@ struct CellFacts {
     decider: Option<crate::results::DeciderInfo>,
     outcome: String,
     timings: Option<crate::results::Timings>,
-    receipt: bool,
+    /// Whether the cell's receipt is signed; `None` without one.
+    receipt: Option<bool>,
+    /// The cell's report found nothing.
+    ok: bool,
+    /// The derived `invariant_held`, `answer_matches` and `proof`.
+    judged: (bool, bool, bool),
 }
 
 impl CellFacts {
-    fn of(cell: &Cell) -> CellFacts {
+    fn of(cell: &Cell, report: &CellReport) -> CellFacts {
         CellFacts {
             crash: cell.crash.clone(),
             outage: cell.outage.clone(),
@@ -266,7 +294,9 @@ impl CellFacts {
             decider: cell.decision.as_ref().map(|d| d.decider.clone()),
             outcome: cell.outcome.clone(),
             timings: cell.timings,
-            receipt: cell.receipt.is_some(),
+            receipt: report.receipt.as_ref().map(|r| r.signed == Some(true)),
+            ok: report.ok,
+            judged: (report.invariant_held, report.answer_matches, report.proof),
         }
     }
 }
@@ -280,34 +310,41 @@ impl CellFacts {
 fn check_cells<'c, E: Send>(
     head: &ResultsFile,
     groups: Vec<Range<usize>>,
-    read: impl Fn(Range<usize>) -> Result<Cow<'c, [Cell]>, E> + Sync,
+    read: impl Fn(Range<usize>) -> Result<Group<'c>, E> + Sync,
     rule: &SignerRule,
+    detail: Detail,
+    count: usize,
 ) -> Result<(Vec<CellReport>, Vec<CellFacts>), E> {
     let vetted = receipt::Vetted::default();
-    let checked: Vec<Result<Vec<(CellReport, CellFacts)>, E>> = groups
+    type Checked = Vec<(Option<CellReport>, CellFacts)>;
+    let checked: Vec<Result<Checked, E>> = groups
         .into_par_iter()
         .map(|range| {
             let start = range.start;
-            let cells = read(range)?;
+            let Group { cells, texts } = read(range)?;
             let bundles: Vec<&crate::entry::ReceiptBundle> =
                 cells.iter().filter_map(|c| c.receipt.as_ref()).collect();
             let mut reports = receipt::verify_group(&bundles, rule, &vetted).into_iter();
             let checked = cells.iter().enumerate().map(|(k, cell)| {
                 let report = cell.receipt.as_ref().and_then(|_| reports.next());
                 let mut checked = check_cell(start + k, cell, report);
-                if let Some(f) = manifest::check_cell(&head.manifest, start + k, cell) {
+                let text = texts.get(k).map(|t| t.get());
+                if let Some(f) = manifest::check_cell(&head.manifest, start + k, cell, text) {
                     checked.findings.push(f);
                     checked.ok = false;
                 }
-                (checked, CellFacts::of(cell))
+                let facts = CellFacts::of(cell, &checked);
+                let keep = detail == Detail::Every || !checked.ok;
+                (keep.then_some(checked), facts)
             });
             Ok(checked.collect())
         })
         .collect();
-    let mut out = (Vec::new(), Vec::new());
+    let kept = if detail == Detail::Every { count } else { 0 };
+    let mut out = (Vec::with_capacity(kept), Vec::with_capacity(count));
     for group in checked {
         for (report, facts) in group? {
-            out.0.push(report);
+            out.0.extend(report);
             out.1.push(facts);
         }
     }
@@ -1345,12 +1382,7 @@ fn check_hand_check(
     }
 }
 
-fn check_summary(
-    file: &ResultsFile,
-    facts: &[CellFacts],
-    cells: &[CellReport],
-    findings: &mut Vec<Finding>,
-) {
+fn check_summary(file: &ResultsFile, facts: &[CellFacts], findings: &mut Vec<Finding>) {
     let columns: BTreeSet<&str> = file.columns.iter().map(String::as_str).collect();
     for name in file.summary.keys() {
         if !columns.contains(name.as_str()) {
@@ -1362,13 +1394,13 @@ fn check_summary(
         }
     }
     // Derived from the verifier's own judgements, by the one summary rule (linear time).
-    let tallies = facts.iter().zip(cells).map(|(c, r)| crate::results::Tally {
+    let tallies = facts.iter().map(|c| crate::results::Tally {
         column: &c.column,
         outcome: &c.outcome,
         timings: c.timings,
-        held: r.invariant_held,
-        answer_matches: r.answer_matches,
-        proof: r.proof,
+        held: c.judged.0,
+        answer_matches: c.judged.1,
+        proof: c.judged.2,
     });
     let derived = crate::results::summarize_tallies(&file.columns, tallies);
     for (column, d) in derived {

@@ -1,7 +1,7 @@
 //! What the `verify` command does with each file, and how it prints the verdicts. The binary
 //! (`src/main.rs`) only parses arguments, calls these, and maps the worst status to the exit code.
 
-use crate::check::{verify_results, verify_results_text, ResultsReport};
+use crate::check::{verify_results, verify_results_text, Detail, ResultsReport};
 use crate::display::{escape, json_safe, shorten};
 use crate::load::{load_document, load_for_check, Document, Loaded};
 use crate::original::{verify_original_results, OriginalReport};
@@ -184,7 +184,8 @@ pub fn check_file_as(path: &Path, pinned: &Pinned, json: bool) -> (Status, Vec<S
                 Ok(k) => k,
                 Err(why) => return not_allowed(&name, &why),
             };
-            if let Ok(r) = verify_results_text(&file, &key) {
+            let detail = if json { Detail::Every } else { Detail::Failing };
+            if let Ok(r) = verify_results_text(&file, &key, detail) {
                 let is_pinned = matches!(key, KeyCheck::Pinned(_));
                 return finish(&name, is_pinned, results_outcome(&name, &r, json));
             }

@@ -179,10 +179,22 @@ pub fn check(file: &ResultsFile, cells: usize, key: &VerifyingKey, findings: &mu
     }
 }
 
-/// The cell's hash must be the one the run signed (in `manifest`) at its index.
-pub fn check_cell(manifest: &Manifest, index: usize, cell: &Cell) -> Option<Finding> {
-    let path = format!("cells[{index}]");
+/// The cell's hash must be the one the run signed (in `manifest`) at its index. With the cell's
+/// JSON text (`text`), its canonical hash is tried first ([`text_hash`]: the same bytes, without
+/// building a tree of the typed cell); the typed cell's hash ([`cell_hash`]) decides otherwise.
+pub fn check_cell(
+    manifest: &Manifest,
+    index: usize,
+    cell: &Cell,
+    text: Option<&str>,
+) -> Option<Finding> {
     let signed = manifest.cells.get(index);
+    if let (Some(text), Some(signed)) = (text, signed) {
+        if text_hash(text).is_some_and(|h| entry::is_lower_hex_of(signed, &h)) {
+            return None;
+        }
+    }
+    let path = format!("cells[{index}]");
     match (cell_hash(index, cell), signed) {
         (Ok(h), Some(s)) if &h == s => None,
         (Ok(_), Some(_)) => Some(Finding::new(
@@ -196,5 +208,161 @@ pub fn check_cell(manifest: &Manifest, index: usize, cell: &Cell) -> Option<Find
             format!("cell {index} is not in the run's signed manifest"),
         )),
         (Err(e), _) => Some(Finding::new(path, fcode::MANIFEST_MISMATCH, e.to_string())),
+    }
+}
+
+/// The SHA-256 of the canonical JSON of a value given as JSON text, written straight from the
+/// text; `None` when it has no canonical form (a float, an integer beyond 2^53 - 1) or is not
+/// JSON. For a cell the runner wrote, this is [`cell_hash`] of the typed cell: the runner writes
+/// every field, and the canonical form does not depend on member order or spelling.
+pub fn text_hash(text: &str) -> Option<[u8; 32]> {
+    let mut out = String::with_capacity(text.len());
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde::de::DeserializeSeed::deserialize(Canon { out: &mut out }, &mut de).ok()?;
+    de.end().ok()?;
+    Some(Sha256::digest(out.as_bytes()).into())
+}
+
+/// Writes the canonical text of the value it reads (RFC 8785, integers only) to `out`.
+struct Canon<'o> {
+    out: &'o mut String,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Canon<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl Canon<'_> {
+    fn int<E: serde::de::Error>(self, magnitude: u64, negative: bool) -> Result<(), E> {
+        if magnitude > canonical::MAX_SAFE_INTEGER.unsigned_abs() {
+            return Err(E::custom("an integer beyond 2^53 - 1"));
+        }
+        if negative && magnitude > 0 {
+            self.out.push('-');
+        }
+        use std::fmt::Write as _;
+        // Writing to a String cannot fail.
+        let _ = write!(self.out, "{magnitude}");
+        Ok(())
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Canon<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value without floats")
+    }
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<(), E> {
+        self.out.push_str(if v { "true" } else { "false" });
+        Ok(())
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<(), E> {
+        self.int(v.unsigned_abs(), v < 0)
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<(), E> {
+        self.int(v, false)
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        Err(E::custom("a float"))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<(), E> {
+        canonical::write_string(self.out, v);
+        Ok(())
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        self.out.push_str("null");
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.out.push('[');
+        let mut first = true;
+        loop {
+            let mark = self.out.len();
+            if !first {
+                self.out.push(',');
+            }
+            if seq.next_element_seed(Canon { out: self.out })?.is_none() {
+                self.out.truncate(mark);
+                break;
+            }
+            first = false;
+        }
+        self.out.push(']');
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        // Each member's value is written after what is there, then the members are put in key
+        // order (UTF-16, as RFC 8785 sorts them).
+        let start = self.out.len();
+        let mut members: Vec<(String, std::ops::Range<usize>)> = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let from = self.out.len();
+            map.next_value_seed(Canon { out: self.out })?;
+            members.push((key, from - start..self.out.len() - start));
+        }
+        members.sort_unstable_by(|a, b| canonical::cmp_utf16(&a.0, &b.0));
+        let values = self.out.split_off(start);
+        self.out.push('{');
+        for (i, (key, range)) in members.iter().enumerate() {
+            if i > 0 {
+                self.out.push(',');
+            }
+            canonical::write_string(self.out, key);
+            self.out.push(':');
+            self.out
+                .push_str(values.get(range.clone()).unwrap_or_default());
+        }
+        self.out.push('}');
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hash written straight from a cell's text is the typed cell's hash, for every cell of
+    /// the committed run.
+    #[test]
+    fn text_hash_is_the_typed_cell_hash() {
+        let committed = include_str!("../../results/billing_credit.json");
+        #[derive(serde::Deserialize)]
+        struct Cells<'a> {
+            #[serde(borrow)]
+            cells: Vec<&'a serde_json::value::RawValue>,
+        }
+        let raw: Cells<'_> = serde_json::from_str(committed).unwrap_or_else(|e| panic!("{e}"));
+        let file =
+            crate::load::load_results(committed.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(raw.cells.len(), file.cells.len());
+        for (i, (text, cell)) in raw.cells.iter().zip(&file.cells).enumerate() {
+            let typed = cell_hash(i, cell).unwrap_or_else(|e| panic!("{e}"));
+            let ours = text_hash(text.get()).map(|h| entry::lower_hex(&h));
+            assert_eq!(ours.as_deref(), Some(typed.as_str()), "cell {i}");
+        }
+    }
+
+    #[test]
+    fn text_hash_is_the_canonical_hash_of_the_value() {
+        let text = r#"{"b": [1, -2, null, true, "\u00e9\n\"x\""], "a": {"\ud83d\ude00": 0, "\uffff": -0, "z": {}}, "": []}"#;
+        let value: Value = serde_json::from_str(text).unwrap_or_default();
+        assert!(
+            canonical::to_vec(&value).is_err(),
+            "-0 reads as a float, which has no canonical form"
+        );
+        assert_eq!(text_hash(text), None);
+        let text = text.replace("-0", "-7");
+        let value: Value = serde_json::from_str(&text).unwrap_or_default();
+        let expected: Option<[u8; 32]> = canonical::to_vec(&value)
+            .map(|b| Sha256::digest(b).into())
+            .ok();
+        assert!(expected.is_some());
+        assert_eq!(text_hash(&text), expected);
+        assert_eq!(text_hash(r#"{"a": 1.5}"#), None);
+        assert_eq!(text_hash("9007199254740992"), None);
+        assert!(text_hash("-9007199254740991").is_some());
     }
 }
