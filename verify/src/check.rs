@@ -316,7 +316,7 @@ fn check_cells<'c, E: Send>(
     count: usize,
 ) -> Result<(Vec<CellReport>, Vec<CellFacts>), E> {
     let vetted = receipt::Vetted::default();
-    type Checked = Vec<(Option<CellReport>, CellFacts)>;
+    type Checked = Vec<(Option<Box<CellReport>>, CellFacts)>;
     let checked: Vec<Result<Checked, E>> = groups
         .into_par_iter()
         .map(|range| {
@@ -335,7 +335,8 @@ fn check_cells<'c, E: Send>(
                 }
                 let facts = CellFacts::of(cell, &checked);
                 let keep = detail == Detail::Every || !checked.ok;
-                (keep.then_some(checked), facts)
+                // Boxed: most cells keep no report, and an empty slot should cost a pointer.
+                (keep.then(|| Box::new(checked)), facts)
             });
             Ok(checked.collect())
         })
@@ -344,7 +345,7 @@ fn check_cells<'c, E: Send>(
     let mut out = (Vec::with_capacity(kept), Vec::with_capacity(count));
     for group in checked {
         for (report, facts) in group? {
-            out.0.extend(report);
+            out.0.extend(report.map(|r| *r));
             out.1.push(facts);
         }
     }

@@ -126,7 +126,7 @@ fn inner<E: de::Error>(depth: usize) -> Result<Scan<'static>, E> {
 }
 
 /// An object key, borrowed from the input when it has no escapes.
-struct Key<'de>(std::borrow::Cow<'de, str>);
+pub(crate) struct Key<'de>(pub(crate) std::borrow::Cow<'de, str>);
 
 impl<'de> Deserialize<'de> for Key<'de> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -21,6 +21,8 @@ use crate::results::{Cell, Manifest, ResultsFile};
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use std::borrow::Cow;
+use std::ops::Range;
 
 /// Version of the manifest body, stored as `v` in what is hashed.
 pub const MANIFEST_VERSION: u64 = 1;
@@ -216,26 +218,45 @@ pub fn check_cell(
 /// JSON. For a cell the runner wrote, this is [`cell_hash`] of the typed cell: the runner writes
 /// every field, and the canonical form does not depend on member order or spelling.
 pub fn text_hash(text: &str) -> Option<[u8; 32]> {
-    let mut out = String::with_capacity(text.len());
+    let (mut out, mut scratch) = (String::with_capacity(text.len()), String::new());
+    let mut members = Vec::new();
     let mut de = serde_json::Deserializer::from_str(text);
-    serde::de::DeserializeSeed::deserialize(Canon { out: &mut out }, &mut de).ok()?;
+    let canon = Canon {
+        out: &mut out,
+        scratch: &mut scratch,
+        members: &mut members,
+    };
+    serde::de::DeserializeSeed::deserialize(canon, &mut de).ok()?;
     de.end().ok()?;
     Some(Sha256::digest(out.as_bytes()).into())
 }
 
-/// Writes the canonical text of the value it reads (RFC 8785, integers only) to `out`.
-struct Canon<'o> {
-    out: &'o mut String,
+/// Writes the canonical text of the value it reads (RFC 8785, integers only) to `out`. The
+/// members of the objects being read wait in `members` (each object's after its parent's), and
+/// an object's values are moved through `scratch` to put them in key order.
+struct Canon<'s, 'de> {
+    out: &'s mut String,
+    scratch: &'s mut String,
+    members: &'s mut Vec<(Cow<'de, str>, Range<usize>)>,
 }
 
-impl<'de> serde::de::DeserializeSeed<'de> for Canon<'_> {
+impl<'de> serde::de::DeserializeSeed<'de> for Canon<'_, 'de> {
     type Value = ();
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl Canon<'_> {
+impl<'de> Canon<'_, 'de> {
+    /// The same writer, for a value inside this one.
+    fn inner(&mut self) -> Canon<'_, 'de> {
+        Canon {
+            out: self.out,
+            scratch: self.scratch,
+            members: self.members,
+        }
+    }
+
     fn int<E: serde::de::Error>(self, magnitude: u64, negative: bool) -> Result<(), E> {
         if magnitude > canonical::MAX_SAFE_INTEGER.unsigned_abs() {
             return Err(E::custom("an integer beyond 2^53 - 1"));
@@ -250,7 +271,7 @@ impl Canon<'_> {
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for Canon<'_> {
+impl<'de> serde::de::Visitor<'de> for Canon<'_, 'de> {
     type Value = ();
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a JSON value without floats")
@@ -276,7 +297,7 @@ impl<'de> serde::de::Visitor<'de> for Canon<'_> {
         self.out.push_str("null");
         Ok(())
     }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
         self.out.push('[');
         let mut first = true;
         loop {
@@ -284,7 +305,7 @@ impl<'de> serde::de::Visitor<'de> for Canon<'_> {
             if !first {
                 self.out.push(',');
             }
-            if seq.next_element_seed(Canon { out: self.out })?.is_none() {
+            if seq.next_element_seed(self.inner())?.is_none() {
                 self.out.truncate(mark);
                 break;
             }
@@ -293,29 +314,33 @@ impl<'de> serde::de::Visitor<'de> for Canon<'_> {
         self.out.push(']');
         Ok(())
     }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+    fn visit_map<A: serde::de::MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
         // Each member's value is written after what is there, then the members are put in key
         // order (UTF-16, as RFC 8785 sorts them).
-        let start = self.out.len();
-        let mut members: Vec<(String, std::ops::Range<usize>)> = Vec::new();
-        while let Some(key) = map.next_key::<String>()? {
+        let (start, base) = (self.out.len(), self.members.len());
+        while let Some(crate::load::Key(key)) = map.next_key()? {
             let from = self.out.len();
-            map.next_value_seed(Canon { out: self.out })?;
-            members.push((key, from - start..self.out.len() - start));
+            map.next_value_seed(self.inner())?;
+            self.members.push((key, from..self.out.len()));
         }
-        members.sort_unstable_by(|a, b| canonical::cmp_utf16(&a.0, &b.0));
-        let values = self.out.split_off(start);
+        let mine = self.members.get_mut(base..).unwrap_or_default();
+        mine.sort_unstable_by(|a, b| canonical::cmp_utf16(&a.0, &b.0));
+        self.scratch.clear();
+        self.scratch
+            .push_str(self.out.get(start..).unwrap_or_default());
+        self.out.truncate(start);
         self.out.push('{');
-        for (i, (key, range)) in members.iter().enumerate() {
+        for (i, (key, range)) in mine.iter().enumerate() {
             if i > 0 {
                 self.out.push(',');
             }
             canonical::write_string(self.out, key);
             self.out.push(':');
-            self.out
-                .push_str(values.get(range.clone()).unwrap_or_default());
+            let value = self.scratch.get(range.start - start..range.end - start);
+            self.out.push_str(value.unwrap_or_default());
         }
         self.out.push('}');
+        self.members.truncate(base);
         Ok(())
     }
 }
@@ -361,6 +386,13 @@ mod tests {
             .ok();
         assert!(expected.is_some());
         assert_eq!(text_hash(&text), expected);
+        let nested =
+            r#"[{"y": 1, "x": {"d": [{"q": 1, "p": 2}], "c": 2}}, {"b": 0, "a": {"e": 1}}, {}]"#;
+        let value: Value = serde_json::from_str(nested).unwrap_or_default();
+        let expected: Option<[u8; 32]> = canonical::to_vec(&value)
+            .map(|b| Sha256::digest(b).into())
+            .ok();
+        assert_eq!(text_hash(nested), expected);
         assert_eq!(text_hash(r#"{"a": 1.5}"#), None);
         assert_eq!(text_hash("9007199254740992"), None);
         assert!(text_hash("-9007199254740991").is_some());
