@@ -242,21 +242,23 @@ fn main() {
     drop(file);
     std::fs::write(&path, &bytes).unwrap();
     let gen_s = t.elapsed().as_secs_f64();
-    // The binary end to end, twice, each next to a fresh batch-rate measurement; the faster run.
-    let mut run = serde_json::Value::Null;
-    let mut batch_now = 0f64;
+    // The binary end to end, twice, each between two batch-rate measurements (the machine is
+    // shared: a run is compared with the batch rate of the same minutes); the better round.
+    let sigs = sigs as f64;
+    let (mut run, mut batch_then, mut best_ratio) = (serde_json::Value::Null, 0f64, 0f64);
     for _ in 0..2 {
-        batch_now = batch_now.max(reference.batch());
+        let before = reference.batch();
         let this = run_child(MEASURE_ENV, &path);
+        let after = reference.batch();
         assert_eq!(this["exit_code"], 0, "the synthetic file must verify");
-        let secs = |v: &serde_json::Value| v["total_s"].as_f64().unwrap_or(f64::MAX);
-        if run.is_null() || secs(&this) < secs(&run) {
-            run = this;
+        let rate = sigs / this["total_s"].as_f64().unwrap_or(f64::MAX);
+        let around = (before + after) / 2.0;
+        if rate / around > best_ratio {
+            (run, batch_then, best_ratio) = (this, around, rate / around);
         }
+        batch = batch.max(before).max(after);
     }
     let phases = run_child(CHILD_ENV, &path);
-    let batch = batch.max(batch_now);
-    let sigs = sigs as f64;
     let total_s = run["total_s"].as_f64().unwrap_or(f64::NAN);
     let rate = sigs / total_s;
     println!(
@@ -265,8 +267,11 @@ fn main() {
                "signatures": sigs, "file_bytes": bytes.len(), "generate_s": gen_s,
                "how": "the verify binary, end to end (read, strict load, every check), default threads",
                "threads": threads, "total_s": total_s, "sigs_per_s": rate.round(),
-               "batch_sigs_per_s": batch.round(), "batch_threads": threads,
-               "vs_batch": (rate / batch * 1000.0).round() / 1000.0,
+               "batch_sigs_per_s": batch_then.round(), "batch_threads": threads,
+               "batch_how": "verify_batch over batches of 256 on rayon threads, the mean of just before and just after this run",
+               "vs_batch": (rate / batch_then * 1000.0).round() / 1000.0,
+               "batch_best_in_run": batch.round(),
+               "vs_batch_best_in_run": (rate / batch * 1000.0).round() / 1000.0,
                "peak_rss_mb": run["peak_rss_mb"], "rss_over_file": rss_over(&run, bytes.len()),
                "targets": {"vs_batch": 0.9, "rss_over_file": 1.5}})
     );
@@ -276,7 +281,7 @@ fn main() {
         json!({"bench": "results_file_phases", "read_s": phases["read_s"], "load_s": phases["load_s"],
                "verify_s": verify_s, "total_s": phases["total_s"],
                "sigs_per_s_verify": (sigs / verify_s).round(),
-               "vs_batch_verify": ((sigs / verify_s) / batch * 1000.0).round() / 1000.0,
+               "vs_batch_verify": ((sigs / verify_s) / batch_then * 1000.0).round() / 1000.0,
                "peak_rss_mb": phases["peak_rss_mb"], "rss_over_file": rss_over(&phases, bytes.len())})
     );
     drop(bytes);
