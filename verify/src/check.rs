@@ -12,7 +12,6 @@ use crate::results::{Cell, GroundTruth, ResultsFile, Want, RESULTS_FORMAT};
 use ed25519_dalek::VerifyingKey;
 use rayon::prelude::*;
 use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
@@ -129,7 +128,10 @@ pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
     let groups = cell_groups(&file.cells);
     let read = |range: Range<usize>| -> Result<Group<'_>, Infallible> {
         let cells = Cow::Borrowed(file.cells.get(range).unwrap_or_default());
-        Ok(Group { cells, texts: &[] })
+        Ok(Group {
+            cells,
+            hashes: Vec::new(),
+        })
     };
     let Ok(report) = verify_parts(file, file.cells.len(), groups, read, key, Detail::Every);
     report
@@ -152,14 +154,15 @@ pub fn verify_results_text(
     let read = |range: Range<usize>| -> Result<Group<'_>, LoadError> {
         let start = range.start;
         let texts = file.cells.get(range).unwrap_or_default();
-        let cells = texts
+        let read: Vec<(Cell, Option<[u8; 32]>)> = texts
             .iter()
             .enumerate()
             .map(|(k, text)| crate::load::read_cell(start + k, text))
-            .collect::<Result<Vec<Cell>, LoadError>>()?;
+            .collect::<Result<_, LoadError>>()?;
+        let (cells, hashes): (Vec<Cell>, Vec<_>) = read.into_iter().unzip();
         Ok(Group {
             cells: Cow::Owned(cells),
-            texts,
+            hashes,
         })
     };
     verify_parts(&file.head, n, groups, read, key, detail)
@@ -258,11 +261,11 @@ fn verify_parts<'c, E: Send>(
     })
 }
 
-/// A group of consecutive cells, typed, with their JSON text when the file was read as text
-/// (`texts[k]` is the text of `cells[k]`; empty otherwise).
+/// A group of consecutive cells, typed, with the hashes of their JSON text when the file was
+/// read as text (`hashes[k]` is that of `cells[k]`, [`manifest::text_hash`]; empty otherwise).
 struct Group<'c> {
     cells: Cow<'c, [Cell]>,
-    texts: &'c [&'c RawValue],
+    hashes: Vec<Option<[u8; 32]>>,
 }
 
 /// What the file-level checks read of one cell and its report, kept after both are dropped.
@@ -321,15 +324,15 @@ fn check_cells<'c, E: Send>(
         .into_par_iter()
         .map(|range| {
             let start = range.start;
-            let Group { cells, texts } = read(range)?;
+            let Group { cells, hashes } = read(range)?;
             let bundles: Vec<&crate::entry::ReceiptBundle> =
                 cells.iter().filter_map(|c| c.receipt.as_ref()).collect();
             let mut reports = receipt::verify_group(&bundles, rule, &vetted).into_iter();
             let checked = cells.iter().enumerate().map(|(k, cell)| {
                 let report = cell.receipt.as_ref().and_then(|_| reports.next());
                 let mut checked = check_cell(start + k, cell, report);
-                let text = texts.get(k).map(|t| t.get());
-                if let Some(f) = manifest::check_cell(&head.manifest, start + k, cell, text) {
+                let hash = hashes.get(k).copied().flatten();
+                if let Some(f) = manifest::check_cell(&head.manifest, start + k, cell, hash) {
                     checked.findings.push(f);
                     checked.ok = false;
                 }

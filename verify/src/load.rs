@@ -533,33 +533,37 @@ pub fn load_for_check(bytes: &[u8]) -> Result<Loaded<'_>, LoadError> {
 
 /// Nesting a cell's text may hold before [`read_cell`] gives up (the whole file's reader then
 /// applies the real limit, 128 levels counted from the top of the file).
-const CELL_DEPTH: usize = 100;
+pub(crate) const CELL_DEPTH: usize = 100;
 
 /// One cell's text, read as [`load_document`] reads it inside the file: duplicate keys, limits,
-/// the typed shape, the receipt's effect id. The error is only a verdict; its path is relative to
-/// the cell, so a caller re-reads the whole file with [`load_document`] to name it.
-pub fn read_cell(index: usize, raw: &RawValue) -> Result<Cell, LoadError> {
+/// the typed shape, the receipt's effect id; with the hash of its canonical JSON
+/// ([`crate::manifest::text_hash`], `None` when it has none). The error is only a verdict; its
+/// path is relative to the cell, so a caller re-reads the whole file with [`load_document`] to
+/// name it.
+pub fn read_cell(index: usize, raw: &RawValue) -> Result<(Cell, Option<[u8; 32]>), LoadError> {
     let text = raw.get();
-    let mut de = serde_json::Deserializer::from_str(text);
-    Scan {
-        top: None,
-        depth: CELL_DEPTH,
+    // The canonical writer refuses everything the scan refuses (and floats): when it gives a
+    // hash, the scan would pass; otherwise the scan decides.
+    let hash = crate::manifest::text_hash(text);
+    if hash.is_none() {
+        let mut de = serde_json::Deserializer::from_str(text);
+        Scan {
+            top: None,
+            depth: CELL_DEPTH,
+        }
+        .deserialize(&mut de)
+        .and_then(|()| de.end())
+        .map_err(|e| LoadError::Shape {
+            path: format!("cells[{index}]"),
+            message: e.to_string(),
+        })?;
     }
-    .deserialize(&mut de)
-    .and_then(|()| de.end())
-    .map_err(|e| LoadError::Shape {
-        path: format!("cells[{index}]"),
-        message: e.to_string(),
-    })?;
     let cell = typed::<Cell>(text)?;
     if let Some(b) = &cell.receipt {
-        effect_id_shape(
-            &format!("cells[{index}].receipt.effect_id"),
-            &b.effect_id,
-            64,
-        )?;
+        let path = format!("cells[{index}].receipt.effect_id");
+        effect_id_shape(&path, &b.effect_id, 64)?;
     }
-    Ok(cell)
+    Ok((cell, hash))
 }
 
 /// The top-level object's members as text, its `cells` split into their elements.

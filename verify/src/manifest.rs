@@ -181,18 +181,18 @@ pub fn check(file: &ResultsFile, cells: usize, key: &VerifyingKey, findings: &mu
     }
 }
 
-/// The cell's hash must be the one the run signed (in `manifest`) at its index. With the cell's
-/// JSON text (`text`), its canonical hash is tried first ([`text_hash`]: the same bytes, without
-/// building a tree of the typed cell); the typed cell's hash ([`cell_hash`]) decides otherwise.
+/// The cell's hash must be the one the run signed (in `manifest`) at its index. The hash of the
+/// cell's JSON text (`from_text`, by [`text_hash`]: the same bytes, without building a tree of the
+/// typed cell) is tried first; the typed cell's hash ([`cell_hash`]) decides otherwise.
 pub fn check_cell(
     manifest: &Manifest,
     index: usize,
     cell: &Cell,
-    text: Option<&str>,
+    from_text: Option<[u8; 32]>,
 ) -> Option<Finding> {
     let signed = manifest.cells.get(index);
-    if let (Some(text), Some(signed)) = (text, signed) {
-        if text_hash(text).is_some_and(|h| entry::is_lower_hex_of(signed, &h)) {
+    if let (Some(h), Some(signed)) = (from_text, signed) {
+        if entry::is_lower_hex_of(signed, &h) {
             return None;
         }
     }
@@ -214,9 +214,12 @@ pub fn check_cell(
 }
 
 /// The SHA-256 of the canonical JSON of a value given as JSON text, written straight from the
-/// text; `None` when it has no canonical form (a float, an integer beyond 2^53 - 1) or is not
-/// JSON. For a cell the runner wrote, this is [`cell_hash`] of the typed cell: the runner writes
-/// every field, and the canonical form does not depend on member order or spelling.
+/// text; `None` when it has no canonical form (a float, an integer beyond 2^53 - 1), is not JSON,
+/// or breaks a limit of [`crate::load`] (an object with a key twice, a string longer than
+/// [`crate::load::MAX_STRING_BYTES`], nesting deeper than a cell may hold). So a hash means the
+/// text also passes the strict reader's scan. For a cell the runner wrote, this is [`cell_hash`]
+/// of the typed cell: the runner writes every field, and the canonical form does not depend on
+/// member order or spelling.
 pub fn text_hash(text: &str) -> Option<[u8; 32]> {
     let (mut out, mut scratch) = (String::with_capacity(text.len()), String::new());
     let mut members = Vec::new();
@@ -225,6 +228,7 @@ pub fn text_hash(text: &str) -> Option<[u8; 32]> {
         out: &mut out,
         scratch: &mut scratch,
         members: &mut members,
+        depth: crate::load::CELL_DEPTH,
     };
     serde::de::DeserializeSeed::deserialize(canon, &mut de).ok()?;
     de.end().ok()?;
@@ -238,6 +242,8 @@ struct Canon<'s, 'de> {
     out: &'s mut String,
     scratch: &'s mut String,
     members: &'s mut Vec<(Cow<'de, str>, Range<usize>)>,
+    /// Arrays and objects this value may still open.
+    depth: usize,
 }
 
 impl<'de> serde::de::DeserializeSeed<'de> for Canon<'_, 'de> {
@@ -248,13 +254,26 @@ impl<'de> serde::de::DeserializeSeed<'de> for Canon<'_, 'de> {
 }
 
 impl<'de> Canon<'_, 'de> {
-    /// The same writer, for a value inside this one.
-    fn inner(&mut self) -> Canon<'_, 'de> {
-        Canon {
+    /// The same writer, for a value inside this one (an array or object opened one level).
+    fn inner<E: serde::de::Error>(&mut self) -> Result<Canon<'_, 'de>, E> {
+        let depth = self
+            .depth
+            .checked_sub(1)
+            .ok_or_else(|| E::custom("too deep"))?;
+        Ok(Canon {
             out: self.out,
             scratch: self.scratch,
             members: self.members,
+            depth,
+        })
+    }
+
+    fn string<E: serde::de::Error>(out: &mut String, v: &str) -> Result<(), E> {
+        if v.len() > crate::load::MAX_STRING_BYTES {
+            return Err(E::custom("a string past the limit"));
         }
+        canonical::write_string(out, v);
+        Ok(())
     }
 
     fn int<E: serde::de::Error>(self, magnitude: u64, negative: bool) -> Result<(), E> {
@@ -290,8 +309,7 @@ impl<'de> serde::de::Visitor<'de> for Canon<'_, 'de> {
         Err(E::custom("a float"))
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<(), E> {
-        canonical::write_string(self.out, v);
-        Ok(())
+        Canon::string(self.out, v)
     }
     fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
         self.out.push_str("null");
@@ -305,7 +323,7 @@ impl<'de> serde::de::Visitor<'de> for Canon<'_, 'de> {
             if !first {
                 self.out.push(',');
             }
-            if seq.next_element_seed(self.inner())?.is_none() {
+            if seq.next_element_seed(self.inner()?)?.is_none() {
                 self.out.truncate(mark);
                 break;
             }
@@ -320,11 +338,14 @@ impl<'de> serde::de::Visitor<'de> for Canon<'_, 'de> {
         let (start, base) = (self.out.len(), self.members.len());
         while let Some(crate::load::Key(key)) = map.next_key()? {
             let from = self.out.len();
-            map.next_value_seed(self.inner())?;
+            map.next_value_seed(self.inner()?)?;
             self.members.push((key, from..self.out.len()));
         }
         let mine = self.members.get_mut(base..).unwrap_or_default();
         mine.sort_unstable_by(|a, b| canonical::cmp_utf16(&a.0, &b.0));
+        if mine.windows(2).any(|w| w[0].0 == w[1].0) {
+            return Err(serde::de::Error::custom("a key twice in one object"));
+        }
         self.scratch.clear();
         self.scratch
             .push_str(self.out.get(start..).unwrap_or_default());
@@ -334,7 +355,7 @@ impl<'de> serde::de::Visitor<'de> for Canon<'_, 'de> {
             if i > 0 {
                 self.out.push(',');
             }
-            canonical::write_string(self.out, key);
+            Canon::string(self.out, key)?;
             self.out.push(':');
             let value = self.scratch.get(range.start - start..range.end - start);
             self.out.push_str(value.unwrap_or_default());
@@ -396,5 +417,13 @@ mod tests {
         assert_eq!(text_hash(r#"{"a": 1.5}"#), None);
         assert_eq!(text_hash("9007199254740992"), None);
         assert!(text_hash("-9007199254740991").is_some());
+        // What the strict reader refuses has no hash either (it then decides).
+        assert_eq!(text_hash(r#"{"a": 1, "b": 2, "a": 1}"#), None);
+        let long = "x".repeat(crate::load::MAX_STRING_BYTES + 1);
+        assert_eq!(text_hash(&format!("[\"{long}\"]")), None);
+        assert_eq!(text_hash(&format!("{{\"{long}\": 1}}")), None);
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(text_hash(&deep(crate::load::CELL_DEPTH)).is_some());
+        assert_eq!(text_hash(&deep(crate::load::CELL_DEPTH + 1)), None);
     }
 }
