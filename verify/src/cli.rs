@@ -180,14 +180,22 @@ pub fn check_file_as(path: &Path, pinned: &Pinned, json: bool) -> (Status, Vec<S
     let doc = match load_for_check(&bytes) {
         Ok(Loaded::Results(file)) => {
             let signer = Some(file.head.environment.signer.as_str());
-            let key = match key_for(signer, false, pinned) {
-                Ok(k) => k,
-                Err(why) => return not_allowed(&name, &why),
-            };
             let detail = if json { Detail::Every } else { Detail::Failing };
-            if let Ok(r) = verify_results_text(&file, &key, detail) {
-                let is_pinned = matches!(key, KeyCheck::Pinned(_));
-                return finish(&name, is_pinned, results_outcome(&name, &r, json));
+            match key_for(signer, false, pinned) {
+                Ok(key) => {
+                    if let Ok(r) = verify_results_text(&file, &key, detail) {
+                        let is_pinned = matches!(key, KeyCheck::Pinned(_));
+                        return finish(&name, is_pinned, results_outcome(&name, &r, json));
+                    }
+                }
+                // As for every other document, a file that does not read is reported as such
+                // first (exit 2), whatever key it names.
+                Err(why) => {
+                    if verify_results_text(&file, &KeyCheck::SelfAttested, Detail::Failing).is_ok()
+                    {
+                        return not_allowed(&name, &why);
+                    }
+                }
             }
             // A cell did not read cleanly: read the whole file strictly, which names the error.
             load_document(&bytes)

@@ -3,10 +3,10 @@
 //! [`verify_bundle`] checks one bundle; [`verify_group`] checks several and batches their
 //! signatures together (the results checker spreads groups over threads, outside this core).
 //! Neither fails open: every check that does not hold adds a [`Problem`], and `valid` is true
-//! only when there is none.
+//! only when there is none (`Prepared::finish`).
 //!
 //! Reading order: [`prepare`] (per entry: [`chain`]), [`replay`] (the protocol rules), then the
-//! signatures in [`verify_group`].
+//! signatures in [`check_signatures`].
 //!
 //! Two formats are understood:
 //! - `interlock-receipt/1` (this project): signed entries, RFC 8785 hashes, 64-hex effect ids;
