@@ -7,6 +7,7 @@ use crate::load::{load_document, load_for_check, Document, Loaded};
 use crate::original::{verify_original_results, OriginalReport};
 use crate::receipt::{verify_bundle, KeyCheck, ReceiptReport};
 use ed25519_dalek::VerifyingKey;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -27,6 +28,51 @@ pub enum Pinned {
     None,
     /// `--key` (one key) or `--signers` (several): everything must be signed by one of them.
     Keys(Vec<VerifyingKey>),
+}
+
+/// One file's entry in the `--json` report: its name, kind and status, and its report as JSON
+/// text (a large file's report is large: it is kept as text, not as a tree of values).
+#[derive(Debug)]
+pub struct FileJson {
+    /// `file`, `kind`, `status`, `pinned_key` (or `error`), in this order.
+    head: serde_json::Map<String, Value>,
+    report: Option<Box<RawValue>>,
+}
+
+fn file_json(v: Value) -> FileJson {
+    let head = match v {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    FileJson { head, report: None }
+}
+
+impl FileJson {
+    /// The entry as JSON text.
+    fn text(&self) -> String {
+        let mut out = serde_json::to_string(&self.head).unwrap_or_else(|_| "{}".into());
+        if let Some(report) = &self.report {
+            out.pop();
+            out.push_str(if self.head.is_empty() { "" } else { "," });
+            out.push_str("\"report\":");
+            out.push_str(report.get());
+            out.push('}');
+        }
+        out
+    }
+
+    /// The entry as values, for cutting it to a budget. A report too deep to read back (it nests
+    /// a value of the file one level deeper than the file did) is left out, and says so.
+    fn value(self) -> Value {
+        let mut entry = self.head;
+        if let Some(report) = self.report {
+            match serde_json::from_str::<Value>(report.get()) {
+                Ok(v) => entry.insert("report".into(), v),
+                Err(_) => entry.insert("report_left_out".into(), Value::Bool(true)),
+            };
+        }
+        Value::Object(entry)
+    }
 }
 
 /// Most problem or finding lines printed per file in text output (`--json` lists them all).
@@ -148,30 +194,30 @@ fn key_for(named: Option<&str>, original: bool, pinned: &Pinned) -> Result<KeyCh
     }
 }
 
-fn could_not_check(name: &str, msg: &str) -> (Status, Vec<String>, Value) {
+fn could_not_check(name: &str, msg: &str) -> (Status, Vec<String>, FileJson) {
     (
         Status::CouldNotCheck,
         vec![format!("{name}: could not check: {msg}")],
-        json!({"file": name, "status": "could_not_check", "error": msg}),
+        file_json(json!({"file": name, "status": "could_not_check", "error": msg})),
     )
 }
 
-fn not_allowed(name: &str, why: &str) -> (Status, Vec<String>, Value) {
+fn not_allowed(name: &str, why: &str) -> (Status, Vec<String>, FileJson) {
     (
         Status::Failed,
         vec![format!("{name}: {why}: FAILED")],
-        json!({"file": name, "status": "failed", "error": why}),
+        file_json(json!({"file": name, "status": "failed", "error": why})),
     )
 }
 
 /// Load and check one file: its status, its text lines (unescaped), and its JSON report.
-pub fn check_file(path: &Path, pinned: &Pinned) -> (Status, Vec<String>, Value) {
+pub fn check_file(path: &Path, pinned: &Pinned) -> (Status, Vec<String>, FileJson) {
     check_file_as(path, pinned, true)
 }
 
 /// [`check_file`]; the JSON report is built only when `json` is set (else it is `null`), since a
 /// large file's report is large.
-pub fn check_file_as(path: &Path, pinned: &Pinned, json: bool) -> (Status, Vec<String>, Value) {
+pub fn check_file_as(path: &Path, pinned: &Pinned, json: bool) -> (Status, Vec<String>, FileJson) {
     let name = path.display().to_string();
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
@@ -253,12 +299,13 @@ pub fn check_file_as(path: &Path, pinned: &Pinned, json: bool) -> (Status, Vec<S
     finish(&name, is_pinned, outcome)
 }
 
-/// A checked file: its verdict, its text lines, its kind, and its JSON report when one is wanted.
+/// A checked file: its verdict, its text lines, its kind, and its JSON report (as text) when one
+/// is wanted.
 struct Outcome {
     ok: bool,
     lines: Vec<String>,
     kind: &'static str,
-    report: Option<Value>,
+    report: Option<Box<RawValue>>,
 }
 
 impl Outcome {
@@ -269,7 +316,9 @@ impl Outcome {
         report: &R,
         json: bool,
     ) -> Outcome {
-        let report = json.then(|| serde_json::to_value(report).unwrap_or(Value::Null));
+        let report = json.then(|| {
+            serde_json::value::to_raw_value(report).unwrap_or_else(|_| RawValue::NULL.to_owned())
+        });
         Outcome {
             ok,
             lines,
@@ -283,19 +332,17 @@ fn results_outcome(name: &str, r: &ResultsReport, json: bool) -> Outcome {
     Outcome::new(r.ok, results_lines(name, r), "results", r, json)
 }
 
-fn finish(name: &str, is_pinned: bool, o: Outcome) -> (Status, Vec<String>, Value) {
+fn finish(name: &str, is_pinned: bool, o: Outcome) -> (Status, Vec<String>, FileJson) {
     let status = if o.ok { Status::Ok } else { Status::Failed };
-    let Some(report) = o.report else {
-        return (status, o.lines, Value::Null);
-    };
-    let value = json!({
+    let head = json!({
         "file": name,
         "kind": o.kind,
         "status": if o.ok { "ok" } else { "failed" },
         "pinned_key": is_pinned,
-        "report": report,
     });
-    (status, o.lines, value)
+    let mut entry = file_json(head);
+    entry.report = o.report;
+    (status, o.lines, entry)
 }
 
 /// A file's lines as they are printed: each escaped and cut, at most [`MAX_LINES_PER_FILE`]
@@ -317,10 +364,26 @@ pub fn shown_lines(lines: &[String]) -> Vec<String> {
 
 /// The `--json` report of all files: compact (indentation would grow with nesting depth, not with
 /// the file), every character a terminal could act on escaped, and at most the size of the input
-/// (at least [`JSON_BUDGET_MIN`]): a small file full of problems never prints megabytes.
-pub fn json_report(worst: Status, files: Vec<Value>, input_bytes: usize) -> String {
+/// (at least [`JSON_BUDGET_MIN`]): a small file full of problems never prints megabytes. A report
+/// within the budget is written from the files' text as it is; only one past it is read back
+/// into values and cut ([`crate::display::fit_json`]).
+pub fn json_report(worst: Status, files: Vec<FileJson>, input_bytes: usize) -> String {
+    let budget = JSON_BUDGET_MIN.max(input_bytes);
+    let mut text = format!("{{\"exit_code\":{},\"files\":[", worst as u8);
+    for (i, f) in files.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(&f.text());
+    }
+    text.push_str("]}");
+    if text.len() <= budget {
+        return json_safe(&text);
+    }
+    drop(text);
+    let files: Vec<Value> = files.into_iter().map(FileJson::value).collect();
     let mut out = json!({"exit_code": worst as u8, "files": files});
-    if crate::display::fit_json(&mut out, JSON_BUDGET_MIN.max(input_bytes)) {
+    if crate::display::fit_json(&mut out, budget) {
         out["truncated"] = Value::Bool(true);
     }
     json_safe(&serde_json::to_string(&out).unwrap_or_default())
