@@ -5,6 +5,7 @@
 use crate::billing_credit::{self, billing_credit_effect_id, request_id};
 use crate::entry;
 use crate::finding::{code as fcode, Finding};
+use crate::load::{LoadError, ResultsText};
 use crate::manifest;
 use crate::receipt::{self, Happened, KeyCheck, ReceiptReport, SignerRule};
 use crate::results::{Cell, GroundTruth, ResultsFile, Want, RESULTS_FORMAT};
@@ -12,7 +13,10 @@ use ed25519_dalek::VerifyingKey;
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
+use std::convert::Infallible;
+use std::ops::Range;
 
 /// The report on one results file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -38,7 +42,8 @@ pub struct ResultsReport {
     pub fingerprint: Option<String>,
     /// No finding anywhere.
     pub ok: bool,
-    /// One report per cell, in file order.
+    /// One report per cell, in file order ([`Detail::Every`]), or only those of the cells that
+    /// failed ([`Detail::Failing`]).
     pub cell_reports: Vec<CellReport>,
     /// Findings about the file as a whole (environment, rows, columns, summary).
     pub findings: Vec<Finding>,
@@ -107,24 +112,74 @@ fn outcomes_for_final(report: &ReceiptReport, final_refused_code: Option<&str>) 
     }
 }
 
+/// Which cells' reports a [`ResultsReport`] keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Every cell's report (for the JSON report, the site).
+    Every,
+    /// Only the failing cells' reports: what the text output shows, in far less memory. The
+    /// verdict and every count are the same.
+    Failing,
+}
+
 /// Verify a results file. `key` is the pinned key (`--key`), or [`KeyCheck::SelfAttested`] to
 /// check every entry and the manifest against the key the file publishes in `environment.signer`.
 pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
-    let mut findings = Vec::new();
-    if file.format != RESULTS_FORMAT {
-        findings.push(Finding::mismatch(
-            "format",
-            fcode::FILE_INCONSISTENT,
-            "the file is not an interlock-results file of this version",
-            RESULTS_FORMAT,
-            &file.format,
-        ));
-    }
+    let groups = cell_groups(&file.cells);
+    let read = |range: Range<usize>| -> Result<Group<'_>, Infallible> {
+        let cells = Cow::Borrowed(file.cells.get(range).unwrap_or_default());
+        Ok(Group {
+            cells,
+            hashes: Vec::new(),
+        })
+    };
+    let Ok(report) = verify_parts(file, file.cells.len(), groups, read, key, Detail::Every);
+    report
+}
+
+/// Verify a results file whose cells are still text ([`crate::load::load_for_check`]): each group
+/// of cells is read, checked and dropped, so the file is never held as typed data all at once.
+/// The checks are those of [`verify_results`]. `Err` when a cell cannot be read; the caller then
+/// reads the whole file strictly ([`crate::load::load_document`]) to name where it went wrong.
+pub fn verify_results_text(
+    file: &ResultsText<'_>,
+    key: &KeyCheck,
+    detail: Detail,
+) -> Result<ResultsReport, LoadError> {
+    let n = file.cells.len();
+    let groups = (0..n)
+        .step_by(receipt::RECEIPTS_PER_GROUP)
+        .map(|start| start..(start + receipt::RECEIPTS_PER_GROUP).min(n))
+        .collect();
+    let read = |range: Range<usize>| -> Result<Group<'_>, LoadError> {
+        let start = range.start;
+        let texts = file.cells.get(range).unwrap_or_default();
+        let read: Vec<(Cell, Option<[u8; 32]>)> = texts
+            .iter()
+            .enumerate()
+            .map(|(k, text)| crate::load::read_cell(start + k, text))
+            .collect::<Result<_, LoadError>>()?;
+        let (cells, hashes): (Vec<Cell>, Vec<_>) = read.into_iter().unzip();
+        Ok(Group {
+            cells: Cow::Owned(cells),
+            hashes,
+        })
+    };
+    verify_parts(&file.head, n, groups, read, key, detail)
+}
+
+/// The key the file is checked against, and how the report names it; a published key that is not
+/// acceptable, or not the pinned one, is a finding.
+fn signer_rule(
+    file: &ResultsFile,
+    key: &KeyCheck,
+    findings: &mut Vec<Finding>,
+) -> (SignerRule, &'static str) {
     // One spelling per key: the published key must be 64 lowercase hex characters.
     let published = entry::decode_lower_hex::<32>(&file.environment.signer)
         .and_then(|b| VerifyingKey::from_bytes(&b).ok())
         .filter(crate::signatures::key_is_acceptable);
-    let (rule, key_label) = match (key, published) {
+    match (key, published) {
         (KeyCheck::Pinned(k), p) => {
             if p != Some(*k) {
                 findings.push(Finding::mismatch(
@@ -146,45 +201,56 @@ pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
             ));
             (SignerRule::FromRecord, "self-attested")
         }
-    };
+    }
+}
+
+/// Every check of a results file. `head` gives everything but the cells (its `cells` are not
+/// read); the file holds `count` cells, which `read` gives a group (`groups`, in order, covering
+/// `0..count`) at a time.
+fn verify_parts<'c, E: Send>(
+    head: &ResultsFile,
+    count: usize,
+    groups: Vec<Range<usize>>,
+    read: impl Fn(Range<usize>) -> Result<Group<'c>, E> + Sync,
+    key: &KeyCheck,
+    detail: Detail,
+) -> Result<ResultsReport, E> {
+    let mut findings = Vec::new();
+    if head.format != RESULTS_FORMAT {
+        findings.push(Finding::mismatch(
+            "format",
+            fcode::FILE_INCONSISTENT,
+            "the file is not an interlock-results file of this version",
+            RESULTS_FORMAT,
+            &head.format,
+        ));
+    }
+    let (rule, key_label) = signer_rule(head, key, &mut findings);
     let (signer, fingerprint) = match rule {
         SignerRule::Pinned(k) | SignerRule::Published(k) => {
-            manifest::check(file, &k, &mut findings);
+            manifest::check(head, count, &k, &mut findings);
             (hex::encode(k.as_bytes()), Some(crate::fingerprint(&k)))
         }
         SignerRule::FromRecord => (String::new(), None),
     };
+    let (cell_reports, facts) = check_cells(head, groups, read, &rule, detail, count)?;
+    check_structure(head, &facts, &mut findings);
+    crate::replayed::check(&facts, &mut findings);
+    let receipts = facts.iter().filter(|c| c.receipt.is_some()).count();
+    check_summary(head, &facts, &mut findings);
 
-    let vetted = receipt::Vetted::default();
-    // The file's structure is checked alongside the cells (it needs no receipt report).
-    let (mut structure, cell_reports) = rayon::join(
-        || {
-            let mut structure = Vec::new();
-            check_structure(file, &mut structure);
-            structure
-        },
-        || check_cells(file, &rule, &vetted),
-    );
-    findings.append(&mut structure);
-    crate::replayed::check(&file.cells, &mut findings);
-    let receipts = file.cells.iter().filter(|c| c.receipt.is_some()).count();
-    check_summary(file, &cell_reports, &mut findings);
-
-    let receipts_signed = cell_reports
-        .iter()
-        .filter_map(|c| c.receipt.as_ref())
-        .all(|r| r.signed == Some(true));
+    let receipts_signed = facts.iter().all(|c| c.receipt != Some(false));
     let manifest_ok = fingerprint.is_some()
         && !findings
             .iter()
             .chain(cell_reports.iter().flat_map(|c| c.findings.iter()))
             .any(|f| f.code == fcode::MANIFEST_MISMATCH);
     let signed = manifest_ok && receipts_signed;
-    let ok = findings.is_empty() && cell_reports.iter().all(|c| c.ok);
-    ResultsReport {
-        format: file.format.clone(),
-        scenario: file.scenario.clone(),
-        cells: file.cells.len(),
+    let ok = findings.is_empty() && facts.iter().all(|c| c.ok);
+    Ok(ResultsReport {
+        format: head.format.clone(),
+        scenario: head.scenario.clone(),
+        cells: count,
         receipts,
         signed,
         key: key_label.to_owned(),
@@ -193,43 +259,123 @@ pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
         ok,
         cell_reports,
         findings,
+    })
+}
+
+/// A group of consecutive cells, typed, with the hashes of their JSON text when the file was
+/// read as text (`hashes[k]` is that of `cells[k]`, [`manifest::text_hash`]; empty otherwise).
+struct Group<'c> {
+    cells: Cow<'c, [Cell]>,
+    hashes: Vec<Option<[u8; 32]>>,
+}
+
+/// What the file-level checks read of one cell and its report, kept after both are dropped.
+struct CellFacts {
+    crash: String,
+    outage: String,
+    column: String,
+    repeat: u32,
+    case_id: String,
+    incident: String,
+    decider: Option<crate::results::DeciderInfo>,
+    /// The decision, for the per-row replay check ([`crate::replayed`]).
+    decision: Option<crate::results::Decision>,
+    outcome: String,
+    timings: Option<crate::results::Timings>,
+    /// Whether the cell's receipt is signed; `None` without one.
+    receipt: Option<bool>,
+    /// The cell's report found nothing.
+    ok: bool,
+    /// The derived `invariant_held`, `answer_matches` and `proof`.
+    judged: (bool, bool, bool),
+}
+
+impl crate::replayed::Row for CellFacts {
+    fn labels(&self) -> (&str, &str, &str, u32) {
+        (&self.crash, &self.outage, &self.column, self.repeat)
+    }
+    fn case_ids(&self) -> (&str, &str) {
+        (&self.case_id, &self.incident)
+    }
+    fn decision(&self) -> Option<&crate::results::Decision> {
+        self.decision.as_ref()
     }
 }
 
-/// Every cell's report, in file order: its receipt verified and its claims checked.
+impl CellFacts {
+    fn of(cell: &Cell, report: &CellReport) -> CellFacts {
+        CellFacts {
+            crash: cell.crash.clone(),
+            outage: cell.outage.clone(),
+            column: cell.column.clone(),
+            repeat: cell.repeat,
+            case_id: cell.case.case_id.clone(),
+            incident: cell.case.incident.clone(),
+            decider: cell.decision.as_ref().map(|d| d.decider.clone()),
+            decision: cell.decision.clone(),
+            outcome: cell.outcome.clone(),
+            timings: cell.timings,
+            receipt: report.receipt.as_ref().map(|r| r.signed == Some(true)),
+            ok: report.ok,
+            judged: (report.invariant_held, report.answer_matches, report.proof),
+        }
+    }
+}
+
+/// Every cell's report and facts, in file order: its receipt verified, its claims checked, its
+/// hash compared with the manifest.
 ///
-/// Cells go through in groups holding about one signature batch of receipts: each group's receipts
-/// are verified and then its cells checked in the same task, while their data is still in cache;
-/// groups are spread over threads.
-fn check_cells(file: &ResultsFile, rule: &SignerRule, vetted: &receipt::Vetted) -> Vec<CellReport> {
-    cell_groups(&file.cells)
+/// Cells go through in groups holding about one signature batch of receipts: each group is read,
+/// its receipts verified and then its cells checked in the same task, while their data is still
+/// in cache; groups are spread over threads. The first group that cannot be read is the error.
+fn check_cells<'c, E: Send>(
+    head: &ResultsFile,
+    groups: Vec<Range<usize>>,
+    read: impl Fn(Range<usize>) -> Result<Group<'c>, E> + Sync,
+    rule: &SignerRule,
+    detail: Detail,
+    count: usize,
+) -> Result<(Vec<CellReport>, Vec<CellFacts>), E> {
+    let vetted = receipt::Vetted::default();
+    type Checked = Vec<(Option<Box<CellReport>>, CellFacts)>;
+    let checked: Vec<Result<Checked, E>> = groups
         .into_par_iter()
-        .flat_map_iter(|range| {
+        .map(|range| {
             let start = range.start;
-            let cells = file.cells.get(range).unwrap_or_default();
+            let Group { cells, hashes } = read(range)?;
             let bundles: Vec<&crate::entry::ReceiptBundle> =
                 cells.iter().filter_map(|c| c.receipt.as_ref()).collect();
-            let mut reports = receipt::verify_group(&bundles, rule, vetted).into_iter();
-            cells
-                .iter()
-                .enumerate()
-                .map(|(k, cell)| {
-                    let report = cell.receipt.as_ref().and_then(|_| reports.next());
-                    let mut checked = check_cell(start + k, cell, report);
-                    if let Some(f) = manifest::check_cell(file, start + k, cell) {
-                        checked.findings.push(f);
-                        checked.ok = false;
-                    }
-                    checked
-                })
-                .collect::<Vec<_>>()
+            let mut reports = receipt::verify_group(&bundles, rule, &vetted).into_iter();
+            let checked = cells.iter().enumerate().map(|(k, cell)| {
+                let report = cell.receipt.as_ref().and_then(|_| reports.next());
+                let mut checked = check_cell(start + k, cell, report);
+                let hash = hashes.get(k).copied().flatten();
+                if let Some(f) = manifest::check_cell(&head.manifest, start + k, cell, hash) {
+                    checked.findings.push(f);
+                    checked.ok = false;
+                }
+                let facts = CellFacts::of(cell, &checked);
+                let keep = detail == Detail::Every || !checked.ok;
+                // Boxed: most cells keep no report, and an empty slot should cost a pointer.
+                (keep.then(|| Box::new(checked)), facts)
+            });
+            Ok(checked.collect())
         })
-        .collect()
+        .collect();
+    let kept = if detail == Detail::Every { count } else { 0 };
+    let mut out = (Vec::with_capacity(kept), Vec::with_capacity(count));
+    for group in checked {
+        for (report, facts) in group? {
+            out.0.extend(report.map(|r| *r));
+            out.1.push(facts);
+        }
+    }
+    Ok(out)
 }
 
 /// Consecutive runs of cells, each holding at most [`receipt::RECEIPTS_PER_GROUP`] receipts and
 /// at most [`CELLS_PER_GROUP`] cells; together they cover every cell once, in order.
-fn cell_groups(cells: &[Cell]) -> Vec<std::ops::Range<usize>> {
+fn cell_groups(cells: &[Cell]) -> Vec<Range<usize>> {
     let mut groups = Vec::with_capacity(cells.len() / receipt::RECEIPTS_PER_GROUP + 1);
     let (mut start, mut receipts) = (0, 0);
     for (i, c) in cells.iter().enumerate() {
@@ -248,7 +394,7 @@ fn cell_groups(cells: &[Cell]) -> Vec<std::ops::Range<usize>> {
 /// Most cells in one group of [`cell_groups`] (bounds the work of a group without receipts).
 const CELLS_PER_GROUP: usize = 4 * receipt::RECEIPTS_PER_GROUP;
 
-fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
+fn check_structure(file: &ResultsFile, cells: &[CellFacts], findings: &mut Vec<Finding>) {
     let rows: HashSet<(&str, &str)> = file
         .rows
         .iter()
@@ -256,12 +402,12 @@ fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
         .collect();
     let columns: HashSet<&str> = file.columns.iter().map(String::as_str).collect();
     check_environment(file, findings);
-    check_cell_set(file, findings);
+    check_cell_set(file, cells, findings);
     let mut seen = HashSet::new();
     let mut cases = HashSet::new();
-    for (i, c) in file.cells.iter().enumerate() {
-        if let Some(decision) = &c.decision {
-            if decision.decider != file.environment.decider {
+    for (i, c) in cells.iter().enumerate() {
+        if let Some(decider) = &c.decider {
+            if *decider != file.environment.decider {
                 findings.push(Finding::mismatch(
                     format!("cells[{i}].decision.decider"),
                     fcode::FILE_INCONSISTENT,
@@ -269,7 +415,7 @@ fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
                         "cell {i}'s decision names another decider than the file's environment"
                     ),
                     describe_decider(&file.environment.decider),
-                    describe_decider(&decision.decider),
+                    describe_decider(decider),
                 ));
             }
         }
@@ -308,13 +454,13 @@ fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
                 ),
             ));
         }
-        if !cases.insert(c.case.case_id.as_str()) {
+        if !cases.insert(c.case_id.as_str()) {
             findings.push(Finding::new(
                 format!("cells[{i}].case.case_id"),
                 fcode::FILE_INCONSISTENT,
                 format!(
                     "cell {i} reuses case {}, which another cell opened",
-                    c.case.case_id
+                    c.case_id
                 ),
             ));
         }
@@ -324,7 +470,7 @@ fn check_structure(file: &ResultsFile, findings: &mut Vec<Finding>) {
 /// The cells must be exactly the run's plan: every planned (row, column) pair (the selection, or
 /// rows x columns) with every repeat index in `0..repeats`, each once (duplicates are reported by
 /// [`check_structure`]). Linear in the number of cells, whatever `repeats` says.
-fn check_cell_set(file: &ResultsFile, findings: &mut Vec<Finding>) {
+fn check_cell_set(file: &ResultsFile, cells: &[CellFacts], findings: &mut Vec<Finding>) {
     let mut bad = |path: String, message: String| {
         findings.push(Finding::new(path, fcode::CELL_SET_MISMATCH, message));
     };
@@ -385,7 +531,7 @@ fn check_cell_set(file: &ResultsFile, findings: &mut Vec<Finding>) {
         }
     }
     let mut present = HashSet::new();
-    for (i, c) in file.cells.iter().enumerate() {
+    for (i, c) in cells.iter().enumerate() {
         let t = (c.crash.as_str(), c.outage.as_str(), c.column.as_str());
         if !planned.contains(&t) || c.repeat >= file.repeats {
             bad(
@@ -1259,7 +1405,7 @@ fn check_hand_check(
     }
 }
 
-fn check_summary(file: &ResultsFile, cells: &[CellReport], findings: &mut Vec<Finding>) {
+fn check_summary(file: &ResultsFile, facts: &[CellFacts], findings: &mut Vec<Finding>) {
     let columns: BTreeSet<&str> = file.columns.iter().map(String::as_str).collect();
     for name in file.summary.keys() {
         if !columns.contains(name.as_str()) {
@@ -1271,11 +1417,15 @@ fn check_summary(file: &ResultsFile, cells: &[CellReport], findings: &mut Vec<Fi
         }
     }
     // Derived from the verifier's own judgements, by the one summary rule (linear time).
-    let derived = crate::results::summarize_with(&file.columns, &file.cells, |k, _| {
-        cells.get(k).map_or((false, false, false), |r| {
-            (r.invariant_held, r.answer_matches, r.proof)
-        })
+    let tallies = facts.iter().map(|c| crate::results::Tally {
+        column: &c.column,
+        outcome: &c.outcome,
+        timings: c.timings,
+        held: c.judged.0,
+        answer_matches: c.judged.1,
+        proof: c.judged.2,
     });
+    let derived = crate::results::summarize_tallies(&file.columns, tallies);
     for (column, d) in derived {
         let Some(stated) = file.summary.get(&column) else {
             findings.push(Finding::new(

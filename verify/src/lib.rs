@@ -9,7 +9,7 @@
 
 pub mod trusted;
 
-pub use trusted::{canonical, entry, problem, seal, signatures};
+pub use trusted::{canonical, seal, signatures};
 
 pub mod billing_credit;
 pub mod binding;
@@ -17,12 +17,14 @@ pub mod check;
 pub mod cli;
 mod compact;
 pub mod display;
+pub mod entry;
 pub mod finding;
 pub mod keys;
 pub mod load;
 pub mod manifest;
 pub mod nemesis;
 pub mod original;
+pub mod problem;
 pub mod pycompat;
 pub mod receipt;
 pub mod replayed;

@@ -6,9 +6,10 @@
 
 use crate::entry::{ReceiptBundle, RECEIPT_FORMAT};
 use crate::original::{OriginalBundle, OriginalResultsFile};
-use crate::results::{ResultsFile, RESULTS_FORMAT};
+use crate::results::{Cell, ResultsFile, RESULTS_FORMAT};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -112,10 +113,20 @@ const LINEAR_KEY_CHECK: usize = 32;
 /// keys that tell formats apart. Only the top level (`top` is `Some`) records anything.
 struct Scan<'a> {
     top: Option<&'a mut TopLevel>,
+    /// Arrays and objects this value may still open (serde_json's own limit applies too).
+    depth: usize,
+}
+
+/// The scan of a value inside one that may still open `depth` levels.
+fn inner<E: de::Error>(depth: usize) -> Result<Scan<'static>, E> {
+    match depth.checked_sub(1) {
+        Some(depth) => Ok(Scan { top: None, depth }),
+        None => Err(E::custom("nested too deeply")),
+    }
 }
 
 /// An object key, borrowed from the input when it has no escapes.
-struct Key<'de>(std::borrow::Cow<'de, str>);
+pub(crate) struct Key<'de>(pub(crate) std::borrow::Cow<'de, str>);
 
 impl<'de> Deserialize<'de> for Key<'de> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -176,10 +187,11 @@ impl<'de> Visitor<'de> for Scan<'_> {
         Ok(())
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(Scan { top: None })?.is_some() {}
+        while seq.next_element_seed(inner(self.depth)?)?.is_some() {}
         Ok(())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let depth = self.depth;
         let mut top = self.top;
         if let Some(t) = top.as_deref_mut() {
             t.is_object = true;
@@ -217,9 +229,9 @@ impl<'de> Visitor<'de> for Scan<'_> {
                         "entries" => t.entries = true,
                         _ => {}
                     }
-                    map.next_value_seed(Scan { top: None })?;
+                    map.next_value_seed(inner(depth)?)?;
                 }
-                None => map.next_value_seed(Scan { top: None })?,
+                None => map.next_value_seed(inner(depth)?)?,
             }
             if few.len() < LINEAR_KEY_CHECK {
                 few.push(key);
@@ -240,6 +252,7 @@ fn scan(text: &str) -> Result<TopLevel, LoadError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let fast = Scan {
         top: Some(&mut top),
+        depth: usize::MAX,
     }
     .deserialize(&mut de)
     .and_then(|()| de.end());
@@ -256,6 +269,7 @@ fn scan_tracked(text: &str) -> Result<TopLevel, LoadError> {
     let mut track = serde_path_to_error::Track::new();
     let result = Scan {
         top: Some(&mut top),
+        depth: usize::MAX,
     }
     .deserialize(serde_path_to_error::Deserializer::new(&mut de, &mut track));
     match result {
@@ -487,4 +501,122 @@ mod tests {
             "{err:?}"
         );
     }
+}
+
+/// A results file read for checking a group of cells at a time
+/// ([`crate::check::verify_results_text`]): never held as typed data all at once.
+pub struct ResultsText<'a> {
+    /// Every member of the file but its cells, read strictly (`head.cells` is empty).
+    pub head: ResultsFile,
+    /// Each cell's JSON text, in file order, read by [`read_cell`] when it is checked.
+    pub cells: Vec<&'a RawValue>,
+}
+
+/// A file read for checking.
+pub enum Loaded<'a> {
+    /// An `interlock-results/2` file whose cells are still text.
+    Results(Box<ResultsText<'a>>),
+    /// Any other document, read whole by [`load_document`].
+    Document(Document),
+}
+
+/// Read a file for checking: an `interlock-results/2` file as a [`ResultsText`], anything else
+/// (and any file that does not read cleanly that way) through [`load_document`], which names the
+/// error.
+pub fn load_for_check(bytes: &[u8]) -> Result<Loaded<'_>, LoadError> {
+    let text = text(bytes)?;
+    match results_text(text) {
+        Some(file) => Ok(Loaded::Results(Box::new(file))),
+        None => load_document(bytes).map(Loaded::Document),
+    }
+}
+
+/// Nesting a cell's text may hold before [`read_cell`] gives up (the whole file's reader then
+/// applies the real limit, 128 levels counted from the top of the file).
+pub(crate) const CELL_DEPTH: usize = 100;
+
+/// One cell's text, read as [`load_document`] reads it inside the file: duplicate keys, limits,
+/// the typed shape, the receipt's effect id; with the hash of its canonical JSON
+/// ([`crate::manifest::text_hash`], `None` when it has none). The error is only a verdict; its
+/// path is relative to the cell, so a caller re-reads the whole file with [`load_document`] to
+/// name it.
+pub fn read_cell(index: usize, raw: &RawValue) -> Result<(Cell, Option<[u8; 32]>), LoadError> {
+    let text = raw.get();
+    // The canonical writer refuses everything the scan refuses (and floats): when it gives a
+    // hash, the scan would pass; otherwise the scan decides.
+    let hash = crate::manifest::text_hash(text);
+    if hash.is_none() {
+        let mut de = serde_json::Deserializer::from_str(text);
+        Scan {
+            top: None,
+            depth: CELL_DEPTH,
+        }
+        .deserialize(&mut de)
+        .and_then(|()| de.end())
+        .map_err(|e| LoadError::Shape {
+            path: format!("cells[{index}]"),
+            message: e.to_string(),
+        })?;
+    }
+    let cell = typed::<Cell>(text)?;
+    if let Some(b) = &cell.receipt {
+        let path = format!("cells[{index}].receipt.effect_id");
+        effect_id_shape(&path, &b.effect_id, 64)?;
+    }
+    Ok((cell, hash))
+}
+
+/// The top-level object's members as text, its `cells` split into their elements.
+#[derive(Default)]
+struct Split<'de> {
+    members: Vec<(std::borrow::Cow<'de, str>, &'de RawValue)>,
+    cells: Option<Vec<&'de RawValue>>,
+}
+
+impl<'de> Visitor<'de> for Split<'de> {
+    type Value = Split<'de>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Split<'de>, A::Error> {
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let seen = self.members.iter().any(|(k, _)| *k == key);
+            if seen || (key == "cells" && self.cells.is_some()) {
+                return Err(de::Error::custom("duplicate key"));
+            }
+            if key == "cells" {
+                self.cells = Some(map.next_value()?);
+            } else {
+                self.members.push((key, map.next_value()?));
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// An `interlock-results/2` file split into its head (read strictly, as [`load_document`] would)
+/// and its cells' text; `None` for any other document or any error.
+fn results_text(text: &str) -> Option<ResultsText<'_>> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let split = serde::Deserializer::deserialize_map(&mut de, Split::default()).ok()?;
+    de.end().ok()?;
+    let format = split.members.iter().find(|(k, _)| k == "format")?;
+    if serde_json::from_str::<String>(format.1.get()).ok()? != RESULTS_FORMAT {
+        return None;
+    }
+    // The head is read from a copy of the file with no cells: the same checks, a small text.
+    let mut head = String::from("{\"cells\":[]");
+    for (key, value) in &split.members {
+        head.push(',');
+        head.push_str(&serde_json::to_string(key).ok()?);
+        head.push(':');
+        head.push_str(value.get());
+    }
+    head.push('}');
+    scan(&head).ok()?;
+    let head = typed::<ResultsFile>(&head).ok()?;
+    Some(ResultsText {
+        head,
+        cells: split.cells?,
+    })
 }

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use verify::cli::{check_file, json_error, json_report, shown_lines, Pinned, Status};
+use verify::cli::{check_file_as, json_error, json_report, shown_lines, Pinned, Status};
 use verify::display::escape;
 
 /// Check Interlock receipt bundles and results files offline: hash chains, signatures, replay
@@ -60,7 +60,7 @@ fn run(args: &Args) -> Result<Status> {
     let mut input_bytes = 0usize;
     for path in &args.files {
         input_bytes += std::fs::metadata(path).map_or(0, |m| m.len() as usize);
-        let (status, lines, value) = check_file(path, &pinned);
+        let (status, lines, value) = check_file_as(path, &pinned, args.json);
         worst = worst.max(status);
         if !(args.json || (args.quiet && status == Status::Ok)) {
             shown_lines(&lines).iter().for_each(|l| println!("{l}"));

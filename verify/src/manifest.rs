@@ -21,6 +21,8 @@ use crate::results::{Cell, Manifest, ResultsFile};
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use std::borrow::Cow;
+use std::ops::Range;
 
 /// Version of the manifest body, stored as `v` in what is hashed.
 pub const MANIFEST_VERSION: u64 = 1;
@@ -122,9 +124,10 @@ pub fn sign(file: &mut ResultsFile, key: &SigningKey) -> Result<(), ManifestErro
     Ok(())
 }
 
-/// Check the manifest's own record against `key`: signer, head, the list's length, the hash over
-/// the list and the signature. Each cell's own hash is compared by [`check_cell`].
-pub fn check(file: &ResultsFile, key: &VerifyingKey, findings: &mut Vec<Finding>) {
+/// Check the manifest's own record against `key`: signer, head, the list's length (the file holds
+/// `cells` cells; `file.cells` itself is not read), the hash over the list and the signature. Each
+/// cell's own hash is compared by [`check_cell`].
+pub fn check(file: &ResultsFile, cells: usize, key: &VerifyingKey, findings: &mut Vec<Finding>) {
     let m = &file.manifest;
     let mut bad = |field: &str, message: String| {
         findings.push(Finding::new(
@@ -151,13 +154,12 @@ pub fn check(file: &ResultsFile, key: &VerifyingKey, findings: &mut Vec<Finding>
         ),
         Err(e) => bad("head", e.to_string()),
     }
-    if m.cells.len() != file.cells.len() {
+    if m.cells.len() != cells {
         bad(
             "cells",
             format!(
-                "the run signed {} cells, the file holds {}",
-                m.cells.len(),
-                file.cells.len()
+                "the run signed {} cells, the file holds {cells}",
+                m.cells.len()
             ),
         );
     }
@@ -179,10 +181,22 @@ pub fn check(file: &ResultsFile, key: &VerifyingKey, findings: &mut Vec<Finding>
     }
 }
 
-/// The cell's hash must be the one the run signed at its index.
-pub fn check_cell(file: &ResultsFile, index: usize, cell: &Cell) -> Option<Finding> {
+/// The cell's hash must be the one the run signed (in `manifest`) at its index. The hash of the
+/// cell's JSON text (`from_text`, by [`text_hash`]: the same bytes, without building a tree of the
+/// typed cell) is tried first; the typed cell's hash ([`cell_hash`]) decides otherwise.
+pub fn check_cell(
+    manifest: &Manifest,
+    index: usize,
+    cell: &Cell,
+    from_text: Option<[u8; 32]>,
+) -> Option<Finding> {
+    let signed = manifest.cells.get(index);
+    if let (Some(h), Some(signed)) = (from_text, signed) {
+        if entry::is_lower_hex_of(signed, &h) {
+            return None;
+        }
+    }
     let path = format!("cells[{index}]");
-    let signed = file.manifest.cells.get(index);
     match (cell_hash(index, cell), signed) {
         (Ok(h), Some(s)) if &h == s => None,
         (Ok(_), Some(_)) => Some(Finding::new(
@@ -196,5 +210,220 @@ pub fn check_cell(file: &ResultsFile, index: usize, cell: &Cell) -> Option<Findi
             format!("cell {index} is not in the run's signed manifest"),
         )),
         (Err(e), _) => Some(Finding::new(path, fcode::MANIFEST_MISMATCH, e.to_string())),
+    }
+}
+
+/// The SHA-256 of the canonical JSON of a value given as JSON text, written straight from the
+/// text; `None` when it has no canonical form (a float, an integer beyond 2^53 - 1), is not JSON,
+/// or breaks a limit of [`crate::load`] (an object with a key twice, a string longer than
+/// [`crate::load::MAX_STRING_BYTES`], nesting deeper than a cell may hold). So a hash means the
+/// text also passes the strict reader's scan. For a cell the runner wrote, this is [`cell_hash`]
+/// of the typed cell: the runner writes every field, and the canonical form does not depend on
+/// member order or spelling.
+pub fn text_hash(text: &str) -> Option<[u8; 32]> {
+    let (mut out, mut scratch) = (String::with_capacity(text.len()), String::new());
+    let mut members = Vec::new();
+    let mut de = serde_json::Deserializer::from_str(text);
+    let canon = Canon {
+        out: &mut out,
+        scratch: &mut scratch,
+        members: &mut members,
+        depth: crate::load::CELL_DEPTH,
+    };
+    serde::de::DeserializeSeed::deserialize(canon, &mut de).ok()?;
+    de.end().ok()?;
+    Some(Sha256::digest(out.as_bytes()).into())
+}
+
+/// Writes the canonical text of the value it reads (RFC 8785, integers only) to `out`. The
+/// members of the objects being read wait in `members` (each object's after its parent's), and
+/// an object's values are moved through `scratch` to put them in key order.
+struct Canon<'s, 'de> {
+    out: &'s mut String,
+    scratch: &'s mut String,
+    members: &'s mut Vec<(Cow<'de, str>, Range<usize>)>,
+    /// Arrays and objects this value may still open.
+    depth: usize,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Canon<'_, 'de> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Canon<'_, 'de> {
+    /// The same writer, for a value inside this one (an array or object opened one level).
+    fn inner<E: serde::de::Error>(&mut self) -> Result<Canon<'_, 'de>, E> {
+        let depth = self
+            .depth
+            .checked_sub(1)
+            .ok_or_else(|| E::custom("too deep"))?;
+        Ok(Canon {
+            out: self.out,
+            scratch: self.scratch,
+            members: self.members,
+            depth,
+        })
+    }
+
+    fn string<E: serde::de::Error>(out: &mut String, v: &str) -> Result<(), E> {
+        if v.len() > crate::load::MAX_STRING_BYTES {
+            return Err(E::custom("a string past the limit"));
+        }
+        canonical::write_string(out, v);
+        Ok(())
+    }
+
+    fn int<E: serde::de::Error>(self, magnitude: u64, negative: bool) -> Result<(), E> {
+        if magnitude > canonical::MAX_SAFE_INTEGER.unsigned_abs() {
+            return Err(E::custom("an integer beyond 2^53 - 1"));
+        }
+        if negative && magnitude > 0 {
+            self.out.push('-');
+        }
+        use std::fmt::Write as _;
+        // Writing to a String cannot fail.
+        let _ = write!(self.out, "{magnitude}");
+        Ok(())
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Canon<'_, 'de> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value without floats")
+    }
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<(), E> {
+        self.out.push_str(if v { "true" } else { "false" });
+        Ok(())
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<(), E> {
+        self.int(v.unsigned_abs(), v < 0)
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<(), E> {
+        self.int(v, false)
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        Err(E::custom("a float"))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<(), E> {
+        Canon::string(self.out, v)
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        self.out.push_str("null");
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+        self.out.push('[');
+        let mut first = true;
+        loop {
+            let mark = self.out.len();
+            if !first {
+                self.out.push(',');
+            }
+            if seq.next_element_seed(self.inner()?)?.is_none() {
+                self.out.truncate(mark);
+                break;
+            }
+            first = false;
+        }
+        self.out.push(']');
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        // Each member's value is written after what is there, then the members are put in key
+        // order (UTF-16, as RFC 8785 sorts them).
+        let (start, base) = (self.out.len(), self.members.len());
+        while let Some(crate::load::Key(key)) = map.next_key()? {
+            let from = self.out.len();
+            map.next_value_seed(self.inner()?)?;
+            self.members.push((key, from..self.out.len()));
+        }
+        let mine = self.members.get_mut(base..).unwrap_or_default();
+        mine.sort_unstable_by(|a, b| canonical::cmp_utf16(&a.0, &b.0));
+        if mine.windows(2).any(|w| w[0].0 == w[1].0) {
+            return Err(serde::de::Error::custom("a key twice in one object"));
+        }
+        self.scratch.clear();
+        self.scratch
+            .push_str(self.out.get(start..).unwrap_or_default());
+        self.out.truncate(start);
+        self.out.push('{');
+        for (i, (key, range)) in mine.iter().enumerate() {
+            if i > 0 {
+                self.out.push(',');
+            }
+            Canon::string(self.out, key)?;
+            self.out.push(':');
+            let value = self.scratch.get(range.start - start..range.end - start);
+            self.out.push_str(value.unwrap_or_default());
+        }
+        self.out.push('}');
+        self.members.truncate(base);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hash written straight from a cell's text is the typed cell's hash, for every cell of
+    /// the committed run.
+    #[test]
+    fn text_hash_is_the_typed_cell_hash() {
+        let committed = include_str!("../../results/billing_credit.json");
+        #[derive(serde::Deserialize)]
+        struct Cells<'a> {
+            #[serde(borrow)]
+            cells: Vec<&'a serde_json::value::RawValue>,
+        }
+        let raw: Cells<'_> = serde_json::from_str(committed).unwrap_or_else(|e| panic!("{e}"));
+        let file =
+            crate::load::load_results(committed.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(raw.cells.len(), file.cells.len());
+        for (i, (text, cell)) in raw.cells.iter().zip(&file.cells).enumerate() {
+            let typed = cell_hash(i, cell).unwrap_or_else(|e| panic!("{e}"));
+            let ours = text_hash(text.get()).map(|h| entry::lower_hex(&h));
+            assert_eq!(ours.as_deref(), Some(typed.as_str()), "cell {i}");
+        }
+    }
+
+    #[test]
+    fn text_hash_is_the_canonical_hash_of_the_value() {
+        let text = r#"{"b": [1, -2, null, true, "\u00e9\n\"x\""], "a": {"\ud83d\ude00": 0, "\uffff": -0, "z": {}}, "": []}"#;
+        let value: Value = serde_json::from_str(text).unwrap_or_default();
+        assert!(
+            canonical::to_vec(&value).is_err(),
+            "-0 reads as a float, which has no canonical form"
+        );
+        assert_eq!(text_hash(text), None);
+        let text = text.replace("-0", "-7");
+        let value: Value = serde_json::from_str(&text).unwrap_or_default();
+        let expected: Option<[u8; 32]> = canonical::to_vec(&value)
+            .map(|b| Sha256::digest(b).into())
+            .ok();
+        assert!(expected.is_some());
+        assert_eq!(text_hash(&text), expected);
+        let nested =
+            r#"[{"y": 1, "x": {"d": [{"q": 1, "p": 2}], "c": 2}}, {"b": 0, "a": {"e": 1}}, {}]"#;
+        let value: Value = serde_json::from_str(nested).unwrap_or_default();
+        let expected: Option<[u8; 32]> = canonical::to_vec(&value)
+            .map(|b| Sha256::digest(b).into())
+            .ok();
+        assert_eq!(text_hash(nested), expected);
+        assert_eq!(text_hash(r#"{"a": 1.5}"#), None);
+        assert_eq!(text_hash("9007199254740992"), None);
+        assert!(text_hash("-9007199254740991").is_some());
+        // What the strict reader refuses has no hash either (it then decides).
+        assert_eq!(text_hash(r#"{"a": 1, "b": 2, "a": 1}"#), None);
+        let long = "x".repeat(crate::load::MAX_STRING_BYTES + 1);
+        assert_eq!(text_hash(&format!("[\"{long}\"]")), None);
+        assert_eq!(text_hash(&format!("{{\"{long}\": 1}}")), None);
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(text_hash(&deep(crate::load::CELL_DEPTH)).is_some());
+        assert_eq!(text_hash(&deep(crate::load::CELL_DEPTH + 1)), None);
     }
 }

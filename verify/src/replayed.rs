@@ -4,28 +4,51 @@
 //! it names must have decided itself. Linear in the cells.
 
 use crate::finding::{code, Finding};
-use crate::results::Cell;
+use crate::results::{Cell, Decision};
 use std::collections::HashMap;
 
+/// What the check needs of a cell (a whole [`Cell`], or the facts a streaming check keeps).
+pub trait Row {
+    /// Crash point, outage, column, repeat.
+    fn labels(&self) -> (&str, &str, &str, u32);
+    /// The case id and incident.
+    fn case_ids(&self) -> (&str, &str);
+    /// The decision, if one was saved.
+    fn decision(&self) -> Option<&Decision>;
+}
+
+impl Row for Cell {
+    fn labels(&self) -> (&str, &str, &str, u32) {
+        (&self.crash, &self.outage, &self.column, self.repeat)
+    }
+    fn case_ids(&self) -> (&str, &str) {
+        (&self.case.case_id, &self.case.incident)
+    }
+    fn decision(&self) -> Option<&Decision> {
+        self.decision.as_ref()
+    }
+}
+
 /// The label a `replayed_from` names: `crash/outage/column`, `#repeat` when above 0.
-pub fn cell_label(c: &Cell) -> String {
-    let base = format!("{}/{}/{}", c.crash, c.outage, c.column);
-    if c.repeat > 0 {
-        format!("{base}#{}", c.repeat)
+pub fn cell_label(c: &impl Row) -> String {
+    let (crash, outage, column, repeat) = c.labels();
+    let base = format!("{crash}/{outage}/{column}");
+    if repeat > 0 {
+        format!("{base}#{repeat}")
     } else {
         base
     }
 }
 
 /// Checks every replayed decision against the decision it names.
-pub fn check(cells: &[Cell], findings: &mut Vec<Finding>) {
+pub fn check<C: Row>(cells: &[C], findings: &mut Vec<Finding>) {
     let by_label: HashMap<String, usize> = cells
         .iter()
         .enumerate()
         .map(|(i, c)| (cell_label(c), i))
         .collect();
     for (i, cell) in cells.iter().enumerate() {
-        let Some(d) = &cell.decision else { continue };
+        let Some(d) = cell.decision() else { continue };
         let Some(from) = &d.replayed_from else {
             continue;
         };
@@ -39,18 +62,21 @@ pub fn check(cells: &[Cell], findings: &mut Vec<Finding>) {
             ));
             continue;
         };
-        let Some(sd) = &source.decision else {
+        let Some(sd) = source.decision() else {
             fail(format!(
                 "the decision replays cell {from:?}, which has no decision"
             ));
             continue;
         };
-        let same_row = (&source.crash, &source.outage, source.repeat)
-            == (&cell.crash, &cell.outage, cell.repeat);
+        let (sc, so, _, sr) = source.labels();
+        let (cc, co, _, cr) = cell.labels();
+        let same_row = (sc, so, sr) == (cc, co, cr);
+        let (from_case, from_incident) = source.case_ids();
+        let (to_case, to_incident) = cell.case_ids();
         let expected = sd
             .description
-            .replace(&source.case.case_id, &cell.case.case_id)
-            .replace(&source.case.incident, &cell.case.incident);
+            .replace(from_case, to_case)
+            .replace(from_incident, to_incident);
         if sd.replayed_from.is_some() {
             fail(format!("cell {from:?} replays a decision itself"));
         } else if !same_row {

@@ -547,13 +547,51 @@ pub fn summarize(columns: &[String], cells: &[Cell]) -> BTreeMap<String, ColumnS
     })
 }
 
-/// The summary rule, stated once: one pass over the cells (linear time), counts that cannot wrap.
-/// `judged(index, cell)` gives the cell's (invariant_held, answer_matches, proof); cells of columns
-/// not in `columns` are not counted.
+/// The summary rule over `cells`, with `judged(index, cell)` giving the cell's
+/// (invariant_held, answer_matches, proof); see [`summarize_tallies`].
 pub fn summarize_with(
     columns: &[String],
     cells: &[Cell],
     mut judged: impl FnMut(usize, &Cell) -> (bool, bool, bool),
+) -> BTreeMap<String, ColumnSummary> {
+    summarize_tallies(
+        columns,
+        cells.iter().enumerate().map(|(i, cell)| {
+            let (held, answer_matches, proof) = judged(i, cell);
+            Tally {
+                column: &cell.column,
+                outcome: &cell.outcome,
+                timings: cell.timings,
+                held,
+                answer_matches,
+                proof,
+            }
+        }),
+    )
+}
+
+/// What the summary rule reads of one cell.
+#[derive(Debug, Clone, Copy)]
+pub struct Tally<'a> {
+    /// The cell's column.
+    pub column: &'a str,
+    /// The cell's outcome (`HARNESS_ERROR` cells are counted apart).
+    pub outcome: &'a str,
+    /// The cell's timings, if any.
+    pub timings: Option<Timings>,
+    /// The cell's (judged) `invariant_held`.
+    pub held: bool,
+    /// The cell's (judged) `answer_matches`.
+    pub answer_matches: bool,
+    /// The cell's (judged) `proof`.
+    pub proof: bool,
+}
+
+/// The summary rule, stated once: one pass over the cells (linear time), counts that cannot wrap.
+/// Cells of columns not in `columns` are not counted.
+pub fn summarize_tallies<'a>(
+    columns: &[String],
+    cells: impl IntoIterator<Item = Tally<'a>>,
 ) -> BTreeMap<String, ColumnSummary> {
     struct Acc {
         summary: ColumnSummary,
@@ -581,19 +619,18 @@ pub fn summarize_with(
         })
         .collect();
     let bump = |n: &mut u32, by: bool| *n = n.saturating_add(u32::from(by));
-    for (i, cell) in cells.iter().enumerate() {
-        let Some(a) = acc.get_mut(cell.column.as_str()) else {
+    for cell in cells {
+        let Some(a) = acc.get_mut(cell.column) else {
             continue;
         };
         if cell.outcome == crate::billing_credit::HARNESS_ERROR {
             bump(&mut a.summary.harness_errors, true);
             continue;
         }
-        let (held, answer, proof) = judged(i, cell);
         bump(&mut a.summary.cells, true);
-        bump(&mut a.summary.held, held);
-        bump(&mut a.summary.answer_matches, answer);
-        bump(&mut a.summary.proof, proof);
+        bump(&mut a.summary.held, cell.held);
+        bump(&mut a.summary.answer_matches, cell.answer_matches);
+        bump(&mut a.summary.proof, cell.proof);
         if let Some(t) = cell.timings {
             a.crash.push(t.crash_to_settled_ms);
             a.restart.push(t.restart_to_settled_ms);

@@ -9,9 +9,9 @@ use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::Command;
-use verify::check::verify_results;
+use verify::check::{verify_results, verify_results_text, Detail, ResultsReport};
 use verify::entry::compute_hash;
-use verify::load::{load_document, load_results, Document, LoadError};
+use verify::load::{load_document, load_for_check, load_results, Document, LoadError, Loaded};
 use verify::receipt::KeyCheck;
 
 fn committed_run() -> PathBuf {
@@ -540,12 +540,24 @@ fn write(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> PathBuf {
     p
 }
 
+/// The report of a file checked as the command checks it (a group of cells at a time, from its
+/// text), with every cell's report kept; `None` when a cell does not read.
+fn text_report(bytes: &[u8], key: &KeyCheck) -> Option<ResultsReport> {
+    match load_for_check(bytes) {
+        Ok(Loaded::Results(file)) => verify_results_text(&file, key, Detail::Every).ok(),
+        _ => None,
+    }
+}
+
 #[test]
 fn the_untouched_file_verifies() {
     for (_, d) in bases() {
-        let f = load_results(serde_json::to_string_pretty(&d).unwrap().as_bytes()).unwrap();
+        let bytes = serde_json::to_string_pretty(&d).unwrap();
+        let f = load_results(bytes.as_bytes()).unwrap();
         let r = verify_results(&f, &KeyCheck::SelfAttested);
         assert!(r.ok, "{:#?}", r.first_findings());
+        let text = text_report(bytes.as_bytes(), &KeyCheck::SelfAttested);
+        assert_eq!(text.as_ref(), Some(&r), "the text path reports the same");
         assert_eq!(r.key, "self-attested");
         assert!(r.signed);
         let dir = tempfile::tempdir().unwrap();
@@ -590,6 +602,12 @@ fn every_single_mutation_fails_naming_the_place() {
             .unwrap_or_else(|e| panic!("{name}: the mutated file no longer loads: {e}"));
         let report = verify_results(&file, &KeyCheck::SelfAttested);
         assert!(!report.ok, "{name}: not detected");
+        let text = text_report(&bytes, &KeyCheck::SelfAttested);
+        assert_eq!(
+            text.as_ref(),
+            Some(&report),
+            "{name}: the text path differs"
+        );
         let all_findings: Vec<_> = report
             .cell_reports
             .iter()
@@ -671,6 +689,10 @@ fn shape_errors_name_the_json_path_and_exit_2() {
         let bytes = serde_json::to_vec(&d).unwrap();
         let err = load_results(&bytes).expect_err(name);
         assert!(err.to_string().contains(needle), "{name}: {err}");
+        assert!(
+            text_report(&bytes, &KeyCheck::SelfAttested).is_none(),
+            "{name}: the text path checked a file that does not load"
+        );
         if name == "missing key" {
             assert!(err.to_string().contains("want"), "{err}");
         }

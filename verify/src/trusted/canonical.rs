@@ -12,6 +12,7 @@
 
 use serde_json::Value;
 use std::cmp::Ordering;
+use std::fmt::Write as _;
 
 /// Why a value cannot be put into canonical form.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,65 +40,9 @@ pub fn to_vec(value: &Value) -> Result<Vec<u8>, CanonicalError> {
     to_string(value).map(String::into_bytes)
 }
 
-/// The canonical text of the object `map` without the top-level members named in `skip`
-/// (the same as [`to_string`] of a copy with those members removed, without copying).
-pub fn object_to_string_without(
-    map: &serde_json::Map<String, Value>,
-    skip: &[&str],
-) -> Result<String, CanonicalError> {
-    let mut out = String::with_capacity(2048);
-    write_object_without(&mut out, map, skip)?;
-    Ok(out)
-}
-
 /// Append the canonical text of the object `map` without the top-level members named in `skip`
-/// to `out` (for callers that reuse one buffer).
+/// to `out` (the same as [`to_string`] of a copy without those members, without copying).
 pub fn write_object_without(
-    out: &mut String,
-    map: &serde_json::Map<String, Value>,
-    skip: &[&str],
-) -> Result<(), CanonicalError> {
-    write_object(out, map, skip)
-}
-
-fn write_value(out: &mut String, value: &Value) -> Result<(), CanonicalError> {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(true) => out.push_str("true"),
-        Value::Bool(false) => out.push_str("false"),
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                if !(-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i) {
-                    return Err(CanonicalError::IntegerRange(i.to_string()));
-                }
-                write_int(out, i);
-            } else if let Some(u) = n.as_u64() {
-                // Only reached for values above i64::MAX, which are always out of range.
-                return Err(CanonicalError::IntegerRange(u.to_string()));
-            } else {
-                return Err(CanonicalError::Float(n.to_string()));
-            }
-        }
-        Value::String(s) => write_string(out, s),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_value(out, item)?;
-            }
-            out.push(']');
-        }
-        Value::Object(map) => write_object(out, map, &[])?,
-    }
-    Ok(())
-}
-
-/// Objects with at most this many members are sorted in a stack array (no allocation).
-const STACK_MEMBERS: usize = 24;
-
-fn write_object(
     out: &mut String,
     map: &serde_json::Map<String, Value>,
     skip: &[&str],
@@ -124,6 +69,44 @@ fn write_object(
     }
 }
 
+fn write_value(out: &mut String, value: &Value) -> Result<(), CanonicalError> {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                if !(-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i) {
+                    return Err(CanonicalError::IntegerRange(i.to_string()));
+                }
+                // Writing to a String cannot fail.
+                let _ = write!(out, "{i}");
+            } else if let Some(u) = n.as_u64() {
+                // Only reached for values above i64::MAX, which are always out of range.
+                return Err(CanonicalError::IntegerRange(u.to_string()));
+            } else {
+                return Err(CanonicalError::Float(n.to_string()));
+            }
+        }
+        Value::String(s) => write_string(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(out, item)?;
+            }
+            out.push(']');
+        }
+        Value::Object(map) => write_object_without(out, map, &[])?,
+    }
+    Ok(())
+}
+
+/// Objects with at most this many members are sorted in a stack array (no allocation).
+const STACK_MEMBERS: usize = 24;
+
 /// Sort `members` by key (UTF-16 order) and write them as an object.
 fn write_members(out: &mut String, members: &mut [(&str, &Value)]) -> Result<(), CanonicalError> {
     // Keys of a JSON object are distinct, so an unstable sort is deterministic.
@@ -139,27 +122,6 @@ fn write_members(out: &mut String, members: &mut [(&str, &Value)]) -> Result<(),
     }
     out.push('}');
     Ok(())
-}
-
-/// Decimal digits of an integer, without going through `fmt`.
-fn write_int(out: &mut String, i: i64) {
-    let mut digits = [0u8; 20];
-    let mut n = i.unsigned_abs();
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if i < 0 {
-        out.push('-');
-    }
-    for d in &digits[at..] {
-        out.push(char::from(*d));
-    }
 }
 
 /// Compare two strings by their UTF-16 code units, as RFC 8785 §3.2.3 requires.
@@ -182,7 +144,8 @@ pub fn cmp_utf16(a: &str, b: &str) -> Ordering {
     }
 }
 
-fn write_string(out: &mut String, s: &str) {
+/// Append the canonical text of the string `s` to `out`.
+pub fn write_string(out: &mut String, s: &str) {
     out.push('"');
     // Without early exit, so the compiler can check many bytes at once.
     let plain = s
@@ -203,7 +166,7 @@ fn write_string(out: &mut String, s: &str) {
             '\u{0C}' => out.push_str("\\f"),
             '\r' => out.push_str("\\r"),
             c if (c as u32) < 0x20 => {
-                out.push_str(&format!("\\u{:04x}", c as u32));
+                let _ = write!(out, "\\u{:04x}", c as u32);
             }
             c => out.push(c),
         }

@@ -9,7 +9,6 @@
 //! stored, including fields a reader does not know.
 
 use crate::canonical::{self, CanonicalError};
-use ed25519_dalek::{Signer, SigningKey};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -73,19 +72,7 @@ impl Kind {
     }
 }
 
-impl std::fmt::Display for Kind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The hex SHA-256 of the canonical JSON of `entry` without its `hash` and `sig` fields.
-pub fn compute_hash(entry: &Map<String, Value>) -> Result<String, CanonicalError> {
-    compute_digest(entry).map(|d| lower_hex(&d))
-}
-
-/// The SHA-256 of the canonical JSON of `entry` without its `hash` and `sig` fields
-/// ([`compute_hash`] before hex encoding).
+/// The SHA-256 of the canonical JSON of `entry` without its `hash` and `sig` fields.
 pub fn compute_digest(entry: &Map<String, Value>) -> Result<[u8; 32], CanonicalError> {
     thread_local! {
         static BUFFER: std::cell::RefCell<String> = std::cell::RefCell::new(String::with_capacity(4096));
@@ -112,11 +99,14 @@ pub fn is_lower_hex_of(hex: &str, bytes: &[u8]) -> bool {
 /// Decode exactly `2 * N` lowercase hex characters into `N` bytes; `None` for any other text
 /// (uppercase included: the same bytes must have exactly one accepted spelling).
 pub fn decode_lower_hex<const N: usize>(hex: &str) -> Option<[u8; N]> {
-    let lower = hex
-        .bytes()
-        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
     let mut out = [0u8; N];
-    (lower && hex::decode_to_slice(hex, &mut out).is_ok()).then_some(out)
+    (is_lower_hex(hex) && hex::decode_to_slice(hex, &mut out).is_ok()).then_some(out)
+}
+
+/// Whether `text` holds only lowercase hex digits.
+pub fn is_lower_hex(text: &str) -> bool {
+    text.bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// Lowercase hex of `bytes` (the same as `hex::encode`, without per-character iteration).
@@ -128,32 +118,6 @@ pub fn lower_hex(bytes: &[u8]) -> String {
         out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
     }
     out
-}
-
-/// The exact bytes an entry signature covers: `"interlock-entry-v1:" + hash` (hash as lowercase hex).
-pub fn signing_message(hash_hex: &str) -> Vec<u8> {
-    let mut msg = Vec::with_capacity(SIGNING_CONTEXT.len() + hash_hex.len());
-    msg.extend_from_slice(SIGNING_CONTEXT.as_bytes());
-    msg.extend_from_slice(hash_hex.as_bytes());
-    msg
-}
-
-/// Complete an entry in place: set `signer` to the key's public half, then `hash`, then `sig`.
-///
-/// The entry must already hold `v`, `ts_ms`, `kind`, `effect_id`, its kind fields and `prev`.
-/// Any existing `signer`, `hash` and `sig` are replaced.
-pub fn seal(entry: &mut Map<String, Value>, key: &SigningKey) -> Result<(), CanonicalError> {
-    entry.remove("hash");
-    entry.remove("sig");
-    entry.insert(
-        "signer".to_owned(),
-        Value::String(hex::encode(key.verifying_key().as_bytes())),
-    );
-    let hash = compute_hash(entry)?;
-    let sig = key.sign(&signing_message(&hash));
-    entry.insert("hash".to_owned(), Value::String(hash));
-    entry.insert("sig".to_owned(), Value::String(hex::encode(sig.to_bytes())));
-    Ok(())
 }
 
 /// A receipt bundle: every entry of one effect, in journal order, exactly as stored.
@@ -171,18 +135,6 @@ pub struct ReceiptBundle {
     /// The signed head ([`crate::trusted::seal`]); `None` for an unsealed bundle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head: Option<crate::trusted::seal::Head>,
-}
-
-impl ReceiptBundle {
-    /// A bundle in the current format.
-    pub fn new(effect_id: impl Into<String>, entries: Vec<Value>) -> ReceiptBundle {
-        ReceiptBundle {
-            format: RECEIPT_FORMAT.to_owned(),
-            effect_id: effect_id.into(),
-            entries,
-            head: None,
-        }
-    }
 }
 
 #[cfg(test)]

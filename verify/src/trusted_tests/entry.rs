@@ -1,6 +1,7 @@
 //! Unit tests of `trusted::entry` (kept apart so the trusted core reads without them).
 use super::*;
-use ed25519_dalek::{Signature, Verifier};
+use crate::entry::{compute_hash, seal, signing_message};
+use ed25519_dalek::{Signature, SigningKey, Verifier};
 use serde_json::json;
 
 #[test]

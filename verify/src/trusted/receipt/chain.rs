@@ -3,8 +3,8 @@
 
 use super::{Format, PendingSig, SignerRule};
 use crate::display::shorten;
+use crate::problem::{code, Problem};
 use crate::trusted::entry::{self, decode_lower_hex, lower_hex};
-use crate::trusted::problem::{code, shown_kind, Problem};
 use ed25519_dalek::Signature;
 use serde_json::{Map, Value};
 
@@ -61,11 +61,8 @@ pub(super) struct ChainWalk<'r, 'a> {
 
 impl<'a> ChainWalk<'_, 'a> {
     fn problem(&mut self, i: usize, kind: Option<&str>, code: &str, what: impl Into<String>) {
-        let shown = kind
-            .map(|k| format!(" ({})", shown_kind(k)))
-            .unwrap_or_default();
-        let message = format!("effect {}: entry {i}{shown} {}", self.eid, what.into());
-        self.problems.push(Problem::at(i, kind, code, message));
+        let problem = Problem::in_entry(self.eid, i, kind, code, &what.into());
+        self.problems.push(problem);
     }
 
     fn chain_problem(&mut self, i: usize, kind: Option<&str>, code: &str, what: impl Into<String>) {

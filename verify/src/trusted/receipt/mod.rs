@@ -3,10 +3,10 @@
 //! [`verify_bundle`] checks one bundle; [`verify_group`] checks several and batches their
 //! signatures together (the results checker spreads groups over threads, outside this core).
 //! Neither fails open: every check that does not hold adds a [`Problem`], and `valid` is true
-//! only when there is none.
+//! only when there is none (`Prepared::finish`).
 //!
 //! Reading order: [`prepare`] (per entry: [`chain`]), [`replay`] (the protocol rules), then the
-//! signatures in [`verify_group`].
+//! signatures in [`check_signatures`].
 //!
 //! Two formats are understood:
 //! - `interlock-receipt/1` (this project): signed entries, RFC 8785 hashes, 64-hex effect ids;
@@ -17,12 +17,12 @@
 mod chain;
 mod replay;
 
+use crate::problem::{code, shown_kind, Problem};
+use crate::receipt::ReceiptReport;
 use crate::trusted::entry::{self, ReceiptBundle, RECEIPT_FORMAT};
-use crate::trusted::problem::{code, shown_kind, Problem};
 use crate::trusted::signatures;
 use chain::ChainWalk;
 use ed25519_dalek::{Signature, VerifyingKey};
-use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -41,57 +41,6 @@ pub const VIAS: [&str; 5] = [
 
 /// `via` values of a COMMITTED that sent the effect again (a second firing with its own checks).
 pub const RESEND_VIAS: [&str; 2] = ["retry-idempotent", "recovery-reapply"];
-
-/// Whether the effect happened at the target, as the receipt proves it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Happened {
-    /// A COMMITTED entry records it.
-    Yes,
-    /// Nothing was sent, or every send was refused as never landed.
-    No,
-    /// An AMBIGUOUS entry, or a dispatch still open: nobody can know.
-    Unknown,
-}
-
-impl Happened {
-    /// Whether this agrees with the target holding (`true`) or not holding the effect.
-    /// `Unknown` agrees with neither.
-    pub fn agrees_with(self, exists: bool) -> bool {
-        matches!(
-            (self, exists),
-            (Happened::Yes, true) | (Happened::No, false)
-        )
-    }
-}
-
-impl Serialize for Happened {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Happened::Yes => s.serialize_bool(true),
-            Happened::No => s.serialize_bool(false),
-            Happened::Unknown => s.serialize_str("unknown"),
-        }
-    }
-}
-
-impl std::fmt::Display for Happened {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Happened::Yes => "true",
-            Happened::No => "false",
-            Happened::Unknown => "unknown",
-        })
-    }
-}
-
-/// The last refusal of an effect that did not happen.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Refusal {
-    /// Machine code (`None` in the original format, which had none).
-    pub code: Option<String>,
-    /// The human reason (a list of reasons in the original is joined with `"; "`).
-    pub reason: String,
-}
 
 /// Which key must have signed the entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,62 +71,12 @@ impl From<&KeyCheck> for SignerRule {
     }
 }
 
-/// What one receipt proves, and every problem found in it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ReceiptReport {
-    /// The bundle's effect id.
-    pub effect_id: String,
-    /// `interlock-receipt/1` or `python-original` (or the unknown format found).
-    pub format: String,
-    /// No problem was found.
-    pub valid: bool,
-    /// Every entry belongs to the effect, its hash recomputes and its `prev` links.
-    pub chain_consistent: bool,
-    /// Every entry carries a valid signature; `None` for the unsigned original format.
-    pub signed: Option<bool>,
-    /// `pinned`, `self-attested`, or `none` (unsigned format).
-    pub key: String,
-    /// The signer named by the entries (hex), if any.
-    pub signer: Option<String>,
-    /// Whether the effect happened.
-    pub happened: Happened,
-    /// Never committed twice, never dispatched while a dispatch was open or after a commit.
-    pub happened_once: bool,
-    /// Every send that counts had a live grant that covers it; `None` if nothing was sent.
-    pub authorized_when_fired: Option<bool>,
-    /// Every send that counts recorded no premise violation; `None` if nothing was sent.
-    pub assumptions_held: Option<bool>,
-    /// The last refusal, when the effect did not happen.
-    pub refused: Option<Refusal>,
-    /// The COMMITTED entry's evidence (`evidence`, or `result`/`found` in the original).
-    pub evidence: Option<Value>,
-    /// The COMMITTED entry's `via`.
-    pub via: Option<String>,
-    /// The kind of the last entry.
-    pub final_kind: Option<String>,
-    /// The last `rechecked` recorded (the checks at recovery).
-    pub rechecked_at_recovery: Option<Value>,
-    /// The entries' kinds, in order (`?` for an entry without one).
-    pub journal_kinds: Vec<String>,
-    /// Every problem, ordered by entry.
-    pub problems: Vec<Problem>,
-}
-
 /// Verify one receipt bundle.
 pub fn verify_bundle(bundle: &ReceiptBundle, key: &KeyCheck) -> ReceiptReport {
-    let vetted = Vetted::default();
-    let mut reports = verify_group(&[bundle], &SignerRule::from(key), &vetted);
-    reports.pop().unwrap_or_else(|| {
-        let mut report = empty_report(bundle, "none");
-        let what = format!(
-            "effect {}: the receipt could not be checked",
-            bundle.effect_id
-        );
-        report
-            .problems
-            .push(Problem::receipt(code::EMPTY_RECEIPT, what));
-        report
-    })
+    let mut prepared = [prepare(bundle, &SignerRule::from(key))];
+    check_signatures(&mut prepared, &Vetted::default());
+    let [prepared] = prepared;
+    prepared.finish()
 }
 
 /// Each distinct signer, decoded and vetted once per run (`None`: not an acceptable key).
@@ -185,22 +84,11 @@ pub(crate) type Vetted = Mutex<HashMap<[u8; 32], Option<VerifyingKey>>>;
 
 fn vet(vetted: &Vetted, signer: &[u8; 32]) -> Option<VerifyingKey> {
     // A poisoned lock only means another thread panicked; the map itself is still valid.
-    let cached = vetted
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(signer)
-        .copied();
-    if let Some(known) = cached {
-        return known;
-    }
-    let key = VerifyingKey::from_bytes(signer)
-        .ok()
-        .filter(signatures::key_is_acceptable);
-    vetted
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(*signer, key);
-    key
+    let mut known = vetted.lock().unwrap_or_else(|e| e.into_inner());
+    *known.entry(*signer).or_insert_with(|| {
+        let key = VerifyingKey::from_bytes(signer).ok();
+        key.filter(signatures::key_is_acceptable)
+    })
 }
 
 /// Verify one group of receipts on the calling thread: every check, then all their signatures in
@@ -211,7 +99,14 @@ pub(crate) fn verify_group(
     vetted: &Vetted,
 ) -> Vec<ReceiptReport> {
     let mut prepared: Vec<Prepared<'_>> = group.iter().map(|b| prepare(b, rule)).collect();
-    let batch = collect_signatures(&mut prepared, vetted);
+    check_signatures(&mut prepared, vetted);
+    prepared.into_iter().map(Prepared::finish).collect()
+}
+
+/// Check every pending signature of `prepared` in shared batches; each that fails is a problem of
+/// its entry.
+fn check_signatures(prepared: &mut [Prepared<'_>], vetted: &Vetted) {
+    let batch = collect_signatures(prepared, vetted);
     let messages: Vec<&[u8]> = batch
         .spans
         .iter()
@@ -235,7 +130,6 @@ pub(crate) fn verify_group(
             p.report.problems.push(problem);
         }
     }
-    prepared.into_iter().map(Prepared::finish).collect()
 }
 
 /// Every signed message of a group, back to back in one buffer (`context + stored hash`), with
@@ -339,35 +233,6 @@ pub(super) enum Format {
     Original,
 }
 
-fn empty_report(bundle: &ReceiptBundle, key: &str) -> ReceiptReport {
-    ReceiptReport {
-        effect_id: bundle.effect_id.clone(),
-        format: bundle.format.clone(),
-        valid: false,
-        chain_consistent: false,
-        signed: None,
-        key: key.to_owned(),
-        signer: None,
-        happened: Happened::No,
-        happened_once: true,
-        authorized_when_fired: None,
-        assumptions_held: None,
-        refused: None,
-        evidence: None,
-        via: None,
-        final_kind: None,
-        rechecked_at_recovery: None,
-        journal_kinds: Vec::new(),
-        problems: Vec::new(),
-    }
-}
-
-fn is_lower_hex(s: &str, len: usize) -> bool {
-    s.len() == len
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
 /// Every check of one receipt but its signatures, which wait in `pending`.
 fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
     let format = match bundle.format.as_str() {
@@ -380,7 +245,7 @@ fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
         (Some(Format::Current), _) => "self-attested",
         _ => "none",
     };
-    let mut report = empty_report(bundle, key_label);
+    let mut report = ReceiptReport::empty(bundle, key_label);
     let eid = bundle.effect_id.as_str();
     let Some(format) = format else {
         let what = format!(
@@ -446,7 +311,7 @@ fn check_bundle(report: &mut ReceiptReport, bundle: &ReceiptBundle, format: Form
         Format::Current => 64,
         Format::Original => crate::pycompat::ORIGINAL_EFFECT_ID_LEN,
     };
-    if !is_lower_hex(eid, id_len) {
+    if !(eid.len() == id_len && entry::is_lower_hex(eid)) {
         let what = format!(
             "effect {}: the effect id is not {id_len} lowercase hex characters",
             crate::display::shorten(eid, 80)

@@ -1,10 +1,11 @@
 //! Replaying a receipt's entries in order (DESIGN §3.3): the protocol rules, and what the receipt
 //! proves. One method per entry kind; each names the rule it enforces.
 
-use super::{Format, Happened, ReceiptReport, Refusal, RESEND_VIAS, VIAS};
+use super::{Format, RESEND_VIAS, VIAS};
+use crate::problem::{code, Problem};
+use crate::receipt::{Happened, ReceiptReport, Refusal};
 use crate::trusted::canonical;
 use crate::trusted::entry::{self, Kind};
-use crate::trusted::problem::{code, shown_kind, Problem};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -77,11 +78,8 @@ pub(super) fn replay(
 
 impl<'a> Replay<'a> {
     fn put(&mut self, i: usize, kind: Option<&str>, code: &str, what: String) {
-        let shown = kind
-            .map(|k| format!(" ({})", shown_kind(k)))
-            .unwrap_or_default();
-        let message = format!("effect {}: entry {i}{shown} {what}", self.eid);
-        self.problems.push(Problem::at(i, kind, code, message));
+        let problem = Problem::in_entry(self.eid, i, kind, code, &what);
+        self.problems.push(problem);
     }
 
     /// One entry: the first must be PROPOSED, the kind must be known, then the kind's rules.

@@ -38,16 +38,21 @@ impl Problem {
             message: message.into(),
         }
     }
-}
 
-impl std::fmt::Display for Problem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (self.entry, &self.kind) {
-            (Some(i), Some(k)) => write!(f, "entry {i} ({k}): ")?,
-            (Some(i), None) => write!(f, "entry {i}: ")?,
-            _ => {}
-        }
-        write!(f, "[{}] {}", self.code, self.message)
+    /// A problem found in entry `index` of effect `eid`, its message naming both:
+    /// `effect <eid>: entry <index> (<kind>) <what>`.
+    pub fn in_entry(
+        eid: &str,
+        index: usize,
+        kind: Option<&str>,
+        code: &str,
+        what: &str,
+    ) -> Problem {
+        let shown = kind
+            .map(|k| format!(" ({})", shown_kind(k)))
+            .unwrap_or_default();
+        let message = format!("effect {eid}: entry {index}{shown} {what}");
+        Problem::at(index, kind, code, message)
     }
 }
 
