@@ -158,6 +158,7 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
         first_fault = decide.ended;
     }
     let decide_ended = decide.ended.unwrap_or_else(Instant::now);
+    let held_from = decide.held_from;
     if let Some(problem) = decide.problem {
         return Ok(harness(trial, &client, &case, problem, &dir));
     }
@@ -226,7 +227,7 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     // A request held beyond the bound may still be on its way: let it land before reading, so
     // the ground truth is the final state (the hold is the runner's own fault, of known length).
     if let Some(stripe::emulator::FaultAction::Delay { ms: held }) = plan.service {
-        let until = decide_ended + Duration::from_millis(held + 200);
+        let until = held_from.unwrap_or(decide_ended) + Duration::from_millis(held + 200);
         let now = Instant::now();
         if until > now {
             std::thread::sleep(until - now);

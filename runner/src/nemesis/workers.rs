@@ -35,6 +35,9 @@ pub(super) struct DecideEnd {
     pub(super) problem: Option<String>,
     /// Where a replay kills to reach the same state (timed kills only).
     pub(super) replay_at: Option<String>,
+    /// When the runner saw the service hold the credit POST, if it watched (a held request
+    /// lands at most its hold after this).
+    pub(super) held_from: Option<Instant>,
 }
 
 impl DecideEnd {
@@ -44,6 +47,7 @@ impl DecideEnd {
             ended: Some(Instant::now()),
             problem: None,
             replay_at,
+            held_from: None,
         }
     }
 
@@ -53,6 +57,7 @@ impl DecideEnd {
             ended: Some(Instant::now()),
             problem: Some(why),
             replay_at: None,
+            held_from: None,
         }
     }
 }
@@ -154,28 +159,48 @@ impl Workers<'_> {
                 ended: Some(Instant::now()),
                 problem,
                 replay_at: None,
+                held_from: None,
             });
         }
         if let Some(step) = plan.kill_at_step {
             // At a worker step: it announces the step and blocks there. Mid-request: the service
             // holds the POST (for at least 100 ms) and the runner sees the rule fire.
-            match (step, rule) {
+            let held_from = match (step, rule) {
                 ("request_held", Some((handle, id))) => {
-                    poll_fired(&mut child, handle, id, deadline);
+                    Some(poll_fired(&mut child, handle, id, deadline))
                 }
                 _ => {
                     lines.wait_for(CRASH_LINE_PREFIX, deadline);
+                    None
                 }
-            }
+            };
             let kill = self.kill_now(&mut child, "decide", 0, step, &mut lines);
-            return Ok(DecideEnd::killed(kill, None));
+            let mut end = DecideEnd::killed(kill, None);
+            end.held_from = held_from;
+            return Ok(end);
         }
         let Some(at) = plan.decide_kill_ms else {
             let mut second = match plan.second_worker {
                 true => Some(self.spawn("decide", NO_CRASH, "decide-2.stderr", &[])?),
                 false => None,
             };
-            let status = wait_until(&mut child, deadline);
+            // Watch the service rule meanwhile: when the POST was held bounds when it lands.
+            let mut held_from = None;
+            let status = loop {
+                if held_from.is_none() && rule.is_some_and(|(h, id)| h.fired(id) > 0) {
+                    held_from = Some(Instant::now());
+                }
+                match child.try_wait() {
+                    Ok(Some(s)) => break Some(s),
+                    Ok(None) if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(1))
+                    }
+                    _ => {
+                        reap(&mut child);
+                        break None;
+                    }
+                }
+            };
             if let Some(second) = second.as_mut() {
                 wait_until(second, deadline);
             }
@@ -187,12 +212,16 @@ impl Workers<'_> {
                     .is_none()
                     .then(|| "the decide worker did not finish in time".into()),
                 replay_at: None,
+                held_from,
             });
         };
-        let origin = match (plan.kill_after, rule) {
+        let (origin, held_from) = match (plan.kill_after, rule) {
             // The instant counts from the service holding the credit POST: poll the rule.
-            ("request_held", Some((handle, id))) => poll_fired(&mut child, handle, id, deadline),
-            _ => started,
+            ("request_held", Some((handle, id))) => {
+                let held = poll_fired(&mut child, handle, id, deadline);
+                (held, Some(held))
+            }
+            _ => (started, None),
         };
         let when = origin + Duration::from_millis(at);
         let now = Instant::now();
@@ -208,7 +237,9 @@ impl Workers<'_> {
         let replay_at = kill
             .delivered
             .then(|| replay_position(&lines.steps, arrived, held));
-        Ok(DecideEnd::killed(kill, replay_at))
+        let mut end = DecideEnd::killed(kill, replay_at);
+        end.held_from = held_from;
+        Ok(end)
     }
 
     /// Cooperative: the worker announces `before_send` and blocks there (kill_recovery's and
