@@ -673,34 +673,35 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         prep: &Prepared<'_>,
         admission: Admission,
     ) -> Result<Submitted, GateError> {
-        let (status, detail) = match admission {
-            Admission::Proceed | Admission::InFlight => (Status::InFlight, OPEN_DETAIL.to_owned()),
-            Admission::Ambiguous => (Status::Ambiguous, AMBIGUOUS_DETAIL.to_owned()),
-            Admission::Duplicate => (Status::DuplicateIgnored, DUPLICATE_DETAIL.to_owned()),
-            Admission::Conflicting => {
-                let why = "The payload differs from the one this effect was first proposed with; the first proposal fixes it.".to_owned();
-                let code = RefusalCode::ConflictingPayload;
-                self.append(
-                    j,
-                    &prep.eid,
-                    Kind::Refused,
-                    json!({"code": code.as_str(), "reason": why}),
-                )?;
-                (Status::Refused(code), why)
+        let (code, why) = match admission {
+            Admission::Proceed | Admission::InFlight => {
+                return Ok(prep.answer(Status::InFlight, Some(OPEN_DETAIL.to_owned())))
             }
-            Admission::TargetRejected => {
-                let why = "The target already rejected this effect and it was settled as not done; a rejected effect is never resent.".to_owned();
-                let code = RefusalCode::TargetError;
-                self.append(
-                    j,
-                    &prep.eid,
-                    Kind::Refused,
-                    json!({"code": code.as_str(), "reason": why}),
-                )?;
-                (Status::Refused(code), why)
+            Admission::Ambiguous => {
+                return Ok(prep.answer(Status::Ambiguous, Some(AMBIGUOUS_DETAIL.to_owned())))
             }
+            Admission::Duplicate => {
+                return Ok(prep.answer(
+                    Status::DuplicateIgnored,
+                    Some(DUPLICATE_DETAIL.to_owned()),
+                ))
+            }
+            Admission::Conflicting => (
+                RefusalCode::ConflictingPayload,
+                "The payload differs from the one this effect was first proposed with; the first proposal fixes it.",
+            ),
+            Admission::TargetRejected => (
+                RefusalCode::TargetError,
+                "The target already rejected this effect and it was settled as not done; a rejected effect is never resent.",
+            ),
         };
-        Ok(prep.answer(status, Some(detail)))
+        self.append(
+            j,
+            &prep.eid,
+            Kind::Refused,
+            json!({"code": code.as_str(), "reason": why}),
+        )?;
+        Ok(prep.answer(Status::Refused(code), Some(why.to_owned())))
     }
 
     /// Step 2: the lease at proposal → REFUSED:lease or AUTHORIZED. Goes on having set the

@@ -109,7 +109,6 @@ pub fn trial_file(id: &str) -> String {
 /// | `harness_errors` | integer | HARNESS_ERROR trials |
 pub fn facts(file: &NemesisFile) -> Facts {
     let mut facts = Facts::new();
-    let int = |n: usize| Fact::Int(i64::try_from(n).unwrap_or(i64::MAX));
     facts.insert("nemesis.trials".into(), int(file.trials.len()));
     facts.insert(
         "nemesis.per_cell".into(),
@@ -129,84 +128,87 @@ pub fn facts(file: &NemesisFile) -> Facts {
             .count()),
     );
     for column in &file.plan.columns {
-        let of = |t: &&Trial| &t.column == column;
-        let within: Vec<&Trial> = file
-            .trials
-            .iter()
-            .filter(of)
-            .filter(|t| t.assumption.is_none())
-            .collect();
-        let beyond: Vec<&Trial> = file
-            .trials
-            .iter()
-            .filter(of)
-            .filter(|t| t.assumption.is_some())
-            .collect();
-        let count = |v: &[&Trial], p: fn(&Trial) -> bool| int(v.iter().filter(|t| p(t)).count());
-        facts.insert(format!("within.{column}"), int(within.len()));
-        facts.insert(format!("beyond.{column}"), int(beyond.len()));
-        facts.insert(
-            format!("violations_within.{column}"),
-            count(&within, |t| t.violation),
-        );
-        facts.insert(
-            format!("wrong_within.{column}"),
-            count(&within, |t| !t.answer_matches),
-        );
-        facts.insert(
-            format!("ambiguous_within.{column}"),
-            count(&within, |t| t.ambiguous),
-        );
-        facts.insert(
-            format!("violations_beyond.{column}"),
-            count(&beyond, |t| t.violation),
-        );
-        let mut min_within = usize::MAX;
-        let mut violating = Vec::new();
-        let mut wholly_beyond = Vec::new();
-        for nemesis in &file.plan.nemeses {
-            let here: Vec<&&Trial> = within.iter().filter(|t| &t.nemesis == nemesis).collect();
-            let violations = here.iter().filter(|t| t.violation).count();
-            if here.is_empty() {
-                wholly_beyond.push(nemesis.clone());
-            } else {
-                min_within = min_within.min(here.len());
-            }
-            if violations > 0 {
-                violating.push(format!("{nemesis} ({violations})"));
-            }
-            facts.insert(format!("within.{nemesis}.{column}"), int(here.len()));
-            facts.insert(
-                format!("violations_within.{nemesis}.{column}"),
-                int(violations),
-            );
-        }
-        facts.insert(
-            format!("min_within.{column}"),
-            int(if min_within == usize::MAX {
-                0
-            } else {
-                min_within
-            }),
-        );
-        facts.insert(
-            format!("wholly_beyond.{column}"),
-            Fact::Text(if wholly_beyond.is_empty() {
-                "none".into()
-            } else {
-                wholly_beyond.join(", ")
-            }),
-        );
-        facts.insert(
-            format!("violating_nemeses.{column}"),
-            Fact::Text(if violating.is_empty() {
-                "none".into()
-            } else {
-                violating.join(", ")
-            }),
-        );
+        column_facts(file, column, &mut facts);
     }
     facts
+}
+
+fn int(n: usize) -> Fact {
+    Fact::Int(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+/// A list as text, or `none`.
+fn list_or_none(items: Vec<String>) -> Fact {
+    Fact::Text(if items.is_empty() {
+        "none".into()
+    } else {
+        items.join(", ")
+    })
+}
+
+/// The facts of one column: within / beyond its assumptions, and per nemesis.
+fn column_facts(file: &NemesisFile, column: &str, facts: &mut Facts) {
+    let of = |t: &&Trial| t.column == column;
+    let (within, beyond): (Vec<&Trial>, Vec<&Trial>) = file
+        .trials
+        .iter()
+        .filter(of)
+        .partition(|t| t.assumption.is_none());
+    let count = |v: &[&Trial], p: fn(&Trial) -> bool| int(v.iter().filter(|t| p(t)).count());
+    facts.insert(format!("within.{column}"), int(within.len()));
+    facts.insert(format!("beyond.{column}"), int(beyond.len()));
+    facts.insert(
+        format!("violations_within.{column}"),
+        count(&within, |t| t.violation),
+    );
+    facts.insert(
+        format!("wrong_within.{column}"),
+        count(&within, |t| !t.answer_matches),
+    );
+    facts.insert(
+        format!("ambiguous_within.{column}"),
+        count(&within, |t| t.ambiguous),
+    );
+    facts.insert(
+        format!("violations_beyond.{column}"),
+        count(&beyond, |t| t.violation),
+    );
+    let mut min_within = usize::MAX;
+    let mut violating = Vec::new();
+    let mut wholly_beyond = Vec::new();
+    for nemesis in &file.plan.nemeses {
+        let here: Vec<&&Trial> = within.iter().filter(|t| &t.nemesis == nemesis).collect();
+        let violations = here.iter().filter(|t| t.violation).count();
+        if here.is_empty() {
+            wholly_beyond.push(nemesis.clone());
+        } else {
+            min_within = min_within.min(here.len());
+        }
+        if violations > 0 {
+            violating.push(format!("{nemesis} ({violations})"));
+        }
+        facts.insert(format!("within.{nemesis}.{column}"), int(here.len()));
+        facts.insert(
+            format!("violations_within.{nemesis}.{column}"),
+            int(violations),
+        );
+    }
+    facts.insert(
+        format!("min_within.{column}"),
+        int(if min_within == usize::MAX {
+            0
+        } else {
+            min_within
+        }),
+    );
+    facts.insert(
+        format!("wholly_beyond.{column}"),
+        list_or_none(wholly_beyond),
+    );
+    facts.insert(
+        format!("violating_nemeses.{column}"),
+        list_or_none(violating),
+    );
 }
 
 /// A bound in ppm as a percentage with two decimals, rounded up (it is an upper bound).

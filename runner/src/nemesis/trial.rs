@@ -10,9 +10,9 @@ use crate::cell::{empty_truth, stderr_tail};
 use rand::{rngs::StdRng, SeedableRng};
 use scenarios::billing_credit as bc;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use stripe::emulator::{FaultAction, FaultRule};
+use stripe::emulator::{FaultAction, FaultHandle, FaultId, FaultRule};
 use verify::billing_credit::HARNESS_ERROR;
 use verify::nemesis::rules::{judge, trial_id};
 use verify::nemesis::{Fault, Trial};
@@ -52,8 +52,19 @@ pub struct TrialSpec {
     pub at: Option<&'static str>,
 }
 
+/// Mixed into a trial's seed for the outage's own random choices.
+const OUTAGE_SEED: u64 = 0x5eed;
+
 pub(super) fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// What a trial works on once its case is open.
+struct Opened {
+    dir: PathBuf,
+    api_key: String,
+    client: stripe::Client,
+    case: bc::CaseFile,
 }
 
 /// Runs a trial. Errors only when the case cannot even be opened (the backend is unusable).
@@ -63,80 +74,30 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     if let Some(at) = spec.at {
         plan = plan.replayed_at(at)?;
     }
-    let dir = ctx.run_dir.join(format!("trial{:05}", spec.slot));
-    fs::create_dir_all(&dir).map_err(|e| format!("trial {id}: {e}"))?;
-    if let Some(url) = ctx.journal {
-        fs::write(dir.join(bc::JOURNAL_LOCATION_FILE), url)
-            .map_err(|e| format!("trial {id}: name the journal store: {e}"))?;
-    }
-    let api_key = ctx.backend.api_key(spec.slot);
-    let client = ctx.backend.client(&api_key)?;
-    let prices = ctx.backend.prices(&client)?;
-    let mut rng = StdRng::seed_from_u64(spec.seed);
-    let case = bc::open_case(&client, &prices, &format!("nemesis {id}"), &mut rng)
-        .map_err(|e| format!("trial {id}: open the case: {e}"))?;
-    case.save(&dir).map_err(|e| format!("trial {id}: {e}"))?;
-
-    let mut trial = blank_trial(&id, spec, &plan, &case);
+    let o = open(ctx, spec, &id)?;
+    let mut trial = blank_trial(&id, spec, &plan, &o.case);
     let faults = ctx.backend.faults();
-    // A timed kill with no service fault still watches the credit POST arrive (a zero hold), so
-    // the trial can say whether the request had reached the service when the worker died.
-    let timed = plan.decide_kill_ms.is_some();
-    let action = match &plan.service {
-        Some(a) => Some(a.clone()),
-        None if timed => Some(FaultAction::Delay { ms: 0 }),
-        None => None,
-    };
-    let rule = match (action, &faults) {
-        (Some(action), Some(handle)) => {
-            let r = FaultRule::new("POST", "/v1/customers/*/balance_transactions", action)
-                .for_key(&api_key)
-                .times(spec_times(&plan));
-            Some(handle.add(r))
-        }
-        (Some(_), None) => return Err("service nemeses need the embedded emulator".into()),
-        _ => None,
-    };
+    let rule = service_rule(&plan, faults.as_ref(), &o.api_key)?;
     let w = Workers {
         ctx,
-        dir: &dir,
-        api_key: &api_key,
+        dir: &o.dir,
+        api_key: &o.api_key,
         column: spec.column,
     };
 
-    let mut first_fault: Option<Instant> = None;
+    // The world change, if one is drawn, is made while the worker is paused mid-check.
     let mut world_at: Option<Instant> = None;
-    let mut world_record: Option<Result<(Fault, Option<bc::CaseFile>), String>> = None;
+    let mut world_record = None;
     let mut world = || -> Result<(), String> {
         world_at = Some(Instant::now());
-        let paused = plan.pause_at.unwrap_or("?");
-        let made = match plan.world {
-            Some(WorldFault::Revoke) => clock_now(&client, &case)
-                .and_then(|at| revoke(&client, &dir, at))
-                .map(|(revoked, at)| {
-                    let what = format!("support revoked the approval while the worker was paused at {paused}, at test-clock {at}");
-                    (world_fault("revocation", what), Some(revoked))
-                }),
-            Some(WorldFault::CreditNote) => {
-                let mut outage_rng = StdRng::seed_from_u64(spec.seed ^ 0x5eed);
-                bc::run_outage(&client, &case, bc::Outage::BillingCredit, &mut outage_rng)
-                    .map_err(|e| e.to_string())
-                    .map(|_| {
-                        let what = format!("billing's renewal and credit note for the case's incident ran while the worker was paused at {paused}");
-                        (world_fault("credit_note", what), None)
-                    })
-            }
-            None => Err("a pause was drawn without a world fault".into()),
-        };
+        let made = change_world(&plan, spec.seed, &o);
         let ok = made.is_ok();
         world_record = Some(made);
-        if ok {
-            Ok(())
-        } else {
-            Err("the world fault failed".into())
-        }
+        ok.then_some(())
+            .ok_or_else(|| "the world fault failed".to_owned())
     };
     let decide = w.run_decide(&plan, faults.as_ref().zip(rule), &mut world);
+    let mut first_fault: Option<Instant> = None;
     match world_record {
         Some(Ok((fault, revoked))) => {
             if let Some(revoked) = revoked {
@@ -145,10 +106,7 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
             trial.faults.push(fault);
             first_fault = world_at;
         }
-        Some(Err(why)) => {
-            let why = format!("the world fault failed: {why}");
-            return Ok(harness(trial, &client, &case, why, &dir));
-        }
+        Some(Err(why)) => return Ok(harness(trial, &o, format!("the world fault failed: {why}"))),
         None => {}
     }
     let decide = decide?;
@@ -158,47 +116,13 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
         first_fault = decide.ended;
     }
     let decide_ended = decide.ended.unwrap_or_else(Instant::now);
-    let held_from = decide.held_from;
     if let Some(problem) = decide.problem {
-        return Ok(harness(trial, &client, &case, problem, &dir));
+        return Ok(harness(trial, &o, problem));
     }
 
     // The worker is dead (or finished): the world moves on.
-    // (A credit note mid-check was this trial's outage: it ran already.)
-    let record = if plan.world == Some(WorldFault::CreditNote) {
-        None
-    } else {
-        let mut outage_rng = StdRng::seed_from_u64(spec.seed ^ 0x5eed);
-        match bc::run_outage(&client, &case, plan.outage, &mut outage_rng) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                let why = format!("the outage failed: {e}");
-                return Ok(harness(trial, &client, &case, why, &dir));
-            }
-        }
-    };
-    if plan.revoke_in_outage {
-        let at = record
-            .as_ref()
-            .and_then(|r| r.clock_time)
-            .ok_or_else(|| "the outage recorded no clock time".to_owned());
-        match at.and_then(|at| revoke(&client, &dir, at)) {
-            Ok((revoked, at)) => {
-                trial.case = revoked.to_results_case();
-                trial.faults.push(Fault {
-                    kind: "revocation".into(),
-                    detail: format!(
-                        "support revoked the approval during the outage, at test-clock {at}; \
-                         the clock was then advanced one second"
-                    ),
-                    fired: 1,
-                });
-            }
-            Err(e) => {
-                let why = format!("the revocation failed: {e}");
-                return Ok(harness(trial, &client, &case, why, &dir));
-            }
-        }
+    if let Err(why) = outage(&plan, spec.seed, &o, &mut trial) {
+        return Ok(harness(trial, &o, why));
     }
     for (k, at) in plan.restart_kills_ms.iter().enumerate() {
         let kill = w.kill_restart(k + 1, *at)?;
@@ -222,28 +146,12 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     let report = match final_restart {
         Ok(r) => Some(r),
         Err(RestartEnd::Failed) => None,
-        Err(RestartEnd::Harness(why)) => return Ok(harness(trial, &client, &case, why, &dir)),
+        Err(RestartEnd::Harness(why)) => return Ok(harness(trial, &o, why)),
     };
-    // A request held beyond the bound may still be on its way: let it land before reading, so
-    // the ground truth is the final state (the hold is the runner's own fault, of known length).
-    if let Some(stripe::emulator::FaultAction::Delay { ms: held }) = plan.service {
-        let until = held_from.unwrap_or(decide_ended) + Duration::from_millis(held + 200);
-        let now = Instant::now();
-        if until > now {
-            std::thread::sleep(until - now);
-        }
-    }
-    let truth = match bc::ground_truth(&client, &case) {
+    wait_for_held_request(&plan, decide.held_from.unwrap_or(decide_ended));
+    let truth = match bc::ground_truth(&o.client, &o.case) {
         Ok(t) => t,
-        Err(e) => {
-            return Ok(harness(
-                trial,
-                &client,
-                &case,
-                format!("ground truth: {e}"),
-                &dir,
-            ))
-        }
+        Err(e) => return Ok(harness(trial, &o, format!("ground truth: {e}"))),
     };
     trial.settle_ms = Some(ms(settled - first_fault.unwrap_or(decide_ended)));
     match report {
@@ -254,9 +162,125 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
         }
         None => trial.outcome = RESTART_FAILED.into(),
     }
-    trial.decision = bc::load_decision(&dir).ok();
+    trial.decision = bc::load_decision(&o.dir).ok();
     finish(&mut trial, truth);
     Ok(trial)
+}
+
+/// The trial's directory (naming the journal store, if any) and its case, opened at the service.
+fn open(ctx: &TrialContext<'_>, spec: TrialSpec, id: &str) -> Result<Opened, String> {
+    let dir = ctx.run_dir.join(format!("trial{:05}", spec.slot));
+    fs::create_dir_all(&dir).map_err(|e| format!("trial {id}: {e}"))?;
+    if let Some(url) = ctx.journal {
+        fs::write(dir.join(bc::JOURNAL_LOCATION_FILE), url)
+            .map_err(|e| format!("trial {id}: name the journal store: {e}"))?;
+    }
+    let api_key = ctx.backend.api_key(spec.slot);
+    let client = ctx.backend.client(&api_key)?;
+    let prices = ctx.backend.prices(&client)?;
+    let mut rng = StdRng::seed_from_u64(spec.seed);
+    let case = bc::open_case(&client, &prices, &format!("nemesis {id}"), &mut rng)
+        .map_err(|e| format!("trial {id}: open the case: {e}"))?;
+    case.save(&dir).map_err(|e| format!("trial {id}: {e}"))?;
+    Ok(Opened {
+        dir,
+        api_key,
+        client,
+        case,
+    })
+}
+
+/// Sets the drawn service fault on the case's credit POST. A timed kill with no service fault
+/// still watches the POST arrive (a zero hold), so the trial can say whether the request had
+/// reached the service when the worker died.
+fn service_rule(
+    plan: &Draw,
+    faults: Option<&FaultHandle>,
+    api_key: &str,
+) -> Result<Option<FaultId>, String> {
+    let action = match &plan.service {
+        Some(a) => a.clone(),
+        None if plan.decide_kill_ms.is_some() => FaultAction::Delay { ms: 0 },
+        None => return Ok(None),
+    };
+    let handle = faults.ok_or("service nemeses need the embedded emulator")?;
+    let times = if plan.service.is_some() {
+        plan.service_times
+    } else {
+        1
+    };
+    let rule = FaultRule::new("POST", "/v1/customers/*/balance_transactions", action)
+        .for_key(api_key)
+        .times(times);
+    Ok(Some(handle.add(rule)))
+}
+
+/// The drawn world change, made while the worker is paused: the fault to record and, for a
+/// revocation, the case as it now stands.
+fn change_world(
+    plan: &Draw,
+    seed: u64,
+    o: &Opened,
+) -> Result<(Fault, Option<bc::CaseFile>), String> {
+    let paused = plan.pause_at.unwrap_or("?");
+    match plan.world {
+        Some(WorldFault::Revoke) => {
+            let (revoked, at) =
+                clock_now(&o.client, &o.case).and_then(|at| revoke(&o.client, &o.dir, at))?;
+            let what = format!("support revoked the approval while the worker was paused at {paused}, at test-clock {at}");
+            Ok((world_fault("revocation", what), Some(revoked)))
+        }
+        Some(WorldFault::CreditNote) => {
+            let mut outage_rng = StdRng::seed_from_u64(seed ^ OUTAGE_SEED);
+            bc::run_outage(
+                &o.client,
+                &o.case,
+                bc::Outage::BillingCredit,
+                &mut outage_rng,
+            )
+            .map_err(|e| e.to_string())?;
+            let what = format!("billing's renewal and credit note for the case's incident ran while the worker was paused at {paused}");
+            Ok((world_fault("credit_note", what), None))
+        }
+        None => Err("a pause was drawn without a world fault".into()),
+    }
+}
+
+/// The outage while the worker is dead (none when a credit note mid-check was this trial's
+/// outage), then the drawn revocation. `Err`: why the trial is a HARNESS_ERROR.
+fn outage(plan: &Draw, seed: u64, o: &Opened, trial: &mut Trial) -> Result<(), String> {
+    if plan.world == Some(WorldFault::CreditNote) {
+        return Ok(());
+    }
+    let mut outage_rng = StdRng::seed_from_u64(seed ^ OUTAGE_SEED);
+    let record = bc::run_outage(&o.client, &o.case, plan.outage, &mut outage_rng)
+        .map_err(|e| format!("the outage failed: {e}"))?;
+    if plan.revoke_in_outage {
+        let at = record
+            .clock_time
+            .ok_or("the revocation failed: the outage recorded no clock time")?;
+        let (revoked, at) =
+            revoke(&o.client, &o.dir, at).map_err(|e| format!("the revocation failed: {e}"))?;
+        trial.case = revoked.to_results_case();
+        trial.faults.push(world_fault(
+            "revocation",
+            format!("support revoked the approval during the outage, at test-clock {at}"),
+        ));
+    }
+    Ok(())
+}
+
+/// A request held at the service may still be on its way: let it land before reading, so the
+/// ground truth is the final state (the hold is the runner's own fault, of known length, and
+/// began no later than `held_from`).
+fn wait_for_held_request(plan: &Draw, held_from: Instant) {
+    if let Some(FaultAction::Delay { ms: held }) = plan.service {
+        let until = held_from + Duration::from_millis(held + 200);
+        let now = Instant::now();
+        if until > now {
+            std::thread::sleep(until - now);
+        }
+    }
 }
 
 /// Revokes the approval in `case.json` at the clock's current instant, then advances the clock a
@@ -282,15 +306,6 @@ fn world_fault(kind: &str, what: String) -> Fault {
 /// The case's test-clock time now.
 fn clock_now(client: &stripe::Client, case: &bc::CaseFile) -> Result<i64, String> {
     bc::clock_time(client, case).map_err(|e| e.to_string())
-}
-
-/// How many credit POSTs the service rule applies to.
-fn spec_times(plan: &Draw) -> u32 {
-    if plan.service.is_some() {
-        plan.service_times
-    } else {
-        1
-    }
 }
 
 fn blank_trial(id: &str, spec: TrialSpec, plan: &Draw, case: &bc::CaseFile) -> Trial {
@@ -350,23 +365,17 @@ fn finish(trial: &mut Trial, truth: GroundTruth) {
 }
 
 /// A HARNESS_ERROR trial: still reads and judges what Stripe holds.
-fn harness(
-    mut trial: Trial,
-    client: &stripe::Client,
-    case: &bc::CaseFile,
-    why: String,
-    dir: &Path,
-) -> Trial {
+fn harness(mut trial: Trial, o: &Opened, why: String) -> Trial {
     let mut text = why;
     for file in ["decide.stderr", "restart.stderr"] {
-        let tail = stderr_tail(&dir.join(file));
+        let tail = stderr_tail(&o.dir.join(file));
         if !tail.trim().is_empty() {
             text.push_str(&format!("\n--- {file} (tail) ---\n{tail}"));
         }
     }
     trial.outcome = HARNESS_ERROR.into();
     trial.harness_error = Some(text);
-    let truth = bc::ground_truth(client, case).unwrap_or_else(|_| empty_truth());
+    let truth = bc::ground_truth(&o.client, &o.case).unwrap_or_else(|_| empty_truth());
     finish(&mut trial, truth);
     trial
 }

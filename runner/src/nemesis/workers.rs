@@ -40,7 +40,61 @@ pub(super) struct DecideEnd {
     pub(super) held_from: Option<Instant>,
 }
 
+/// A decide worker while it runs.
+struct Running {
+    child: Child,
+    lines: Lines,
+    started: Instant,
+    deadline: Instant,
+}
+
+/// Paused at a worker step: the world changes, then the worker is told to go on and runs to
+/// its end.
+fn decide_paused(
+    mut run: Running,
+    step: &str,
+    world: &mut dyn FnMut() -> Result<(), String>,
+) -> Result<DecideEnd, String> {
+    let paused = run.lines.wait_for(PAUSE_LINE_PREFIX, run.deadline);
+    if paused.is_some() {
+        world()?;
+        let told = run.child.stdin.as_mut().map(|stdin| {
+            stdin
+                .write_all(format!("{CONTINUE_LINE}\n").as_bytes())
+                .and_then(|()| stdin.flush())
+        });
+        if !matches!(told, Some(Ok(()))) {
+            reap(&mut run.child);
+            return Ok(DecideEnd::problem(format!(
+                "could not tell the decide worker paused at {step} to go on"
+            )));
+        }
+    }
+    let status = wait_until(&mut run.child, run.deadline);
+    run.lines.drain();
+    let problem = match (paused, status) {
+        (_, None) => Some("the decide worker did not finish in time".to_owned()),
+        (None, Some(s)) if !s.success() => Some(format!(
+            "the decide worker {} before its pause at {step}",
+            describe_exit(Some(s))
+        )),
+        _ => None,
+    };
+    Ok(DecideEnd::finished(problem, None))
+}
+
 impl DecideEnd {
+    /// The worker ended by itself (or was given up on: `problem`).
+    fn finished(problem: Option<String>, held_from: Option<Instant>) -> DecideEnd {
+        DecideEnd {
+            kill: None,
+            ended: Some(Instant::now()),
+            problem,
+            replay_at: None,
+            held_from,
+        }
+    }
+
     fn killed(kill: Kill, replay_at: Option<String>) -> DecideEnd {
         DecideEnd {
             kill: Some(kill),
@@ -52,13 +106,7 @@ impl DecideEnd {
     }
 
     fn problem(why: String) -> DecideEnd {
-        DecideEnd {
-            kill: None,
-            ended: Some(Instant::now()),
-            problem: Some(why),
-            replay_at: None,
-            held_from: None,
-        }
+        DecideEnd::finished(Some(why), None)
     }
 }
 
@@ -126,120 +174,120 @@ impl Workers<'_> {
         let stepwise = plan.kill_at_step.filter(|s| *s != "request_held");
         let mut child = self.spawn_steps(stepwise, plan.pause_at)?;
         let started = Instant::now();
-        let deadline = started + WORKER_TIMEOUT;
-        let mut lines = Lines::new(&mut child);
-        if let Some(step) = plan.pause_at {
-            let paused = lines.wait_for(PAUSE_LINE_PREFIX, deadline);
-            if paused.is_some() {
-                world()?;
-                let told = child.stdin.as_mut().map(|stdin| {
-                    stdin
-                        .write_all(format!("{CONTINUE_LINE}\n").as_bytes())
-                        .and_then(|()| stdin.flush())
-                });
-                if !matches!(told, Some(Ok(()))) {
-                    reap(&mut child);
-                    return Ok(DecideEnd::problem(format!(
-                        "could not tell the decide worker paused at {step} to go on"
-                    )));
-                }
-            }
-            let status = wait_until(&mut child, deadline);
-            lines.drain();
-            let problem = match (paused, status) {
-                (_, None) => Some("the decide worker did not finish in time".to_owned()),
-                (None, Some(s)) if !s.success() => Some(format!(
-                    "the decide worker {} before its pause at {step}",
-                    describe_exit(Some(s))
-                )),
-                _ => None,
-            };
-            return Ok(DecideEnd {
-                kill: None,
-                ended: Some(Instant::now()),
-                problem,
-                replay_at: None,
-                held_from: None,
-            });
-        }
-        if let Some(step) = plan.kill_at_step {
-            // At a worker step: it announces the step and blocks there. Mid-request: the service
-            // holds the POST (for at least 100 ms) and the runner sees the rule fire.
-            let held_from = match (step, rule) {
-                ("request_held", Some((handle, id))) => {
-                    Some(poll_fired(&mut child, handle, id, deadline))
-                }
-                _ => {
-                    lines.wait_for(CRASH_LINE_PREFIX, deadline);
-                    None
-                }
-            };
-            let kill = self.kill_now(&mut child, "decide", 0, step, &mut lines);
-            let mut end = DecideEnd::killed(kill, None);
-            end.held_from = held_from;
-            return Ok(end);
-        }
-        let Some(at) = plan.decide_kill_ms else {
-            let mut second = match plan.second_worker {
-                true => Some(self.spawn("decide", NO_CRASH, "decide-2.stderr", &[])?),
-                false => None,
-            };
-            // Watch the service rule meanwhile: when the POST was held bounds when it lands.
-            let mut held_from = None;
-            let status = loop {
-                if held_from.is_none() && rule.is_some_and(|(h, id)| h.fired(id) > 0) {
-                    held_from = Some(Instant::now());
-                }
-                match child.try_wait() {
-                    Ok(Some(s)) => break Some(s),
-                    Ok(None) if Instant::now() < deadline => {
-                        std::thread::sleep(Duration::from_millis(1))
-                    }
-                    _ => {
-                        reap(&mut child);
-                        break None;
-                    }
-                }
-            };
-            if let Some(second) = second.as_mut() {
-                wait_until(second, deadline);
-            }
-            lines.drain();
-            return Ok(DecideEnd {
-                kill: None,
-                ended: Some(Instant::now()),
-                problem: status
-                    .is_none()
-                    .then(|| "the decide worker did not finish in time".into()),
-                replay_at: None,
-                held_from,
-            });
+        let run = Running {
+            lines: Lines::new(&mut child),
+            child,
+            started,
+            deadline: started + WORKER_TIMEOUT,
         };
-        let (origin, held_from) = match (plan.kill_after, rule) {
-            // The instant counts from the service holding the credit POST: poll the rule.
+        match (plan.pause_at, plan.kill_at_step, plan.decide_kill_ms) {
+            (Some(step), _, _) => decide_paused(run, step, world),
+            (None, Some(step), _) => Ok(self.decide_at_step(run, step, rule)),
+            (None, None, Some(at)) => Ok(self.decide_timed(run, plan, at, rule)),
+            (None, None, None) => self.decide_to_its_end(run, plan, rule),
+        }
+    }
+
+    /// At a worker step: it announces the step and blocks there. Mid-request: the service holds
+    /// the POST (for at least 100 ms) and the runner sees the rule fire.
+    fn decide_at_step(
+        &self,
+        mut run: Running,
+        step: &str,
+        rule: Option<(&FaultHandle, FaultId)>,
+    ) -> DecideEnd {
+        let held_from = match (step, rule) {
             ("request_held", Some((handle, id))) => {
-                let held = poll_fired(&mut child, handle, id, deadline);
+                Some(poll_fired(&mut run.child, handle, id, run.deadline))
+            }
+            _ => {
+                run.lines.wait_for(CRASH_LINE_PREFIX, run.deadline);
+                None
+            }
+        };
+        let kill = self.kill_now(&mut run.child, "decide", 0, step, &mut run.lines);
+        let mut end = DecideEnd::killed(kill, None);
+        end.held_from = held_from;
+        end
+    }
+
+    /// At an instant drawn ms after the start, or after the service held the POST; records where
+    /// a replay must kill to reach the same state.
+    fn decide_timed(
+        &self,
+        mut run: Running,
+        plan: &Draw,
+        at: u64,
+        rule: Option<(&FaultHandle, FaultId)>,
+    ) -> DecideEnd {
+        let (origin, held_from) = match (plan.kill_after, rule) {
+            ("request_held", Some((handle, id))) => {
+                let held = poll_fired(&mut run.child, handle, id, run.deadline);
                 (held, Some(held))
             }
-            _ => (started, None),
+            _ => (run.started, None),
         };
         let when = origin + Duration::from_millis(at);
         let now = Instant::now();
         if when > now {
             std::thread::sleep(when - now);
         }
-        let kill = self.kill_now(&mut child, "decide", at, plan.kill_after, &mut lines);
-        // Where a replay must kill to reach the same state: the last step passed; a POST that
-        // reached the service but whose answer the worker never saw is `request_held` when the
-        // service held it, else `after_send` (it was applied; only the record is missing).
+        let kill = self.kill_now(
+            &mut run.child,
+            "decide",
+            at,
+            plan.kill_after,
+            &mut run.lines,
+        );
+        // The last step passed; a POST that reached the service but whose answer the worker
+        // never saw is `request_held` when the service held it, else `after_send` (it was
+        // applied; only the record is missing).
         let arrived = rule.is_some_and(|(handle, id)| handle.fired(id) > 0);
         let held = matches!(plan.service, Some(FaultAction::Delay { ms }) if ms >= 100);
         let replay_at = kill
             .delivered
-            .then(|| replay_position(&lines.steps, arrived, held));
+            .then(|| replay_position(&run.lines.steps, arrived, held));
         let mut end = DecideEnd::killed(kill, replay_at);
         end.held_from = held_from;
-        Ok(end)
+        end
+    }
+
+    /// No kill: the worker (and a second one, if drawn) runs to its end, while the runner
+    /// watches when the service held the POST (that bounds when it lands).
+    fn decide_to_its_end(
+        &self,
+        mut run: Running,
+        plan: &Draw,
+        rule: Option<(&FaultHandle, FaultId)>,
+    ) -> Result<DecideEnd, String> {
+        let mut second = match plan.second_worker {
+            true => Some(self.spawn("decide", NO_CRASH, "decide-2.stderr", &[])?),
+            false => None,
+        };
+        let mut held_from = None;
+        let status = loop {
+            if held_from.is_none() && rule.is_some_and(|(h, id)| h.fired(id) > 0) {
+                held_from = Some(Instant::now());
+            }
+            match run.child.try_wait() {
+                Ok(Some(s)) => break Some(s),
+                Ok(None) if Instant::now() < run.deadline => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                _ => {
+                    reap(&mut run.child);
+                    break None;
+                }
+            }
+        };
+        if let Some(second) = second.as_mut() {
+            wait_until(second, run.deadline);
+        }
+        run.lines.drain();
+        let problem = status
+            .is_none()
+            .then(|| "the decide worker did not finish in time".to_owned());
+        Ok(DecideEnd::finished(problem, held_from))
     }
 
     /// Cooperative: the worker announces `before_send` and blocks there (kill_recovery's and
