@@ -104,30 +104,22 @@ pub fn run_cell(ctx: &CellContext<'_>, index: usize, spec: CellSpec) -> Result<C
     let mut cell = blank_cell(spec, &case);
     // Per-row decisions: the row's deciding cell publishes its decision (or why it has none)
     // whatever happens to it; the others replay it.
-    let replay = match ctx.rows.and_then(|r| r.source_of(index).map(|s| (r, s))) {
-        Some((rows, source)) => match rows.wait(source, ctx.cancel)? {
-            Ok(found) => Some(found),
-            Err(why) => {
-                let why = format!("the row's decision could not be made: {why}");
-                return Ok(harness_error(ctx, cell, &client, &case, &dir, why, None));
-            }
-        },
-        None => None,
+    let replay = match ctx
+        .rows
+        .map(|r| r.for_cell(index, ctx.cancel))
+        .transpose()?
+    {
+        Some(Some(Err(why))) => {
+            let why = format!("the row's decision could not be made: {why}");
+            return Ok(harness_error(ctx, cell, &client, &case, &dir, why, None));
+        }
+        Some(Some(Ok(found))) => Some(found),
+        _ => None,
     };
     let decide = run_decide(ctx, &dir, &api_key, spec, replay.as_ref());
-    if let Some(rows) = ctx.rows.filter(|r| r.decides(index)) {
-        let path = dir.join(bc::DECISION_FILE);
-        rows.publish(
-            index,
-            match &decide {
-                Ok(_) if path.is_file() => Ok((path, spec.label())),
-                Ok(d) => Err(d
-                    .problem
-                    .clone()
-                    .unwrap_or_else(|| format!("cell {} saved no decision", spec.label()))),
-                Err(_) => Err(format!("cell {} did not run", spec.label())),
-            },
-        );
+    if let Some(rows) = ctx.rows {
+        let problem = decide.as_ref().map(|d| d.problem.as_deref());
+        rows.publish_saved(index, &dir.join(bc::DECISION_FILE), &spec.label(), problem);
     }
     let decide = decide?;
     cell.worker_exit_signal = decide.signal;

@@ -42,17 +42,42 @@ impl RowDecisions {
         }
     }
 
-    /// The cell that decides for `index`'s row, when it is another cell.
-    pub(crate) fn source_of(&self, index: usize) -> Option<usize> {
-        self.source.get(index).copied().filter(|&s| s != index)
+    /// For a cell that replays its row's decision: that decision (waited for), or why there is
+    /// none. `None` for the cell that decides.
+    pub(crate) fn for_cell(
+        &self,
+        index: usize,
+        cancel: &AtomicBool,
+    ) -> Result<Option<RowDecision>, CellAbort> {
+        match self.source.get(index).copied().filter(|&s| s != index) {
+            Some(source) => self.wait(source, cancel).map(Some),
+            None => Ok(None),
+        }
     }
 
-    /// Whether `index` decides for its row.
-    pub(crate) fn decides(&self, index: usize) -> bool {
-        self.source.get(index) == Some(&index)
+    /// For the cell that decides: publishes its saved decision at `path`, or why it has none
+    /// (`decide` is the decide worker's problem, if any, or `Err` when it did not run).
+    pub(crate) fn publish_saved<E>(
+        &self,
+        index: usize,
+        path: &std::path::Path,
+        label: &str,
+        decide: Result<Option<&str>, E>,
+    ) {
+        if self.source.get(index) != Some(&index) {
+            return;
+        }
+        let result =
+            match decide {
+                Ok(_) if path.is_file() => Ok((path.to_path_buf(), label.to_owned())),
+                Ok(problem) => Err(problem
+                    .map_or_else(|| format!("cell {label} saved no decision"), str::to_owned)),
+                Err(_) => Err(format!("cell {label} did not run")),
+            };
+        self.publish(index, result);
     }
 
-    pub(crate) fn publish(&self, index: usize, result: RowDecision) {
+    fn publish(&self, index: usize, result: RowDecision) {
         if let Ok(mut map) = self.published.lock() {
             map.insert(index, result);
         }
