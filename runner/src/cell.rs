@@ -46,6 +46,8 @@ pub struct CellContext<'a> {
     pub decider_args: &'a [String],
     /// The run's seed (case ids and outage ids derive from it).
     pub seed: u64,
+    /// Where every case's test clock starts, Unix seconds (`--clock-start`).
+    pub clock_start: i64,
     /// Set on Ctrl-C: stop workers and give up.
     pub cancel: &'a AtomicBool,
     /// Longest a decide worker may take to reach its crash point.
@@ -97,7 +99,7 @@ pub fn run_cell(ctx: &CellContext<'_>, index: usize, spec: CellSpec) -> Result<C
         .map_err(|e| setup("ensure the plan prices", &e))?;
     let mut rng = StdRng::seed_from_u64(cell_seed(ctx.seed, index));
     let label = format!("billing_credit {}", spec.label());
-    let case = bc::open_case(&client, &prices, &label, &mut rng)
+    let case = bc::open_case(&client, &prices, &label, ctx.clock_start, &mut rng)
         .map_err(|e| setup("open the case", &e))?;
     case.save(&dir).map_err(|e| setup("save case.json", &e))?;
 

@@ -1,6 +1,7 @@
 //! Command-line interface.
 
 use crate::backend::BackendKind;
+use crate::clock::ClockStart;
 use crate::decider::{anthropic, DeciderKind};
 use crate::worker::WorkerArgs;
 use clap::{Args, Parser, Subcommand};
@@ -219,6 +220,14 @@ pub struct RunArgs {
     /// if not given, and always recorded. The signing key never derives from it.
     #[arg(long, value_name = "S", value_parser = clap::value_parser!(u64).range(..=MAX_SEED))]
     pub seed: Option<u64>,
+
+    /// Where every case's test clock starts (RFC 3339, whole seconds). A fixed instant, never
+    /// today's date, so a run and every replay have the same billing periods, month lengths and
+    /// proration amounts on any day; the default is the instant of the reference's published run
+    /// on Stripe test mode. Recorded in the results file; replaying a trial of a run made with
+    /// another start needs the same value.
+    #[arg(long, value_name = "RFC3339", default_value_t = ClockStart::DEFAULT)]
+    pub clock_start: ClockStart,
 
     /// Do not render the report site after the run.
     #[arg(long)]

@@ -4,6 +4,7 @@
 mod backend;
 mod cell;
 mod cli;
+mod clock;
 mod decider;
 mod judge;
 mod keys;
@@ -41,7 +42,7 @@ fn main() -> ExitCode {
         None => {}
     }
     if let Some(id) = &cli.run.replay {
-        return match nemesis::replay(id, cli.run.at.as_deref()) {
+        return match nemesis::replay(id, cli.run.at.as_deref(), cli.run.clock_start) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::from(1),
             Err(e) => {
@@ -95,6 +96,7 @@ fn run_nemesis(args: &cli::RunArgs, list: &str) -> ExitCode {
         jobs: args.jobs.unwrap_or(32),
         out: &args.out,
         journal: args.journal.as_deref(),
+        clock_start: args.clock_start,
     };
     match nemesis::run_nemesis(&run) {
         Err(e) if e.is::<run::Interrupted>() => {

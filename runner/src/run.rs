@@ -3,6 +3,7 @@
 use crate::backend::Backend;
 use crate::cell::{self, CellAbort, CellContext};
 use crate::cli::RunArgs;
+use crate::clock::ClockStart;
 use crate::decider::{anthropic, DeciderKind};
 use crate::keys::RunKey;
 use crate::matrix;
@@ -122,8 +123,8 @@ fn shell_quote(arg: &str) -> String {
     }
 }
 
-/// The command that reproduces the run (the seed made explicit).
-fn reproduce_command(seed: u64, seed_given: bool) -> String {
+/// The command that reproduces the run (the seed and the clock start made explicit).
+fn reproduce_command(seed: u64, seed_given: bool, clock_start: ClockStart) -> String {
     let mut parts = vec!["cargo run --release -p runner --".to_string()];
     parts.extend(
         std::env::args()
@@ -132,6 +133,9 @@ fn reproduce_command(seed: u64, seed_given: bool) -> String {
     );
     if !seed_given {
         parts.push(format!("--seed {seed}"));
+    }
+    if !std::env::args().any(|a| a.starts_with("--clock-start")) {
+        parts.push(format!("--clock-start {clock_start}"));
     }
     parts.join(" ")
 }
@@ -252,6 +256,7 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
         public_key: key.public(),
         decider_args: &decider_args,
         seed,
+        clock_start: args.clock_start.unix(),
         cancel: &cancel,
         decide_timeout,
         restart_timeout: settings.claim_ttl + settings.max_in_flight + Duration::from_secs(120),
@@ -335,9 +340,10 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
             dedup_margin_ms: interlock::GateConfig::default().dedup_margin.as_millis() as u64,
         },
         signer: key.public_hex(),
-        command: reproduce_command(seed, args.seed.is_some()),
+        command: reproduce_command(seed, args.seed.is_some(), args.clock_start),
         jobs: jobs as u32,
         journal: args.journal.as_ref().map(|_| JOURNAL_POSTGRESQL.to_owned()),
+        clock_start: Some(args.clock_start.unix()),
     };
     let harness_errors = cells.iter().filter(|c| c.outcome == HARNESS_ERROR).count();
     let file = results::assemble(&plan, environment, cells, &signing_key)

@@ -4,17 +4,22 @@
 //!
 //! Both sides are first brought to one comparable form ([`Truth`]): object ids become
 //! `cbtxn 1`, `in 2`, ... in order of first appearance (lists keep Stripe's newest-first order,
-//! which is created-time order), times become whole days on the case's test clock, and a
-//! credit note's incident becomes whether it is the case's own incident. Everything else
-//! (amounts, types, statuses, billing reasons, balances) is compared as it is.
+//! which is created-time order), a case credit's time becomes the billing period of the case's
+//! subscription it was created in (not a count of days: the two runs' clocks started on
+//! different dates, and a month from one date can have 30 days where a month from another has
+//! 31), and a credit note's incident becomes whether it is the case's own incident. Everything
+//! else (amounts, types, statuses, billing reasons, balances) is compared as it is.
 
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use verify::results::{Cell, ResultsFile};
 
-/// Seconds in a day of test-clock time.
-const DAY: i64 = 86_400;
+/// How far before a period boundary a creation time still counts as after it: the original
+/// file gives its clocks' start only to the minute of its run (see [`stripe_truth`]), while a
+/// credit after a renewal is made hours past the boundary (the outage advances the clock to
+/// 3 h after the period's end) and one before it within seconds of the clock's start.
+const BOUNDARY_SLACK: i64 = 3_600;
 
 /// One cell's ground truth in comparable form.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -35,15 +40,16 @@ pub struct Truth {
     pub incident_compensation: i64,
 }
 
-/// A case credit: its reference, amount and the test-clock day it was created on.
+/// A case credit: its reference, amount and the billing period it was created in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CaseCredit {
     /// `cbtxn N`.
     pub reference: String,
     /// Cents (negative).
     pub amount: i64,
-    /// Whole days after the case's test clock started (0 before the outage's advance).
-    pub clock_day: i64,
+    /// The billing period of the case's monthly subscription, on its test clock, that the credit
+    /// was created in: 1 the first (before the outage's renewal), 2 the one the renewal opened.
+    pub period: i64,
 }
 
 /// A balance transaction.
@@ -162,10 +168,30 @@ fn incident_label(incident: Option<&str>, case_incident: &str) -> String {
     }
 }
 
-fn clock_day(created: i64, clock_start: i64) -> i64 {
-    // Rounded to the nearest day: a clock's own start and the original run's timestamp are
-    // minutes apart, an outage's advance is a month.
-    (created - clock_start + DAY / 2).div_euclid(DAY)
+/// `start` plus `months` calendar months, keeping the day of month and clamping it to shorter
+/// months, as a monthly subscription's periods do (Jan 31 → Feb 28 → Mar 31). `None` out of range.
+fn add_months(start: i64, months: i64) -> Option<i64> {
+    let t = time::OffsetDateTime::from_unix_timestamp(start).ok()?;
+    let total = i64::from(t.year()) * 12 + i64::from(u8::from(t.month())) - 1 + months;
+    let year = i32::try_from(total.div_euclid(12)).ok()?;
+    let month = time::Month::try_from(u8::try_from(total.rem_euclid(12) + 1).ok()?).ok()?;
+    let day = t.day().min(month.length(year));
+    let date = time::Date::from_calendar_date(year, month, day).ok()?;
+    Some(t.replace_date(date).unix_timestamp())
+}
+
+/// The billing period (1 = the first) that `created` falls in, for a monthly subscription that
+/// started at `clock_start`.
+pub fn billing_period(created: i64, clock_start: i64) -> i64 {
+    let mut period = 1;
+    // A case's clock is advanced once, by about a month; a few periods bound any case.
+    while period < 24 {
+        match add_months(clock_start, period) {
+            Some(boundary) if created >= boundary - BOUNDARY_SLACK => period += 1,
+            _ => break,
+        }
+    }
+    period
 }
 
 /// The emulator side of one cell. Its clock started when the subscription was created (the
@@ -188,7 +214,7 @@ pub fn emulator_truth(cell: &Cell) -> Truth {
             .map(|c| CaseCredit {
                 reference: refs.of(&c.id),
                 amount: c.amount,
-                clock_day: clock_day(c.created, clock_start),
+                period: billing_period(c.created, clock_start),
             })
             .collect(),
         balance_transactions: g
@@ -265,7 +291,7 @@ pub fn stripe_truth(cell: &Value, at: &str, clock_start: i64) -> Result<Truth, C
         case_credits.push(CaseCredit {
             reference: refs.of(&text(c, "id", &cat)?),
             amount: int(c, "amount", &cat)?,
-            clock_day: clock_day(int(c, "created", &cat)?, clock_start),
+            period: billing_period(int(c, "created", &cat)?, clock_start),
         });
     }
     let mut balance_transactions = Vec::new();
@@ -456,12 +482,12 @@ mod tests {
     }
 
     #[test]
-    fn ids_become_references_by_first_appearance_and_times_clock_days() {
+    fn ids_become_references_by_first_appearance_and_times_billing_periods() {
         let start = original_generated(&original(0, 0)).unwrap();
         assert_eq!(start, 1_789_339_200);
         let t = stripe_truth(&original(start - 50, -1000)["cells"][0], "c", start).unwrap();
         assert_eq!(t.case_credits[0].reference, "cbtxn 1");
-        assert_eq!(t.case_credits[0].clock_day, 0);
+        assert_eq!(t.case_credits[0].period, 1);
         let kinds: Vec<(&str, &str)> = t
             .balance_transactions
             .iter()
@@ -473,12 +499,46 @@ mod tests {
         );
         assert_eq!(t.credit_notes[0].incident, "another incident");
         let later = stripe_truth(
-            &original(start + 30 * DAY + 3 * 3600, -1000)["cells"][0],
+            &original(start + 30 * DAY + 3 * HOUR, -1000)["cells"][0],
             "c",
             start,
         )
         .unwrap();
-        assert_eq!(later.case_credits[0].clock_day, 30);
+        assert_eq!(later.case_credits[0].period, 2);
+    }
+
+    const HOUR: i64 = 3_600;
+    const DAY: i64 = 86_400;
+
+    fn at(rfc3339: &str) -> i64 {
+        time::OffsetDateTime::parse(rfc3339, &time::format_description::well_known::Rfc3339)
+            .unwrap()
+            .unix_timestamp()
+    }
+
+    #[test]
+    fn a_period_is_a_calendar_month_whatever_its_length() {
+        // (clock start, the first renewal): 28, 29, 30 and 31 days, a year end, a clamped day.
+        let cases = [
+            ("2027-02-10T12:00:00Z", "2027-03-10T12:00:00Z"),
+            ("2028-02-10T12:00:00Z", "2028-03-10T12:00:00Z"),
+            ("2026-09-13T22:40:00Z", "2026-10-13T22:40:00Z"),
+            ("2026-12-20T08:00:00Z", "2027-01-20T08:00:00Z"),
+            ("2027-01-31T00:00:00Z", "2027-02-28T00:00:00Z"),
+        ];
+        for (start, renewal) in cases {
+            let (s, r) = (at(start), at(renewal));
+            assert_eq!(billing_period(s, s), 1, "{start}");
+            assert_eq!(billing_period(s + 20 * DAY, s), 1, "{start}");
+            assert_eq!(billing_period(r - 2 * HOUR, s), 1, "{start}");
+            assert_eq!(billing_period(r + 3 * HOUR, s), 2, "{start}");
+        }
+        // A day count would call these different; the periods are the same.
+        let (sep, dec) = (at("2026-09-13T00:00:00Z"), at("2026-12-01T00:00:00Z"));
+        assert_eq!(
+            billing_period(sep + 30 * DAY + 3 * HOUR, sep),
+            billing_period(dec + 31 * DAY + 3 * HOUR, dec)
+        );
     }
 
     #[test]

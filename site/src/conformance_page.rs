@@ -35,6 +35,8 @@ pub struct EmulatorVsStripePage<'a> {
     pub stripe_generated: String,
     /// The original file's name under `reference/`.
     pub reference_name: String,
+    /// The emulator run's recorded clock start (RFC 3339), if it recorded one.
+    pub clock_start: Option<String>,
 }
 
 /// Where a results file's reference run on real Stripe would be.
@@ -113,6 +115,10 @@ pub fn render(
             .unwrap_or("?")
             .to_owned(),
         reference_name: format!("{}.original.json", file.scenario),
+        clock_start: file
+            .environment
+            .clock_start
+            .map(|s| crate::model::clock_start_label(Some(s))),
     };
     let html = page.render().map_err(|source| SiteError::Template {
         page: format!("{}/{PAGE}", file.scenario),

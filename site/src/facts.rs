@@ -7,7 +7,7 @@
 //!
 //! | fact | type | meaning |
 //! |---|---|---|
-//! | `scenario`, `backend`, `decider`, `stripe_api_version`, `run_date`, `git_commit`, `signer` | text | the environment, labelled as on the pages |
+//! | `scenario`, `backend`, `decider`, `stripe_api_version`, `run_date`, `git_commit`, `signer`, `clock_start` | text | the environment, labelled as on the pages |
 //! | `rows`, `columns`, `cells`, `judged`, `harness_errors`, `repeats`, `sigkills` | integer | matrix size; `sigkills` = judged cells whose worker ended by signal 9 |
 //! | `receipts`, `receipts_verified` | integer | receipts in the file / that verified at build time |
 //! | `max_in_flight`, `claim_ttl` | duration | the gate's settings |
@@ -123,6 +123,10 @@ pub fn compute(f: &ResultsFile, report: &Report) -> Facts {
     put("run_date".into(), Fact::Text(e.generated.clone()));
     put("git_commit".into(), Fact::Text(e.git_commit.clone()));
     put("signer".into(), Fact::Text(e.signer.clone()));
+    put(
+        "clock_start".into(),
+        Fact::Text(e.clock_start_label.clone()),
+    );
     put("rows".into(), Fact::Int(f.rows.len() as i64));
     put("columns".into(), Fact::Int(f.columns.len() as i64));
     put("cells".into(), Fact::Int(f.cells.len() as i64));

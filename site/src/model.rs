@@ -100,6 +100,27 @@ pub struct EnvView {
     pub jobs: u32,
     /// Claim settings in words.
     pub claim: String,
+    /// Where the cases' test clocks started, in words ([`clock_start_label`]).
+    pub clock_start_label: String,
+}
+
+/// Where a run's test clocks started, in words: the recorded instant (RFC 3339 UTC), or, for a
+/// file made before clocks had a fixed start, that each started at the wall time of its case.
+pub fn clock_start_label(clock_start: Option<i64>) -> String {
+    match clock_start {
+        Some(s) => match time::OffsetDateTime::from_unix_timestamp(s)
+            .ok()
+            .and_then(|t| {
+                t.format(&time::format_description::well_known::Rfc3339)
+                    .ok()
+            }) {
+            Some(text) => text,
+            None => format!("Unix time {s}"),
+        },
+        None => {
+            "the wall time its case was opened (this run predates recorded clock starts)".into()
+        }
+    }
 }
 
 /// One row of the main table.
@@ -618,6 +639,7 @@ fn env_view(f: &ResultsFile) -> Result<EnvView, String> {
         command: e.command.clone(),
         seed: e.seed,
         jobs: e.jobs,
+        clock_start_label: clock_start_label(e.clock_start),
         claim: format!(
             "max in flight {}, claim TTL backstop {}, dedup window {}, dedup margin {}",
             seconds(c.max_in_flight_ms),

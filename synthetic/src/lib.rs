@@ -542,6 +542,7 @@ pub fn generate(spec: &Spec) -> ResultsFile {
             command: "synthetic::generate".into(),
             jobs: 1,
             journal: None,
+            clock_start: Some(verify::billing_credit::DEFAULT_CLOCK_START),
         },
         rows: DEFAULT_ROWS
             .iter()

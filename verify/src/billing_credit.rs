@@ -21,6 +21,13 @@ pub fn request_id(case_id: &str) -> String {
     format!("goodwill-credit:{case_id}")
 }
 
+/// Where every case's test clock starts unless a run asks for another (`runner --clock-start`),
+/// Unix seconds: 2026-09-13T22:40:00Z, the `generated` time of the original implementation's
+/// published run on Stripe test mode, so a run's first billing period has the reference's length
+/// (30 days). Never today's date: a run and every replay have one test-clock timeline (month
+/// lengths, proration days) whatever day they run on. Stripe accepts a clock frozen in the past.
+pub const DEFAULT_CLOCK_START: i64 = 1_789_339_200;
+
 /// Final statuses that mean "the credit went out" (or was already out).
 pub const SENT_STATUSES: [&str; 8] = [
     "CREDITED",

@@ -105,6 +105,11 @@ pub struct Environment {
     /// `postgresql` (the runner's `--journal`, one schema per run). Absent: JSONL files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal: Option<String>,
+    /// Where every case's test clock started, Unix seconds (`runner --clock-start`, by default
+    /// [`crate::billing_credit::DEFAULT_CLOCK_START`]). Absent in runs made before clocks had a
+    /// fixed start: those started each clock at the wall time the case was opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_start: Option<i64>,
 }
 
 /// The decider that turned a case into an amount and a description.

@@ -4,6 +4,7 @@
 use super::trial::{run_trial, TrialContext, TrialSpec};
 use super::Nemesis;
 use crate::backend::{Backend, BackendKind};
+use crate::clock::ClockStart;
 use crate::keys::RunKey;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -43,6 +44,8 @@ pub struct NemesisArgs<'a> {
     pub out: &'a Path,
     /// `--journal postgres://…`: interlock trials keep their journal in the run's own schema.
     pub journal: Option<&'a str>,
+    /// Where every trial's test clock starts (`--clock-start`).
+    pub clock_start: ClockStart,
 }
 
 struct Started {
@@ -117,6 +120,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
         run_dir: s.dir.path(),
         key_file: s.key.path(),
         journal: s.journal.as_deref(),
+        clock_start: args.clock_start.unix(),
     };
     eprintln!(
         "runner: nemesis {} x 3 columns x {} trials = {} trials, {} jobs, seed {seed}",
@@ -196,10 +200,11 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
             },
             signer: s.key.public_hex(),
             command: format!(
-                "cargo run --release -p runner -- --scenario billing_credit --nemesis {} --trials {} --seed {seed} --jobs {}{}",
+                "cargo run --release -p runner -- --scenario billing_credit --nemesis {} --trials {} --seed {seed} --jobs {} --clock-start {}{}",
                 plan.nemeses.join(","),
                 args.trials,
                 args.jobs,
+                args.clock_start,
                 args.journal
                     .map(|url| format!(" --journal {}", crate::run::without_password(url)))
                     .unwrap_or_default()
@@ -208,6 +213,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
             journal: args
                 .journal
                 .map(|_| crate::run::JOURNAL_POSTGRESQL.to_owned()),
+            clock_start: Some(args.clock_start.unix()),
         },
         plan,
         trials,
@@ -247,6 +253,50 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
             .filter(|t| t.outcome == verify::billing_credit::HARNESS_ERROR)
             .count(),
     })
+}
+
+/// What Stripe held after a trial, without its ids: every amount, and every creation time as
+/// seconds after the clock's start (the same on any day the trial is replayed).
+fn amounts_line(g: &verify::results::GroundTruth, clock_start: ClockStart) -> String {
+    let since = |t: i64| t - clock_start.unix();
+    let credits: Vec<String> = g
+        .case_credits
+        .iter()
+        .map(|c| format!("{} at +{}s", c.amount, since(c.created)))
+        .collect();
+    let invoices: Vec<String> = g
+        .invoices
+        .iter()
+        .map(|i| {
+            format!(
+                "{} {} total {} starting balance {} due {} at +{}s",
+                i.billing_reason.as_deref().unwrap_or("-"),
+                i.status.as_deref().unwrap_or("-"),
+                i.total,
+                i.starting_balance,
+                i.amount_due,
+                since(i.created)
+            )
+        })
+        .collect();
+    let transactions: Vec<String> = g
+        .balance_transactions
+        .iter()
+        .map(|t| format!("{} {}", t.kind, t.amount))
+        .collect();
+    let notes: Vec<String> = g
+        .credit_notes
+        .iter()
+        .map(|n| format!("{} {}", n.amount, n.status))
+        .collect();
+    format!(
+        "ground truth: balance {}; case credits [{}]; invoices [{}]; balance transactions [{}]; credit notes [{}]",
+        g.customer_balance,
+        credits.join(", "),
+        invoices.join(", "),
+        transactions.join(", "),
+        notes.join(", ")
+    )
 }
 
 fn progress(total: usize) -> ProgressBar {
@@ -305,7 +355,7 @@ fn print_summary(file: &NemesisFile, wall_s: f64) {
 
 /// Runs the trial `id` again (its decide worker killed at step `at` when given: the trial's
 /// `replay_at`) and prints what happened; returns whether it ran (not HARNESS_ERROR).
-pub fn replay(id: &str, at: Option<&str>) -> Result<bool> {
+pub fn replay(id: &str, at: Option<&str>, clock_start: ClockStart) -> Result<bool> {
     let (nemesis, column, seed) = parse_trial_id(id)
         .ok_or_else(|| anyhow!("{id:?} is not a trial id (nemesis:column:14 hex)"))?;
     let nemesis = Nemesis::parse(nemesis).map_err(|e| anyhow!(e))?;
@@ -317,6 +367,7 @@ pub fn replay(id: &str, at: Option<&str>) -> Result<bool> {
         run_dir: s.dir.path(),
         key_file: s.key.path(),
         journal: s.journal.as_deref(),
+        clock_start: clock_start.unix(),
     };
     let trial = run_trial(
         &ctx,
@@ -369,5 +420,6 @@ pub fn replay(id: &str, at: Option<&str>) -> Result<bool> {
         trial.violation,
         trial.answer_matches
     );
+    println!("{}", amounts_line(&trial.ground_truth, clock_start));
     Ok(trial.outcome != verify::billing_credit::HARNESS_ERROR)
 }

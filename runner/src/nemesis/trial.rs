@@ -33,6 +33,8 @@ pub struct TrialContext<'a> {
     pub key_file: &'a Path,
     /// `--journal`: the PostgreSQL journal (URL with the run's schema) for interlock trials.
     pub journal: Option<&'a str>,
+    /// Where the trial's test clock starts, Unix seconds (`--clock-start`).
+    pub clock_start: i64,
 }
 
 /// Which trial to run.
@@ -179,8 +181,14 @@ fn open(ctx: &TrialContext<'_>, spec: TrialSpec, id: &str) -> Result<Opened, Str
     let client = ctx.backend.client(&api_key)?;
     let prices = ctx.backend.prices(&client)?;
     let mut rng = StdRng::seed_from_u64(spec.seed);
-    let case = bc::open_case(&client, &prices, &format!("nemesis {id}"), &mut rng)
-        .map_err(|e| format!("trial {id}: open the case: {e}"))?;
+    let case = bc::open_case(
+        &client,
+        &prices,
+        &format!("nemesis {id}"),
+        ctx.clock_start,
+        &mut rng,
+    )
+    .map_err(|e| format!("trial {id}: open the case: {e}"))?;
     case.save(&dir).map_err(|e| format!("trial {id}: {e}"))?;
     Ok(Opened {
         dir,

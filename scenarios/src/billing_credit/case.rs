@@ -155,22 +155,21 @@ fn case_text(case_id: &str, incident: &str) -> String {
     )
 }
 
-/// Opens a case: draws the case and incident ids from `rng`, creates a test clock frozen at now,
-/// a customer on it paying with `pm_card_visa`, and the $30 subscription (which creates and pays
-/// the first invoice). `label` names the clock (e.g. `billing_credit before_send/renewal/interlock`).
-/// The caller saves the case with [`CaseFile::save`].
+/// Opens a case: draws the case and incident ids from `rng`, creates a test clock frozen at
+/// `clock_start` (Unix seconds; the run's recorded start, by default
+/// [`verify::billing_credit::DEFAULT_CLOCK_START`], never today's date), a customer on it paying
+/// with `pm_card_visa`, and the $30 subscription (which creates and pays the first invoice).
+/// `label` names the clock (e.g. `billing_credit before_send/renewal/interlock`). The caller
+/// saves the case with [`CaseFile::save`].
 pub fn open_case(
     client: &Client,
     prices: &Prices,
     label: &str,
+    clock_start: i64,
     rng: &mut impl rand::Rng,
 ) -> Result<CaseFile, ScenarioError> {
     let case_id = new_case_id(rng);
     let incident = new_incident(rng);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
     let name: String = format!("interlock-sandbox {label}")
         .chars()
         .take(300)
@@ -178,7 +177,9 @@ pub fn open_case(
     let clock = client
         .post(
             "/v1/test_helpers/test_clocks",
-            &Params::new().set("frozen_time", now).set("name", &name),
+            &Params::new()
+                .set("frozen_time", clock_start)
+                .set("name", &name),
             None,
         )
         .map_err(ScenarioError::stripe(format!(

@@ -59,7 +59,14 @@ impl Env {
 
     /// Opens a case in its own cell directory and saves `case.json` there.
     pub fn open(&mut self, label: &str) -> (CaseFile, PathBuf) {
-        let case = open_case(&self.client, &self.prices, label, &mut self.rng).expect("open case");
+        let case = open_case(
+            &self.client,
+            &self.prices,
+            label,
+            verify::billing_credit::DEFAULT_CLOCK_START,
+            &mut self.rng,
+        )
+        .expect("open case");
         let cell = self.dir.path().join(label.replace(['/', ' '], "_"));
         std::fs::create_dir_all(&cell).unwrap();
         case.save(&cell).unwrap();
