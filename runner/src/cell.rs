@@ -48,6 +48,8 @@ pub struct CellContext<'a> {
     pub seed: u64,
     /// Where every case's test clock starts, Unix seconds (`--clock-start`).
     pub clock_start: i64,
+    /// How long the outage's clock advance takes on the emulator (`--outage-ms`).
+    pub outage_ms: Option<u64>,
     /// Set on Ctrl-C: stop workers and give up.
     pub cancel: &'a AtomicBool,
     /// Longest a decide worker may take to reach its crash point.
@@ -67,6 +69,17 @@ pub enum CellAbort {
     Cancelled,
     /// The case could not even be opened (the backend is unusable).
     Setup(String),
+}
+
+/// The emulator rule that makes the next test-clock advance of `api_key`'s account take `ms`.
+pub fn slow_advance_rule(api_key: &str, ms: u64) -> stripe::emulator::FaultRule {
+    stripe::emulator::FaultRule::new(
+        "POST",
+        "/v1/test_helpers/test_clocks/*/advance",
+        stripe::emulator::FaultAction::SlowAdvance { ms },
+    )
+    .for_key(api_key)
+    .times(1)
 }
 
 /// The seed of one cell's random choices.
@@ -139,6 +152,9 @@ pub fn run_cell(ctx: &CellContext<'_>, index: usize, spec: CellSpec) -> Result<C
     let mut outage_rng = rng;
     let steps = (|| -> Result<(Candidates, OutageRecord, Candidates), String> {
         let at_crash = bc::observations(&client, &case).map_err(|e| e.to_string())?;
+        if let (Some(ms), Some(faults)) = (ctx.outage_ms, ctx.backend.faults()) {
+            faults.add(slow_advance_rule(&api_key, ms));
+        }
         let record = bc::run_outage(&client, &case, spec.outage, &mut outage_rng)
             .map_err(|e| e.to_string())?;
         let at_restart = bc::observations(&client, &case).map_err(|e| e.to_string())?;

@@ -229,6 +229,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "RFC3339", default_value_t = ClockStart::DEFAULT)]
     pub clock_start: ClockStart,
 
+    /// How long each outage's test-clock advance takes on the emulator, ms (its own advances
+    /// take no time; Stripe's take seconds). Recorded in the results. With --nemesis, a trial
+    /// whose credit POST is held at the service gets an advance that outlasts the hold anyway
+    /// (the hold + 500 ms), except late_beyond_bound, whose point is a request landing after
+    /// recovery. Emulator backend only.
+    #[arg(long, value_name = "MS")]
+    pub outage_ms: Option<u64>,
+
     /// Do not render the report site after the run.
     #[arg(long)]
     pub no_site: bool,

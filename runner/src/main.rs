@@ -42,7 +42,12 @@ fn main() -> ExitCode {
         None => {}
     }
     if let Some(id) = &cli.run.replay {
-        return match nemesis::replay(id, cli.run.at.as_deref(), cli.run.clock_start) {
+        return match nemesis::replay(
+            id,
+            cli.run.at.as_deref(),
+            cli.run.clock_start,
+            cli.run.outage_ms,
+        ) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::from(1),
             Err(e) => {
@@ -97,6 +102,7 @@ fn run_nemesis(args: &cli::RunArgs, list: &str) -> ExitCode {
         out: &args.out,
         journal: args.journal.as_deref(),
         clock_start: args.clock_start,
+        outage_ms: args.outage_ms,
     };
     match nemesis::run_nemesis(&run) {
         Err(e) if e.is::<run::Interrupted>() => {

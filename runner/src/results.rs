@@ -118,6 +118,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_committed_matrix_run_is_of_this_codes_format_and_default_plan() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/billing_credit.json");
+        let file = verify::load::load_results(&std::fs::read(&path).unwrap()).unwrap();
+        let plan = crate::matrix::plan(None, 1).unwrap();
+        let rows: Vec<(String, String)> = plan
+            .rows
+            .iter()
+            .map(|(c, o)| (c.as_str().to_owned(), o.as_str().to_owned()))
+            .collect();
+        let committed: Vec<(String, String)> = file
+            .rows
+            .iter()
+            .map(|r| (r.crash.clone(), r.outage.clone()))
+            .collect();
+        assert_eq!(
+            committed, rows,
+            "the committed run is not the default matrix"
+        );
+        let columns: Vec<String> = plan.columns.iter().map(|c| c.as_str().into()).collect();
+        assert_eq!(file.columns, columns);
+        assert_eq!(
+            file.environment.clock_start,
+            Some(verify::billing_credit::DEFAULT_CLOCK_START),
+            "the committed run predates fixed clock starts: run it again"
+        );
+    }
+
+    #[test]
     fn atomic_write_replaces_and_leaves_no_temp_file() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("sub").join("x.json");

@@ -193,6 +193,9 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
     if args.decider == DeciderKind::Anthropic {
         anthropic::api_key_from_env()?;
     }
+    if args.outage_ms.is_some() && args.backend != crate::backend::BackendKind::Emulator {
+        bail!("--outage-ms sets how long the emulator's clock advances take; Stripe's take what they take (drop it with --backend stripe)");
+    }
     if args.keep_emulator && args.backend != crate::backend::BackendKind::Emulator {
         bail!("--keep-emulator keeps the embedded emulator serving; it needs --backend emulator");
     }
@@ -257,6 +260,7 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
         decider_args: &decider_args,
         seed,
         clock_start: args.clock_start.unix(),
+        outage_ms: args.outage_ms,
         cancel: &cancel,
         decide_timeout,
         restart_timeout: settings.claim_ttl + settings.max_in_flight + Duration::from_secs(120),
@@ -344,6 +348,7 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
         jobs: jobs as u32,
         journal: args.journal.as_ref().map(|_| JOURNAL_POSTGRESQL.to_owned()),
         clock_start: Some(args.clock_start.unix()),
+        outage_ms: args.outage_ms,
     };
     let harness_errors = cells.iter().filter(|c| c.outcome == HARNESS_ERROR).count();
     let file = results::assemble(&plan, environment, cells, &signing_key)

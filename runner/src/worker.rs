@@ -108,10 +108,15 @@ pub struct WorkerArgs {
     /// Messages API base URL.
     #[arg(long, default_value = decider::anthropic::DEFAULT_BASE_URL)]
     pub anthropic_base_url: String,
+    /// Announce every read of a fact the column checks or decides on and every credit POST on
+    /// stdout (`INTERLOCK-EVENT ...`), for the nemesis's timeline.
+    #[arg(long)]
+    pub announce_events: bool,
 }
 
 /// Runs a worker; returns the process exit code.
 pub fn main(args: &WorkerArgs) -> i32 {
+    bc::announce_events(args.announce_events);
     let result = match args.phase {
         Phase::Decide => decide(args),
         Phase::Restart => restart(args),
@@ -126,14 +131,20 @@ pub fn main(args: &WorkerArgs) -> i32 {
     }
 }
 
+/// The worker's Stripe client. no_check and hand_check are code a careful engineer writes with
+/// Stripe's SDK, so their client retries as the official SDKs do by default (a 409 while the
+/// first request under the key is still running, 5xx, timeouts: two retries with backoff);
+/// interlock's gate settles every unknown answer itself, by lookup or resend, so its client
+/// retries only what the service invites.
 fn client(args: &WorkerArgs) -> Result<stripe::Client, String> {
     let key = std::env::var(STRIPE_KEY_ENV)
         .map_err(|_| format!("{STRIPE_KEY_ENV} is not set (workers are started by the runner)"))?;
-    stripe::Client::new(
-        stripe::ClientConfig::new(&args.base_url, key)
-            .with_timeout(Duration::from_millis(args.request_timeout_ms)),
-    )
-    .map_err(|e| e.to_string())
+    let mut config = stripe::ClientConfig::new(&args.base_url, key)
+        .with_timeout(Duration::from_millis(args.request_timeout_ms));
+    if column(args)? != Column::Interlock {
+        config = config.with_retry(stripe::RetryPolicy::stripe_sdk());
+    }
+    stripe::Client::new(config).map_err(|e| e.to_string())
 }
 
 fn settings(args: &WorkerArgs) -> bc::ScenarioSettings {
@@ -227,6 +238,8 @@ fn decide(args: &WorkerArgs) -> Result<i32, String> {
     let key = read_signing_key(&args.key_file)?;
     let client = client(args)?;
     let case = bc::CaseFile::load(dir).map_err(|e| e.to_string())?;
+    // The decision is made under the approval as read now (its cap bounds the amount).
+    bc::announce_read("approval");
     match std::env::var(FAULT_ENV).as_deref() {
         Ok("exit") => {
             eprintln!("worker: injected fault ({FAULT_ENV}=exit): exiting before deciding");

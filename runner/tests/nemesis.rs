@@ -117,6 +117,20 @@ fn steps_pauses_and_timed_kills_replay_to_the_same_outcome() {
             assert!(!t.violation, "{} {}", t.id, t.outcome);
             assert!(t.answer_matches, "{} {}", t.id, t.outcome);
         }
+        // hand_check reads the approval and the premises afresh before it sends, as the
+        // reference defines it: a change it could read is seen. Every change it misses lands
+        // after its last read of that fact, and the one rule puts it beyond its assumptions.
+        if t.column == "hand_check" && t.nemesis.ends_with("_mid_check") && t.violation {
+            assert!(t.assumption.is_some(), "{} {}", t.id, t.outcome);
+        }
+        // Every trial's timeline has the decide worker's reads.
+        assert!(
+            t.timeline
+                .iter()
+                .any(|e| e.actor == "decide" && e.kind == "read"),
+            "{}",
+            t.id
+        );
         match t.nemesis.as_str() {
             // A kill at a step lands exactly there: the worker announced it and blocked.
             "kill_at_step" => {

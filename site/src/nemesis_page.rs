@@ -1,5 +1,7 @@
 //! The Nemesis page: a scenario's randomized trials (`results/nemesis/<scenario>.json`), one table
-//! row per nemesis × column, and one page per violating trial with its replay command.
+//! row per nemesis × column, where the kills landed, and one page (with its timeline and replay
+//! command) per trial that is not a plain pass: a violation, a wrong answer, an unresolved
+//! restart or AMBIGUOUS.
 //!
 //! The file is re-verified (plan completeness, every judgement, every summary, its signature)
 //! before anything from it is shown; a scenario without one gets no page.
@@ -22,12 +24,32 @@ pub const TRIALS_DIR: &str = "trials";
 pub struct Row<'a> {
     /// The summary.
     pub s: &'a NemesisSummary,
-    /// The bound within assumptions, as a percentage with two decimals.
+    /// The bound within assumptions, as a percentage with two decimals (`n/a` without trials).
     pub within_bound: String,
-    /// The bound over all trials, as a percentage with two decimals.
+    /// The same bound over distinct interleavings.
+    pub distinct_bound: String,
+    /// The bound over all judged trials.
     pub all_bound: String,
-    /// Violating trials: (id, page file name).
-    pub violations: Vec<(&'a str, String)>,
+    /// Trials that are not a plain pass: (id, page file name, what they are).
+    pub listed: Vec<(&'a str, String, &'static str)>,
+}
+
+/// Where the decide worker's kills landed: the last step it announced before it died.
+pub struct KillRow {
+    /// The step, or `(finished first)` for kills that found the worker done.
+    pub step: String,
+    /// Kills per column, in plan order.
+    pub counts: Vec<u32>,
+}
+
+/// One event of a trial page's timeline, formatted.
+pub struct TimelineRow {
+    /// ms after the first worker started, three decimals.
+    pub at: String,
+    /// Who.
+    pub actor: String,
+    /// What, in words.
+    pub what: String,
 }
 
 /// The page.
@@ -42,6 +64,8 @@ pub struct NemesisPage<'a> {
     pub f: &'a NemesisFile,
     /// The rows, in plan order.
     pub rows: Vec<Row<'a>>,
+    /// Where the decide worker's timed and step kills landed, per column.
+    pub kills: Vec<KillRow>,
     /// The run's signer fingerprint.
     pub fingerprint: String,
     /// Per-run key or the project's stable key, in words.
@@ -66,6 +90,12 @@ pub struct TrialPage<'a> {
     pub t: &'a Trial,
     /// Its credits as `id: cents at created`.
     pub credits: Vec<String>,
+    /// Its timeline.
+    pub timeline: Vec<TimelineRow>,
+    /// What the trial is: violation, wrong answer, unresolved or AMBIGUOUS.
+    pub kind: &'static str,
+    /// The run's settings a replay must repeat (`--clock-start`, `--outage-ms`), as arguments.
+    pub replay_args: String,
     /// Per-run key or the project's stable key, in words.
     pub signer_label: &'a str,
 }
@@ -74,7 +104,7 @@ pub struct TrialPage<'a> {
 pub struct Rendered {
     /// The page's HTML.
     pub html: String,
-    /// (file name, HTML) of each violating trial.
+    /// (file name, HTML) of each trial that is not a plain pass.
     pub trials: Vec<(String, String)>,
     /// File name under `data/`.
     pub json_name: String,
@@ -99,11 +129,14 @@ pub fn trial_file(id: &str) -> String {
 /// |---|---|---|
 /// | `nemesis.trials`, `nemesis.per_cell`, `nemesis.kinds` | integer | trials in all, per nemesis and column, nemeses run |
 /// | `max_in_flight` | duration | the target's declared server-side in-flight bound |
-/// | `within.C`, `beyond.C` | integer | the column's trials within / beyond its assumptions |
+/// | `within.C`, `beyond.C` | integer | the column's judged trials within / beyond its assumptions |
 /// | `min_within.C` | integer | the fewest within-assumption trials the column had under one nemesis that has any |
 /// | `wholly_beyond.C` | text | nemeses all of whose trials for the column lie beyond its assumptions, or `none` |
 /// | `violations_within.C`, `wrong_within.C`, `ambiguous_within.C` | integer | within assumptions: violations, wrong answers, AMBIGUOUS |
-/// | `violations_beyond.C` | integer | violations beyond the assumptions |
+/// | `violations_beyond.C`, `wrong_beyond.C` | integer | violations and wrong answers beyond the assumptions |
+/// | `unresolved.C`, `nothing_decided.C` | integer | restarts that ended in an error; trials killed before any decision (not judged) |
+/// | `distinct_within.C` | integer | distinct interleavings within assumptions, summed over nemeses |
+/// | `exposure.judged.C`, `exposure.violations.C`, `exposure.bound.C` | integer, integer, text | the exposure nemesis: trials, violations and the 95% bound on its violation rate |
 /// | `violating_nemeses.C` | text | nemeses with violations within assumptions (with counts), or `none` |
 /// | `violations_within.N.C`, `within.N.C` | integer | the same per nemesis |
 /// | `harness_errors` | integer | HARNESS_ERROR trials |
@@ -148,7 +181,12 @@ fn list_or_none(items: Vec<String>) -> Fact {
 
 /// The facts of one column: within / beyond its assumptions, and per nemesis.
 fn column_facts(file: &NemesisFile, column: &str, facts: &mut Facts) {
-    let of = |t: &&Trial| t.column == column;
+    // Judged trials only: one with nothing decided or a harness error is no pass of the column.
+    let of = |t: &&Trial| {
+        t.column == column
+            && t.outcome != verify::nemesis::rules::NOT_DECIDED
+            && t.outcome != verify::billing_credit::HARNESS_ERROR
+    };
     let (within, beyond): (Vec<&Trial>, Vec<&Trial>) = file
         .trials
         .iter()
@@ -163,7 +201,48 @@ fn column_facts(file: &NemesisFile, column: &str, facts: &mut Facts) {
     );
     facts.insert(
         format!("wrong_within.{column}"),
-        count(&within, |t| !t.answer_matches),
+        count(&within, |t| !t.answer_matches && !t.unresolved),
+    );
+    facts.insert(
+        format!("unresolved.{column}"),
+        int(file
+            .trials
+            .iter()
+            .filter(of)
+            .filter(|t| t.unresolved)
+            .count()),
+    );
+    facts.insert(
+        format!("wrong_beyond.{column}"),
+        count(&beyond, |t| !t.answer_matches && !t.unresolved),
+    );
+    let summaries = file.summary.iter().filter(|s| s.column == column);
+    let (mut nothing, mut distinct_within) = (0u32, 0u32);
+    for s in summaries {
+        nothing += s.nothing_decided;
+        distinct_within += s.distinct_within;
+        if s.nemesis == "exposure" {
+            facts.insert(
+                format!("exposure.judged.{column}"),
+                Fact::Int(i64::from(s.judged)),
+            );
+            facts.insert(
+                format!("exposure.violations.{column}"),
+                Fact::Int(i64::from(s.violations)),
+            );
+            facts.insert(
+                format!("exposure.bound.{column}"),
+                Fact::Text(bound(s.violation_upper95_ppm, s.judged)),
+            );
+        }
+    }
+    facts.insert(
+        format!("nothing_decided.{column}"),
+        Fact::Int(i64::from(nothing)),
+    );
+    facts.insert(
+        format!("distinct_within.{column}"),
+        Fact::Int(i64::from(distinct_within)),
     );
     facts.insert(
         format!("ambiguous_within.{column}"),
@@ -211,6 +290,96 @@ fn column_facts(file: &NemesisFile, column: &str, facts: &mut Facts) {
     );
 }
 
+/// What a trial is when it is not a plain pass (judged trials only).
+pub fn listed_kind(t: &Trial) -> Option<&'static str> {
+    let judged = t.outcome != verify::nemesis::rules::NOT_DECIDED
+        && t.outcome != verify::billing_credit::HARNESS_ERROR;
+    if !judged {
+        return None;
+    }
+    if t.violation {
+        Some("violation")
+    } else if t.unresolved {
+        Some("unresolved")
+    } else if t.ambiguous {
+        Some("AMBIGUOUS")
+    } else if !t.answer_matches {
+        Some("wrong answer")
+    } else {
+        None
+    }
+}
+
+/// A bound over `n` trials, or `n/a` when there were none.
+fn bound(ppm: u32, n: u32) -> String {
+    if n == 0 {
+        "n/a".into()
+    } else {
+        percent(ppm)
+    }
+}
+
+fn timeline_rows(t: &Trial) -> Vec<TimelineRow> {
+    t.timeline
+        .iter()
+        .map(|e| {
+            let until = e
+                .until_us
+                .map(|u| format!(" (until {}.{:03} ms)", u / 1000, u % 1000))
+                .unwrap_or_default();
+            let what = match e.kind.as_str() {
+                "read" => format!("read {}", e.what),
+                "post" => format!("credit POST leaves{until}"),
+                "step" => format!("passed step {}", e.what),
+                "pause" => format!("paused at {}", e.what),
+                "resume" => format!("told {} to go on", e.what),
+                "kill" => format!("SIGKILL to {}", e.what),
+                "outage" => format!("outage {}{until}", e.what),
+                "change" => format!("changed {}{until}", e.what),
+                other => format!("{other} {}", e.what),
+            };
+            TimelineRow {
+                at: format!("{}.{:03}", e.at_us / 1000, e.at_us % 1000),
+                actor: e.actor.clone(),
+                what,
+            }
+        })
+        .collect()
+}
+
+/// Where the decide kills landed, per column (a kill that found the worker finished counts
+/// under `(finished first)`).
+fn kill_rows(file: &NemesisFile) -> Vec<KillRow> {
+    let mut rows: Vec<KillRow> = Vec::new();
+    for t in &file.trials {
+        let Some(col) = file.plan.columns.iter().position(|c| c == &t.column) else {
+            continue;
+        };
+        for k in t.kills.iter().filter(|k| k.worker == "decide") {
+            let step = if k.delivered {
+                k.last_step
+                    .clone()
+                    .unwrap_or_else(|| "(before any step)".into())
+            } else {
+                "(finished first)".into()
+            };
+            let row = match rows.iter().position(|r| r.step == step) {
+                Some(i) => &mut rows[i],
+                None => {
+                    rows.push(KillRow {
+                        step,
+                        counts: vec![0; file.plan.columns.len()],
+                    });
+                    let last = rows.len() - 1;
+                    &mut rows[last]
+                }
+            };
+            row.counts[col] += 1;
+        }
+    }
+    rows
+}
+
 /// A bound in ppm as a percentage with two decimals, rounded up (it is an upper bound).
 fn percent(ppm: u32) -> String {
     let hundredths = ppm.div_ceil(100);
@@ -246,13 +415,14 @@ pub fn render(
         .iter()
         .map(|s| Row {
             s,
-            within_bound: percent(s.within_upper95_ppm),
-            all_bound: percent(s.violation_upper95_ppm),
-            violations: file
+            within_bound: bound(s.within_upper95_ppm, s.within_assumptions),
+            distinct_bound: bound(s.within_distinct_upper95_ppm, s.distinct_within),
+            all_bound: bound(s.violation_upper95_ppm, s.judged),
+            listed: file
                 .trials
                 .iter()
-                .filter(|t| t.violation && t.nemesis == s.nemesis && t.column == s.column)
-                .map(|t| (t.id.as_str(), trial_file(&t.id)))
+                .filter(|t| t.nemesis == s.nemesis && t.column == s.column)
+                .filter_map(|t| listed_kind(t).map(|k| (t.id.as_str(), trial_file(&t.id), k)))
                 .collect(),
         })
         .collect();
@@ -268,6 +438,7 @@ pub fn render(
         version: VERSION,
         f: &file,
         rows,
+        kills: kill_rows(&file),
         fingerprint,
         signer_label: &signer_label,
         attest_command: crate::provenance::attest_command(&json_name, repository),
@@ -276,8 +447,26 @@ pub fn render(
     let html = page
         .render()
         .map_err(template_err(format!("{scenario}/{PAGE}")))?;
+    let env = &file.environment;
+    let mut replay_args = String::new();
+    if let Some(start) = env
+        .clock_start
+        .filter(|s| *s != verify::billing_credit::DEFAULT_CLOCK_START)
+    {
+        replay_args.push_str(&format!(
+            " --clock-start {}",
+            crate::model::clock_start_label(Some(start))
+        ));
+    }
+    if let Some(ms) = env.outage_ms {
+        replay_args.push_str(&format!(" --outage-ms {ms}"));
+    }
     let mut trials = Vec::new();
-    for t in file.trials.iter().filter(|t| t.violation) {
+    for (t, kind) in file
+        .trials
+        .iter()
+        .filter_map(|t| listed_kind(t).map(|k| (t, k)))
+    {
         let credits = t
             .ground_truth
             .case_credits
@@ -290,6 +479,9 @@ pub fn render(
             version: VERSION,
             t,
             credits,
+            timeline: timeline_rows(t),
+            kind,
+            replay_args: replay_args.clone(),
             signer_label: &signer_label,
         }
         .render()

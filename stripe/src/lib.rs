@@ -22,7 +22,9 @@
 pub mod client;
 pub mod emulator;
 
-pub use client::{ApiFailure, Client, ClientConfig, Params, Response, RetryPolicy, StripeError};
+pub use client::{
+    ApiFailure, Client, ClientConfig, Params, Response, RetryPolicy, RetryRule, StripeError,
+};
 
 /// The Stripe API version this crate is written against.
 ///

@@ -189,3 +189,64 @@ fn a_client_with_retries_gets_through_a_rate_limited_emulator() {
         "some requests met the limit and were retried"
     );
 }
+
+#[test]
+fn the_sdk_policy_retries_a_409_until_the_held_request_under_its_key_has_landed() {
+    let emu = emulator();
+    let key = new_key();
+    let c = keyed_client(emu, &key, Duration::from_secs(30));
+    let case = open_case(&c);
+    let path = format!("/v1/customers/{}/balance_transactions", case.customer);
+    let held = emu.faults().add(
+        FaultRule::new("POST", CREDITS, FaultAction::Delay { ms: 600 })
+            .for_key(&key)
+            .times(1),
+    );
+    // The first request is held at the service, its client gone (as after a SIGKILL).
+    let quick = keyed_client(emu, &key, Duration::from_millis(100));
+    assert!(quick.post(&path, &credit_params(), Some("k-409")).is_err());
+    // The default client takes the 409 as an unknown outcome and leaves it to its caller...
+    let err = c.post(&path, &credit_params(), Some("k-409")).unwrap_err();
+    assert_eq!(err.api().map(|f| f.status), Some(409));
+    // ...the SDK's policy retries it and gets the first request's result.
+    let sdk = Client::new(
+        ClientConfig::new(emu.base_url(), &key)
+            .with_timeout(Duration::from_secs(10))
+            .with_retry(RetryPolicy::stripe_sdk()),
+    )
+    .unwrap();
+    let landed = sdk.post(&path, &credit_params(), Some("k-409")).unwrap();
+    assert!(
+        landed.replayed,
+        "the retry replays the held request's result"
+    );
+    assert!(landed.attempts >= 2);
+    assert_eq!(balance_txns(&c, &case).len(), 1);
+    emu.faults().remove(held);
+}
+
+#[test]
+fn the_sdk_policy_gives_up_after_two_retries() {
+    let emu = emulator();
+    let key = new_key();
+    let case = open_case(&keyed_client(emu, &key, Duration::from_secs(30)));
+    let path = format!("/v1/customers/{}/balance_transactions", case.customer);
+    let failing = emu
+        .faults()
+        .add(FaultRule::new("POST", CREDITS, FaultAction::Error { status: 500 }).for_key(&key));
+    let sdk = Client::new(
+        ClientConfig::new(emu.base_url(), &key)
+            .with_timeout(Duration::from_secs(30))
+            .with_retry(RetryPolicy::stripe_sdk()),
+    )
+    .unwrap();
+    let err = sdk
+        .post(&path, &credit_params(), Some("k-500"))
+        .unwrap_err();
+    assert!(
+        matches!(err, StripeError::Exhausted { attempts: 3, .. }),
+        "{err}"
+    );
+    assert_eq!(emu.faults().fired(failing), 3);
+    emu.faults().remove(failing);
+}

@@ -543,6 +543,7 @@ pub fn generate(spec: &Spec) -> ResultsFile {
             jobs: 1,
             journal: None,
             clock_start: Some(verify::billing_credit::DEFAULT_CLOCK_START),
+            outage_ms: None,
         },
         rows: DEFAULT_ROWS
             .iter()

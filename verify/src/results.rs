@@ -110,6 +110,10 @@ pub struct Environment {
     /// fixed start: those started each clock at the wall time the case was opened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock_start: Option<i64>,
+    /// How long each outage's test-clock advance took on the emulator, ms (`runner
+    /// --outage-ms`); absent: no time (the emulator's own advances are instant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outage_ms: Option<u64>,
 }
 
 /// The decider that turned a case into an amount and a description.

@@ -64,4 +64,37 @@ fn the_committed_nemesis_run_verifies_and_tampering_is_found() {
     let r = verify_nemesis(&restated, &KeyCheck::SelfAttested);
     assert!(!r.findings.iter().any(|f| f.code == code::SIGNATURE));
     assert!(r.findings.iter().any(|f| f.code == code::JUDGEMENT));
+
+    // The within-assumptions label is re-derived from the timeline, not taken as written: a
+    // re-signed file that moves a violation "beyond assumptions" fails, and so does one that
+    // edits the timeline to fit without its fingerprint.
+    let i = file
+        .trials
+        .iter()
+        .position(|t| t.assumption.is_none())
+        .unwrap();
+    let mut excused = file.clone();
+    excused.trials[i].assumption = Some("the moon was full".into());
+    verify::nemesis::sign::sign(&mut excused, &forger).unwrap();
+    excused.environment.signer = verify::entry::lower_hex(forger.verifying_key().as_bytes());
+    verify::nemesis::sign::sign(&mut excused, &forger).unwrap();
+    let r = verify_nemesis(&excused, &KeyCheck::SelfAttested);
+    assert!(
+        r.findings
+            .iter()
+            .any(|f| f.code == code::JUDGEMENT && f.path.ends_with(".assumption")),
+        "{:?}",
+        r.findings
+    );
+    let mut edited = file.clone();
+    let t = &mut edited.trials[i];
+    t.timeline.retain(|e| e.kind != "read");
+    let r = verify_nemesis(&edited, &KeyCheck::SelfAttested);
+    assert!(
+        r.findings
+            .iter()
+            .any(|f| f.code == code::JUDGEMENT && f.path.ends_with(".interleaving")),
+        "{:?}",
+        r.findings
+    );
 }

@@ -6,21 +6,6 @@ use rand::{rngs::StdRng, Rng, SeedableRng};
 use scenarios::billing_credit::{Column, Outage};
 use stripe::emulator::FaultAction;
 
-/// The emulator's declared server-side in-flight bound, as the beyond-the-bound nemesis names it.
-pub const BOUND_ASSUMPTION: &str =
-    "the target's declared server-side in-flight bound (max_in_flight): a request held longer than it can land after recovery trusted a \"not found\"";
-
-/// The window every column shares: Stripe has no precondition on a balance transaction, so a
-/// premise change that lands while a credit POST is in flight (checked, sent, not yet applied)
-/// cannot be refused by anyone (DESIGN §5.1).
-pub const PREMISE_IN_FLIGHT_ASSUMPTION: &str =
-    "no premise change lands while a credit POST is in flight: billing's credit note was issued while the request was held at the service, and Stripe has no precondition on a balance transaction";
-
-/// The window every column shares for world changes: a change that lands after a column's last
-/// check and before its POST cannot be seen by any check (DESIGN §5.1).
-pub const AFTER_LAST_CHECK_ASSUMPTION: &str =
-    "no premise change or revocation lands between a column's last check and its POST: the world changed while the worker was paused after its last check";
-
 /// A change in the world made while the decide worker is paused mid-check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WorldFault {
@@ -28,6 +13,16 @@ pub enum WorldFault {
     Revoke,
     /// Billing's SLA automation credits the renewal invoice for the case's incident.
     CreditNote,
+}
+
+impl WorldFault {
+    /// The fact the change moves.
+    pub fn fact(self) -> &'static str {
+        match self {
+            WorldFault::Revoke => "approval",
+            WorldFault::CreditNote => "incident_compensation",
+        }
+    }
 }
 
 /// Everything a trial will do, before it does it.
@@ -47,8 +42,10 @@ pub struct Draw {
     pub kill_at_step: Option<&'static str>,
     /// Pause the decide worker at this step (see [`pause_steps`]) and make `world` happen.
     pub pause_at: Option<&'static str>,
-    /// The world change made while the worker is paused.
+    /// The world change made while the worker is paused (or, with `world_at_ms`, while it runs).
     pub world: Option<WorldFault>,
+    /// Make `world` happen this many ms after the decide worker started, while it runs.
+    pub world_at_ms: Option<u64>,
     /// When to kill the decide worker, ms after `kill_after` (None: never).
     pub decide_kill_ms: Option<u64>,
     /// What the decide kill instant counts from: `start` or `request_held`.
@@ -57,8 +54,6 @@ pub struct Draw {
     pub decide_at_before_send: bool,
     /// Instants (ms after start) at which successive restarts are killed, before a final one.
     pub restart_kills_ms: Vec<u64>,
-    /// The assumption the trial's faults break, if any.
-    pub assumption: Option<&'static str>,
 }
 
 /// The steps of a column a trial can kill its decide worker at, in order: the worker's own steps
@@ -90,31 +85,44 @@ pub fn column_steps(column: Column) -> &'static [&'static str] {
 }
 
 /// The steps a world fault can pause a column at (after its decision, so the change is one the
-/// decision could not know), in order, and how many of them come before the column's last check
-/// (a change made there must be seen; one made later lies in the window
-/// [`AFTER_LAST_CHECK_ASSUMPTION`] names).
-pub fn pause_steps(column: Column) -> (&'static [&'static str], usize) {
+/// decision could not know), in order. Whether a change made there lies within the column's
+/// assumptions is not decided here: verify's one rule derives it from the trial's timeline
+/// (`verify::nemesis::rules::assumption_broken`).
+pub fn pause_steps(column: Column) -> &'static [&'static str] {
     match column {
-        Column::Interlock => (
-            &["decision_saved", "proposed", "authorized", "dispatched"],
-            3,
-        ),
-        Column::HandCheck => (
-            &[
-                "decision_saved",
-                "lookup",
-                "approval",
-                "premises",
-                "send_logged",
-            ],
-            3,
-        ),
-        // no_check checks nothing after its decision: every change it misses is in the window.
-        Column::NoCheck => (&["decision_saved"], 0),
+        Column::Interlock => &["decision_saved", "proposed", "authorized", "dispatched"],
+        Column::HandCheck => &[
+            "decision_saved",
+            "lookup",
+            "approval",
+            "premises",
+            "send_logged",
+        ],
+        // no_check checks nothing after its decision.
+        Column::NoCheck => &["decision_saved"],
     }
 }
 
-/// Draws a trial's plan from its seed, for a column (only `kill_at_step` depends on it).
+/// How long a release-built worker takes on the embedded emulator from its saved decision to
+/// the end of its credit POST, ms, with a margin (measured on two cores with the nemesis's
+/// parallel trials running; the Nemesis page shows where the kills landed): kill_random draws its
+/// kill uniformly over this window after the decision.
+pub fn effect_window_ms(column: Column) -> u64 {
+    match column {
+        Column::NoCheck => 5,
+        Column::HandCheck | Column::Interlock => 200,
+    }
+}
+
+/// The span over which the exposure nemesis draws its world change, ms after the decide worker's
+/// decision read the fact it changes, the same for every column: a little more than the slowest
+/// column's time from that read to its POST's answer (release build, embedded emulator, the
+/// nemesis's parallel trials running; measured about 110-150 ms), so that each column's
+/// violation rate is its unguarded window's share of one common span.
+pub const EXPOSURE_SPAN_MS: u64 = 200;
+
+/// Draws a trial's plan from its seed, for a column (`kill_at_step`, `kill_random` and the
+/// mid-check pauses depend on it).
 pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
     let mut rng = StdRng::seed_from_u64(seed);
     let outage = Outage::ALL[rng.gen_range(0..Outage::ALL.len())];
@@ -127,16 +135,19 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
         kill_at_step: None,
         pause_at: None,
         world: None,
+        world_at_ms: None,
         decide_kill_ms: None,
         kill_after: "start",
         decide_at_before_send: false,
         restart_kills_ms: Vec::new(),
-        assumption: None,
     };
     match nemesis {
-        // A release-built worker lives ~20-60 ms on the emulator (spawn, reads, decision, send;
-        // measured): draw over that life, so most kills land inside it and some find it done.
-        Nemesis::KillRandom => d.decide_kill_ms = Some(rng.gen_range(0..=60)),
+        // Over the effect's window, from the decision to the end of the send: a kill before
+        // the decision leaves nothing to recover, so that is not where it is drawn.
+        Nemesis::KillRandom => {
+            d.kill_after = "decision_saved";
+            d.decide_kill_ms = Some(rng.gen_range(0..=effect_window_ms(column)));
+        }
         Nemesis::KillInFlight => {
             d.service = Some(FaultAction::Delay {
                 ms: rng.gen_range(100..=2_000),
@@ -158,7 +169,6 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
             });
             d.kill_after = "request_held";
             d.decide_kill_ms = Some(rng.gen_range(0..=50));
-            d.assumption = Some(BOUND_ASSUMPTION);
         }
         Nemesis::CommitThen500 => d.service = Some(FaultAction::CommitThenError { status: 500 }),
         Nemesis::CommitThenDrop => d.service = Some(FaultAction::CommitThenDrop),
@@ -183,7 +193,7 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
             }
         }
         Nemesis::RevokeMidCheck | Nemesis::NoteMidCheck => {
-            let (steps, within) = pause_steps(column);
+            let steps = pause_steps(column);
             let i = rng.gen_range(0..steps.len());
             d.pause_at = Some(steps[i]);
             d.world = Some(match nemesis {
@@ -193,9 +203,15 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
             if nemesis == Nemesis::NoteMidCheck {
                 d.outage = Outage::BillingCredit;
             }
-            if i >= within {
-                d.assumption = Some(AFTER_LAST_CHECK_ASSUMPTION);
-            }
+        }
+        Nemesis::Exposure => {
+            // The revocation only: billing's credit note would have to share a test-clock
+            // second with a credit landing just before it, and the want rule counts a
+            // same-second compensation as first, so the note would charge the column with
+            // violations of the clock's making. The renewal outage runs after the worker.
+            d.outage = Outage::Renewal;
+            d.world = Some(WorldFault::Revoke);
+            d.world_at_ms = Some(rng.gen_range(0..=EXPOSURE_SPAN_MS));
         }
         Nemesis::RateLimitBurst => {
             d.service = Some(FaultAction::RateLimit {
@@ -203,14 +219,6 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
             });
             d.service_times = rng.gen_range(1..=4);
         }
-    }
-    // A held request with billing's credit note issued during the outage: the note lands while
-    // the credit is in flight (decided by the draw, before anything runs).
-    let held = d.kill_after == "request_held"
-        || d.kill_at_step == Some("request_held")
-        || nemesis == Nemesis::LateAfterTimeout;
-    if held && outage == Outage::BillingCredit && d.assumption.is_none() {
-        d.assumption = Some(PREMISE_IN_FLIGHT_ASSUMPTION);
     }
     d
 }
@@ -245,7 +253,7 @@ impl Draw {
                 POSITIONS.join(", ")
             ));
         };
-        if self.pause_at.is_some() || self.decide_at_before_send {
+        if self.pause_at.is_some() || self.decide_at_before_send || self.world_at_ms.is_some() {
             return Err(
                 "--at applies to trials whose decide kill is timed or at a step; this trial's decide worker is paused or killed at a fixed point already".into(),
             );
@@ -299,23 +307,14 @@ mod tests {
         }
         let beyond = draw_for(Nemesis::LateBeyondBound, Column::Interlock, 5);
         assert!(matches!(beyond.service, Some(FaultAction::Delay { ms }) if ms > 5_500));
-        assert!(beyond.assumption.is_some());
         for seed in 0..40 {
             let held = draw_for(Nemesis::KillInFlight, Column::NoCheck, seed);
             assert!(matches!(held.service, Some(FaultAction::Delay { ms }) if ms < 5_500));
-            // Inside the bound; only billing's note issued meanwhile names an assumption.
-            assert_eq!(
-                held.assumption.is_some(),
-                held.outage == Outage::BillingCredit,
-                "seed {seed}"
-            );
         }
         for seed in 0..60 {
             for column in Column::ALL {
                 let d = draw_for(Nemesis::NoteMidCheck, column, seed);
-                let (steps, within) = pause_steps(column);
-                let i = steps.iter().position(|s| Some(*s) == d.pause_at).unwrap();
-                assert_eq!(d.assumption.is_some(), i >= within, "{column} {seed}");
+                assert!(pause_steps(column).contains(&d.pause_at.unwrap()));
                 assert_eq!(d.outage, Outage::BillingCredit);
                 assert_eq!(d.world, Some(WorldFault::CreditNote));
                 let r = draw_for(Nemesis::RevokeMidCheck, column, seed);

@@ -6,6 +6,7 @@
 
 mod faults;
 mod run;
+mod timeline;
 mod trial;
 mod workers;
 
@@ -56,11 +57,17 @@ pub enum Nemesis {
     /// at the service (mid-request). The worker announces each step and blocks at the drawn one,
     /// so the kill lands there exactly and a replay repeats it.
     KillAtStep,
+    /// Window exposure: nobody is killed or paused; support revokes the approval at an instant
+    /// drawn uniformly over one span after the decision read it, the same for every column. A
+    /// column violates only when the revocation lands in its unguarded window (after its last
+    /// read of the approval, before its POST is applied), so its violation rate measures that
+    /// window's length.
+    Exposure,
 }
 
 impl Nemesis {
     /// Every nemesis, in run order.
-    pub const ALL: [Nemesis; 13] = [
+    pub const ALL: [Nemesis; 14] = [
         Nemesis::KillRandom,
         Nemesis::KillInFlight,
         Nemesis::LateAfterTimeout,
@@ -74,6 +81,7 @@ impl Nemesis {
         Nemesis::NoteMidCheck,
         Nemesis::RateLimitBurst,
         Nemesis::KillAtStep,
+        Nemesis::Exposure,
     ];
 
     /// The name used on the command line and in results.
@@ -92,6 +100,7 @@ impl Nemesis {
             Nemesis::NoteMidCheck => "note_mid_check",
             Nemesis::RateLimitBurst => "rate_limit_burst",
             Nemesis::KillAtStep => "kill_at_step",
+            Nemesis::Exposure => "exposure",
         }
     }
 
@@ -136,6 +145,34 @@ impl fmt::Display for Nemesis {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_committed_nemesis_run_is_of_this_codes_format_nemeses_and_plan() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../results/nemesis/billing_credit.json");
+        let bytes = std::fs::read(&path).unwrap();
+        // Loading checks the format string and every field against today's types.
+        let file = verify::load::load_nemesis(&bytes).unwrap();
+        assert_eq!(
+            file.plan.nemeses,
+            Nemesis::ALL.map(|n| n.as_str().to_owned()).to_vec(),
+            "the committed run does not have every nemesis: run it again"
+        );
+        assert_eq!(
+            file.plan.columns,
+            scenarios::billing_credit::Column::ALL
+                .map(|c| c.as_str().to_owned())
+                .to_vec()
+        );
+        assert!(file.plan.trials >= 300, "{} trials", file.plan.trials);
+        assert_eq!(
+            file.environment.clock_start,
+            Some(verify::billing_credit::DEFAULT_CLOCK_START)
+        );
+        let report =
+            verify::nemesis::check::verify_nemesis(&file, &verify::receipt::KeyCheck::SelfAttested);
+        assert!(report.ok, "{:?}", report.findings.first());
+    }
 
     #[test]
     fn lists_parse_in_order_without_repeats() {

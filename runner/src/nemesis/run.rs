@@ -46,6 +46,8 @@ pub struct NemesisArgs<'a> {
     pub journal: Option<&'a str>,
     /// Where every trial's test clock starts (`--clock-start`).
     pub clock_start: ClockStart,
+    /// How long every outage's clock advance takes at least (`--outage-ms`).
+    pub outage_ms: Option<u64>,
 }
 
 struct Started {
@@ -121,6 +123,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
         key_file: s.key.path(),
         journal: s.journal.as_deref(),
         clock_start: args.clock_start.unix(),
+        outage_ms: args.outage_ms,
     };
     eprintln!(
         "runner: nemesis {} x 3 columns x {} trials = {} trials, {} jobs, seed {seed}",
@@ -200,11 +203,14 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
             },
             signer: s.key.public_hex(),
             command: format!(
-                "cargo run --release -p runner -- --scenario billing_credit --nemesis {} --trials {} --seed {seed} --jobs {} --clock-start {}{}",
+                "cargo run --release -p runner -- --scenario billing_credit --nemesis {} --trials {} --seed {seed} --jobs {} --clock-start {}{}{}",
                 plan.nemeses.join(","),
                 args.trials,
                 args.jobs,
                 args.clock_start,
+                args.outage_ms
+                    .map(|ms| format!(" --outage-ms {ms}"))
+                    .unwrap_or_default(),
                 args.journal
                     .map(|url| format!(" --journal {}", crate::run::without_password(url)))
                     .unwrap_or_default()
@@ -214,6 +220,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
                 .journal
                 .map(|_| crate::run::JOURNAL_POSTGRESQL.to_owned()),
             clock_start: Some(args.clock_start.unix()),
+            outage_ms: args.outage_ms,
         },
         plan,
         trials,
@@ -355,7 +362,12 @@ fn print_summary(file: &NemesisFile, wall_s: f64) {
 
 /// Runs the trial `id` again (its decide worker killed at step `at` when given: the trial's
 /// `replay_at`) and prints what happened; returns whether it ran (not HARNESS_ERROR).
-pub fn replay(id: &str, at: Option<&str>, clock_start: ClockStart) -> Result<bool> {
+pub fn replay(
+    id: &str,
+    at: Option<&str>,
+    clock_start: ClockStart,
+    outage_ms: Option<u64>,
+) -> Result<bool> {
     let (nemesis, column, seed) = parse_trial_id(id)
         .ok_or_else(|| anyhow!("{id:?} is not a trial id (nemesis:column:14 hex)"))?;
     let nemesis = Nemesis::parse(nemesis).map_err(|e| anyhow!(e))?;
@@ -368,6 +380,7 @@ pub fn replay(id: &str, at: Option<&str>, clock_start: ClockStart) -> Result<boo
         key_file: s.key.path(),
         journal: s.journal.as_deref(),
         clock_start: clock_start.unix(),
+        outage_ms,
     };
     let trial = run_trial(
         &ctx,

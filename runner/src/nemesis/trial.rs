@@ -3,6 +3,7 @@
 //! read what Stripe holds and judge it.
 
 use super::faults::{describe, draw_for, Draw, WorldFault};
+use super::timeline::Timeline;
 use super::workers::{RestartEnd, Workers};
 use super::Nemesis;
 use crate::backend::Backend;
@@ -14,12 +15,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use stripe::emulator::{FaultAction, FaultHandle, FaultId, FaultRule};
 use verify::billing_credit::HARNESS_ERROR;
-use verify::nemesis::rules::{judge, trial_id};
+use verify::nemesis::rules::{assumption_broken, judge, trial_id, RESTART_FAILED};
 use verify::nemesis::{Fault, Trial};
 use verify::results::{GroundTruth, Want};
-
-/// The outcome of a trial whose final restart ended in an error (the column gave up).
-pub const RESTART_FAILED: &str = "RESTART_FAILED";
 
 /// What a trial needs from the run.
 pub struct TrialContext<'a> {
@@ -35,6 +33,8 @@ pub struct TrialContext<'a> {
     pub journal: Option<&'a str>,
     /// Where the trial's test clock starts, Unix seconds (`--clock-start`).
     pub clock_start: i64,
+    /// How long every outage's clock advance takes at least (`--outage-ms`).
+    pub outage_ms: Option<u64>,
 }
 
 /// Which trial to run.
@@ -80,19 +80,30 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     let mut trial = blank_trial(&id, spec, &plan, &o.case);
     let faults = ctx.backend.faults();
     let rule = service_rule(&plan, faults.as_ref(), &o.api_key)?;
+    let advance = advance_rule(
+        ctx,
+        spec.nemesis,
+        &plan,
+        faults.as_ref(),
+        &o.api_key,
+        &mut trial,
+    )?;
+    let timeline = Timeline::new();
     let w = Workers {
         ctx,
         dir: &o.dir,
         api_key: &o.api_key,
         column: spec.column,
+        timeline: &timeline,
     };
 
     // The world change, if one is drawn, is made while the worker is paused mid-check.
     let mut world_at: Option<Instant> = None;
     let mut world_record = None;
     let mut world = || -> Result<(), String> {
-        world_at = Some(Instant::now());
-        let made = change_world(&plan, spec.seed, &o);
+        let from = Instant::now();
+        world_at = Some(from);
+        let made = change_world(&plan, spec.seed, &o, &timeline, from);
         let ok = made.is_ok();
         world_record = Some(made);
         ok.then_some(())
@@ -108,7 +119,10 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
             trial.faults.push(fault);
             first_fault = world_at;
         }
-        Some(Err(why)) => return Ok(harness(trial, &o, format!("the world fault failed: {why}"))),
+        Some(Err(why)) => {
+            let why = format!("the world fault failed: {why}");
+            return Ok(harness(trial, &o, (&timeline, ctx), why));
+        }
         None => {}
     }
     let decide = decide?;
@@ -119,12 +133,12 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     }
     let decide_ended = decide.ended.unwrap_or_else(Instant::now);
     if let Some(problem) = decide.problem {
-        return Ok(harness(trial, &o, problem));
+        return Ok(harness(trial, &o, (&timeline, ctx), problem));
     }
 
     // The worker is dead (or finished): the world moves on.
-    if let Err(why) = outage(&plan, spec.seed, &o, &mut trial) {
-        return Ok(harness(trial, &o, why));
+    if let Err(why) = outage(&plan, spec.seed, &o, &mut trial, &timeline) {
+        return Ok(harness(trial, &o, (&timeline, ctx), why));
     }
     for (k, at) in plan.restart_kills_ms.iter().enumerate() {
         let kill = w.kill_restart(k + 1, *at)?;
@@ -145,15 +159,24 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
         }
         handle.remove(rule);
     }
+    if let (Some(handle), Some(advance)) = (&faults, advance) {
+        if let Some(f) = trial.faults.iter_mut().find(|f| f.kind == "slow_advance") {
+            f.fired = handle.fired(advance);
+        }
+        handle.remove(advance);
+    }
     let report = match final_restart {
         Ok(r) => Some(r),
         Err(RestartEnd::Failed) => None,
-        Err(RestartEnd::Harness(why)) => return Ok(harness(trial, &o, why)),
+        Err(RestartEnd::Harness(why)) => return Ok(harness(trial, &o, (&timeline, ctx), why)),
     };
     wait_for_held_request(&plan, decide.held_from.unwrap_or(decide_ended));
     let truth = match bc::ground_truth(&o.client, &o.case) {
         Ok(t) => t,
-        Err(e) => return Ok(harness(trial, &o, format!("ground truth: {e}"))),
+        Err(e) => {
+            let why = format!("ground truth: {e}");
+            return Ok(harness(trial, &o, (&timeline, ctx), why));
+        }
     };
     trial.settle_ms = Some(ms(settled - first_fault.unwrap_or(decide_ended)));
     match report {
@@ -166,7 +189,22 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     }
     trial.decision = bc::load_decision(&o.dir).ok();
     finish(&mut trial, truth);
+    label(&mut trial, &timeline, ctx);
     Ok(trial)
+}
+
+/// The trial's timeline, and the within-assumptions label verify's rule derives from it.
+fn label(trial: &mut Trial, timeline: &Timeline, ctx: &TrialContext<'_>) {
+    let hold = trial
+        .faults
+        .iter()
+        .find(|f| f.fired > 0 && f.held_ms.is_some_and(|h| h > 0))
+        .and_then(|f| f.held_ms)
+        .map(Duration::from_millis);
+    trial.timeline = timeline.events(hold);
+    trial.interleaving = verify::nemesis::rules::interleaving(&trial.timeline);
+    let bound = ms(ctx.backend.scenario_settings().max_in_flight);
+    trial.assumption = assumption_broken(&trial.faults, &trial.timeline, bound).map(str::to_owned);
 }
 
 /// The trial's directory (naming the journal store, if any) and its case, opened at the service.
@@ -223,31 +261,79 @@ fn service_rule(
     Ok(Some(handle.add(rule)))
 }
 
+/// How long the trial's outage advance takes: at least `--outage-ms`, and for a trial whose
+/// credit POST is held at the service, longer than the hold (Stripe's advances take seconds, so
+/// a held request lands before the outage is over there too) — except for late_beyond_bound,
+/// whose point is a request that lands after recovery has run. Sets the rule and records it.
+fn advance_rule(
+    ctx: &TrialContext<'_>,
+    nemesis: Nemesis,
+    plan: &Draw,
+    faults: Option<&FaultHandle>,
+    api_key: &str,
+    trial: &mut Trial,
+) -> Result<Option<FaultId>, String> {
+    let hold = match plan.service {
+        Some(FaultAction::Delay { ms }) if ms > 0 && nemesis != Nemesis::LateBeyondBound => {
+            Some(ms + 500)
+        }
+        _ => None,
+    };
+    let Some(ms) = hold.max(ctx.outage_ms) else {
+        return Ok(None);
+    };
+    let handle = faults.ok_or("--outage-ms and held requests need the embedded emulator")?;
+    let why = match hold {
+        Some(h) if Some(h) == Some(ms) => {
+            "longer than the held request, as a Stripe advance of seconds would be"
+        }
+        _ => "as --outage-ms asked",
+    };
+    trial.faults.push(Fault {
+        kind: "slow_advance".into(),
+        detail: format!("the outage's test-clock advance took {ms} ms ({why})"),
+        fired: 0,
+        held_ms: None,
+    });
+    Ok(Some(
+        handle.add(crate::cell::slow_advance_rule(api_key, ms)),
+    ))
+}
+
 /// The drawn world change, made while the worker is paused: the fault to record and, for a
 /// revocation, the case as it now stands.
 fn change_world(
     plan: &Draw,
     seed: u64,
     o: &Opened,
+    timeline: &Timeline,
+    from: Instant,
 ) -> Result<(Fault, Option<bc::CaseFile>), String> {
-    let paused = plan.pause_at.unwrap_or("?");
+    let paused = match (plan.pause_at, plan.world_at_ms) {
+        (Some(step), _) => format!("while the worker was paused at {step}"),
+        (None, Some(ms)) => {
+            format!("{ms} ms after the decision read what it changes, while the worker ran")
+        }
+        (None, None) => "?".to_owned(),
+    };
     match plan.world {
         Some(WorldFault::Revoke) => {
-            let (revoked, at) =
-                clock_now(&o.client, &o.case).and_then(|at| revoke(&o.client, &o.dir, at))?;
-            let what = format!("support revoked the approval while the worker was paused at {paused}, at test-clock {at}");
+            let (revoked, at) = clock_now(&o.client, &o.case)
+                .and_then(|at| revoke(&o.client, &o.dir, at, timeline))?;
+            let what = format!("support revoked the approval {paused}, at test-clock {at}");
             Ok((world_fault("revocation", what), Some(revoked)))
         }
         Some(WorldFault::CreditNote) => {
             let mut outage_rng = StdRng::seed_from_u64(seed ^ OUTAGE_SEED);
-            bc::run_outage(
-                &o.client,
-                &o.case,
-                bc::Outage::BillingCredit,
-                &mut outage_rng,
-            )
-            .map_err(|e| e.to_string())?;
-            let what = format!("billing's renewal and credit note for the case's incident ran while the worker was paused at {paused}");
+            let outage = bc::Outage::BillingCredit;
+            let (_, changes) = bc::run_outage_timed(&o.client, &o.case, outage, &mut outage_rng)
+                .map_err(|e| e.to_string())?;
+            timeline.outage(outage.as_str(), from);
+            for c in changes {
+                timeline.changed(c.fact, c.from, c.until);
+            }
+            let what =
+                format!("billing's renewal and credit note for the case's incident ran {paused}");
             Ok((world_fault("credit_note", what), None))
         }
         None => Err("a pause was drawn without a world fault".into()),
@@ -256,19 +342,30 @@ fn change_world(
 
 /// The outage while the worker is dead (none when a credit note mid-check was this trial's
 /// outage), then the drawn revocation. `Err`: why the trial is a HARNESS_ERROR.
-fn outage(plan: &Draw, seed: u64, o: &Opened, trial: &mut Trial) -> Result<(), String> {
+fn outage(
+    plan: &Draw,
+    seed: u64,
+    o: &Opened,
+    trial: &mut Trial,
+    timeline: &Timeline,
+) -> Result<(), String> {
     if plan.world == Some(WorldFault::CreditNote) {
         return Ok(());
     }
     let mut outage_rng = StdRng::seed_from_u64(seed ^ OUTAGE_SEED);
-    let record = bc::run_outage(&o.client, &o.case, plan.outage, &mut outage_rng)
+    let from = Instant::now();
+    let (record, changes) = bc::run_outage_timed(&o.client, &o.case, plan.outage, &mut outage_rng)
         .map_err(|e| format!("the outage failed: {e}"))?;
+    timeline.outage(plan.outage.as_str(), from);
+    for c in changes {
+        timeline.changed(c.fact, c.from, c.until);
+    }
     if plan.revoke_in_outage {
         let at = record
             .clock_time
             .ok_or("the revocation failed: the outage recorded no clock time")?;
-        let (revoked, at) =
-            revoke(&o.client, &o.dir, at).map_err(|e| format!("the revocation failed: {e}"))?;
+        let (revoked, at) = revoke(&o.client, &o.dir, at, timeline)
+            .map_err(|e| format!("the revocation failed: {e}"))?;
         trial.case = revoked.to_results_case();
         trial.faults.push(world_fault(
             "revocation",
@@ -291,12 +388,19 @@ fn wait_for_held_request(plan: &Draw, held_from: Instant) {
     }
 }
 
-/// Revokes the approval in `case.json` at the clock's current instant, then advances the clock a
-/// second past it, so a credit created after the revocation is after it in Stripe's `created`.
-fn revoke(client: &stripe::Client, dir: &Path, at: i64) -> Result<(bc::CaseFile, i64), String> {
+/// Revokes the approval in `case.json` at the clock's current instant (the file written into
+/// place is the change, recorded on the timeline), then advances the clock a second past it, so
+/// a credit created after the revocation is after it in Stripe's `created`.
+fn revoke(
+    client: &stripe::Client,
+    dir: &Path,
+    at: i64,
+    timeline: &Timeline,
+) -> Result<(bc::CaseFile, i64), String> {
     let mut case = bc::CaseFile::load(dir).map_err(|e| e.to_string())?;
     case.approval.revoked = Some(serde_json::json!({"by": bc::APPROVER, "clock_time": at}));
-    case.save(dir).map_err(|e| e.to_string())?;
+    let (from, until) = case.save_timed(dir).map_err(|e| e.to_string())?;
+    timeline.changed("approval", from, until);
     bc::advance_one_second(client, &case, at).map_err(|e| e.to_string())?;
     Ok((case, at))
 }
@@ -308,6 +412,7 @@ fn world_fault(kind: &str, what: String) -> Fault {
         kind: kind.into(),
         detail: format!("{what}; the clock was then advanced one second"),
         fired: 1,
+        held_ms: None,
     }
 }
 
@@ -333,11 +438,16 @@ fn blank_trial(id: &str, spec: TrialSpec, plan: &Draw, case: &bc::CaseFile) -> T
                     kind,
                     detail,
                     fired: 0,
+                    held_ms: match a {
+                        FaultAction::Delay { ms } => Some(*ms),
+                        _ => None,
+                    },
                 }
             })
             .collect(),
         kills: Vec::new(),
-        assumption: plan.assumption.map(str::to_owned),
+        // Derived from the timeline once the trial has run.
+        assumption: None,
         case: case.to_results_case(),
         decision: None,
         outcome: HARNESS_ERROR.into(),
@@ -348,6 +458,9 @@ fn blank_trial(id: &str, spec: TrialSpec, plan: &Draw, case: &bc::CaseFile) -> T
         violation: false,
         answer_matches: false,
         ambiguous: false,
+        unresolved: false,
+        timeline: Vec::new(),
+        interleaving: String::new(),
         settle_ms: None,
         receipt: None,
         journal_kinds: Vec::new(),
@@ -370,10 +483,16 @@ fn finish(trial: &mut Trial, truth: GroundTruth) {
     trial.violation = j.violation;
     trial.answer_matches = j.answer_matches;
     trial.ambiguous = j.ambiguous;
+    trial.unresolved = j.unresolved;
 }
 
-/// A HARNESS_ERROR trial: still reads and judges what Stripe holds.
-fn harness(mut trial: Trial, o: &Opened, why: String) -> Trial {
+/// A HARNESS_ERROR trial: still reads and judges what Stripe holds, with the timeline so far.
+fn harness(
+    mut trial: Trial,
+    o: &Opened,
+    (timeline, ctx): (&Timeline, &TrialContext<'_>),
+    why: String,
+) -> Trial {
     let mut text = why;
     for file in ["decide.stderr", "restart.stderr"] {
         let tail = stderr_tail(&o.dir.join(file));
@@ -385,5 +504,6 @@ fn harness(mut trial: Trial, o: &Opened, why: String) -> Trial {
     trial.harness_error = Some(text);
     let truth = bc::ground_truth(&o.client, &o.case).unwrap_or_else(|_| empty_truth());
     finish(&mut trial, truth);
+    label(&mut trial, timeline, ctx);
     trial
 }

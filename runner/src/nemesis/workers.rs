@@ -2,6 +2,7 @@
 //! world change), the restarts (killed as drawn, then a final one), and what their stdout says.
 
 use super::faults::Draw;
+use super::timeline::Timeline;
 use super::trial::{ms, TrialContext};
 use crate::worker::{
     self, CONTINUE_LINE, CRASH_LINE_PREFIX, EVERY_STEP, NO_CRASH, PAUSE_LINE_PREFIX,
@@ -27,6 +28,8 @@ pub(super) struct Workers<'a> {
     pub(super) dir: &'a Path,
     pub(super) api_key: &'a str,
     pub(super) column: bc::Column,
+    /// Where every announcement and kill is recorded.
+    pub(super) timeline: &'a Timeline,
 }
 
 pub(super) struct DecideEnd {
@@ -41,9 +44,9 @@ pub(super) struct DecideEnd {
 }
 
 /// A decide worker while it runs.
-struct Running {
+struct Running<'t> {
     child: Child,
-    lines: Lines,
+    lines: Lines<'t>,
     started: Instant,
     deadline: Instant,
 }
@@ -51,7 +54,7 @@ struct Running {
 /// Paused at a worker step: the world changes, then the worker is told to go on and runs to
 /// its end.
 fn decide_paused(
-    mut run: Running,
+    mut run: Running<'_>,
     step: &str,
     world: &mut dyn FnMut() -> Result<(), String>,
 ) -> Result<DecideEnd, String> {
@@ -63,6 +66,7 @@ fn decide_paused(
                 .write_all(format!("{CONTINUE_LINE}\n").as_bytes())
                 .and_then(|()| stdin.flush())
         });
+        run.lines.timeline.resumed("decide");
         if !matches!(told, Some(Ok(()))) {
             reap(&mut run.child);
             return Ok(DecideEnd::problem(format!(
@@ -79,6 +83,39 @@ fn decide_paused(
             describe_exit(Some(s))
         )),
         _ => None,
+    };
+    Ok(DecideEnd::finished(problem, None))
+}
+
+/// Runs to its end while the world changes `fact` `at` ms after the worker's decision read it
+/// (the exposure nemesis): the decision never knows of the change, and nobody waits for
+/// anybody after, so where the change lands in the rest of the worker's life is chance.
+fn decide_exposed(
+    mut run: Running<'_>,
+    fact: &str,
+    at: u64,
+    world: &mut dyn FnMut() -> Result<(), String>,
+) -> Result<DecideEnd, String> {
+    let read = format!("{}read {fact}", bc::EVENT_LINE_PREFIX);
+    let origin = run
+        .lines
+        .wait_for(&read, run.deadline)
+        .map_or(run.started, |_| Instant::now());
+    let when = origin + Duration::from_millis(at);
+    let now = Instant::now();
+    if when > now {
+        std::thread::sleep(when - now);
+    }
+    world()?;
+    let status = wait_until(&mut run.child, run.deadline);
+    run.lines.drain();
+    let problem = match status {
+        None => Some("the decide worker did not finish in time".to_owned()),
+        Some(s) if !s.success() => Some(format!(
+            "the decide worker {} with the world changing under it",
+            describe_exit(Some(s))
+        )),
+        Some(_) => None,
     };
     Ok(DecideEnd::finished(problem, None))
 }
@@ -150,6 +187,7 @@ impl Workers<'_> {
                 &ms(settings.max_in_flight).to_string(),
             ])
             .args(["--claim-ttl-ms", &ms(settings.claim_ttl).to_string()])
+            .arg("--announce-events")
             .args(extra)
             .env(STRIPE_KEY_ENV, self.api_key)
             .stdin(Stdio::piped())
@@ -175,11 +213,14 @@ impl Workers<'_> {
         let mut child = self.spawn_steps(stepwise, plan.pause_at)?;
         let started = Instant::now();
         let run = Running {
-            lines: Lines::new(&mut child),
+            lines: Lines::new(&mut child, "decide", self.timeline),
             child,
             started,
             deadline: started + WORKER_TIMEOUT,
         };
+        if let (Some(at), Some(fault)) = (plan.world_at_ms, plan.world) {
+            return decide_exposed(run, fault.fact(), at, world);
+        }
         match (plan.pause_at, plan.kill_at_step, plan.decide_kill_ms) {
             (Some(step), _, _) => decide_paused(run, step, world),
             (None, Some(step), _) => Ok(self.decide_at_step(run, step, rule)),
@@ -192,7 +233,7 @@ impl Workers<'_> {
     /// the POST (for at least 100 ms) and the runner sees the rule fire.
     fn decide_at_step(
         &self,
-        mut run: Running,
+        mut run: Running<'_>,
         step: &str,
         rule: Option<(&FaultHandle, FaultId)>,
     ) -> DecideEnd {
@@ -215,7 +256,7 @@ impl Workers<'_> {
     /// a replay must kill to reach the same state.
     fn decide_timed(
         &self,
-        mut run: Running,
+        mut run: Running<'_>,
         plan: &Draw,
         at: u64,
         rule: Option<(&FaultHandle, FaultId)>,
@@ -224,6 +265,11 @@ impl Workers<'_> {
             ("request_held", Some((handle, id))) => {
                 let held = poll_fired(&mut run.child, handle, id, run.deadline);
                 (held, Some(held))
+            }
+            ("decision_saved", _) => {
+                let step = format!("{STEP_LINE_PREFIX}decision_saved");
+                let seen = run.lines.wait_for(&step, run.deadline);
+                (seen.map_or(run.started, |_| Instant::now()), None)
             }
             _ => (run.started, None),
         };
@@ -256,12 +302,16 @@ impl Workers<'_> {
     /// watches when the service held the POST (that bounds when it lands).
     fn decide_to_its_end(
         &self,
-        mut run: Running,
+        mut run: Running<'_>,
         plan: &Draw,
         rule: Option<(&FaultHandle, FaultId)>,
     ) -> Result<DecideEnd, String> {
         let mut second = match plan.second_worker {
-            true => Some(self.spawn("decide", NO_CRASH, "decide-2.stderr", &[])?),
+            true => {
+                let mut child = self.spawn("decide", NO_CRASH, "decide-2.stderr", &[])?;
+                let lines = Lines::new(&mut child, "decide-2", self.timeline);
+                Some((child, lines))
+            }
             false => None,
         };
         let mut held_from = None;
@@ -280,8 +330,9 @@ impl Workers<'_> {
                 }
             }
         };
-        if let Some(second) = second.as_mut() {
+        if let Some((second, lines)) = second.as_mut() {
             wait_until(second, run.deadline);
+            lines.drain();
         }
         run.lines.drain();
         let problem = status
@@ -295,7 +346,7 @@ impl Workers<'_> {
     fn decide_cooperative(&self) -> Result<DecideEnd, String> {
         let mut child = self.spawn("decide", "before_send", "decide.stderr", &[])?;
         let deadline = Instant::now() + WORKER_TIMEOUT;
-        let mut lines = Lines::new(&mut child);
+        let mut lines = Lines::new(&mut child, "decide", self.timeline);
         if lines.wait_for(CRASH_LINE_PREFIX, deadline).is_none() {
             let status = wait_until(&mut child, Instant::now());
             return Ok(DecideEnd::problem(format!(
@@ -328,10 +379,11 @@ impl Workers<'_> {
         worker: &str,
         at_ms: u64,
         after: &str,
-        lines: &mut Lines,
+        lines: &mut Lines<'_>,
     ) -> Kill {
         let already = matches!(child.try_wait(), Ok(Some(_)));
         if !already {
+            self.timeline.killed(worker);
             let _ = child.kill();
         }
         let status = child.wait().ok();
@@ -348,9 +400,10 @@ impl Workers<'_> {
 
     pub(super) fn kill_restart(&self, n: usize, at: u64) -> Result<Kill, String> {
         let mut child = self.spawn("resume", NO_CRASH, "restart.stderr", &[])?;
-        let mut lines = Lines::new(&mut child);
+        let actor = format!("restart-{n}");
+        let mut lines = Lines::new(&mut child, &actor, self.timeline);
         std::thread::sleep(Duration::from_millis(at));
-        let mut kill = self.kill_now(&mut child, &format!("restart-{n}"), at, "start", &mut lines);
+        let mut kill = self.kill_now(&mut child, &actor, at, "start", &mut lines);
         // A restart announces no steps; say how far its column's record got instead.
         kill.last_step = last_record(self.dir, self.column);
         Ok(kill)
@@ -365,8 +418,13 @@ impl Workers<'_> {
         let mut last = None;
         loop {
             match lines.recv_timeout(Duration::from_millis(20)) {
-                Ok(Some(l)) if !l.trim().is_empty() => last = Some(l),
-                Ok(Some(_)) => {}
+                Ok(Some((at, l))) => {
+                    self.timeline.worker_line("restart", at, &l);
+                    let announcement = l.starts_with(bc::EVENT_LINE_PREFIX);
+                    if !announcement && !l.trim().is_empty() {
+                        last = Some(l);
+                    }
+                }
                 Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
                 Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() > deadline => {
                     reap(&mut child);
@@ -450,25 +508,34 @@ fn poll_fired(child: &mut Child, handle: &FaultHandle, id: FaultId, deadline: In
     }
 }
 
-/// A worker's stdout, line by line, on a thread; the steps it announced so far.
-struct Lines {
-    rx: mpsc::Receiver<Option<String>>,
+/// A worker's stdout, line by line, on a thread; the steps it announced so far. Every line goes
+/// on the trial's timeline, stamped when it was read.
+struct Lines<'t> {
+    rx: mpsc::Receiver<Option<(Instant, String)>>,
     steps: Vec<String>,
     last: Option<String>,
     done: bool,
+    actor: String,
+    timeline: &'t Timeline,
 }
 
-impl Lines {
-    fn new(child: &mut Child) -> Lines {
+impl<'t> Lines<'t> {
+    fn new(child: &mut Child, actor: &str, timeline: &'t Timeline) -> Lines<'t> {
         Lines {
             rx: line_reader(child),
             steps: Vec::new(),
             last: None,
             done: false,
+            actor: actor.to_owned(),
+            timeline,
         }
     }
 
-    fn take(&mut self, line: String) -> String {
+    fn take(&mut self, (at, line): (Instant, String)) -> String {
+        self.timeline.worker_line(&self.actor, at, &line);
+        if line.starts_with(bc::EVENT_LINE_PREFIX) {
+            return line;
+        }
         if let Some(step) = line.strip_prefix(STEP_LINE_PREFIX) {
             self.steps.push(step.trim().to_owned());
         } else if !line.trim().is_empty() {
@@ -508,13 +575,13 @@ impl Lines {
     }
 }
 
-fn line_reader(child: &mut Child) -> mpsc::Receiver<Option<String>> {
+fn line_reader(child: &mut Child) -> mpsc::Receiver<Option<(Instant, String)>> {
     let (tx, rx) = mpsc::channel();
     if let Some(out) = child.stdout.take() {
         std::thread::spawn(move || {
             for line in BufReader::new(out).lines() {
                 let Ok(l) = line else { break };
-                if tx.send(Some(l)).is_err() {
+                if tx.send(Some((Instant::now(), l))).is_err() {
                     return;
                 }
             }

@@ -44,6 +44,7 @@ impl LeaseStore for ApprovalStore {
                 self.cell_dir.join(CASE_FILE).display()
             ),
         })?;
+        super::events::announce_read("approval");
         let amount = effect.get("amount").and_then(Value::as_i64);
         let live = lease.as_str() == Some(approval.id.as_str())
             && amount.is_some_and(|a| covers(&approval, a));

@@ -101,6 +101,15 @@ impl CaseFile {
         write_json_durably(&cell_dir.join(CASE_FILE), self)
     }
 
+    /// [`CaseFile::save`], returning when the new `case.json` became visible to readers (just
+    /// before and just after the rename that puts it into place).
+    pub fn save_timed(
+        &self,
+        cell_dir: &Path,
+    ) -> Result<(std::time::Instant, std::time::Instant), ScenarioError> {
+        super::write_json_durably_timed(&cell_dir.join(CASE_FILE), self)
+    }
+
     /// Reads `case.json` from `cell_dir`.
     pub fn load(cell_dir: &Path) -> Result<CaseFile, ScenarioError> {
         read_json(&cell_dir.join(CASE_FILE))

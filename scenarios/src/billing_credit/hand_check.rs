@@ -4,7 +4,8 @@
 //! 1. look this case's credit up (balance transactions tagged with the case) → `FOUND_BY_LOOKUP`;
 //! 2. the approval, re-read from `case.json`, is unrevoked and covers the amount → else
 //!    `REFUSED:approval`;
-//! 3. the live premises equal the ones saved in `decision.json` → else `REFUSED:stale_premise`;
+//! 3. the premises, read afresh at this step, equal the ones saved in `decision.json` → else
+//!    `REFUSED:stale_premise`;
 //! 4. log `send`, POST under `goodwill-credit-<case>`, log `sent` → `CREDITED` or
 //!    `REPLAYED_BY_STRIPE`.
 //!
@@ -12,10 +13,10 @@
 //! written by the same worker: informative, not tamper-evident.
 
 use super::approval::covers;
-use super::reads::{premises_from, read_ledger, subscription};
+use super::reads::{facts, read_ledger};
 use super::target::post_credit;
 use super::{
-    case::str_field, fire, now_ms, CaseFile, Crash, CrashPoint, ScenarioError, AGENT,
+    events::announce_read, fire, now_ms, CaseFile, Crash, CrashPoint, ScenarioError, AGENT,
     HAND_CHECK_LOG,
 };
 use serde_json::{json, Map, Value};
@@ -102,6 +103,7 @@ pub(crate) fn send(
 
     // 2. Approval, fresh from case.json.
     let approval = CaseFile::load(cell_dir)?.approval;
+    announce_read("approval");
     if !covers(&approval, decision.amount) {
         log.step("approval", json!({ "refused": approval }))?;
         return Ok(("REFUSED:approval".into(), None));
@@ -109,14 +111,10 @@ pub(crate) fn send(
     log.step("approval", json!({ "approval": approval }))?;
     fire(crash, CrashPoint::Approval);
 
-    // 3. Premises, live, against the saved ones.
-    let sub = subscription(client, case)?;
-    let status = str_field(
-        &sub,
-        "status",
-        &format!("subscription {}", case.subscription),
-    )?;
-    let now = premises_from(case, status, &ledger);
+    // 3. Premises, read afresh at this step (the reference's `facts()`, the same reads the
+    //    gate's premise check makes), against the saved ones. The lookup's ledger is not reused:
+    //    a change that lands between the lookup and this step must be seen here.
+    let now = facts(client, case)?;
     if now != decision.premises {
         log.step(
             "premises",

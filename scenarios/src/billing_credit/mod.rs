@@ -18,6 +18,7 @@
 
 mod approval;
 mod case;
+mod events;
 mod hand_check;
 mod interlock;
 mod no_check;
@@ -27,8 +28,9 @@ mod target;
 
 pub use approval::ApprovalStore;
 pub use case::{ensure_prices, open_case, CaseFile, Prices};
+pub use events::{announce_events, announce_read, EVENT_LINE_PREFIX, FACTS};
 pub use hand_check::read_hand_check_log;
-pub use outage::{advance_one_second, clock_time, run_outage};
+pub use outage::{advance_one_second, clock_time, run_outage, run_outage_timed, FactChange};
 pub use reads::{
     facts, ground_truth, observations, read_account, read_ledger, stripe_ids, Account, Ledger,
 };
@@ -623,6 +625,15 @@ pub(crate) fn write_json_durably<T: Serialize>(
     path: &Path,
     value: &T,
 ) -> Result<(), ScenarioError> {
+    write_json_durably_timed(path, value).map(|_| ())
+}
+
+/// [`write_json_durably`], returning when the new file became visible: just before and just
+/// after the rename that puts it into place (a reader before sees the old file, after the new).
+pub(crate) fn write_json_durably_timed<T: Serialize>(
+    path: &Path,
+    value: &T,
+) -> Result<(std::time::Instant, std::time::Instant), ScenarioError> {
     use std::io::Write;
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|source| ScenarioError::Json {
         path: path.to_path_buf(),
@@ -641,8 +652,11 @@ pub(crate) fn write_json_durably<T: Serialize>(
             .map_err(ScenarioError::io("write", &tmp))?;
         f.sync_all().map_err(ScenarioError::io("fsync", &tmp))?;
     }
+    let before = std::time::Instant::now();
     std::fs::rename(&tmp, path).map_err(ScenarioError::io("rename into place", path))?;
-    sync_dir(dir)
+    let after = std::time::Instant::now();
+    sync_dir(dir)?;
+    Ok((before, after))
 }
 
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), ScenarioError> {

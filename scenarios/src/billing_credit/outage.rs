@@ -33,6 +33,31 @@ pub fn run_outage(
     outage: Outage,
     rng: &mut impl rand::Rng,
 ) -> Result<OutageRecord, ScenarioError> {
+    run_outage_timed(client, case, outage, rng).map(|(record, _)| record)
+}
+
+/// A premise fact the world changed, and when (the request that changed it, from just before it
+/// was sent to just after its answer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FactChange {
+    /// `incident_compensation` (or `approval`, `subscription_status`).
+    pub fact: &'static str,
+    /// Just before the change was asked for.
+    pub from: Instant,
+    /// Just after it was answered.
+    pub until: Instant,
+}
+
+/// [`run_outage`], also saying which premise facts it changed and when: billing's credit note
+/// for the case's own incident changes `incident_compensation`; a renewal, a proration and a
+/// credit for another incident change no premise.
+pub fn run_outage_timed(
+    client: &Client,
+    case: &CaseFile,
+    outage: Outage,
+    rng: &mut impl rand::Rng,
+) -> Result<(OutageRecord, Vec<FactChange>), ScenarioError> {
+    let mut changes = Vec::new();
     let mut record = OutageRecord {
         renewal_invoice: None,
         credit_note: None,
@@ -60,12 +85,20 @@ pub fn run_outage(
         Outage::Renewal | Outage::Proration => None,
     };
     if let Some(incident) = incident {
+        let from = Instant::now();
         let note = sla_credit_note(client, case, &invoice, &incident)?;
+        if incident == case.incident {
+            changes.push(FactChange {
+                fact: "incident_compensation",
+                from,
+                until: Instant::now(),
+            });
+        }
         record.credit_note = Some(note);
         record.credit_note_incident = Some(incident);
     }
     record.clock_time = Some(advance_one_second(client, case, clock_time)?);
-    Ok(record)
+    Ok((record, changes))
 }
 
 /// Advances the case's test clock from `from` to `from + 1` and waits until it is `ready`;

@@ -178,7 +178,14 @@ fn customer_balance(client: &Client, case: &CaseFile) -> Result<i64, ScenarioErr
 pub fn facts(client: &Client, case: &CaseFile) -> Result<Premises, ScenarioError> {
     let status = subscription_status(client, case)?;
     let ledger = read_ledger(client, case)?;
+    announce_premise_reads();
     Ok(premises_from(case, status, &ledger))
+}
+
+/// Both premises were just read (the ledger, for the incident's compensation, last).
+fn announce_premise_reads() {
+    super::events::announce_read("subscription_status");
+    super::events::announce_read("incident_compensation");
 }
 
 pub(crate) fn premises_from(case: &CaseFile, status: String, ledger: &Ledger) -> Premises {
@@ -201,6 +208,7 @@ pub fn read_account(client: &Client, case: &CaseFile) -> Result<Account, Scenari
     let status = subscription_status(client, case)?;
     let balance = customer_balance(client, case)?;
     let ledger = read_ledger(client, case)?;
+    announce_premise_reads();
     Ok(Account {
         customer: case.customer.clone(),
         plan_cents: PLAN_CENTS,

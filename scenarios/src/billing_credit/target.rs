@@ -64,12 +64,13 @@ pub fn post_credit(
     }
     let path = format!("/v1/customers/{customer}/balance_transactions");
     fire(crash, CrashPoint::BeforeSend);
-    let answer = client
-        .post(&path, &params, Some(key))
-        .map_err(ScenarioError::stripe(format!(
-            "credit {cents} cents to {customer} for {} (key {key})",
-            case.case_id
-        )))?;
+    super::events::announce_post();
+    let answer = client.post(&path, &params, Some(key));
+    super::events::announce_answered();
+    let answer = answer.map_err(ScenarioError::stripe(format!(
+        "credit {cents} cents to {customer} for {} (key {key})",
+        case.case_id
+    )))?;
     let id = str_field(&answer.body, "id", "the credit's balance transaction")?;
     let amount = int_field(&answer.body, "amount", &format!("credit {id}"))?;
     let posted = CreditPosted {

@@ -6,7 +6,7 @@ mod retry;
 
 pub use error::{ApiFailure, StripeError};
 pub use params::Params;
-pub use retry::RetryPolicy;
+pub use retry::{RetryPolicy, RetryRule};
 
 use reqwest::blocking::Client as HttpClient;
 use reqwest::header::{HeaderMap, CONTENT_TYPE};
@@ -330,7 +330,7 @@ impl Client {
         request: reqwest::blocking::RequestBuilder,
     ) -> Result<Response, Attempt> {
         let transport = |e: reqwest::Error| {
-            Attempt::Final(if e.is_timeout() {
+            let error = if e.is_timeout() {
                 StripeError::Timeout {
                     method: method.into(),
                     path: path.into(),
@@ -342,7 +342,15 @@ impl Client {
                     path: path.into(),
                     detail: error_chain(&e),
                 }
-            })
+            };
+            if self.retry.retries_transport() {
+                Attempt::Retryable {
+                    error,
+                    retry_after: None,
+                }
+            } else {
+                Attempt::Final(error)
+            }
         };
         let answer = request
             .basic_auth(&self.api_key, Some(""))
@@ -406,7 +414,10 @@ impl Client {
             },
         };
         let should_retry = header(&headers, "stripe-should-retry");
-        if retry::invited(status, should_retry.as_deref().map(str::trim)) {
+        if self
+            .retry
+            .retries_answer(status, should_retry.as_deref().map(str::trim))
+        {
             Err(Attempt::Retryable {
                 error,
                 retry_after: retry::retry_after(header(&headers, "retry-after").as_deref()),

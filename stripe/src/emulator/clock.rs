@@ -8,6 +8,7 @@ use super::form::Form;
 use super::render;
 use super::state::{wall_now, Account, Clock, Interval, Recurring};
 use serde_json::Value;
+use std::time::Instant;
 
 const DAY: i64 = 86_400;
 
@@ -124,6 +125,8 @@ fn advance_limit(a: &Account, clock: &Clock) -> i64 {
 pub(crate) fn advance(a: &mut Account, id: &str, form: &Form<'_>) -> Result<Value, ApiError> {
     form.allow(&["frozen_time", "expand"])?;
     let target = form.req_int("frozen_time")?;
+    // An advance still under way completes before the next one starts.
+    finish_slow_advance(a, id, true);
     let clock = a.clock(id, "test_clock")?.clone();
     if target <= clock.frozen_time {
         return Err(ApiError::invalid(
@@ -148,9 +151,27 @@ pub(crate) fn advance(a: &mut Account, id: &str, form: &Form<'_>) -> Result<Valu
     }
     // The answer shows the clock as it is when advancing starts.
     let answer = render::clock(&clock, Some(target));
-    run_until(a, id, target);
+    match a.next_advance_takes.take() {
+        Some(takes) => {
+            a.slow_advances
+                .insert(id.to_string(), (target, Instant::now() + takes));
+        }
+        None => run_until(a, id, target),
+    }
     a.advancing.insert(id.to_string(), target);
     Ok(answer)
+}
+
+/// Finishes a slow advance of the clock whose time has come (or, with `force`, any slow
+/// advance of it): runs its events. Returns the target of an advance still under way.
+fn finish_slow_advance(a: &mut Account, id: &str, force: bool) -> Option<i64> {
+    let (target, ready_at) = *a.slow_advances.get(id)?;
+    if !force && Instant::now() < ready_at {
+        return Some(target);
+    }
+    a.slow_advances.remove(id);
+    run_until(a, id, target);
+    None
 }
 
 /// Processes every due event of the clock's objects in time order, then sets
@@ -172,6 +193,10 @@ pub(crate) fn run_until(a: &mut Account, clock_id: &str, target: i64) {
 /// `GET /v1/test_helpers/test_clocks/{id}`: an advance has completed by the
 /// time anyone reads the clock again.
 pub(crate) fn retrieve(a: &mut Account, id: &str) -> Result<Value, ApiError> {
+    a.clock(id, "test_clock")?;
+    if let Some(target) = finish_slow_advance(a, id, false) {
+        return Ok(render::clock(a.clock(id, "test_clock")?, Some(target)));
+    }
     let clock = a.clock(id, "test_clock")?;
     let out = render::clock(clock, None);
     a.advancing.remove(id);
@@ -184,6 +209,7 @@ pub(crate) fn delete(a: &mut Account, id: &str) -> Result<Value, ApiError> {
     a.clock(id, "test_clock")?;
     a.clocks.remove(id);
     a.advancing.remove(id);
+    a.slow_advances.remove(id);
     let customers: Vec<String> = a
         .customers
         .values()

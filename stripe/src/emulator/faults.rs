@@ -48,6 +48,14 @@ pub enum FaultAction {
         /// Seconds to send as `Retry-After`, if any.
         retry_after_s: Option<u64>,
     },
+    /// For a test-clock advance: the advance takes this long, as Stripe's take
+    /// seconds. The clock reads `advancing` and nothing of the advance happens
+    /// (no renewal, no invoice) until `ms` after it was asked for; the first read
+    /// of the clock after that runs the advance's events and reads `ready`.
+    SlowAdvance {
+        /// Milliseconds the advance takes.
+        ms: u64,
+    },
 }
 
 /// A rule: which requests it matches, what it does, and how many times.

@@ -407,7 +407,8 @@ fn fault_in_front(fault: Option<&FaultAction>, key: Option<&str>) -> Option<Answ
         }),
         FaultAction::Delay { .. }
         | FaultAction::CommitThenDrop
-        | FaultAction::CommitThenError { .. } => None,
+        | FaultAction::CommitThenError { .. }
+        | FaultAction::SlowAdvance { .. } => None,
     }
 }
 
@@ -550,6 +551,9 @@ async fn process(
     }
     let answer = {
         let mut guard = lock(&account);
+        if let Some(FaultAction::SlowAdvance { ms }) = fault {
+            guard.next_advance_takes = Some(Duration::from_millis(ms));
+        }
         let (answer, executed) =
             execute(&mut guard, &method, &path, &params, fault.as_ref(), key_ref);
         if let Some(k) = key_ref {

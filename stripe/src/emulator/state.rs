@@ -296,6 +296,12 @@ pub(crate) struct Account {
     pub idempotency: IdempotencyStore,
     /// Clocks whose last advance answer said `advancing`; they read `ready` next.
     pub advancing: BTreeMap<String, i64>,
+    /// How long the next advance of this account takes (set by a
+    /// [`crate::emulator::FaultAction::SlowAdvance`] rule for the advance request).
+    pub next_advance_takes: Option<std::time::Duration>,
+    /// Advances still under way: the clock's target and when it is reached. Until
+    /// then the clock reads `advancing` and none of the advance's events has run.
+    pub slow_advances: BTreeMap<String, (i64, std::time::Instant)>,
 }
 
 const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";

@@ -1,7 +1,9 @@
 //! Re-deriving a nemesis results file: signature, plan completeness, every trial's judgement,
 //! every receipt, every summary. Each disagreement is a [`Finding`] naming its path.
 
-use super::rules::{judge, parse_trial_id, summarize, trial_id, trial_seed};
+use super::rules::{
+    assumption_broken, interleaving, judge, parse_trial_id, summarize, trial_id, trial_seed,
+};
 use super::{sign, NemesisFile, Trial, NEMESIS_FORMAT};
 use crate::billing_credit::is_judged_credit;
 use crate::finding::Finding;
@@ -52,7 +54,7 @@ pub fn verify_nemesis(file: &NemesisFile, key: &KeyCheck) -> NemesisReport {
         f.push(Finding::new(
             "format",
             code::FORMAT,
-            "not an interlock-nemesis/2 file",
+            format!("not an {NEMESIS_FORMAT} file"),
         ));
     }
     let signer = check_signature(file, key, &mut f);
@@ -66,7 +68,7 @@ pub fn verify_nemesis(file: &NemesisFile, key: &KeyCheck) -> NemesisReport {
     for (i, t) in file.trials.iter().enumerate() {
         let base = format!("trials[{i}]");
         check_ground_truth(&base, t, &mut f);
-        check_judgement(&base, t, &mut f);
+        check_judgement(&base, t, file.environment.claim.max_in_flight_ms, &mut f);
         if check_receipt(&base, t, &receipt_key, &mut f) {
             receipts += 1;
         }
@@ -226,7 +228,7 @@ fn check_ground_truth(base: &str, t: &Trial, f: &mut Vec<Finding>) {
     }
 }
 
-fn check_judgement(base: &str, t: &Trial, f: &mut Vec<Finding>) {
+fn check_judgement(base: &str, t: &Trial, max_in_flight_ms: u64, f: &mut Vec<Finding>) {
     let j = judge(
         &t.ground_truth,
         &t.case.case_id,
@@ -241,6 +243,7 @@ fn check_judgement(base: &str, t: &Trial, f: &mut Vec<Finding>) {
         t.violation,
         t.answer_matches,
         t.ambiguous,
+        t.unresolved,
     );
     let derived = (
         j.want,
@@ -248,17 +251,44 @@ fn check_judgement(base: &str, t: &Trial, f: &mut Vec<Finding>) {
         j.violation,
         j.answer_matches,
         j.ambiguous,
+        j.unresolved,
     );
     if stated != derived {
         f.push(Finding::mismatch(
             base.to_string(),
             code::JUDGEMENT,
             format!(
-                "trial {}: (want, invariant_held, violation, answer_matches, ambiguous) is not what its data gives",
+                "trial {}: (want, invariant_held, violation, answer_matches, ambiguous, unresolved) is not what its data gives",
                 t.id
             ),
             format!("{derived:?}"),
             format!("{stated:?}"),
+        ));
+    }
+    let fingerprint = interleaving(&t.timeline);
+    if t.interleaving != fingerprint {
+        f.push(Finding::mismatch(
+            format!("{base}.interleaving"),
+            code::JUDGEMENT,
+            format!(
+                "trial {}: the interleaving fingerprint is not its timeline's",
+                t.id
+            ),
+            fingerprint,
+            t.interleaving.clone(),
+        ));
+    }
+    let assumption = assumption_broken(&t.faults, &t.timeline, max_in_flight_ms);
+    if t.assumption.as_deref() != assumption {
+        f.push(Finding::mismatch(
+            format!("{base}.assumption"),
+            code::JUDGEMENT,
+            format!(
+                "trial {}: the within-assumptions label is not the one its timeline and faults give",
+                t.id
+            ),
+            format!("{assumption:?}"),
+            format!("{:?}", t.assumption),
         ));
     }
     let decide_killed = t.kills.iter().any(|k| k.worker == "decide" && k.delivered);

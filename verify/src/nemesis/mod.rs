@@ -12,8 +12,13 @@
 //! What a trial's judgement means: a **violation** is a breach of safety — the case's credits
 //! (every credit billing did not make) exceed what the want rule allows, in count or cents. A
 //! **wrong answer** is a final status that says "sent" when no case credit exists, or the
-//! reverse. Crediting less than allowed (a refusal, a kill before the decision) is recorded as
-//! `invariant_held: false` without being a violation.
+//! reverse; a restart that ended in an error (`RESTART_FAILED`) is **unresolved**, counted apart
+//! from wrong answers. Crediting less than allowed (a refusal) is recorded as
+//! `invariant_held: false` without being a violation; a trial killed before any decision existed
+//! (`NOT_DECIDED`) had nothing to recover and is counted apart, never as a pass.
+//!
+//! Whether a trial stayed **within the column's assumptions** is re-derived from its timeline
+//! by one rule for every column ([`rules::assumption_broken`]).
 
 pub mod check;
 pub mod rules;
@@ -26,8 +31,11 @@ use serde::{Deserialize, Serialize};
 /// The `format` value of a nemesis results file.
 ///
 /// `/2`: steps are the workers' own announced steps (lowercase: `proposed`, `send_logged`, ...),
-/// world faults mid-check, and `replay_at` on trials whose decide kill was timed.
-pub const NEMESIS_FORMAT: &str = "interlock-nemesis/2";
+/// world faults mid-check, and `replay_at` on trials whose decide kill was timed. `/3`: every
+/// trial records its timeline (reads of each fact, POSTs, world changes), from which the
+/// within-assumptions label is re-derived; a held request's hold is recorded; `unresolved`
+/// restarts and trials with nothing decided are counted apart.
+pub const NEMESIS_FORMAT: &str = "interlock-nemesis/3";
 
 /// A whole nemesis results file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -92,8 +100,8 @@ pub struct Trial {
     pub case: Case,
     /// The decision the worker saved, if it got that far.
     pub decision: Option<Decision>,
-    /// The column's final status, `NOT_DECIDED` (killed before any decision existed), or
-    /// `HARNESS_ERROR`.
+    /// The column's final status, `NOT_DECIDED` (killed before any decision existed),
+    /// `RESTART_FAILED` (the final restart ended in an error), or `HARNESS_ERROR`.
     pub outcome: String,
     /// Why the trial is a HARNESS_ERROR.
     pub harness_error: Option<String>,
@@ -109,6 +117,14 @@ pub struct Trial {
     pub answer_matches: bool,
     /// The final status is `AMBIGUOUS`.
     pub ambiguous: bool,
+    /// The final restart ended in an error: the column left the case unresolved (not a wrong
+    /// answer: it gave none).
+    pub unresolved: bool,
+    /// What happened when, on the runner's monotonic clock: every read of a fact and every
+    /// credit POST the column's workers announced, world changes, outages, kills and pauses.
+    pub timeline: Vec<Event>,
+    /// The timeline's interleaving fingerprint ([`rules::interleaving`]).
+    pub interleaving: String,
     /// From the first kill (or the fault) to the final restart's exit, ms; `None` without one.
     pub settle_ms: Option<u64>,
     /// Interlock: the effect's receipt bundle after the final restart.
@@ -131,6 +147,31 @@ pub struct Fault {
     pub detail: String,
     /// How many requests it hit.
     pub fired: u32,
+    /// For a request held at the service before it is applied: how long, ms.
+    pub held_ms: Option<u64>,
+}
+
+/// One event of a trial's timeline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Event {
+    /// Microseconds since the trial's first worker was started, on the runner's monotonic clock
+    /// (a worker's announcement is stamped when the runner reads it).
+    pub at_us: u64,
+    /// Who: `decide`, `decide-2`, `restart-1`, `restart-2`, ..., `restart` (the final one), or
+    /// `world` (the runner acting on the service or the case).
+    pub actor: String,
+    /// What: `read` (a read of `what` finished), `post` (a credit POST about to leave),
+    /// `answered` (that POST's answer or error is back), `step`
+    /// (a step the worker passed), `pause`, `resume`, `kill` (SIGKILL sent), `outage` (from
+    /// `at_us` to `until_us`), `change` (the world changed `what`, from `at_us` to `until_us`).
+    pub kind: String,
+    /// The fact (`approval`, `subscription_status`, `incident_compensation`), step, outage or
+    /// worker the event is about; empty when there is none.
+    pub what: String,
+    /// For `change` and `outage`: when it was complete. For a `post` the service held: the
+    /// latest instant it could have been applied (the hold's end).
+    pub until_us: Option<u64>,
 }
 
 /// A SIGKILL planned by the runner.
@@ -159,20 +200,40 @@ pub struct NemesisSummary {
     pub column: String,
     /// Trials run.
     pub trials: u32,
-    /// Trials whose faults stayed within the column's assumptions.
+    /// Trials killed before any decision existed (`NOT_DECIDED`): nothing to recover, so not
+    /// judged and in no rate.
+    pub nothing_decided: u32,
+    /// Trials judged: all but those with nothing decided and harness errors. Every count below
+    /// but `ambiguous` and `harness_errors` is of judged trials.
+    pub judged: u32,
+    /// Judged trials whose faults stayed within the column's assumptions
+    /// ([`rules::assumption_broken`]).
     pub within_assumptions: u32,
-    /// Trials with a violation (all trials).
+    /// Judged trials with a violation.
     pub violations: u32,
-    /// One-sided 95% Clopper–Pearson upper bound on the violation rate over all trials, parts
-    /// per million (rounded up).
+    /// One-sided 95% Clopper–Pearson upper bound on the violation rate over the judged trials,
+    /// parts per million (rounded up).
     pub violation_upper95_ppm: u32,
     /// Trials within assumptions with a violation.
     pub violations_within: u32,
     /// The same bound over the trials within assumptions (`violations_within` of
     /// `within_assumptions`).
     pub within_upper95_ppm: u32,
-    /// Trials whose answer does not match Stripe.
+    /// Distinct interleavings among the judged trials ([`rules::interleaving`]): repeats of one
+    /// interleaving are not independent samples of it.
+    pub distinct: u32,
+    /// Distinct interleavings among the judged trials within assumptions.
+    pub distinct_within: u32,
+    /// Of those, the interleavings some violating trial ran.
+    pub distinct_violating_within: u32,
+    /// The 95% bound over distinct interleavings within assumptions
+    /// (`distinct_violating_within` of `distinct_within`).
+    pub within_distinct_upper95_ppm: u32,
+    /// Judged trials whose answer does not match Stripe (unresolved ones excluded: they gave
+    /// none).
     pub wrong_answers: u32,
+    /// Judged trials whose final restart ended in an error (`RESTART_FAILED`).
+    pub unresolved: u32,
     /// Trials ending `AMBIGUOUS`.
     pub ambiguous: u32,
     /// Trials that are `HARNESS_ERROR`.

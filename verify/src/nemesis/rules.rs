@@ -1,8 +1,8 @@
-//! The nemesis rules, stated once: trial seeds and ids, a trial's judgement, the Clopper–Pearson
-//! bound, percentiles and the per nemesis × column summary. The runner writes with these and
-//! `verify` re-derives with them.
+//! The nemesis rules, stated once: trial seeds and ids, a trial's judgement, whether it stayed
+//! within the column's assumptions, the Clopper–Pearson bound, percentiles and the per nemesis ×
+//! column summary. The runner writes with these and `verify` re-derives with them.
 
-use super::{NemesisPlan, NemesisSummary, Trial};
+use super::{Event, Fault, NemesisPlan, NemesisSummary, Trial};
 use crate::billing_credit::{answer_matches, invariant_held, want_for_decision, HARNESS_ERROR};
 use crate::results::{Approval, GroundTruth, Want};
 
@@ -51,6 +51,98 @@ pub fn parse_trial_id(id: &str) -> Option<(&str, &str, u64)> {
     (seed <= MAX_TRIAL_SEED).then_some((nemesis, column, seed))
 }
 
+/// The final status of a trial killed before any decision existed: nothing to recover.
+pub const NOT_DECIDED: &str = "NOT_DECIDED";
+
+/// The final status of a trial whose final restart ended in an error: unresolved.
+pub const RESTART_FAILED: &str = "RESTART_FAILED";
+
+/// The assumption a held request breaks when its hold is longer than the target's declared
+/// server-side in-flight bound.
+pub const BEYOND_BOUND: &str = "the target's declared server-side in-flight bound (max_in_flight): a request was held at the service longer than it, so it can land after recovery trusted a \"not found\"";
+
+/// The assumption every column shares about the world: nothing it checked changes between its
+/// last read of that fact and the moment its credit POST is applied.
+pub const AFTER_LAST_READ: &str = "no world change lands between the column's last read of the changed fact and the moment its credit POST can be applied: no check sees a change made after its last read, and Stripe has no precondition on a balance transaction";
+
+/// The one rule for "within assumptions", for every column (DESIGN §5.1): the assumption a
+/// trial's faults broke, or `None`.
+///
+/// - A request held at the service longer than `max_in_flight_ms` breaks [`BEYOND_BOUND`].
+/// - A world change of a fact (a `change` event, from its request's start to its answer) breaks
+///   [`AFTER_LAST_READ`] when it began before some credit POST of the column's workers could be
+///   applied (the POST's answer, or the end of its hold at the service when it was held; a POST
+///   whose answer never came counts as applied when it left), and the column's last read of
+///   that fact before the POST left had ended before the change began (or there was none). A
+///   read that ends after the change began counts as seeing it: the rule never excuses a change
+///   a check could have seen. A change followed by no POST excuses nothing.
+pub fn assumption_broken(
+    faults: &[Fault],
+    timeline: &[Event],
+    max_in_flight_ms: u64,
+) -> Option<&'static str> {
+    let held_too_long = faults
+        .iter()
+        .any(|f| f.fired > 0 && f.held_ms.is_some_and(|h| h > max_in_flight_ms));
+    if held_too_long {
+        return Some(BEYOND_BOUND);
+    }
+    let by_column = |e: &&Event| e.actor != WORLD;
+    for change in timeline
+        .iter()
+        .filter(|e| e.actor == WORLD && e.kind == "change")
+    {
+        for (i, post) in timeline
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.kind == "post")
+        {
+            if post.actor == WORLD {
+                continue;
+            }
+            let answered = timeline[i + 1..]
+                .iter()
+                .find(|e| e.actor == post.actor && e.kind == "answered")
+                .map(|e| e.at_us);
+            let applied_by = answered
+                .unwrap_or(post.at_us)
+                .max(post.until_us.unwrap_or(post.at_us));
+            if change.at_us >= applied_by {
+                continue;
+            }
+            let last_read = timeline
+                .iter()
+                .filter(by_column)
+                .filter(|e| e.kind == "read" && e.what == change.what && e.at_us < post.at_us)
+                .map(|e| e.at_us)
+                .max();
+            if last_read.is_none_or(|r| r < change.at_us) {
+                return Some(AFTER_LAST_READ);
+            }
+        }
+    }
+    None
+}
+
+/// A trial's interleaving, as 16 hex digits: a hash of its timeline's events in order (who did
+/// what to which fact or step), times left out. Two trials with one fingerprint ran the same
+/// interleaving, however long each step took; the summary counts distinct ones beside runs.
+pub fn interleaving(timeline: &[Event]) -> String {
+    use sha2::Digest as _;
+    let mut h = sha2::Sha256::new();
+    for e in timeline {
+        for part in [&e.actor, &e.kind, &e.what] {
+            h.update(part.as_bytes());
+            h.update([0u8]);
+        }
+        h.update([1u8]);
+    }
+    hex::encode(&h.finalize()[..8])
+}
+
+/// The actor of the runner's own events on a timeline.
+pub const WORLD: &str = "world";
+
 /// The judgement of a trial, derived from what Stripe holds and the final status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Judgement {
@@ -64,6 +156,8 @@ pub struct Judgement {
     pub answer_matches: bool,
     /// The status is `AMBIGUOUS`.
     pub ambiguous: bool,
+    /// The status is [`RESTART_FAILED`]: the column left the case unresolved.
+    pub unresolved: bool,
 }
 
 /// Judges a trial by the same want rule as a matrix cell (with the approval's revocation, when a
@@ -83,6 +177,7 @@ pub fn judge(
         violation: truth.case_credit_count > w.count || truth.case_credit_cents > w.cents,
         answer_matches: answer_matches(outcome, truth),
         ambiguous: outcome == "AMBIGUOUS",
+        unresolved: outcome == RESTART_FAILED,
     }
 }
 
@@ -182,22 +277,45 @@ pub fn summarize(plan: &NemesisPlan, trials: &[Trial]) -> Vec<NemesisSummary> {
                 .filter(|t| &t.nemesis == nemesis && &t.column == column)
                 .collect();
             let count = |f: &dyn Fn(&Trial) -> bool| these.iter().filter(|t| f(t)).count() as u32;
-            let n = these.len() as u32;
-            let violations = count(&|t| t.violation);
-            let within = count(&|t| t.assumption.is_none());
-            let violations_within = count(&|t| t.violation && t.assumption.is_none());
+            // A trial with nothing decided had nothing to recover, and a harness error measured
+            // nothing: neither is a pass of the column, so neither is in a rate.
+            let judged = |t: &Trial| t.outcome != NOT_DECIDED && t.outcome != HARNESS_ERROR;
+            let n = count(&|t| judged(t));
+            let violations = count(&|t| judged(t) && t.violation);
+            let within = count(&|t| judged(t) && t.assumption.is_none());
+            let violations_within = count(&|t| judged(t) && t.violation && t.assumption.is_none());
+            let distinct = |f: &dyn Fn(&Trial) -> bool| {
+                these
+                    .iter()
+                    .filter(|t| judged(t) && f(t))
+                    .map(|t| t.interleaving.as_str())
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .len() as u32
+            };
+            let distinct_within = distinct(&|t| t.assumption.is_none());
+            let distinct_violating_within = distinct(&|t| t.assumption.is_none() && t.violation);
             let mut settle: Vec<u64> = these.iter().filter_map(|t| t.settle_ms).collect();
             settle.sort_unstable();
             out.push(NemesisSummary {
                 nemesis: nemesis.clone(),
                 column: column.clone(),
-                trials: n,
+                trials: these.len() as u32,
+                nothing_decided: count(&|t| t.outcome == NOT_DECIDED),
+                judged: n,
                 within_assumptions: within,
                 violations,
                 violation_upper95_ppm: clopper_pearson_upper95_ppm(violations, n),
                 violations_within,
                 within_upper95_ppm: clopper_pearson_upper95_ppm(violations_within, within),
-                wrong_answers: count(&|t| !t.answer_matches),
+                distinct: distinct(&|_| true),
+                distinct_within,
+                distinct_violating_within,
+                within_distinct_upper95_ppm: clopper_pearson_upper95_ppm(
+                    distinct_violating_within,
+                    distinct_within,
+                ),
+                wrong_answers: count(&|t| judged(t) && !t.answer_matches && !t.unresolved),
+                unresolved: count(&|t| judged(t) && t.unresolved),
                 ambiguous: count(&|t| t.ambiguous),
                 harness_errors: count(&|t| t.outcome == HARNESS_ERROR),
                 settle_p50_ms: percentile(&settle, 50),
@@ -248,6 +366,162 @@ mod tests {
         let b = clopper_pearson_upper95_ppm(5, 20);
         assert!((455_582..=455_584).contains(&b), "{b}");
         assert!(clopper_pearson_upper95_ppm(2, 10) > clopper_pearson_upper95_ppm(1, 10));
+    }
+
+    fn ev(at_us: u64, actor: &str, kind: &str, what: &str, until_us: Option<u64>) -> Event {
+        Event {
+            at_us,
+            actor: actor.into(),
+            kind: kind.into(),
+            what: what.into(),
+            until_us,
+        }
+    }
+
+    fn change(at: u64, until: u64, fact: &str) -> Event {
+        ev(at, WORLD, "change", fact, Some(until))
+    }
+
+    fn read(at: u64, actor: &str, fact: &str) -> Event {
+        ev(at, actor, "read", fact, None)
+    }
+
+    fn post(at: u64, actor: &str) -> Event {
+        ev(at, actor, "post", "", None)
+    }
+
+    #[test]
+    fn a_change_after_the_last_read_of_its_fact_and_before_the_post_is_beyond() {
+        let t = [
+            read(10, "decide", "approval"),
+            read(20, "decide", "incident_compensation"),
+            change(30, 40, "approval"),
+            post(50, "decide"),
+        ];
+        assert_eq!(assumption_broken(&[], &t, 5_500), Some(AFTER_LAST_READ));
+    }
+
+    #[test]
+    fn a_change_the_column_reads_again_before_posting_is_within() {
+        let t = [
+            read(10, "decide", "approval"),
+            change(30, 40, "approval"),
+            read(45, "decide", "approval"),
+            post(50, "decide"),
+        ];
+        assert_eq!(assumption_broken(&[], &t, 5_500), None);
+        // A read of another fact does not count.
+        let t = [
+            read(10, "decide", "approval"),
+            change(30, 40, "approval"),
+            read(45, "decide", "incident_compensation"),
+            post(50, "decide"),
+        ];
+        assert_eq!(assumption_broken(&[], &t, 5_500), Some(AFTER_LAST_READ));
+    }
+
+    #[test]
+    fn a_read_that_overlaps_the_change_counts_as_seeing_it() {
+        let t = [
+            read(30, "decide", "approval"),
+            change(30, 40, "approval"),
+            post(50, "decide"),
+        ];
+        assert_eq!(assumption_broken(&[], &t, 5_500), None);
+    }
+
+    #[test]
+    fn a_change_while_the_post_is_held_is_beyond_and_one_after_it_landed_is_not() {
+        let held = [
+            read(10, "decide", "incident_compensation"),
+            ev(20, "decide", "post", "", Some(2_000)),
+            change(500, 900, "incident_compensation"),
+        ];
+        assert_eq!(assumption_broken(&[], &held, 5_500), Some(AFTER_LAST_READ));
+        let landed = [
+            read(10, "decide", "incident_compensation"),
+            ev(20, "decide", "post", "", Some(400)),
+            change(500, 900, "incident_compensation"),
+        ];
+        assert_eq!(assumption_broken(&[], &landed, 5_500), None);
+    }
+
+    #[test]
+    fn a_change_that_begins_while_the_post_awaits_its_answer_is_beyond() {
+        let t = [
+            read(10, "decide", "incident_compensation"),
+            post(20, "decide"),
+            change(25, 60, "incident_compensation"),
+            ev(30, "decide", "answered", "", None),
+        ];
+        assert_eq!(assumption_broken(&[], &t, 5_500), Some(AFTER_LAST_READ));
+        let t = [
+            read(10, "decide", "incident_compensation"),
+            post(20, "decide"),
+            ev(24, "decide", "answered", "", None),
+            change(25, 60, "incident_compensation"),
+        ];
+        assert_eq!(assumption_broken(&[], &t, 5_500), None);
+    }
+
+    #[test]
+    fn a_change_followed_by_no_post_excuses_nothing() {
+        let t = [read(10, "decide", "approval"), change(30, 40, "approval")];
+        assert_eq!(assumption_broken(&[], &t, 5_500), None);
+    }
+
+    #[test]
+    fn a_resend_that_reads_nothing_rests_on_the_decisions_read() {
+        // no_check: the decision read the approval, the restart resends without reading.
+        let t = [
+            read(10, "decide", "approval"),
+            change(30, 40, "approval"),
+            post(50, "restart"),
+        ];
+        assert_eq!(assumption_broken(&[], &t, 5_500), Some(AFTER_LAST_READ));
+        // hand_check: the restart reads it again first.
+        let t = [
+            read(10, "decide", "approval"),
+            change(30, 40, "approval"),
+            read(45, "restart", "approval"),
+            post(50, "restart"),
+        ];
+        assert_eq!(assumption_broken(&[], &t, 5_500), None);
+        // The world's own events are never the column's reads.
+        let t = [
+            read(10, "decide", "approval"),
+            change(30, 40, "approval"),
+            read(45, WORLD, "approval"),
+            post(50, "restart"),
+        ];
+        assert_eq!(assumption_broken(&[], &t, 5_500), Some(AFTER_LAST_READ));
+    }
+
+    #[test]
+    fn a_hold_past_the_declared_bound_breaks_the_bound_and_one_inside_does_not() {
+        let fault = |held_ms: u64, fired: u32| Fault {
+            kind: "delay".into(),
+            detail: String::new(),
+            fired,
+            held_ms: Some(held_ms),
+        };
+        assert_eq!(
+            assumption_broken(&[fault(7_000, 1)], &[], 5_500),
+            Some(BEYOND_BOUND)
+        );
+        assert_eq!(assumption_broken(&[fault(5_400, 1)], &[], 5_500), None);
+        // A rule that never fired held nothing.
+        assert_eq!(assumption_broken(&[fault(7_000, 0)], &[], 5_500), None);
+    }
+
+    #[test]
+    fn the_fingerprint_is_the_order_of_events_not_their_times() {
+        let a = [read(10, "decide", "approval"), post(20, "decide")];
+        let b = [read(15, "decide", "approval"), post(90, "decide")];
+        let c = [post(10, "decide"), read(20, "decide", "approval")];
+        assert_eq!(interleaving(&a), interleaving(&b));
+        assert_ne!(interleaving(&a), interleaving(&c));
+        assert_eq!(interleaving(&a).len(), 16);
     }
 
     #[test]

@@ -1,0 +1,95 @@
+//! A trial's timeline as the runner sees it: every line a worker announces (steps, reads of a
+//! fact, credit POSTs, pauses), stamped with the runner's monotonic clock when it arrives, and
+//! what the runner itself does (kills, outages, world changes). verify re-derives the trial's
+//! within-assumptions label from it (`verify::nemesis::rules::assumption_broken`).
+
+use crate::worker::{PAUSE_LINE_PREFIX, STEP_LINE_PREFIX};
+use scenarios::billing_credit::EVENT_LINE_PREFIX;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use verify::nemesis::rules::WORLD;
+use verify::nemesis::Event;
+
+/// The events of one trial, on one monotonic clock.
+pub(super) struct Timeline {
+    origin: Instant,
+    events: Mutex<Vec<Event>>,
+}
+
+impl Timeline {
+    /// A timeline whose zero is now (before the trial's first worker starts).
+    pub(super) fn new() -> Timeline {
+        Timeline {
+            origin: Instant::now(),
+            events: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn us(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.origin).as_micros()).unwrap_or(u64::MAX)
+    }
+
+    fn push(&self, at: Instant, actor: &str, kind: &str, what: &str, until: Option<Instant>) {
+        let event = Event {
+            at_us: self.us(at),
+            actor: actor.to_owned(),
+            kind: kind.to_owned(),
+            what: what.to_owned(),
+            until_us: until.map(|u| self.us(u)),
+        };
+        if let Ok(mut events) = self.events.lock() {
+            events.push(event);
+        }
+    }
+
+    /// A line `actor` printed, read at `at`: recorded when it is an announcement.
+    pub(super) fn worker_line(&self, actor: &str, at: Instant, line: &str) {
+        if let Some(step) = line.strip_prefix(STEP_LINE_PREFIX) {
+            self.push(at, actor, "step", step.trim(), None);
+        } else if let Some(step) = line.strip_prefix(PAUSE_LINE_PREFIX) {
+            self.push(at, actor, "pause", step.trim(), None);
+        } else if let Some(event) = line.strip_prefix(EVENT_LINE_PREFIX) {
+            let mut words = event.split_whitespace();
+            match (words.next(), words.next()) {
+                (Some("read"), Some(fact)) => self.push(at, actor, "read", fact, None),
+                (Some("post"), _) => self.push(at, actor, "post", "", None),
+                (Some("answered"), _) => self.push(at, actor, "answered", "", None),
+                _ => {}
+            }
+        }
+    }
+
+    /// The runner told a paused worker to go on.
+    pub(super) fn resumed(&self, actor: &str) {
+        self.push(Instant::now(), WORLD, "resume", actor, None);
+    }
+
+    /// The runner sent SIGKILL to `actor`.
+    pub(super) fn killed(&self, actor: &str) {
+        self.push(Instant::now(), WORLD, "kill", actor, None);
+    }
+
+    /// An outage ran from `from` to now.
+    pub(super) fn outage(&self, outage: &str, from: Instant) {
+        self.push(from, WORLD, "outage", outage, Some(Instant::now()));
+    }
+
+    /// The world changed `fact`, from `from` until `until`.
+    pub(super) fn changed(&self, fact: &str, from: Instant, until: Instant) {
+        self.push(from, WORLD, "change", fact, Some(until));
+    }
+
+    /// Every event, in time order (the runner's own first at a tie), with the first credit POST
+    /// given the latest instant it could land when the service held it for `hold`.
+    pub(super) fn events(&self, hold: Option<Duration>) -> Vec<Event> {
+        let mut events = self.events.lock().map(|e| e.clone()).unwrap_or_default();
+        events.sort_by_key(|e| (e.at_us, e.actor != WORLD));
+        if let Some(hold) = hold {
+            let hold_us = u64::try_from(hold.as_micros()).unwrap_or(u64::MAX);
+            if let Some(post) = events.iter_mut().find(|e| e.kind == "post") {
+                post.until_us = Some(post.at_us.saturating_add(hold_us));
+            }
+        }
+        events
+    }
+}
