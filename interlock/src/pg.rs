@@ -105,6 +105,20 @@ fn db_err(store: &str, what: &str) -> impl FnOnce(postgres::Error) -> JournalErr
     }
 }
 
+/// Column `i` of `row` as a `T`, or an error saying that the database answered something else
+/// (a NULL, another type) to `what`.
+fn column<'r, T: postgres::types::FromSql<'r>>(
+    row: &'r postgres::Row,
+    i: usize,
+    store: &str,
+    what: &str,
+) -> Result<T, JournalError> {
+    row.try_get(i).map_err(|e| JournalError::Database {
+        what: format!("{store}: unexpected answer to {what}"),
+        detail: e.to_string(),
+    })
+}
+
 /// The URL without its password, for messages.
 fn shown_url(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
@@ -192,10 +206,18 @@ impl PgStore {
     ) -> Result<PgStore, JournalError> {
         let shown = shown_url(url);
         let mut client = PgStore::connect_main(url, &shown, lock_wait)?;
-        let schema: String = client
+        let row = client
             .query_one("SELECT current_schema()::text", &[])
-            .map_err(db_err(&shown, "read the current schema"))?
-            .get(0);
+            .map_err(db_err(&shown, "read the current schema"))?;
+        // NULL when no schema on the search path exists.
+        let Some(schema) = column::<Option<String>>(&row, 0, &shown, "the current schema")? else {
+            return Err(JournalError::Database {
+                what: format!("{shown}: no schema to keep the journal in"),
+                detail: "no schema named on the search_path exists; create it, or name an \
+                         existing one"
+                    .into(),
+            });
+        };
         let ns = i32::try_from(key_of(&["interlock-journal", &schema]) & 0x7fff_ffff).unwrap_or(0);
         migrate(&mut client, &shown, ns)?;
         let claims = PgStore::connect(url, &shown, Some(&schema))?;
@@ -289,11 +311,12 @@ impl PgStore {
         if claims.held.contains(&key) {
             return Ok(None);
         }
+        let name = self.name();
         let row = claims
             .client
             .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
-            .map_err(db_err(&self.name(), "try the claim lock"))?;
-        if !row.get::<_, bool>(0) {
+            .map_err(db_err(&name, "try the claim lock"))?;
+        if !column::<bool>(&row, 0, &name, "the claim lock")? {
             return Ok(None);
         }
         claims.held.insert(key);
@@ -315,7 +338,7 @@ impl PgStore {
                 &[&effect_id],
             )
             .ok()??;
-        serde_json::from_str(row.get::<_, &str>(0)).ok()
+        serde_json::from_str(row.try_get::<_, &str>(0).ok()?).ok()
     }
 }
 
@@ -329,7 +352,8 @@ pub(crate) fn read_rows(url: &str) -> Result<Vec<Value>, JournalError> {
         .map_err(db_err(&shown, "read the journal"))?;
     rows.iter()
         .map(|r| {
-            serde_json::from_str::<Value>(r.get::<_, &str>(0)).map_err(|e| JournalError::Corrupt {
+            let line: &str = column(r, 0, &shown, "reading the journal")?;
+            serde_json::from_str::<Value>(line).map_err(|e| JournalError::Corrupt {
                 path: PathBuf::from(&shown),
                 line: 0,
                 reason: format!("not JSON: {e}"),
@@ -347,11 +371,13 @@ fn migrate(client: &mut Client, shown: &str, ns: i32) -> Result<(), JournalError
         .map_err(db_err(shown, "take the schema lock"))?;
     tx.batch_execute("CREATE TABLE IF NOT EXISTS interlock_schema (version int NOT NULL)")
         .map_err(db_err(shown, "create the schema table"))?;
-    let version: i32 = tx
+    let row = tx
         .query_opt("SELECT max(version) FROM interlock_schema", &[])
-        .map_err(db_err(shown, "read the schema version"))?
-        .and_then(|r| r.get::<_, Option<i32>>(0))
-        .unwrap_or(0);
+        .map_err(db_err(shown, "read the schema version"))?;
+    let version = match row {
+        Some(r) => column::<Option<i32>>(&r, 0, shown, "the schema version")?.unwrap_or(0),
+        None => 0,
+    };
     if version > SCHEMA_VERSION {
         return Err(JournalError::Database {
             what: format!("{shown}: schema version {version}"),
@@ -405,8 +431,8 @@ impl PgSection<'_> {
             .map_err(db_err(&name, "read the journal"))?;
         let mut sigs = Vec::with_capacity(rows.len());
         for row in rows {
-            let seq: i64 = row.get(0);
-            let line: &str = row.get(1);
+            let seq: i64 = column(&row, 0, &name, "reading the journal")?;
+            let line: &str = column(&row, 1, &name, "reading the journal")?;
             let line_no = self.main.index.lines + 1;
             let checked = match serde_json::from_str::<Value>(line) {
                 Ok(Value::Object(entry)) => {
@@ -448,10 +474,12 @@ impl PgSection<'_> {
         // Reading through the section's guard: a shared borrow of the client is not enough for
         // the driver, so the row is fetched with the same connection under the same guard.
         let mut client = self.store.row_reader()?;
+        let name = self.store.name();
         let row = client
             .query_one("SELECT line FROM interlock_entries WHERE seq = $1", &[&seq])
-            .map_err(db_err(&self.store.name(), "read an entry"))?;
-        match serde_json::from_str::<Value>(row.get::<_, &str>(0)) {
+            .map_err(db_err(&name, "read an entry"))?;
+        let line: &str = column(&row, 0, &name, "reading an entry")?;
+        match serde_json::from_str::<Value>(line) {
             Ok(Value::Object(m)) => Ok(m),
             _ => Err(self.corrupt(0, format!("row {seq} changed since it was indexed"))),
         }
@@ -490,7 +518,7 @@ impl PgSection<'_> {
                 &[&effect_id, &prev, &hash, &line],
             )
             .map_err(db_err(&name, "append to the journal"))?;
-        let seq: i64 = row.get(0);
+        let seq: i64 = column(&row, 0, &name, "appending to the journal")?;
         let line_no = self.main.index.lines + 1;
         let loc = EntryLoc {
             offset: u64::try_from(seq).unwrap_or(0),
@@ -570,6 +598,7 @@ impl PgClaim<'_> {
             i64::try_from(bits & 0xffff_ffff).unwrap_or(0),
         );
         let mut claims = self.store.claims.lock().unwrap_or_else(|p| p.into_inner());
+        let name = self.store.name();
         let row = claims
             .client
             .query_one(
@@ -578,8 +607,8 @@ impl PgClaim<'_> {
                  AND classid::bigint = $1 AND objid::bigint = $2)",
                 &[&hi, &lo],
             )
-            .map_err(db_err(&self.store.name(), "confirm the claim's session"))?;
-        if row.get::<_, bool>(0) {
+            .map_err(db_err(&name, "confirm the claim's session"))?;
+        if column::<bool>(&row, 0, &name, "confirming the claim")? {
             Ok(())
         } else {
             Err(JournalError::Database {

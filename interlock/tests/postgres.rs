@@ -163,3 +163,36 @@ fn a_sender_whose_claim_session_is_gone_does_not_send() {
     assert_eq!(target.landed(&s.effect_id), 1);
     let _ = (schema, Fault::Ok);
 }
+
+fn leases() -> Arc<MemLeases> {
+    let l = MemLeases::new();
+    l.grant(&json!("lease-1"));
+    Arc::new(l)
+}
+
+#[test]
+fn a_search_path_naming_a_missing_schema_is_an_error_not_a_panic() {
+    let Some((_, _)) = database("a_search_path_naming_a_missing_schema_is_an_error_not_a_panic")
+    else {
+        return;
+    };
+    let url = std::env::var("INTERLOCK_TEST_PG_URL").unwrap();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let missing = format!("missing_{:016x}", rand::random::<u64>());
+    let at = Location::Postgres(format!("{url}{sep}options=-c%20search_path%3D{missing}"));
+    let opened = std::panic::catch_unwind(|| {
+        Gate::open_at(
+            &at,
+            Arc::new(MemTarget::new(Tier::One, true)),
+            leases(),
+            key(),
+            GateConfig::default(),
+        )
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+    });
+    let err = opened
+        .expect("opening panicked")
+        .expect_err("a journal without a schema opened");
+    assert!(err.contains("search_path"), "the error names what to fix: {err}");
+}
