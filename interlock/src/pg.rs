@@ -11,9 +11,12 @@
 //!   (synchronous commit), so it is durable like an fsynced line.
 //! - Claims are session advisory locks held by a second connection while a send can be in flight;
 //!   a killed process's session ends at once, a partitioned host's when the server notices
-//!   (the session sets `tcp_user_timeout` and keepalives, a few seconds). Before a send the holder
-//!   confirms, on that connection, that the session still holds the lock; if it cannot, it does
-//!   not send. Claim records live in `interlock_claims`.
+//!   (the session sets `tcp_user_timeout` and keepalives, a few seconds). A claim is bound to the
+//!   session it was taken on (an epoch bumped on every reconnect): before a send the holder
+//!   confirms that this very session is still the claims connection and still holds the lock; if
+//!   it cannot, it does not send. A claim whose session was lost is stale: its record is never
+//!   written and its drop never touches a lock of a later session. Claim records live in
+//!   `interlock_claims`.
 //! - Reading checks every row as the file store checks every line (hash, chain, trusted signer,
 //!   signature), into the same in-memory index; each lock acquisition reads only rows added since.
 
@@ -63,8 +66,12 @@ struct Main {
 
 struct Claims {
     client: Client,
-    /// Claim keys this process holds (a session's advisory locks are re-entrant, so threads of
-    /// one process are kept apart here).
+    /// Which session `client` is: bumped on every reconnect. A claim remembers the session it
+    /// was taken on; once this moved on, that claim is gone with its session, whatever the new
+    /// session holds.
+    epoch: u64,
+    /// Claim keys this process holds on the current session (a session's advisory locks are
+    /// re-entrant, so threads of one process are kept apart here).
     held: HashSet<i64>,
 }
 
@@ -90,11 +97,16 @@ pub(crate) struct PgSection<'a> {
     locked: bool,
 }
 
-/// A claim held by this process's claims session.
+/// A claim held by this process's claims session: the one current when it was taken. Once that
+/// session is lost the claim is stale: it cannot be confirmed, its record cannot be written, and
+/// dropping it touches nothing (the lock went with the session, and a lock of the same key on
+/// a later session belongs to another holder).
 pub(crate) struct PgClaim<'a> {
     store: &'a PgStore,
     key: i64,
     effect_id: String,
+    /// The claims session it was taken on.
+    epoch: u64,
 }
 
 fn db_err(store: &str, what: &str) -> impl FnOnce(postgres::Error) -> JournalError {
@@ -235,6 +247,7 @@ impl PgStore {
             }),
             claims: Mutex::new(Claims {
                 client: claims,
+                epoch: 0,
                 held: HashSet::new(),
             }),
         };
@@ -299,15 +312,22 @@ impl PgStore {
         Ok(section)
     }
 
+    /// The claims connection, reconnected (as a new session) if the last one was lost.
+    fn claims_session(&self) -> Result<MutexGuard<'_, Claims>, JournalError> {
+        let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+        if claims.client.is_closed() {
+            // The session ended: every claim taken on it is gone, and its holders must not send.
+            claims.client = PgStore::connect(&self.url, &self.name(), Some(&self.schema))?;
+            claims.epoch = claims.epoch.wrapping_add(1);
+            claims.held.clear();
+        }
+        Ok(claims)
+    }
+
     /// Take the effect's claim if no session holds it.
     pub fn try_claim(&self, effect_id: &str) -> Result<Option<PgClaim<'_>>, JournalError> {
         let key = claim_key(&self.schema, effect_id);
-        let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
-        if claims.client.is_closed() {
-            // The session ended: every claim it held is gone.
-            claims.client = PgStore::connect(&self.url, &self.name(), Some(&self.schema))?;
-            claims.held.clear();
-        }
+        let mut claims = self.claims_session()?;
         if claims.held.contains(&key) {
             return Ok(None);
         }
@@ -324,6 +344,7 @@ impl PgStore {
             store: self,
             key,
             effect_id: effect_id.to_owned(),
+            epoch: claims.epoch,
         }))
     }
 
@@ -540,8 +561,7 @@ impl PgSection<'_> {
 impl PgStore {
     /// A connection for reading single rows while a section holds the main one.
     fn row_reader(&self) -> Result<MutexGuard<'_, Claims>, JournalError> {
-        let claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(claims)
+        self.claims_session()
     }
 }
 
@@ -572,13 +592,29 @@ impl Drop for PgSection<'_> {
 }
 
 impl PgClaim<'_> {
-    /// Replace the claim's record.
+    /// The claims connection, if it is still the session this claim was taken on; else the
+    /// claim is stale: an error saying so.
+    fn own_session(&self) -> Result<MutexGuard<'_, Claims>, JournalError> {
+        let claims = self.store.claims.lock().unwrap_or_else(|p| p.into_inner());
+        if claims.epoch == self.epoch && !claims.client.is_closed() {
+            return Ok(claims);
+        }
+        Err(JournalError::Database {
+            what: format!("{}: claim of effect {}", self.store.name(), self.effect_id),
+            detail: "the session it was taken on has ended, and the claim with it; its holder \
+                     must not send"
+                .into(),
+        })
+    }
+
+    /// Replace the claim's record (never on a later session: the record may be another
+    /// holder's by then).
     pub fn write_record(&self, record: &ClaimRecord) -> Result<(), JournalError> {
         let text = serde_json::to_string(record).map_err(|e| JournalError::Database {
             what: format!("{}: could not encode a claim record", self.store.name()),
             detail: e.to_string(),
         })?;
-        let mut claims = self.store.claims.lock().unwrap_or_else(|p| p.into_inner());
+        let mut claims = self.own_session()?;
         claims
             .client
             .execute(
@@ -590,14 +626,16 @@ impl PgClaim<'_> {
         Ok(())
     }
 
-    /// Confirm that this process's session still holds the claim (right before a send).
+    /// Confirm, right before a send, that the session this claim was taken on is still the
+    /// claims connection and still holds the lock: not merely that some session of this process
+    /// holds the key (after a reconnect, another holder's claim on the new session would pass).
     pub fn confirm(&self) -> Result<(), JournalError> {
         let bits = u64::from_ne_bytes(self.key.to_ne_bytes());
         let (hi, lo) = (
             i64::try_from(bits >> 32).unwrap_or(0),
             i64::try_from(bits & 0xffff_ffff).unwrap_or(0),
         );
-        let mut claims = self.store.claims.lock().unwrap_or_else(|p| p.into_inner());
+        let mut claims = self.own_session()?;
         let name = self.store.name();
         let row = claims
             .client
@@ -618,14 +656,14 @@ impl PgClaim<'_> {
         }
     }
 
-    /// The effect is settled: delete the record, then release.
+    /// The effect is settled: delete the record, then release (a stale claim does neither).
     pub fn remove(self) {
-        let mut claims = self.store.claims.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = claims.client.execute(
-            "DELETE FROM interlock_claims WHERE effect_id = $1",
-            &[&self.effect_id],
-        );
-        drop(claims);
+        if let Ok(mut claims) = self.own_session() {
+            let _ = claims.client.execute(
+                "DELETE FROM interlock_claims WHERE effect_id = $1",
+                &[&self.effect_id],
+            );
+        }
         // Drop releases the lock.
     }
 }
@@ -633,6 +671,11 @@ impl PgClaim<'_> {
 impl Drop for PgClaim<'_> {
     fn drop(&mut self) {
         let mut claims = self.store.claims.lock().unwrap_or_else(|p| p.into_inner());
+        if claims.epoch != self.epoch {
+            // Taken on a session that ended: its lock went with it, and the key may now be held
+            // on the new session by another holder of this process.
+            return;
+        }
         let _ = claims
             .client
             .execute("SELECT pg_advisory_unlock($1)", &[&self.key]);

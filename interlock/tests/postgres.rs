@@ -10,9 +10,11 @@ mod common;
 
 use common::*;
 use interlock::testing::{Fault, MemLeases, MemTarget};
-use interlock::{Gate, GateConfig, Location, RecoveryOutcome, Status, Step, Tier};
+use interlock::{effect_id, Gate, GateConfig, Location, RecoveryOutcome, Status, Step, Tier};
 use serde_json::json;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// A fresh schema of the test database, or `None` (skipped) when no database is configured.
 fn database(test: &str) -> Option<(String, Location)> {
@@ -164,10 +166,244 @@ fn a_sender_whose_claim_session_is_gone_does_not_send() {
     let _ = (schema, Fault::Ok);
 }
 
+/// A point where one thread stops (once armed) until the test lets it go on. Every wait is
+/// bounded: a sequence that does not happen fails the test instead of hanging it.
+#[derive(Default)]
+struct Hold {
+    armed: AtomicBool,
+    state: Mutex<HoldState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct HoldState {
+    reached: bool,
+    released: bool,
+}
+
+const HOLD_WAIT: Duration = Duration::from_secs(30);
+
+impl Hold {
+    fn arm(&self) {
+        self.armed.store(true, Ordering::SeqCst);
+    }
+
+    fn disarm(&self) {
+        self.armed.store(false, Ordering::SeqCst);
+    }
+
+    /// Called by the thread that is to stop: stops only if armed (and disarms).
+    fn stop_here(&self) {
+        if !self.armed.swap(false, Ordering::SeqCst) {
+            return;
+        }
+        let mut s = self.state.lock().unwrap();
+        s.reached = true;
+        self.changed.notify_all();
+        let (s, _) = self
+            .changed
+            .wait_timeout_while(s, HOLD_WAIT, |s| !s.released)
+            .unwrap();
+        assert!(s.released, "the test never let the thread go on");
+    }
+
+    /// Wait until the thread stopped here, or `instead` became true.
+    fn wait_reached_or(&self, instead: impl Fn() -> bool) {
+        let deadline = Instant::now() + HOLD_WAIT;
+        let mut s = self.state.lock().unwrap();
+        while !s.reached && !instead() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "the thread never reached its stop");
+            // `instead` is not signalled through the condition variable: look again soon.
+            s = self
+                .changed
+                .wait_timeout(s, left.min(Duration::from_millis(20)))
+                .unwrap()
+                .0;
+        }
+    }
+
+    fn wait_reached(&self) {
+        self.wait_reached_or(|| false);
+    }
+
+    fn release(&self) {
+        self.state.lock().unwrap().released = true;
+        self.changed.notify_all();
+    }
+}
+
+/// End every claims session of the journal in `schema` from another connection, as a server
+/// restart or an operator would, waiting (at most 30 s) until each has ended and its locks are
+/// free. Returns how many were ended.
+fn end_claim_sessions(schema: &str) -> i64 {
+    let mut c = client(schema);
+    c.query_one(
+        "SELECT count(*) FROM (SELECT pg_terminate_backend(pid, 30000) AS ended \
+         FROM pg_stat_activity WHERE application_name = $1) t WHERE ended",
+        &[&format!("interlock-claims {schema}")],
+    )
+    .unwrap()
+    .get(0)
+}
+
+/// How many claim locks (one-key advisory locks) the claims sessions of `schema` hold.
+fn claim_locks_held(schema: &str) -> i64 {
+    let mut c = client(schema);
+    c.query_one(
+        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+         WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted \
+         AND a.application_name = $1",
+        &[&format!("interlock-claims {schema}")],
+    )
+    .unwrap()
+    .get(0)
+}
+
 fn leases() -> Arc<MemLeases> {
     let l = MemLeases::new();
     l.grant(&json!("lease-1"));
     Arc::new(l)
+}
+
+/// Recover `eid` until the store has noticed that its claims session was ended (a first round
+/// meets the closed connection, or still sees this process's own claim), then report the first
+/// round that got past it.
+fn recover_past_the_lost_session(
+    g: &Gate<Arc<MemTarget>, Arc<MemLeases>>,
+    eid: &str,
+) -> Result<Option<RecoveryOutcome>, interlock::GateError> {
+    let deadline = Instant::now() + HOLD_WAIT;
+    loop {
+        let out = g.recover_effect(eid)?;
+        let store_down = matches!(
+            &out,
+            Some(RecoveryOutcome::Blocked {
+                holder: interlock::Holder::Journal | interlock::Holder::UnnamedProcess,
+                ..
+            })
+        );
+        if !store_down || Instant::now() > deadline {
+            return Ok(out);
+        }
+    }
+}
+
+#[test]
+fn a_claim_lost_with_its_session_is_not_confirmed_on_the_reconnected_one() {
+    let Some((schema, at)) =
+        database("a_claim_lost_with_its_session_is_not_confirmed_on_the_reconnected_one")
+    else {
+        return;
+    };
+    // One gate, two threads: a submitter and a recoverer. The target does not dedupe.
+    let submitter_hold = Arc::new(Hold::default());
+    let resend_hold = Arc::new(Hold::default());
+    let r = resend_hold.clone();
+    let target = MemTarget::new(Tier::Two, true).with_apply_hook(Box::new(move |_| r.stop_here()));
+    let mut g = gate(&at, target);
+    let h = submitter_hold.clone();
+    g.set_observer(Box::new(move |step| {
+        if step == Step::Dispatched {
+            h.stop_here();
+        }
+    }));
+    submitter_hold.arm();
+    let g = &g;
+    let round_done = &AtomicBool::new(false);
+    let (submitted, recovered) = std::thread::scope(|scope| {
+        let submitter = scope.spawn(|| g.submit(&proposal(1000)));
+        // The submitter holds the claim on session s1 and wrote DISPATCHED; the server ends s1.
+        submitter_hold.wait_reached();
+        let eid = g.open_effects().unwrap().pop().unwrap();
+        assert_eq!(end_claim_sessions(&schema), 1);
+        // The recoverer reconnects (session s2) and takes the claim there. Its resend, if it
+        // gets that far, waits here, holding the claim on s2.
+        resend_hold.arm();
+        let recoverer = scope.spawn(move || {
+            let out = recover_past_the_lost_session(g, &eid);
+            round_done.store(true, Ordering::SeqCst);
+            out
+        });
+        resend_hold.wait_reached_or(|| round_done.load(Ordering::SeqCst));
+        // The submitter goes on to confirm its claim and send.
+        submitter_hold.release();
+        let submitted = submitter.join().unwrap();
+        resend_hold.disarm();
+        resend_hold.release();
+        (submitted, recoverer.join().unwrap())
+    });
+    let eid = effect_id(&proposal(1000));
+    // Whatever is still open is settled by recovery, as after a crash.
+    let settled = g.recover_wait(Duration::from_secs(30)).unwrap();
+    assert_eq!(
+        g.target().landed(&eid),
+        1,
+        "submitter: {submitted:?}; recoverer: {recovered:?}; then: {settled:?}"
+    );
+    let submitted = submitted.unwrap();
+    assert_eq!(submitted.status, Status::InFlight, "{submitted:?}");
+    assert!(
+        submitted
+            .detail
+            .unwrap_or_default()
+            .contains("nothing was sent"),
+        "the submitter must not send on a claim its session lost"
+    );
+    assert_eq!(g.status(&eid).unwrap(), Some(Status::ReappliedAfterQuery));
+}
+
+#[test]
+fn a_stale_claim_given_up_after_a_reconnect_leaves_the_new_holders_lock_alone() {
+    let Some((schema, at)) =
+        database("a_stale_claim_given_up_after_a_reconnect_leaves_the_new_holders_lock_alone")
+    else {
+        return;
+    };
+    let submitter_hold = Arc::new(Hold::default());
+    let premise_hold = Arc::new(Hold::default());
+    let p = premise_hold.clone();
+    let target = MemTarget::new(Tier::Two, true).with_premise_hook(Box::new(move || p.stop_here()));
+    let mut g = gate(&at, target);
+    let h = submitter_hold.clone();
+    g.set_observer(Box::new(move |step| {
+        if step == Step::Dispatched {
+            h.stop_here();
+        }
+    }));
+    submitter_hold.arm();
+    let g = &g;
+    let (held_after, submitted, recovered) = std::thread::scope(|scope| {
+        let submitter = scope.spawn(|| g.submit(&proposal(1000)));
+        submitter_hold.wait_reached();
+        let eid = g.open_effects().unwrap().pop().unwrap();
+        assert_eq!(end_claim_sessions(&schema), 1);
+        // The recoverer takes the claim on the new session and stops in its premise check,
+        // holding it.
+        premise_hold.arm();
+        let recoverer = scope.spawn(move || recover_past_the_lost_session(g, &eid));
+        premise_hold.wait_reached();
+        assert_eq!(
+            claim_locks_held(&schema),
+            1,
+            "the recoverer holds the claim"
+        );
+        // The submitter's claim (taken on the ended session) is confirmed or given up.
+        submitter_hold.release();
+        let submitted = submitter.join().unwrap();
+        let held_after = claim_locks_held(&schema);
+        premise_hold.release();
+        (held_after, submitted, recoverer.join().unwrap())
+    });
+    assert_eq!(
+        held_after, 1,
+        "the stale claim released the recoverer's lock (submitter: {submitted:?}, \
+         recoverer: {recovered:?})"
+    );
+    assert!(recovered.is_ok(), "{recovered:?}");
+    let settled = g.recover_wait(Duration::from_secs(30)).unwrap();
+    let eid = effect_id(&proposal(1000));
+    assert_eq!(g.target().landed(&eid), 1, "{settled:?}");
 }
 
 #[test]
@@ -194,5 +430,8 @@ fn a_search_path_naming_a_missing_schema_is_an_error_not_a_panic() {
     let err = opened
         .expect("opening panicked")
         .expect_err("a journal without a schema opened");
-    assert!(err.contains("search_path"), "the error names what to fix: {err}");
+    assert!(
+        err.contains("search_path"),
+        "the error names what to fix: {err}"
+    );
 }
