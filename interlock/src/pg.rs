@@ -15,20 +15,23 @@
 //!   session it was taken on (an epoch bumped on every reconnect): before a send the holder
 //!   confirms that this very session is still the claims connection and still holds the lock; if
 //!   it cannot, it does not send. A claim whose session was lost is stale: its record is never
-//!   written and its drop never touches a lock of a later session. Claim records live in
-//!   `interlock_claims`.
+//!   written and its drop never touches a lock of a later session. A confirmed holder sends only
+//!   within the store's send window of asking (the deadline is checked right before the request
+//!   leaves), so a recoverer that takes over from a holder that may live knows by when its
+//!   requests had left. Claim records live in `interlock_claims`.
 //! - Reading checks every row as the file store checks every line (hash, chain, trusted signer,
 //!   signature), into the same in-memory index; each lock acquisition reads only rows added since.
 
 use crate::claim::ClaimRecord;
 use crate::journal::{sealed_line, verify_signatures, EntryLoc, Index, JournalError};
+use crate::target::SendDeadline;
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use postgres::{Client, NoTls};
 use serde_json::{Map, Value};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use verify::entry::Kind;
 
 /// Second key of the two-key advisory locks: the journal lock and the migration lock. The first
@@ -86,6 +89,8 @@ pub(crate) struct PgStore {
     shown: PathBuf,
     trusted: Vec<VerifyingKey>,
     lock_wait: Duration,
+    /// How long after confirming a claim its holder may still send (L).
+    send_window: Duration,
     main: Mutex<Main>,
     claims: Mutex<Claims>,
 }
@@ -107,6 +112,8 @@ pub(crate) struct PgClaim<'a> {
     effect_id: String,
     /// The claims session it was taken on.
     epoch: u64,
+    /// The record this holder wrote last (rewritten as released when it lets the claim go).
+    written: Mutex<Option<ClaimRecord>>,
 }
 
 fn db_err(store: &str, what: &str) -> impl FnOnce(postgres::Error) -> JournalError {
@@ -215,6 +222,7 @@ impl PgStore {
         url: &str,
         trusted: Vec<VerifyingKey>,
         lock_wait: Duration,
+        send_window: Duration,
     ) -> Result<PgStore, JournalError> {
         let shown = shown_url(url);
         let mut client = PgStore::connect_main(url, &shown, lock_wait)?;
@@ -240,6 +248,7 @@ impl PgStore {
             shown: PathBuf::from(&shown),
             trusted,
             lock_wait,
+            send_window,
             main: Mutex::new(Main {
                 client,
                 index: Index::default(),
@@ -253,6 +262,11 @@ impl PgStore {
         };
         drop(store.lock()?);
         Ok(store)
+    }
+
+    /// How long after confirming a claim its holder may still send.
+    pub fn send_window(&self) -> Duration {
+        self.send_window
     }
 
     /// The database, without credentials.
@@ -345,6 +359,7 @@ impl PgStore {
             key,
             effect_id: effect_id.to_owned(),
             epoch: claims.epoch,
+            written: Mutex::new(None),
         }))
     }
 
@@ -623,13 +638,36 @@ impl PgClaim<'_> {
                 &[&self.effect_id, &text],
             )
             .map_err(db_err(&self.store.name(), "write a claim record"))?;
+        drop(claims);
+        *self.written.lock().unwrap_or_else(|p| p.into_inner()) = Some(record.clone());
         Ok(())
+    }
+
+    /// Let the claim go, its record saying first that no send of this holder can still leave
+    /// (if the record cannot be written, the next holder assumes one can).
+    pub fn release(self) {
+        let written = self
+            .written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(record) = written {
+            let _ = self.write_record(&ClaimRecord {
+                released: true,
+                ..record
+            });
+        }
+        // Drop releases the lock.
     }
 
     /// Confirm, right before a send, that the session this claim was taken on is still the
     /// claims connection and still holds the lock: not merely that some session of this process
     /// holds the key (after a reconnect, another holder's claim on the new session would pass).
-    pub fn confirm(&self) -> Result<(), JournalError> {
+    /// The request must then leave within the send window of the instant before the question was
+    /// asked: the session still held the lock after that instant, so a holder that takes the
+    /// claim over once it is lost took it later, and waits the window from then.
+    pub fn confirm(&self) -> Result<SendDeadline, JournalError> {
+        let asked = Instant::now();
         let bits = u64::from_ne_bytes(self.key.to_ne_bytes());
         let (hi, lo) = (
             i64::try_from(bits >> 32).unwrap_or(0),
@@ -647,7 +685,7 @@ impl PgClaim<'_> {
             )
             .map_err(db_err(&name, "confirm the claim's session"))?;
         if column::<bool>(&row, 0, &name, "confirming the claim")? {
-            Ok(())
+            Ok(SendDeadline::by(asked + self.store.send_window))
         } else {
             Err(JournalError::Database {
                 what: format!("{}: claim of effect {}", self.store.name(), self.effect_id),

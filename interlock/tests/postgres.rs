@@ -157,12 +157,20 @@ fn a_sender_whose_claim_session_is_gone_does_not_send() {
         GateConfig::default(),
     )
     .unwrap();
+    // The sender lost its session, not its life: recovery waits out its send window too.
     let out = recoverer.recover().unwrap();
+    assert!(
+        matches!(&out[0].outcome, RecoveryOutcome::Blocked { reason, .. } if reason.contains("send window")),
+        "{out:?}"
+    );
+    let out = recoverer.recover_wait(Duration::from_secs(30)).unwrap();
     assert_eq!(
         out[0].outcome,
         RecoveryOutcome::Resolved(Status::ReappliedAfterQuery)
     );
     assert_eq!(target.landed(&s.effect_id), 1);
+    let last = recoverer.entries(&s.effect_id).unwrap().pop().unwrap();
+    assert_eq!(last["assumed_send_window_ms"], json!(2000));
     let _ = (schema, Fault::Ok);
 }
 
@@ -404,6 +412,56 @@ fn a_stale_claim_given_up_after_a_reconnect_leaves_the_new_holders_lock_alone() 
     let settled = g.recover_wait(Duration::from_secs(30)).unwrap();
     let eid = effect_id(&proposal(1000));
     assert_eq!(g.target().landed(&eid), 1, "{settled:?}");
+}
+
+#[test]
+fn a_holder_that_lost_its_session_after_confirming_does_not_send_after_its_deadline() {
+    let Some((schema, at)) = database(
+        "a_holder_that_lost_its_session_after_confirming_does_not_send_after_its_deadline",
+    ) else {
+        return;
+    };
+    // Host A confirms its claim; its request is about to leave when its session ends. Host B
+    // takes the claim over at once. The target does not dedupe and declares a 200 ms bound.
+    let leaving = Arc::new(Hold::default());
+    let l = leaving.clone();
+    let target = Arc::new(
+        MemTarget::new(Tier::Two, true)
+            .with_max_in_flight(std::time::Duration::from_millis(200))
+            .with_apply_hook(Box::new(move |_| l.stop_here())),
+    );
+    target.set_fact("incident_compensation", json!(0));
+    let open =
+        || Gate::open_at(&at, target.clone(), leases(), key(), GateConfig::default()).unwrap();
+    let host_a = open();
+    leaving.arm();
+    let (sent_by_a, recovered_by_b) = std::thread::scope(|scope| {
+        let a = scope.spawn(|| host_a.submit(&proposal(1000)));
+        leaving.wait_reached();
+        assert_eq!(end_claim_sessions(&schema), 1);
+        let host_b = open();
+        let recovered = host_b.recover_wait(std::time::Duration::from_secs(30));
+        // Only now does A's request leave: after B's wait, B's lookup and B's reapply.
+        leaving.release();
+        (a.join().unwrap(), recovered)
+    });
+    let eid = effect_id(&proposal(1000));
+    assert_eq!(
+        target.landed(&eid),
+        1,
+        "A: {sent_by_a:?}; B: {recovered_by_b:?}"
+    );
+    let recovered = recovered_by_b.unwrap();
+    assert_eq!(
+        recovered[0].outcome,
+        RecoveryOutcome::Resolved(Status::ReappliedAfterQuery)
+    );
+    let sent = sent_by_a.unwrap();
+    assert_eq!(sent.status, Status::InFlight, "{sent:?}");
+    assert!(sent.detail.unwrap_or_default().contains("nothing was sent"));
+    let last = host_a.entries(&eid).unwrap().pop().unwrap();
+    assert_eq!(last["assumed_max_in_flight_ms"], json!(200));
+    assert_eq!(last["assumed_send_window_ms"], json!(2000));
 }
 
 #[test]
