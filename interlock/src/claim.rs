@@ -6,8 +6,9 @@
 //! sending. The folder is derived from the journal's canonical path, so every spelling of one
 //! journal (a symlink, a relative path) shares one set of claims.
 //!
-//! The claim file holds a small record — who holds it, the TTL backstop, the DISPATCHED it covers
-//! and, for a recoverer, the instant its in-flight count runs from — so a process that cannot
+//! The claim file holds a small record — who holds it, the TTL backstop, the DISPATCHED it covers,
+//! for a recoverer the instant its in-flight count runs from, and whether its holder let it go
+//! with nothing left to send — so a process that cannot
 //! take the lock can say who holds it, and the next recoverer can go on counting from where a
 //! dead recoverer left off. Every holder writes its record (fsynced) before any target call
 //! under the claim. Records are written and read under the
@@ -148,6 +149,17 @@ pub struct ClaimRecord {
     /// counts the in-flight bound from it; anyone else counts from when it found the claim
     /// free. `None` for a sender (it may stall between DISPATCHED and its send).
     pub in_flight_from: Option<MonoInstant>,
+    /// The holder let the claim go itself, with every send of its own returned (none can still
+    /// leave). `false` while held, and in the record of a holder that died or lost its claim (it
+    /// could not say): a recoverer then treats a holder that may still live as able to send until
+    /// the store's send window runs out.
+    #[serde(default)]
+    pub released: bool,
+    /// Until when an earlier holder of this dispatch that may still live (its claim lost, not
+    /// its life) can send, on this holder's monotonic clock. A later holder of the same host and
+    /// boot waits it out; any other waits the store's send window from its own take-over.
+    #[serde(default)]
+    pub earlier_sends_until: Option<MonoInstant>,
 }
 
 /// The directory of claim files of one journal.
@@ -283,6 +295,8 @@ mod tests {
                 boot: boot_id(),
                 ms,
             }),
+            released: false,
+            earlier_sends_until: None,
         }
     }
 

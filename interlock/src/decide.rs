@@ -315,6 +315,13 @@ pub struct RecoveryFacts {
     pub looked_up_at_ms: Option<u64>,
     /// The lease, checked again after the lookup and right before a resend (`None`: not yet).
     pub lease_live_before_resend: Option<bool>,
+    /// The monotonic instant (ms) until which an earlier holder that may still live (its
+    /// database session was lost, not necessarily its process) can send: the take-over of its
+    /// claim plus the store's send window, since it confirmed the claim last before the
+    /// take-over. The in-flight bound then counts from no earlier than this. `None` when every
+    /// earlier holder is dead or let the claim go with nothing left to send, or when claims are
+    /// lost only with their holder (a file lock).
+    pub lost_holder_sends_until_ms: Option<u64>,
 }
 
 impl RecoveryFacts {
@@ -338,6 +345,7 @@ impl RecoveryFacts {
             found: None,
             looked_up_at_ms: None,
             lease_live_before_resend: None,
+            lost_holder_sends_until_ms: None,
         }
     }
 }
@@ -451,13 +459,15 @@ pub fn next_recovery_step(f: &RecoveryFacts) -> Next {
     }
     // "Not found" is trusted only once the target's server-side bound has passed since the
     // claim was found free (or our own last send): a sender can stall between DISPATCHED and
-    // its send, and a request keeps executing after its client gave up.
+    // its send, and a request keeps executing after its client gave up. A holder that lost its
+    // claim but lives may send until its send window runs out: that is waited for too.
     let Some(bound) = f.caps.max_in_flight else {
         return Next::Ambiguous(AmbiguousWhy::NoInFlightBound);
     };
     let trusted_at = f
         .in_flight
         .counted_from_ms
+        .max(f.lost_holder_sends_until_ms.unwrap_or(0))
         .saturating_add(u64::try_from(bound.as_millis()).unwrap_or(u64::MAX));
     if f.in_flight.now_ms < trusted_at {
         return Next::WaitInFlight {
@@ -551,6 +561,25 @@ mod tests {
             next_recovery_step(&f),
             Next::Ambiguous(AmbiguousWhy::NoInFlightBound)
         );
+    }
+
+    #[test]
+    fn a_claim_taken_over_from_a_holder_that_may_live_waits_its_send_window_too() {
+        let mut f = facts(caps(false, true, Some(200)));
+        f.premises_hold = Some(true);
+        f.lease_live = Some(true);
+        f.found = Some(false);
+        f.looked_up_at_ms = Some(100);
+        assert_eq!(next_recovery_step(&f), Next::WaitInFlight { until_ms: 300 });
+        f.lost_holder_sends_until_ms = Some(2_100);
+        assert_eq!(
+            next_recovery_step(&f),
+            Next::WaitInFlight { until_ms: 2_300 }
+        );
+        f.in_flight.now_ms = 2_300;
+        assert_eq!(next_recovery_step(&f), Next::Lookup, "a lookup from before");
+        f.looked_up_at_ms = Some(2_300);
+        assert_eq!(next_recovery_step(&f), Next::CheckLeaseBeforeResend);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::lease::{LeaseCheck, LeaseError, LeaseStore};
 use crate::proposal::{effect_id, Proposal};
 use crate::status::{status_of, RefusalCode, Status, Step, Submitted};
 use crate::store::{Claim, Location, Section, Store};
-use crate::target::{Target, TargetError};
+use crate::target::{SendDeadline, Target, TargetError};
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -45,6 +45,15 @@ pub struct GateConfig {
     /// keys of earlier runs writing the same journal). Lines signed by any other key make the
     /// journal corrupt at that line.
     pub trusted_signers: Vec<VerifyingKey>,
+    /// The PostgreSQL store's send window L (DESIGN §2.4): a holder sends only before it
+    /// confirmed its claim plus this, on its own monotonic clock, checked right before the
+    /// request leaves; a recoverer that takes the claim over from a holder that may still live
+    /// (its session was lost, not its process) waits this plus the target's in-flight bound
+    /// before it trusts a "not found", and records it (`assumed_send_window_ms`). It must cover
+    /// the time from confirming to the request leaving (a sender past it does not send, and
+    /// recovery settles the dispatch). The file store has none: its claims are lost only with
+    /// their holder. Default 2 s.
+    pub send_window: Duration,
 }
 
 impl Default for GateConfig {
@@ -56,6 +65,7 @@ impl Default for GateConfig {
             journal_lock_wait: Duration::from_secs(10),
             max_unknown_answers: 3,
             trusted_signers: Vec::new(),
+            send_window: Duration::from_secs(2),
         }
     }
 }
@@ -276,7 +286,12 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     ) -> Result<Self, GateError> {
         let mut trusted = vec![key.verifying_key()];
         trusted.extend(config.trusted_signers.iter().copied());
-        let journal = Store::open(location, trusted, config.journal_lock_wait)?;
+        let journal = Store::open(
+            location,
+            trusted,
+            config.journal_lock_wait,
+            config.send_window,
+        )?;
         Ok(Gate {
             journal,
             target,
@@ -393,12 +408,14 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     }
 
     /// A claim record for `dispatch` naming this gate, its TTL counted from `since_ms` (wall).
+    /// `earlier_sends_until_ms` (monotonic): until when an earlier holder may still send.
     pub(crate) fn claim_record(
         &self,
         role: Role,
         dispatch: &str,
         since_ms: u64,
         in_flight_from_ms: Option<u64>,
+        earlier_sends_until_ms: Option<u64>,
     ) -> ClaimRecord {
         ClaimRecord {
             owner: self.owner.clone(),
@@ -406,6 +423,11 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             expires_ms: since_ms.saturating_add(duration_ms(self.config.claim_ttl)),
             dispatch: dispatch.to_owned(),
             in_flight_from: in_flight_from_ms.map(|ms| MonoInstant {
+                boot: self.boot.clone(),
+                ms,
+            }),
+            released: false,
+            earlier_sends_until: earlier_sends_until_ms.map(|ms| MonoInstant {
                 boot: self.boot.clone(),
                 ms,
             }),
@@ -827,7 +849,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             .to_owned();
         let at = d.get("ts_ms").and_then(Value::as_u64).unwrap_or(0);
         if let Some(claim) = &run.claim {
-            claim.write_record(&self.claim_record(Role::Send, &hash, at, None))?;
+            claim.write_record(&self.claim_record(Role::Send, &hash, at, None, None))?;
         }
         run.dispatch = hash;
         Ok(Flow::Go(()))
@@ -839,19 +861,37 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         let dispatch = run.dispatch.clone();
         // A holder that cannot confirm it still holds the claim (a lost database session) does
         // not send: recovery settles the dispatch once the claim is free.
-        if let Some(Err(e)) = run.claim.as_ref().map(Claim::confirm) {
+        let deadline = match run.claim.as_ref().map(Claim::confirm) {
+            Some(Ok(deadline)) => deadline,
+            Some(Err(e)) => {
+                return Ok(prep.answer(
+                    Status::InFlight,
+                    Some(format!(
+                        "The claim could not be confirmed before the send ({e}); nothing was sent and recovery will settle the dispatch."
+                    )),
+                ))
+            }
+            None => SendDeadline::none(),
+        };
+        let answer = self
+            .target
+            .apply_before(eid, &prep.p.effect, &dispatch, deadline);
+        if let Err(TargetError::NotSent { reason }) = &answer {
+            if let Some(claim) = run.claim.take() {
+                claim.release();
+            }
             return Ok(prep.answer(
                 Status::InFlight,
                 Some(format!(
-                    "The claim could not be confirmed before the send ({e}); nothing was sent and recovery will settle the dispatch."
+                    "The request did not leave ({reason}); nothing was sent and recovery will settle the dispatch."
                 )),
             ));
         }
-        let answer = self.target.apply_dispatched(eid, &prep.p.effect, &dispatch);
         run.facts.sent = Some(match &answer {
             Ok(_) => SendAnswer::Applied,
             Err(TargetError::Rejected { .. }) => SendAnswer::Rejected,
-            Err(TargetError::Unknown { .. }) => SendAnswer::Unknown,
+            // A request that did not leave was answered above.
+            Err(TargetError::Unknown { .. } | TargetError::NotSent { .. }) => SendAnswer::Unknown,
             Err(TargetError::Replayed { .. }) => SendAnswer::Replayed,
         });
         let claim = run.claim.take();
@@ -886,10 +926,18 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                     }
                     Ok(prep.answer(status, Some(detail)))
                 }
-                Settled::Open(detail) => Ok(prep.answer(Status::InFlight, Some(detail))),
+                Settled::Open(detail) => {
+                    if let Some(claim) = claim {
+                        claim.release();
+                    }
+                    Ok(prep.answer(Status::InFlight, Some(detail)))
+                }
             },
             (_, answer) => {
-                drop(claim);
+                // The send returned: nothing of this holder can still leave.
+                if let Some(claim) = claim {
+                    claim.release();
+                }
                 let why = match &answer {
                     Err(e) => e.reason().to_owned(),
                     Ok(_) => "the answer could not be used".to_owned(),
@@ -904,16 +952,17 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         }
     }
 
-    /// Release a claim taken for an effect: its file is removed when no dispatch is open (the
-    /// effect is settled or was never dispatched), kept otherwise (its record names the
-    /// dispatch's last holder).
+    /// Release a claim taken for an effect, with no send of this holder able to still leave:
+    /// its file is removed when no dispatch is open (the effect is settled or was never
+    /// dispatched), kept otherwise (its record names the dispatch's last holder, and that it let
+    /// the claim go).
     pub(crate) fn release(&self, claim: Claim<'_>, eid: &str) {
         let open = self
             .journal
             .peek(|j| j.state(eid).is_some_and(|s| s.open.is_some()))
             .unwrap_or(true);
         if open {
-            drop(claim);
+            claim.release();
         } else {
             claim.remove();
         }

@@ -33,4 +33,4 @@ pub use status::{
     AMBIGUOUS_CODE,
 };
 pub use store::{read_entries, Location};
-pub use target::{Capabilities, Target, TargetError, Tier};
+pub use target::{Capabilities, SendDeadline, Target, TargetError, Tier};

@@ -11,21 +11,27 @@
 //!   (synchronous commit), so it is durable like an fsynced line.
 //! - Claims are session advisory locks held by a second connection while a send can be in flight;
 //!   a killed process's session ends at once, a partitioned host's when the server notices
-//!   (the session sets `tcp_user_timeout` and keepalives, a few seconds). Before a send the holder
-//!   confirms, on that connection, that the session still holds the lock; if it cannot, it does
-//!   not send. Claim records live in `interlock_claims`.
+//!   (the session sets `tcp_user_timeout` and keepalives, a few seconds). A claim is bound to the
+//!   session it was taken on (an epoch bumped on every reconnect): before a send the holder
+//!   confirms that this very session is still the claims connection and still holds the lock; if
+//!   it cannot, it does not send. A claim whose session was lost is stale: its record is never
+//!   written and its drop never touches a lock of a later session. A confirmed holder sends only
+//!   within the store's send window of asking (the deadline is checked right before the request
+//!   leaves), so a recoverer that takes over from a holder that may live knows by when its
+//!   requests had left. Claim records live in `interlock_claims`.
 //! - Reading checks every row as the file store checks every line (hash, chain, trusted signer,
 //!   signature), into the same in-memory index; each lock acquisition reads only rows added since.
 
 use crate::claim::ClaimRecord;
 use crate::journal::{sealed_line, verify_signatures, EntryLoc, Index, JournalError};
+use crate::target::SendDeadline;
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use postgres::{Client, NoTls};
 use serde_json::{Map, Value};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use verify::entry::Kind;
 
 /// Second key of the two-key advisory locks: the journal lock and the migration lock. The first
@@ -63,8 +69,12 @@ struct Main {
 
 struct Claims {
     client: Client,
-    /// Claim keys this process holds (a session's advisory locks are re-entrant, so threads of
-    /// one process are kept apart here).
+    /// Which session `client` is: bumped on every reconnect. A claim remembers the session it
+    /// was taken on; once this moved on, that claim is gone with its session, whatever the new
+    /// session holds.
+    epoch: u64,
+    /// Claim keys this process holds on the current session (a session's advisory locks are
+    /// re-entrant, so threads of one process are kept apart here).
     held: HashSet<i64>,
 }
 
@@ -79,6 +89,8 @@ pub(crate) struct PgStore {
     shown: PathBuf,
     trusted: Vec<VerifyingKey>,
     lock_wait: Duration,
+    /// How long after confirming a claim its holder may still send (L).
+    send_window: Duration,
     main: Mutex<Main>,
     claims: Mutex<Claims>,
 }
@@ -90,11 +102,18 @@ pub(crate) struct PgSection<'a> {
     locked: bool,
 }
 
-/// A claim held by this process's claims session.
+/// A claim held by this process's claims session: the one current when it was taken. Once that
+/// session is lost the claim is stale: it cannot be confirmed, its record cannot be written, and
+/// dropping it touches nothing (the lock went with the session, and a lock of the same key on
+/// a later session belongs to another holder).
 pub(crate) struct PgClaim<'a> {
     store: &'a PgStore,
     key: i64,
     effect_id: String,
+    /// The claims session it was taken on.
+    epoch: u64,
+    /// The record this holder wrote last (rewritten as released when it lets the claim go).
+    written: Mutex<Option<ClaimRecord>>,
 }
 
 fn db_err(store: &str, what: &str) -> impl FnOnce(postgres::Error) -> JournalError {
@@ -103,6 +122,20 @@ fn db_err(store: &str, what: &str) -> impl FnOnce(postgres::Error) -> JournalErr
         what,
         detail: e.to_string(),
     }
+}
+
+/// Column `i` of `row` as a `T`, or an error saying that the database answered something else
+/// (a NULL, another type) to `what`.
+fn column<'r, T: postgres::types::FromSql<'r>>(
+    row: &'r postgres::Row,
+    i: usize,
+    store: &str,
+    what: &str,
+) -> Result<T, JournalError> {
+    row.try_get(i).map_err(|e| JournalError::Database {
+        what: format!("{store}: unexpected answer to {what}"),
+        detail: e.to_string(),
+    })
 }
 
 /// The URL without its password, for messages.
@@ -189,13 +222,22 @@ impl PgStore {
         url: &str,
         trusted: Vec<VerifyingKey>,
         lock_wait: Duration,
+        send_window: Duration,
     ) -> Result<PgStore, JournalError> {
         let shown = shown_url(url);
         let mut client = PgStore::connect_main(url, &shown, lock_wait)?;
-        let schema: String = client
+        let row = client
             .query_one("SELECT current_schema()::text", &[])
-            .map_err(db_err(&shown, "read the current schema"))?
-            .get(0);
+            .map_err(db_err(&shown, "read the current schema"))?;
+        // NULL when no schema on the search path exists.
+        let Some(schema) = column::<Option<String>>(&row, 0, &shown, "the current schema")? else {
+            return Err(JournalError::Database {
+                what: format!("{shown}: no schema to keep the journal in"),
+                detail: "no schema named on the search_path exists; create it, or name an \
+                         existing one"
+                    .into(),
+            });
+        };
         let ns = i32::try_from(key_of(&["interlock-journal", &schema]) & 0x7fff_ffff).unwrap_or(0);
         migrate(&mut client, &shown, ns)?;
         let claims = PgStore::connect(url, &shown, Some(&schema))?;
@@ -206,6 +248,7 @@ impl PgStore {
             shown: PathBuf::from(&shown),
             trusted,
             lock_wait,
+            send_window,
             main: Mutex::new(Main {
                 client,
                 index: Index::default(),
@@ -213,11 +256,17 @@ impl PgStore {
             }),
             claims: Mutex::new(Claims {
                 client: claims,
+                epoch: 0,
                 held: HashSet::new(),
             }),
         };
         drop(store.lock()?);
         Ok(store)
+    }
+
+    /// How long after confirming a claim its holder may still send.
+    pub fn send_window(&self) -> Duration {
+        self.send_window
     }
 
     /// The database, without credentials.
@@ -277,23 +326,31 @@ impl PgStore {
         Ok(section)
     }
 
+    /// The claims connection, reconnected (as a new session) if the last one was lost.
+    fn claims_session(&self) -> Result<MutexGuard<'_, Claims>, JournalError> {
+        let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+        if claims.client.is_closed() {
+            // The session ended: every claim taken on it is gone, and its holders must not send.
+            claims.client = PgStore::connect(&self.url, &self.name(), Some(&self.schema))?;
+            claims.epoch = claims.epoch.wrapping_add(1);
+            claims.held.clear();
+        }
+        Ok(claims)
+    }
+
     /// Take the effect's claim if no session holds it.
     pub fn try_claim(&self, effect_id: &str) -> Result<Option<PgClaim<'_>>, JournalError> {
         let key = claim_key(&self.schema, effect_id);
-        let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
-        if claims.client.is_closed() {
-            // The session ended: every claim it held is gone.
-            claims.client = PgStore::connect(&self.url, &self.name(), Some(&self.schema))?;
-            claims.held.clear();
-        }
+        let mut claims = self.claims_session()?;
         if claims.held.contains(&key) {
             return Ok(None);
         }
+        let name = self.name();
         let row = claims
             .client
             .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
-            .map_err(db_err(&self.name(), "try the claim lock"))?;
-        if !row.get::<_, bool>(0) {
+            .map_err(db_err(&name, "try the claim lock"))?;
+        if !column::<bool>(&row, 0, &name, "the claim lock")? {
             return Ok(None);
         }
         claims.held.insert(key);
@@ -301,6 +358,8 @@ impl PgStore {
             store: self,
             key,
             effect_id: effect_id.to_owned(),
+            epoch: claims.epoch,
+            written: Mutex::new(None),
         }))
     }
 
@@ -315,7 +374,7 @@ impl PgStore {
                 &[&effect_id],
             )
             .ok()??;
-        serde_json::from_str(row.get::<_, &str>(0)).ok()
+        serde_json::from_str(row.try_get::<_, &str>(0).ok()?).ok()
     }
 }
 
@@ -329,7 +388,8 @@ pub(crate) fn read_rows(url: &str) -> Result<Vec<Value>, JournalError> {
         .map_err(db_err(&shown, "read the journal"))?;
     rows.iter()
         .map(|r| {
-            serde_json::from_str::<Value>(r.get::<_, &str>(0)).map_err(|e| JournalError::Corrupt {
+            let line: &str = column(r, 0, &shown, "reading the journal")?;
+            serde_json::from_str::<Value>(line).map_err(|e| JournalError::Corrupt {
                 path: PathBuf::from(&shown),
                 line: 0,
                 reason: format!("not JSON: {e}"),
@@ -347,11 +407,13 @@ fn migrate(client: &mut Client, shown: &str, ns: i32) -> Result<(), JournalError
         .map_err(db_err(shown, "take the schema lock"))?;
     tx.batch_execute("CREATE TABLE IF NOT EXISTS interlock_schema (version int NOT NULL)")
         .map_err(db_err(shown, "create the schema table"))?;
-    let version: i32 = tx
+    let row = tx
         .query_opt("SELECT max(version) FROM interlock_schema", &[])
-        .map_err(db_err(shown, "read the schema version"))?
-        .and_then(|r| r.get::<_, Option<i32>>(0))
-        .unwrap_or(0);
+        .map_err(db_err(shown, "read the schema version"))?;
+    let version = match row {
+        Some(r) => column::<Option<i32>>(&r, 0, shown, "the schema version")?.unwrap_or(0),
+        None => 0,
+    };
     if version > SCHEMA_VERSION {
         return Err(JournalError::Database {
             what: format!("{shown}: schema version {version}"),
@@ -405,8 +467,8 @@ impl PgSection<'_> {
             .map_err(db_err(&name, "read the journal"))?;
         let mut sigs = Vec::with_capacity(rows.len());
         for row in rows {
-            let seq: i64 = row.get(0);
-            let line: &str = row.get(1);
+            let seq: i64 = column(&row, 0, &name, "reading the journal")?;
+            let line: &str = column(&row, 1, &name, "reading the journal")?;
             let line_no = self.main.index.lines + 1;
             let checked = match serde_json::from_str::<Value>(line) {
                 Ok(Value::Object(entry)) => {
@@ -448,10 +510,12 @@ impl PgSection<'_> {
         // Reading through the section's guard: a shared borrow of the client is not enough for
         // the driver, so the row is fetched with the same connection under the same guard.
         let mut client = self.store.row_reader()?;
+        let name = self.store.name();
         let row = client
             .query_one("SELECT line FROM interlock_entries WHERE seq = $1", &[&seq])
-            .map_err(db_err(&self.store.name(), "read an entry"))?;
-        match serde_json::from_str::<Value>(row.get::<_, &str>(0)) {
+            .map_err(db_err(&name, "read an entry"))?;
+        let line: &str = column(&row, 0, &name, "reading an entry")?;
+        match serde_json::from_str::<Value>(line) {
             Ok(Value::Object(m)) => Ok(m),
             _ => Err(self.corrupt(0, format!("row {seq} changed since it was indexed"))),
         }
@@ -490,7 +554,7 @@ impl PgSection<'_> {
                 &[&effect_id, &prev, &hash, &line],
             )
             .map_err(db_err(&name, "append to the journal"))?;
-        let seq: i64 = row.get(0);
+        let seq: i64 = column(&row, 0, &name, "appending to the journal")?;
         let line_no = self.main.index.lines + 1;
         let loc = EntryLoc {
             offset: u64::try_from(seq).unwrap_or(0),
@@ -512,8 +576,7 @@ impl PgSection<'_> {
 impl PgStore {
     /// A connection for reading single rows while a section holds the main one.
     fn row_reader(&self) -> Result<MutexGuard<'_, Claims>, JournalError> {
-        let claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(claims)
+        self.claims_session()
     }
 }
 
@@ -544,13 +607,29 @@ impl Drop for PgSection<'_> {
 }
 
 impl PgClaim<'_> {
-    /// Replace the claim's record.
+    /// The claims connection, if it is still the session this claim was taken on; else the
+    /// claim is stale: an error saying so.
+    fn own_session(&self) -> Result<MutexGuard<'_, Claims>, JournalError> {
+        let claims = self.store.claims.lock().unwrap_or_else(|p| p.into_inner());
+        if claims.epoch == self.epoch && !claims.client.is_closed() {
+            return Ok(claims);
+        }
+        Err(JournalError::Database {
+            what: format!("{}: claim of effect {}", self.store.name(), self.effect_id),
+            detail: "the session it was taken on has ended, and the claim with it; its holder \
+                     must not send"
+                .into(),
+        })
+    }
+
+    /// Replace the claim's record (never on a later session: the record may be another
+    /// holder's by then).
     pub fn write_record(&self, record: &ClaimRecord) -> Result<(), JournalError> {
         let text = serde_json::to_string(record).map_err(|e| JournalError::Database {
             what: format!("{}: could not encode a claim record", self.store.name()),
             detail: e.to_string(),
         })?;
-        let mut claims = self.store.claims.lock().unwrap_or_else(|p| p.into_inner());
+        let mut claims = self.own_session()?;
         claims
             .client
             .execute(
@@ -559,17 +638,43 @@ impl PgClaim<'_> {
                 &[&self.effect_id, &text],
             )
             .map_err(db_err(&self.store.name(), "write a claim record"))?;
+        drop(claims);
+        *self.written.lock().unwrap_or_else(|p| p.into_inner()) = Some(record.clone());
         Ok(())
     }
 
-    /// Confirm that this process's session still holds the claim (right before a send).
-    pub fn confirm(&self) -> Result<(), JournalError> {
+    /// Let the claim go, its record saying first that no send of this holder can still leave
+    /// (if the record cannot be written, the next holder assumes one can).
+    pub fn release(self) {
+        let written = self
+            .written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(record) = written {
+            let _ = self.write_record(&ClaimRecord {
+                released: true,
+                ..record
+            });
+        }
+        // Drop releases the lock.
+    }
+
+    /// Confirm, right before a send, that the session this claim was taken on is still the
+    /// claims connection and still holds the lock: not merely that some session of this process
+    /// holds the key (after a reconnect, another holder's claim on the new session would pass).
+    /// The request must then leave within the send window of the instant before the question was
+    /// asked: the session still held the lock after that instant, so a holder that takes the
+    /// claim over once it is lost took it later, and waits the window from then.
+    pub fn confirm(&self) -> Result<SendDeadline, JournalError> {
+        let asked = Instant::now();
         let bits = u64::from_ne_bytes(self.key.to_ne_bytes());
         let (hi, lo) = (
             i64::try_from(bits >> 32).unwrap_or(0),
             i64::try_from(bits & 0xffff_ffff).unwrap_or(0),
         );
-        let mut claims = self.store.claims.lock().unwrap_or_else(|p| p.into_inner());
+        let mut claims = self.own_session()?;
+        let name = self.store.name();
         let row = claims
             .client
             .query_one(
@@ -578,9 +683,9 @@ impl PgClaim<'_> {
                  AND classid::bigint = $1 AND objid::bigint = $2)",
                 &[&hi, &lo],
             )
-            .map_err(db_err(&self.store.name(), "confirm the claim's session"))?;
-        if row.get::<_, bool>(0) {
-            Ok(())
+            .map_err(db_err(&name, "confirm the claim's session"))?;
+        if column::<bool>(&row, 0, &name, "confirming the claim")? {
+            Ok(SendDeadline::by(asked + self.store.send_window))
         } else {
             Err(JournalError::Database {
                 what: format!("{}: claim of effect {}", self.store.name(), self.effect_id),
@@ -589,14 +694,14 @@ impl PgClaim<'_> {
         }
     }
 
-    /// The effect is settled: delete the record, then release.
+    /// The effect is settled: delete the record, then release (a stale claim does neither).
     pub fn remove(self) {
-        let mut claims = self.store.claims.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = claims.client.execute(
-            "DELETE FROM interlock_claims WHERE effect_id = $1",
-            &[&self.effect_id],
-        );
-        drop(claims);
+        if let Ok(mut claims) = self.own_session() {
+            let _ = claims.client.execute(
+                "DELETE FROM interlock_claims WHERE effect_id = $1",
+                &[&self.effect_id],
+            );
+        }
         // Drop releases the lock.
     }
 }
@@ -604,6 +709,11 @@ impl PgClaim<'_> {
 impl Drop for PgClaim<'_> {
     fn drop(&mut self) {
         let mut claims = self.store.claims.lock().unwrap_or_else(|p| p.into_inner());
+        if claims.epoch != self.epoch {
+            // Taken on a session that ended: its lock went with it, and the key may now be held
+            // on the new session by another holder of this process.
+            return;
+        }
         let _ = claims
             .client
             .execute("SELECT pg_advisory_unlock($1)", &[&self.key]);

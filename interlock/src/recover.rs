@@ -45,6 +45,16 @@ struct OpenDispatch {
     premises: Value,
 }
 
+/// What taking a claim over gives recovery.
+struct TakenOver {
+    dispatch: OpenDispatch,
+    memory: RecoveryMemory,
+    /// The monotonic instant the in-flight bound counts from.
+    from: u64,
+    /// Until when (monotonic) an earlier holder that may still live can send.
+    lost_holder_sends_until: Option<u64>,
+}
+
 /// What a resend's answer leaves recovery with.
 enum AfterResend {
     /// Settled or blocked: report this.
@@ -125,15 +135,18 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         let Some(claim) = self.journal.try_take(eid)? else {
             return self.blocked_by_holder(eid, &open.hash).map(Some);
         };
-        let Some((dispatch, memory, from)) = self.take_over(eid, &claim)? else {
+        let Some(taken) = self.take_over(eid, &claim)? else {
             // Settled by another process a moment ago.
             self.release(claim, eid);
             return Ok(None);
         };
-        let outcome = self.settle(eid, &dispatch, memory, from, &claim)?;
+        let outcome = self.settle(eid, &taken, &claim)?;
         if matches!(outcome, RecoveryOutcome::Resolved(_)) {
-            self.forget(&dispatch.hash);
+            self.forget(&taken.dispatch.hash);
             claim.remove();
+        } else {
+            // Every send of this round returned; an earlier holder's window stays in the record.
+            claim.release();
         }
         Ok(Some(outcome))
     }
@@ -142,11 +155,14 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     /// claim record (before any target call) with the instant the in-flight bound counts from:
     /// the one a dead recoverer of this host and boot recorded for the same dispatch, else now —
     /// when the claim was found free.
-    fn take_over(
-        &self,
-        eid: &str,
-        claim: &Claim<'_>,
-    ) -> Result<Option<(OpenDispatch, RecoveryMemory, u64)>, GateError> {
+    ///
+    /// Where claims can be lost while their holder lives (the store states a send window), an
+    /// earlier holder that may still live — its record does not say it let the claim go, and it
+    /// is not known dead — may still send until the window after its last confirmation, which
+    /// came before now: until now plus the window. So may any holder before it that its record
+    /// says may still send (an instant of this host and boot is taken as it is; any other, or a
+    /// missing record, counts as now plus the window).
+    fn take_over(&self, eid: &str, claim: &Claim<'_>) -> Result<Option<TakenOver>, GateError> {
         let j = self.journal.lock()?;
         let Some(open) = j.state(eid).and_then(|s| s.open.clone()) else {
             return Ok(None);
@@ -170,14 +186,28 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             premises: d.get("premises").cloned().unwrap_or(Value::Null),
         };
         let now = self.mono_ms();
-        let inherited = self
+        let record = self
             .journal
             .read_record(eid)
-            .filter(|r| {
-                r.dispatch == dispatch.hash
-                    && r.role == Role::Recover
-                    && r.owner.host == self.owner.host
-            })
+            .filter(|r| r.dispatch == dispatch.hash);
+        let lost_holder_sends_until = self.journal.send_window().and_then(|window| {
+            let window_from_now = now.saturating_add(duration_ms(window));
+            let Some(r) = &record else {
+                return Some(window_from_now);
+            };
+            let itself = (!r.released && r.owner.may_be_alive()).then_some(window_from_now);
+            let before_it = r.earlier_sends_until.as_ref().map(|m| {
+                if r.owner.host == self.owner.host && m.boot == self.boot && !m.boot.is_empty() {
+                    m.ms
+                } else {
+                    window_from_now
+                }
+            });
+            // Kept once passed: the in-flight bound still counts from it.
+            itself.max(before_it)
+        });
+        let inherited = record
+            .filter(|r| r.role == Role::Recover && r.owner.host == self.owner.host)
             .and_then(|r| r.in_flight_from)
             .filter(|m| m.boot == self.boot && !m.boot.is_empty())
             .map(|m| m.ms);
@@ -187,6 +217,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             &dispatch.hash,
             self.now_ms(),
             Some(from),
+            lost_holder_sends_until,
         ))?;
         drop(j);
         let memory = self
@@ -196,7 +227,12 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             .get(&dispatch.hash)
             .copied()
             .unwrap_or_default();
-        Ok(Some((dispatch, memory, from)))
+        Ok(Some(TakenOver {
+            dispatch,
+            memory,
+            from,
+            lost_holder_sends_until,
+        }))
     }
 
     fn remember(&self, dispatch: &str, f: impl FnOnce(&mut RecoveryMemory)) {
@@ -215,23 +251,23 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     fn settle(
         &self,
         eid: &str,
-        d: &OpenDispatch,
-        memory: RecoveryMemory,
-        counted_from_ms: u64,
+        taken: &TakenOver,
         claim: &Claim<'_>,
     ) -> Result<RecoveryOutcome, GateError> {
+        let d = &taken.dispatch;
         let mut facts = RecoveryFacts::new(
             self.target.capabilities(),
             self.config.dedup_margin,
             self.now_ms().saturating_sub(d.ts_ms),
             InFlight {
                 now_ms: self.mono_ms(),
-                counted_from_ms,
+                counted_from_ms: taken.from,
             },
         );
-        facts.finished = memory.finished;
-        facts.unknown_answers = memory.unknown_answers;
+        facts.finished = taken.memory.finished;
+        facts.unknown_answers = taken.memory.unknown_answers;
         facts.max_unknown_answers = self.config.max_unknown_answers;
+        facts.lost_holder_sends_until_ms = taken.lost_holder_sends_until;
         let mut round = Round {
             facts,
             rechecked: Map::new(),
@@ -363,12 +399,21 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             Next::WaitInFlight { until_ms } => {
                 let counted_from = self.wall_of(round.facts.in_flight.counted_from_ms);
                 let until = self.wall_of(until_ms);
+                let reason = match round.facts.lost_holder_sends_until_ms {
+                    Some(sends_until) if sends_until > round.facts.in_flight.counted_from_ms => {
+                        format!(
+                            "A lookup did not find the effect, but a request may still land at the target until {until} ms: an earlier holder of the claim may live (its claim was lost, not necessarily its process) and send until {} ms (the store's send window from when this recovery took the claim over), and the declared in-flight bound counts from then.",
+                            self.wall_of(sends_until)
+                        )
+                    }
+                    _ => format!(
+                        "A lookup did not find the effect, but a request may still land at the target until {until} ms (its declared in-flight bound, counted from {counted_from} ms, when this recovery found the claim free or last sent)."
+                    ),
+                };
                 Ok(RecoveryOutcome::Blocked {
                     holder: Holder::Target,
                     until_ms: until,
-                    reason: format!(
-                        "A lookup did not find the effect, but a request may still land at the target until {until} ms (its declared in-flight bound, counted from {counted_from} ms, when this recovery found the claim free or last sent)."
-                    ),
+                    reason,
                 })
             }
             // Questions are asked in `settle`; none reaches here.
@@ -383,10 +428,18 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         }
     }
 
-    /// Record on a REFUSED or REAPPLIED the in-flight assumption its "not found" rests on.
+    /// Record on a REFUSED or REAPPLIED the in-flight assumption its "not found" rests on, and
+    /// beside it, when an earlier holder may have lived, the send window it waited out and the
+    /// instant that holder could send until.
     fn record_assumption(&self, fields: &mut Value, facts: &RecoveryFacts) {
         if let (Some(m), Some(bound)) = (fields.as_object_mut(), facts.caps.max_in_flight) {
             m.insert("assumed_max_in_flight_ms".into(), json!(duration_ms(bound)));
+            if let (Some(until), Some(window)) =
+                (facts.lost_holder_sends_until_ms, self.journal.send_window())
+            {
+                m.insert("assumed_send_window_ms".into(), json!(duration_ms(window)));
+                m.insert("holder_sends_until_ms".into(), json!(self.wall_of(until)));
+            }
             m.insert(
                 "counted_from_ms".into(),
                 json!(self.wall_of(facts.in_flight.counted_from_ms)),
@@ -481,17 +534,19 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 &d.hash,
                 self.now_ms(),
                 Some(sent_at),
+                facts.lost_holder_sends_until_ms,
             ))?;
         }
-        if let Err(e) = claim.confirm() {
-            return Ok(AfterResend::Report(self.retry_later(
-                Holder::Journal,
-                format!(
+        let deadline = match claim.confirm() {
+            Ok(deadline) => deadline,
+            Err(e) => {
+                let why = format!(
                     "The claim could not be confirmed before the resend ({e}); nothing was sent."
-                ),
-            )));
-        }
-        match self.target.apply_dispatched(eid, &d.effect, &d.hash) {
+                );
+                return Ok(AfterResend::Report(self.retry_later(Holder::Journal, why)));
+            }
+        };
+        match self.target.apply_before(eid, &d.effect, &d.hash, deadline) {
             Ok(evidence) => {
                 self.observe(Step::Sent);
                 let status = match via {
@@ -516,11 +571,16 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 self.remember(&d.hash, |m| m.finished = true);
                 Ok(AfterResend::Finished)
             }
+            Err(TargetError::NotSent { reason }) => Ok(AfterResend::Report(self.retry_later(
+                Holder::Journal,
+                format!("The resend did not leave ({reason}); nothing was sent."),
+            ))),
             Err(TargetError::Unknown { reason }) => {
                 self.remember(&d.hash, |m| m.unknown_answers += 1);
                 let until = match (via, facts.caps.max_in_flight) {
                     (Via::RecoveryReapply, Some(bound)) => {
-                        self.wall_of(sent_at).saturating_add(duration_ms(bound))
+                        let from = sent_at.max(facts.lost_holder_sends_until_ms.unwrap_or(0));
+                        self.wall_of(from).saturating_add(duration_ms(bound))
                     }
                     _ => self
                         .now_ms()

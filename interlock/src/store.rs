@@ -8,6 +8,7 @@
 use crate::claim::{ClaimDir, ClaimRecord, HeldClaim};
 use crate::journal::{EffectState, Index, Journal, JournalError, Locked};
 use crate::pg::{PgClaim, PgSection, PgStore};
+use crate::target::SendDeadline;
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -83,11 +84,13 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Open the store at `location`, checking every entry already in it.
+    /// Open the store at `location`, checking every entry already in it. `send_window`: the
+    /// send window of claims that can be lost while their holder lives (PostgreSQL's).
     pub fn open(
         location: &Location,
         trusted: Vec<VerifyingKey>,
         lock_wait: Duration,
+        send_window: Duration,
     ) -> Result<Store, JournalError> {
         match location {
             Location::File(path) => {
@@ -95,7 +98,22 @@ impl Store {
                 let claims = ClaimDir::beside(journal.canonical_path())?;
                 Ok(Store::File { journal, claims })
             }
-            Location::Postgres(url) => Ok(Store::Pg(PgStore::open(url, trusted, lock_wait)?)),
+            Location::Postgres(url) => Ok(Store::Pg(PgStore::open(
+                url,
+                trusted,
+                lock_wait,
+                send_window,
+            )?)),
+        }
+    }
+
+    /// The store's send window L (DESIGN §2.4): how long after confirming its claim a holder may
+    /// still send. `None` where a claim cannot be lost while its holder lives (a file lock is
+    /// released only by its holder or its death), so no live holder needs fencing.
+    pub fn send_window(&self) -> Option<Duration> {
+        match self {
+            Store::File { .. } => None,
+            Store::Pg(pg) => Some(pg.send_window()),
         }
     }
 
@@ -209,13 +227,26 @@ impl Claim<'_> {
         }
     }
 
-    /// Confirm, right before a send, that this process still holds the claim: a database
-    /// session can be lost (a partition) while the process lives. A file claim cannot be lost
-    /// while its holder lives.
-    pub fn confirm(&self) -> Result<(), JournalError> {
+    /// Confirm, right before a send, that this process still holds the claim, and get the
+    /// deadline the request must leave by: a database session can be lost (a restart, an
+    /// operator, a partition) while the process lives, so its holder may send only within the
+    /// store's send window of confirming. A file claim cannot be lost while its holder lives: no
+    /// deadline.
+    pub fn confirm(&self) -> Result<SendDeadline, JournalError> {
         match self {
-            Claim::File(_) => Ok(()),
+            Claim::File(_) => Ok(SendDeadline::none()),
             Claim::Pg(c) => c.confirm(),
+        }
+    }
+
+    /// Let the claim go with its dispatch still open, saying in its record (where a claim can be
+    /// lost while its holder lives) that no send of this holder can still leave. Only for a
+    /// holder whose sends have all returned and that waits out no earlier holder's send window;
+    /// dropping the claim instead lets it go without saying so.
+    pub fn release(self) {
+        match self {
+            Claim::File(c) => drop(c),
+            Claim::Pg(c) => c.release(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! The target trait: the service an effect lands at, and what it can promise.
 
 use serde_json::Value;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What a target can do to make a retried or lost send safe, derived from its
 /// [`Capabilities`] (never stated separately, so the two cannot disagree).
@@ -60,6 +60,51 @@ impl Capabilities {
     }
 }
 
+/// The instant by which a send must leave its client (DESIGN §2.4), on this host's monotonic
+/// clock. A claim that can be lost while its holder lives (a database session ended by a restart,
+/// an operator or a partition) lets its holder send only within the store's send window of
+/// confirming it, so whoever takes the claim over knows by when every request of that holder had
+/// left. A claim that cannot be lost while its holder lives (a file lock) sets none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendDeadline {
+    by: Option<Instant>,
+}
+
+impl SendDeadline {
+    /// No deadline: the claim cannot be lost while its holder lives.
+    pub fn none() -> SendDeadline {
+        SendDeadline { by: None }
+    }
+
+    /// The request must leave before `by`.
+    pub fn by(by: Instant) -> SendDeadline {
+        SendDeadline { by: Some(by) }
+    }
+
+    /// The instant, if there is a deadline.
+    pub fn instant(&self) -> Option<Instant> {
+        self.by
+    }
+
+    /// Whether a request may still leave now.
+    pub fn allows_now(&self) -> bool {
+        self.by.is_none_or(|by| Instant::now() < by)
+    }
+
+    /// `Ok` while a request may still leave; else the [`TargetError::NotSent`] to answer.
+    pub fn check(&self) -> Result<(), TargetError> {
+        if self.allows_now() {
+            Ok(())
+        } else {
+            Err(TargetError::NotSent {
+                reason: "the send deadline passed before the request left (the claim may have \
+                         been lost since it was confirmed)"
+                    .into(),
+            })
+        }
+    }
+}
+
 /// Why a target call did not return a result.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TargetError {
@@ -86,6 +131,13 @@ pub enum TargetError {
         /// The replayed answer, in words.
         reason: String,
     },
+    /// The request never left this client: its [`SendDeadline`] had passed. Nothing of it can
+    /// land; the open dispatch is left to recovery.
+    #[error("the request was not sent: {reason}")]
+    NotSent {
+        /// Why, in words.
+        reason: String,
+    },
 }
 
 impl TargetError {
@@ -94,7 +146,8 @@ impl TargetError {
         match self {
             TargetError::Rejected { reason }
             | TargetError::Unknown { reason }
-            | TargetError::Replayed { reason } => reason,
+            | TargetError::Replayed { reason }
+            | TargetError::NotSent { reason } => reason,
         }
     }
 }
@@ -118,7 +171,7 @@ pub trait Target {
     /// DISPATCHED entry this send belongs to: the anchor (DESIGN §3.4), which a target that can
     /// store data next to the effect writes there, so anyone who can read the service can match
     /// its object to the receipt. A resend of an open dispatch carries that same dispatch's
-    /// hash. The gate always sends through this method; the default ignores the anchor.
+    /// hash. The default ignores the anchor.
     fn apply_dispatched(
         &self,
         effect_id: &str,
@@ -127,6 +180,22 @@ pub trait Target {
     ) -> Result<Value, TargetError> {
         let _ = dispatch;
         self.apply(effect_id, effect)
+    }
+    /// Perform the effect as [`Target::apply_dispatched`] does, but only while `deadline`
+    /// allows: a request that would leave after it is not sent, and the answer is
+    /// [`TargetError::NotSent`]. The gate always sends through this method. The default checks
+    /// the deadline, then calls `apply_dispatched`. A target whose client can check it later —
+    /// right before the request is written to an open connection — should: a pause between the
+    /// check and the request leaving is the one window the deadline cannot close.
+    fn apply_before(
+        &self,
+        effect_id: &str,
+        effect: &Value,
+        dispatch: &str,
+        deadline: SendDeadline,
+    ) -> Result<Value, TargetError> {
+        deadline.check()?;
+        self.apply_dispatched(effect_id, effect, dispatch)
     }
     /// Look the effect up by its id: `Some(evidence)` if it exists at the service.
     fn query(&self, effect_id: &str, effect: &Value) -> Result<Option<Value>, TargetError>;
@@ -157,6 +226,15 @@ macro_rules! forward_target {
             ) -> Result<Value, TargetError> {
                 (**self).apply_dispatched(effect_id, effect, dispatch)
             }
+            fn apply_before(
+                &self,
+                effect_id: &str,
+                effect: &Value,
+                dispatch: &str,
+                deadline: SendDeadline,
+            ) -> Result<Value, TargetError> {
+                (**self).apply_before(effect_id, effect, dispatch, deadline)
+            }
             fn query(&self, effect_id: &str, effect: &Value) -> Result<Option<Value>, TargetError> {
                 (**self).query(effect_id, effect)
             }
@@ -183,5 +261,14 @@ mod tests {
         );
         assert_eq!(caps(None, true).tier(), Tier::Two);
         assert_eq!(caps(None, false).tier(), Tier::Three);
+    }
+
+    #[test]
+    fn a_passed_send_deadline_answers_not_sent_and_none_never_passes() {
+        assert!(SendDeadline::none().check().is_ok());
+        let later = Instant::now() + Duration::from_secs(3600);
+        assert!(SendDeadline::by(later).check().is_ok());
+        let passed = SendDeadline::by(Instant::now());
+        assert!(matches!(passed.check(), Err(TargetError::NotSent { .. })));
     }
 }

@@ -7,7 +7,7 @@
 //! - [`MemLeases`]: leases that can be granted and revoked.
 
 use crate::lease::{LeaseCheck, LeaseError, LeaseStore};
-use crate::target::{Capabilities, Target, TargetError, Tier};
+use crate::target::{Capabilities, SendDeadline, Target, TargetError, Tier};
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
@@ -239,6 +239,9 @@ impl MemTarget {
     }
 
     /// Call `f(effect_id)` at the start of every `apply` (e.g. to assert a durable DISPATCHED).
+    /// In a send through [`Target::apply_before`] it runs before the deadline is checked: it
+    /// stands for whatever delays the request before it leaves (a slow connection, a paused
+    /// sender).
     pub fn with_apply_hook(mut self, f: Box<dyn Fn(&str) + Send + Sync>) -> MemTarget {
         self.on_apply = Some(f);
         self
@@ -366,15 +369,52 @@ impl Target for MemTarget {
         effect: &Value,
         dispatch: &str,
     ) -> Result<Value, TargetError> {
+        self.apply_before(effect_id, effect, dispatch, SendDeadline::none())
+    }
+    fn apply_before(
+        &self,
+        effect_id: &str,
+        effect: &Value,
+        dispatch: &str,
+        deadline: SendDeadline,
+    ) -> Result<Value, TargetError> {
+        if let Some(f) = &self.on_apply {
+            f(effect_id);
+        }
+        // The request leaves here: the deadline is checked after whatever the hook stands for
+        // (a slow connection, a paused sender), as a client checks it right before its write.
+        deadline.check()?;
         self.st()
             .anchors
             .push((effect_id.to_owned(), dispatch.to_owned()));
-        self.apply(effect_id, effect)
+        self.execute(effect_id, effect)
     }
     fn apply(&self, effect_id: &str, effect: &Value) -> Result<Value, TargetError> {
         if let Some(f) = &self.on_apply {
             f(effect_id);
         }
+        self.execute(effect_id, effect)
+    }
+    fn query(&self, effect_id: &str, _effect: &Value) -> Result<Option<Value>, TargetError> {
+        let mut st = self.st();
+        st.query_calls += 1;
+        if st.failing_queries > 0 {
+            st.failing_queries -= 1;
+            return Err(TargetError::Unknown {
+                reason: "injected lookup failure".into(),
+            });
+        }
+        Ok(st
+            .landed
+            .iter()
+            .position(|(e, _)| e == effect_id)
+            .map(|n| json!({"id": format!("obj_{n}"), "effect_id": effect_id})))
+    }
+}
+
+impl MemTarget {
+    /// The request has reached the service: land it (or not) as the next fault says.
+    fn execute(&self, effect_id: &str, effect: &Value) -> Result<Value, TargetError> {
         let now = self.now();
         let mut st = self.st();
         st.apply_calls += 1;
@@ -415,21 +455,6 @@ impl Target for MemTarget {
             }
         };
         fault.answer(json!({"id": format!("obj_{n}"), "effect_id": effect_id}))
-    }
-    fn query(&self, effect_id: &str, _effect: &Value) -> Result<Option<Value>, TargetError> {
-        let mut st = self.st();
-        st.query_calls += 1;
-        if st.failing_queries > 0 {
-            st.failing_queries -= 1;
-            return Err(TargetError::Unknown {
-                reason: "injected lookup failure".into(),
-            });
-        }
-        Ok(st
-            .landed
-            .iter()
-            .position(|(e, _)| e == effect_id)
-            .map(|n| json!({"id": format!("obj_{n}"), "effect_id": effect_id})))
     }
 }
 

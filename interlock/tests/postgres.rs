@@ -10,9 +10,11 @@ mod common;
 
 use common::*;
 use interlock::testing::{Fault, MemLeases, MemTarget};
-use interlock::{Gate, GateConfig, Location, RecoveryOutcome, Status, Step, Tier};
+use interlock::{effect_id, Gate, GateConfig, Location, RecoveryOutcome, Status, Step, Tier};
 use serde_json::json;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// A fresh schema of the test database, or `None` (skipped) when no database is configured.
 fn database(test: &str) -> Option<(String, Location)> {
@@ -155,11 +157,339 @@ fn a_sender_whose_claim_session_is_gone_does_not_send() {
         GateConfig::default(),
     )
     .unwrap();
+    // The sender lost its session, not its life: recovery waits out its send window too.
     let out = recoverer.recover().unwrap();
+    assert!(
+        matches!(&out[0].outcome, RecoveryOutcome::Blocked { reason, .. } if reason.contains("send window")),
+        "{out:?}"
+    );
+    let out = recoverer.recover_wait(Duration::from_secs(30)).unwrap();
     assert_eq!(
         out[0].outcome,
         RecoveryOutcome::Resolved(Status::ReappliedAfterQuery)
     );
     assert_eq!(target.landed(&s.effect_id), 1);
+    let last = recoverer.entries(&s.effect_id).unwrap().pop().unwrap();
+    assert_eq!(last["assumed_send_window_ms"], json!(2000));
     let _ = (schema, Fault::Ok);
+}
+
+/// A point where one thread stops (once armed) until the test lets it go on. Every wait is
+/// bounded: a sequence that does not happen fails the test instead of hanging it.
+#[derive(Default)]
+struct Hold {
+    armed: AtomicBool,
+    state: Mutex<HoldState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct HoldState {
+    reached: bool,
+    released: bool,
+}
+
+const HOLD_WAIT: Duration = Duration::from_secs(30);
+
+impl Hold {
+    fn arm(&self) {
+        self.armed.store(true, Ordering::SeqCst);
+    }
+
+    fn disarm(&self) {
+        self.armed.store(false, Ordering::SeqCst);
+    }
+
+    /// Called by the thread that is to stop: stops only if armed (and disarms).
+    fn stop_here(&self) {
+        if !self.armed.swap(false, Ordering::SeqCst) {
+            return;
+        }
+        let mut s = self.state.lock().unwrap();
+        s.reached = true;
+        self.changed.notify_all();
+        let (s, _) = self
+            .changed
+            .wait_timeout_while(s, HOLD_WAIT, |s| !s.released)
+            .unwrap();
+        assert!(s.released, "the test never let the thread go on");
+    }
+
+    /// Wait until the thread stopped here, or `instead` became true.
+    fn wait_reached_or(&self, instead: impl Fn() -> bool) {
+        let deadline = Instant::now() + HOLD_WAIT;
+        let mut s = self.state.lock().unwrap();
+        while !s.reached && !instead() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "the thread never reached its stop");
+            // `instead` is not signalled through the condition variable: look again soon.
+            s = self
+                .changed
+                .wait_timeout(s, left.min(Duration::from_millis(20)))
+                .unwrap()
+                .0;
+        }
+    }
+
+    fn wait_reached(&self) {
+        self.wait_reached_or(|| false);
+    }
+
+    fn release(&self) {
+        self.state.lock().unwrap().released = true;
+        self.changed.notify_all();
+    }
+}
+
+/// End every claims session of the journal in `schema` from another connection, as a server
+/// restart or an operator would, waiting (at most 30 s) until each has ended and its locks are
+/// free. Returns how many were ended.
+fn end_claim_sessions(schema: &str) -> i64 {
+    let mut c = client(schema);
+    c.query_one(
+        "SELECT count(*) FROM (SELECT pg_terminate_backend(pid, 30000) AS ended \
+         FROM pg_stat_activity WHERE application_name = $1) t WHERE ended",
+        &[&format!("interlock-claims {schema}")],
+    )
+    .unwrap()
+    .get(0)
+}
+
+/// How many claim locks (one-key advisory locks) the claims sessions of `schema` hold.
+fn claim_locks_held(schema: &str) -> i64 {
+    let mut c = client(schema);
+    c.query_one(
+        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+         WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted \
+         AND a.application_name = $1",
+        &[&format!("interlock-claims {schema}")],
+    )
+    .unwrap()
+    .get(0)
+}
+
+fn leases() -> Arc<MemLeases> {
+    let l = MemLeases::new();
+    l.grant(&json!("lease-1"));
+    Arc::new(l)
+}
+
+/// Recover `eid` until the store has noticed that its claims session was ended (a first round
+/// meets the closed connection, or still sees this process's own claim), then report the first
+/// round that got past it.
+fn recover_past_the_lost_session(
+    g: &Gate<Arc<MemTarget>, Arc<MemLeases>>,
+    eid: &str,
+) -> Result<Option<RecoveryOutcome>, interlock::GateError> {
+    let deadline = Instant::now() + HOLD_WAIT;
+    loop {
+        let out = g.recover_effect(eid)?;
+        let store_down = matches!(
+            &out,
+            Some(RecoveryOutcome::Blocked {
+                holder: interlock::Holder::Journal | interlock::Holder::UnnamedProcess,
+                ..
+            })
+        );
+        if !store_down || Instant::now() > deadline {
+            return Ok(out);
+        }
+    }
+}
+
+#[test]
+fn a_claim_lost_with_its_session_is_not_confirmed_on_the_reconnected_one() {
+    let Some((schema, at)) =
+        database("a_claim_lost_with_its_session_is_not_confirmed_on_the_reconnected_one")
+    else {
+        return;
+    };
+    // One gate, two threads: a submitter and a recoverer. The target does not dedupe.
+    let submitter_hold = Arc::new(Hold::default());
+    let resend_hold = Arc::new(Hold::default());
+    let r = resend_hold.clone();
+    let target = MemTarget::new(Tier::Two, true).with_apply_hook(Box::new(move |_| r.stop_here()));
+    let mut g = gate(&at, target);
+    let h = submitter_hold.clone();
+    g.set_observer(Box::new(move |step| {
+        if step == Step::Dispatched {
+            h.stop_here();
+        }
+    }));
+    submitter_hold.arm();
+    let g = &g;
+    let round_done = &AtomicBool::new(false);
+    let (submitted, recovered) = std::thread::scope(|scope| {
+        let submitter = scope.spawn(|| g.submit(&proposal(1000)));
+        // The submitter holds the claim on session s1 and wrote DISPATCHED; the server ends s1.
+        submitter_hold.wait_reached();
+        let eid = g.open_effects().unwrap().pop().unwrap();
+        assert_eq!(end_claim_sessions(&schema), 1);
+        // The recoverer reconnects (session s2) and takes the claim there. Its resend, if it
+        // gets that far, waits here, holding the claim on s2.
+        resend_hold.arm();
+        let recoverer = scope.spawn(move || {
+            let out = recover_past_the_lost_session(g, &eid);
+            round_done.store(true, Ordering::SeqCst);
+            out
+        });
+        resend_hold.wait_reached_or(|| round_done.load(Ordering::SeqCst));
+        // The submitter goes on to confirm its claim and send.
+        submitter_hold.release();
+        let submitted = submitter.join().unwrap();
+        resend_hold.disarm();
+        resend_hold.release();
+        (submitted, recoverer.join().unwrap())
+    });
+    let eid = effect_id(&proposal(1000));
+    // Whatever is still open is settled by recovery, as after a crash.
+    let settled = g.recover_wait(Duration::from_secs(30)).unwrap();
+    assert_eq!(
+        g.target().landed(&eid),
+        1,
+        "submitter: {submitted:?}; recoverer: {recovered:?}; then: {settled:?}"
+    );
+    let submitted = submitted.unwrap();
+    assert_eq!(submitted.status, Status::InFlight, "{submitted:?}");
+    assert!(
+        submitted
+            .detail
+            .unwrap_or_default()
+            .contains("nothing was sent"),
+        "the submitter must not send on a claim its session lost"
+    );
+    assert_eq!(g.status(&eid).unwrap(), Some(Status::ReappliedAfterQuery));
+}
+
+#[test]
+fn a_stale_claim_given_up_after_a_reconnect_leaves_the_new_holders_lock_alone() {
+    let Some((schema, at)) =
+        database("a_stale_claim_given_up_after_a_reconnect_leaves_the_new_holders_lock_alone")
+    else {
+        return;
+    };
+    let submitter_hold = Arc::new(Hold::default());
+    let premise_hold = Arc::new(Hold::default());
+    let p = premise_hold.clone();
+    let target = MemTarget::new(Tier::Two, true).with_premise_hook(Box::new(move || p.stop_here()));
+    let mut g = gate(&at, target);
+    let h = submitter_hold.clone();
+    g.set_observer(Box::new(move |step| {
+        if step == Step::Dispatched {
+            h.stop_here();
+        }
+    }));
+    submitter_hold.arm();
+    let g = &g;
+    let (held_after, submitted, recovered) = std::thread::scope(|scope| {
+        let submitter = scope.spawn(|| g.submit(&proposal(1000)));
+        submitter_hold.wait_reached();
+        let eid = g.open_effects().unwrap().pop().unwrap();
+        assert_eq!(end_claim_sessions(&schema), 1);
+        // The recoverer takes the claim on the new session and stops in its premise check,
+        // holding it.
+        premise_hold.arm();
+        let recoverer = scope.spawn(move || recover_past_the_lost_session(g, &eid));
+        premise_hold.wait_reached();
+        assert_eq!(
+            claim_locks_held(&schema),
+            1,
+            "the recoverer holds the claim"
+        );
+        // The submitter's claim (taken on the ended session) is confirmed or given up.
+        submitter_hold.release();
+        let submitted = submitter.join().unwrap();
+        let held_after = claim_locks_held(&schema);
+        premise_hold.release();
+        (held_after, submitted, recoverer.join().unwrap())
+    });
+    assert_eq!(
+        held_after, 1,
+        "the stale claim released the recoverer's lock (submitter: {submitted:?}, \
+         recoverer: {recovered:?})"
+    );
+    assert!(recovered.is_ok(), "{recovered:?}");
+    let settled = g.recover_wait(Duration::from_secs(30)).unwrap();
+    let eid = effect_id(&proposal(1000));
+    assert_eq!(g.target().landed(&eid), 1, "{settled:?}");
+}
+
+#[test]
+fn a_holder_that_lost_its_session_after_confirming_does_not_send_after_its_deadline() {
+    let Some((schema, at)) = database(
+        "a_holder_that_lost_its_session_after_confirming_does_not_send_after_its_deadline",
+    ) else {
+        return;
+    };
+    // Host A confirms its claim; its request is about to leave when its session ends. Host B
+    // takes the claim over at once. The target does not dedupe and declares a 200 ms bound.
+    let leaving = Arc::new(Hold::default());
+    let l = leaving.clone();
+    let target = Arc::new(
+        MemTarget::new(Tier::Two, true)
+            .with_max_in_flight(std::time::Duration::from_millis(200))
+            .with_apply_hook(Box::new(move |_| l.stop_here())),
+    );
+    target.set_fact("incident_compensation", json!(0));
+    let open =
+        || Gate::open_at(&at, target.clone(), leases(), key(), GateConfig::default()).unwrap();
+    let host_a = open();
+    leaving.arm();
+    let (sent_by_a, recovered_by_b) = std::thread::scope(|scope| {
+        let a = scope.spawn(|| host_a.submit(&proposal(1000)));
+        leaving.wait_reached();
+        assert_eq!(end_claim_sessions(&schema), 1);
+        let host_b = open();
+        let recovered = host_b.recover_wait(std::time::Duration::from_secs(30));
+        // Only now does A's request leave: after B's wait, B's lookup and B's reapply.
+        leaving.release();
+        (a.join().unwrap(), recovered)
+    });
+    let eid = effect_id(&proposal(1000));
+    assert_eq!(
+        target.landed(&eid),
+        1,
+        "A: {sent_by_a:?}; B: {recovered_by_b:?}"
+    );
+    let recovered = recovered_by_b.unwrap();
+    assert_eq!(
+        recovered[0].outcome,
+        RecoveryOutcome::Resolved(Status::ReappliedAfterQuery)
+    );
+    let sent = sent_by_a.unwrap();
+    assert_eq!(sent.status, Status::InFlight, "{sent:?}");
+    assert!(sent.detail.unwrap_or_default().contains("nothing was sent"));
+    let last = host_a.entries(&eid).unwrap().pop().unwrap();
+    assert_eq!(last["assumed_max_in_flight_ms"], json!(200));
+    assert_eq!(last["assumed_send_window_ms"], json!(2000));
+}
+
+#[test]
+fn a_search_path_naming_a_missing_schema_is_an_error_not_a_panic() {
+    let Some((_, _)) = database("a_search_path_naming_a_missing_schema_is_an_error_not_a_panic")
+    else {
+        return;
+    };
+    let url = std::env::var("INTERLOCK_TEST_PG_URL").unwrap();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let missing = format!("missing_{:016x}", rand::random::<u64>());
+    let at = Location::Postgres(format!("{url}{sep}options=-c%20search_path%3D{missing}"));
+    let opened = std::panic::catch_unwind(|| {
+        Gate::open_at(
+            &at,
+            Arc::new(MemTarget::new(Tier::One, true)),
+            leases(),
+            key(),
+            GateConfig::default(),
+        )
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+    });
+    let err = opened
+        .expect("opening panicked")
+        .expect_err("a journal without a schema opened");
+    assert!(
+        err.contains("search_path"),
+        "the error names what to fix: {err}"
+    );
 }
