@@ -237,9 +237,10 @@ fn decide(args: &WorkerArgs) -> Result<i32, String> {
     }
     let key = read_signing_key(&args.key_file)?;
     let client = client(args)?;
+    let started = bc::monotonic_us();
     let case = bc::CaseFile::load(dir).map_err(|e| e.to_string())?;
     // The decision is made under the approval as read now (its cap bounds the amount).
-    bc::announce_read("approval");
+    bc::announce_read("approval", started);
     match std::env::var(FAULT_ENV).as_deref() {
         Ok("exit") => {
             eprintln!("worker: injected fault ({FAULT_ENV}=exit): exiting before deciding");

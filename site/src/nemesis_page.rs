@@ -328,7 +328,7 @@ fn timeline_rows(t: &Trial) -> Vec<TimelineRow> {
                 .map(|u| format!(" (until {}.{:03} ms)", u / 1000, u % 1000))
                 .unwrap_or_default();
             let what = match e.kind.as_str() {
-                "read" => format!("read {}", e.what),
+                "read" => format!("read {}{until}", e.what),
                 "post" => format!("credit POST leaves{until}"),
                 "step" => format!("passed step {}", e.what),
                 "pause" => format!("paused at {}", e.what),

@@ -1,5 +1,6 @@
-//! The Nemesis page from the committed run: one row per nemesis × column, every violation linked
-//! to a trial page with its replay command; a nemesis file that does not verify stops the build.
+//! The Nemesis page from the committed run: one row per nemesis × column, every trial that is not
+//! a plain pass (violation, wrong answer, unresolved, AMBIGUOUS) linked to a trial page with its
+//! timeline and replay command; a nemesis file that does not verify stops the build.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -18,7 +19,7 @@ fn copy_results(to: &Path) {
 }
 
 #[test]
-fn every_violation_links_to_a_trial_page_with_its_replay_command() {
+fn every_trial_that_is_not_a_plain_pass_links_to_a_page_with_its_timeline_and_replay() {
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("results");
     copy_results(&results);
@@ -36,15 +37,25 @@ fn every_violation_links_to_a_trial_page_with_its_replay_command() {
     for s in &file.summary {
         assert!(page.contains(&format!("id=\"{}-{}\"", s.nemesis, s.column)));
     }
-    for t in file.trials.iter().filter(|t| t.violation) {
+    assert!(page.contains("Where the kills landed"));
+    let mut listed = 0;
+    for t in &file.trials {
         let name = site::nemesis_page::trial_file(&t.id);
+        let Some(kind) = site::nemesis_page::listed_kind(t) else {
+            assert!(!t.violation || t.outcome == "NOT_DECIDED", "{}", t.id);
+            continue;
+        };
+        listed += 1;
         assert!(page.contains(&format!("trials/{name}")), "{}", t.id);
         let trial = std::fs::read_to_string(out.join("billing_credit/trials").join(&name)).unwrap();
         assert!(trial.contains(&format!("--replay {}", t.id)));
+        assert!(trial.contains(kind), "{}", t.id);
+        assert!(trial.contains("<h2>Timeline</h2>"), "{}", t.id);
         if let Some(at) = &t.replay_at {
             assert!(trial.contains(&format!("--at {at}")), "{}", t.id);
         }
     }
+    assert!(listed > 0);
 }
 
 #[test]

@@ -1,7 +1,8 @@
-//! A trial's timeline as the runner sees it: every line a worker announces (steps, reads of a
-//! fact, credit POSTs, pauses), stamped with the runner's monotonic clock when it arrives, and
-//! what the runner itself does (kills, outages, world changes). verify re-derives the trial's
-//! within-assumptions label from it (`verify::nemesis::rules::assumption_broken`).
+//! A trial's timeline: every line a worker announces (reads of a fact and credit POSTs at the
+//! instants the worker read on the machine's monotonic clock; steps and pauses stamped when the
+//! runner reads them), and what the runner itself does (kills, outages, world changes), all on
+//! that one clock. verify re-derives the trial's within-assumptions label from it
+//! (`verify::nemesis::rules::assumption_broken`).
 
 use crate::worker::{PAUSE_LINE_PREFIX, STEP_LINE_PREFIX};
 use scenarios::billing_credit::EVENT_LINE_PREFIX;
@@ -13,6 +14,8 @@ use verify::nemesis::Event;
 /// The events of one trial, on one monotonic clock.
 pub(super) struct Timeline {
     origin: Instant,
+    /// `origin` as the monotonic clock's raw reading, to place the workers' own stamps.
+    origin_us: u64,
     events: Mutex<Vec<Event>>,
 }
 
@@ -21,6 +24,7 @@ impl Timeline {
     pub(super) fn new() -> Timeline {
         Timeline {
             origin: Instant::now(),
+            origin_us: scenarios::billing_credit::monotonic_us(),
             events: Mutex::new(Vec::new()),
         }
     }
@@ -30,12 +34,23 @@ impl Timeline {
     }
 
     fn push(&self, at: Instant, actor: &str, kind: &str, what: &str, until: Option<Instant>) {
+        self.push_us(self.us(at), actor, kind, what, until.map(|u| self.us(u)));
+    }
+
+    /// A worker's own stamp (the monotonic clock, µs) on this timeline.
+    fn stamp(&self, raw: &str) -> Option<u64> {
+        raw.parse::<u64>()
+            .ok()
+            .map(|us| us.saturating_sub(self.origin_us))
+    }
+
+    fn push_us(&self, at_us: u64, actor: &str, kind: &str, what: &str, until_us: Option<u64>) {
         let event = Event {
-            at_us: self.us(at),
+            at_us,
             actor: actor.to_owned(),
             kind: kind.to_owned(),
             what: what.to_owned(),
-            until_us: until.map(|u| self.us(u)),
+            until_us,
         };
         if let Ok(mut events) = self.events.lock() {
             events.push(event);
@@ -49,11 +64,20 @@ impl Timeline {
         } else if let Some(step) = line.strip_prefix(PAUSE_LINE_PREFIX) {
             self.push(at, actor, "pause", step.trim(), None);
         } else if let Some(event) = line.strip_prefix(EVENT_LINE_PREFIX) {
-            let mut words = event.split_whitespace();
-            match (words.next(), words.next()) {
-                (Some("read"), Some(fact)) => self.push(at, actor, "read", fact, None),
-                (Some("post"), _) => self.push(at, actor, "post", "", None),
-                (Some("answered"), _) => self.push(at, actor, "answered", "", None),
+            // The worker's own instants; a line without them is placed when it arrived.
+            let arrived = self.us(at);
+            let words: Vec<&str> = event.split_whitespace().collect();
+            let stamp = |i: usize| words.get(i).and_then(|w| self.stamp(w));
+            match words.first().copied() {
+                Some("read") => {
+                    let fact = words.get(1).copied().unwrap_or_default();
+                    let start = stamp(2).unwrap_or(arrived);
+                    let end = stamp(3).unwrap_or(arrived);
+                    self.push_us(start, actor, "read", fact, Some(end));
+                }
+                Some(kind @ ("post" | "answered")) => {
+                    self.push_us(stamp(1).unwrap_or(arrived), actor, kind, "", None)
+                }
                 _ => {}
             }
         }

@@ -38,13 +38,14 @@ impl ApprovalStore {
 
 impl LeaseStore for ApprovalStore {
     fn check(&self, lease: &Value, effect: &Value) -> Result<LeaseCheck, LeaseError> {
+        let started = super::events::monotonic_us();
         let approval = self.approval().map_err(|e| LeaseError {
             reason: format!(
                 "cannot read the approval from {}: {e}",
                 self.cell_dir.join(CASE_FILE).display()
             ),
         })?;
-        super::events::announce_read("approval");
+        super::events::announce_read("approval", started);
         let amount = effect.get("amount").and_then(Value::as_i64);
         let live = lease.as_str() == Some(approval.id.as_str())
             && amount.is_some_and(|a| covers(&approval, a));

@@ -1,9 +1,10 @@
 //! What a worker announces as it goes, for a harness that builds a trial's timeline from it: a
-//! line `INTERLOCK-EVENT read <fact>` on stdout right after each read of a fact a column checks
-//! or decides on, `INTERLOCK-EVENT post` right before each credit POST leaves, and
-//! `INTERLOCK-EVENT answered` when its answer (or error) is back. Off unless the
-//! process turns it on ([`announce_events`]); the harness stamps each line with its own monotonic
-//! clock when it arrives.
+//! line `INTERLOCK-EVENT read <fact> <start> <end>` on stdout right after each read of a fact a
+//! column checks or decides on, `INTERLOCK-EVENT post <at>` right before each credit POST leaves,
+//! and `INTERLOCK-EVENT answered <at>` when its answer (or error) is back. Off unless the process
+//! turns it on ([`announce_events`]). The instants are the machine's monotonic clock in
+//! microseconds ([`monotonic_us`]), read in the worker itself, so a harness on the same machine
+//! (same boot, same time namespace) orders them exactly against its own.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,19 +22,28 @@ pub fn announce_events(on: bool) {
     ANNOUNCE.store(on, Ordering::SeqCst);
 }
 
-/// A read of `fact` just finished.
-pub fn announce_read(fact: &str) {
-    announce(&format!("read {fact}"));
+/// The machine's monotonic clock (`CLOCK_MONOTONIC`, what `std::time::Instant` reads on Linux),
+/// in microseconds.
+pub fn monotonic_us() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    let secs = u64::try_from(t.tv_sec).unwrap_or(0);
+    let nanos = u64::try_from(t.tv_nsec).unwrap_or(0);
+    secs.saturating_mul(1_000_000).saturating_add(nanos / 1_000)
+}
+
+/// A read of `fact` that began at `started` ([`monotonic_us`]) just finished.
+pub fn announce_read(fact: &str, started: u64) {
+    announce(&format!("read {fact} {started} {}", monotonic_us()));
 }
 
 /// A credit POST is about to leave.
 pub fn announce_post() {
-    announce("post");
+    announce(&format!("post {}", monotonic_us()));
 }
 
 /// The credit POST's answer (or its error) is back.
 pub fn announce_answered() {
-    announce("answered");
+    announce(&format!("answered {}", monotonic_us()));
 }
 
 fn announce(what: &str) {

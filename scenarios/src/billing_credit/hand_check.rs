@@ -16,8 +16,8 @@ use super::approval::covers;
 use super::reads::{facts, read_ledger};
 use super::target::post_credit;
 use super::{
-    events::announce_read, fire, now_ms, CaseFile, Crash, CrashPoint, ScenarioError, AGENT,
-    HAND_CHECK_LOG,
+    events::{announce_read, monotonic_us},
+    fire, now_ms, CaseFile, Crash, CrashPoint, ScenarioError, AGENT, HAND_CHECK_LOG,
 };
 use serde_json::{json, Map, Value};
 use std::io::Write;
@@ -102,8 +102,9 @@ pub(crate) fn send(
     fire(crash, CrashPoint::Lookup);
 
     // 2. Approval, fresh from case.json.
+    let started = monotonic_us();
     let approval = CaseFile::load(cell_dir)?.approval;
-    announce_read("approval");
+    announce_read("approval", started);
     if !covers(&approval, decision.amount) {
         log.step("approval", json!({ "refused": approval }))?;
         return Ok(("REFUSED:approval".into(), None));

@@ -28,7 +28,7 @@ mod target;
 
 pub use approval::ApprovalStore;
 pub use case::{ensure_prices, open_case, CaseFile, Prices};
-pub use events::{announce_events, announce_read, EVENT_LINE_PREFIX, FACTS};
+pub use events::{announce_events, announce_read, monotonic_us, EVENT_LINE_PREFIX, FACTS};
 pub use hand_check::read_hand_check_log;
 pub use outage::{advance_one_second, clock_time, run_outage, run_outage_timed, FactChange};
 pub use reads::{

@@ -176,16 +176,17 @@ fn customer_balance(client: &Client, case: &CaseFile) -> Result<i64, ScenarioErr
 /// The premises, read live: the subscription's status and the compensation by others for this
 /// case's incident.
 pub fn facts(client: &Client, case: &CaseFile) -> Result<Premises, ScenarioError> {
+    let started = super::events::monotonic_us();
     let status = subscription_status(client, case)?;
     let ledger = read_ledger(client, case)?;
-    announce_premise_reads();
+    announce_premise_reads(started);
     Ok(premises_from(case, status, &ledger))
 }
 
-/// Both premises were just read (the ledger, for the incident's compensation, last).
-fn announce_premise_reads() {
-    super::events::announce_read("subscription_status");
-    super::events::announce_read("incident_compensation");
+/// Both premises were just read, in reads that began at `started`.
+fn announce_premise_reads(started: u64) {
+    super::events::announce_read("subscription_status", started);
+    super::events::announce_read("incident_compensation", started);
 }
 
 pub(crate) fn premises_from(case: &CaseFile, status: String, ledger: &Ledger) -> Premises {
@@ -205,10 +206,11 @@ pub fn observations(client: &Client, case: &CaseFile) -> Result<Candidates, Scen
 
 /// The premises and the candidates from one set of reads (what the decide phase records).
 pub fn read_account(client: &Client, case: &CaseFile) -> Result<Account, ScenarioError> {
+    let started = super::events::monotonic_us();
     let status = subscription_status(client, case)?;
     let balance = customer_balance(client, case)?;
     let ledger = read_ledger(client, case)?;
-    announce_premise_reads();
+    announce_premise_reads(started);
     Ok(Account {
         customer: case.customer.clone(),
         plan_cents: PLAN_CENTS,

@@ -155,8 +155,9 @@ pub struct Fault {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Event {
-    /// Microseconds since the trial's first worker was started, on the runner's monotonic clock
-    /// (a worker's announcement is stamped when the runner reads it).
+    /// Microseconds since the trial began, on the machine's monotonic clock: reads, POSTs and
+    /// answers at the instants the worker itself read, steps and pauses when the runner read
+    /// their announcement, the runner's own acts when it made them.
     pub at_us: u64,
     /// Who: `decide`, `decide-2`, `restart-1`, `restart-2`, ..., `restart` (the final one), or
     /// `world` (the runner acting on the service or the case).
@@ -169,8 +170,9 @@ pub struct Event {
     /// The fact (`approval`, `subscription_status`, `incident_compensation`), step, outage or
     /// worker the event is about; empty when there is none.
     pub what: String,
-    /// For `change` and `outage`: when it was complete. For a `post` the service held: the
-    /// latest instant it could have been applied (the hold's end).
+    /// For `read`, `change` and `outage`: when it was complete (a read's `at_us` is when it
+    /// began). For a `post` the service held: the latest instant it could have been applied
+    /// (the hold's end).
     pub until_us: Option<u64>,
 }
 

@@ -110,11 +110,13 @@ pub fn assumption_broken(
             if change.at_us >= applied_by {
                 continue;
             }
+            // A read's end is `until_us` (older timelines stamp only its arrival, `at_us`).
             let last_read = timeline
                 .iter()
                 .filter(by_column)
-                .filter(|e| e.kind == "read" && e.what == change.what && e.at_us < post.at_us)
-                .map(|e| e.at_us)
+                .filter(|e| e.kind == "read" && e.what == change.what)
+                .map(|e| e.until_us.unwrap_or(e.at_us))
+                .filter(|end| *end < post.at_us)
                 .max();
             if last_read.is_none_or(|r| r < change.at_us) {
                 return Some(AFTER_LAST_READ);
