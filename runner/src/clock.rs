@@ -45,7 +45,19 @@ pub enum ClockStartError {
     /// Before the Unix epoch.
     #[error("{0:?} is before 1970-01-01T00:00:00Z; a test clock's frozen_time is Unix seconds")]
     BeforeEpoch(String),
+    /// A leap second (`:60`), which Unix time has no second for.
+    #[error(
+        "{0:?} is a leap second; Unix time, which a test clock's frozen_time is, has no second :60"
+    )]
+    LeapSecond(String),
+    /// So late that a renewal (a month or two ahead) would pass the year 9999.
+    #[error("{0:?} is too late: a case's renewal must fall before the year 10000 (start before {LAST_START_YEAR}-01-01)")]
+    TooLate(String),
 }
+
+/// Starts from this year on are refused: a case's clock is advanced through one renewal (at most
+/// two monthly intervals), and calendar arithmetic ends with the year 9999.
+const LAST_START_YEAR: i32 = 9999;
 
 impl FromStr for ClockStart {
     type Err = ClockStartError;
@@ -53,6 +65,13 @@ impl FromStr for ClockStart {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = OffsetDateTime::parse(s, &Rfc3339)
             .map_err(|e| ClockStartError::NotRfc3339(s.to_owned(), e.to_string()))?;
+        // RFC 3339 allows `:60`; the parser reads it as the last instant of `:59`.
+        if s.get(17..19) == Some("60") {
+            return Err(ClockStartError::LeapSecond(s.to_owned()));
+        }
+        if t.to_offset(time::UtcOffset::UTC).year() >= LAST_START_YEAR {
+            return Err(ClockStartError::TooLate(s.to_owned()));
+        }
         if t.nanosecond() != 0 {
             return Err(ClockStartError::Fraction(s.to_owned()));
         }
@@ -99,5 +118,16 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("before 1970"), "{e}");
+        let e = "2016-12-31T23:59:60Z"
+            .parse::<ClockStart>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("leap second"), "{e}");
+        let e = "9999-12-01T00:00:00Z"
+            .parse::<ClockStart>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("too late"), "{e}");
+        assert!("9998-12-01T00:00:00Z".parse::<ClockStart>().is_ok());
     }
 }

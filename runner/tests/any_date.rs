@@ -22,8 +22,9 @@ const DATES: [(&str, &str); 5] = [
     ("2027-12-31T23:59:55Z", "across a year end"),
 ];
 
-/// A trial whose outage is the proration (the amount a month's length would change), killed at
-/// a named step, so its replay is exact.
+/// A trial whose outage is the proration, killed at a named step, so its replay is exact. (The
+/// downgrade happens at its period's first instant, so the proration's fraction is exactly one
+/// and no amount depends on the period's length; the times do.)
 const TRIAL: &str = "kill_at_step:interlock:00000000000004";
 
 /// `faketime`'s path; `None` (the test says it was skipped) when it is missing outside CI.
@@ -142,21 +143,7 @@ fn cell_line(c: &Cell, start: i64) -> String {
 
 /// The default matrix at `date`: one line per cell, and the file's `generated` time.
 fn matrix(date: Option<&str>, out: &Path) -> (Vec<String>, String) {
-    let dir = out.to_str().unwrap();
-    runner(
-        date,
-        &[
-            "--scenario",
-            "billing_credit",
-            "--no-site",
-            "--jobs",
-            "2",
-            "--out",
-            dir,
-        ],
-    );
-    let bytes = std::fs::read(out.join("billing_credit.json")).unwrap();
-    let file = verify::load::load_results(&bytes).unwrap();
+    let file = run_matrix(date, out, &[]);
     let start = file
         .environment
         .clock_start
@@ -164,6 +151,91 @@ fn matrix(date: Option<&str>, out: &Path) -> (Vec<String>, String) {
     assert_eq!(start, verify::billing_credit::DEFAULT_CLOCK_START);
     let lines = file.cells.iter().map(|c| cell_line(c, start)).collect();
     (lines, file.generated)
+}
+
+/// `runner --scenario billing_credit EXTRA` at `date`, its results file.
+fn run_matrix(date: Option<&str>, out: &Path, extra: &[&str]) -> verify::results::ResultsFile {
+    let dir = out.to_str().unwrap();
+    let mut args = vec![
+        "--scenario",
+        "billing_credit",
+        "--no-site",
+        "--jobs",
+        "2",
+        "--out",
+        dir,
+    ];
+    args.extend_from_slice(extra);
+    runner(date, &args);
+    let bytes = std::fs::read(out.join("billing_credit.json")).unwrap();
+    verify::load::load_results(&bytes).unwrap()
+}
+
+/// The judgement and the amounts of a cell, without times.
+fn amounts_line(c: &Cell) -> String {
+    let g = &c.ground_truth;
+    let invoices: Vec<String> = g
+        .invoices
+        .iter()
+        .map(|i| {
+            format!(
+                "{:?} {} {} {}",
+                i.billing_reason, i.total, i.starting_balance, i.amount_due
+            )
+        })
+        .collect();
+    let txns: Vec<String> = g
+        .balance_transactions
+        .iter()
+        .map(|t| format!("{} {}", t.kind, t.amount))
+        .collect();
+    format!(
+        "{}/{}/{}: {} {:?} {} {} {} | {} {} {:?} {:?}",
+        c.crash,
+        c.outage,
+        c.column,
+        c.outcome,
+        c.want,
+        c.invariant_held,
+        c.answer_matches,
+        c.proof,
+        g.customer_balance,
+        g.case_credit_cents,
+        invoices,
+        txns
+    )
+}
+
+#[test]
+fn a_clock_started_in_february_bills_a_28_day_period_with_the_same_outcomes_and_amounts() {
+    let base = tempfile::tempdir().unwrap();
+    let default = run_matrix(None, &base.path().join("default"), &[]);
+    let feb = "2027-02-10T09:00:00Z";
+    let short = run_matrix(None, &base.path().join("feb"), &["--clock-start", feb]);
+    assert_eq!(short.environment.clock_start, Some(unix(feb)));
+    let a: Vec<String> = default.cells.iter().map(amounts_line).collect();
+    let b: Vec<String> = short.cells.iter().map(amounts_line).collect();
+    assert_eq!(a, b);
+    // The renewal is 28 days after the start, where the default's is 30.
+    let renewal = |f: &verify::results::ResultsFile| {
+        let start = f.environment.clock_start.unwrap();
+        f.cells[0]
+            .ground_truth
+            .invoices
+            .iter()
+            .find(|i| i.billing_reason.as_deref() == Some("subscription_cycle"))
+            .map(|i| i.created - start)
+            .unwrap()
+    };
+    assert_eq!(renewal(&short), 28 * 86_400);
+    assert_eq!(renewal(&default), 30 * 86_400);
+    // Compared by billing period, the emulator still matches real Stripe cell for cell.
+    let reference = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../results/reference/billing_credit.original.json");
+    let original: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(reference).unwrap()).unwrap();
+    let comparison = site::conformance::compare(&short, &original).unwrap();
+    assert_eq!(comparison.identical(), 18, "{:#?}", comparison.cells);
 }
 
 /// The replayed trial's judgement and ground truth (its kill timings left out).

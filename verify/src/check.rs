@@ -288,6 +288,8 @@ struct CellFacts {
     ok: bool,
     /// The derived `invariant_held`, `answer_matches` and `proof`.
     judged: (bool, bool, bool),
+    /// When the case's clock started, as its first invoice (`subscription_create`) shows.
+    clock_started: Option<i64>,
 }
 
 impl crate::replayed::Row for CellFacts {
@@ -318,6 +320,13 @@ impl CellFacts {
             receipt: report.receipt.as_ref().map(|r| r.signed == Some(true)),
             ok: report.ok,
             judged: (report.invariant_held, report.answer_matches, report.proof),
+            clock_started: cell
+                .ground_truth
+                .invoices
+                .iter()
+                .filter(|i| i.billing_reason.as_deref() == Some("subscription_create"))
+                .map(|i| i.created)
+                .min(),
         }
     }
 }
@@ -402,6 +411,7 @@ fn check_structure(file: &ResultsFile, cells: &[CellFacts], findings: &mut Vec<F
         .collect();
     let columns: HashSet<&str> = file.columns.iter().map(String::as_str).collect();
     check_environment(file, findings);
+    check_clock_start(file, cells, findings);
     check_cell_set(file, cells, findings);
     let mut seen = HashSet::new();
     let mut cases = HashSet::new();
@@ -574,6 +584,30 @@ fn describe_decider(d: &crate::results::DeciderInfo) -> String {
     match &d.model {
         Some(model) => format!("{} ({model})", d.kind),
         None => d.kind.clone(),
+    }
+}
+
+/// A recorded clock start is where every case's clock started: each case's first invoice was
+/// created at that instant of its clock.
+fn check_clock_start(file: &ResultsFile, cells: &[CellFacts], findings: &mut Vec<Finding>) {
+    let Some(start) = file.environment.clock_start else {
+        return;
+    };
+    if let Some((i, c)) = cells
+        .iter()
+        .enumerate()
+        .find(|(_, c)| c.clock_started.is_some_and(|t| t != start))
+    {
+        findings.push(Finding::mismatch(
+            format!("cells[{i}].ground_truth.invoices"),
+            fcode::GROUND_TRUTH_INCONSISTENT,
+            format!(
+                "case {}: its first invoice was not created at the recorded clock start (environment.clock_start)",
+                c.case_id
+            ),
+            start,
+            c.clock_started.unwrap_or_default(),
+        ));
     }
 }
 

@@ -800,3 +800,27 @@ fn results_and_receipts_are_detected() {
     assert!(matches!(load_document(&rb).unwrap(), Document::Receipt(_)));
     assert!(load_results(&rb).is_err());
 }
+
+#[test]
+fn a_recorded_clock_start_that_the_cells_first_invoices_contradict_fails() {
+    let bytes = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../results/billing_credit.json"
+    ))
+    .unwrap();
+    let genuine = verify::load::load_results(&bytes).unwrap();
+    let key = verify::receipt::KeyCheck::SelfAttested;
+    assert!(verify::check::verify_results(&genuine, &key).ok);
+    let mut moved = genuine.clone();
+    let start = moved.environment.clock_start.unwrap();
+    moved.environment.clock_start = Some(start + 86_400);
+    let report = verify::check::verify_results(&moved, &key);
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.code == "ground_truth_inconsistent" && f.path.ends_with(".invoices")),
+        "{:?}",
+        report.findings
+    );
+}

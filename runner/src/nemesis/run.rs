@@ -433,6 +433,12 @@ pub fn replay(
         trial.violation,
         trial.answer_matches
     );
+    println!(
+        "clock start {clock_start}{}",
+        outage_ms
+            .map(|ms| format!(", outages of {ms} ms at least"))
+            .unwrap_or_default()
+    );
     println!("{}", amounts_line(&trial.ground_truth, clock_start));
     Ok(trial.outcome != verify::billing_credit::HARNESS_ERROR)
 }

@@ -68,6 +68,7 @@ pub fn verify_nemesis(file: &NemesisFile, key: &KeyCheck) -> NemesisReport {
     for (i, t) in file.trials.iter().enumerate() {
         let base = format!("trials[{i}]");
         check_ground_truth(&base, t, &mut f);
+        check_clock_start(&base, t, file.environment.clock_start, &mut f);
         check_judgement(&base, t, file.environment.claim.max_in_flight_ms, &mut f);
         if check_receipt(&base, t, &receipt_key, &mut f) {
             receipts += 1;
@@ -329,4 +330,31 @@ fn check_receipt(base: &str, t: &Trial, key: &KeyCheck, f: &mut Vec<Finding>) ->
         ));
     }
     true
+}
+
+/// A recorded clock start is where every trial's clock started: its first invoice
+/// (`subscription_create`) was created at that instant of its clock.
+fn check_clock_start(base: &str, t: &Trial, start: Option<i64>, f: &mut Vec<Finding>) {
+    let Some(start) = start else {
+        return;
+    };
+    let first = t
+        .ground_truth
+        .invoices
+        .iter()
+        .filter(|i| i.billing_reason.as_deref() == Some("subscription_create"))
+        .map(|i| i.created)
+        .min();
+    if let Some(first) = first.filter(|t0| *t0 != start) {
+        f.push(Finding::mismatch(
+            format!("{base}.ground_truth.invoices"),
+            code::GROUND_TRUTH,
+            format!(
+                "trial {}: its first invoice was not created at the recorded clock start (environment.clock_start)",
+                t.id
+            ),
+            start.to_string(),
+            first.to_string(),
+        ));
+    }
 }
