@@ -133,7 +133,8 @@ pub fn main(args: &WorkerArgs) -> i32 {
 
 /// The worker's Stripe client. no_check and hand_check are code a careful engineer writes with
 /// Stripe's SDK, so their client retries as the official SDKs do by default (a 409 while the
-/// first request under the key is still running, 5xx, timeouts: two retries with backoff);
+/// first request under the key is still running, a 429, a 5xx, a timeout: two retries with
+/// backoff);
 /// interlock's gate settles every unknown answer itself, by lookup or resend, so its client
 /// retries only what the service invites.
 fn client(args: &WorkerArgs) -> Result<stripe::Client, String> {

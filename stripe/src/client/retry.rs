@@ -36,10 +36,10 @@ pub enum RetryRule {
     /// the header. What may have landed (a timeout, a dropped connection, a 409, a
     /// 5xx) is left to the caller.
     Invited,
-    /// As stripe-python 16.1 does by default (`HTTPClient._should_retry`): the
-    /// `Stripe-Should-Retry` header when the answer carries one, else a 409 or
-    /// any 5xx; and timeouts and connection errors. A 429 without the header is
-    /// not retried.
+    /// As Stripe's official SDKs do by default: the `Stripe-Should-Retry` header
+    /// when the answer carries one, else a 429 or any 5xx (Stripe's rate-limit
+    /// documentation) and a 409 (stripe-python 16.1's `HTTPClient._should_retry`);
+    /// and timeouts and connection errors.
     StripeSdk,
 }
 
@@ -87,7 +87,7 @@ impl RetryPolicy {
             RetryRule::StripeSdk => match should_retry {
                 Some("true") => true,
                 Some("false") => false,
-                _ => status == 409 || status >= 500,
+                _ => status == 409 || status == 429 || status >= 500,
             },
         }
     }
@@ -153,7 +153,8 @@ mod tests {
         assert!(sdk.retries_answer(503, None));
         assert!(!sdk.retries_answer(500, Some("false")));
         assert!(sdk.retries_answer(400, Some("true")));
-        assert!(!sdk.retries_answer(429, None));
+        assert!(sdk.retries_answer(429, None));
+        assert!(!sdk.retries_answer(429, Some("false")));
         assert!(!sdk.retries_answer(400, None));
         assert!(sdk.retries_transport());
         let default = RetryPolicy::default();
