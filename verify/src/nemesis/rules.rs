@@ -72,7 +72,8 @@ pub const AFTER_LAST_READ: &str = "no world change lands between the column's la
 /// - A world change of a fact (a `change` event, from its request's start to its answer) breaks
 ///   [`AFTER_LAST_READ`] when it began before some credit POST of the column's workers could be
 ///   applied (the POST's answer, or the end of its hold at the service when it was held; a POST
-///   whose answer never came counts as applied when it left), and the column's last read of
+///   whose answer never came, its sender killed, may be applied until the declared in-flight
+///   bound after it left), and the column's last read of
 ///   that fact before the POST left had ended before the change began (or there was none). A
 ///   read that ends after the change began counts as seeing it: the rule never excuses a change
 ///   a check could have seen. A change followed by no POST excuses nothing.
@@ -104,8 +105,9 @@ pub fn assumption_broken(
                 .iter()
                 .find(|e| e.actor == post.actor && e.kind == "answered")
                 .map(|e| e.at_us);
+            let bound_us = max_in_flight_ms.saturating_mul(1_000);
             let applied_by = answered
-                .unwrap_or(post.at_us)
+                .unwrap_or(post.at_us.saturating_add(bound_us))
                 .max(post.until_us.unwrap_or(post.at_us));
             if change.at_us >= applied_by {
                 continue;
@@ -443,6 +445,7 @@ mod tests {
         let landed = [
             read(10, "decide", "incident_compensation"),
             ev(20, "decide", "post", "", Some(400)),
+            ev(401, "decide", "answered", "", None),
             change(500, 900, "incident_compensation"),
         ];
         assert_eq!(assumption_broken(&[], &landed, 5_500), None);
@@ -464,6 +467,18 @@ mod tests {
             change(25, 60, "incident_compensation"),
         ];
         assert_eq!(assumption_broken(&[], &t, 5_500), None);
+    }
+
+    #[test]
+    fn a_post_whose_sender_died_before_its_answer_may_land_until_the_bound() {
+        let t = [
+            read(10, "decide", "incident_compensation"),
+            post(20, "decide"),
+            ev(21, WORLD, "kill", "decide", None),
+            change(3_000, 3_100, "incident_compensation"),
+        ];
+        assert_eq!(assumption_broken(&[], &t, 5), Some(AFTER_LAST_READ));
+        assert_eq!(assumption_broken(&[], &t, 2), None);
     }
 
     #[test]
