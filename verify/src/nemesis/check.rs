@@ -42,6 +42,9 @@ pub struct NemesisReport {
     pub violations: usize,
     /// `pinned` or `self-attested`.
     pub key: &'static str,
+    /// [`crate::fingerprint`] of the key the file was checked against: the pinned key, or the one
+    /// whose signature it carries (self-attested); `None` when it names no valid key.
+    pub fingerprint: Option<String>,
     /// Every disagreement, in file order.
     pub findings: Vec<Finding>,
 }
@@ -97,7 +100,24 @@ pub fn verify_nemesis(file: &NemesisFile, key: &KeyCheck) -> NemesisReport {
             KeyCheck::Pinned(_) => "pinned",
             KeyCheck::SelfAttested => "self-attested",
         },
+        fingerprint: checked_against(file, key, signer).map(|k| crate::fingerprint(&k)),
         findings: f,
+    }
+}
+
+/// The key a verdict names: the pinned key, or the one that signed the file, or (its signature
+/// failing) the one it names as its signer.
+fn checked_against(
+    file: &NemesisFile,
+    key: &KeyCheck,
+    signer: Option<ed25519_dalek::VerifyingKey>,
+) -> Option<ed25519_dalek::VerifyingKey> {
+    match key {
+        KeyCheck::Pinned(k) => Some(*k),
+        KeyCheck::SelfAttested => signer.or_else(|| {
+            crate::entry::decode_lower_hex::<32>(&file.signature.signer)
+                .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
+        }),
     }
 }
 
