@@ -89,8 +89,12 @@ impl ResultsReport {
     }
 }
 
-/// The status strings a column may end in, for the receipt's final entry.
-fn outcomes_for_final(report: &ReceiptReport, final_refused_code: Option<&str>) -> Vec<String> {
+/// The status strings a column may end in, for the receipt's final entry (a matrix cell's and a
+/// nemesis trial's outcome alike).
+pub(crate) fn outcomes_for_final(
+    report: &ReceiptReport,
+    final_refused_code: Option<&str>,
+) -> Vec<String> {
     match report.final_kind.as_deref() {
         Some("COMMITTED") => {
             let by_via = match report.via.as_deref() {

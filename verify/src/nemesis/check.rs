@@ -4,10 +4,10 @@
 use super::rules::{
     assumption_broken, interleaving, judge, parse_trial_id, summarize, trial_id, trial_seed,
 };
-use super::{sign, NemesisFile, Trial, NEMESIS_FORMAT};
+use super::{sign, NemesisFile, NemesisPlan, Trial, NEMESIS_FORMAT};
 use crate::billing_credit::is_judged_credit;
 use crate::finding::Finding;
-use crate::receipt::{verify_bundle, KeyCheck};
+use crate::receipt::{verify_bundle, KeyCheck, ReceiptReport};
 use serde::Serialize;
 use std::collections::BTreeSet;
 
@@ -51,6 +51,12 @@ pub struct NemesisReport {
 
 /// Checks `file`: under `KeyCheck::Pinned`, the file and every receipt must be signed by that key;
 /// self-attested, by the file's own `environment.signer`.
+///
+/// In stages, each on what the one before accepted: the signature (under a pin, a file whose
+/// signature fails is not read further: nothing is derived from it); the plan's size against
+/// the trials the file holds (a plan larger than its trials could fill is refused before
+/// anything is built from it); then each trial, its receipt and its binding, the trial list
+/// against the plan, and the summary.
 pub fn verify_nemesis(file: &NemesisFile, key: &KeyCheck) -> NemesisReport {
     let mut f = Vec::new();
     if file.format != NEMESIS_FORMAT {
@@ -61,22 +67,103 @@ pub fn verify_nemesis(file: &NemesisFile, key: &KeyCheck) -> NemesisReport {
         ));
     }
     let signer = check_signature(file, key, &mut f);
-    check_plan(file, &mut f);
+    let mut report = NemesisReport {
+        ok: false,
+        trials: file.trials.len(),
+        receipts: 0,
+        violations: file.trials.iter().filter(|t| t.violation).count(),
+        key: match key {
+            KeyCheck::Pinned(_) => "pinned",
+            KeyCheck::SelfAttested => "self-attested",
+        },
+        fingerprint: checked_against(file, key, signer).map(|k| crate::fingerprint(&k)),
+        findings: Vec::new(),
+    };
+    if matches!(key, KeyCheck::Pinned(_)) && !f.is_empty() {
+        report.findings = f;
+        return report;
+    }
+    let (well_formed, fits) = check_plan_size(file, &mut f);
     let receipt_key = match (key, signer) {
         (KeyCheck::Pinned(k), _) => KeyCheck::Pinned(*k),
         (KeyCheck::SelfAttested, Some(k)) => KeyCheck::Pinned(k),
         (KeyCheck::SelfAttested, None) => KeyCheck::SelfAttested,
     };
-    let mut receipts = 0;
     for (i, t) in file.trials.iter().enumerate() {
         let base = format!("trials[{i}]");
         check_ground_truth(&base, t, &mut f);
         check_judgement(&base, t, file.environment.claim.max_in_flight_ms, &mut f);
-        if check_receipt(&base, t, &receipt_key, &mut f) {
-            receipts += 1;
-        }
+        let receipt = check_receipt(&base, t, &receipt_key, &mut f);
+        report.receipts += usize::from(receipt.is_some());
+        super::bind::check_trial_record(&base, t, receipt.as_ref(), &mut f);
     }
-    let derived = summarize(&file.plan, &file.trials);
+    if well_formed {
+        check_plan(file, &mut f);
+    }
+    if fits {
+        check_summary(file, &mut f);
+    }
+    report.ok = f.is_empty();
+    report.findings = f;
+    report
+}
+
+/// The plan must name each nemesis and column once and at least one trial each (well formed:
+/// the trial list can be walked against it, stopping at the first trial out of place, so within
+/// the trials the file holds), and exactly as many trials in all as the file holds (it fits: the
+/// summary, one entry per nemesis × column, is no larger than the trials). Returns both.
+fn check_plan_size(file: &NemesisFile, f: &mut Vec<Finding>) -> (bool, bool) {
+    let plan = &file.plan;
+    let unique = |v: &[String]| v.iter().collect::<BTreeSet<_>>().len() == v.len();
+    if plan.nemeses.is_empty()
+        || plan.columns.is_empty()
+        || plan.trials == 0
+        || !unique(&plan.nemeses)
+        || !unique(&plan.columns)
+    {
+        f.push(Finding::new(
+            "plan",
+            code::FORMAT,
+            "the plan names no nemesis or column, or one twice, or runs no trial",
+        ));
+        return (false, false);
+    }
+    let expected = (plan.nemeses.len() as u128)
+        .saturating_mul(plan.columns.len() as u128)
+        .saturating_mul(u128::from(plan.trials));
+    if expected != file.trials.len() as u128 {
+        f.push(Finding::mismatch(
+            "trials",
+            code::TRIALS_INCOMPLETE,
+            "the number of trials is not nemeses x columns x trials of the plan",
+            expected.to_string(),
+            file.trials.len().to_string(),
+        ));
+        return (true, false);
+    }
+    (true, true)
+}
+
+/// The summary, by the one summary rule ([`summarize`]), one nemesis × column at a time over
+/// that pair's run of trials (the trial list is in plan order): linear in the trials.
+fn check_summary(file: &NemesisFile, f: &mut Vec<Finding>) {
+    let plan = &file.plan;
+    let per = plan.trials as usize;
+    let pairs = plan
+        .nemeses
+        .iter()
+        .flat_map(|n| plan.columns.iter().map(move |c| (n, c)));
+    let mut derived = Vec::with_capacity(file.summary.len());
+    for (k, (nemesis, column)) in pairs.enumerate() {
+        let one = NemesisPlan {
+            nemeses: vec![nemesis.clone()],
+            columns: vec![column.clone()],
+            trials: plan.trials,
+            seed: plan.seed,
+        };
+        let run = file.trials.get(k * per..(k + 1) * per).unwrap_or_default();
+        derived.extend(summarize(&one, run));
+    }
     if derived != file.summary {
         let first = derived
             .iter()
@@ -90,18 +177,6 @@ pub fn verify_nemesis(file: &NemesisFile, key: &KeyCheck) -> NemesisReport {
             serde_json::to_string(&derived.get(first)).unwrap_or_default(),
             serde_json::to_string(&file.summary.get(first)).unwrap_or_default(),
         ));
-    }
-    NemesisReport {
-        ok: f.is_empty(),
-        trials: file.trials.len(),
-        receipts,
-        violations: file.trials.iter().filter(|t| t.violation).count(),
-        key: match key {
-            KeyCheck::Pinned(_) => "pinned",
-            KeyCheck::SelfAttested => "self-attested",
-        },
-        fingerprint: checked_against(file, key, signer).map(|k| crate::fingerprint(&k)),
-        findings: f,
     }
 }
 
@@ -155,32 +230,11 @@ fn check_signature(
 }
 
 /// The trials must be exactly the plan: for each nemesis, each column, indices 0..trials, each
-/// with the seed the run's seed gives and the id that names it.
+/// with the seed the run's seed gives and the id that names it. The plan is well formed
+/// ([`check_plan_size`]): every step visits a trial, and the walk stops at the first one out of
+/// place, so it is linear in the trials whatever the plan says.
 fn check_plan(file: &NemesisFile, f: &mut Vec<Finding>) {
     let plan = &file.plan;
-    let unique = |v: &[String]| v.iter().collect::<BTreeSet<_>>().len() == v.len();
-    if plan.nemeses.is_empty()
-        || plan.columns.is_empty()
-        || !unique(&plan.nemeses)
-        || !unique(&plan.columns)
-    {
-        f.push(Finding::new(
-            "plan",
-            code::FORMAT,
-            "the plan names no nemesis or column, or one twice",
-        ));
-        return;
-    }
-    let expected = plan.nemeses.len() * plan.columns.len() * plan.trials as usize;
-    if file.trials.len() != expected {
-        f.push(Finding::mismatch(
-            "trials",
-            code::TRIALS_INCOMPLETE,
-            "the number of trials is not nemeses x columns x trials of the plan",
-            expected.to_string(),
-            file.trials.len().to_string(),
-        ));
-    }
     let mut k = 0usize;
     for nemesis in &plan.nemeses {
         for column in &plan.columns {
@@ -326,11 +380,14 @@ fn check_judgement(base: &str, t: &Trial, max_in_flight_ms: u64, f: &mut Vec<Fin
 
 /// An interlock trial that reached the gate carries a receipt: it must verify under the key (what
 /// it says happened is the trial's measured outcome, judged against Stripe by the want rule).
-/// Returns whether a receipt was checked.
-fn check_receipt(base: &str, t: &Trial, key: &KeyCheck, f: &mut Vec<Finding>) -> bool {
-    let Some(bundle) = &t.receipt else {
-        return false;
-    };
+/// Returns the receipt's report, when the trial carries one.
+fn check_receipt(
+    base: &str,
+    t: &Trial,
+    key: &KeyCheck,
+    f: &mut Vec<Finding>,
+) -> Option<ReceiptReport> {
+    let bundle = t.receipt.as_ref()?;
     let report = verify_bundle(bundle, key);
     // Sealed (complete) and anchored: every credit the receipt's sends made carries its
     // DISPATCHED hash at Stripe.
@@ -348,5 +405,5 @@ fn check_receipt(base: &str, t: &Trial, key: &KeyCheck, f: &mut Vec<Finding>) ->
             format!("trial {}: the receipt is not signed by the key", t.id),
         ));
     }
-    true
+    Some(report)
 }

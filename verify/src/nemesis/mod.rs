@@ -20,6 +20,7 @@
 //! Whether a trial stayed **within the column's assumptions** is re-derived from its timeline
 //! by one rule for every column ([`rules::assumption_broken`]).
 
+mod bind;
 pub mod check;
 pub mod rules;
 pub mod sign;
