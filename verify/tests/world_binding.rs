@@ -263,3 +263,39 @@ fn under_a_pin_a_cut_down_unsealed_receipt_in_a_results_file_fails() {
     assert!(out.contains(&format!("cells[{i}].receipt.head")), "{out}");
     assert!(out.contains("receipt_unsealed"), "{out}");
 }
+
+#[test]
+fn under_a_pin_nothing_is_derived_from_a_results_file_whose_manifest_fails() {
+    use verify::check::verify_results;
+    use verify::receipt::KeyCheck;
+    let (mut f, key) = genuine();
+    let i = committed_cell(&f);
+    // Edited after signing: the cell's hash is not the one the run signed, and its claim is
+    // wrong too. The manifest's own record is intact but for the summary it also restates.
+    f.cells[i].invariant_held = !f.cells[i].invariant_held;
+    f.summary.values_mut().for_each(|s| s.held += 1);
+    let pinned = verify_results(&f, &KeyCheck::Pinned(key.verifying_key()));
+    assert!(!pinned.ok);
+    assert!(pinned.cell_reports.is_empty(), "no cell was read");
+    assert_eq!(pinned.receipts, 0);
+    assert!(!pinned.findings.is_empty());
+    assert!(
+        pinned
+            .findings
+            .iter()
+            .all(|x| x.code == verify::finding::code::MANIFEST_MISMATCH),
+        "{:?}",
+        pinned.findings
+    );
+    // Self-attested, every disagreement is still named where it is.
+    let open = verify_results(&f, &KeyCheck::SelfAttested);
+    assert!(open
+        .cell_reports
+        .iter()
+        .any(|c| c.findings.iter().any(|x| x.code == "invariant_mismatch")));
+    // And a results file pinned to another key stops at its signer.
+    let other = SigningKey::from_bytes(&[3; 32]);
+    let (g, _) = genuine();
+    let r = verify_results(&g, &KeyCheck::Pinned(other.verifying_key()));
+    assert!(r.cell_reports.is_empty() && !r.ok);
+}
