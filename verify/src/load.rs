@@ -67,7 +67,7 @@ pub enum Document {
     OriginalResults(Value),
     /// An `interlock-results/2` file.
     Results(Box<ResultsFile>),
-    /// An `interlock-nemesis/2` file ([`crate::nemesis`]).
+    /// An `interlock-nemesis/3` file ([`crate::nemesis`]).
     Nemesis(Box<crate::nemesis::NemesisFile>),
 }
 
@@ -457,7 +457,7 @@ pub fn load_results(bytes: &[u8]) -> Result<ResultsFile, LoadError> {
     }
 }
 
-/// Read an `interlock-nemesis/2` file strictly; any other document is an error.
+/// Read an `interlock-nemesis/3` file strictly; any other document is an error.
 pub fn load_nemesis(bytes: &[u8]) -> Result<crate::nemesis::NemesisFile, LoadError> {
     match load_document(bytes)? {
         Document::Nemesis(f) => Ok(*f),

@@ -1,4 +1,4 @@
-//! Nemesis results (`format: "interlock-nemesis/2"`): randomized, replayable trials of the
+//! Nemesis results (`format: "interlock-nemesis/3"`): randomized, replayable trials of the
 //! billing_credit scenario under faults the named crash points never reach (DESIGN §5.1).
 //!
 //! A trial is one case run through one column under one nemesis with one seed. The file holds
