@@ -6,7 +6,7 @@ use crate::display::{escape, json_safe, shorten};
 use crate::entry::ReceiptBundle;
 use crate::finding::Finding;
 use crate::load::{load_document, load_for_check, Document, Loaded};
-use crate::nemesis::check::code as nemesis_code;
+use crate::nemesis::check::{code as nemesis_code, verify_nemesis_text, NemesisReport};
 use crate::nemesis::NemesisFile;
 use crate::original::verify_original_results;
 use crate::provenance::{Made, Provenance, Signer};
@@ -220,8 +220,7 @@ fn original_outcome(v: &Value, json: bool) -> Outcome {
     outcome
 }
 
-fn nemesis_outcome(f: &NemesisFile, key: &KeyCheck, json: bool) -> Outcome {
-    let r = crate::nemesis::check::verify_nemesis(f, key);
+fn nemesis_outcome(f: &NemesisFile, key: &KeyCheck, r: &NemesisReport, json: bool) -> Outcome {
     let signature = if r.findings.iter().any(|x| x.code == nemesis_code::SIGNATURE) {
         "signature check failed"
     } else {
@@ -237,7 +236,7 @@ fn nemesis_outcome(f: &NemesisFile, key: &KeyCheck, json: bool) -> Outcome {
         .take(MAX_LINES_PER_FILE)
         .map(|x| format!("  {x}"))
         .collect();
-    let mut outcome = Outcome::new(r.ok, summary, details, "nemesis", &r, json);
+    let mut outcome = Outcome::new(r.ok, summary, details, "nemesis", r, json);
     outcome.provenance = Provenance {
         signer: signer_of(key, r.fingerprint.clone()),
         made: Made::Generated(f.generated.clone()),
@@ -383,6 +382,24 @@ pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<Strin
             // A cell did not read cleanly: read the whole file strictly, which names the error.
             load_document(&bytes)
         }
+        Ok(Loaded::Nemesis(file)) => {
+            let signer = Some(file.head.environment.signer.as_str());
+            match key_for(signer, "environment.signer", false, options.pinned) {
+                Ok(key) => {
+                    if let Ok(r) = verify_nemesis_text(&file, &key) {
+                        let outcome = nemesis_outcome(&file.head, &key, &r, json);
+                        return finish(&name, outcome, options);
+                    }
+                }
+                Err(why) => {
+                    if verify_nemesis_text(&file, &KeyCheck::SelfAttested).is_ok() {
+                        return not_allowed(&name, &why);
+                    }
+                }
+            }
+            // A trial did not read cleanly: read the whole file strictly, which names the error.
+            load_document(&bytes)
+        }
         Ok(Loaded::Document(doc)) => Ok(doc),
         Err(e) => Err(e),
     };
@@ -411,7 +428,10 @@ pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<Strin
             }
             outcome
         }
-        Document::Nemesis(f) => nemesis_outcome(&f, &key, json),
+        Document::Nemesis(f) => {
+            let r = crate::nemesis::check::verify_nemesis(&f, &key);
+            nemesis_outcome(&f, &key, &r, json)
+        }
         Document::Results(f) => {
             let r = verify_results(&f, &key);
             results_outcome(&f, &key, &r, json)

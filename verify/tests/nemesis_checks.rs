@@ -15,8 +15,21 @@ fn pinned(key: &ed25519_dalek::SigningKey) -> KeyCheck {
     KeyCheck::Pinned(key.verifying_key())
 }
 
+/// The findings' (code, path) of `file` under `key`. The file is checked twice, typed and as
+/// the command reads it (its trials read from their text a group at a time): the two reports
+/// must be the same.
 fn codes(file: &NemesisFile, key: &KeyCheck) -> Vec<(String, String)> {
-    verify_nemesis(file, key)
+    let typed = verify_nemesis(file, key);
+    let bytes = serde_json::to_vec(file).unwrap();
+    let Ok(verify::load::Loaded::Nemesis(text)) = verify::load::load_for_check(&bytes) else {
+        panic!("the file is not read as a nemesis file with its trials as text");
+    };
+    let streamed = verify::nemesis::check::verify_nemesis_text(&text, key).unwrap();
+    assert_eq!(
+        streamed, typed,
+        "the text path reports what the typed path does"
+    );
+    typed
         .findings
         .into_iter()
         .map(|f| (f.code, f.path))
@@ -46,7 +59,13 @@ fn the_built_nemesis_file_verifies_pinned_and_self_attested() {
         let r = verify_nemesis(&file, &k);
         assert!(r.ok, "{:#?}", r.findings);
         assert_eq!(r.receipts, 6);
+        assert!(codes(&file, &k).is_empty());
     }
+    // The signature is the canonical hash of the whole file without it, as one value.
+    let mut whole = serde_json::to_value(&file).unwrap();
+    whole.as_object_mut().unwrap().remove("signature");
+    let digest = <sha2::Sha256 as sha2::Digest>::digest(verify::canonical::to_vec(&whole).unwrap());
+    assert_eq!(file.signature.hash, hex::encode(digest));
     let hex = verify::entry::lower_hex(key.verifying_key().as_bytes());
     let (code, out) = verify_bin(&["--key", &hex], &file);
     assert_eq!(code, Some(0), "{out}");
@@ -343,4 +362,62 @@ fn under_a_pin_nothing_is_derived_from_a_file_whose_signature_fails() {
         has(&found, code::JUDGEMENT, &format!("trials[{i}]")),
         "{found:?}"
     );
+}
+
+#[test]
+fn a_file_of_many_groups_reads_from_text_as_it_does_typed() {
+    // 540 trials: groups of 64 cross the three columns' runs of 180.
+    let spec = synthetic::Spec {
+        repeats: 30,
+        ..Default::default()
+    };
+    let (file, key) = common::nemesis_file_from(&spec);
+    assert_eq!(file.trials.len(), 540);
+    assert!(codes(&file, &pinned(&key)).is_empty());
+
+    // The second column's summary restated wrong: named at its own entry.
+    let mut restated = file.clone();
+    restated.summary[1].violations += 1;
+    verify::nemesis::sign::sign(&mut restated, &key).unwrap();
+    let found = codes(&restated, &pinned(&key));
+    assert_eq!(found, [(code::SUMMARY.to_owned(), "summary[1]".to_owned())]);
+
+    // A trial of the third column's run, dropped: the count, and where the walk stops.
+    let mut dropped = file.clone();
+    dropped.trials.remove(400);
+    resign(&mut dropped, &key);
+    let found = codes(&dropped, &pinned(&key));
+    assert!(has(&found, code::TRIALS_INCOMPLETE, "trials"), "{found:?}");
+    assert!(
+        has(&found, code::TRIALS_INCOMPLETE, "trials[400].id"),
+        "{found:?}"
+    );
+
+    // The last trial dropped: the walk runs out, and names it missing.
+    let mut short = file.clone();
+    short.trials.pop();
+    resign(&mut short, &key);
+    let found = codes(&short, &pinned(&key));
+    assert!(
+        has(&found, code::TRIALS_INCOMPLETE, "trials[539]"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_trial_that_does_not_read_is_named_by_the_strict_reader_and_exits_2() {
+    let (file, _) = nemesis_file();
+    let mut d = serde_json::to_value(&file).unwrap();
+    d["trials"][5]["surprise"] = serde_json::json!(1);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("n.json");
+    std::fs::write(&path, serde_json::to_vec(&d).unwrap()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("trials[5]"), "{text}");
+    assert!(text.contains("surprise"), "{text}");
 }

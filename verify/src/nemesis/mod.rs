@@ -22,6 +22,7 @@
 
 mod bind;
 pub mod check;
+mod plan;
 pub mod rules;
 pub mod sign;
 
