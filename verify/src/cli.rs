@@ -230,12 +230,7 @@ fn nemesis_outcome(f: &NemesisFile, key: &KeyCheck, r: &NemesisReport, json: boo
         "nemesis, {} trials, {} receipts, {} violations, {signature}",
         r.trials, r.receipts, r.violations
     );
-    let details = r
-        .findings
-        .iter()
-        .take(MAX_LINES_PER_FILE)
-        .map(|x| format!("  {x}"))
-        .collect();
+    let details = r.findings.iter().map(|x| format!("  {x}")).collect();
     let mut outcome = Outcome::new(r.ok, summary, details, "nemesis", r, json);
     outcome.provenance = Provenance {
         signer: signer_of(key, r.fingerprint.clone()),

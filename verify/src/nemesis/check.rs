@@ -42,7 +42,8 @@ pub struct NemesisReport {
     pub trials: usize,
     /// Receipts verified.
     pub receipts: usize,
-    /// Violations over all trials (as re-derived).
+    /// Violations over all trials, as the trials state them (each stated judgement is checked
+    /// against its data: one that differs is a finding).
     pub violations: usize,
     /// `pinned` or `self-attested`.
     pub key: &'static str,
