@@ -89,8 +89,12 @@ impl ResultsReport {
     }
 }
 
-/// The status strings a column may end in, for the receipt's final entry.
-fn outcomes_for_final(report: &ReceiptReport, final_refused_code: Option<&str>) -> Vec<String> {
+/// The status strings a column may end in, for the receipt's final entry (a matrix cell's and a
+/// nemesis trial's outcome alike).
+pub(crate) fn outcomes_for_final(
+    report: &ReceiptReport,
+    final_refused_code: Option<&str>,
+) -> Vec<String> {
     match report.final_kind.as_deref() {
         Some("COMMITTED") => {
             let by_via = match report.via.as_deref() {
@@ -206,7 +210,8 @@ fn signer_rule(
 
 /// Every check of a results file. `head` gives everything but the cells (its `cells` are not
 /// read); the file holds `count` cells, which `read` gives a group (`groups`, in order, covering
-/// `0..count`) at a time.
+/// `0..count`) at a time. First the signer and the manifest's own record; under a pin, a file
+/// whose manifest fails stops there.
 fn verify_parts<'c, E: Send>(
     head: &ResultsFile,
     count: usize,
@@ -233,6 +238,23 @@ fn verify_parts<'c, E: Send>(
         }
         SignerRule::FromRecord => (String::new(), None),
     };
+    // Under a pin, a file that is not what the key signed is not read further: nothing is
+    // derived from it, and none of its cells is read.
+    if matches!(key, KeyCheck::Pinned(_)) && !findings.is_empty() {
+        return Ok(ResultsReport {
+            format: head.format.clone(),
+            scenario: head.scenario.clone(),
+            cells: count,
+            receipts: 0,
+            signed: false,
+            key: key_label.to_owned(),
+            signer,
+            fingerprint,
+            ok: false,
+            cell_reports: Vec::new(),
+            findings,
+        });
+    }
     let (cell_reports, facts) = check_cells(head, groups, read, &rule, detail, count)?;
     check_structure(head, &facts, &mut findings);
     crate::replayed::check(&facts, &mut findings);
@@ -404,15 +426,9 @@ fn cell_groups(cells: &[Cell]) -> Vec<Range<usize>> {
 const CELLS_PER_GROUP: usize = 4 * receipt::RECEIPTS_PER_GROUP;
 
 fn check_structure(file: &ResultsFile, cells: &[CellFacts], findings: &mut Vec<Finding>) {
-    let rows: HashSet<(&str, &str)> = file
-        .rows
-        .iter()
-        .map(|r| (r.crash.as_str(), r.outage.as_str()))
-        .collect();
-    let columns: HashSet<&str> = file.columns.iter().map(String::as_str).collect();
     check_environment(file, findings);
     check_clock_start(file, cells, findings);
-    check_cell_set(file, cells, findings);
+    let (rows, columns) = check_cell_set(file, cells, findings);
     let mut seen = HashSet::new();
     let mut cases = HashSet::new();
     for (i, c) in cells.iter().enumerate() {
@@ -479,28 +495,58 @@ fn check_structure(file: &ResultsFile, cells: &[CellFacts], findings: &mut Vec<F
 
 /// The cells must be exactly the run's plan: every planned (row, column) pair (the selection, or
 /// rows x columns) with every repeat index in `0..repeats`, each once (duplicates are reported by
-/// [`check_structure`]). Linear in the number of cells, whatever `repeats` says.
-fn check_cell_set(file: &ResultsFile, cells: &[CellFacts], findings: &mut Vec<Finding>) {
+/// [`check_structure`]). Linear in the file, whatever the plan says: rows x columns is never
+/// built (a cell is in it when its row and its column are listed), and the first missing cell
+/// is searched for only as far as the cells present, so a plan larger than its cells could fill
+/// is reported, not enumerated.
+/// Returns the listed rows and columns, as sets.
+fn check_cell_set<'f>(
+    file: &'f ResultsFile,
+    cells: &[CellFacts],
+    findings: &mut Vec<Finding>,
+) -> (HashSet<(&'f str, &'f str)>, HashSet<&'f str>) {
     let mut bad = |path: String, message: String| {
         findings.push(Finding::new(path, fcode::CELL_SET_MISMATCH, message));
     };
-    let mut rows = HashSet::new();
+    // Each listed row and column once, in plan order. A second listing is a finding: one for
+    // all of them, naming the first (a finding per listing would be many times its text).
+    let (mut rows, mut rows_once, mut again) = (HashSet::new(), Vec::new(), Vec::new());
     for (i, r) in file.rows.iter().enumerate() {
-        if !rows.insert((r.crash.as_str(), r.outage.as_str())) {
-            bad(
-                format!("rows[{i}]"),
-                format!("row {}/{} is listed twice", r.crash, r.outage),
-            );
+        if rows.insert((r.crash.as_str(), r.outage.as_str())) {
+            rows_once.push((r.crash.as_str(), r.outage.as_str()));
+        } else {
+            again.push(i);
         }
     }
-    let mut columns = HashSet::new();
+    if let Some(&i) = again.first() {
+        let r = &file.rows[i];
+        bad(
+            format!("rows[{i}]"),
+            format!(
+                "row {}/{} is listed twice ({} listings repeat a row)",
+                r.crash,
+                r.outage,
+                again.len()
+            ),
+        );
+    }
+    let (mut columns, mut columns_once, mut again) = (HashSet::new(), Vec::new(), Vec::new());
     for (i, c) in file.columns.iter().enumerate() {
-        if !columns.insert(c.as_str()) {
-            bad(
-                format!("columns[{i}]"),
-                format!("column {c:?} is listed twice"),
-            );
+        if columns.insert(c.as_str()) {
+            columns_once.push(c.as_str());
+        } else {
+            again.push(i);
         }
+    }
+    if let Some(&i) = again.first() {
+        bad(
+            format!("columns[{i}]"),
+            format!(
+                "column {:?} is listed twice ({} listings repeat a column)",
+                file.columns[i],
+                again.len()
+            ),
+        );
     }
     if file.repeats == 0 {
         bad(
@@ -508,42 +554,37 @@ fn check_cell_set(file: &ResultsFile, cells: &[CellFacts], findings: &mut Vec<Fi
             "the run planned 0 repeats, so no cell can belong to it".into(),
         );
     }
-    // The planned (crash, outage, column) triples, in plan order.
-    let mut pairs: Vec<(&str, &str, &str)> = Vec::new();
-    let mut planned = HashSet::new();
-    if file.selected.is_empty() {
-        for r in &file.rows {
-            for c in &file.columns {
-                pairs.push((r.crash.as_str(), r.outage.as_str(), c.as_str()));
-            }
+    // The selected (crash, outage, column) triples, in plan order (empty: rows x columns).
+    let mut selected = HashSet::new();
+    for (i, s) in file.selected.iter().enumerate() {
+        let t = (s.crash.as_str(), s.outage.as_str(), s.column.as_str());
+        if !rows.contains(&(t.0, t.1)) || !columns.contains(t.2) {
+            bad(
+                format!("selected[{i}]"),
+                format!(
+                    "the selected cell {}/{}/{} is not in the file's rows and columns",
+                    t.0, t.1, t.2
+                ),
+            );
         }
-    } else {
-        for (i, s) in file.selected.iter().enumerate() {
-            let t = (s.crash.as_str(), s.outage.as_str(), s.column.as_str());
-            if !rows.contains(&(t.0, t.1)) || !columns.contains(t.2) {
-                bad(
-                    format!("selected[{i}]"),
-                    format!(
-                        "the selected cell {}/{}/{} is not in the file's rows and columns",
-                        t.0, t.1, t.2
-                    ),
-                );
-            }
-            pairs.push(t);
-        }
-    }
-    for (i, t) in pairs.iter().enumerate() {
-        if !planned.insert(*t) {
+        if !selected.insert(t) {
             bad(
                 format!("selected[{i}]"),
                 format!("{}/{}/{} is selected twice", t.0, t.1, t.2),
             );
         }
     }
+    let planned = |t: &(&str, &str, &str)| {
+        if file.selected.is_empty() {
+            rows.contains(&(t.0, t.1)) && columns.contains(t.2)
+        } else {
+            selected.contains(t)
+        }
+    };
     let mut present = HashSet::new();
     for (i, c) in cells.iter().enumerate() {
         let t = (c.crash.as_str(), c.outage.as_str(), c.column.as_str());
-        if !planned.contains(&t) || c.repeat >= file.repeats {
+        if !planned(&t) || c.repeat >= file.repeats {
             bad(
                 format!("cells[{i}]"),
                 format!(
@@ -555,13 +596,35 @@ fn check_cell_set(file: &ResultsFile, cells: &[CellFacts], findings: &mut Vec<Fi
             present.insert((t, c.repeat));
         }
     }
-    let expected = (planned.len() as u128).saturating_mul(u128::from(file.repeats));
+    let pairs = if file.selected.is_empty() {
+        rows.len() as u128 * columns.len() as u128
+    } else {
+        selected.len() as u128
+    };
+    let expected = pairs.saturating_mul(u128::from(file.repeats));
     if (present.len() as u128) < expected {
-        // The first missing cell is found within present.len() + 1 steps.
-        let missing = pairs.iter().find_map(|t| {
+        // In plan order, each triple once; every step is a present cell until the first missing
+        // one, so this stops within present.len() + 1 steps.
+        let columns_once = &columns_once;
+        let mut plan: Box<dyn Iterator<Item = (&str, &str, &str)>> =
+            if file.selected.is_empty() {
+                Box::new(rows_once.iter().flat_map(|&(crash, outage)| {
+                    columns_once.iter().map(move |&c| (crash, outage, c))
+                }))
+            } else {
+                // A triple selected twice is visited once.
+                let mut visited = HashSet::new();
+                Box::new(
+                    file.selected
+                        .iter()
+                        .map(|s| (s.crash.as_str(), s.outage.as_str(), s.column.as_str()))
+                        .filter(move |t| visited.insert(*t)),
+                )
+            };
+        let missing = plan.find_map(|t| {
             (0..file.repeats)
-                .find(|r| !present.contains(&(*t, *r)))
-                .map(|r| (*t, r))
+                .find(|r| !present.contains(&(t, *r)))
+                .map(|r| (t, r))
         });
         let named = missing.map_or_else(String::new, |(t, r)| {
             format!("; the first missing is {}/{}/{} repeat {r}", t.0, t.1, t.2)
@@ -574,6 +637,7 @@ fn check_cell_set(file: &ResultsFile, cells: &[CellFacts], findings: &mut Vec<Fi
             ),
         );
     }
+    (rows, columns)
 }
 
 /// Backends and deciders a results file may name, so that a page can never be rendered from a
@@ -1440,9 +1504,15 @@ fn check_hand_check(
 }
 
 fn check_summary(file: &ResultsFile, facts: &[CellFacts], findings: &mut Vec<Finding>) {
-    let columns: BTreeSet<&str> = file.columns.iter().map(String::as_str).collect();
+    // The stated columns that are listed (a set no larger than the summary).
+    let listed: BTreeSet<&str> = file
+        .columns
+        .iter()
+        .filter(|c| file.summary.contains_key(*c))
+        .map(String::as_str)
+        .collect();
     for name in file.summary.keys() {
-        if !columns.contains(name.as_str()) {
+        if !listed.contains(name.as_str()) {
             findings.push(Finding::new(
                 format!("summary.{name}"),
                 fcode::FILE_INCONSISTENT,
@@ -1459,14 +1529,29 @@ fn check_summary(file: &ResultsFile, facts: &[CellFacts], findings: &mut Vec<Fin
         answer_matches: c.judged.1,
         proof: c.judged.2,
     });
-    let derived = crate::results::summarize_tallies(&file.columns, tallies);
+    // A listed column the summary has no entry for is one finding for all of them; only the
+    // columns the summary states are derived (so the derived summary is no larger than the
+    // stated one, however many columns the file lists).
+    let (stated_columns, unstated): (Vec<String>, Vec<&String>) = {
+        let (with, without): (Vec<&String>, Vec<&String>) = file
+            .columns
+            .iter()
+            .partition(|c| file.summary.contains_key(*c));
+        (with.into_iter().cloned().collect(), without)
+    };
+    if let Some(first) = unstated.first() {
+        findings.push(Finding::new(
+            format!("summary.{first}"),
+            fcode::SUMMARY_MISMATCH,
+            format!(
+                "the summary has no entry for column {first} ({} listed columns have none)",
+                unstated.len()
+            ),
+        ));
+    }
+    let derived = crate::results::summarize_tallies(&stated_columns, tallies);
     for (column, d) in derived {
         let Some(stated) = file.summary.get(&column) else {
-            findings.push(Finding::new(
-                format!("summary.{column}"),
-                fcode::SUMMARY_MISMATCH,
-                format!("the summary has no entry for column {column}"),
-            ));
             continue;
         };
         let opt = |v: Option<u64>| v.map_or_else(|| "null".to_owned(), |x| x.to_string());

@@ -3,9 +3,15 @@
 
 use crate::check::{verify_results, verify_results_text, Detail, ResultsReport};
 use crate::display::{escape, json_safe, shorten};
+use crate::entry::ReceiptBundle;
+use crate::finding::Finding;
 use crate::load::{load_document, load_for_check, Document, Loaded};
-use crate::original::{verify_original_results, OriginalReport};
-use crate::receipt::{verify_bundle, KeyCheck, ReceiptReport};
+use crate::nemesis::check::{code as nemesis_code, verify_nemesis_text, NemesisReport};
+use crate::nemesis::NemesisFile;
+use crate::original::verify_original_results;
+use crate::provenance::{Made, Provenance, Signer};
+use crate::receipt::{verify_bundle, KeyCheck};
+use crate::results::ResultsFile;
 use ed25519_dalek::VerifyingKey;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -34,7 +40,9 @@ pub enum Pinned {
 /// text (a large file's report is large: it is kept as text, not as a tree of values).
 #[derive(Debug)]
 pub struct FileJson {
-    /// `file`, `kind`, `status`, `pinned_key` (or `error`), in this order.
+    /// `file`, `kind`, `status`, then who signed it and when it was made (`fingerprint`,
+    /// `pinned_key`, `generated` or `sealed_at`, `commit`), `sealed` and the command's own
+    /// `findings` where they apply (or `error`), in this order.
     head: serde_json::Map<String, Value>,
     report: Option<Box<RawValue>>,
 }
@@ -90,80 +98,176 @@ fn verdict(ok: bool) -> &'static str {
     }
 }
 
-/// How the signature was judged, for the first line of a file.
-fn guarantee(key_kind: &str, signer: &str) -> String {
-    match key_kind {
-        "pinned" => format!("pinned key {signer}"),
-        "self-attested" => format!(
-            "self-attested: signed by {signer}, the key the file names itself; pin a key you got elsewhere with --key or --signers"
-        ),
-        _ => "unsigned".to_owned(),
+/// Finding codes of the rules the command adds under a pinned key.
+pub mod code {
+    /// The file's format carries no signatures (the original Python format), so nothing in it is
+    /// signed by the pinned key.
+    pub const UNSIGNED_UNDER_PINNED_KEY: &str = "unsigned_under_pinned_key";
+    pub use crate::finding::code::RECEIPT_UNSEALED;
+    pub use crate::provenance::code::NOT_BEFORE;
+}
+
+/// What the person verifying asked for, beyond the files.
+pub struct Options<'a> {
+    /// The pinned keys, if any.
+    pub pinned: &'a Pinned,
+    /// Build each file's JSON report (`--json`); without it the report is `null`, since a large
+    /// file's report is large.
+    pub json: bool,
+    /// `--not-before`: files made earlier fail.
+    pub not_before: Option<NotBefore>,
+}
+
+/// `--not-before TIME`: the instant (nanoseconds since the Unix epoch) and how it was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotBefore {
+    /// The instant.
+    pub at: i128,
+    /// The argument as given (RFC 3339), for messages.
+    pub shown: String,
+}
+
+impl NotBefore {
+    /// Reads an RFC 3339 time; `None` for anything else.
+    pub fn parse(arg: &str) -> Option<NotBefore> {
+        crate::provenance::parse_rfc3339(arg).map(|at| NotBefore {
+            at,
+            shown: arg.to_owned(),
+        })
     }
 }
 
-fn fingerprint_of_hex(hex: &str) -> String {
+fn fingerprint_of_hex(hex: &str) -> Option<String> {
     crate::entry::decode_lower_hex::<32>(hex)
         .and_then(|b| VerifyingKey::from_bytes(&b).ok())
-        .map_or_else(|| "no valid key".to_owned(), |k| crate::fingerprint(&k))
+        .map(|k| crate::fingerprint(&k))
 }
 
-fn receipt_lines(name: &str, r: &ReceiptReport) -> Vec<String> {
-    let how = match r.signed {
-        Some(true) => guarantee(
-            &r.key,
-            &fingerprint_of_hex(r.signer.as_deref().unwrap_or("")),
-        ),
-        Some(false) => format!("signature check failed, {}", r.key),
-        None => "unsigned, SHA-256 chain only".to_owned(),
-    };
-    let mut lines = vec![format!(
-        "{name}: receipt {} ({}, {how}), happened={}: {}",
-        r.effect_id,
-        r.format,
-        r.happened,
-        verdict(r.valid)
-    )];
-    lines.extend(r.problems.iter().map(|p| format!("  {p}")));
-    lines
-}
-
-fn original_lines(name: &str, r: &OriginalReport) -> Vec<String> {
-    let mut lines = vec![format!(
-        "{name}: python-original results, {} receipts (unsigned, per-effect SHA-256 chains; consistency only): {}",
-        r.receipts.len(),
-        verdict(r.ok)
-    )];
-    lines.extend(r.findings.iter().map(|f| format!("  {f}")));
-    lines
-}
-
-fn results_lines(name: &str, r: &ResultsReport) -> Vec<String> {
-    let fp = r.fingerprint.as_deref().unwrap_or("no valid key");
-    let how = if r.signed {
-        format!("signed, {}", guarantee(&r.key, fp))
-    } else {
-        format!("signature check failed ({}, {fp})", r.key)
-    };
-    let mut lines = vec![format!(
-        "{name}: {} cells, {} receipts, manifest ({how}): {}",
-        r.cells,
-        r.receipts,
-        verdict(r.ok)
-    )];
-    lines.extend(r.first_findings().into_iter().map(|f| format!("  {f}")));
-    lines
+/// The signer a verdict names: the pinned key, or the key the file names itself.
+fn signer_of(key: &KeyCheck, named: Option<String>) -> Signer {
+    match key {
+        KeyCheck::Pinned(k) => Signer::Pinned(crate::fingerprint(k)),
+        KeyCheck::SelfAttested => Signer::SelfAttested(named),
+    }
 }
 
 /// A lone receipt without a signed head verifies as what it holds, but cannot prove it holds
 /// everything: said on every such verdict.
-pub const UNSEALED_NOTE: &str = "  unsealed: no signed head says how many entries the receipt has, so it cannot prove it is complete (a receipt cut short reads as its prefix)";
+pub const UNSEALED_NOTE: &str = "  unsealed: no signed head says how many entries the receipt has, so it cannot prove it is complete (a receipt cut short reads as its prefix; happened is at most unknown)";
+
+fn receipt_outcome(b: &ReceiptBundle, key: &KeyCheck, json: bool) -> Outcome {
+    let r = verify_bundle(b, key);
+    let is_pinned = matches!(key, KeyCheck::Pinned(_));
+    let signer = match r.signed {
+        None => Signer::Unsigned,
+        Some(_) => signer_of(key, r.signer.as_deref().and_then(fingerprint_of_hex)),
+    };
+    let made = b
+        .head
+        .as_ref()
+        .map_or(Made::Unsealed, |h| Made::Sealed(h.ts_ms));
+    let signature = match r.signed {
+        Some(true) => "signed",
+        Some(false) => "signature check failed",
+        None => "unsigned, SHA-256 chain only",
+    };
+    let summary = format!(
+        "receipt {} ({}, {signature}), happened={}",
+        r.effect_id, r.format, r.happened
+    );
+    let mut findings = Vec::new();
+    if is_pinned && r.signed.is_none() {
+        findings.push(unsigned_under_pin());
+    }
+    if is_pinned && r.signed.is_some() && b.head.is_none() {
+        findings.push(Finding::new(
+            "head",
+            code::RECEIPT_UNSEALED,
+            "the receipt carries no signed head, so it cannot prove it is complete (a receipt cut short reads as its prefix); under a pinned key every receipt must be sealed",
+        ));
+    }
+    let mut details: Vec<String> = r.problems.iter().map(|p| format!("  {p}")).collect();
+    if b.head.is_none() && r.signed.is_some() && !is_pinned {
+        details.push(UNSEALED_NOTE.to_owned());
+    }
+    let mut outcome = Outcome::new(r.valid, summary, details, "receipt", &r, json);
+    outcome.sealed = Some(b.head.is_some());
+    outcome.findings = findings;
+    outcome.provenance = Provenance {
+        signer,
+        made,
+        commit: None,
+    };
+    outcome
+}
+
+fn original_outcome(v: &Value, json: bool) -> Outcome {
+    let r = verify_original_results(v);
+    let summary = format!(
+        "python-original results, {} receipts (per-effect SHA-256 chains; consistency only)",
+        r.receipts.len()
+    );
+    let details = r.findings.iter().map(|f| format!("  {f}")).collect();
+    let mut outcome = Outcome::new(r.ok, summary, details, "python-original-results", &r, json);
+    outcome.provenance = Provenance {
+        signer: Signer::Unsigned,
+        made: v
+            .get("generated")
+            .and_then(Value::as_str)
+            .map_or(Made::Unstated, |t| Made::Generated(t.to_owned())),
+        commit: None,
+    };
+    outcome
+}
+
+fn nemesis_outcome(f: &NemesisFile, key: &KeyCheck, r: &NemesisReport, json: bool) -> Outcome {
+    let signature = if r.findings.iter().any(|x| x.code == nemesis_code::SIGNATURE) {
+        "signature check failed"
+    } else {
+        "signed"
+    };
+    let summary = format!(
+        "nemesis, {} trials, {} receipts, {} violations, {signature}",
+        r.trials, r.receipts, r.violations
+    );
+    let details = r.findings.iter().map(|x| format!("  {x}")).collect();
+    let mut outcome = Outcome::new(r.ok, summary, details, "nemesis", r, json);
+    outcome.provenance = Provenance {
+        signer: signer_of(key, r.fingerprint.clone()),
+        made: Made::Generated(f.generated.clone()),
+        commit: Some(f.environment.git_commit.clone()),
+    };
+    outcome
+}
+
+fn results_outcome(head: &ResultsFile, key: &KeyCheck, r: &ResultsReport, json: bool) -> Outcome {
+    let signature = if r.signed {
+        "manifest signed"
+    } else {
+        "manifest signature check failed"
+    };
+    let summary = format!("{} cells, {} receipts, {signature}", r.cells, r.receipts);
+    let details = r
+        .first_findings()
+        .into_iter()
+        .map(|f| format!("  {f}"))
+        .collect();
+    let mut outcome = Outcome::new(r.ok, summary, details, "results", r, json);
+    outcome.provenance = Provenance {
+        signer: signer_of(key, r.fingerprint.clone()),
+        made: Made::Generated(head.generated.clone()),
+        commit: Some(head.environment.git_commit.clone()),
+    };
+    outcome
+}
 
 /// Unsigned content cannot pass under a pinned key: the original format has no signatures.
-fn unsigned_under_pin(lines: &mut Vec<String>) {
-    lines.push(
-        "  [unsigned_under_pinned_key] the original Python format carries no signatures, so nothing in this file is signed by the pinned key"
-            .to_owned(),
-    );
+fn unsigned_under_pin() -> Finding {
+    Finding::new(
+        "",
+        code::UNSIGNED_UNDER_PINNED_KEY,
+        "the original Python format carries no signatures, so nothing in this file is signed by the pinned key",
+    )
 }
 
 /// The signer a document names itself, if any.
@@ -234,13 +338,18 @@ fn not_allowed(name: &str, why: &str) -> (Status, Vec<String>, FileJson) {
 
 /// Load and check one file: its status, its text lines (unescaped), and its JSON report.
 pub fn check_file(path: &Path, pinned: &Pinned) -> (Status, Vec<String>, FileJson) {
-    check_file_as(path, pinned, true)
+    let options = Options {
+        pinned,
+        json: true,
+        not_before: None,
+    };
+    check_file_with(path, &options)
 }
 
-/// [`check_file`]; the JSON report is built only when `json` is set (else it is `null`), since a
-/// large file's report is large.
-pub fn check_file_as(path: &Path, pinned: &Pinned, json: bool) -> (Status, Vec<String>, FileJson) {
+/// [`check_file`] with every option of the command.
+pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<String>, FileJson) {
     let name = path.display().to_string();
+    let json = options.json;
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) => return could_not_check(&name, &format!("cannot read: {e}")),
@@ -249,11 +358,11 @@ pub fn check_file_as(path: &Path, pinned: &Pinned, json: bool) -> (Status, Vec<S
         Ok(Loaded::Results(file)) => {
             let signer = Some(file.head.environment.signer.as_str());
             let detail = if json { Detail::Every } else { Detail::Failing };
-            match key_for(signer, "environment.signer", false, pinned) {
+            match key_for(signer, "environment.signer", false, options.pinned) {
                 Ok(key) => {
                     if let Ok(r) = verify_results_text(&file, &key, detail) {
-                        let is_pinned = matches!(key, KeyCheck::Pinned(_));
-                        return finish(&name, is_pinned, results_outcome(&name, &r, json));
+                        let outcome = results_outcome(&file.head, &key, &r, json);
+                        return finish(&name, outcome, options);
                     }
                 }
                 // As for every other document, a file that does not read is reported as such
@@ -266,6 +375,24 @@ pub fn check_file_as(path: &Path, pinned: &Pinned, json: bool) -> (Status, Vec<S
                 }
             }
             // A cell did not read cleanly: read the whole file strictly, which names the error.
+            load_document(&bytes)
+        }
+        Ok(Loaded::Nemesis(file)) => {
+            let signer = Some(file.head.environment.signer.as_str());
+            match key_for(signer, "environment.signer", false, options.pinned) {
+                Ok(key) => {
+                    if let Ok(r) = verify_nemesis_text(&file, &key) {
+                        let outcome = nemesis_outcome(&file.head, &key, &r, json);
+                        return finish(&name, outcome, options);
+                    }
+                }
+                Err(why) => {
+                    if verify_nemesis_text(&file, &KeyCheck::SelfAttested).is_ok() {
+                        return not_allowed(&name, &why);
+                    }
+                }
+            }
+            // A trial did not read cleanly: read the whole file strictly, which names the error.
             load_document(&bytes)
         }
         Ok(Loaded::Document(doc)) => Ok(doc),
@@ -282,70 +409,52 @@ pub fn check_file_as(path: &Path, pinned: &Pinned, json: bool) -> (Status, Vec<S
         named_signer(&doc).as_deref(),
         signer_place(&doc),
         original,
-        pinned,
+        options.pinned,
     ) {
         Ok(k) => k,
         Err(why) => return not_allowed(&name, &why),
     };
-    let is_pinned = matches!(key, KeyCheck::Pinned(_));
     let outcome = match doc {
-        Document::Receipt(b) => {
-            let r = verify_bundle(&b, &key);
-            // An unsigned (original) receipt verifies its chain only; under a pin it fails.
-            let ok = r.valid && (!is_pinned || r.signed == Some(true));
-            let mut lines = receipt_lines(&name, &r);
-            if is_pinned && r.signed.is_none() {
-                unsigned_under_pin(&mut lines);
-            }
-            if b.head.is_none() && r.signed.is_some() {
-                lines.push(UNSEALED_NOTE.to_owned());
-            }
-            let mut outcome = Outcome::new(ok, lines, "receipt", &r, json);
-            outcome.sealed = Some(b.head.is_some());
-            outcome
-        }
+        Document::Receipt(b) => receipt_outcome(&b, &key, json),
         Document::OriginalResults(v) => {
-            let r = verify_original_results(&v);
-            let mut lines = original_lines(&name, &r);
-            if is_pinned {
-                unsigned_under_pin(&mut lines);
+            let mut outcome = original_outcome(&v, json);
+            if matches!(key, KeyCheck::Pinned(_)) {
+                outcome.findings.push(unsigned_under_pin());
             }
-            let ok = r.ok && !is_pinned;
-            Outcome::new(ok, lines, "python-original-results", &r, json)
+            outcome
         }
         Document::Nemesis(f) => {
             let r = crate::nemesis::check::verify_nemesis(&f, &key);
-            let mut lines = vec![format!(
-                "{name}: nemesis, {} trials, {} receipts, {} violations, signature ({}): {}",
-                r.trials,
-                r.receipts,
-                r.violations,
-                r.key,
-                verdict(r.ok)
-            )];
-            lines.extend(r.findings.iter().take(10).map(|f| format!("  {f}")));
-            Outcome::new(r.ok, lines, "nemesis", &r, json)
+            nemesis_outcome(&f, &key, &r, json)
         }
-        Document::Results(f) => results_outcome(&name, &verify_results(&f, &key), json),
+        Document::Results(f) => {
+            let r = verify_results(&f, &key);
+            results_outcome(&f, &key, &r, json)
+        }
     };
-    finish(&name, is_pinned, outcome)
+    finish(&name, outcome, options)
 }
 
-/// A checked file: its verdict, its text lines, its kind, and its JSON report (as text) when one
-/// is wanted.
+/// A checked file: its verdict, what its verdict line says, its further lines, its kind, who
+/// signed it and when it was made, and its JSON report (as text) when one is wanted.
 struct Outcome {
     ok: bool,
-    lines: Vec<String>,
+    summary: String,
+    details: Vec<String>,
     kind: &'static str,
     report: Option<Box<RawValue>>,
     /// For a lone receipt: whether it carries a signed head.
     sealed: Option<bool>,
+    provenance: Provenance,
+    /// What the command's own rules found (a pin, `--not-before`).
+    findings: Vec<Finding>,
 }
 
 impl Outcome {
     fn new<R: serde::Serialize>(
         ok: bool,
-        lines: Vec<String>,
+        summary: String,
+        details: Vec<String>,
         kind: &'static str,
         report: &R,
         json: bool,
@@ -355,32 +464,56 @@ impl Outcome {
         });
         Outcome {
             ok,
-            lines,
+            summary,
+            details,
             kind,
             report,
             sealed: None,
+            provenance: Provenance {
+                signer: Signer::Unsigned,
+                made: Made::Unstated,
+                commit: None,
+            },
+            findings: Vec::new(),
         }
     }
 }
 
-fn results_outcome(name: &str, r: &ResultsReport, json: bool) -> Outcome {
-    Outcome::new(r.ok, results_lines(name, r), "results", r, json)
-}
-
-fn finish(name: &str, is_pinned: bool, o: Outcome) -> (Status, Vec<String>, FileJson) {
-    let status = if o.ok { Status::Ok } else { Status::Failed };
-    let mut head = json!({
-        "file": name,
-        "kind": o.kind,
-        "status": if o.ok { "ok" } else { "failed" },
-        "pinned_key": is_pinned,
-    });
-    if let Some(sealed) = o.sealed {
-        head["sealed"] = Value::Bool(sealed);
+/// The verdict line (`<file>: <what was checked>; <signer, time, commit>: OK`), the command's
+/// findings, the report's lines, and the JSON entry.
+fn finish(name: &str, mut o: Outcome, options: &Options<'_>) -> (Status, Vec<String>, FileJson) {
+    if let Some(nb) = &options.not_before {
+        o.findings
+            .extend(o.provenance.check_not_before(nb.at, &nb.shown));
     }
-    let mut entry = file_json(head);
-    entry.report = o.report;
-    (status, o.lines, entry)
+    let ok = o.ok && o.findings.is_empty();
+    let status = if ok { Status::Ok } else { Status::Failed };
+    let mut lines = vec![format!(
+        "{name}: {}; {}: {}",
+        o.summary,
+        o.provenance.text(),
+        verdict(ok)
+    )];
+    lines.extend(o.findings.iter().map(|f| format!("  {f}")));
+    lines.append(&mut o.details);
+    let mut head = serde_json::Map::new();
+    head.insert("file".into(), json!(name));
+    head.insert("kind".into(), json!(o.kind));
+    head.insert("status".into(), json!(if ok { "ok" } else { "failed" }));
+    for (k, v) in o.provenance.json() {
+        head.insert(k.into(), v);
+    }
+    if let Some(sealed) = o.sealed {
+        head.insert("sealed".into(), Value::Bool(sealed));
+    }
+    if !o.findings.is_empty() {
+        head.insert("findings".into(), json!(o.findings));
+    }
+    let entry = FileJson {
+        head,
+        report: o.report,
+    };
+    (status, lines, entry)
 }
 
 /// A file's lines as they are printed: each escaped and cut, at most [`MAX_LINES_PER_FILE`]

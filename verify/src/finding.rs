@@ -73,7 +73,11 @@ impl Finding {
 
 impl std::fmt::Display for Finding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: [{}] {}", self.path, self.code, self.message)?;
+        // A finding about the file as a whole has no path to name.
+        if !self.path.is_empty() {
+            write!(f, "{}: ", self.path)?;
+        }
+        write!(f, "[{}] {}", self.code, self.message)?;
         if let (Some(e), Some(x)) = (&self.expected, &self.found) {
             write!(f, " (expected {e}, found {x})")?;
         }

@@ -25,6 +25,7 @@ pub mod manifest;
 pub mod nemesis;
 pub mod original;
 pub mod problem;
+pub mod provenance;
 pub mod pycompat;
 pub mod receipt;
 pub mod replayed;

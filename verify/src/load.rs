@@ -67,7 +67,7 @@ pub enum Document {
     OriginalResults(Value),
     /// An `interlock-results/2` file.
     Results(Box<ResultsFile>),
-    /// An `interlock-nemesis/2` file ([`crate::nemesis`]).
+    /// An `interlock-nemesis/3` file ([`crate::nemesis`]).
     Nemesis(Box<crate::nemesis::NemesisFile>),
 }
 
@@ -457,7 +457,7 @@ pub fn load_results(bytes: &[u8]) -> Result<ResultsFile, LoadError> {
     }
 }
 
-/// Read an `interlock-nemesis/2` file strictly; any other document is an error.
+/// Read an `interlock-nemesis/3` file strictly; any other document is an error.
 pub fn load_nemesis(bytes: &[u8]) -> Result<crate::nemesis::NemesisFile, LoadError> {
     match load_document(bytes)? {
         Document::Nemesis(f) => Ok(*f),
@@ -470,39 +470,6 @@ pub fn load_nemesis(bytes: &[u8]) -> Result<crate::nemesis::NemesisFile, LoadErr
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The typed read runs without path tracking first; a failure must still name its JSON path.
-    #[test]
-    fn shape_errors_name_their_path() {
-        let committed = include_bytes!("../../results/billing_credit.json");
-        let mut value: Value = serde_json::from_slice(committed).unwrap_or_default();
-        if let Some(gt) = value.pointer_mut("/cells/0/ground_truth/case_credit_count") {
-            *gt = Value::String("three".into());
-        }
-        let bytes = serde_json::to_vec(&value).unwrap_or_default();
-        let err = load_results(&bytes).err();
-        assert!(
-            matches!(&err, Some(LoadError::Shape { path, .. }) if path == "cells[0].ground_truth.case_credit_count"),
-            "{err:?}"
-        );
-        let err =
-            load_document(br#"{"format": "interlock-receipt/1", "effect_id": "ab", "entries": 5}"#)
-                .err();
-        assert!(
-            matches!(&err, Some(LoadError::Shape { path, message }) if path == "entries" && message.contains("expected a sequence")),
-            "{err:?}"
-        );
-        let err = load_document(br#"{"format": "interlock-receipt/1", "effect_id": "ab", "entries": [{"a": 1}, {"a": [1, }]}"#).err();
-        assert!(
-            matches!(&err, Some(LoadError::Syntax { line: 1, .. })),
-            "{err:?}"
-        );
-    }
-}
-
 /// A results file read for checking a group of cells at a time
 /// ([`crate::check::verify_results_text`]): never held as typed data all at once.
 pub struct ResultsText<'a> {
@@ -512,23 +479,37 @@ pub struct ResultsText<'a> {
     pub cells: Vec<&'a RawValue>,
 }
 
+/// A nemesis file read for checking a group of trials at a time
+/// ([`crate::nemesis::check::verify_nemesis_text`]): never held as typed data all at once.
+pub struct NemesisText<'a> {
+    /// Every member of the file but its trials, read strictly (`head.trials` is empty).
+    pub head: crate::nemesis::NemesisFile,
+    /// Each trial's JSON text, in file order, read by [`read_trial`] when it is needed.
+    pub trials: Vec<&'a RawValue>,
+}
+
 /// A file read for checking.
 pub enum Loaded<'a> {
     /// An `interlock-results/2` file whose cells are still text.
     Results(Box<ResultsText<'a>>),
+    /// An `interlock-nemesis/3` file whose trials are still text.
+    Nemesis(Box<NemesisText<'a>>),
     /// Any other document, read whole by [`load_document`].
     Document(Document),
 }
 
-/// Read a file for checking: an `interlock-results/2` file as a [`ResultsText`], anything else
-/// (and any file that does not read cleanly that way) through [`load_document`], which names the
-/// error.
+/// Read a file for checking: an `interlock-results/2` file as a [`ResultsText`], an
+/// `interlock-nemesis/3` file as a [`NemesisText`], anything else (and any file that does not
+/// read cleanly that way) through [`load_document`], which names the error.
 pub fn load_for_check(bytes: &[u8]) -> Result<Loaded<'_>, LoadError> {
     let text = text(bytes)?;
-    match results_text(text) {
-        Some(file) => Ok(Loaded::Results(Box::new(file))),
-        None => load_document(bytes).map(Loaded::Document),
+    if let Some(file) = results_text(text) {
+        return Ok(Loaded::Results(Box::new(file)));
     }
+    if let Some(file) = nemesis_text(text) {
+        return Ok(Loaded::Nemesis(Box::new(file)));
+    }
+    load_document(bytes).map(Loaded::Document)
 }
 
 /// Nesting a cell's text may hold before [`read_cell`] gives up (the whole file's reader then
@@ -566,11 +547,11 @@ pub fn read_cell(index: usize, raw: &RawValue) -> Result<(Cell, Option<[u8; 32]>
     Ok((cell, hash))
 }
 
-/// The top-level object's members as text, its `cells` split into their elements.
-#[derive(Default)]
+/// The top-level object's members as text, the array named `array` split into its elements.
 struct Split<'de> {
+    array: &'static str,
     members: Vec<(std::borrow::Cow<'de, str>, &'de RawValue)>,
-    cells: Option<Vec<&'de RawValue>>,
+    elements: Option<Vec<&'de RawValue>>,
 }
 
 impl<'de> Visitor<'de> for Split<'de> {
@@ -581,11 +562,11 @@ impl<'de> Visitor<'de> for Split<'de> {
     fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Split<'de>, A::Error> {
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             let seen = self.members.iter().any(|(k, _)| *k == key);
-            if seen || (key == "cells" && self.cells.is_some()) {
+            if seen || (key == self.array && self.elements.is_some()) {
                 return Err(de::Error::custom("duplicate key"));
             }
-            if key == "cells" {
-                self.cells = Some(map.next_value()?);
+            if key == self.array {
+                self.elements = Some(map.next_value()?);
             } else {
                 self.members.push((key, map.next_value()?));
             }
@@ -594,18 +575,28 @@ impl<'de> Visitor<'de> for Split<'de> {
     }
 }
 
-/// An `interlock-results/2` file split into its head (read strictly, as [`load_document`] would)
-/// and its cells' text; `None` for any other document or any error.
-fn results_text(text: &str) -> Option<ResultsText<'_>> {
+/// A file of `format` split into its head, read strictly (as [`load_document`] would) from a
+/// copy of the file whose `array` is empty, and the text of each element of `array`; `None` for
+/// any other document or any error.
+fn split_file<'t, T: serde::de::DeserializeOwned>(
+    text: &'t str,
+    format: &str,
+    array: &'static str,
+) -> Option<(T, Vec<&'t RawValue>)> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let split = serde::Deserializer::deserialize_map(&mut de, Split::default()).ok()?;
+    let split = Split {
+        array,
+        members: Vec::new(),
+        elements: None,
+    };
+    let split = serde::Deserializer::deserialize_map(&mut de, split).ok()?;
     de.end().ok()?;
-    let format = split.members.iter().find(|(k, _)| k == "format")?;
-    if serde_json::from_str::<String>(format.1.get()).ok()? != RESULTS_FORMAT {
+    let stated = split.members.iter().find(|(k, _)| k == "format")?;
+    if serde_json::from_str::<String>(stated.1.get()).ok()? != format {
         return None;
     }
-    // The head is read from a copy of the file with no cells: the same checks, a small text.
-    let mut head = String::from("{\"cells\":[]");
+    // The same checks as the whole file's, over a small text.
+    let mut head = format!("{{\"{array}\":[]");
     for (key, value) in &split.members {
         head.push(',');
         head.push_str(&serde_json::to_string(key).ok()?);
@@ -614,9 +605,76 @@ fn results_text(text: &str) -> Option<ResultsText<'_>> {
     }
     head.push('}');
     scan(&head).ok()?;
-    let head = typed::<ResultsFile>(&head).ok()?;
-    Some(ResultsText {
-        head,
-        cells: split.cells?,
-    })
+    let head = typed::<T>(&head).ok()?;
+    Some((head, split.elements?))
+}
+
+/// An `interlock-results/2` file split into its head and its cells' text.
+fn results_text(text: &str) -> Option<ResultsText<'_>> {
+    let (head, cells) = split_file::<ResultsFile>(text, RESULTS_FORMAT, "cells")?;
+    Some(ResultsText { head, cells })
+}
+
+/// An `interlock-nemesis/3` file split into its head and its trials' text.
+fn nemesis_text(text: &str) -> Option<NemesisText<'_>> {
+    let format = crate::nemesis::NEMESIS_FORMAT;
+    let (head, trials) = split_file::<crate::nemesis::NemesisFile>(text, format, "trials")?;
+    Some(NemesisText { head, trials })
+}
+
+/// One trial's text, read as [`load_document`] reads it inside the file: duplicate keys, limits,
+/// the typed shape, the receipt's effect id. The error is only a verdict; its path is relative
+/// to the trial, so a caller re-reads the whole file with [`load_document`] to name it.
+pub fn read_trial(index: usize, raw: &RawValue) -> Result<crate::nemesis::Trial, LoadError> {
+    let text = raw.get();
+    let mut de = serde_json::Deserializer::from_str(text);
+    Scan {
+        top: None,
+        depth: CELL_DEPTH,
+    }
+    .deserialize(&mut de)
+    .and_then(|()| de.end())
+    .map_err(|e| LoadError::Shape {
+        path: format!("trials[{index}]"),
+        message: e.to_string(),
+    })?;
+    let trial = typed::<crate::nemesis::Trial>(text)?;
+    if let Some(b) = &trial.receipt {
+        let path = format!("trials[{index}].receipt.effect_id");
+        effect_id_shape(&path, &b.effect_id, 64)?;
+    }
+    Ok(trial)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed read runs without path tracking first; a failure must still name its JSON path.
+    #[test]
+    fn shape_errors_name_their_path() {
+        let committed = include_bytes!("../../results/billing_credit.json");
+        let mut value: Value = serde_json::from_slice(committed).unwrap_or_default();
+        if let Some(gt) = value.pointer_mut("/cells/0/ground_truth/case_credit_count") {
+            *gt = Value::String("three".into());
+        }
+        let bytes = serde_json::to_vec(&value).unwrap_or_default();
+        let err = load_results(&bytes).err();
+        assert!(
+            matches!(&err, Some(LoadError::Shape { path, .. }) if path == "cells[0].ground_truth.case_credit_count"),
+            "{err:?}"
+        );
+        let err =
+            load_document(br#"{"format": "interlock-receipt/1", "effect_id": "ab", "entries": 5}"#)
+                .err();
+        assert!(
+            matches!(&err, Some(LoadError::Shape { path, message }) if path == "entries" && message.contains("expected a sequence")),
+            "{err:?}"
+        );
+        let err = load_document(br#"{"format": "interlock-receipt/1", "effect_id": "ab", "entries": [{"a": 1}, {"a": [1, }]}"#).err();
+        assert!(
+            matches!(&err, Some(LoadError::Syntax { line: 1, .. })),
+            "{err:?}"
+        );
+    }
 }

@@ -7,7 +7,9 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use verify::cli::{check_file_as, json_error, json_report, shown_lines, Pinned, Status};
+use verify::cli::{
+    check_file_with, json_error, json_report, shown_lines, NotBefore, Options, Pinned, Status,
+};
 use verify::display::escape;
 
 /// Check Interlock receipt bundles and results files offline: hash chains, signatures, replay
@@ -31,6 +33,11 @@ struct Args {
     /// Print only files that fail or cannot be checked.
     #[arg(long)]
     quiet: bool,
+    /// Fail every file made before this RFC 3339 time (e.g. 2026-11-30T00:00:00Z): a results or
+    /// nemesis file by its `generated` time, a receipt by the time its seal was signed. A file
+    /// that states no such time fails too.
+    #[arg(long, value_name = "TIME")]
+    not_before: Option<String>,
     /// Receipt bundles (`interlock-receipt/1` or original), results files
     /// (`interlock-results/2` or original).
     #[arg(required = true, value_name = "FILE")]
@@ -42,25 +49,40 @@ fn pinned_keys(args: &Args) -> Result<Pinned> {
         return Ok(Pinned::Keys(vec![verify::keys::parse_key(k)?]));
     }
     if let Some(path) = &args.signers {
-        let text = std::fs::read_to_string(path).with_context(|| {
-            format!(
-                "--signers {}: cannot read",
-                escape(&path.display().to_string())
-            )
-        })?;
+        // Escaped once, where the error is printed.
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("--signers {}: cannot read", path.display()))?;
         return Ok(Pinned::Keys(verify::keys::parse_signers(&text)?));
     }
     Ok(Pinned::None)
 }
 
+fn not_before(args: &Args) -> Result<Option<NotBefore>> {
+    let Some(arg) = &args.not_before else {
+        return Ok(None);
+    };
+    match NotBefore::parse(arg) {
+        Some(nb) => Ok(Some(nb)),
+        None => anyhow::bail!(
+            "--not-before {}: not an RFC 3339 time (e.g. 2026-11-30T00:00:00Z)",
+            verify::display::shorten(arg, 200)
+        ),
+    }
+}
+
 fn run(args: &Args) -> Result<Status> {
     let pinned = pinned_keys(args)?;
+    let options = Options {
+        pinned: &pinned,
+        json: args.json,
+        not_before: not_before(args)?,
+    };
     let mut worst = Status::Ok;
     let mut reports = Vec::new();
     let mut input_bytes = 0usize;
     for path in &args.files {
         input_bytes += std::fs::metadata(path).map_or(0, |m| m.len() as usize);
-        let (status, lines, value) = check_file_as(path, &pinned, args.json);
+        let (status, lines, value) = check_file_with(path, &options);
         worst = worst.max(status);
         if !(args.json || (args.quiet && status == Status::Ok)) {
             shown_lines(&lines).iter().for_each(|l| println!("{l}"));

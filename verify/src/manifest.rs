@@ -66,20 +66,39 @@ fn to_json<T: serde::Serialize>(what: &str, v: &T) -> Result<Value, ManifestErro
     })
 }
 
-/// The hash of everything in the file but `cells` and `manifest`.
+/// The hash of everything in the file but `cells` and `manifest`: of the canonical JSON of
+/// `{format, scenario, generated, environment, rows, columns, repeats, selected, summary}`.
+///
+/// `columns` is written straight into the canonical text rather than through a tree of values
+/// (a file may list many of them, and a value per string costs many times its text): its key
+/// sorts first (RFC 8785 orders keys by UTF-16 code units), so the text is `{"columns":[...],`
+/// followed by the canonical text of the other members without its opening brace.
 pub fn head_hash(file: &ResultsFile) -> Result<String, ManifestError> {
-    let head = json!({
+    let rest = json!({
         "format": file.format,
         "scenario": file.scenario,
         "generated": file.generated,
         "environment": to_json("environment", &file.environment)?,
         "rows": to_json("rows", &file.rows)?,
-        "columns": file.columns,
         "repeats": file.repeats,
         "selected": to_json("selected", &file.selected)?,
         "summary": to_json("summary", &file.summary)?,
     });
-    digest_of("head", &head)
+    let rest = canonical::to_string(&rest).map_err(|source| ManifestError::Canonical {
+        what: "head".to_owned(),
+        source,
+    })?;
+    let mut text = String::with_capacity(rest.len() + 16 * file.columns.len() + 16);
+    text.push_str("{\"columns\":[");
+    for (i, c) in file.columns.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        canonical::write_string(&mut text, c);
+    }
+    text.push_str("],");
+    text.push_str(rest.get(1..).unwrap_or_default());
+    Ok(entry::lower_hex(&Sha256::digest(text.as_bytes())))
 }
 
 /// The hash of one cell (`index` only names it in an error).
@@ -369,6 +388,35 @@ impl<'de> serde::de::Visitor<'de> for Canon<'_, 'de> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The head's hash is the canonical hash of the whole head as one value, whatever the columns
+    /// hold (characters to escape, none at all).
+    #[test]
+    fn head_hash_is_the_canonical_hash_of_the_head_as_a_value() {
+        let committed = include_str!("../../results/billing_credit.json");
+        let mut file =
+            crate::load::load_results(committed.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        let as_value = |f: &ResultsFile| {
+            let mut v = serde_json::to_value(f).unwrap_or_default();
+            if let Some(m) = v.as_object_mut() {
+                m.remove("cells");
+                m.remove("manifest");
+            }
+            digest_of("head", &v).unwrap_or_default()
+        };
+        assert_eq!(head_hash(&file).ok(), Some(file.manifest.head.clone()));
+        assert_eq!(head_hash(&file).ok(), Some(as_value(&file)));
+        for columns in [
+            vec![],
+            vec![
+                "q\"u\\o\u{7}t\u{e9}\u{1F600}".to_owned(),
+                "\u{ffff}".to_owned(),
+            ],
+        ] {
+            file.columns = columns;
+            assert_eq!(head_hash(&file).ok(), Some(as_value(&file)));
+        }
+    }
 
     /// The hash written straight from a cell's text is the typed cell's hash, for every cell of
     /// the committed run.

@@ -216,8 +216,11 @@ pub struct OriginalReceipt {
     pub report: ReceiptReport,
 }
 
+/// What the original's own rules give for `happened`. The original had no seal, so its verifier
+/// read a receipt as its entries say ([`ReceiptReport::entries_say`]); the file is checked for
+/// consistency with that rule, which proves no more than the entries hold.
 fn happened_value(r: &ReceiptReport) -> Value {
-    serde_json::to_value(r.happened).unwrap_or(Value::Null)
+    serde_json::to_value(r.entries_say).unwrap_or(Value::Null)
 }
 
 /// Verify an original results file: its strict schema, every interlock receipt, and every cell's
@@ -358,7 +361,7 @@ fn check_judgement(
         cell.answer_matches_stripe.to_string(),
     );
     let proof = match cell.system.as_str() {
-        "interlock" => receipt.is_some_and(|r| r.valid && r.happened.agrees_with(exists)),
+        "interlock" => receipt.is_some_and(|r| r.valid && r.entries_say.agrees_with(exists)),
         "hand_check" => answer,
         _ => false,
     };
@@ -369,7 +372,7 @@ fn check_judgement(
     );
     if let (Some(r), Some(status)) = (receipt, cell.restart.get("status").and_then(Value::as_str)) {
         let refused = cell.outcome.starts_with("REFUSED");
-        let fits = match r.happened {
+        let fits = match r.entries_say {
             Happened::Yes => status_says_sent(status),
             Happened::No => refused,
             Happened::Unknown => status == "AMBIGUOUS",
@@ -377,7 +380,7 @@ fn check_judgement(
         if status != cell.outcome || !fits {
             differs(
                 "outcome",
-                format!("a status that says happened = {}", r.happened),
+                format!("a status that says happened = {}", r.entries_say),
                 cell.outcome.clone(),
             );
         }

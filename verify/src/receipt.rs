@@ -124,8 +124,14 @@ pub struct ReceiptReport {
     pub key: String,
     /// The signer named by the entries (hex), if any.
     pub signer: Option<String>,
-    /// Whether the effect happened.
+    /// Whether the effect happened, as the receipt proves it. Only a sealed receipt can prove
+    /// that it did not: without a verified seal a receipt cut short reads as its prefix, so an
+    /// unsealed one is at most [`Happened::Unknown`] where its entries say [`Happened::No`].
     pub happened: Happened,
+    /// What the entries by themselves say happened, seal or no seal (a receipt cut after
+    /// AUTHORIZED says `No`). Not a proof: kept to compare with verifiers that had no seal (the
+    /// original Python implementation's statements).
+    pub entries_say: Happened,
     /// Never committed twice, never dispatched while a dispatch was open or after a commit.
     pub happened_once: bool,
     /// Every send that counts had a live grant that covers it; `None` if nothing was sent.
@@ -159,7 +165,8 @@ impl ReceiptReport {
             signed: None,
             key: key.to_owned(),
             signer: None,
-            happened: Happened::No,
+            happened: Happened::Unknown,
+            entries_say: Happened::Unknown,
             happened_once: true,
             authorized_when_fired: None,
             assumptions_held: None,

@@ -1,6 +1,8 @@
 //! The `verify` binary end to end: exit codes 0 / 1 / 2 and what it prints.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -37,7 +39,7 @@ fn bundle() -> Value {
     let eid = billing_credit_effect_id("case-00000000aa");
     let effect = json!({"customer": "cus_1", "amount": 1000, "description": "d"});
     let checks = json!({"lease_live": true, "grant": null, "violations": []});
-    let b = seal_chain(
+    let mut b = seal_chain(
         &key(),
         &eid,
         0,
@@ -49,6 +51,7 @@ fn bundle() -> Value {
             json!({"kind": "COMMITTED", "via": "send", "evidence": {"credit": "cbtxn_1"}}),
         ],
     );
+    verify::binding::seal_bundle(&mut b, &key(), 1_796_069_499_123).unwrap();
     serde_json::to_value(b).unwrap()
 }
 
@@ -57,7 +60,7 @@ fn the_original_results_verify() {
     let (code, out) = run(&[FIXTURE]);
     assert_eq!(code, Some(0), "{out}");
     assert!(
-        out.contains("billing_credit.original.json: python-original results, 6 receipts (unsigned, per-effect SHA-256 chains; consistency only): OK"),
+        out.contains("billing_credit.original.json: python-original results, 6 receipts (per-effect SHA-256 chains; consistency only); unsigned, generated 2026-09-13 22:40 UTC: OK"),
         "{out}"
     );
 }
@@ -93,7 +96,7 @@ fn receipt_bundles_exit_0_then_1_when_tampered() {
     assert_eq!(code, Some(0), "{out}");
     assert!(
         out.contains(&format!(
-            "(interlock-receipt/1, pinned key {}), happened=true: OK",
+            "(interlock-receipt/1, signed), happened=true; signer {} (pinned), sealed 2026-11-30T20:11:39.123Z: OK",
             verify::fingerprint(&key().verifying_key())
         )),
         "{out}"
@@ -102,7 +105,7 @@ fn receipt_bundles_exit_0_then_1_when_tampered() {
     assert_eq!(code, Some(0), "{out}");
     assert!(
         out.contains(&format!(
-            "self-attested: signed by {}",
+            "signer {} (self-attested: the key the file names itself;",
             verify::fingerprint(&key().verifying_key())
         )),
         "{out}"
@@ -182,4 +185,168 @@ fn json_and_quiet_output() {
     let (code, out) = run(&["--quiet", FIXTURE]);
     assert_eq!(code, Some(0));
     assert!(out.trim().is_empty(), "{out}");
+}
+
+/// The first line of each file's output, and its `--json` entry.
+fn verdict_and_json(args: &[&str], path: &str) -> (Option<i32>, String, Value) {
+    let mut with_path = args.to_vec();
+    with_path.push(path);
+    let (code, out) = run(&with_path);
+    let mut json_args = vec!["--json"];
+    json_args.extend_from_slice(&with_path);
+    let (_, json_out) = run(&json_args);
+    let v: Value = serde_json::from_str(&json_out).unwrap();
+    (
+        code,
+        out.lines().next().unwrap_or("").to_owned(),
+        v["files"][0].clone(),
+    )
+}
+
+#[test]
+fn every_verdict_line_and_json_entry_names_the_signer_the_pin_the_time_and_the_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let fp = verify::fingerprint(&key().verifying_key());
+    let hex_key = hex::encode(key().verifying_key().as_bytes());
+    let receipt = write(&dir, "r.json", bundle().to_string().as_bytes());
+    for (args, pin) in [
+        (vec!["--key", hex_key.as_str()], "pinned"),
+        (vec![], "self-attested"),
+    ] {
+        let (code, line, entry) = verdict_and_json(&args, &receipt);
+        assert_eq!(code, Some(0), "{line}");
+        assert!(line.contains(&format!("signer {fp} ({pin}")), "{line}");
+        assert!(line.contains("sealed 2026-11-30T20:11:39.123Z"), "{line}");
+        assert_eq!(entry["fingerprint"], json!(fp));
+        assert_eq!(entry["pinned_key"], json!(pin == "pinned"));
+        assert_eq!(entry["sealed_at"], json!("2026-11-30T20:11:39.123Z"));
+    }
+
+    let spec = synthetic::Spec::default();
+    let results = synthetic::generate(&spec);
+    let run_key = synthetic::signing_key(&spec).verifying_key();
+    let run_fp = verify::fingerprint(&run_key);
+    let run_hex = hex::encode(run_key.as_bytes());
+    let results_path = write(&dir, "results.json", &serde_json::to_vec(&results).unwrap());
+    let (nemesis, _) = common::nemesis_file();
+    let nemesis_path = write(&dir, "nemesis.json", &serde_json::to_vec(&nemesis).unwrap());
+    let commit = nemesis.environment.git_commit.clone().unwrap();
+    let files = [
+        (
+            &results_path,
+            results.generated.as_str(),
+            "commit not recorded".to_owned(),
+            Value::Null,
+        ),
+        (
+            &nemesis_path,
+            nemesis.generated.as_str(),
+            format!("commit {commit}"),
+            json!(commit),
+        ),
+    ];
+    for (path, generated, commit_text, commit_json) in files {
+        for (args, pin) in [
+            (vec!["--key", run_hex.as_str()], "pinned"),
+            (vec![], "self-attested"),
+        ] {
+            let (code, line, entry) = verdict_and_json(&args, path);
+            assert_eq!(code, Some(0), "{line}");
+            assert!(line.contains(&format!("signer {run_fp} ({pin}")), "{line}");
+            assert!(
+                line.contains(&format!("generated {generated}, {commit_text}: OK")),
+                "{line}"
+            );
+            assert_eq!(entry["fingerprint"], json!(run_fp));
+            assert_eq!(entry["pinned_key"], json!(pin == "pinned"));
+            assert_eq!(entry["generated"], json!(generated));
+            assert_eq!(entry["commit"], commit_json);
+        }
+    }
+
+    let (code, line, entry) = verdict_and_json(&[], FIXTURE);
+    assert_eq!(code, Some(0), "{line}");
+    assert!(
+        line.contains("; unsigned, generated 2026-09-13 22:40 UTC: OK"),
+        "{line}"
+    );
+    assert_eq!(entry["fingerprint"], Value::Null);
+    assert_eq!(entry["pinned_key"], json!(false));
+    assert_eq!(entry["generated"], json!("2026-09-13 22:40 UTC"));
+}
+
+#[test]
+fn not_before_fails_files_made_earlier_and_files_that_state_no_time() {
+    let dir = tempfile::tempdir().unwrap();
+    // The synthetic run was generated at 2026-11-29T12:00:00Z.
+    let results = write(
+        &dir,
+        "results.json",
+        &serde_json::to_vec(&synthetic::generate(&synthetic::Spec::default())).unwrap(),
+    );
+    let (code, out) = run(&["--not-before", "2026-11-29T11:59:59Z", &results]);
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out) = run(&["--not-before", "2026-11-29T13:00:00+01:00", &results]);
+    assert_eq!(code, Some(0), "same instant: {out}");
+    let (code, out) = run(&["--not-before", "2026-11-29T12:00:01Z", &results]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("generated: [not_before]"), "{out}");
+    let (_, json_out) = run(&["--json", "--not-before", "2026-11-30T00:00:00Z", &results]);
+    let v: Value = serde_json::from_str(&json_out).unwrap();
+    assert_eq!(v["exit_code"], json!(1));
+    assert_eq!(v["files"][0]["findings"][0]["code"], json!("not_before"));
+
+    // A receipt by the time its seal was signed; one without a seal states no time.
+    let sealed = write(&dir, "r.json", bundle().to_string().as_bytes());
+    assert_eq!(
+        run(&["--not-before", "2026-11-30T20:11:39Z", &sealed]).0,
+        Some(0)
+    );
+    assert_eq!(
+        run(&["--not-before", "2026-11-30T20:11:40Z", &sealed]).0,
+        Some(1)
+    );
+    let mut unsealed = bundle();
+    unsealed.as_object_mut().unwrap().remove("head");
+    let unsealed = write(&dir, "u.json", unsealed.to_string().as_bytes());
+    let (code, out) = run(&["--not-before", "1970-01-01T00:00:00Z", &unsealed]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("head: [not_before]"), "{out}");
+    // The original states its time in a form that is not RFC 3339.
+    assert_eq!(
+        run(&["--not-before", "2000-01-01T00:00:00Z", FIXTURE]).0,
+        Some(1)
+    );
+
+    for bad in ["yesterday", "2026-11-30", "2026-11-30T00:00:00"] {
+        let (code, out) = run(&["--not-before", bad, &results]);
+        assert_eq!(code, Some(2), "{bad}: {out}");
+        assert!(out.contains("not an RFC 3339 time"), "{out}");
+    }
+}
+
+#[test]
+fn key_and_signers_errors_escape_control_characters_once() {
+    let (code, out) = run(&["--key", "\u{1b}[31mred", FIXTURE]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains("--key \\u{001b}[31mred: not 64 hex characters"),
+        "{out}"
+    );
+    assert!(!out.contains("\\\\u{001b}"), "escaped twice: {out}");
+    assert!(!out.contains('\u{1b}'), "{out}");
+
+    let (code, out) = run(&["--signers", "/nonexistent/\u{7}bell", FIXTURE]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains("--signers /nonexistent/\\u{0007}bell: cannot read"),
+        "{out}"
+    );
+    assert!(!out.contains("\\\\u{0007}"), "escaped twice: {out}");
+
+    let (code, out) = run(&["--json", "--key", "\u{1b}x", FIXTURE]);
+    assert_eq!(code, Some(2), "{out}");
+    let v: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    let error = v["error"].as_str().unwrap();
+    assert!(error.starts_with("--key \\u{001b}x: "), "{error}");
 }

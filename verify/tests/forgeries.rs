@@ -455,6 +455,8 @@ fn unsigned_original_content_never_passes_under_a_pinned_key() {
     let (code, out) = verify_bin(&["--key", &key], &std::fs::read(ORIGINAL).unwrap());
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("unsigned_under_pinned_key"), "{out}");
+    // A finding about the whole file names no path.
+    assert!(out.contains("\n  [unsigned_under_pinned_key] "), "{out}");
     // An original receipt rebuilt with fresh hashes after changing the amount.
     let d = original();
     let cell = d["cells"]

@@ -59,6 +59,13 @@ fn build(bodies: Vec<Value>) -> ReceiptBundle {
     seal_chain(&key(), &eid(), 1_000, bodies)
 }
 
+/// [`build`], then sealed: only a sealed receipt can prove an effect did not happen.
+fn sealed(bodies: Vec<Value>) -> ReceiptBundle {
+    let mut b = build(bodies);
+    verify::binding::seal_bundle(&mut b, &key(), 1_000_000).unwrap();
+    b
+}
+
 fn good() -> ReceiptBundle {
     build(vec![
         proposed(),
@@ -137,7 +144,7 @@ fn a_committed_chain_is_valid_with_every_derived_field() {
 #[test]
 fn refused_ambiguous_and_open_chains_derive_happened() {
     let r = verify_bundle(
-        &build(vec![proposed(), authorized(), dispatched(), refused(true)]),
+        &sealed(vec![proposed(), authorized(), dispatched(), refused(true)]),
         &pinned(),
     );
     assert!(r.valid, "{:?}", r.problems);
@@ -169,10 +176,51 @@ fn refused_ambiguous_and_open_chains_derive_happened() {
     assert!(r.valid);
     assert_eq!(r.happened, Happened::Unknown);
 
-    let r = verify_bundle(&build(vec![proposed(), refused(false)]), &pinned());
+    let r = verify_bundle(&sealed(vec![proposed(), refused(false)]), &pinned());
     assert!(r.valid, "{:?}", r.problems);
     assert_eq!(r.happened, Happened::No);
     assert!(r.refused.is_some());
+}
+
+#[test]
+fn an_unsealed_receipt_never_proves_that_nothing_happened() {
+    // Cut after AUTHORIZED and without its head, a committed credit's receipt reads as "nothing
+    // sent": its entries say so, but nothing proves they are all of them.
+    let committed = sealed(vec![
+        proposed(),
+        authorized(),
+        dispatched(),
+        committed("send"),
+    ]);
+    let mut cut = committed.clone();
+    cut.entries.truncate(2);
+    cut.head = None;
+    for key in [pinned(), KeyCheck::SelfAttested] {
+        let r = verify_bundle(&cut, &key);
+        assert!(r.valid, "{:?}", r.problems);
+        assert_eq!(r.entries_say, Happened::No);
+        assert_eq!(r.happened, Happened::Unknown);
+        assert_eq!(
+            serde_json::to_value(&r).unwrap()["happened"],
+            json!("unknown")
+        );
+    }
+    // A refusal, unsealed, is no proof either; sealed, it is.
+    let r = verify_bundle(&build(vec![proposed(), refused(false)]), &pinned());
+    assert_eq!(r.happened, Happened::Unknown);
+    assert!(r.refused.is_some());
+    // A head that does not hold is no seal: the cut receipt with its old head fails, and proves
+    // nothing either way.
+    let mut kept_head = committed.clone();
+    kept_head.entries.truncate(2);
+    let r = verify_bundle(&kept_head, &pinned());
+    assert!(r
+        .problems
+        .iter()
+        .any(|p| p.code == verify::seal::code::HEAD_MISMATCH));
+    assert_eq!(r.happened, Happened::Unknown);
+    // Sealed and complete, a commit is still a commit.
+    assert_eq!(verify_bundle(&committed, &pinned()).happened, Happened::Yes);
 }
 
 #[test]
@@ -662,7 +710,7 @@ fn recovery_entries_with_in_flight_fields_and_new_refusal_codes_verify() {
         reapply[k] = v.clone();
     }
     reapply["rechecked"] = checks();
-    let refused = build(vec![proposed(), authorized(), dispatched(), refusal]);
+    let refused = sealed(vec![proposed(), authorized(), dispatched(), refusal]);
     let r = verify_bundle(&refused, &pinned());
     assert!(r.valid, "{:?}", r.problems);
     assert_eq!(r.happened, Happened::No);

@@ -1,12 +1,15 @@
 //! Resource limits (issue 10): no input under 1 MB may make the verifier use more than 64 MB or
 //! print more than 1 MB, whatever its shape: long strings, many entries, many problems, deep
-//! nesting, big free-form values, in every format.
+//! nesting, big free-form values, plans far larger than what the file holds, in every format
+//! (nemesis files included).
 //!
 //! Memory is measured in this process (this file holds one test, so nothing else runs here): the
 //! peak resident size is reset through `/proc/self/clear_refs` before each input and read from
 //! `VmHWM` after loading and checking it. Output is measured on the `verify` binary itself, in text
 //! and in `--json` mode.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestError, TestRunner};
@@ -68,7 +71,21 @@ fn receipt(entries: Vec<Value>, eid: String) -> Value {
 }
 
 fn synthetic() -> Value {
-    serde_json::to_value(synthetic::generate(&Default::default())).unwrap()
+    static BASE: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    BASE.get_or_init(|| serde_json::to_value(synthetic::generate(&Default::default())).unwrap())
+        .clone()
+}
+
+/// A consistent, signed nemesis file built in code.
+fn nemesis() -> Value {
+    static BASE: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    BASE.get_or_init(|| serde_json::to_value(common::nemesis_file().0).unwrap())
+        .clone()
+}
+
+/// `n` distinct short names.
+fn names(prefix: &str, n: usize) -> Value {
+    json!((0..n).map(|i| format!("{prefix}{i:x}")).collect::<Vec<_>>())
 }
 
 /// Adversarial inputs, each under 1 MB.
@@ -125,6 +142,58 @@ fn adversarial() -> impl Strategy<Value = Vec<u8>> {
             }
             serde_json::to_vec(&d).unwrap()
         }),
+        // A nemesis plan of n nemeses x n columns and no trials (nothing to fill it), planning
+        // no trial or one per pair.
+        (1usize..60_000, 0u32..2).prop_map(|(n, per)| {
+            let mut d = nemesis();
+            d["plan"]["nemeses"] = names("n", n);
+            d["plan"]["columns"] = names("c", n);
+            d["plan"]["trials"] = json!(per);
+            d["trials"] = json!([]);
+            d["summary"] = json!([]);
+            serde_json::to_vec(&d).unwrap()
+        }),
+        // A results file of n rows x n columns and no cells, or a selection it does not hold.
+        (1usize..20_000, any::<bool>(), 1u32..=u32::MAX).prop_map(|(n, select, repeats)| {
+            let mut d = synthetic();
+            let rows: Vec<Value> = (0..n)
+                .map(|i| json!({"crash": format!("{i:x}"), "outage": "o"}))
+                .collect();
+            d["rows"] = json!(rows);
+            d["columns"] = names("c", n);
+            d["repeats"] = json!(repeats);
+            if select {
+                let sel: Vec<Value> = (0..n)
+                    .map(|i| json!({"crash": format!("{i:x}"), "outage": "o", "column": "c0"}))
+                    .collect();
+                d["selected"] = json!(sel);
+            }
+            d["cells"] = json!([]);
+            d["summary"] = json!({});
+            serde_json::to_vec(&d).unwrap()
+        }),
+        // A flood of short column names, each distinct or all the same, beside the file's cells.
+        (1usize..200_000, any::<bool>()).prop_map(|(n, same)| {
+            let mut d = synthetic();
+            d["columns"] = if same {
+                json!(vec!["a"; n])
+            } else {
+                names("", n)
+            };
+            serde_json::to_vec(&d).unwrap()
+        }),
+        // Many nemesis trials, every one failing.
+        (1usize..60).prop_map(|n| {
+            let mut d = nemesis();
+            let all = d["trials"].as_array().unwrap().clone();
+            let trials = d["trials"].as_array_mut().unwrap();
+            for k in 0..n {
+                let mut t = all[k % all.len()].clone();
+                t["outcome"] = json!("\u{1b}[2K OK");
+                trials.push(t);
+            }
+            serde_json::to_vec(&d).unwrap()
+        }),
         // The original format, with its cells repeated and edited.
         (1usize..10, any::<bool>()).prop_map(|(n, flip)| {
             let mut d: Value = serde_json::from_slice(ORIGINAL).unwrap();
@@ -149,7 +218,7 @@ fn adversarial() -> impl Strategy<Value = Vec<u8>> {
 fn no_input_under_1_mb_uses_more_than_64_mb_or_prints_more_than_1_mb() {
     let can_reset = reset_peak();
     let mut runner = TestRunner::new(Config {
-        cases: 48,
+        cases: 64,
         ..Config::default()
     });
     let worst_rss = std::cell::Cell::new(0usize);

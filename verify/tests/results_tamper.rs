@@ -572,16 +572,26 @@ fn the_untouched_file_verifies() {
         let signer = d["environment"]["signer"].as_str().unwrap();
         let key = verify::keys::parse_key(signer).unwrap();
         let fingerprint = verify::fingerprint(&key);
+        let generated = d["generated"].as_str().unwrap();
+        let commit = d["environment"]["git_commit"].as_str().map_or_else(
+            || "commit not recorded".to_owned(),
+            |c| format!("commit {c}"),
+        );
         assert!(
             stdout.contains(&format!(
-                "manifest (signed, self-attested: signed by {fingerprint}"
+                "manifest signed; signer {fingerprint} (self-attested: the key the file names itself;"
             )),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("generated {generated}, {commit}: OK")),
             "{stdout}"
         );
         let out = bin().args(["--key", signer]).arg(&p).output().unwrap();
         assert_eq!(out.status.code(), Some(0));
-        assert!(String::from_utf8_lossy(&out.stdout)
-            .contains(&format!("manifest (signed, pinned key {fingerprint}): OK")));
+        assert!(String::from_utf8_lossy(&out.stdout).contains(&format!(
+            "manifest signed; signer {fingerprint} (pinned), generated {generated}, {commit}: OK"
+        )));
     }
 }
 

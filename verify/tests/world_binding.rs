@@ -210,3 +210,92 @@ fn a_file_re_signed_with_another_key_passes_alone_and_fails_under_the_signers_fi
         assert_eq!(code, Some(0), "{out}");
     }
 }
+
+#[test]
+fn under_a_pin_a_receipt_cut_down_and_stripped_of_its_seal_fails_and_never_reads_as_not_happened() {
+    let (f, key) = genuine();
+    let hex = verify::entry::lower_hex(key.verifying_key().as_bytes());
+    let receipt = f.cells[committed_cell(&f)].receipt.clone().unwrap();
+    // Kept only up to AUTHORIZED (read alone: "nothing was sent"), or with only the COMMITTED
+    // dropped (an open dispatch); the seal deleted in both.
+    for keep in [2, 3] {
+        let mut cut = receipt.clone();
+        cut.entries.truncate(keep);
+        cut.head = None;
+        let bytes = serde_json::to_vec(&cut).unwrap();
+        let (code, out) = verify(&["--key", &hex], &bytes);
+        assert_eq!(code, Some(1), "{out}");
+        assert!(out.contains("[receipt_unsealed]"), "{out}");
+        assert!(out.contains("cannot prove it is complete"), "{out}");
+        assert!(out.contains("happened=unknown"), "{out}");
+        assert!(!out.contains("happened=false"), "{out}");
+        let (code, json_out) = verify(&["--json", "--key", &hex], &bytes);
+        assert_eq!(code, Some(1), "{json_out}");
+        let report: Value = serde_json::from_str(&json_out).unwrap();
+        let file = &report["files"][0];
+        assert_eq!(file["findings"][0]["code"], json!("receipt_unsealed"));
+        assert_eq!(file["report"]["happened"], json!("unknown"));
+        // Self-attested it verifies as what it holds, which proves nothing happened or not.
+        let (code, out) = verify(&[], &bytes);
+        assert_eq!(code, Some(0), "{out}");
+        assert!(out.contains("happened=unknown"), "{out}");
+        assert!(out.contains("unsealed"), "{out}");
+    }
+    // The whole receipt, sealed, passes under the same pin.
+    let (code, out) = verify(&["--key", &hex], &serde_json::to_vec(&receipt).unwrap());
+    assert_eq!(code, Some(0), "{out}");
+}
+
+#[test]
+fn under_a_pin_a_cut_down_unsealed_receipt_in_a_results_file_fails() {
+    let (mut f, key) = genuine();
+    let hex = verify::entry::lower_hex(key.verifying_key().as_bytes());
+    let i = committed_cell(&f);
+    let cell = &mut f.cells[i];
+    let receipt = cell.receipt.as_mut().unwrap();
+    receipt.entries.truncate(2);
+    receipt.head = None;
+    // The forger restates everything the cell says about its receipt, and re-signs.
+    cell.journal_kinds.truncate(2);
+    resign_manifest(&mut f, &key);
+    let (code, out) = verify(&["--key", &hex], &bytes(&f));
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains(&format!("cells[{i}].receipt.head")), "{out}");
+    assert!(out.contains("receipt_unsealed"), "{out}");
+}
+
+#[test]
+fn under_a_pin_nothing_is_derived_from_a_results_file_whose_manifest_fails() {
+    use verify::check::verify_results;
+    use verify::receipt::KeyCheck;
+    let (mut f, key) = genuine();
+    let i = committed_cell(&f);
+    // Edited after signing: the cell's hash is not the one the run signed, and its claim is
+    // wrong too. The manifest's own record is intact but for the summary it also restates.
+    f.cells[i].invariant_held = !f.cells[i].invariant_held;
+    f.summary.values_mut().for_each(|s| s.held += 1);
+    let pinned = verify_results(&f, &KeyCheck::Pinned(key.verifying_key()));
+    assert!(!pinned.ok);
+    assert!(pinned.cell_reports.is_empty(), "no cell was read");
+    assert_eq!(pinned.receipts, 0);
+    assert!(!pinned.findings.is_empty());
+    assert!(
+        pinned
+            .findings
+            .iter()
+            .all(|x| x.code == verify::finding::code::MANIFEST_MISMATCH),
+        "{:?}",
+        pinned.findings
+    );
+    // Self-attested, every disagreement is still named where it is.
+    let open = verify_results(&f, &KeyCheck::SelfAttested);
+    assert!(open
+        .cell_reports
+        .iter()
+        .any(|c| c.findings.iter().any(|x| x.code == "invariant_mismatch")));
+    // And a results file pinned to another key stops at its signer.
+    let other = SigningKey::from_bytes(&[3; 32]);
+    let (g, _) = genuine();
+    let r = verify_results(&g, &KeyCheck::Pinned(other.verifying_key()));
+    assert!(r.cell_reports.is_empty() && !r.ok);
+}

@@ -1,15 +1,19 @@
 //! Re-deriving a nemesis results file: signature, plan completeness, every trial's judgement,
 //! every receipt, every summary. Each disagreement is a [`Finding`] naming its path.
 
-use super::rules::{
-    assumption_broken, interleaving, judge, parse_trial_id, summarize, trial_id, trial_seed,
-};
+use super::plan::{check_plan_size, compare_summary, PairSummaries, PlanWalk};
+use super::rules::{assumption_broken, interleaving, judge};
 use super::{sign, NemesisFile, Trial, NEMESIS_FORMAT};
 use crate::billing_credit::is_judged_credit;
 use crate::finding::Finding;
-use crate::receipt::{verify_bundle, KeyCheck};
+use crate::load::{LoadError, NemesisText};
+use crate::receipt::{verify_bundle, KeyCheck, ReceiptReport};
+use rayon::prelude::*;
 use serde::Serialize;
+use std::borrow::Cow;
 use std::collections::BTreeSet;
+use std::convert::Infallible;
+use std::ops::Range;
 
 /// Finding codes of the nemesis checks.
 pub mod code {
@@ -30,7 +34,7 @@ pub mod code {
 }
 
 /// What checking a nemesis file found.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NemesisReport {
     /// Every check held.
     pub ok: bool,
@@ -38,76 +42,194 @@ pub struct NemesisReport {
     pub trials: usize,
     /// Receipts verified.
     pub receipts: usize,
-    /// Violations over all trials (as re-derived).
+    /// Violations over all trials, as the trials state them (each stated judgement is checked
+    /// against its data: one that differs is a finding).
     pub violations: usize,
     /// `pinned` or `self-attested`.
     pub key: &'static str,
+    /// [`crate::fingerprint`] of the key the file was checked against: the pinned key, or the one
+    /// whose signature it carries (self-attested); `None` when it names no valid key.
+    pub fingerprint: Option<String>,
     /// Every disagreement, in file order.
     pub findings: Vec<Finding>,
 }
 
 /// Checks `file`: under `KeyCheck::Pinned`, the file and every receipt must be signed by that key;
 /// self-attested, by the file's own `environment.signer`.
+///
+/// In stages, each on what the one before accepted: the signature (under a pin, a file whose
+/// signature fails is not read further: nothing is derived from it); the plan's size against
+/// the trials the file holds (a plan larger than its trials could fill is refused before
+/// anything is built from it); then each trial, its receipt and its binding, the trial list
+/// against the plan, and the summary.
 pub fn verify_nemesis(file: &NemesisFile, key: &KeyCheck) -> NemesisReport {
+    let read = |range: Range<usize>| -> Result<Cow<'_, [Trial]>, Infallible> {
+        Ok(Cow::Borrowed(file.trials.get(range).unwrap_or_default()))
+    };
+    let Ok(report) = verify_parts(file, file.trials.len(), read, key);
+    report
+}
+
+/// [`verify_nemesis`] over a file whose trials are still text ([`crate::load::load_for_check`]):
+/// a group of trials is read, checked and dropped at a time, so the file is never held as typed
+/// data all at once. The checks and the report are those of [`verify_nemesis`]. `Err` when a
+/// trial cannot be read; the caller then reads the whole file strictly
+/// ([`crate::load::load_document`]) to name where it went wrong.
+pub fn verify_nemesis_text(
+    file: &NemesisText<'_>,
+    key: &KeyCheck,
+) -> Result<NemesisReport, LoadError> {
+    let read = |range: Range<usize>| -> Result<Cow<'_, [Trial]>, LoadError> {
+        let start = range.start;
+        let texts = file.trials.get(range).unwrap_or_default();
+        let trials = texts
+            .iter()
+            .enumerate()
+            .map(|(k, text)| crate::load::read_trial(start + k, text))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Cow::Owned(trials))
+    };
+    verify_parts(&file.head, file.trials.len(), read, key)
+}
+
+/// Trials read and checked at a time.
+const TRIALS_PER_GROUP: usize = 32;
+
+/// Every check of a nemesis file whose `count` trials `read` gives a range at a time (`head`'s
+/// own `trials` are not read).
+fn verify_parts<'t, E: Send>(
+    head: &NemesisFile,
+    count: usize,
+    read: impl Fn(Range<usize>) -> Result<Cow<'t, [Trial]>, E> + Sync,
+    key: &KeyCheck,
+) -> Result<NemesisReport, E> {
+    let groups: Vec<Range<usize>> = (0..count)
+        .step_by(TRIALS_PER_GROUP)
+        .map(|start| start..(start + TRIALS_PER_GROUP).min(count))
+        .collect();
     let mut f = Vec::new();
-    if file.format != NEMESIS_FORMAT {
+    if head.format != NEMESIS_FORMAT {
         f.push(Finding::new(
             "format",
             code::FORMAT,
             format!("not an {NEMESIS_FORMAT} file"),
         ));
     }
-    let signer = check_signature(file, key, &mut f);
-    check_plan(file, &mut f);
+    // The signature covers every trial: a first pass reads each, hashes it and drops it.
+    let mut violations = 0;
+    let hash = match sign::FileHasher::new(head) {
+        Ok(mut hasher) => {
+            let mut result = Ok(());
+            for range in &groups {
+                let trials = read(range.clone())?;
+                violations += trials.iter().filter(|t| t.violation).count();
+                for t in trials.iter() {
+                    result = result.and_then(|()| hasher.trial(t));
+                }
+            }
+            result.map(|()| hasher.finish())
+        }
+        Err(e) => Err(e),
+    };
+    let signer = check_signature(head, hash, key, &mut f);
+    let mut report = NemesisReport {
+        ok: false,
+        trials: count,
+        receipts: 0,
+        violations,
+        key: match key {
+            KeyCheck::Pinned(_) => "pinned",
+            KeyCheck::SelfAttested => "self-attested",
+        },
+        fingerprint: checked_against(head, key, signer).map(|k| crate::fingerprint(&k)),
+        findings: Vec::new(),
+    };
+    if matches!(key, KeyCheck::Pinned(_)) && !f.is_empty() {
+        report.findings = f;
+        return Ok(report);
+    }
+    let (well_formed, fits) = check_plan_size(head, count, &mut f);
     let receipt_key = match (key, signer) {
         (KeyCheck::Pinned(k), _) => KeyCheck::Pinned(*k),
         (KeyCheck::SelfAttested, Some(k)) => KeyCheck::Pinned(k),
         (KeyCheck::SelfAttested, None) => KeyCheck::SelfAttested,
     };
-    let mut receipts = 0;
-    for (i, t) in file.trials.iter().enumerate() {
-        let base = format!("trials[{i}]");
-        check_ground_truth(&base, t, &mut f);
-        check_clock_start(&base, t, file.environment.clock_start, &mut f);
-        check_judgement(&base, t, file.environment.claim.max_in_flight_ms, &mut f);
-        if check_receipt(&base, t, &receipt_key, &mut f) {
-            receipts += 1;
+    let max_in_flight_ms = head.environment.claim.max_in_flight_ms;
+    let clock_start = head.environment.clock_start;
+    let mut walk = well_formed.then(|| PlanWalk::new(&head.plan));
+    let mut summaries = fits.then(|| PairSummaries::new(&head.plan, count));
+    // A window of groups at a time, spread over threads; then, in file order, each group's
+    // findings are kept, its trials walked against the plan and added to their nemesis x column's
+    // summary, and the group is dropped (a pair's trials are summarized as soon as they are all
+    // in, so what is kept is at most one pair's summary views).
+    let window = 2 * rayon::current_num_threads().max(1);
+    for batch in groups.chunks(window) {
+        type Checked<'a> = (Vec<Finding>, usize, Cow<'a, [Trial]>);
+        let checked: Vec<Result<Checked<'t>, E>> = batch
+            .par_iter()
+            .map(|range| {
+                let start = range.start;
+                let trials = read(range.clone())?;
+                let (mut found, mut receipts) = (Vec::new(), 0);
+                for (k, t) in trials.iter().enumerate() {
+                    let base = format!("trials[{}]", start + k);
+                    check_ground_truth(&base, t, &mut found);
+                    check_clock_start(&base, t, clock_start, &mut found);
+                    check_judgement(&base, t, max_in_flight_ms, &mut found);
+                    let receipt = check_receipt(&base, t, &receipt_key, &mut found);
+                    receipts += usize::from(receipt.is_some());
+                    super::bind::check_trial_record(&base, t, receipt.as_ref(), &mut found);
+                }
+                Ok((found, receipts, trials))
+            })
+            .collect();
+        for group in checked {
+            let (mut found, receipts, trials) = group?;
+            f.append(&mut found);
+            report.receipts += receipts;
+            for t in trials.iter() {
+                if let Some(w) = walk.as_mut() {
+                    w.visit(t);
+                }
+                if let Some(s) = summaries.as_mut() {
+                    s.push(t);
+                }
+            }
         }
     }
-    let derived = summarize(&file.plan, &file.trials);
-    if derived != file.summary {
-        let first = derived
-            .iter()
-            .zip(&file.summary)
-            .position(|(a, b)| a != b)
-            .unwrap_or(derived.len().min(file.summary.len()));
-        f.push(Finding::mismatch(
-            format!("summary[{first}]"),
-            code::SUMMARY,
-            "the summary is not the one the trials give",
-            serde_json::to_string(&derived.get(first)).unwrap_or_default(),
-            serde_json::to_string(&file.summary.get(first)).unwrap_or_default(),
-        ));
+    f.extend(walk.and_then(PlanWalk::finish));
+    if let Some(s) = summaries {
+        f.extend(compare_summary(&head.summary, &s.derived));
     }
-    NemesisReport {
-        ok: f.is_empty(),
-        trials: file.trials.len(),
-        receipts,
-        violations: file.trials.iter().filter(|t| t.violation).count(),
-        key: match key {
-            KeyCheck::Pinned(_) => "pinned",
-            KeyCheck::SelfAttested => "self-attested",
-        },
-        findings: f,
+    report.ok = f.is_empty();
+    report.findings = f;
+    Ok(report)
+}
+
+/// The key a verdict names: the pinned key, or the one that signed the file, or (its signature
+/// failing) the one it names as its signer.
+fn checked_against(
+    file: &NemesisFile,
+    key: &KeyCheck,
+    signer: Option<ed25519_dalek::VerifyingKey>,
+) -> Option<ed25519_dalek::VerifyingKey> {
+    match key {
+        KeyCheck::Pinned(k) => Some(*k),
+        KeyCheck::SelfAttested => signer.or_else(|| {
+            crate::entry::decode_lower_hex::<32>(&file.signature.signer)
+                .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
+        }),
     }
 }
 
+/// The file's signature, given its hash (or why it has none).
 fn check_signature(
     file: &NemesisFile,
+    hash: Result<String, sign::SignError>,
     key: &KeyCheck,
     f: &mut Vec<Finding>,
 ) -> Option<ed25519_dalek::VerifyingKey> {
-    match sign::check(file) {
+    match hash.and_then(|h| sign::check_hash(file, &h)) {
         Ok(signer) => {
             let published = crate::entry::lower_hex(signer.as_bytes());
             if published != file.environment.signer {
@@ -131,70 +253,6 @@ fn check_signature(
         Err(e) => {
             f.push(Finding::new("signature", code::SIGNATURE, e.to_string()));
             None
-        }
-    }
-}
-
-/// The trials must be exactly the plan: for each nemesis, each column, indices 0..trials, each
-/// with the seed the run's seed gives and the id that names it.
-fn check_plan(file: &NemesisFile, f: &mut Vec<Finding>) {
-    let plan = &file.plan;
-    let unique = |v: &[String]| v.iter().collect::<BTreeSet<_>>().len() == v.len();
-    if plan.nemeses.is_empty()
-        || plan.columns.is_empty()
-        || !unique(&plan.nemeses)
-        || !unique(&plan.columns)
-    {
-        f.push(Finding::new(
-            "plan",
-            code::FORMAT,
-            "the plan names no nemesis or column, or one twice",
-        ));
-        return;
-    }
-    let expected = plan.nemeses.len() * plan.columns.len() * plan.trials as usize;
-    if file.trials.len() != expected {
-        f.push(Finding::mismatch(
-            "trials",
-            code::TRIALS_INCOMPLETE,
-            "the number of trials is not nemeses x columns x trials of the plan",
-            expected.to_string(),
-            file.trials.len().to_string(),
-        ));
-    }
-    let mut k = 0usize;
-    for nemesis in &plan.nemeses {
-        for column in &plan.columns {
-            for index in 0..plan.trials {
-                let seed = trial_seed(plan.seed, nemesis, column, index);
-                let id = trial_id(nemesis, column, seed);
-                let Some(t) = file.trials.get(k) else {
-                    f.push(Finding::new(
-                        format!("trials[{k}]"),
-                        code::TRIALS_INCOMPLETE,
-                        format!("trial {id} is missing"),
-                    ));
-                    return;
-                };
-                let parsed = parse_trial_id(&t.id);
-                if t.id != id
-                    || t.nemesis != *nemesis
-                    || t.column != *column
-                    || t.index != index
-                    || t.seed != seed
-                    || parsed != Some((nemesis.as_str(), column.as_str(), seed))
-                {
-                    f.push(Finding::mismatch(
-                        format!("trials[{k}].id"),
-                        code::TRIALS_INCOMPLETE,
-                        "the trial is not the one the plan puts here",
-                        id,
-                        t.id.clone(),
-                    ));
-                    return;
-                }
-                k += 1;
-            }
         }
     }
 }
@@ -307,11 +365,14 @@ fn check_judgement(base: &str, t: &Trial, max_in_flight_ms: u64, f: &mut Vec<Fin
 
 /// An interlock trial that reached the gate carries a receipt: it must verify under the key (what
 /// it says happened is the trial's measured outcome, judged against Stripe by the want rule).
-/// Returns whether a receipt was checked.
-fn check_receipt(base: &str, t: &Trial, key: &KeyCheck, f: &mut Vec<Finding>) -> bool {
-    let Some(bundle) = &t.receipt else {
-        return false;
-    };
+/// Returns the receipt's report, when the trial carries one.
+fn check_receipt(
+    base: &str,
+    t: &Trial,
+    key: &KeyCheck,
+    f: &mut Vec<Finding>,
+) -> Option<ReceiptReport> {
+    let bundle = t.receipt.as_ref()?;
     let report = verify_bundle(bundle, key);
     // Sealed (complete) and anchored: every credit the receipt's sends made carries its
     // DISPATCHED hash at Stripe.
@@ -329,7 +390,7 @@ fn check_receipt(base: &str, t: &Trial, key: &KeyCheck, f: &mut Vec<Finding>) ->
             format!("trial {}: the receipt is not signed by the key", t.id),
         ));
     }
-    true
+    Some(report)
 }
 
 /// A recorded clock start is where every trial's clock started: its first invoice

@@ -1,4 +1,4 @@
-//! Nemesis results (`format: "interlock-nemesis/2"`): randomized, replayable trials of the
+//! Nemesis results (`format: "interlock-nemesis/3"`): randomized, replayable trials of the
 //! billing_credit scenario under faults the named crash points never reach (DESIGN §5.1).
 //!
 //! A trial is one case run through one column under one nemesis with one seed. The file holds
@@ -20,7 +20,9 @@
 //! Whether a trial stayed **within the column's assumptions** is re-derived from its timeline
 //! by one rule for every column ([`rules::assumption_broken`]).
 
+mod bind;
 pub mod check;
+mod plan;
 pub mod rules;
 pub mod sign;
 

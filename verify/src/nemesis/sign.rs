@@ -2,10 +2,11 @@
 //! (RFC 8785) of the whole file without its `signature` member; `sig` = ed25519 by `signer` over
 //! `"interlock-nemesis-v1:" + hash`. No member can change, appear or disappear without breaking it.
 
-use super::{FileSignature, NemesisFile};
+use super::{FileSignature, NemesisFile, Trial};
 use crate::canonical;
 use crate::entry;
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 /// Domain-separation prefix of the signature (never valid as an entry or manifest signature).
@@ -28,14 +29,77 @@ pub enum SignError {
     BadSignature,
 }
 
+/// The SHA-256 of the canonical JSON of a file without `signature`, written one trial at a time,
+/// never as one tree of values for the whole file (a tree of values costs many times the file's
+/// text): `trials` sorts last among the members (RFC 8785 orders keys by UTF-16 code units), so
+/// the canonical text is that of every other member, then `,"trials":[`, each trial's canonical
+/// text, and `]}`.
+pub struct FileHasher {
+    hasher: Sha256,
+    trials: usize,
+}
+
+impl FileHasher {
+    /// Starts with every member of `head` but `trials` (not read) and `signature`.
+    pub fn new(head: &NemesisFile) -> Result<FileHasher, SignError> {
+        // Every member named (no `..`): a member added to the file cannot be left out of the hash.
+        let NemesisFile {
+            format,
+            scenario,
+            generated,
+            environment,
+            plan,
+            trials: _,
+            summary,
+            signature: _,
+        } = head;
+        let rest = json!({
+            "format": format,
+            "scenario": scenario,
+            "generated": generated,
+            "environment": value(environment)?,
+            "plan": value(plan)?,
+            "summary": value(summary)?,
+        });
+        let rest = canon(&rest)?;
+        let mut hasher = Sha256::new();
+        hasher.update(rest.get(..rest.len().saturating_sub(1)).unwrap_or_default());
+        hasher.update(b",\"trials\":[");
+        Ok(FileHasher { hasher, trials: 0 })
+    }
+
+    /// Adds the next trial.
+    pub fn trial(&mut self, t: &Trial) -> Result<(), SignError> {
+        if self.trials > 0 {
+            self.hasher.update(b",");
+        }
+        self.hasher.update(canon(&value(t)?)?);
+        self.trials += 1;
+        Ok(())
+    }
+
+    /// The hash, in lowercase hex.
+    pub fn finish(mut self) -> String {
+        self.hasher.update(b"]}");
+        entry::lower_hex(&self.hasher.finalize())
+    }
+}
+
 /// Hex SHA-256 of the canonical JSON of `file` without `signature`.
 pub fn file_hash(file: &NemesisFile) -> Result<String, SignError> {
-    let mut value = serde_json::to_value(file).map_err(|e| SignError::Canonical(e.to_string()))?;
-    if let Some(map) = value.as_object_mut() {
-        map.remove("signature");
+    let mut h = FileHasher::new(file)?;
+    for t in &file.trials {
+        h.trial(t)?;
     }
-    let bytes = canonical::to_vec(&value).map_err(|e| SignError::Canonical(e.to_string()))?;
-    Ok(entry::lower_hex(&Sha256::digest(&bytes)))
+    Ok(h.finish())
+}
+
+fn canon(v: &Value) -> Result<String, SignError> {
+    canonical::to_string(v).map_err(|e| SignError::Canonical(e.to_string()))
+}
+
+fn value<T: serde::Serialize>(v: &T) -> Result<Value, SignError> {
+    serde_json::to_value(v).map_err(|e| SignError::Canonical(e.to_string()))
 }
 
 /// Signs `file` with `key` (sets `signature`).
@@ -52,7 +116,13 @@ pub fn sign(file: &mut NemesisFile, key: &SigningKey) -> Result<(), SignError> {
 
 /// Checks the signature; returns the key that signed.
 pub fn check(file: &NemesisFile) -> Result<VerifyingKey, SignError> {
-    if file_hash(file)? != file.signature.hash {
+    check_hash(file, &file_hash(file)?)
+}
+
+/// Checks the signature of a file whose hash ([`FileHasher`]) is `hash`; returns the key that
+/// signed. Only `file.signature` is read.
+pub fn check_hash(file: &NemesisFile, hash: &str) -> Result<VerifyingKey, SignError> {
+    if hash != file.signature.hash {
         return Err(SignError::HashMismatch);
     }
     let signer: [u8; 32] = hex::decode(&file.signature.signer)

@@ -9,6 +9,7 @@
 use crate::canonical::{self, CanonicalError};
 use crate::entry::{decode_lower_hex, ReceiptBundle};
 use crate::problem::Problem;
+use crate::receipt::Happened;
 use ed25519_dalek::{Signature, VerifyingKey};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -55,9 +56,37 @@ pub fn head_message(h: &Head) -> Result<Vec<u8>, CanonicalError> {
 
 /// Check a bundle's head, if it has one, against its entries and against `signer`, the key the
 /// entries had to be signed by. Adds a problem per disagreement; an unsealed bundle adds none
-/// (its caller decides whether a seal is required).
-pub fn check(bundle: &ReceiptBundle, signer: Option<[u8; 32]>, problems: &mut Vec<Problem>) {
-    let Some(h) = &bundle.head else { return };
+/// (its caller decides whether a seal is required). Returns whether the bundle is sealed: it has
+/// a head and every check of it holds.
+pub fn check(
+    bundle: &ReceiptBundle,
+    signer: Option<[u8; 32]>,
+    problems: &mut Vec<Problem>,
+) -> bool {
+    let Some(h) = &bundle.head else {
+        return false;
+    };
+    let before = problems.len();
+    check_head(bundle, h, signer, problems);
+    problems.len() == before
+}
+
+/// What the receipt proves happened, given whether it is sealed ([`check`]): without a seal,
+/// nothing shows the receipt holds every entry (one cut after AUTHORIZED, or with its COMMITTED
+/// dropped, reads as its prefix), so it never proves the effect did not happen.
+pub fn proven(entries_say: Happened, sealed: bool) -> Happened {
+    match entries_say {
+        Happened::No if !sealed => Happened::Unknown,
+        other => other,
+    }
+}
+
+fn check_head(
+    bundle: &ReceiptBundle,
+    h: &Head,
+    signer: Option<[u8; 32]>,
+    problems: &mut Vec<Problem>,
+) {
     let eid = &bundle.effect_id;
     let mut mismatch = |what: String| {
         let msg = format!(

@@ -294,8 +294,9 @@ fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
         SignerRule::Pinned(k) | SignerRule::Published(k) => Some(k.to_bytes()),
         SignerRule::FromRecord => walk.first_signer,
     };
-    crate::trusted::seal::check(bundle, sealer, &mut report.problems);
+    let sealed = crate::trusted::seal::check(bundle, sealer, &mut report.problems);
     replay::replay(eid, format, &objects, &mut report);
+    report.happened = crate::trusted::seal::proven(report.entries_say, sealed);
     Prepared {
         report,
         pending: walk.pending,

@@ -322,13 +322,15 @@ impl<'a> Replay<'a> {
         report.rechecked_at_recovery = self.rechecked.cloned();
         report.evidence = self.evidence.cloned();
         report.via = self.via.map(str::to_owned);
-        report.happened = if self.commits > 0 {
+        report.entries_say = if self.commits > 0 {
             Happened::Yes
         } else if self.ambiguous || self.open {
             Happened::Unknown
         } else {
             Happened::No
         };
+        // What the receipt proves is decided with its seal, in `prepare`.
+        report.happened = report.entries_say;
         report.happened_once = self.once;
         if report.happened != Happened::Yes {
             report.refused = self.refused;
