@@ -95,7 +95,19 @@ pub(crate) fn outcomes_for_final(
     report: &ReceiptReport,
     final_refused_code: Option<&str>,
 ) -> Vec<String> {
-    match report.final_kind.as_deref() {
+    // A later submit of an effect already committed (a second worker) writes its PROPOSED and
+    // AUTHORIZED, finds the COMMITTED at dispatch and stops: the chain then ends in them, and
+    // the effect's status is still the commit's.
+    let trailing_submit = matches!(
+        report.final_kind.as_deref(),
+        Some("PROPOSED" | "AUTHORIZED")
+    ) && report.journal_kinds.iter().any(|k| k == "COMMITTED");
+    let final_kind = if trailing_submit {
+        Some("COMMITTED")
+    } else {
+        report.final_kind.as_deref()
+    };
+    match final_kind {
         Some("COMMITTED") => {
             let by_via = match report.via.as_deref() {
                 Some("send") => "COMMITTED",
