@@ -357,9 +357,10 @@ fn kill_rows(file: &NemesisFile) -> Vec<KillRow> {
         };
         for k in t.kills.iter().filter(|k| k.worker == "decide") {
             let step = if k.delivered {
+                // A cooperative kill (the worker announced the point and blocked) names no step.
                 k.last_step
                     .clone()
-                    .unwrap_or_else(|| "(before any step)".into())
+                    .unwrap_or_else(|| format!("{} (cooperative point)", k.after))
             } else {
                 "(finished first)".into()
             };
