@@ -297,6 +297,7 @@ impl Client {
     ) -> Result<Response, StripeError> {
         let deadline = Instant::now() + self.timeout;
         let mut attempts = 0u32;
+        let mut other_retries = 0u32;
         loop {
             attempts += 1;
             let left = deadline.saturating_duration_since(Instant::now());
@@ -310,7 +311,14 @@ impl Client {
                 Err(Attempt::Retryable { error, retry_after }) => (error, retry_after),
             };
             let wait = self.retry.backoff(attempts - 1, retry_after);
-            let retries_left = attempts <= self.retry.max_retries;
+            // A 429 ran nothing: every policy retries it within the call's budget alone. The
+            // policy's own count bounds the retries of answers that may have run.
+            let rate_limited = error.api().is_some_and(|f| f.status == 429);
+            if !rate_limited {
+                other_retries += 1;
+            }
+            let retries_left =
+                self.retry.max_retries > 0 && other_retries <= self.retry.max_retries;
             if !retries_left || Instant::now() + wait >= deadline {
                 return Err(StripeError::Exhausted {
                     attempts,

@@ -15,9 +15,10 @@ use std::time::Duration;
 /// How the client retries answers that invite a retry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
-    /// At most this many retries after the first attempt (0 turns retries off).
-    /// The default is high enough that the call's timeout, not this count, ends a
-    /// run of retries.
+    /// At most this many retries of answers other than 429 (0 turns every retry off).
+    /// A 429 is refused before anything runs: it is retried, under every policy
+    /// that retries it, for as long as the call's timeout allows. The default is
+    /// high enough that the timeout, not this count, ends a run of retries.
     pub max_retries: u32,
     /// The wait before the first retry; each further wait doubles, up to
     /// `max_backoff`. Each wait is then drawn between half of it and all of it
@@ -68,7 +69,9 @@ impl RetryPolicy {
     /// Stripe's official SDKs' default client behaviour (stripe-python 16.1:
     /// `max_network_retries = 2`, waits of 0.5 s doubling to at most 5 s, each
     /// drawn between half of it and all of it and never under 0.5 s), with
-    /// [`RetryRule::StripeSdk`]. A caller that sends under an idempotency key, as
+    /// [`RetryRule::StripeSdk`]. One difference, for fairness between the
+    /// columns: 429s are retried within the call's budget, as every client here
+    /// retries them, rather than counted among the two. A caller that sends under an idempotency key, as
     /// the SDKs' users do, gets what such a user gets. The call's overall timeout
     /// still bounds every attempt and wait together.
     pub fn stripe_sdk() -> RetryPolicy {
