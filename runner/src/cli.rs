@@ -142,9 +142,11 @@ pub struct RunArgs {
     pub scenario: Option<String>,
 
     /// Run randomized nemesis trials instead of the matrix: `all` or a comma-separated list of
-    /// kill_random, kill_in_flight, late_after_timeout, late_beyond_bound, commit_then_500, commit_then_drop,
-    /// kill_recovery, two_workers, revoke_in_outage, revoke_mid_check, note_mid_check,
-    /// rate_limit_burst, kill_at_step. Writes DIR/nemesis/billing_credit.json.
+    /// kill_random, kill_in_flight, late_after_timeout, late_beyond_bound, commit_then_500,
+    /// commit_then_drop, kill_recovery, two_workers, revoke_in_outage, revoke_mid_check,
+    /// note_mid_check, rate_limit_burst, kill_at_step, exposure, stop_holder, torn_tail,
+    /// disk_full (needs root: it mounts a tmpfs), dedup_expired (needs libfaketime),
+    /// decides_again. Writes DIR/nemesis/billing_credit.json.
     #[arg(long, value_name = "LIST", conflicts_with_all = ["cells", "repeat"])]
     pub nemesis: Option<String>,
 

@@ -22,7 +22,8 @@ use std::time::Duration;
 
 /// Prefix of the line announcing the crash point.
 pub const CRASH_LINE_PREFIX: &str = "INTERLOCK-CRASH-POINT ";
-/// Prefix of the line a `--crash every` worker prints after each step it passed.
+/// Prefix of the line a `--crash every` worker prints after each step it passed:
+/// `INTERLOCK-STEP <step> <monotonic µs>`.
 pub const STEP_LINE_PREFIX: &str = "INTERLOCK-STEP ";
 /// Prefix of the line a worker prints when it pauses at its `--pause-at` step.
 pub const PAUSE_LINE_PREFIX: &str = "INTERLOCK-PAUSED ";
@@ -112,6 +113,11 @@ pub struct WorkerArgs {
     /// stdout (`INTERLOCK-EVENT ...`), for the nemesis's timeline.
     #[arg(long)]
     pub announce_events: bool,
+    /// resume only (the `decides_again` nemesis): decide again before finishing, with the
+    /// account read afresh and this percentage of the saved decision's amount, as an agent that
+    /// lost its memory of the first decision would.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=100))]
+    pub decide_again_pct: Option<u8>,
 }
 
 /// Runs a worker; returns the process exit code.
@@ -188,7 +194,11 @@ fn step_hook(kill_at: Option<CrashPoint>, pause_at: Option<CrashPoint>) -> bc::C
     };
     let kill = crash_hook();
     Arc::new(move |point: bc::CrashPoint| {
-        announce(STEP_LINE_PREFIX, point);
+        {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{STEP_LINE_PREFIX}{}{}", point.as_str(), bc::stamp());
+            let _ = out.flush();
+        }
         if Some(point) == kill_at {
             kill(point);
         }
@@ -359,9 +369,27 @@ fn ask_decider(
 /// other case: the column's own restart.
 fn resume(args: &WorkerArgs) -> Result<i32, String> {
     let column = column(args)?;
+    let crash = match args.crash.as_str() {
+        NO_CRASH => None,
+        EVERY_STEP => {
+            let hook = step_hook(step_arg(args.kill_at.as_deref())?, None);
+            hook(CrashPoint::Started);
+            Some((CrashPoint::Every, hook))
+        }
+        other => return Err(format!("--crash {other}: a resume takes `none` or `every`")),
+    };
     let key = read_signing_key(&args.key_file)?;
     let client = client(args)?;
     let dir = args.cell_dir.as_path();
+    let restart = |crash: Option<bc::Crash>| {
+        bc::restart_with(column, &client, dir, &key, &settings(args), crash)
+    };
+    if let Some(pct) = args
+        .decide_again_pct
+        .filter(|_| dir.join(bc::DECISION_FILE).exists())
+    {
+        decide_again(args, &client, dir, pct, crash.clone())?;
+    }
     let report = if !dir.join(bc::DECISION_FILE).exists() {
         bc::RestartReport {
             status: NOT_DECIDED.into(),
@@ -374,7 +402,7 @@ fn resume(args: &WorkerArgs) -> Result<i32, String> {
             detail: json!({"note": "killed before any decision was saved: nothing to resume"}),
         }
     } else {
-        match bc::restart(column, &client, dir, &key, &settings(args)) {
+        match restart(crash.clone()) {
             Ok(r) => r,
             Err(first) if column == bc::Column::Interlock => {
                 let case = bc::CaseFile::load(dir).map_err(|e| e.to_string())?;
@@ -386,13 +414,12 @@ fn resume(args: &WorkerArgs) -> Result<i32, String> {
                     dir,
                     &case,
                     &decision,
-                    None,
+                    crash.clone(),
                     &key,
                     &settings(args),
                 )
                 .map_err(|e| e.to_string())?;
-                bc::restart(column, &client, dir, &key, &settings(args))
-                    .map_err(|e| e.to_string())?
+                restart(crash).map_err(|e| e.to_string())?
             }
             Err(e) => return Err(e.to_string()),
         }
@@ -402,6 +429,54 @@ fn resume(args: &WorkerArgs) -> Result<i32, String> {
     writeln!(out, "{line}").map_err(|e| e.to_string())?;
     out.flush().map_err(|e| e.to_string())?;
     Ok(0)
+}
+
+/// `decides_again`: the restarted worker reads the account afresh and decides again, proposing
+/// `pct` % of the saved decision's amount (at least one cent), and saves that decision in place
+/// of the first. interlock submits the new proposal through the gate (which compares it with
+/// whatever the journal already holds for the request); no_check and hand_check send it from
+/// their restart, as they would any saved decision.
+fn decide_again(
+    args: &WorkerArgs,
+    client: &stripe::Client,
+    dir: &Path,
+    pct: u8,
+    crash: Option<bc::Crash>,
+) -> Result<(), String> {
+    let column = column(args)?;
+    let case = bc::CaseFile::load(dir).map_err(|e| e.to_string())?;
+    let first = bc::load_decision(dir).map_err(|e| e.to_string())?;
+    bc::announce_read("approval", bc::monotonic_us());
+    let account = bc::read_account(client, &case).map_err(|e| e.to_string())?;
+    let amount = (first.amount * i64::from(pct) / 100).max(1);
+    let again = verify::results::Decision {
+        amount,
+        description: format!("{} (decided again after a restart)", first.description),
+        decider: first.decider.clone(),
+        premises: account.premises.clone(),
+        replayed_from: None,
+    };
+    eprintln!(
+        "worker: deciding again: {amount} cents ({pct} % of the first decision's {})",
+        first.amount
+    );
+    if column == bc::Column::Interlock {
+        let key = read_signing_key(&args.key_file)?;
+        let status = bc::decide_and_send(
+            column,
+            client,
+            dir,
+            &case,
+            &again,
+            crash,
+            &key,
+            &settings(args),
+        )
+        .map_err(|e| e.to_string())?;
+        eprintln!("worker: the gate answered the second decision with {status}");
+        return Ok(());
+    }
+    bc::save_decision(dir, &again).map_err(|e| e.to_string())
 }
 
 /// The status of a trial whose worker was killed before any decision was saved.

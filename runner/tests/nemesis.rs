@@ -7,11 +7,16 @@ use verify::nemesis::NemesisFile;
 
 /// Runs `runner --nemesis LIST --trials N --seed S`; returns the file, verified.
 fn run_nemesis(list: &str, trials: u32, seed: u64) -> NemesisFile {
+    run_nemesis_on(list, trials, seed, 4)
+}
+
+/// [`run_nemesis`] with `jobs` trials at once (trials that mostly wait, as a stopped holder's).
+fn run_nemesis_on(list: &str, trials: u32, seed: u64, jobs: u32) -> NemesisFile {
     let out = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_runner"))
         .args(["--scenario", "billing_credit", "--nemesis", list])
         .args(["--trials", &trials.to_string(), "--seed", &seed.to_string()])
-        .args(["--jobs", "4", "--out"])
+        .args(["--jobs", &jobs.to_string(), "--out"])
         .arg(out.path())
         .output()
         .unwrap();
@@ -182,4 +187,109 @@ fn steps_pauses_and_timed_kills_replay_to_the_same_outcome() {
         replayed += 1;
     }
     assert!(replayed >= 9, "only {replayed} trials replayed");
+}
+
+/// Whether this machine can run the storage and clock nemeses (disk_full mounts a tmpfs, so it
+/// needs root; dedup_expired needs libfaketime). Outside CI a machine that cannot says so and
+/// the test is skipped; under CI (`.ci/run` runs as root and installs faketime) it must.
+fn can_run_storage_nemeses() -> bool {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false);
+    let faketime = std::path::Path::new("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
+        .exists()
+        || std::path::Path::new("/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1").exists();
+    if root && faketime {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "under CI the storage nemeses must run: root {root}, libfaketime {faketime}"
+    );
+    eprintln!("SKIPPED: disk_full needs root and dedup_expired libfaketime (root {root}, libfaketime {faketime})");
+    false
+}
+
+#[test]
+fn the_new_nemeses_run_are_judged_and_replay() {
+    if !can_run_storage_nemeses() {
+        return;
+    }
+    let file = run_nemesis_on(
+        "stop_holder,torn_tail,disk_full,dedup_expired,decides_again,kill_recovery",
+        2,
+        31,
+        16,
+    );
+    for t in &file.trials {
+        assert!(t.harness_error.is_none(), "{}: {:?}", t.id, t.harness_error);
+        if t.column == "interlock" && t.assumption.is_none() {
+            assert!(!t.violation, "{} {}", t.id, t.outcome);
+            assert!(t.answer_matches, "{} {}", t.id, t.outcome);
+        }
+        if t.unresolved {
+            assert!(t.restart_error.is_some(), "{}: no reason", t.id);
+        }
+        let fault = |kind: &str| t.faults.iter().find(|f| f.kind == kind);
+        match t.nemesis.as_str() {
+            // Stopped past the claim TTL while the restart ran, then continued.
+            "stop_holder" => {
+                assert_eq!(fault("stop").map(|f| f.fired), Some(1), "{}", t.id);
+                assert!(t.settle_ms.is_some_and(|ms| ms >= 12_000), "{}", t.id);
+                let kinds: Vec<&str> = t.timeline.iter().map(|e| e.kind.as_str()).collect();
+                assert!(
+                    kinds.contains(&"stop") && kinds.contains(&"cont"),
+                    "{}",
+                    t.id
+                );
+            }
+            // The record's last line was cut where the column keeps one; every restart read
+            // past it (hand_check's report names an unreadable log instead of failing).
+            "torn_tail" => {
+                let torn = fault("torn_tail").unwrap();
+                assert_eq!(torn.fired, u32::from(t.column != "no_check"), "{}", t.id);
+                assert!(!t.unresolved, "{}: {:?}", t.id, t.restart_error);
+            }
+            "disk_full" => assert!(fault("disk_full").is_some(), "{}", t.id),
+            // A resend under a key the service forgot runs again: no_check, killed after its
+            // POST landed, credits twice.
+            "dedup_expired" => {
+                assert!(fault("dedup_expired").is_some(), "{}", t.id);
+                if t.column == "no_check" && t.kills[0].after == "after_send" {
+                    assert!(t.violation, "{} {}", t.id, t.outcome);
+                }
+            }
+            // A second decision under the same key with other parameters: Stripe refuses it.
+            "decides_again" if t.column == "no_check" && t.kills[0].after == "after_send" => {
+                assert!(t.unresolved, "{} {}", t.id, t.outcome);
+            }
+            // Restart kills land at the restart's own announced steps.
+            "kill_recovery" => {
+                assert!(t.kills.len() >= 2, "{}", t.id);
+                for k in t.kills.iter().skip(1).filter(|k| k.delivered) {
+                    assert_eq!(k.last_step.as_deref(), Some(k.after.as_str()), "{}", t.id);
+                }
+            }
+            _ => {}
+        }
+    }
+    // Each of these replays from its id alone (the stopped holder's replay takes its stop again:
+    // left out for time).
+    for t in file
+        .trials
+        .iter()
+        .filter(|t| t.index == 0 && t.nemesis != "stop_holder" && t.nemesis != "disk_full")
+    {
+        let text = replay(&t.id, None);
+        for want in [
+            format!("outcome {},", t.outcome),
+            format!("case credits {} ", t.ground_truth.case_credit_count),
+            format!("violation {},", t.violation),
+        ] {
+            assert!(text.contains(&want), "{}: {want} not in {text}", t.id);
+        }
+    }
 }

@@ -139,6 +139,7 @@ pub fn trial_file(id: &str) -> String {
 /// | `exposure.judged.C`, `exposure.violations.C`, `exposure.bound.C` | integer, integer, text | the exposure nemesis: trials, violations and the 95% bound on its violation rate |
 /// | `violating_nemeses.C` | text | nemeses with violations within assumptions (with counts), or `none` |
 /// | `violations_within.N.C`, `within.N.C` | integer | the same per nemesis |
+/// | `judged.N.C`, `violations.N.C`, `wrong.N.C`, `unresolved.N.C` | integer | per nemesis, over all its judged trials (within and beyond) |
 /// | `harness_errors` | integer | HARNESS_ERROR trials |
 pub fn facts(file: &NemesisFile) -> Facts {
     let mut facts = Facts::new();
@@ -266,6 +267,25 @@ fn column_facts(file: &NemesisFile, column: &str, facts: &mut Facts) {
         if violations > 0 {
             violating.push(format!("{nemesis} ({violations})"));
         }
+        let judged: Vec<&Trial> = file
+            .trials
+            .iter()
+            .filter(of)
+            .filter(|t| &t.nemesis == nemesis)
+            .collect();
+        facts.insert(format!("judged.{nemesis}.{column}"), int(judged.len()));
+        facts.insert(
+            format!("violations.{nemesis}.{column}"),
+            count(&judged, |t| t.violation),
+        );
+        facts.insert(
+            format!("wrong.{nemesis}.{column}"),
+            count(&judged, |t| !t.answer_matches && !t.unresolved),
+        );
+        facts.insert(
+            format!("unresolved.{nemesis}.{column}"),
+            count(&judged, |t| t.unresolved),
+        );
         facts.insert(format!("within.{nemesis}.{column}"), int(here.len()));
         facts.insert(
             format!("violations_within.{nemesis}.{column}"),
@@ -334,6 +354,15 @@ fn timeline_rows(t: &Trial) -> Vec<TimelineRow> {
                 "pause" => format!("paused at {}", e.what),
                 "resume" => format!("told {} to go on", e.what),
                 "kill" => format!("SIGKILL to {}", e.what),
+                "stop" => format!("SIGSTOP to {}", e.what),
+                "cont" => format!("SIGCONT to {}", e.what),
+                "tear" => format!("cut the last line of {}", e.what),
+                "answered" if e.what == verify::nemesis::rules::REPLAYED => {
+                    "the credit POST's answer is back: a replay from the idempotency cache"
+                        .to_owned()
+                }
+                "answered" => "the credit POST's answer is back".to_owned(),
+                "disk" | "dedup" => e.what.clone(),
                 "outage" => format!("outage {}{until}", e.what),
                 "change" => format!("changed {}{until}", e.what),
                 other => format!("{other} {}", e.what),
@@ -347,22 +376,36 @@ fn timeline_rows(t: &Trial) -> Vec<TimelineRow> {
         .collect()
 }
 
-/// Where the decide kills landed, per column (a kill that found the worker finished counts
-/// under `(finished first)`).
+/// Where the kills landed, per column: the decide worker's by the step it last announced, the
+/// restarts' (kill_recovery) in rows of their own, `restart: <step>` (a kill that found the
+/// worker finished counts under `(finished first)`).
 fn kill_rows(file: &NemesisFile) -> Vec<KillRow> {
     let mut rows: Vec<KillRow> = Vec::new();
     for t in &file.trials {
         let Some(col) = file.plan.columns.iter().position(|c| c == &t.column) else {
             continue;
         };
-        for k in t.kills.iter().filter(|k| k.worker == "decide") {
-            let step = if k.delivered {
+        for k in &t.kills {
+            let restart = k.worker.starts_with("restart");
+            if k.worker != "decide" && !restart {
+                continue;
+            }
+            let timed = k.worker == "decide" && t.replay_at.is_some();
+            let landed = if k.delivered && timed {
+                // A timed kill: where its replay kills (a POST that had reached the service
+                // counts as `request_held` or `after_send`, not the step before it).
+                t.replay_at.clone().unwrap_or_default()
+            } else if k.delivered {
                 // A cooperative kill (the worker announced the point and blocked) names no step.
                 k.last_step
                     .clone()
                     .unwrap_or_else(|| format!("{} (cooperative point)", k.after))
             } else {
                 "(finished first)".into()
+            };
+            let step = match restart {
+                true => format!("restart: {landed}"),
+                false => landed,
             };
             let row = match rows.iter().position(|r| r.step == step) {
                 Some(i) => &mut rows[i],

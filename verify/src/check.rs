@@ -95,12 +95,14 @@ pub(crate) fn outcomes_for_final(
     report: &ReceiptReport,
     final_refused_code: Option<&str>,
 ) -> Vec<String> {
-    // A later submit of an effect already committed (a second worker) writes its PROPOSED and
-    // AUTHORIZED, finds the COMMITTED at dispatch and stops: the chain then ends in them, and
-    // the effect's status is still the commit's.
+    // A later submit of an effect already committed (a second worker, or a worker that decided
+    // again with another payload) writes its PROPOSED and AUTHORIZED, finds the COMMITTED at
+    // dispatch and stops, or is refused as a conflicting payload: the chain then ends in them,
+    // and the effect's status is still the commit's (as `interlock::status_of` derives it: no
+    // dispatch opens after a COMMITTED, so nothing after it can settle the effect again).
     let trailing_submit = matches!(
         report.final_kind.as_deref(),
-        Some("PROPOSED" | "AUTHORIZED")
+        Some("PROPOSED" | "AUTHORIZED" | "REFUSED")
     ) && report.journal_kinds.iter().any(|k| k == "COMMITTED");
     let final_kind = if trailing_submit {
         Some("COMMITTED")
@@ -1620,6 +1622,36 @@ mod tests {
             .filter(|c| columns.contains(&c.column.as_str()))
             .collect();
         (0..times).flat_map(|_| picked.iter().cloned()).collect()
+    }
+
+    #[test]
+    fn a_refused_second_payload_after_the_commit_leaves_the_commits_status() {
+        let bundle = crate::entry::ReceiptBundle {
+            format: "interlock.receipt/v1".into(),
+            effect_id: "e".into(),
+            entries: Vec::new(),
+            head: None,
+        };
+        let mut report = ReceiptReport::empty(&bundle, "k");
+        report.journal_kinds = ["PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED"]
+            .map(str::to_owned)
+            .to_vec();
+        report.via = Some("retry-idempotent".into());
+        report.final_kind = Some("COMMITTED".into());
+        assert_eq!(outcomes_for_final(&report, None)[0], "COMMITTED_BY_RETRY");
+        report
+            .journal_kinds
+            .extend(["PROPOSED".into(), "REFUSED".into()]);
+        report.final_kind = Some("REFUSED".into());
+        let allowed = outcomes_for_final(&report, Some("conflicting_payload"));
+        assert_eq!(allowed[0], "COMMITTED_BY_RETRY");
+        assert!(!allowed.contains(&"REFUSED:conflicting_payload".to_owned()));
+        // Without a commit before it, the refusal is the effect's status.
+        report.journal_kinds = ["PROPOSED", "REFUSED"].map(str::to_owned).to_vec();
+        assert_eq!(
+            outcomes_for_final(&report, Some("conflicting_payload")),
+            vec!["REFUSED:conflicting_payload".to_owned()]
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 mod faults;
 mod run;
+mod storage;
 mod timeline;
 mod trial;
 mod workers;
@@ -35,7 +36,8 @@ pub enum Nemesis {
     /// The service commits the credit, then drops the connection without an answer.
     CommitThenDrop,
     /// The decide worker is killed right before the send; then the restart itself is killed 1-3
-    /// times at random instants before a final restart.
+    /// times, each at a step drawn from the restart's own announced steps, before a final
+    /// restart.
     KillRecovery,
     /// Two decide workers for one case start at once (two agents, or a retry racing the first).
     TwoWorkers,
@@ -63,11 +65,29 @@ pub enum Nemesis {
     /// read of the approval, before its POST is applied), so its violation rate measures that
     /// window's length.
     Exposure,
+    /// A live holder stopped: SIGSTOP the decide worker at its last step before the POST, for
+    /// 12-14 s (past the 11 s claim TTL); the outage and the final restart run meanwhile; then
+    /// SIGCONT, and the stopped sender goes on with what it had checked before it stopped.
+    StopHolder,
+    /// A torn tail: SIGKILL at a step whose own write is the last line of the column's record
+    /// (interlock's journal, hand_check's log), then the runner cuts that line at a drawn byte,
+    /// as a crash in the middle of the append would leave it.
+    TornTail,
+    /// A full disk: the trial's directory is a 512 KiB tmpfs filled until 0-8 pages are free, so
+    /// the decide worker's writes fail with ENOSPC wherever they do; the space is freed before
+    /// the final restart, as an operator would.
+    DiskFull,
+    /// The dedup window passes while the worker is dead: the service forgets the account's
+    /// idempotency keys and the restart's wall clock runs 24-25 h ahead.
+    DedupExpired,
+    /// The restarted worker decides again, proposing 30-90 % of the first amount; the trial is
+    /// judged against the first decision.
+    DecidesAgain,
 }
 
 impl Nemesis {
     /// Every nemesis, in run order.
-    pub const ALL: [Nemesis; 14] = [
+    pub const ALL: [Nemesis; 19] = [
         Nemesis::KillRandom,
         Nemesis::KillInFlight,
         Nemesis::LateAfterTimeout,
@@ -82,6 +102,11 @@ impl Nemesis {
         Nemesis::RateLimitBurst,
         Nemesis::KillAtStep,
         Nemesis::Exposure,
+        Nemesis::StopHolder,
+        Nemesis::TornTail,
+        Nemesis::DiskFull,
+        Nemesis::DedupExpired,
+        Nemesis::DecidesAgain,
     ];
 
     /// The name used on the command line and in results.
@@ -101,6 +126,11 @@ impl Nemesis {
             Nemesis::RateLimitBurst => "rate_limit_burst",
             Nemesis::KillAtStep => "kill_at_step",
             Nemesis::Exposure => "exposure",
+            Nemesis::StopHolder => "stop_holder",
+            Nemesis::TornTail => "torn_tail",
+            Nemesis::DiskFull => "disk_full",
+            Nemesis::DedupExpired => "dedup_expired",
+            Nemesis::DecidesAgain => "decides_again",
         }
     }
 

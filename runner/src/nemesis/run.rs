@@ -112,6 +112,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
         }
     }
     let s = start(args.journal)?;
+    super::storage::preflight(&args.nemeses, s.dir.path()).map_err(|e| anyhow!(e))?;
     // Ctrl-C / SIGTERM: no new trial starts; running trials end (every worker wait is bounded)
     // and nothing is written.
     let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -373,6 +374,7 @@ pub fn replay(
     let nemesis = Nemesis::parse(nemesis).map_err(|e| anyhow!(e))?;
     let column = Column::parse(column).map_err(|e| anyhow!(e.to_string()))?;
     let s = start(None)?;
+    super::storage::preflight(&[nemesis], s.dir.path()).map_err(|e| anyhow!(e))?;
     let ctx = TrialContext {
         backend: &s.backend,
         exe: &s.exe,

@@ -1,6 +1,6 @@
-//! A trial's timeline: every line a worker announces (reads of a fact and credit POSTs at the
-//! instants the worker read on the machine's monotonic clock; steps and pauses stamped when the
-//! runner reads them), and what the runner itself does (kills, outages, world changes), all on
+//! A trial's timeline: every line a worker announces (reads of a fact, credit POSTs and steps at
+//! the instants the worker read on the machine's monotonic clock; pauses stamped when the runner
+//! reads them), and what the runner itself does (kills, outages, world changes), all on
 //! that one clock. verify re-derives the trial's within-assumptions label from it
 //! (`verify::nemesis::rules::assumption_broken`).
 
@@ -60,7 +60,14 @@ impl Timeline {
     /// A line `actor` printed, read at `at`: recorded when it is an announcement.
     pub(super) fn worker_line(&self, actor: &str, at: Instant, line: &str) {
         if let Some(step) = line.strip_prefix(STEP_LINE_PREFIX) {
-            self.push(at, actor, "step", step.trim(), None);
+            // The worker's own stamp when it has one (`<step> <µs>`), else when it arrived.
+            let mut words = step.split_whitespace();
+            let name = words.next().unwrap_or_default();
+            let at_us = words
+                .next()
+                .and_then(|w| self.stamp(w))
+                .unwrap_or_else(|| self.us(at));
+            self.push_us(at_us, actor, "step", name, None);
         } else if let Some(step) = line.strip_prefix(PAUSE_LINE_PREFIX) {
             self.push(at, actor, "pause", step.trim(), None);
         } else if let Some(event) = line.strip_prefix(EVENT_LINE_PREFIX) {
@@ -76,7 +83,9 @@ impl Timeline {
                     self.push_us(start, actor, "read", fact, Some(end));
                 }
                 Some(kind @ ("post" | "answered")) => {
-                    self.push_us(stamp(1).unwrap_or(arrived), actor, kind, "", None)
+                    // `answered <at> replayed`: from the service's idempotency cache.
+                    let what = words.get(2).copied().unwrap_or_default();
+                    self.push_us(stamp(1).unwrap_or(arrived), actor, kind, what, None)
                 }
                 _ => {}
             }
@@ -86,6 +95,17 @@ impl Timeline {
     /// The runner told a paused worker to go on.
     pub(super) fn resumed(&self, actor: &str) {
         self.push(Instant::now(), WORLD, "resume", actor, None);
+    }
+
+    /// The runner sent SIGSTOP (`stop`) or SIGCONT (`cont`) to `actor`.
+    pub(super) fn signalled(&self, kind: &str, actor: &str) {
+        self.push(Instant::now(), WORLD, kind, actor, None);
+    }
+
+    /// The runner did something to the trial's files or service (`tear`, `disk`, `dedup`):
+    /// `what` says what.
+    pub(super) fn runner_fault(&self, kind: &str, what: &str) {
+        self.push(Instant::now(), WORLD, kind, what, None);
     }
 
     /// The runner sent SIGKILL to `actor`.

@@ -2,9 +2,10 @@
 //! as drawn, run the outage while it is dead, kill the restarts as drawn, run a final restart,
 //! read what Stripe holds and judge it.
 
-use super::faults::{describe, draw_for, Draw, WorldFault};
+use super::faults::{describe, draw_for, Draw, WorldFault, DISK_KIB, STOP_AT};
+use super::storage::{self, SmallDisk};
 use super::timeline::Timeline;
-use super::workers::{RestartEnd, Workers};
+use super::workers::{continue_at, DecideEnd, RestartEnd, Workers};
 use super::Nemesis;
 use crate::backend::Backend;
 use crate::cell::{empty_truth, stderr_tail};
@@ -63,10 +64,15 @@ pub(super) fn ms(d: Duration) -> u64 {
 
 /// What a trial works on once its case is open.
 struct Opened {
+    /// The case's directory (on a small tmpfs for disk_full).
     dir: PathBuf,
+    /// Where the workers' stderr goes.
+    logs: PathBuf,
     api_key: String,
     client: stripe::Client,
     case: bc::CaseFile,
+    /// disk_full's tmpfs, unmounted when the trial is done.
+    disk: Option<SmallDisk>,
 }
 
 /// Runs a trial. Errors only when the case cannot even be opened (the backend is unusable).
@@ -76,8 +82,19 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     if let Some(at) = spec.at {
         plan = plan.replayed_at(at)?;
     }
-    let o = open(ctx, spec, &id)?;
+    let o = open(ctx, spec, &id, &plan)?;
     let mut trial = blank_trial(&id, spec, &plan, &o.case);
+    if let Some(disk) = &o.disk {
+        let free = disk.free_pages()?;
+        trial.faults.push(Fault {
+            kind: "disk_full".into(),
+            detail: format!(
+                "the case's directory is a {DISK_KIB} KiB tmpfs with {free} pages of 4 KiB left free once the case was saved; the space is freed before the final restart"
+            ),
+            fired: 1,
+            held_ms: None,
+        });
+    }
     let faults = ctx.backend.faults();
     let rule = service_rule(&plan, faults.as_ref(), &o.api_key)?;
     let advance = advance_rule(
@@ -92,6 +109,7 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     let w = Workers {
         ctx,
         dir: &o.dir,
+        logs: &o.logs,
         api_key: &o.api_key,
         column: spec.column,
         timeline: &timeline,
@@ -109,8 +127,18 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
         ok.then_some(())
             .ok_or_else(|| "the world fault failed".to_owned())
     };
-    let decide = w.run_decide(&plan, faults.as_ref().zip(rule), &mut world);
-    let mut first_fault: Option<Instant> = None;
+    let mut stopped = None;
+    let decide = match plan.stop_ms {
+        Some(_) => match w.decide_stopped(STOP_AT) {
+            Ok(s) => {
+                stopped = Some(s);
+                Ok(DecideEnd::pending())
+            }
+            Err(why) => Ok(DecideEnd::problem(why)),
+        },
+        None => w.run_decide(&plan, faults.as_ref().zip(rule), &mut world),
+    };
+    let mut first_fault: Option<Instant> = stopped.as_ref().map(|s| s.at);
     match world_record {
         Some(Ok((fault, revoked))) => {
             if let Some(revoked) = revoked {
@@ -136,18 +164,63 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
         return Ok(harness(trial, &o, (&timeline, ctx), problem));
     }
 
-    // The worker is dead (or finished): the world moves on.
+    // The worker is dead (or finished, or stopped): its files and the service's memory are
+    // hurt as drawn, and the world moves on.
+    let restart_env = match after_the_kill(&plan, &o, faults.as_ref(), &mut trial, &timeline) {
+        Ok(env) => env,
+        Err(why) => return Ok(harness(trial, &o, (&timeline, ctx), why)),
+    };
     if let Err(why) = outage(&plan, spec.seed, &o, &mut trial, &timeline) {
         return Ok(harness(trial, &o, (&timeline, ctx), why));
     }
-    for (k, at) in plan.restart_kills_ms.iter().enumerate() {
-        let kill = w.kill_restart(k + 1, *at)?;
+    for (k, step) in plan.restart_kill_steps.iter().enumerate() {
+        let kill = w.kill_restart(k + 1, step)?;
         if kill.delivered && first_fault.is_none() {
             first_fault = Some(Instant::now());
         }
         trial.kills.push(kill);
     }
-    let final_restart = w.final_restart();
+    if let Some(disk) = &o.disk {
+        if let Err(why) = disk.free() {
+            return Ok(harness(trial, &o, (&timeline, ctx), why));
+        }
+        timeline.runner_fault("disk", "space freed before the final restart");
+    }
+    // decides_again is judged against the first decision, which its restart replaces.
+    trial.decision = bc::load_decision(&o.dir).ok();
+    let extra: Vec<String> = plan
+        .decide_again_pct
+        .map(|p| vec!["--decide-again-pct".to_owned(), p.to_string()])
+        .unwrap_or_default();
+    let (final_restart, decide) = match stopped {
+        None => (w.final_restart(&extra, &restart_env), decide),
+        Some(stopped) => {
+            let (until, pid) = (
+                stopped.at + Duration::from_millis(plan.stop_ms.unwrap_or(0)),
+                stopped.pid(),
+            );
+            let (restarted, continued) = std::thread::scope(|s| {
+                let cont = s.spawn(|| continue_at(pid, until, &timeline));
+                let restarted = w.final_restart(&extra, &restart_env);
+                (restarted, cont.join().unwrap_or(false))
+            });
+            trial.faults.push(Fault {
+                kind: "stop".into(),
+                detail: format!(
+                    "the decide worker was stopped (SIGSTOP) at {STOP_AT} for {} ms, past the {} ms claim TTL; the outage and the final restart ran meanwhile, then SIGCONT",
+                    plan.stop_ms.unwrap_or(0),
+                    ms(ctx.backend.scenario_settings().claim_ttl)
+                ),
+                fired: u32::from(continued),
+                held_ms: None,
+            });
+            let end = stopped.finish();
+            if let Some(problem) = end.problem {
+                return Ok(harness(trial, &o, (&timeline, ctx), problem));
+            }
+            (restarted, end)
+        }
+    };
     let settled = Instant::now();
     if let (Some(handle), Some(rule)) = (&faults, rule) {
         // The service rule is the first fault recorded (a revocation comes after it); a zero
@@ -167,7 +240,10 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     }
     let report = match final_restart {
         Ok(r) => Some(r),
-        Err(RestartEnd::Failed) => None,
+        Err(RestartEnd::Failed) => {
+            trial.restart_error = last_line(&o.logs.join("restart.stderr"));
+            None
+        }
         Err(RestartEnd::Harness(why)) => return Ok(harness(trial, &o, (&timeline, ctx), why)),
     };
     wait_for_held_request(&plan, decide.held_from.unwrap_or(decide_ended));
@@ -187,7 +263,6 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
         }
         None => trial.outcome = RESTART_FAILED.into(),
     }
-    trial.decision = bc::load_decision(&o.dir).ok();
     finish(&mut trial, truth);
     label(&mut trial, &timeline, ctx);
     Ok(trial)
@@ -207,10 +282,82 @@ fn label(trial: &mut Trial, timeline: &Timeline, ctx: &TrialContext<'_>) {
     trial.assumption = assumption_broken(&trial.faults, &trial.timeline, bound).map(str::to_owned);
 }
 
+/// What the runner does to a dead (or stopped) worker's files and to the service's memory, as
+/// drawn: torn_tail cuts the record's last line, dedup_expired lets the service forget its keys
+/// and returns the environment that runs the restart's wall clock as far ahead.
+fn after_the_kill(
+    plan: &Draw,
+    o: &Opened,
+    faults: Option<&FaultHandle>,
+    trial: &mut Trial,
+    timeline: &Timeline,
+) -> Result<Vec<(&'static str, String)>, String> {
+    if let Some(permille) = plan.tear_permille {
+        let record = match trial.column.as_str() {
+            "interlock" => Some(bc::JOURNAL_FILE),
+            "hand_check" => Some(bc::HAND_CHECK_LOG),
+            _ => None,
+        };
+        let torn = match record {
+            Some(name) => storage::tear_last_line(&o.dir.join(name), permille)?.map(|t| (name, t)),
+            None => None,
+        };
+        let detail = match torn {
+            Some((name, (line, kept))) => {
+                timeline.runner_fault("tear", name);
+                format!("after the kill the last line of {name} ({line} bytes) was cut to {kept} bytes, as a crash mid-append leaves it")
+            }
+            None => "after the kill there was no record line to cut (no_check keeps only its decision, written whole by a rename; or the record was empty)".to_owned(),
+        };
+        trial.faults.push(Fault {
+            kind: "torn_tail".into(),
+            detail,
+            fired: u32::from(torn.is_some()),
+            held_ms: None,
+        });
+    }
+    let Some(seconds) = plan.dedup_passed_s else {
+        return Ok(Vec::new());
+    };
+    let handle = faults.ok_or("dedup_expired needs the embedded emulator")?;
+    let library = storage::faketime_library()
+        .ok_or("dedup_expired needs libfaketime (Debian's package `faketime`)")?;
+    handle.pass_idempotency_time(&o.api_key);
+    timeline.runner_fault("dedup", "the service forgot the account's idempotency keys");
+    trial.faults.push(Fault {
+        kind: "dedup_expired".into(),
+        detail: format!(
+            "while the worker was dead {seconds} s passed: the service forgot every idempotency key of the account, and the final restart's wall clock ran {seconds} s ahead (libfaketime; its monotonic clock untouched)"
+        ),
+        fired: 1,
+        held_ms: None,
+    });
+    Ok(storage::clock_ahead_env(&library, seconds))
+}
+
+/// The last non-empty line of a worker's stderr.
+fn last_line(path: &Path) -> Option<String> {
+    let text = fs::read_to_string(path).ok()?;
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l.chars().take(500).collect())
+}
+
 /// The trial's directory (naming the journal store, if any) and its case, opened at the service.
-fn open(ctx: &TrialContext<'_>, spec: TrialSpec, id: &str) -> Result<Opened, String> {
-    let dir = ctx.run_dir.join(format!("trial{:05}", spec.slot));
-    fs::create_dir_all(&dir).map_err(|e| format!("trial {id}: {e}"))?;
+/// For disk_full the case's directory is a small tmpfs inside it, filled once the case is saved.
+fn open(ctx: &TrialContext<'_>, spec: TrialSpec, id: &str, plan: &Draw) -> Result<Opened, String> {
+    let logs = ctx.run_dir.join(format!("trial{:05}", spec.slot));
+    fs::create_dir_all(&logs).map_err(|e| format!("trial {id}: {e}"))?;
+    let (dir, disk) = match plan.disk_free_pages {
+        Some(_) => {
+            let dir = logs.join("disk");
+            fs::create_dir_all(&dir).map_err(|e| format!("trial {id}: {e}"))?;
+            let disk = SmallDisk::mount(&dir, DISK_KIB).map_err(|e| format!("trial {id}: {e}"))?;
+            (dir, Some(disk))
+        }
+        None => (logs.clone(), None),
+    };
     if let Some(url) = ctx.journal {
         fs::write(dir.join(bc::JOURNAL_LOCATION_FILE), url)
             .map_err(|e| format!("trial {id}: name the journal store: {e}"))?;
@@ -228,11 +375,17 @@ fn open(ctx: &TrialContext<'_>, spec: TrialSpec, id: &str) -> Result<Opened, Str
     )
     .map_err(|e| format!("trial {id}: open the case: {e}"))?;
     case.save(&dir).map_err(|e| format!("trial {id}: {e}"))?;
+    if let (Some(disk), Some(pages)) = (&disk, plan.disk_free_pages) {
+        disk.fill_until(pages)
+            .map_err(|e| format!("trial {id}: {e}"))?;
+    }
     Ok(Opened {
         dir,
+        logs,
         api_key,
         client,
         case,
+        disk,
     })
 }
 
@@ -465,6 +618,7 @@ fn blank_trial(id: &str, spec: TrialSpec, plan: &Draw, case: &bc::CaseFile) -> T
         receipt: None,
         journal_kinds: Vec::new(),
         replay_at: None,
+        restart_error: None,
     }
 }
 
@@ -495,7 +649,7 @@ fn harness(
 ) -> Trial {
     let mut text = why;
     for file in ["decide.stderr", "restart.stderr"] {
-        let tail = stderr_tail(&o.dir.join(file));
+        let tail = stderr_tail(&o.logs.join(file));
         if !tail.trim().is_empty() {
             text.push_str(&format!("\n--- {file} (tail) ---\n{tail}"));
         }

@@ -25,7 +25,11 @@ const WORKER_TIMEOUT: Duration = Duration::from_secs(90);
 
 pub(super) struct Workers<'a> {
     pub(super) ctx: &'a TrialContext<'a>,
+    /// The case's directory (`--cell-dir`).
     pub(super) dir: &'a Path,
+    /// Where the workers' stderr files go (the case's directory, or beside it when that is a
+    /// small tmpfs that fills up).
+    pub(super) logs: &'a Path,
     pub(super) api_key: &'a str,
     pub(super) column: bc::Column,
     /// Where every announcement and kill is recorded.
@@ -96,11 +100,13 @@ fn decide_exposed(
     at: u64,
     world: &mut dyn FnMut() -> Result<(), String>,
 ) -> Result<DecideEnd, String> {
-    let read = format!("{}read {fact}", bc::EVENT_LINE_PREFIX);
+    let read = format!("{}read {fact} ", bc::EVENT_LINE_PREFIX);
+    // From the end of the read as the worker stamped it (`read <fact> <start> <end>`), not from
+    // when the runner got the line.
     let origin = run
         .lines
         .wait_for(&read, run.deadline)
-        .map_or(run.started, |_| Instant::now());
+        .map_or(run.started, |line| worker_instant(&line, 4));
     let when = origin + Duration::from_millis(at);
     let now = Instant::now();
     if when > now {
@@ -118,6 +124,63 @@ fn decide_exposed(
         Some(_) => None,
     };
     Ok(DecideEnd::finished(problem, None))
+}
+
+/// A decide worker stopped (SIGSTOP) at its last step before the POST; it goes on when
+/// [`Stopped::resume_at`] sends SIGCONT.
+pub(super) struct Stopped<'t> {
+    run: Running<'t>,
+    /// When the runner stopped it.
+    pub(super) at: Instant,
+}
+
+impl Stopped<'_> {
+    /// The stopped process's id.
+    pub(super) fn pid(&self) -> u32 {
+        self.run.child.id()
+    }
+
+    /// Waits for the continued worker to end (its POST answered or failed).
+    pub(super) fn finish(mut self) -> DecideEnd {
+        let status = wait_until(&mut self.run.child, Instant::now() + WORKER_TIMEOUT);
+        self.run.lines.drain();
+        let problem = status
+            .is_none()
+            .then(|| "the stopped decide worker did not finish in time once continued".to_owned());
+        DecideEnd::finished(problem, None)
+    }
+}
+
+/// Sends SIGCONT to the stopped decide worker `pid` at `when` (the trial runs its restart
+/// meanwhile, on another thread); false if it could not be sent.
+pub(super) fn continue_at(pid: u32, when: Instant, timeline: &Timeline) -> bool {
+    let now = Instant::now();
+    if when > now {
+        std::thread::sleep(when - now);
+    }
+    timeline.signalled("cont", "decide");
+    signal(pid, rustix::process::Signal::CONT)
+}
+
+/// The instant a worker stamped as word `word` of `line` (the machine's monotonic µs), as an
+/// `Instant`; now when the line carries no stamp (or one from the future).
+fn worker_instant(line: &str, word: usize) -> Instant {
+    let now = Instant::now();
+    let stamped = line
+        .split_whitespace()
+        .nth(word)
+        .and_then(|w| w.parse::<u64>().ok());
+    let ago = stamped.map(|us| bc::monotonic_us().saturating_sub(us));
+    ago.and_then(|us| now.checked_sub(Duration::from_micros(us)))
+        .unwrap_or(now)
+}
+
+/// Sends `sig` to process `pid`; false if it could not be sent (the process is gone).
+fn signal(pid: u32, sig: rustix::process::Signal) -> bool {
+    let pid = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
+    pid.is_some_and(|p| rustix::process::kill_process(p, sig).is_ok())
 }
 
 impl DecideEnd {
@@ -142,8 +205,19 @@ impl DecideEnd {
         }
     }
 
-    fn problem(why: String) -> DecideEnd {
+    pub(super) fn problem(why: String) -> DecideEnd {
         DecideEnd::finished(Some(why), None)
+    }
+
+    /// A worker that has not ended yet (stopped): its end comes later.
+    pub(super) fn pending() -> DecideEnd {
+        DecideEnd {
+            kill: None,
+            ended: None,
+            problem: None,
+            replay_at: None,
+            held_from: None,
+        }
     }
 }
 
@@ -162,12 +236,23 @@ impl Workers<'_> {
         stderr_name: &str,
         extra: &[String],
     ) -> Result<Child, String> {
+        self.spawn_in(phase, crash, stderr_name, extra, &[])
+    }
+
+    fn spawn_in(
+        &self,
+        phase: &str,
+        crash: &str,
+        stderr_name: &str,
+        extra: &[String],
+        env: &[(&str, String)],
+    ) -> Result<Child, String> {
         let backend = self.ctx.backend;
         let settings = backend.scenario_settings();
         let stderr = fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(self.dir.join(stderr_name))
+            .open(self.logs.join(stderr_name))
             .map_err(|e| format!("cannot open {stderr_name}: {e}"))?;
         Command::new(self.ctx.exe)
             .arg("worker")
@@ -190,6 +275,7 @@ impl Workers<'_> {
             .arg("--announce-events")
             .args(extra)
             .env(STRIPE_KEY_ENV, self.api_key)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr))
@@ -341,6 +427,49 @@ impl Workers<'_> {
         Ok(DecideEnd::finished(problem, held_from))
     }
 
+    /// stop_holder: the worker pauses at `step` (its last before the POST), the runner stops it
+    /// there with SIGSTOP and writes its `continue` (read once it runs again). `Err`: why the
+    /// trial is a HARNESS_ERROR.
+    pub(super) fn decide_stopped(&self, step: &str) -> Result<Stopped<'_>, String> {
+        let mut child = self.spawn_steps(None, Some(step))?;
+        let started = Instant::now();
+        let mut run = Running {
+            lines: Lines::new(&mut child, "decide", self.timeline),
+            child,
+            started,
+            deadline: started + WORKER_TIMEOUT,
+        };
+        if run
+            .lines
+            .wait_for(PAUSE_LINE_PREFIX, run.deadline)
+            .is_none()
+        {
+            let status = wait_until(&mut run.child, Instant::now());
+            return Err(format!(
+                "the decide worker {} before its stop at {step}",
+                describe_exit(status)
+            ));
+        }
+        self.timeline.signalled("stop", "decide");
+        if !signal(run.child.id(), rustix::process::Signal::STOP) {
+            reap(&mut run.child);
+            return Err("could not SIGSTOP the decide worker".into());
+        }
+        let at = Instant::now();
+        let told = run.child.stdin.as_mut().map(|stdin| {
+            stdin
+                .write_all(format!("{CONTINUE_LINE}\n").as_bytes())
+                .and_then(|()| stdin.flush())
+        });
+        if !matches!(told, Some(Ok(()))) {
+            reap(&mut run.child);
+            return Err(format!(
+                "could not queue `{CONTINUE_LINE}` for the stopped worker"
+            ));
+        }
+        Ok(Stopped { run, at })
+    }
+
     /// Cooperative: the worker announces `before_send` and blocks there (kill_recovery's and
     /// revoke_in_outage's base).
     fn decide_cooperative(&self) -> Result<DecideEnd, String> {
@@ -398,20 +527,30 @@ impl Workers<'_> {
         }
     }
 
-    pub(super) fn kill_restart(&self, n: usize, at: u64) -> Result<Kill, String> {
-        let mut child = self.spawn("resume", NO_CRASH, "restart.stderr", &[])?;
+    /// Restart `n`, announcing its recovery steps and blocking at `step` until SIGKILLed there;
+    /// a restart that ends before it reaches `step` is not killed (the kill is not delivered).
+    pub(super) fn kill_restart(&self, n: usize, step: &str) -> Result<Kill, String> {
+        let extra = ["--kill-at".to_owned(), step.to_owned()];
+        let mut child = self.spawn("resume", EVERY_STEP, "restart.stderr", &extra)?;
         let actor = format!("restart-{n}");
         let mut lines = Lines::new(&mut child, &actor, self.timeline);
-        std::thread::sleep(Duration::from_millis(at));
-        let mut kill = self.kill_now(&mut child, &actor, at, "start", &mut lines);
-        // A restart announces no steps; say how far its column's record got instead.
-        kill.last_step = last_record(self.dir, self.column);
+        lines.wait_for(CRASH_LINE_PREFIX, Instant::now() + WORKER_TIMEOUT);
+        let mut kill = self.kill_now(&mut child, &actor, 0, step, &mut lines);
+        if kill.last_step.is_none() {
+            kill.last_step = last_record(self.dir, self.column);
+        }
         Ok(kill)
     }
 
-    pub(super) fn final_restart(&self) -> Result<bc::RestartReport, RestartEnd> {
+    /// The final restart, with `extra` arguments and environment (decides_again's percentage,
+    /// dedup_expired's clock ahead).
+    pub(super) fn final_restart(
+        &self,
+        extra: &[String],
+        env: &[(&str, String)],
+    ) -> Result<bc::RestartReport, RestartEnd> {
         let mut child = self
-            .spawn("resume", NO_CRASH, "restart.stderr", &[])
+            .spawn_in("resume", NO_CRASH, "restart.stderr", extra, env)
             .map_err(RestartEnd::Harness)?;
         let lines = line_reader(&mut child);
         let deadline = Instant::now() + WORKER_TIMEOUT;
@@ -537,7 +676,8 @@ impl<'t> Lines<'t> {
             return line;
         }
         if let Some(step) = line.strip_prefix(STEP_LINE_PREFIX) {
-            self.steps.push(step.trim().to_owned());
+            let name = step.split_whitespace().next().unwrap_or_default();
+            self.steps.push(name.to_owned());
         } else if !line.trim().is_empty() {
             self.last = Some(line.clone());
         }

@@ -1,7 +1,8 @@
 //! What a worker announces as it goes, for a harness that builds a trial's timeline from it: a
 //! line `INTERLOCK-EVENT read <fact> <start> <end>` on stdout right after each read of a fact a
 //! column checks or decides on, `INTERLOCK-EVENT post <at>` right before each credit POST leaves,
-//! and `INTERLOCK-EVENT answered <at>` when its answer (or error) is back. Off unless the process
+//! and `INTERLOCK-EVENT answered <at> [replayed]` when its answer (or error) is back (`replayed`:
+//! answered from the service's idempotency cache). Off unless the process
 //! turns it on ([`announce_events`]). The instants are the machine's monotonic clock in
 //! microseconds ([`monotonic_us`]), read in the worker itself, so a harness on the same machine
 //! (same boot, same time namespace) orders them exactly against its own.
@@ -41,9 +42,17 @@ pub fn announce_post() {
     announce(&format!("post {}", monotonic_us()));
 }
 
-/// The credit POST's answer (or its error) is back.
-pub fn announce_answered() {
-    announce(&format!("answered {}", monotonic_us()));
+/// The credit POST's answer (or its error) is back; `replayed`: the service answered it from
+/// its idempotency cache (the request applied nothing).
+pub fn announce_answered(replayed: bool) {
+    let tail = if replayed { " replayed" } else { "" };
+    announce(&format!("answered {}{tail}", monotonic_us()));
+}
+
+/// A step line's stamp: ` <monotonic µs>`, appended to the step's name so a harness orders the
+/// step on the worker's own clock, not when it read the line.
+pub fn stamp() -> String {
+    format!(" {}", monotonic_us())
 }
 
 fn announce(what: &str) {

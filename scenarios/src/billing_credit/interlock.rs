@@ -121,6 +121,7 @@ fn via_of(entries: &[Value]) -> Option<String> {
 }
 
 /// Restart phase: recover the case's effect until it is resolved, then write `receipt.json`.
+/// `crash` fires at the steps recovery passes (a resend's `before_send`/`after_send`, `committed`).
 pub(crate) fn restart(
     client: &stripe::Client,
     cell_dir: &Path,
@@ -128,8 +129,9 @@ pub(crate) fn restart(
     decision: &Decision,
     gate_key: &ed25519_dalek::SigningKey,
     settings: &ScenarioSettings,
+    crash: Option<Crash>,
 ) -> Result<RestartReport, ScenarioError> {
-    let gate = open_gate(client, cell_dir, case, None, gate_key, settings)?;
+    let gate = open_gate(client, cell_dir, case, crash, gate_key, settings)?;
     let eid = effect_id(&proposal(case, decision)?);
     let gate_err = |what: &str| ScenarioError::gate(format!("{what} {eid}"));
     let mut recoveries = Vec::new();

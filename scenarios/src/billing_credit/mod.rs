@@ -28,7 +28,7 @@ mod target;
 
 pub use approval::ApprovalStore;
 pub use case::{ensure_prices, open_case, CaseFile, Prices};
-pub use events::{announce_events, announce_read, monotonic_us, EVENT_LINE_PREFIX, FACTS};
+pub use events::{announce_events, announce_read, monotonic_us, stamp, EVENT_LINE_PREFIX, FACTS};
 pub use hand_check::read_hand_check_log;
 pub use outage::{advance_one_second, clock_time, run_outage, run_outage_timed, FactChange};
 pub use reads::{
@@ -561,11 +561,27 @@ pub fn restart(
     gate_key: &ed25519_dalek::SigningKey,
     settings: &ScenarioSettings,
 ) -> Result<RestartReport, ScenarioError> {
+    restart_with(column, client, cell_dir, gate_key, settings, None)
+}
+
+/// [`restart`] with a crash hook, fired at the restart's own steps (the nemesis kills restarts
+/// there): no_check `before_send`, `after_send`; hand_check `lookup`, `approval`, `premises`,
+/// `send_logged`, `before_send`, `after_send`, `sent_logged`; interlock the target's
+/// `before_send` and `after_send` of a resend and the gate's `committed` (and `proposed`,
+/// `authorized`, `dispatched` where recovery writes them).
+pub fn restart_with(
+    column: Column,
+    client: &stripe::Client,
+    cell_dir: &Path,
+    gate_key: &ed25519_dalek::SigningKey,
+    settings: &ScenarioSettings,
+    crash: Option<Crash>,
+) -> Result<RestartReport, ScenarioError> {
     let case = CaseFile::load(cell_dir)?;
     let decision = load_decision(cell_dir)?;
     match column {
         Column::NoCheck => {
-            let (status, posted) = no_check::send(client, &case, &decision, None)?;
+            let (status, posted) = no_check::send(client, &case, &decision, crash.as_ref())?;
             Ok(RestartReport {
                 status: status.to_owned(),
                 via: None,
@@ -584,22 +600,32 @@ pub fn restart(
                 &case,
                 &decision,
                 hand_check::Phase::Restart,
-                None,
+                crash.as_ref(),
             )?;
+            // hand_check never reads its own log; only this report does. A line torn by a
+            // crash mid-append and then glued to the next append is unreadable: the report
+            // says so instead of failing the restart that already ran.
+            let (log, detail) = match read_hand_check_log(cell_dir) {
+                Ok(log) => (Some(log), serde_json::json!({ "credit": credit })),
+                Err(e) => (
+                    None,
+                    serde_json::json!({ "credit": credit, "log_unreadable": e.to_string() }),
+                ),
+            };
             Ok(RestartReport {
                 status,
                 via: None,
                 effect_id: None,
                 journal_kinds: Vec::new(),
                 receipt: None,
-                hand_check_log: Some(read_hand_check_log(cell_dir)?),
+                hand_check_log: log,
                 waited_ms: 0,
-                detail: serde_json::json!({ "credit": credit }),
+                detail,
             })
         }
-        Column::Interlock => {
-            interlock::restart(client, cell_dir, &case, &decision, gate_key, settings)
-        }
+        Column::Interlock => interlock::restart(
+            client, cell_dir, &case, &decision, gate_key, settings, crash,
+        ),
     }
 }
 

@@ -66,7 +66,7 @@ pub fn post_credit(
     fire(crash, CrashPoint::BeforeSend);
     super::events::announce_post();
     let answer = client.post(&path, &params, Some(key));
-    super::events::announce_answered();
+    super::events::announce_answered(answer.as_ref().is_ok_and(|a| a.replayed));
     let answer = answer.map_err(ScenarioError::stripe(format!(
         "credit {cents} cents to {customer} for {} (key {key})",
         case.case_id

@@ -140,6 +140,8 @@ struct Active {
 struct Rules {
     next: u64,
     active: Vec<Active>,
+    /// Per API key: idempotency results saved at or before this instant are forgotten.
+    forgotten: std::collections::HashMap<String, std::time::Instant>,
 }
 
 /// Adds and removes fault rules of a running emulator, from any thread.
@@ -171,6 +173,20 @@ impl FaultHandle {
     /// Removes every rule.
     pub fn clear(&self) {
         self.rules().active.clear();
+    }
+
+    /// Lets Stripe's idempotency retention (24 h) pass for one account: every result it saved
+    /// until now is forgotten, so a request reusing one of those keys runs again, as it would at
+    /// Stripe a day later. The account's other state (and its test clocks) stay as they are.
+    pub fn pass_idempotency_time(&self, api_key: &str) {
+        self.rules()
+            .forgotten
+            .insert(api_key.to_owned(), std::time::Instant::now());
+    }
+
+    /// Until when `api_key`'s saved idempotency results count as forgotten.
+    pub(crate) fn keys_forgotten_before(&self, api_key: &str) -> Option<std::time::Instant> {
+        self.rules().forgotten.get(api_key).copied()
     }
 
     /// How many requests the rule has affected so far (0 once removed).

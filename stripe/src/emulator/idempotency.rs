@@ -106,6 +106,13 @@ impl IdempotencyStore {
         }
     }
 
+    /// Forgets every finished result saved at or before `before`, as Stripe does once its
+    /// retention window has passed (a key in progress is kept: its request is still running).
+    pub fn forget_finished_before(&mut self, before: Instant) {
+        self.entries
+            .retain(|_, e| matches!(e.slot, Slot::InProgress) || e.at > before);
+    }
+
     /// Forgets a reserved key whose request was turned away before the
     /// endpoint began executing (nothing saved: the key can be used again).
     pub fn abandon(&mut self, key: &str) {
@@ -158,6 +165,28 @@ mod tests {
             store.begin("k", "POST /v1/a", "x=1", t + ttl, ttl),
             Begin::Run
         );
+    }
+
+    #[test]
+    fn results_saved_before_the_retention_passed_are_forgotten_and_the_key_runs_again() {
+        let mut store = IdempotencyStore::default();
+        let (t, ttl) = (Instant::now(), Duration::from_secs(60));
+        store.begin("old", "POST /v1/a", "x=1", t, ttl);
+        store.finish("old", saved(200), t);
+        store.begin("running", "POST /v1/a", "x=1", t, ttl);
+        let later = t + Duration::from_millis(5);
+        store.begin("new", "POST /v1/a", "x=1", later, ttl);
+        store.finish("new", saved(200), later);
+        store.forget_finished_before(t);
+        assert_eq!(store.begin("old", "POST /v1/a", "x=2", t, ttl), Begin::Run);
+        assert_eq!(
+            store.begin("running", "POST /v1/a", "x=1", t, ttl),
+            Begin::InUse
+        );
+        assert!(matches!(
+            store.begin("new", "POST /v1/a", "x=1", later, ttl),
+            Begin::Replay(_)
+        ));
     }
 
     #[test]

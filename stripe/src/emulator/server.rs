@@ -540,6 +540,9 @@ async fn process(
         return respond(&answer, &request_id);
     }
     let account = app.account(&api_key);
+    if let Some(before) = app.faults.keys_forgotten_before(&api_key) {
+        lock(&account).idempotency.forget_finished_before(before);
+    }
     if let Some(k) = key_ref {
         let endpoint = format!("{method} {path}");
         if let Some(answer) = reserve_key(&app, &account, k, &endpoint, &params) {

@@ -137,6 +137,10 @@ pub struct Trial {
     /// `runner --replay ID --at STEP` kills a replay so that it reaches the same state (`None`:
     /// the id alone reproduces the trial).
     pub replay_at: Option<String>,
+    /// For an unresolved trial ([`rules::RESTART_FAILED`]): the last line its final restart wrote
+    /// on stderr, naming why it could not finish.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_error: Option<String>,
 }
 
 /// A fault set by the runner.

@@ -226,6 +226,7 @@ fn summary_view(t: &Trial) -> Trial {
         receipt: None,
         journal_kinds: Vec::new(),
         replay_at: None,
+        restart_error: None,
     }
 }
 

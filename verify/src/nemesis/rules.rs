@@ -73,10 +73,16 @@ pub const AFTER_LAST_READ: &str = "no world change lands between the column's la
 ///   [`AFTER_LAST_READ`] when it began before some credit POST of the column's workers could be
 ///   applied (the POST's answer, or the end of its hold at the service when it was held; a POST
 ///   whose answer never came, its sender killed, may be applied until the declared in-flight
-///   bound after it left), and the column's last read of
-///   that fact before the POST left had ended before the change began (or there was none). A
-///   read that ends after the change began counts as seeing it: the rule never excuses a change
-///   a check could have seen. A change followed by no POST excuses nothing.
+///   bound after it left), and the last read of that fact that the POST rests on, before the
+///   POST left, had ended before the change began (or there was none). A read that ends after
+///   the change began counts as seeing it: the rule never excuses a change a check could have
+///   seen. A change followed by no POST excuses nothing.
+/// - A POST answered as a replay (`answered` with [`REPLAYED`]) applied nothing and is skipped.
+/// - A POST rests on the reads of its own process and of every process it took over from: one
+///   whose every event came before the POST's process began (killed or finished by then; a
+///   resend that reads nothing rests on the decision's read). Two processes alive at once — two
+///   workers, or a stopped sender and the restart that ran while it was stopped — never vouch
+///   for each other's POSTs: a read by one says nothing about what the other checked.
 pub fn assumption_broken(
     faults: &[Fault],
     timeline: &[Event],
@@ -88,7 +94,21 @@ pub fn assumption_broken(
     if held_too_long {
         return Some(BEYOND_BOUND);
     }
-    let by_column = |e: &&Event| e.actor != WORLD;
+    let spans = process_spans(timeline);
+    let span = |actor: &str| {
+        spans
+            .iter()
+            .find(|(a, ..)| *a == actor)
+            .map(|(_, f, l)| (*f, *l))
+    };
+    // Whether a read by `reader` is one a POST by `poster` rests on.
+    let rests_on = |poster: &str, reader: &str| {
+        reader == poster
+            || match (span(poster), span(reader)) {
+                (Some((began, _)), Some((_, ended))) => ended < began,
+                _ => false,
+            }
+    };
     for change in timeline
         .iter()
         .filter(|e| e.actor == WORLD && e.kind == "change")
@@ -101,10 +121,15 @@ pub fn assumption_broken(
             if post.actor == WORLD {
                 continue;
             }
-            let answered = timeline[i + 1..]
+            let answer = timeline[i + 1..]
                 .iter()
-                .find(|e| e.actor == post.actor && e.kind == "answered")
-                .map(|e| e.at_us);
+                .find(|e| e.actor == post.actor && e.kind == "answered");
+            // Answered from the service's idempotency cache: this request applied nothing (the
+            // first one under its key did, and is judged on its own reads).
+            if answer.is_some_and(|a| a.what == REPLAYED) {
+                continue;
+            }
+            let answered = answer.map(|e| e.at_us);
             let bound_us = max_in_flight_ms.saturating_mul(1_000);
             let applied_by = answered
                 .unwrap_or(post.at_us.saturating_add(bound_us))
@@ -115,7 +140,7 @@ pub fn assumption_broken(
             // A read's end is `until_us` (older timelines stamp only its arrival, `at_us`).
             let last_read = timeline
                 .iter()
-                .filter(by_column)
+                .filter(|e| e.actor != WORLD && rests_on(&post.actor, &e.actor))
                 .filter(|e| e.kind == "read" && e.what == change.what)
                 .map(|e| e.until_us.unwrap_or(e.at_us))
                 .filter(|end| *end < post.at_us)
@@ -126,6 +151,23 @@ pub fn assumption_broken(
         }
     }
     None
+}
+
+/// Each of the column's processes on a timeline with the instants of its first and last event
+/// (a read's or hold's end included), in order of first appearance.
+fn process_spans(timeline: &[Event]) -> Vec<(&str, u64, u64)> {
+    let mut spans: Vec<(&str, u64, u64)> = Vec::new();
+    for e in timeline.iter().filter(|e| e.actor != WORLD) {
+        let end = e.until_us.unwrap_or(e.at_us).max(e.at_us);
+        match spans.iter_mut().find(|(a, ..)| *a == e.actor) {
+            Some((_, first, last)) => {
+                *first = (*first).min(e.at_us);
+                *last = (*last).max(end);
+            }
+            None => spans.push((&e.actor, e.at_us, end)),
+        }
+    }
+    spans
 }
 
 /// A trial's interleaving, as 16 hex digits: a hash of its timeline's events in order (who did
@@ -143,6 +185,9 @@ pub fn interleaving(timeline: &[Event]) -> String {
     }
     hex::encode(&h.finalize()[..8])
 }
+
+/// What an `answered` event says when the service answered from its idempotency cache.
+pub const REPLAYED: &str = "replayed";
 
 /// The actor of the runner's own events on a timeline.
 pub const WORLD: &str = "world";
@@ -512,6 +557,65 @@ mod tests {
             post(50, "restart"),
         ];
         assert_eq!(assumption_broken(&[], &t, 5_500), Some(AFTER_LAST_READ));
+    }
+
+    #[test]
+    fn a_resend_answered_from_the_idempotency_cache_applied_nothing() {
+        let t = [
+            read(10, "decide", "incident_compensation"),
+            post(20, "decide"),
+            ev(25, "decide", "answered", "", None),
+            change(30, 40, "incident_compensation"),
+            post(50, "restart"),
+            ev(55, "restart", "answered", REPLAYED, None),
+        ];
+        assert_eq!(assumption_broken(&[], &t, 5_500), None);
+        let mut applied = t.to_vec();
+        applied[5].what = String::new();
+        assert_eq!(
+            assumption_broken(&[], &applied, 5_500),
+            Some(AFTER_LAST_READ)
+        );
+    }
+
+    #[test]
+    fn a_post_rests_only_on_reads_of_its_own_process_and_of_those_it_took_over_from() {
+        // A stopped sender read before the change; a restart ran (and read) while it was
+        // stopped; the sender then posts: the restart's read says nothing about the sender.
+        let t = [
+            read(10, "decide", "incident_compensation"),
+            change(30, 40, "incident_compensation"),
+            read(50, "restart", "incident_compensation"),
+            ev(60, "restart", "answered", "", None),
+            post(70, "decide"),
+            ev(80, "decide", "answered", "", None),
+        ];
+        assert_eq!(assumption_broken(&[], &t, 5_500), Some(AFTER_LAST_READ));
+        // Two workers at once: neither vouches for the other.
+        let t = [
+            read(10, "decide", "approval"),
+            read(12, "decide-2", "approval"),
+            change(30, 40, "approval"),
+            read(45, "decide", "approval"),
+            post(50, "decide-2"),
+            post(55, "decide"),
+        ];
+        assert_eq!(assumption_broken(&[], &t, 5_500), Some(AFTER_LAST_READ));
+        // A restart that began after the killed sender's last event takes over its reads.
+        let t = [
+            read(10, "decide", "approval"),
+            ev(20, WORLD, "kill", "decide", None),
+            read(25, "restart-1", "approval"),
+            ev(26, WORLD, "kill", "restart-1", None),
+            change(30, 40, "approval"),
+            post(50, "restart"),
+        ];
+        assert_eq!(assumption_broken(&[], &t, 5_500), Some(AFTER_LAST_READ));
+        // ... and so does one that read after the change and was killed before it began.
+        let mut t = t.to_vec();
+        t.insert(5, read(45, "restart-2", "approval"));
+        t.insert(6, ev(46, WORLD, "kill", "restart-2", None));
+        assert_eq!(assumption_broken(&[], &t, 5_500), None);
     }
 
     #[test]

@@ -89,6 +89,7 @@ pub fn trial(column: &str, index: u32, cell: &Cell, max_in_flight_ms: u64) -> Tr
         receipt: cell.receipt.clone(),
         journal_kinds: cell.journal_kinds.clone(),
         replay_at: None,
+        restart_error: None,
     };
     t.assumption = assumption_broken(&t.faults, &t.timeline, max_in_flight_ms).map(str::to_owned);
     rejudge(&mut t);

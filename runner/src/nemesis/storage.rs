@@ -1,0 +1,165 @@
+//! The storage and clock faults of a trial, made from outside the worker: a record's last line
+//! cut as a crash mid-append leaves it (torn_tail), the case's directory on a small tmpfs that
+//! fills up (disk_full), and the library that runs a restart's wall clock ahead (dedup_expired).
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Cuts the last line of `path` so that `permille` thousandths of its bytes stay (its newline
+/// always goes): what a writer killed in the middle of its append leaves. Returns the line's
+/// length and how many of its bytes stayed; `None` when the file is missing or empty.
+pub(super) fn tear_last_line(path: &Path, permille: u32) -> Result<Option<(u64, u64)>, String> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+    if body.is_empty() {
+        return Ok(None);
+    }
+    let start = body.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let line = (body.len() - start) as u64;
+    let kept = line * u64::from(permille.min(999)) / 1_000;
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| format!("cannot open {} to tear it: {e}", path.display()))?;
+    file.set_len(start as u64 + kept)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| format!("cannot tear {}: {e}", path.display()))?;
+    Ok(Some((line, kept)))
+}
+
+/// A directory mounted as a small tmpfs, unmounted when dropped.
+pub(super) struct SmallDisk {
+    dir: PathBuf,
+    filler: PathBuf,
+}
+
+/// The page size tmpfs hands out space in.
+const PAGE: u64 = 4096;
+
+impl SmallDisk {
+    /// Mounts a `kib` KiB tmpfs on `dir` (which must exist and be empty). Needs root.
+    pub(super) fn mount(dir: &Path, kib: u64) -> Result<SmallDisk, String> {
+        let out = Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={kib}k,mode=0700"),
+                "tmpfs",
+            ])
+            .arg(dir)
+            .output()
+            .map_err(|e| format!("cannot run mount: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "cannot mount a {kib} KiB tmpfs on {} (disk_full needs root): {}",
+                dir.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(SmallDisk {
+            dir: dir.to_path_buf(),
+            filler: dir.join(".filler"),
+        })
+    }
+
+    /// Free pages now.
+    pub(super) fn free_pages(&self) -> Result<u64, String> {
+        let st = rustix::fs::statvfs(&self.dir)
+            .map_err(|e| format!("cannot stat {}: {e}", self.dir.display()))?;
+        Ok(st.f_bavail.saturating_mul(st.f_frsize) / PAGE)
+    }
+
+    /// Fills the disk until `pages` pages are free (or fewer, if fewer already are).
+    pub(super) fn fill_until(&self, pages: u64) -> Result<u64, String> {
+        let free = self.free_pages()?;
+        let fill = free.saturating_sub(pages) * PAGE;
+        let mut f = fs::File::create(&self.filler)
+            .map_err(|e| format!("cannot create {}: {e}", self.filler.display()))?;
+        let chunk = vec![0u8; PAGE as usize];
+        for _ in 0..fill / PAGE {
+            f.write_all(&chunk)
+                .map_err(|e| format!("cannot fill {}: {e}", self.dir.display()))?;
+        }
+        f.sync_all()
+            .map_err(|e| format!("cannot fill {}: {e}", self.dir.display()))?;
+        self.free_pages()
+    }
+
+    /// Frees the space the filler took (as an operator would before restarting).
+    pub(super) fn free(&self) -> Result<(), String> {
+        fs::remove_file(&self.filler)
+            .map_err(|e| format!("cannot free {}: {e}", self.dir.display()))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        // Lazily: a worker that is still being reaped may hold a file open.
+        let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
+    }
+}
+
+/// Whether this machine can run `nemeses`, before any trial starts: disk_full mounts a tmpfs
+/// (root only), dedup_expired runs a restart's clock ahead with libfaketime. `Err` says what is
+/// missing and how to get it.
+pub(super) fn preflight(nemeses: &[super::Nemesis], scratch: &Path) -> Result<(), String> {
+    if nemeses.contains(&super::Nemesis::DiskFull) {
+        let dir = scratch.join("disk-preflight");
+        fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        SmallDisk::mount(&dir, 64)
+            .map_err(|e| format!("{e}; run as root, or leave disk_full out of --nemesis"))?;
+    }
+    if nemeses.contains(&super::Nemesis::DedupExpired) && faketime_library().is_none() {
+        return Err("dedup_expired runs its restart with libfaketime, which is not installed: `apt-get install faketime`, or leave dedup_expired out of --nemesis".into());
+    }
+    Ok(())
+}
+
+/// Where libfaketime is (Debian's `faketime` package), if it is installed.
+pub(super) fn faketime_library() -> Option<PathBuf> {
+    [
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+        "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+        "/usr/lib/faketime/libfaketime.so.1",
+        "/usr/local/lib/faketime/libfaketime.so.1",
+    ]
+    .into_iter()
+    .map(PathBuf::from)
+    .find(|p| p.exists())
+}
+
+/// The environment that runs a process's wall clock `seconds` ahead with libfaketime, its
+/// monotonic clock untouched (the trial's timeline is on it).
+pub(super) fn clock_ahead_env(library: &Path, seconds: u64) -> Vec<(&'static str, String)> {
+    vec![
+        ("LD_PRELOAD", library.display().to_string()),
+        ("FAKETIME", format!("+{seconds}s")),
+        ("FAKETIME_DONT_FAKE_MONOTONIC", "1".to_owned()),
+        ("FAKETIME_NO_CACHE", "1".to_owned()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_torn_line_keeps_its_drawn_share_and_loses_its_newline() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        fs::write(&path, "{\"a\":1}\n{\"bcdefghij\":2}\n").unwrap();
+        assert_eq!(tear_last_line(&path, 500).unwrap(), Some((15, 7)));
+        assert_eq!(fs::read_to_string(&path).unwrap(), "{\"a\":1}\n{\"bcdef");
+        fs::write(&path, "{\"a\":1}\n").unwrap();
+        assert_eq!(tear_last_line(&path, 0).unwrap(), Some((7, 0)));
+        assert_eq!(fs::read_to_string(&path).unwrap(), "");
+        assert_eq!(tear_last_line(&dir.path().join("none"), 10).unwrap(), None);
+    }
+}
