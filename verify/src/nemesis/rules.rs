@@ -94,57 +94,78 @@ pub fn assumption_broken(
     if held_too_long {
         return Some(BEYOND_BOUND);
     }
+    let changes: Vec<&Event> = timeline
+        .iter()
+        .filter(|e| e.actor == WORLD && e.kind == "change")
+        .collect();
+    if changes.is_empty() {
+        return None;
+    }
     let spans = process_spans(timeline);
-    let span = |actor: &str| {
-        spans
-            .iter()
-            .find(|(a, ..)| *a == actor)
-            .map(|(_, f, l)| (*f, *l))
-    };
     // Whether a read by `reader` is one a POST by `poster` rests on.
     let rests_on = |poster: &str, reader: &str| {
         reader == poster
-            || match (span(poster), span(reader)) {
+            || match (spans.get(poster), spans.get(reader)) {
                 (Some((began, _)), Some((_, ended))) => ended < began,
                 _ => false,
             }
     };
-    for change in timeline
+    // Each POST's answer: the next `answered` of its process after it (one backward pass).
+    let mut answers: Vec<Option<&Event>> = vec![None; timeline.len()];
+    let mut next: std::collections::BTreeMap<&str, &Event> = std::collections::BTreeMap::new();
+    for (i, e) in timeline.iter().enumerate().rev() {
+        match e.kind.as_str() {
+            "answered" => {
+                next.insert(&e.actor, e);
+            }
+            "post" => answers[i] = next.get(e.actor.as_str()).copied(),
+            _ => {}
+        }
+    }
+    // Every read of the column's processes, by fact: (reader, end). A read's end is `until_us`
+    // (older timelines stamp only its arrival, `at_us`).
+    let mut reads: std::collections::BTreeMap<&str, Vec<(&str, u64)>> =
+        std::collections::BTreeMap::new();
+    for e in timeline
         .iter()
-        .filter(|e| e.actor == WORLD && e.kind == "change")
+        .filter(|e| e.kind == "read" && e.actor != WORLD)
     {
-        for (i, post) in timeline
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.kind == "post")
-        {
-            if post.actor == WORLD {
-                continue;
-            }
-            let answer = timeline[i + 1..]
-                .iter()
-                .find(|e| e.actor == post.actor && e.kind == "answered");
-            // Answered from the service's idempotency cache: this request applied nothing (the
-            // first one under its key did, and is judged on its own reads).
-            if answer.is_some_and(|a| a.what == REPLAYED) {
-                continue;
-            }
-            let answered = answer.map(|e| e.at_us);
-            let bound_us = max_in_flight_ms.saturating_mul(1_000);
-            let applied_by = answered
-                .unwrap_or(post.at_us.saturating_add(bound_us))
-                .max(post.until_us.unwrap_or(post.at_us));
-            if change.at_us >= applied_by {
-                continue;
-            }
-            // A read's end is `until_us` (older timelines stamp only its arrival, `at_us`).
-            let last_read = timeline
-                .iter()
-                .filter(|e| e.actor != WORLD && rests_on(&post.actor, &e.actor))
-                .filter(|e| e.kind == "read" && e.what == change.what)
-                .map(|e| e.until_us.unwrap_or(e.at_us))
-                .filter(|end| *end < post.at_us)
-                .max();
+        reads
+            .entry(e.what.as_str())
+            .or_default()
+            .push((e.actor.as_str(), e.until_us.unwrap_or(e.at_us)));
+    }
+    let bound_us = max_in_flight_ms.saturating_mul(1_000);
+    for (i, post) in timeline.iter().enumerate() {
+        if post.kind != "post" || post.actor == WORLD {
+            continue;
+        }
+        let answer = answers[i];
+        // Answered from the service's idempotency cache: this request applied nothing (the
+        // first one under its key did, and is judged on its own reads).
+        if answer.is_some_and(|a| a.what == REPLAYED) {
+            continue;
+        }
+        let applied_by = answer
+            .map_or(post.at_us.saturating_add(bound_us), |a| a.at_us)
+            .max(post.until_us.unwrap_or(post.at_us));
+        let mut last_reads: std::collections::BTreeMap<&str, Option<u64>> =
+            std::collections::BTreeMap::new();
+        for change in changes.iter().filter(|c| c.at_us < applied_by) {
+            let last_read = match last_reads.get(change.what.as_str()) {
+                Some(r) => *r,
+                None => {
+                    let r = reads
+                        .get(change.what.as_str())
+                        .into_iter()
+                        .flatten()
+                        .filter(|(reader, end)| *end < post.at_us && rests_on(&post.actor, reader))
+                        .map(|(_, end)| *end)
+                        .max();
+                    last_reads.insert(&change.what, r);
+                    r
+                }
+            };
             if last_read.is_none_or(|r| r < change.at_us) {
                 return Some(AFTER_LAST_READ);
             }
@@ -154,18 +175,14 @@ pub fn assumption_broken(
 }
 
 /// Each of the column's processes on a timeline with the instants of its first and last event
-/// (a read's or hold's end included), in order of first appearance.
-fn process_spans(timeline: &[Event]) -> Vec<(&str, u64, u64)> {
-    let mut spans: Vec<(&str, u64, u64)> = Vec::new();
+/// (a read's or hold's end included).
+fn process_spans(timeline: &[Event]) -> std::collections::BTreeMap<&str, (u64, u64)> {
+    let mut spans = std::collections::BTreeMap::new();
     for e in timeline.iter().filter(|e| e.actor != WORLD) {
         let end = e.until_us.unwrap_or(e.at_us).max(e.at_us);
-        match spans.iter_mut().find(|(a, ..)| *a == e.actor) {
-            Some((_, first, last)) => {
-                *first = (*first).min(e.at_us);
-                *last = (*last).max(end);
-            }
-            None => spans.push((&e.actor, e.at_us, end)),
-        }
+        let span = spans.entry(e.actor.as_str()).or_insert((e.at_us, end));
+        span.0 = span.0.min(e.at_us);
+        span.1 = span.1.max(end);
     }
     spans
 }
