@@ -2,7 +2,7 @@
 //!
 //! - Schema created and migrated on open, versioned in `interlock_schema` (migrations run under
 //!   an advisory lock, so two openers never race). Entries live in `interlock_entries`, append-only
-//!   (a trigger refuses UPDATE and DELETE), each row the entry's JSON line exactly as the file
+//!   (triggers refuse UPDATE, DELETE and TRUNCATE), each row the entry's JSON line exactly as the file
 //!   store writes it, plus `effect_id`, `prev` and `hash`. A unique `(effect_id, prev)` (nulls not
 //!   distinct: PostgreSQL 15 or later) keeps every chain linear: two writers can never both
 //!   extend the same hash.
@@ -38,7 +38,7 @@ use verify::entry::Kind;
 /// key is the journal's namespace. Claims use the one-key (bigint) form, a separate lock space.
 const JOURNAL_LOCK: i32 = 1;
 const SCHEMA_LOCK: i32 = 2;
-const SCHEMA_VERSION: i32 = 1;
+const SCHEMA_VERSION: i32 = 2;
 
 const MIGRATION_1: &str = "
 CREATE TABLE interlock_entries (
@@ -59,6 +59,17 @@ BEGIN
 END $$;
 CREATE TRIGGER interlock_entries_append_only BEFORE UPDATE OR DELETE ON interlock_entries
     FOR EACH ROW EXECUTE FUNCTION interlock_entries_append_only();
+";
+
+/// Version 2: TRUNCATE is refused too (a statement trigger: the row trigger of version 1 does
+/// not fire for it), so the journal cannot be emptied and refilled with an older copy.
+const MIGRATION_2: &str = "
+CREATE FUNCTION interlock_entries_no_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'interlock_entries is append-only: TRUNCATE is refused';
+END $$;
+CREATE TRIGGER interlock_entries_no_truncate BEFORE TRUNCATE ON interlock_entries
+    FOR EACH STATEMENT EXECUTE FUNCTION interlock_entries_no_truncate();
 ";
 
 struct Main {
@@ -428,6 +439,12 @@ fn migrate(client: &mut Client, shown: &str, ns: i32) -> Result<(), JournalError
             "create the journal tables (PostgreSQL 15 or later)",
         ))?;
         tx.execute("INSERT INTO interlock_schema (version) VALUES (1)", &[])
+            .map_err(db_err(shown, "record the schema version"))?;
+    }
+    if version < 2 {
+        tx.batch_execute(MIGRATION_2)
+            .map_err(db_err(shown, "refuse TRUNCATE of the journal table"))?;
+        tx.execute("INSERT INTO interlock_schema (version) VALUES (2)", &[])
             .map_err(db_err(shown, "record the schema version"))?;
     }
     tx.commit().map_err(db_err(shown, "commit the migration"))

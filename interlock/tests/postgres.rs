@@ -76,11 +76,21 @@ fn the_database_refuses_a_second_extension_of_a_hash_and_any_edit() {
         .execute("UPDATE interlock_entries SET line = line", &[])
         .is_err());
     assert!(c.execute("DELETE FROM interlock_entries", &[]).is_err());
+    // Emptying the table (to refill it with an older copy) is refused as well.
+    assert!(c.batch_execute("TRUNCATE interlock_entries").is_err());
+    let rows: i64 = c
+        .query_one("SELECT count(*) FROM interlock_entries", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        rows, 4,
+        "PROPOSED, AUTHORIZED, DISPATCHED and COMMITTED are all kept"
+    );
     let version: i32 = c
         .query_one("SELECT max(version) FROM interlock_schema", &[])
         .unwrap()
         .get(0);
-    assert_eq!(version, 1);
+    assert_eq!(version, 2);
     // Opening again migrates nothing and reads the same journal.
     let again = gate(&at, MemTarget::new(Tier::One, true));
     assert_eq!(again.effect_ids().unwrap(), g.effect_ids().unwrap());

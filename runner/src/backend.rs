@@ -153,6 +153,11 @@ impl Backend {
         }
     }
 
+    /// The embedded emulator (`None` against Stripe test mode).
+    pub fn emulator(&self) -> Option<&stripe::emulator::RunningEmulator> {
+        self._emulator.as_ref()
+    }
+
     /// The embedded emulator's fault rules (`None` against Stripe test mode).
     pub fn faults(&self) -> Option<stripe::emulator::FaultHandle> {
         self._emulator.as_ref().map(|e| e.faults())

@@ -133,6 +133,7 @@ pub fn trial_file(id: &str) -> String {
 /// | `min_within.C` | integer | the fewest within-assumption trials the column had under one nemesis that has any |
 /// | `wholly_beyond.C` | text | nemeses all of whose trials for the column lie beyond its assumptions, or `none` |
 /// | `violations_within.C`, `wrong_within.C`, `ambiguous_within.C` | integer | within assumptions: violations, wrong answers, AMBIGUOUS |
+/// | `ambiguous.C` | integer | AMBIGUOUS among all the column's judged trials |
 /// | `violations_beyond.C`, `wrong_beyond.C` | integer | violations and wrong answers beyond the assumptions |
 /// | `unresolved.C`, `nothing_decided.C` | integer | restarts that ended in an error; trials killed before any decision (not judged) |
 /// | `distinct_within.C` | integer | distinct interleavings within assumptions, summed over nemeses |
@@ -140,6 +141,7 @@ pub fn trial_file(id: &str) -> String {
 /// | `violating_nemeses.C` | text | nemeses with violations within assumptions (with counts), or `none` |
 /// | `violations_within.N.C`, `within.N.C` | integer | the same per nemesis |
 /// | `judged.N.C`, `violations.N.C`, `wrong.N.C`, `unresolved.N.C` | integer | per nemesis, over all its judged trials (within and beyond) |
+/// | `window.n.C`, `window.p50.C`, `window.p95.C` | integer, text, text | the column's unguarded window for the approval (last read to POST applied) over its exposure trials: how many, median and 95th percentile |
 /// | `harness_errors` | integer | HARNESS_ERROR trials |
 pub fn facts(file: &NemesisFile) -> Facts {
     let mut facts = Facts::new();
@@ -237,6 +239,34 @@ fn column_facts(file: &NemesisFile, column: &str, facts: &mut Facts) {
             );
         }
     }
+    // Each column's unguarded window for the approval, measured on the exposure trials (nobody
+    // paused or killed), by the rule's own instants.
+    let mut windows: Vec<u64> = file
+        .trials
+        .iter()
+        .filter(of)
+        .filter(|t| t.nemesis == "exposure")
+        .filter_map(|t| {
+            verify::nemesis::rules::unguarded_window_us(
+                &t.timeline,
+                "approval",
+                file.environment.claim.max_in_flight_ms,
+            )
+        })
+        .collect();
+    windows.sort_unstable();
+    let ms = |us: Option<u64>| {
+        Fact::Text(us.map_or("n/a".into(), |us| {
+            format!("{}.{} ms", us / 1000, (us % 1000) / 100)
+        }))
+    };
+    facts.insert(format!("window.n.{column}"), int(windows.len()));
+    for (name, pct) in [("p50", 50), ("p95", 95)] {
+        facts.insert(
+            format!("window.{name}.{column}"),
+            ms(verify::nemesis::rules::percentile(&windows, pct)),
+        );
+    }
     facts.insert(
         format!("nothing_decided.{column}"),
         Fact::Int(i64::from(nothing)),
@@ -248,6 +278,15 @@ fn column_facts(file: &NemesisFile, column: &str, facts: &mut Facts) {
     facts.insert(
         format!("ambiguous_within.{column}"),
         count(&within, |t| t.ambiguous),
+    );
+    facts.insert(
+        format!("ambiguous.{column}"),
+        int(file
+            .trials
+            .iter()
+            .filter(of)
+            .filter(|t| t.ambiguous)
+            .count()),
     );
     facts.insert(
         format!("violations_beyond.{column}"),
@@ -376,9 +415,10 @@ fn timeline_rows(t: &Trial) -> Vec<TimelineRow> {
         .collect()
 }
 
-/// Where the kills landed, per column: the decide worker's by the step it last announced, the
-/// restarts' (kill_recovery) in rows of their own, `restart: <step>` (a kill that found the
-/// worker finished counts under `(finished first)`).
+/// Where the kills landed, per nemesis and column: the decide worker's by the step it last
+/// announced (`<nemesis>: <step>`), the restarts' (kill_recovery) in rows of their own
+/// (`<nemesis>, a restart: <step>`); a kill that found the worker finished counts under
+/// `(finished first)`, not delivered.
 fn kill_rows(file: &NemesisFile) -> Vec<KillRow> {
     let mut rows: Vec<KillRow> = Vec::new();
     for t in &file.trials {
@@ -404,8 +444,8 @@ fn kill_rows(file: &NemesisFile) -> Vec<KillRow> {
                 "(finished first)".into()
             };
             let step = match restart {
-                true => format!("restart: {landed}"),
-                false => landed,
+                true => format!("{}, a restart: {landed}", t.nemesis),
+                false => format!("{}: {landed}", t.nemesis),
             };
             let row = match rows.iter().position(|r| r.step == step) {
                 Some(i) => &mut rows[i],

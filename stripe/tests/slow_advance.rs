@@ -86,3 +86,50 @@ fn a_slow_advance_reads_advancing_until_its_time_and_renews_only_then() {
     assert_eq!(clock["status"], "ready");
     emu.faults().remove(rule);
 }
+
+#[test]
+fn a_clock_step_around_a_world_change_orders_every_object_by_its_second() {
+    let emu = emulator();
+    let key = new_key();
+    let c = keyed_client(emu, &key, Duration::from_secs(30));
+    let case = open_case(&c);
+    let before = credit(&c, &case, 100, None).body["created"]
+        .as_i64()
+        .unwrap();
+    // A request of the account sent while the change runs is served after the step.
+    let (seen, at) = emu
+        .step_clock_around(&key, &case.clock, |_| {
+            let waiting = std::thread::spawn({
+                let c = c.clone();
+                let customer = case.customer.clone();
+                move || {
+                    c.post(
+                        &format!("/v1/customers/{customer}/balance_transactions"),
+                        &Params::new().set("amount", -200).set("currency", "usd"),
+                        None,
+                    )
+                    .unwrap()
+                    .body["created"]
+                        .as_i64()
+                        .unwrap()
+                }
+            });
+            waiting
+        })
+        .unwrap();
+    assert_eq!(at, before, "the step starts from the clock's time");
+    assert_eq!(
+        seen.join().unwrap(),
+        at + 1,
+        "a request sent during the change is after it"
+    );
+    let clock = c
+        .get(
+            &format!("/v1/test_helpers/test_clocks/{}", case.clock),
+            &Params::new(),
+        )
+        .unwrap();
+    assert_eq!(clock.body["frozen_time"], at + 1);
+    assert_eq!(clock.body["status"], "ready");
+    assert!(emu.step_clock_around(&key, "clock_nope", |_| ()).is_err());
+}

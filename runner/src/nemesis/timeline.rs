@@ -11,6 +11,10 @@ use std::time::{Duration, Instant};
 use verify::nemesis::rules::WORLD;
 use verify::nemesis::Event;
 
+/// How late the runner may see a hold begin after the service began it (it polls the rule every
+/// millisecond at most), with a margin: added to a held POST's end.
+const HOLD_SEEN_SLACK: Duration = Duration::from_millis(5);
+
 /// The events of one trial, on one monotonic clock.
 pub(super) struct Timeline {
     origin: Instant,
@@ -124,14 +128,19 @@ impl Timeline {
     }
 
     /// Every event, in time order (the runner's own first at a tie), with the first credit POST
-    /// given the latest instant it could land when the service held it for `hold`.
-    pub(super) fn events(&self, hold: Option<Duration>) -> Vec<Event> {
+    /// given the instant its hold at the service ended (when the service held it for `hold`):
+    /// `hold` after the later of the POST leaving and the runner seeing the hold begin
+    /// (`held_from`), plus [`HOLD_SEEN_SLACK`] for how often the runner looks.
+    pub(super) fn events(&self, hold: Option<Duration>, held_from: Option<Instant>) -> Vec<Event> {
         let mut events = self.events.lock().map(|e| e.clone()).unwrap_or_default();
         events.sort_by_key(|e| (e.at_us, e.actor != WORLD));
         if let Some(hold) = hold {
             let hold_us = u64::try_from(hold.as_micros()).unwrap_or(u64::MAX);
+            let seen_us = held_from.map_or(0, |at| self.us(at));
+            let slack_us = u64::try_from(HOLD_SEEN_SLACK.as_micros()).unwrap_or(0);
             if let Some(post) = events.iter_mut().find(|e| e.kind == "post") {
-                post.until_us = Some(post.at_us.saturating_add(hold_us));
+                let began = post.at_us.max(seen_us);
+                post.until_us = Some(began.saturating_add(hold_us).saturating_add(slack_us));
             }
         }
         events

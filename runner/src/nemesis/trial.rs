@@ -106,6 +106,7 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
         &mut trial,
     )?;
     let timeline = Timeline::new();
+    let emulator = ctx.backend.emulator();
     let w = Workers {
         ctx,
         dir: &o.dir,
@@ -121,7 +122,7 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     let mut world = || -> Result<(), String> {
         let from = Instant::now();
         world_at = Some(from);
-        let made = change_world(&plan, spec.seed, &o, &timeline, from);
+        let made = change_world(&plan, spec.seed, &o, (&timeline, from), emulator);
         let ok = made.is_ok();
         world_record = Some(made);
         ok.then_some(())
@@ -170,7 +171,7 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
         Ok(env) => env,
         Err(why) => return Ok(harness(trial, &o, (&timeline, ctx), why)),
     };
-    if let Err(why) = outage(&plan, spec.seed, &o, &mut trial, &timeline) {
+    if let Err(why) = outage(&plan, spec.seed, &o, &mut trial, (&timeline, emulator)) {
         return Ok(harness(trial, &o, (&timeline, ctx), why));
     }
     for (k, step) in plan.restart_kill_steps.iter().enumerate() {
@@ -264,19 +265,25 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
         None => trial.outcome = RESTART_FAILED.into(),
     }
     finish(&mut trial, truth);
-    label(&mut trial, &timeline, ctx);
+    label(&mut trial, &timeline, ctx, decide.held_from);
     Ok(trial)
 }
 
 /// The trial's timeline, and the within-assumptions label verify's rule derives from it.
-fn label(trial: &mut Trial, timeline: &Timeline, ctx: &TrialContext<'_>) {
+/// `held_from`: when the runner saw the service hold the credit POST, if it did.
+fn label(
+    trial: &mut Trial,
+    timeline: &Timeline,
+    ctx: &TrialContext<'_>,
+    held_from: Option<Instant>,
+) {
     let hold = trial
         .faults
         .iter()
         .find(|f| f.fired > 0 && f.held_ms.is_some_and(|h| h > 0))
         .and_then(|f| f.held_ms)
         .map(Duration::from_millis);
-    trial.timeline = timeline.events(hold);
+    trial.timeline = timeline.events(hold, held_from);
     trial.interleaving = verify::nemesis::rules::interleaving(&trial.timeline);
     let bound = ms(ctx.backend.scenario_settings().max_in_flight);
     trial.assumption = assumption_broken(&trial.faults, &trial.timeline, bound).map(str::to_owned);
@@ -459,20 +466,22 @@ fn change_world(
     plan: &Draw,
     seed: u64,
     o: &Opened,
-    timeline: &Timeline,
-    from: Instant,
+    (timeline, from): (&Timeline, Instant),
+    emulator: Option<&stripe::emulator::RunningEmulator>,
 ) -> Result<(Fault, Option<bc::CaseFile>), String> {
-    let paused = match (plan.pause_at, plan.world_at_ms) {
+    let paused = match (plan.pause_at, plan.world_at_us) {
         (Some(step), _) => format!("while the worker was paused at {step}"),
-        (None, Some(ms)) => {
-            format!("{ms} ms after the decision read what it changes, while the worker ran")
-        }
+        (None, Some(us)) => format!(
+            "{}.{:03} ms after the decision read what it changes, while the worker ran",
+            us / 1000,
+            us % 1000
+        ),
         (None, None) => "?".to_owned(),
     };
     match plan.world {
         Some(WorldFault::Revoke) => {
-            let (revoked, at) = clock_now(&o.client, &o.case)
-                .and_then(|at| revoke(&o.client, &o.dir, at, timeline))?;
+            let (revoked, at) =
+                clock_now(&o.client, &o.case).and_then(|at| revoke(o, emulator, at, timeline))?;
             let what = format!("support revoked the approval {paused}, at test-clock {at}");
             Ok((world_fault("revocation", what), Some(revoked)))
         }
@@ -500,7 +509,7 @@ fn outage(
     seed: u64,
     o: &Opened,
     trial: &mut Trial,
-    timeline: &Timeline,
+    (timeline, emulator): (&Timeline, Option<&stripe::emulator::RunningEmulator>),
 ) -> Result<(), String> {
     if plan.world == Some(WorldFault::CreditNote) {
         return Ok(());
@@ -517,8 +526,8 @@ fn outage(
         let at = record
             .clock_time
             .ok_or("the revocation failed: the outage recorded no clock time")?;
-        let (revoked, at) = revoke(&o.client, &o.dir, at, timeline)
-            .map_err(|e| format!("the revocation failed: {e}"))?;
+        let (revoked, at) =
+            revoke(o, emulator, at, timeline).map_err(|e| format!("the revocation failed: {e}"))?;
         trial.case = revoked.to_results_case();
         trial.faults.push(world_fault(
             "revocation",
@@ -541,20 +550,38 @@ fn wait_for_held_request(plan: &Draw, held_from: Instant) {
     }
 }
 
-/// Revokes the approval in `case.json` at the clock's current instant (the file written into
-/// place is the change, recorded on the timeline), then advances the clock a second past it, so
-/// a credit created after the revocation is after it in Stripe's `created`.
+/// Revokes the approval in `case.json` (the file renamed into place is the change, recorded on
+/// the timeline) and moves the test clock a second past it, so a credit created after the
+/// revocation is after it in Stripe's `created`. On the embedded emulator both happen with the
+/// case's account locked (`step_clock_around`): every credit is created wholly before the
+/// change, in the revocation's second, or after the clock moved, in a later one, so the
+/// verdict's test-clock order and the timeline's order agree exactly, even for a worker that is
+/// sending meanwhile. Elsewhere: the clock's time `at`, the rename, then an advance.
 fn revoke(
-    client: &stripe::Client,
-    dir: &Path,
+    o: &Opened,
+    emulator: Option<&stripe::emulator::RunningEmulator>,
     at: i64,
     timeline: &Timeline,
 ) -> Result<(bc::CaseFile, i64), String> {
-    let mut case = bc::CaseFile::load(dir).map_err(|e| e.to_string())?;
-    case.approval.revoked = Some(serde_json::json!({"by": bc::APPROVER, "clock_time": at}));
-    let (from, until) = case.save_timed(dir).map_err(|e| e.to_string())?;
-    timeline.changed("approval", from, until);
-    bc::advance_one_second(client, &case, at).map_err(|e| e.to_string())?;
+    let mut case = bc::CaseFile::load(&o.dir).map_err(|e| e.to_string())?;
+    let mut write = |at: i64| {
+        case.approval.revoked = Some(serde_json::json!({"by": bc::APPROVER, "clock_time": at}));
+        case.save_timed(&o.dir).map_err(|e| e.to_string())
+    };
+    let at = match emulator {
+        Some(emu) => {
+            let (written, at) = emu.step_clock_around(&o.api_key, &o.case.clock, &mut write)?;
+            let (from, until) = written?;
+            timeline.changed("approval", from, until);
+            at
+        }
+        None => {
+            let (from, until) = write(at)?;
+            timeline.changed("approval", from, until);
+            bc::advance_one_second(&o.client, &o.case, at).map_err(|e| e.to_string())?;
+            at
+        }
+    };
     Ok((case, at))
 }
 
@@ -658,6 +685,6 @@ fn harness(
     trial.harness_error = Some(text);
     let truth = bc::ground_truth(&o.client, &o.case).unwrap_or_else(|_| empty_truth());
     finish(&mut trial, truth);
-    label(&mut trial, timeline, ctx);
+    label(&mut trial, timeline, ctx, None);
     trial
 }

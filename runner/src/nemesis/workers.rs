@@ -91,7 +91,7 @@ fn decide_paused(
     Ok(DecideEnd::finished(problem, None))
 }
 
-/// Runs to its end while the world changes `fact` `at` ms after the worker's decision read it
+/// Runs to its end while the world changes `fact` `at` µs after the worker's decision read it
 /// (the exposure nemesis): the decision never knows of the change, and nobody waits for
 /// anybody after, so where the change lands in the rest of the worker's life is chance.
 fn decide_exposed(
@@ -107,7 +107,7 @@ fn decide_exposed(
         .lines
         .wait_for(&read, run.deadline)
         .map_or(run.started, |line| worker_instant(&line, 4));
-    let when = origin + Duration::from_millis(at);
+    let when = origin + Duration::from_micros(at);
     let now = Instant::now();
     if when > now {
         std::thread::sleep(when - now);
@@ -304,7 +304,7 @@ impl Workers<'_> {
             started,
             deadline: started + WORKER_TIMEOUT,
         };
-        if let (Some(at), Some(fault)) = (plan.world_at_ms, plan.world) {
+        if let (Some(at), Some(fault)) = (plan.world_at_us, plan.world) {
             return decide_exposed(run, fault.fact(), at, world);
         }
         match (plan.pause_at, plan.kill_at_step, plan.decide_kill_ms) {

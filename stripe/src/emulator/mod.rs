@@ -111,6 +111,7 @@ impl Emulator {
             config.idempotency_ttl,
             server::seed(),
         ));
+        let app_handle = app.clone();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<()>>();
         let thread = std::thread::Builder::new()
@@ -151,6 +152,7 @@ impl Emulator {
         }
         Ok(RunningEmulator {
             addr,
+            app: app_handle,
             faults,
             limiter,
             stop: Some(stop_tx),
@@ -163,6 +165,7 @@ impl Emulator {
 #[derive(Debug)]
 pub struct RunningEmulator {
     addr: SocketAddr,
+    app: Arc<server::App>,
     faults: FaultHandle,
     limiter: ratelimit::Limiter,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -178,6 +181,21 @@ impl RunningEmulator {
     /// The bound address.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Runs `change` (a change in the world outside the service, such as a revoked approval),
+    /// given the clock's time, then moves the test clock `clock_id` of the account of `api_key` one second forward, with
+    /// that account locked throughout, so every object it creates is ordered exactly against
+    /// `change` by its `created` second: before it, in the clock's old second; after it, in a
+    /// later one. Returns what `change` returned and the clock's time before the step. A tool
+    /// for an experiment harness; Stripe has no such control.
+    pub fn step_clock_around<R>(
+        &self,
+        api_key: &str,
+        clock_id: &str,
+        change: impl FnOnce(i64) -> R,
+    ) -> Result<(R, i64), String> {
+        self.app.step_clock_around(api_key, clock_id, change)
     }
 
     /// Adds and clears fault rules while the emulator runs.

@@ -36,6 +36,12 @@ pub(crate) struct App {
     seed: u64,
 }
 
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App").finish_non_exhaustive()
+    }
+}
+
 impl App {
     pub fn new(faults: FaultHandle, limiter: Limiter, ttl: Duration, seed: u64) -> App {
         App {
@@ -54,6 +60,24 @@ impl App {
             .entry(key.to_string())
             .or_insert_with(|| Arc::new(Mutex::new(Account::new(key))))
             .clone()
+    }
+
+    /// Runs `change` (given the clock's time), then moves the account's test clock `clock_id` one second forward, with
+    /// the account locked throughout: each of the account's requests is served wholly before
+    /// `change` (seeing the old time) or wholly after the clock moved (seeing the new one).
+    /// Returns what `change` returned and the clock's time before the step.
+    pub fn step_clock_around<R>(
+        &self,
+        api_key: &str,
+        clock_id: &str,
+        change: impl FnOnce(i64) -> R,
+    ) -> Result<(R, i64), String> {
+        let account = self.account(api_key);
+        let mut a = lock(&account);
+        let before = super::clock::settle_and_read(&mut a, clock_id)?;
+        let changed = change(before);
+        super::clock::run_until(&mut a, clock_id, before + 1);
+        Ok((changed, before))
     }
 
     fn request_id(&self) -> String {

@@ -72,8 +72,8 @@ pub const AFTER_LAST_READ: &str = "no world change lands between the column's la
 /// - A world change of a fact (a `change` event, from its request's start to its answer) breaks
 ///   [`AFTER_LAST_READ`] when it began before some credit POST of the column's workers could be
 ///   applied (the POST's answer, or the end of its hold at the service when it was held; a POST
-///   whose answer never came, its sender killed, may be applied until the declared in-flight
-///   bound after it left), and the last read of that fact that the POST rests on, before the
+///   whose answer never came, its sender killed, is applied when its hold ended if the service
+///   held it, else may be applied until the declared in-flight bound after it left), and the last read of that fact that the POST rests on, before the
 ///   POST left, had ended before the change began (or there was none). A read that ends after
 ///   the change began counts as seeing it: the rule never excuses a change a check could have
 ///   seen. A change followed by no POST excuses nothing.
@@ -101,77 +101,123 @@ pub fn assumption_broken(
     if changes.is_empty() {
         return None;
     }
-    let spans = process_spans(timeline);
-    // Whether a read by `reader` is one a POST by `poster` rests on.
-    let rests_on = |poster: &str, reader: &str| {
-        reader == poster
-            || match (spans.get(poster), spans.get(reader)) {
-                (Some((began, _)), Some((_, ended))) => ended < began,
-                _ => false,
-            }
-    };
-    // Each POST's answer: the next `answered` of its process after it (one backward pass).
-    let mut answers: Vec<Option<&Event>> = vec![None; timeline.len()];
-    let mut next: std::collections::BTreeMap<&str, &Event> = std::collections::BTreeMap::new();
-    for (i, e) in timeline.iter().enumerate().rev() {
-        match e.kind.as_str() {
-            "answered" => {
-                next.insert(&e.actor, e);
-            }
-            "post" => answers[i] = next.get(e.actor.as_str()).copied(),
-            _ => {}
-        }
-    }
-    // Every read of the column's processes, by fact: (reader, end). A read's end is `until_us`
-    // (older timelines stamp only its arrival, `at_us`).
-    let mut reads: std::collections::BTreeMap<&str, Vec<(&str, u64)>> =
-        std::collections::BTreeMap::new();
-    for e in timeline
-        .iter()
-        .filter(|e| e.kind == "read" && e.actor != WORLD)
-    {
-        reads
-            .entry(e.what.as_str())
-            .or_default()
-            .push((e.actor.as_str(), e.until_us.unwrap_or(e.at_us)));
-    }
-    let bound_us = max_in_flight_ms.saturating_mul(1_000);
-    for (i, post) in timeline.iter().enumerate() {
-        if post.kind != "post" || post.actor == WORLD {
-            continue;
-        }
-        let answer = answers[i];
-        // Answered from the service's idempotency cache: this request applied nothing (the
-        // first one under its key did, and is judged on its own reads).
-        if answer.is_some_and(|a| a.what == REPLAYED) {
-            continue;
-        }
-        let applied_by = answer
-            .map_or(post.at_us.saturating_add(bound_us), |a| a.at_us)
-            .max(post.until_us.unwrap_or(post.at_us));
+    let posts = Posts::new(timeline, max_in_flight_ms);
+    for (i, post) in posts.applying() {
+        let applied_by = posts.applied_by(i);
         let mut last_reads: std::collections::BTreeMap<&str, Option<u64>> =
             std::collections::BTreeMap::new();
         for change in changes.iter().filter(|c| c.at_us < applied_by) {
-            let last_read = match last_reads.get(change.what.as_str()) {
-                Some(r) => *r,
-                None => {
-                    let r = reads
-                        .get(change.what.as_str())
-                        .into_iter()
-                        .flatten()
-                        .filter(|(reader, end)| *end < post.at_us && rests_on(&post.actor, reader))
-                        .map(|(_, end)| *end)
-                        .max();
-                    last_reads.insert(&change.what, r);
-                    r
-                }
-            };
+            let last_read = *last_reads
+                .entry(change.what.as_str())
+                .or_insert_with(|| posts.last_read(post, &change.what));
             if last_read.is_none_or(|r| r < change.at_us) {
                 return Some(AFTER_LAST_READ);
             }
         }
     }
     None
+}
+
+/// A column's unguarded window for `fact` in one trial, µs: from the end of the last read of
+/// `fact` that the first applying credit POST rests on to the moment that POST was applied (the
+/// same instants [`assumption_broken`] compares a change with). `None` without such a POST or
+/// read. Measured on the trials of a nemesis that pauses and kills nobody, it is how long a
+/// change of `fact` could land unseen.
+pub fn unguarded_window_us(timeline: &[Event], fact: &str, max_in_flight_ms: u64) -> Option<u64> {
+    let posts = Posts::new(timeline, max_in_flight_ms);
+    let (i, post) = posts.applying().next()?;
+    let read = posts.last_read(post, fact)?;
+    Some(posts.applied_by(i).saturating_sub(read))
+}
+
+/// What the rule needs of a timeline's credit POSTs, computed once: each POST's answer, each
+/// process's span, every read by fact.
+struct Posts<'t> {
+    timeline: &'t [Event],
+    /// Each POST's answer: the next `answered` of its process after it.
+    answers: Vec<Option<&'t Event>>,
+    spans: std::collections::BTreeMap<&'t str, (u64, u64)>,
+    /// Every read of the column's processes, by fact: (reader, end). A read's end is `until_us`
+    /// (older timelines stamp only its arrival, `at_us`).
+    reads: std::collections::BTreeMap<&'t str, Vec<(&'t str, u64)>>,
+    bound_us: u64,
+}
+
+impl<'t> Posts<'t> {
+    fn new(timeline: &'t [Event], max_in_flight_ms: u64) -> Posts<'t> {
+        let mut answers: Vec<Option<&Event>> = vec![None; timeline.len()];
+        let mut next: std::collections::BTreeMap<&str, &Event> = std::collections::BTreeMap::new();
+        for (i, e) in timeline.iter().enumerate().rev() {
+            match e.kind.as_str() {
+                "answered" => {
+                    next.insert(&e.actor, e);
+                }
+                "post" => answers[i] = next.get(e.actor.as_str()).copied(),
+                _ => {}
+            }
+        }
+        let mut reads: std::collections::BTreeMap<&str, Vec<(&str, u64)>> =
+            std::collections::BTreeMap::new();
+        for e in timeline
+            .iter()
+            .filter(|e| e.kind == "read" && e.actor != WORLD)
+        {
+            reads
+                .entry(e.what.as_str())
+                .or_default()
+                .push((e.actor.as_str(), e.until_us.unwrap_or(e.at_us)));
+        }
+        Posts {
+            timeline,
+            answers,
+            spans: process_spans(timeline),
+            reads,
+            bound_us: max_in_flight_ms.saturating_mul(1_000),
+        }
+    }
+
+    /// The column's credit POSTs that could apply, with their index: a POST answered from the
+    /// service's idempotency cache applied nothing (the first one under its key did, and is
+    /// judged on its own reads).
+    fn applying(&self) -> impl Iterator<Item = (usize, &'t Event)> + '_ {
+        self.timeline.iter().enumerate().filter(|(i, e)| {
+            e.kind == "post"
+                && e.actor != WORLD
+                && self.answers[*i].is_none_or(|a| a.what != REPLAYED)
+        })
+    }
+
+    /// By when POST `i` was applied: its answer (or the end of its hold, if later); unanswered,
+    /// the end of its hold when the service held it, else the declared bound after it left.
+    fn applied_by(&self, i: usize) -> u64 {
+        let post = &self.timeline[i];
+        match (self.answers[i], post.until_us) {
+            (Some(a), until) => a.at_us.max(until.unwrap_or(a.at_us)),
+            (None, Some(until)) => until,
+            (None, None) => post.at_us.saturating_add(self.bound_us),
+        }
+    }
+
+    /// Whether a read by `reader` is one a POST by `poster` rests on: its own, or one of a
+    /// process that ended before it began.
+    fn rests_on(&self, poster: &str, reader: &str) -> bool {
+        reader == poster
+            || match (self.spans.get(poster), self.spans.get(reader)) {
+                (Some((began, _)), Some((_, ended))) => ended < began,
+                _ => false,
+            }
+    }
+
+    /// The end of the last read of `fact` that `post` rests on, before it left.
+    fn last_read(&self, post: &Event, fact: &str) -> Option<u64> {
+        self.reads
+            .get(fact)
+            .into_iter()
+            .flatten()
+            .filter(|(reader, end)| *end < post.at_us && self.rests_on(&post.actor, reader))
+            .map(|(_, end)| *end)
+            .max()
+    }
 }
 
 /// Each of the column's processes on a timeline with the instants of its first and last event
@@ -511,6 +557,39 @@ mod tests {
             change(500, 900, "incident_compensation"),
         ];
         assert_eq!(assumption_broken(&[], &landed, 5_500), None);
+    }
+
+    #[test]
+    fn the_unguarded_window_runs_from_the_last_read_the_post_rests_on_to_its_application() {
+        let t = [
+            ev(10, "decide", "read", "approval", Some(12)),
+            ev(40, "decide", "read", "approval", Some(45)),
+            post(50, "decide"),
+            ev(58, "decide", "answered", "", None),
+        ];
+        assert_eq!(unguarded_window_us(&t, "approval", 5_500), Some(13));
+        assert_eq!(
+            unguarded_window_us(&t, "incident_compensation", 5_500),
+            None
+        );
+        assert_eq!(unguarded_window_us(&t[..2], "approval", 5_500), None);
+    }
+
+    #[test]
+    fn a_held_post_whose_sender_died_was_applied_when_its_hold_ended() {
+        let t = [
+            read(10, "decide", "incident_compensation"),
+            ev(20, "decide", "post", "", Some(1_300)),
+            ev(30, WORLD, "kill", "decide", None),
+            change(2_600, 2_700, "incident_compensation"),
+        ];
+        assert_eq!(assumption_broken(&[], &t, 5_500), None);
+        let mut during = t.to_vec();
+        during[3] = change(1_000, 1_100, "incident_compensation");
+        assert_eq!(
+            assumption_broken(&[], &during, 5_500),
+            Some(AFTER_LAST_READ)
+        );
     }
 
     #[test]
