@@ -396,3 +396,26 @@ fn a_closed_stdout_ends_quietly_with_the_verdicts_exit_code() {
         }
     }
 }
+
+#[test]
+fn a_pinned_nemesis_file_whose_signature_fails_prints_no_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut file, key) = common::nemesis_file();
+    let i = common::committed_trial(&file);
+    file.trials[i].violation = true;
+    let path = write(&dir, "nemesis.json", &serde_json::to_vec(&file).unwrap());
+    let hex = hex::encode(key.verifying_key().as_bytes());
+    let (code, text) = run(&["--key", &hex, &path]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("signature check failed"), "{text}");
+    for count in ["trials", "receipts", "violations"] {
+        assert!(!text.contains(&format!(" {count},")), "{text}");
+    }
+    let (code, text) = run(&["--json", "--key", &hex, &path]);
+    assert_eq!(code, Some(1), "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let report = &v["files"][0]["report"];
+    for count in ["trials", "receipts", "violations"] {
+        assert_eq!(report[count], Value::Null, "{count} in {report}");
+    }
+}
