@@ -226,10 +226,13 @@ fn nemesis_outcome(f: &NemesisFile, key: &KeyCheck, r: &NemesisReport, json: boo
     } else {
         "signed"
     };
-    let summary = format!(
-        "nemesis, {} trials, {} receipts, {} violations, {signature}",
-        r.trials, r.receipts, r.violations
-    );
+    let summary = match (r.trials, r.receipts, r.violations) {
+        (Some(trials), Some(receipts), Some(violations)) => {
+            format!("nemesis, {trials} trials, {receipts} receipts, {violations} violations, {signature}")
+        }
+        // Under a pin, nothing is derived from a file whose signature failed.
+        _ => format!("nemesis, {signature}, not read further"),
+    };
     let details = r.findings.iter().map(|x| format!("  {x}")).collect();
     let mut outcome = Outcome::new(r.ok, summary, details, "nemesis", r, json);
     outcome.provenance = Provenance {

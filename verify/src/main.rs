@@ -1,10 +1,12 @@
 //! `verify`: checks receipt bundles and results files offline.
 //!
 //! Exit codes: 0 every check holds; 1 a check failed; 2 could not check (unreadable file, unknown
-//! format, bad arguments).
+//! format, bad arguments). A closed standard output (`verify FILE | head -c1`) silences the
+//! output, not the checks: the exit code is the same as if everything had been printed.
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use verify::cli::{
@@ -70,7 +72,24 @@ fn not_before(args: &Args) -> Result<Option<NotBefore>> {
     }
 }
 
-fn run(args: &Args) -> Result<Status> {
+/// Standard output that goes quiet once writing to it fails (the reader closed it): the checks
+/// go on, and nothing panics.
+struct Out {
+    open: bool,
+}
+
+impl Out {
+    fn line(&mut self, text: &str) {
+        if self.open {
+            let mut stdout = std::io::stdout().lock();
+            self.open = writeln!(stdout, "{text}")
+                .and_then(|()| stdout.flush())
+                .is_ok();
+        }
+    }
+}
+
+fn run(args: &Args, out: &mut Out) -> Result<Status> {
     let pinned = pinned_keys(args)?;
     let options = Options {
         pinned: &pinned,
@@ -85,12 +104,12 @@ fn run(args: &Args) -> Result<Status> {
         let (status, lines, value) = check_file_with(path, &options);
         worst = worst.max(status);
         if !(args.json || (args.quiet && status == Status::Ok)) {
-            shown_lines(&lines).iter().for_each(|l| println!("{l}"));
+            shown_lines(&lines).iter().for_each(|l| out.line(l));
         }
         reports.push(value);
     }
     if args.json {
-        println!("{}", json_report(worst, reports, input_bytes));
+        out.line(&json_report(worst, reports, input_bytes));
     }
     Ok(worst)
 }
@@ -108,14 +127,16 @@ fn main() -> ExitCode {
             };
         }
     };
-    match run(&args) {
+    let mut out = Out { open: true };
+    match run(&args, &mut out) {
         Ok(status) => ExitCode::from(status as u8),
         Err(e) => {
             let msg = escape(&format!("{e:#}"));
             if args.json {
-                println!("{}", json_error(&msg));
+                out.line(&json_error(&msg));
             }
-            eprintln!("verify: {msg}");
+            // Nothing to do if standard error is closed too.
+            let _ = writeln!(std::io::stderr(), "verify: {msg}");
             ExitCode::from(2)
         }
     }

@@ -62,6 +62,57 @@ pub fn shown_kind(kind: &str) -> String {
     crate::display::shorten(kind, 40)
 }
 
+/// At most this many problems of one code are listed per stage of a receipt's check (its
+/// entries, its replay, its signatures); the rest are counted in one [`code::PROBLEMS_NOT_LISTED`].
+/// A receipt of a few hundred thousand empty entries then costs a few hundred problems, not a
+/// few per entry.
+pub const LISTED_PER_CODE: usize = 64;
+
+/// The problems one stage of a receipt's check found: at most [`LISTED_PER_CODE`] of each code
+/// kept, the rest only counted. Never empty once a problem was pushed, so a receipt with a
+/// problem stays invalid however many are left out.
+#[derive(Debug, Default)]
+pub struct Listing {
+    listed: Vec<Problem>,
+    /// Per code seen: how many problems of it were pushed.
+    seen: Vec<(String, usize)>,
+}
+
+impl Listing {
+    /// Keep `problem` if fewer than [`LISTED_PER_CODE`] of its code are kept; count it either way.
+    pub fn push(&mut self, problem: Problem) {
+        let count = match self.seen.iter_mut().find(|(c, _)| *c == problem.code) {
+            Some((_, n)) => n,
+            None => {
+                self.seen.push((problem.code.clone(), 0));
+                match self.seen.last_mut() {
+                    Some((_, n)) => n,
+                    None => return,
+                }
+            }
+        };
+        *count += 1;
+        if *count <= LISTED_PER_CODE {
+            self.listed.push(problem);
+        }
+    }
+
+    /// The problems kept, then one problem of the receipt per code with problems left out,
+    /// naming the code and how many.
+    pub fn into_problems(self, eid: &str) -> Vec<Problem> {
+        let mut problems = self.listed;
+        for (c, n) in self.seen {
+            if let Some(more) = n.checked_sub(LISTED_PER_CODE).filter(|m| *m > 0) {
+                let what = format!(
+                    "effect {eid}: {more} more problems of code {c} are not listed (the first {LISTED_PER_CODE} are)"
+                );
+                problems.push(Problem::receipt(code::PROBLEMS_NOT_LISTED, what));
+            }
+        }
+        problems
+    }
+}
+
 /// The machine codes of receipt problems.
 pub mod code {
     /// The bundle's `format` is neither `interlock-receipt/1` nor the original Python format.
@@ -120,4 +171,6 @@ pub mod code {
     pub const PREMISES_VIOLATED: &str = "premises_violated_at_send";
     /// A COMMITTED's `via` is not one of the known ways.
     pub const UNKNOWN_VIA: &str = "unknown_via";
+    /// More problems of one code than [`super::LISTED_PER_CODE`]: the rest are counted, not listed.
+    pub const PROBLEMS_NOT_LISTED: &str = "problems_not_listed";
 }

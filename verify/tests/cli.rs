@@ -350,3 +350,72 @@ fn key_and_signers_errors_escape_control_characters_once() {
     let error = v["error"].as_str().unwrap();
     assert!(error.starts_with("--key \\u{001b}x: "), "{error}");
 }
+
+/// Runs the binary with `args`, reads one byte of its output and closes it: the exit code, and
+/// what it wrote to standard error.
+fn run_with_stdout_closed(args: &[String]) -> (Option<i32>, String) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut byte = [0u8; 1];
+    stdout.read_exact(&mut byte).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly_with_the_verdicts_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(&dir, "r.json", &serde_json::to_vec(&bundle()).unwrap());
+    let mut bad = bundle();
+    bad["entries"][1]["lease"] = json!("forged");
+    let bad = write(&dir, "bad.json", &serde_json::to_vec(&bad).unwrap());
+    // Far more output than a pipe holds, so the writer meets the closed end whatever the timing.
+    let goods: Vec<String> = vec![good; 600];
+    let mut with_bad = goods.clone();
+    with_bad.push(bad);
+    for (files, want) in [(&goods, 0), (&with_bad, 1)] {
+        for json in [false, true] {
+            let mut args: Vec<String> = files.clone();
+            if json {
+                args.insert(0, "--json".into());
+            }
+            let (code, stderr) = run_with_stdout_closed(&args);
+            assert_eq!(code, Some(want), "json {json}: {stderr}");
+            assert!(!stderr.contains("panicked"), "json {json}: {stderr}");
+        }
+    }
+}
+
+#[test]
+fn a_pinned_nemesis_file_whose_signature_fails_prints_no_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut file, key) = common::nemesis_file();
+    let i = common::committed_trial(&file);
+    file.trials[i].violation = true;
+    let path = write(&dir, "nemesis.json", &serde_json::to_vec(&file).unwrap());
+    let hex = hex::encode(key.verifying_key().as_bytes());
+    let (code, text) = run(&["--key", &hex, &path]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("signature check failed"), "{text}");
+    for count in ["trials", "receipts", "violations"] {
+        assert!(!text.contains(&format!(" {count},")), "{text}");
+    }
+    let (code, text) = run(&["--json", "--key", &hex, &path]);
+    assert_eq!(code, Some(1), "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let report = &v["files"][0]["report"];
+    for count in ["trials", "receipts", "violations"] {
+        assert_eq!(report[count], Value::Null, "{count} in {report}");
+    }
+}

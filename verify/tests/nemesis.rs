@@ -43,7 +43,7 @@ fn the_committed_nemesis_run_verifies_and_tampering_is_found() {
     let file = verify::load::load_nemesis(&read("results/nemesis/billing_credit.json")).unwrap();
     let report = verify_nemesis(&file, &KeyCheck::SelfAttested);
     assert!(report.ok, "{:?}", report.findings.first());
-    assert!(report.trials >= 20 * 3);
+    assert!(report.trials >= Some(20 * 3));
 
     let mut dropped = file.clone();
     dropped.trials.remove(3);

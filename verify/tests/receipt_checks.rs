@@ -724,3 +724,58 @@ fn recovery_entries_with_in_flight_fields_and_new_refusal_codes_verify() {
     assert_eq!(r.happened, Happened::Yes);
     assert_eq!(r.via.as_deref(), Some("recovery-reapply"));
 }
+
+/// Problems of `code` in `r` that name an entry, and the count its `problems_not_listed` states.
+fn listed_and_counted(r: &ReceiptReport, code_: &str) -> (usize, Option<String>) {
+    let listed = r.problems.iter().filter(|p| p.code == code_).count();
+    let note = r
+        .problems
+        .iter()
+        .find(|p| p.code == code::PROBLEMS_NOT_LISTED && p.message.contains(code_))
+        .map(|p| p.message.clone());
+    (listed, note)
+}
+
+#[test]
+fn a_receipt_of_many_empty_entries_lists_at_most_64_problems_of_each_code_and_counts_the_rest() {
+    let n = 20_000;
+    let b = ReceiptBundle {
+        format: "interlock-receipt/1".into(),
+        effect_id: eid(),
+        entries: vec![json!({}); n],
+        head: None,
+    };
+    let r = fails(&b, &KeyCheck::SelfAttested, code::FOREIGN_ENTRY, Some(0));
+    let (listed, note) = listed_and_counted(&r, code::FOREIGN_ENTRY);
+    assert_eq!(listed, verify::problem::LISTED_PER_CODE);
+    let note = note.expect("the problems left out are counted");
+    assert!(note.contains(&format!("{} more", n - 64)), "{note}");
+    assert!(
+        r.problems.len() < 20 * verify::problem::LISTED_PER_CODE,
+        "{} problems listed for {n} entries",
+        r.problems.len()
+    );
+    assert_eq!(
+        r.journal_kinds.len(),
+        n,
+        "every entry's kind is still named"
+    );
+}
+
+#[test]
+fn a_receipt_whose_every_signature_fails_lists_64_and_counts_the_rest() {
+    let mut bodies = vec![proposed(), authorized()];
+    bodies.extend((0..200).map(|_| authorized()));
+    let mut b = build(bodies);
+    let n = b.entries.len();
+    for e in &mut b.entries {
+        // A signature of the right shape that does not verify.
+        e["sig"] = json!("11".repeat(64));
+    }
+    let r = fails(&b, &pinned(), code::BAD_SIGNATURE, Some(0));
+    let (listed, note) = listed_and_counted(&r, code::BAD_SIGNATURE);
+    assert_eq!(listed, 64);
+    let note = note.expect("the failed signatures left out are counted");
+    assert!(note.contains(&format!("{} more", n - 64)), "{note}");
+    assert_eq!(r.signed, Some(false));
+}

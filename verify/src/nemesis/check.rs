@@ -38,13 +38,14 @@ pub mod code {
 pub struct NemesisReport {
     /// Every check held.
     pub ok: bool,
-    /// Trials checked.
-    pub trials: usize,
+    /// Trials checked; `None` when nothing was derived from the file (under a pin, its signature
+    /// failed), as for the two counts below.
+    pub trials: Option<usize>,
     /// Receipts verified.
-    pub receipts: usize,
+    pub receipts: Option<usize>,
     /// Violations over all trials, as the trials state them (each stated judgement is checked
     /// against its data: one that differs is a finding).
-    pub violations: usize,
+    pub violations: Option<usize>,
     /// `pinned` or `self-attested`.
     pub key: &'static str,
     /// [`crate::fingerprint`] of the key the file was checked against: the pinned key, or the one
@@ -134,9 +135,9 @@ fn verify_parts<'t, E: Send>(
     let signer = check_signature(head, hash, key, &mut f);
     let mut report = NemesisReport {
         ok: false,
-        trials: count,
-        receipts: 0,
-        violations,
+        trials: None,
+        receipts: None,
+        violations: None,
         key: match key {
             KeyCheck::Pinned(_) => "pinned",
             KeyCheck::SelfAttested => "self-attested",
@@ -148,6 +149,7 @@ fn verify_parts<'t, E: Send>(
         report.findings = f;
         return Ok(report);
     }
+    let mut receipts_verified = 0;
     let (well_formed, fits) = check_plan_size(head, count, &mut f);
     let receipt_key = match (key, signer) {
         (KeyCheck::Pinned(k), _) => KeyCheck::Pinned(*k),
@@ -186,7 +188,7 @@ fn verify_parts<'t, E: Send>(
         for group in checked {
             let (mut found, receipts, trials) = group?;
             f.append(&mut found);
-            report.receipts += receipts;
+            receipts_verified += receipts;
             for t in trials.iter() {
                 if let Some(w) = walk.as_mut() {
                     w.visit(t);
@@ -201,6 +203,9 @@ fn verify_parts<'t, E: Send>(
     if let Some(s) = summaries {
         f.extend(compare_summary(&head.summary, &s.derived));
     }
+    report.trials = Some(count);
+    report.receipts = Some(receipts_verified);
+    report.violations = Some(violations);
     report.ok = f.is_empty();
     report.findings = f;
     Ok(report)

@@ -3,7 +3,7 @@
 
 use super::{Format, PendingSig, SignerRule};
 use crate::display::shorten;
-use crate::problem::{code, Problem};
+use crate::problem::{code, Listing, Problem};
 use crate::trusted::entry::{self, decode_lower_hex, lower_hex};
 use ed25519_dalek::Signature;
 use serde_json::{Map, Value};
@@ -50,7 +50,7 @@ pub(super) struct ChainWalk<'r, 'a> {
     pub(super) eid: &'r str,
     pub(super) format: Format,
     pub(super) rule: &'r SignerRule,
-    pub(super) problems: Vec<Problem>,
+    pub(super) problems: Listing,
     /// Every entry belongs to the effect, its hash recomputes and its `prev` links.
     pub(super) chain_ok: bool,
     pub(super) pending: Vec<PendingSig<'a>>,

@@ -17,7 +17,7 @@
 mod chain;
 mod replay;
 
-use crate::problem::{code, shown_kind, Problem};
+use crate::problem::{code, shown_kind, Listing, Problem};
 use crate::receipt::ReceiptReport;
 use crate::trusted::entry::{self, ReceiptBundle, RECEIPT_FORMAT};
 use crate::trusted::signatures;
@@ -127,7 +127,7 @@ fn check_signatures(prepared: &mut [Prepared<'_>], vetted: &Vetted) {
                 p.report.effect_id
             );
             let problem = Problem::at(e, kind.as_deref(), code::BAD_SIGNATURE, msg);
-            p.report.problems.push(problem);
+            p.signature_problems.push(problem);
         }
     }
 }
@@ -190,6 +190,8 @@ struct Prepared<'a> {
     pending: Vec<PendingSig<'a>>,
     signed_format: bool,
     sig_failed: bool,
+    /// What the signatures' check found (checked after the other stages, in batches).
+    signature_problems: Listing,
 }
 
 /// A signature to check: the entry's signer and signature, over `SIGNING_CONTEXT + hash` where
@@ -210,8 +212,7 @@ impl Prepared<'_> {
             self.report.effect_id,
             entry::lower_hex(signer)
         );
-        self.report
-            .problems
+        self.signature_problems
             .push(Problem::at(entry, kind.as_deref(), code::WEAK_KEY, msg));
     }
 
@@ -219,6 +220,10 @@ impl Prepared<'_> {
         if self.signed_format {
             self.report.signed = Some(!self.sig_failed);
         }
+        let found = self
+            .signature_problems
+            .into_problems(&self.report.effect_id);
+        self.report.problems.extend(found);
         self.report
             .problems
             .sort_by_key(|p| p.entry.unwrap_or(usize::MAX));
@@ -261,6 +266,7 @@ fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
             pending,
             signed_format,
             sig_failed,
+            signature_problems: Listing::default(),
         };
     };
     check_bundle(&mut report, bundle, format);
@@ -268,7 +274,7 @@ fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
         eid,
         format,
         rule,
-        problems: Vec::new(),
+        problems: Listing::default(),
         chain_ok: true,
         pending: Vec::new(),
         first_signer: None,
@@ -289,7 +295,7 @@ fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
     report.final_kind = bundle.entries.last().and_then(kind_of);
     report.chain_consistent = walk.chain_ok;
     report.signer = walk.first_signer.map(|s| entry::lower_hex(&s));
-    report.problems.append(&mut walk.problems);
+    report.problems.extend(walk.problems.into_problems(eid));
     let sealer = match rule {
         SignerRule::Pinned(k) | SignerRule::Published(k) => Some(k.to_bytes()),
         SignerRule::FromRecord => walk.first_signer,
@@ -302,6 +308,7 @@ fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
         pending: walk.pending,
         signed_format: format == Format::Current,
         sig_failed: walk.unsigned,
+        signature_problems: Listing::default(),
     }
 }
 

@@ -2,7 +2,7 @@
 //! proves. One method per entry kind; each names the rule it enforces.
 
 use super::{Format, RESEND_VIAS, VIAS};
-use crate::problem::{code, Problem};
+use crate::problem::{code, Listing, Problem};
 use crate::receipt::{Happened, ReceiptReport, Refusal};
 use crate::trusted::canonical;
 use crate::trusted::entry::{self, Kind};
@@ -21,7 +21,7 @@ struct Send<'a> {
 struct Replay<'a> {
     eid: &'a str,
     format: Format,
-    problems: Vec<Problem>,
+    problems: Listing,
     /// A DISPATCHED is not yet resolved.
     open: bool,
     authorized_seen: bool,
@@ -51,7 +51,7 @@ pub(super) fn replay(
     let mut r = Replay {
         eid,
         format,
-        problems: Vec::new(),
+        problems: Listing::default(),
         open: false,
         authorized_seen: false,
         commits: 0,
@@ -335,7 +335,8 @@ impl<'a> Replay<'a> {
         if report.happened != Happened::Yes {
             report.refused = self.refused;
         }
-        report.problems.append(&mut self.problems);
+        let problems = self.problems.into_problems(self.eid);
+        report.problems.extend(problems);
     }
 }
 
