@@ -116,11 +116,24 @@ pub struct MonoInstant {
     pub ms: u64,
 }
 
-/// This boot's id (empty where the kernel does not say: then no instant is ever inherited).
+/// The name of the monotonic clock this process reads: the boot id and the offsets of the time
+/// namespace it runs in (`/proc/self/timens_offsets`: two processes of one boot in different
+/// time namespaces read different monotonic clocks). Empty where the kernel names no boot: then
+/// no instant is ever inherited. Where the kernel has no time namespaces, the boot id alone.
 pub(crate) fn boot_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .map(|s| s.trim().to_owned())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    if boot.is_empty() {
+        return boot;
+    }
+    match std::fs::read_to_string("/proc/self/timens_offsets") {
+        Ok(offsets) => {
+            let offsets: Vec<&str> = offsets.split_whitespace().collect();
+            format!("{boot} timens {}", offsets.join(" "))
+        }
+        Err(_) => boot,
+    }
 }
 
 /// The host's monotonic clock in milliseconds.
@@ -160,6 +173,62 @@ pub struct ClaimRecord {
     /// boot waits it out; any other waits the store's send window from its own take-over.
     #[serde(default)]
     pub earlier_sends_until: Option<MonoInstant>,
+    /// The public key (hex) of the gate that wrote the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signer: Option<String>,
+    /// Its ed25519 signature (hex) over the record's canonical JSON without `sig`: a record
+    /// edited or made up by anyone without a trusted key is not believed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sig: Option<String>,
+}
+
+impl ClaimRecord {
+    /// The record signed with `key` (its `signer` and `sig` replaced).
+    pub(crate) fn signed(mut self, key: &ed25519_dalek::SigningKey) -> ClaimRecord {
+        use ed25519_dalek::Signer;
+        self.signer = Some(hex::encode(key.verifying_key().as_bytes()));
+        self.sig = None;
+        self.sig = self
+            .signed_bytes()
+            .map(|bytes| hex::encode(key.sign(&bytes).to_bytes()));
+        self
+    }
+
+    fn signed_bytes(&self) -> Option<Vec<u8>> {
+        let mut value = serde_json::to_value(self).ok()?;
+        value.as_object_mut()?.remove("sig");
+        verify::canonical::to_vec(&value).ok()
+    }
+
+    /// Why the record is not to be believed, if it is not: unsigned, signed by a key outside
+    /// `trusted`, or a signature that does not cover what it says.
+    pub(crate) fn untrusted(
+        &self,
+        trusted: &[ed25519_dalek::VerifyingKey],
+    ) -> Option<&'static str> {
+        let (Some(signer), Some(sig)) = (&self.signer, &self.sig) else {
+            return Some("the claim record is not signed");
+        };
+        let Some(key) = trusted
+            .iter()
+            .find(|k| hex::encode(k.as_bytes()) == *signer)
+        else {
+            return Some("the claim record's signer is not a trusted key");
+        };
+        let sig = hex::decode(sig)
+            .ok()
+            .and_then(|b| ed25519_dalek::Signature::from_slice(&b).ok());
+        let Some(sig) = sig else {
+            return Some("the claim record's signature is malformed");
+        };
+        let Some(bytes) = self.signed_bytes() else {
+            return Some("the claim record cannot be put in canonical form");
+        };
+        match key.verify_strict(&bytes, &sig) {
+            Ok(()) => None,
+            Err(_) => Some("the claim record's signature does not verify (edited, or made up)"),
+        }
+    }
 }
 
 /// The directory of claim files of one journal.
@@ -297,7 +366,37 @@ mod tests {
             }),
             released: false,
             earlier_sends_until: None,
+            signer: None,
+            sig: None,
         }
+    }
+
+    #[test]
+    fn a_record_is_believed_only_as_its_trusted_signer_wrote_it() {
+        let key = ed25519_dalek::SigningKey::from_bytes(&[7u8; 32]);
+        let other = ed25519_dalek::SigningKey::from_bytes(&[8u8; 32]);
+        let trusted = [key.verifying_key()];
+        let signed = record(1234).signed(&key);
+        assert_eq!(signed.untrusted(&trusted), None);
+        let mut edited = signed.clone();
+        if let Some(m) = edited.in_flight_from.as_mut() {
+            m.ms = 0;
+        }
+        assert!(edited
+            .untrusted(&trusted)
+            .is_some_and(|w| w.contains("does not verify")));
+        let mut released = signed.clone();
+        released.released = true;
+        assert!(released.untrusted(&trusted).is_some());
+        assert!(record(1234)
+            .untrusted(&trusted)
+            .is_some_and(|w| w.contains("not signed")));
+        let by_other = record(1234).signed(&other);
+        assert!(by_other
+            .untrusted(&trusted)
+            .is_some_and(|w| w.contains("not a trusted")));
+        // Signing again (a released record) makes it whole again.
+        assert_eq!(released.signed(&key).untrusted(&trusted), None);
     }
 
     #[test]

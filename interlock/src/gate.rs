@@ -137,6 +137,9 @@ pub(crate) struct RecoveryMemory {
     pub finished: bool,
     /// Resends answered "unknown".
     pub unknown_answers: u32,
+    /// Why a claim record of this dispatch was not believed, if one was not (said on the entry
+    /// that settles it).
+    pub record_ignored: Option<&'static str>,
 }
 
 /// The commit gate over one target, one lease store and one journal.
@@ -407,7 +410,8 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         self.append(&mut j, eid, kind, fields).map(Some)
     }
 
-    /// A claim record for `dispatch` naming this gate, its TTL counted from `since_ms` (wall).
+    /// A claim record for `dispatch` naming this gate, its TTL counted from `since_ms` (wall),
+    /// signed with the gate's key.
     /// `earlier_sends_until_ms` (monotonic): until when an earlier holder may still send.
     pub(crate) fn claim_record(
         &self,
@@ -431,6 +435,28 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 boot: self.boot.clone(),
                 ms,
             }),
+            signer: None,
+            sig: None,
+        }
+        .signed(&self.key)
+    }
+
+    /// The keys a claim record may be signed with: this gate's and the trusted signers'.
+    pub(crate) fn trusted_keys(&self) -> Vec<ed25519_dalek::VerifyingKey> {
+        let mut keys = vec![self.key.verifying_key()];
+        keys.extend(self.config.trusted_signers.iter().copied());
+        keys
+    }
+
+    /// The effect's claim record, if it is one to believe: signed by a trusted key (else
+    /// `Err` says why it was ignored).
+    pub(crate) fn trusted_record(&self, eid: &str) -> Result<Option<ClaimRecord>, &'static str> {
+        match self.journal.read_record(eid) {
+            None => Ok(None),
+            Some(r) => match r.untrusted(&self.trusted_keys()) {
+                None => Ok(Some(r)),
+                Some(why) => Err(why),
+            },
         }
     }
 
@@ -878,7 +904,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             .apply_before(eid, &prep.p.effect, &dispatch, deadline);
         if let Err(TargetError::NotSent { reason }) = &answer {
             if let Some(claim) = run.claim.take() {
-                claim.release();
+                claim.release(&self.key);
             }
             return Ok(prep.answer(
                 Status::InFlight,
@@ -928,7 +954,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 }
                 Settled::Open(detail) => {
                     if let Some(claim) = claim {
-                        claim.release();
+                        claim.release(&self.key);
                     }
                     Ok(prep.answer(Status::InFlight, Some(detail)))
                 }
@@ -936,7 +962,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             (_, answer) => {
                 // The send returned: nothing of this holder can still leave.
                 if let Some(claim) = claim {
-                    claim.release();
+                    claim.release(&self.key);
                 }
                 let why = match &answer {
                     Err(e) => e.reason().to_owned(),
@@ -962,7 +988,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             .peek(|j| j.state(eid).is_some_and(|s| s.open.is_some()))
             .unwrap_or(true);
         if open {
-            claim.release();
+            claim.release(&self.key);
         } else {
             claim.remove();
         }

@@ -124,7 +124,7 @@ pub(crate) struct PgClaim<'a> {
     /// The claims session it was taken on.
     epoch: u64,
     /// The record this holder wrote last (rewritten as released when it lets the claim go).
-    written: Mutex<Option<ClaimRecord>>,
+    written: Mutex<Option<Box<ClaimRecord>>>,
 }
 
 fn db_err(store: &str, what: &str) -> impl FnOnce(postgres::Error) -> JournalError {
@@ -656,23 +656,25 @@ impl PgClaim<'_> {
             )
             .map_err(db_err(&self.store.name(), "write a claim record"))?;
         drop(claims);
-        *self.written.lock().unwrap_or_else(|p| p.into_inner()) = Some(record.clone());
+        *self.written.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(record.clone()));
         Ok(())
     }
 
     /// Let the claim go, its record saying first that no send of this holder can still leave
-    /// (if the record cannot be written, the next holder assumes one can).
-    pub fn release(self) {
+    /// (signed again with `key`; if the record cannot be written, the next holder assumes one
+    /// can).
+    pub fn release(self, key: &SigningKey) {
         let written = self
             .written
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
         if let Some(record) = written {
-            let _ = self.write_record(&ClaimRecord {
+            let released = ClaimRecord {
                 released: true,
-                ..record
-            });
+                ..*record
+            };
+            let _ = self.write_record(&released.signed(key));
         }
         // Drop releases the lock.
     }

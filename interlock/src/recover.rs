@@ -146,7 +146,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             claim.remove();
         } else {
             // Every send of this round returned; an earlier holder's window stays in the record.
-            claim.release();
+            claim.release(&self.key);
         }
         Ok(Some(outcome))
     }
@@ -186,10 +186,13 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             premises: d.get("premises").cloned().unwrap_or(Value::Null),
         };
         let now = self.mono_ms();
-        let record = self
-            .journal
-            .read_record(eid)
-            .filter(|r| r.dispatch == dispatch.hash);
+        // A record that is not signed by a trusted key is not believed: recovery then counts
+        // from its own take-over and waits out any earlier holder's whole send window, and
+        // says so on the entry that settles the dispatch.
+        let (record, record_ignored) = match self.trusted_record(eid) {
+            Ok(r) => (r.filter(|r| r.dispatch == dispatch.hash), None),
+            Err(why) => (None, Some(why)),
+        };
         let lost_holder_sends_until = self.journal.send_window().and_then(|window| {
             let window_from_now = now.saturating_add(duration_ms(window));
             let Some(r) = &record else {
@@ -220,6 +223,9 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             lost_holder_sends_until,
         ))?;
         drop(j);
+        if let Some(why) = record_ignored {
+            self.remember(&dispatch.hash, |m| m.record_ignored = Some(why));
+        }
         let memory = self
             .memory
             .lock()
@@ -270,7 +276,16 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         facts.lost_holder_sends_until_ms = taken.lost_holder_sends_until;
         let mut round = Round {
             facts,
-            rechecked: Map::new(),
+            rechecked: taken
+                .memory
+                .record_ignored
+                .map(|why| {
+                    Map::from_iter([(
+                        "claim_record_ignored".to_owned(),
+                        Value::String(why.to_owned()),
+                    )])
+                })
+                .unwrap_or_default(),
             evidence: Value::Null,
         };
         for _ in 0..MAX_STEPS_PER_ROUND {
@@ -452,7 +467,8 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     fn blocked_by_holder(&self, eid: &str, dispatch: &str) -> Result<RecoveryOutcome, GateError> {
         let record = {
             let _j = self.journal.lock()?;
-            self.journal.read_record(eid)
+            // A record that is not to be believed names nobody.
+            self.trusted_record(eid).ok().flatten()
         };
         let now = self.now_ms();
         let retry = now.saturating_add(duration_ms(self.config.retry_interval));

@@ -242,11 +242,11 @@ impl Claim<'_> {
     /// Let the claim go with its dispatch still open, saying in its record (where a claim can be
     /// lost while its holder lives) that no send of this holder can still leave. Only for a
     /// holder whose sends have all returned and that waits out no earlier holder's send window;
-    /// dropping the claim instead lets it go without saying so.
-    pub fn release(self) {
+    /// dropping the claim instead lets it go without saying so. `key` signs the record again.
+    pub fn release(self, key: &SigningKey) {
         match self {
             Claim::File(c) => drop(c),
-            Claim::Pg(c) => c.release(),
+            Claim::Pg(c) => c.release(key),
         }
     }
 

@@ -37,7 +37,19 @@ impl World {
     }
 
     fn command(&self, mode: &str, extra: &[&str]) -> Command {
-        let mut c = Command::new(PROBE);
+        self.command_in(&[], mode, extra)
+    }
+
+    /// The probe run under `wrapper` (a program and its arguments, e.g. `unshare --time`).
+    fn command_in(&self, wrapper: &[&str], mode: &str, extra: &[&str]) -> Command {
+        let mut c = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(PROBE);
+                c
+            }
+            None => Command::new(PROBE),
+        };
         c.arg(mode)
             .arg("--journal")
             .arg(location_arg(&self.journal))
@@ -478,4 +490,59 @@ fn a_sender_that_stalled_before_its_send_is_not_reapplied_over() {
     assert_eq!(w.landed(), 1, "two effects");
     assert_eq!(status, "COMMITTED_ON_QUERY");
     assert_receipts_valid(&w.journal);
+}
+
+/// Two processes of one boot in different time namespaces (containers on one host) do not share
+/// a monotonic clock. The first recoverer counts the in-flight bound from its take-over on the
+/// host's clock and records that instant; a second one in a namespace 100 000 s ahead read it as
+/// its own: the bound had long passed, "not found" was trusted at once and the effect reapplied
+/// while the first request (landing 1.5 s after it left) was still executing: two landings. A
+/// claim record names the clock it was read on (boot id and the namespace's offsets), and an
+/// instant on another clock is not inherited.
+#[test]
+fn a_recoverer_in_another_time_namespace_does_not_inherit_the_hosts_instant() {
+    let unshare = ["unshare", "--time", "--monotonic", "100000", "--fork"];
+    let can = Command::new(unshare[0])
+        .args(&unshare[1..])
+        .arg("true")
+        .status()
+        .is_ok_and(|s| s.success());
+    if !can {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "under CI (root) `unshare --time` must work"
+        );
+        eprintln!("SKIPPED: `unshare --time` is not allowed here (needs root or user namespaces)");
+        return;
+    }
+    let w = World::new(&["--tier", "2", "--max-in-flight-ms", "2000"]);
+    FileTarget::push_faults_in(&w.state, &["lands-late:1500"]).unwrap();
+    let out = w.run("submit", &[]);
+    assert_eq!(out["status"], "IN_FLIGHT", "{out}");
+    let (first, _) = w.recover();
+    assert!(first["recovered"][0]["blocked"].is_object(), "{first}");
+    let mut rounds = 0;
+    let status = loop {
+        rounds += 1;
+        assert!(rounds < 20, "not settled");
+        let out = w.command_in(&unshare, "recover", &[]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let report: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        let item = &report["recovered"][0];
+        if let Some(s) = item["status"].as_str() {
+            break s.to_owned();
+        }
+        let until = item["blocked"]["until_ms"].as_u64().unwrap();
+        std::thread::sleep(Duration::from_millis(until.saturating_sub(wall_ms()) + 1));
+    };
+    // Let any request still executing land before counting.
+    std::thread::sleep(Duration::from_millis(1_600));
+    let _ = w.apply_calls();
+    assert_eq!(w.landed(), 1, "two effects ({status})");
+    assert_eq!(status, "COMMITTED_ON_QUERY");
 }

@@ -19,6 +19,8 @@ const START_MS: u64 = 1_800_000_000_000;
 /// A gate whose clock and target share one fake clock.
 struct World {
     dir: tempfile::TempDir,
+    /// Where the journal is.
+    at: interlock::Location,
     gate: MemGate,
     target: Arc<MemTarget>,
     leases: Arc<MemLeases>,
@@ -33,9 +35,11 @@ impl World {
         leases.grant(&json!("lease-1"));
         let target = Arc::new(make(clock.clone(), leases.clone()));
         target.set_fact("incident_compensation", json!(0));
-        let gate = World::open_gate(&store_at(dir.path()), &target, &leases, &clock);
+        let at = store_at(dir.path());
+        let gate = World::open_gate(&at, &target, &leases, &clock);
         World {
             dir,
+            at,
             gate,
             target,
             leases,
@@ -319,4 +323,85 @@ fn a_replayed_error_after_a_landing_commits_on_lookup() {
     let (status, _) = w.recover_until_resolved(&s.effect_id, 60).unwrap();
     assert_eq!(status, Status::CommittedOnQuery);
     assert_eq!(w.target.landed(&s.effect_id), 1);
+}
+
+/// Rewrites the effect's claim record with `edit`, as someone with write access to the claims
+/// (the folder beside the journal, or the claims table) could, without the gate's key.
+fn edit_claim_record(
+    at: &interlock::Location,
+    eid: &str,
+    edit: impl FnOnce(&mut serde_json::Value),
+) {
+    match at {
+        interlock::Location::File(journal) => {
+            let mut dir = std::fs::canonicalize(journal).unwrap().into_os_string();
+            dir.push(".claims");
+            let path = std::path::Path::new(&dir).join(eid);
+            let mut record: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            edit(&mut record);
+            std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+        }
+        interlock::Location::Postgres(url) => {
+            let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+            let row = c
+                .query_one(
+                    "SELECT record FROM interlock_claims WHERE effect_id = $1",
+                    &[&eid],
+                )
+                .unwrap();
+            let mut record: serde_json::Value = serde_json::from_str(row.get(0)).unwrap();
+            edit(&mut record);
+            let text = serde_json::to_string(&record).unwrap();
+            c.execute(
+                "UPDATE interlock_claims SET record = $2 WHERE effect_id = $1",
+                &[&eid, &text],
+            )
+            .unwrap();
+        }
+    }
+}
+
+/// A claim record is believed only when a trusted key signed it. The request of a sender whose
+/// client gave up lands 3 s later; recovery takes the claim over and must wait the 5.5 s bound
+/// from then before it trusts "not found". Someone moves the record's counted instant back to 0:
+/// believed, the bound had long passed, "not found" was trusted at once and the effect refused
+/// while its request still executed. Not believed, recovery counts from its own take-over, sees
+/// the landing, and the settling entry says the record was ignored.
+#[test]
+fn an_edited_claim_record_is_not_believed_and_recovery_counts_from_its_own_take_over() {
+    let w = World::new(|clock, _| {
+        let c = clock.clone();
+        MemTarget::new(Tier::One, true)
+            .with_max_in_flight(Duration::from_millis(5_500))
+            .with_clock(clock)
+            .with_apply_hook(Box::new(move |_| {
+                c.fetch_add(5_000, Ordering::SeqCst);
+            }))
+    });
+    w.target.push_faults([Fault::LandsLate(3_000)]);
+    let s = w.gate.submit(&proposal(1000)).unwrap();
+    assert_eq!(s.status, Status::InFlight);
+    w.leases.revoke(&json!("lease-1"));
+    assert!(matches!(
+        w.gate.recover_effect(&s.effect_id).unwrap(),
+        Some(RecoveryOutcome::Blocked { .. })
+    ));
+    edit_claim_record(&w.at, &s.effect_id, |r| {
+        r["in_flight_from"]["ms"] = json!(0);
+    });
+    let (status, _) = w.recover_until_resolved(&s.effect_id, 100).unwrap();
+    assert_eq!(w.target.landed(&s.effect_id), 1, "the late request landed");
+    assert!(
+        status.is_committed(),
+        "refused ({status}) on a \"not found\" counted from an edited instant"
+    );
+    let entries = w.gate.entries(&s.effect_id).unwrap();
+    let settled = entries.last().unwrap();
+    assert!(
+        settled["rechecked"]["claim_record_ignored"]
+            .as_str()
+            .is_some_and(|why| why.contains("signature")),
+        "{settled}"
+    );
 }
