@@ -29,6 +29,10 @@ pub struct GateConfig {
     pub claim_ttl: Duration,
     /// A tier-1 dispatch older than the target's dedup window minus this margin is recovered as
     /// tier 2 (if queryable) or tier 3: the service may have forgotten the key. Default 10 min.
+    /// The dispatch's age is this recoverer's wall clock minus the DISPATCHED entry's `ts_ms`,
+    /// written on the sender's: the margin is also the clock skew between hosts the gate
+    /// assumes, and a resend under the key records both (`dedup_age_ms`,
+    /// `assumed_clock_skew_ms`).
     pub dedup_margin: Duration,
     /// When recovery cannot ask the lease store or the target now (an error), or a claim's TTL
     /// has passed while its holder still lives, it reports `Blocked` until now plus this.

@@ -573,6 +573,15 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 if via == Via::RecoveryReapply {
                     self.record_assumption(&mut fields, facts);
                 }
+                if let (Via::RetryIdempotent, Some(m)) = (via, fields.as_object_mut()) {
+                    // Resent under the key because the dispatch looked younger than the dedup
+                    // window: its age on two hosts' wall clocks, and the skew assumed.
+                    m.insert("dedup_age_ms".into(), json!(facts.dispatch_age_ms));
+                    m.insert(
+                        "assumed_clock_skew_ms".into(),
+                        json!(duration_ms(self.config.dedup_margin)),
+                    );
+                }
                 let out = self.resolve(eid, &d.hash, Kind::Committed, fields, status)?;
                 self.observe(Step::Committed);
                 Ok(AfterResend::Report(out))

@@ -161,6 +161,10 @@ fn an_unknown_send_stays_open_and_recovery_retries_under_the_same_key() {
     let last = s.last(&r.effect_id);
     assert_eq!(last["via"], json!("retry-idempotent"));
     assert_eq!(last["rechecked"]["lease_live"], json!(true));
+    // The resend under the key says how old it took the dispatch to be, on two hosts' wall
+    // clocks, and the skew it assumed between them (the dedup margin).
+    assert!(last["dedup_age_ms"].as_u64().is_some(), "{last}");
+    assert_eq!(last["assumed_clock_skew_ms"], json!(600_000));
     assert_eq!(
         s.target.landed(&r.effect_id),
         1,
