@@ -243,7 +243,8 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
     if report.ok {
         println!(
             "verify: ok ({} trials, {} receipts, signed by the run's key)",
-            report.trials, report.receipts
+            report.trials.unwrap_or(0),
+            report.receipts.unwrap_or(0)
         );
     } else {
         eprintln!("verify: the nemesis file does NOT verify:");
