@@ -22,7 +22,7 @@ pub mod properties;
 mod service;
 mod trace;
 
-pub use gate::{Action, Activity, ClaimRecord, Memory, Proc, Recovery, State, Submit};
+pub use gate::{Action, Activity, ClaimRecord, Memory, Proc, Recovery, Seen, State, Submit};
 pub use journal::{closing, fold, Entry, Fold, Line};
 pub use properties::{expected_failure, Check};
 pub use service::{Outcome, Request, Service};
@@ -51,6 +51,12 @@ pub enum Bug {
     /// Recovery trusts a "not found" from a lookup sent before the in-flight bound passed, once
     /// the clock has passed it (the gate did until this model found it).
     StaleNotFoundTrusted,
+    /// A holder does not check its send deadline right before the request leaves: one that
+    /// confirmed its claim and then lost it sends however late.
+    NoSendDeadline,
+    /// Recovery that takes a claim over from a holder that may still live counts only the
+    /// in-flight bound from its take-over, not the store's send window before it.
+    TakeOverWaitsOnlyInFlight,
 }
 
 /// One configuration of the model: the target, the processes, the bounds, and at most one bug.
@@ -85,6 +91,20 @@ pub struct GateModel {
     pub max_unknown_answers: u32,
     /// Requests can end after their bound (the assumption broken).
     pub land_late: bool,
+    /// The store's send window L, in ticks, where claims can be lost while their holder lives
+    /// (a database session): a holder confirms its claim right before it sends and may send
+    /// only before the confirmation plus L. `None`: claims are lost only with their holder (a
+    /// file lock) and no confirmation is asked.
+    pub send_window: Option<u8>,
+    /// Claims lost while their holder lives (its session ends; it learns so when it next
+    /// confirms), in all.
+    pub claim_losses: u8,
+    /// A resolving entry (COMMITTED, resolving REFUSED, AMBIGUOUS) is written only by a process
+    /// that confirms its claim in the same journal lock hold — the fix this model proposes for
+    /// claims that can be lost while their holder lives. The gate does not do this yet: its
+    /// `append_if_open` asks only that the dispatch is still open, so a holder that lost its
+    /// claim can close the dispatch of the one that took it over (see `README.md`).
+    pub fenced_writes: bool,
     /// The broken variant, if any.
     pub bug: Option<Bug>,
 }
@@ -108,6 +128,9 @@ impl GateModel {
             rejects: true,
             max_unknown_answers: 1,
             land_late: false,
+            send_window: None,
+            claim_losses: 0,
+            fenced_writes: false,
             bug: None,
         }
     }
