@@ -10,7 +10,10 @@
 //! its holder dies) and its record, a lease store that can be revoked, premises that can
 //! change, and a service whose requests land, fail or are rejected at any later step within
 //! the declared in-flight bound, dedupe by key (tier 1), can be looked up, and replay a saved
-//! failure. Processes crash at any step.
+//! failure. Processes crash at any step. Where the store states a send window, a claim can be
+//! lost while its holder lives: the holder confirms right before it sends and sends only within
+//! the window of confirming, and a take-over from a holder that may still live waits the window
+//! plus the in-flight bound ([`interlock::decide::RecoveryFacts::lost_holder_sends_until_ms`]).
 //!
 //! [`Bug`] switches replace one decision or sequencing step with the broken one the gate was
 //! fixed for; each must produce a counterexample. See `README.md` for what is checked, the
