@@ -38,6 +38,8 @@ pub struct Submit {
     pub dispatch: Option<u8>,
     /// Its request left and it waits for the answer.
     pub awaiting: bool,
+    /// It confirmed its claim: the request must leave before this instant.
+    pub deadline: Option<u8>,
 }
 
 /// A recovery round in progress, holding the claim.
@@ -61,6 +63,11 @@ pub struct Recovery {
     pub lease_live_before_resend: Option<bool>,
     /// A resend left under this `via`; the answer is awaited.
     pub awaiting: Option<Via>,
+    /// Until when an earlier holder that may still live can send (the take-over plus the send
+    /// window, or what the record inherited).
+    pub lost_holder_sends_until: Option<u8>,
+    /// It confirmed its claim for a resend: the request must leave before this instant.
+    pub deadline: Option<u8>,
 }
 
 /// What a process is doing.
@@ -83,6 +90,9 @@ pub struct Proc {
     pub act: Activity,
     /// Its recovery memory.
     pub memory: Option<Memory>,
+    /// Its claim was lost with its session while it lives; it learns so when it next confirms
+    /// (or writes the claim record), and forgets it when its call ends.
+    pub lost: bool,
 }
 
 impl Proc {
@@ -101,6 +111,12 @@ pub struct ClaimRecord {
     pub recovering: bool,
     /// The instant a recoverer counts the in-flight bound from.
     pub in_flight_from: Option<u8>,
+    /// Where claims can be lost while their holder lives: the process that wrote the record,
+    /// while it may still send (`None` once it let the claim go with every send returned, or
+    /// died). Always `None` where claims are lost only with their holder (nothing reads it).
+    pub owner: Option<u8>,
+    /// Until when a holder before the writer, that may still live, can send.
+    pub earlier_sends_until: Option<u8>,
 }
 
 /// The whole world of one effect.
@@ -130,10 +146,23 @@ pub struct State {
     pub premise_changes_left: u8,
     /// Replayed lines left.
     pub replays_left: u8,
+    /// Claim losses left.
+    pub losses_left: u8,
     /// Resends by recovery of the open dispatch (a ghost for P), capped past the bound.
     pub resends: u8,
     /// The step-checked properties broken so far ([`Check`] bits).
     pub broken: u16,
+    /// What happened so far that reachability asks about ([`Seen`] bits; a ghost).
+    pub seen: u8,
+}
+
+/// Events recorded in [`State::seen`], so that reachability can ask whether they happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen {
+    /// A request left a holder whose claim had been lost.
+    LostHolderSent = 1,
+    /// A holder's send deadline passed before its request left: not sent.
+    DeadlineStopped = 2,
 }
 
 /// One step of one actor.
@@ -159,6 +188,9 @@ pub enum Action {
     ReplayLine,
     /// The clock moves on one tick.
     Tick,
+    /// The claim's session ends while its holder lives: the lock is free, the holder does not
+    /// know until it next confirms.
+    LoseClaim,
 }
 
 impl GateModel {
@@ -179,25 +211,52 @@ impl GateModel {
         }
     }
 
+    /// Process `p` lost its claim with its session and does not know it yet.
+    fn lost(s: &State, p: u8) -> bool {
+        s.procs.get(usize::from(p)).is_some_and(|x| x.lost)
+    }
+
     /// Append a resolving entry only while `dispatch` is the open one (the gate's
-    /// `append_if_open`); otherwise the holder lost its dispatch to another writer.
-    fn resolve(&self, s: &mut State, dispatch: u8, entry: Entry) {
+    /// `append_if_open`); otherwise the process lost its dispatch to another writer — which
+    /// breaks the claim's promise unless its claim was lost. With `fenced_writes`, a process
+    /// whose claim was lost cannot confirm it in the same journal lock hold and writes nothing.
+    /// Whether it wrote.
+    fn resolve(&self, s: &mut State, p: u8, dispatch: u8, entry: Entry) -> bool {
+        let lost = Self::lost(s, p);
+        if lost && self.fenced_writes {
+            return false;
+        }
         let f = self.fold(s);
         let open = f.open.and_then(|i| s.journal.get(i)).map(|l| l.id);
         if open == Some(dispatch) {
             Self::append(s, entry);
-        } else {
+            return true;
+        }
+        if !lost {
             s.broken |= Check::HolderKeepsDispatch as u16;
         }
+        false
     }
 
-    /// Give the claim up: the record is removed when the effect is settled, kept otherwise.
-    fn release(&self, s: &mut State, p: u8, settled: bool) {
+    /// Give the claim up: the record is removed when the effect is settled, kept otherwise,
+    /// saying (when `wrote`: this claim wrote it) that its holder let it go. A claim lost with
+    /// its session is gone already: nothing is touched.
+    fn release(&self, s: &mut State, p: u8, settled: bool, wrote: bool) {
         if s.claim == Some(p) {
             s.claim = None;
             if settled {
                 s.record = None;
+            } else if let Some(r) = s.record.as_mut().filter(|r| wrote && r.owner == Some(p)) {
+                r.owner = None;
             }
+        }
+    }
+
+    /// Process `p`'s call ends: it is between calls (its next claim is on a new session).
+    fn idle(s: &mut State, p: u8) {
+        if let Some(proc) = s.procs.get_mut(usize::from(p)) {
+            proc.act = Activity::Idle;
+            proc.lost = false;
         }
     }
 
@@ -222,6 +281,9 @@ impl GateModel {
         }
         if f.first_payload.is_some_and(|first| first != payload) {
             s.broken |= Check::FirstPayload as u16;
+        }
+        if Self::lost(s, p) {
+            s.seen |= Seen::LostHolderSent as u8;
         }
         s.service.requests.push(Request {
             dispatch,
@@ -256,6 +318,7 @@ impl GateModel {
         f.found = r.found;
         f.looked_up_at_ms = r.looked_up_at.map(u64::from);
         f.lease_live_before_resend = r.lease_live_before_resend;
+        f.lost_holder_sends_until_ms = r.lost_holder_sends_until.map(u64::from);
         if self.has(Bug::StaleNotFoundTrusted) && r.found.is_some() {
             f.looked_up_at_ms = Some(u64::from(s.now));
         }
@@ -328,17 +391,45 @@ impl GateModel {
                         at: s.now,
                     },
                 );
+                if Self::lost(s, p) {
+                    // The record cannot be written on a lost session: the call ends with an
+                    // error, the dispatch open for recovery.
+                    Self::idle(s, p);
+                    return;
+                }
                 s.record = Some(ClaimRecord {
                     dispatch: id,
                     recovering: false,
                     in_flight_from: None,
+                    owner: self.send_window.map(|_| p),
+                    earlier_sends_until: None,
                 });
                 sub.dispatch = Some(id);
             }
             SubmitStep::Send | SubmitStep::LookupRejected => {
                 let dispatch = sub.dispatch.unwrap_or(u8::MAX);
-                self.send(s, p, dispatch, sub.payload);
-                sub.awaiting = true;
+                match (self.send_window, sub.deadline) {
+                    (Some(window), None) => {
+                        // Confirm the claim's session: a lost one cannot be, and nothing is
+                        // sent (the dispatch stays open for recovery).
+                        if Self::lost(s, p) {
+                            self.finish_submit(s, p, &sub, SubmitEnd::LeaveOpen);
+                            return;
+                        }
+                        sub.deadline = Some(s.now.saturating_add(window));
+                    }
+                    (Some(_), Some(by)) if s.now >= by && !self.has(Bug::NoSendDeadline) => {
+                        // The deadline passed before the request left: not sent; the claim is
+                        // let go saying so.
+                        s.seen |= Seen::DeadlineStopped as u8;
+                        self.finish_submit(s, p, &sub, SubmitEnd::LeaveOpen);
+                        return;
+                    }
+                    _ => {
+                        self.send(s, p, dispatch, sub.payload);
+                        sub.awaiting = true;
+                    }
+                }
             }
         }
         if let Some(proc) = s.procs.get_mut(pi) {
@@ -383,6 +474,7 @@ impl GateModel {
             SubmitEnd::Refuse(code) => {
                 self.resolve(
                     s,
+                    p,
                     dispatch,
                     Entry::Refused {
                         code,
@@ -392,15 +484,13 @@ impl GateModel {
                 settled = true;
             }
             SubmitEnd::Commit(via) => {
-                self.resolve(s, dispatch, Entry::Committed(via));
+                self.resolve(s, p, dispatch, Entry::Committed(via));
                 settled = true;
             }
             SubmitEnd::ClaimHeld | SubmitEnd::LeaveOpen => {}
         }
-        self.release(s, p, settled);
-        if let Some(proc) = s.procs.get_mut(usize::from(p)) {
-            proc.act = Activity::Idle;
-        }
+        self.release(s, p, settled, sub.dispatch.is_some());
+        Self::idle(s, p);
     }
 
     /// The answer to a submit's send.
@@ -426,12 +516,10 @@ impl GateModel {
 
     /// End a recovery round: resolved (the claim record goes) or blocked (it stays).
     fn end_round(&self, s: &mut State, p: u8, settled: bool) {
-        self.release(s, p, settled);
-        if let Some(proc) = s.procs.get_mut(usize::from(p)) {
-            proc.act = Activity::Idle;
-            if settled {
-                proc.memory = None;
-            }
+        self.release(s, p, settled, true);
+        Self::idle(s, p);
+        if let Some(proc) = s.procs.get_mut(usize::from(p)).filter(|_| settled) {
+            proc.memory = None;
         }
     }
 
@@ -448,26 +536,51 @@ impl GateModel {
                 r.looked_up_at = Some(s.now);
             }
             Next::CommitFound => {
-                self.resolve(s, r.dispatch, Entry::Committed(Via::RecoveryQuery));
-                return self.end_round(s, p, true);
+                let written = self.resolve(s, p, r.dispatch, Entry::Committed(Via::RecoveryQuery));
+                return self.end_round(s, p, written);
             }
             Next::Refuse(code) => {
-                self.resolve(
+                let written = self.resolve(
                     s,
+                    p,
                     r.dispatch,
                     Entry::Refused {
                         code,
                         resolves: true,
                     },
                 );
-                return self.end_round(s, p, true);
+                return self.end_round(s, p, written);
             }
             Next::Ambiguous(_) => {
-                self.resolve(s, r.dispatch, Entry::Ambiguous);
-                return self.end_round(s, p, true);
+                let written = self.resolve(s, p, r.dispatch, Entry::Ambiguous);
+                return self.end_round(s, p, written);
             }
             Next::WaitInFlight { .. } => return self.end_round(s, p, false),
             Next::Resend(via) => {
+                // Durable before the send: a later recoverer counts the bound from it.
+                let record = self.recovery_record(p, &r, s.now);
+                match (self.send_window, r.deadline) {
+                    (None, _) => s.record = Some(record),
+                    (Some(window), None) => {
+                        // A lost session can write neither the record nor confirm the claim:
+                        // nothing is sent, the round ends.
+                        if Self::lost(s, p) {
+                            return self.end_round(s, p, false);
+                        }
+                        s.record = Some(record);
+                        r.deadline = Some(s.now.saturating_add(window));
+                        if let Some(proc) = s.procs.get_mut(pi) {
+                            proc.act = Activity::Recovering(r);
+                        }
+                        return;
+                    }
+                    (Some(_), Some(by)) if s.now >= by && !self.has(Bug::NoSendDeadline) => {
+                        // Not sent: the deadline passed first.
+                        s.seen |= Seen::DeadlineStopped as u8;
+                        return self.end_round(s, p, false);
+                    }
+                    (Some(_), Some(_)) => r.deadline = None,
+                }
                 if r.premises_hold != Some(true) {
                     s.broken |= Check::PremisesRechecked as u16;
                 }
@@ -476,12 +589,6 @@ impl GateModel {
                 if r.lease_live != Some(true) || !reapply_checked {
                     s.broken |= Check::LeaseRechecked as u16;
                 }
-                // Durable before the send: a later recoverer counts the bound from it.
-                s.record = Some(ClaimRecord {
-                    dispatch: r.dispatch,
-                    recovering: true,
-                    in_flight_from: Some(s.now),
-                });
                 let payload = match s.journal.get(usize::from(r.at)).map(|l| l.entry) {
                     Some(Entry::Dispatched { payload, .. }) => payload,
                     _ => u8::MAX,
@@ -493,6 +600,17 @@ impl GateModel {
         }
         if let Some(proc) = s.procs.get_mut(pi) {
             proc.act = Activity::Recovering(r);
+        }
+    }
+
+    /// The record a recoverer writes: at its take-over and before each resend.
+    fn recovery_record(&self, p: u8, r: &Recovery, in_flight_from: u8) -> ClaimRecord {
+        ClaimRecord {
+            dispatch: r.dispatch,
+            recovering: true,
+            in_flight_from: Some(in_flight_from),
+            owner: self.send_window.map(|_| p),
+            earlier_sends_until: r.lost_holder_sends_until,
         }
     }
 
@@ -517,8 +635,8 @@ impl GateModel {
         };
         match answer {
             SendAnswer::Applied => {
-                self.resolve(s, r.dispatch, Entry::Committed(via));
-                self.end_round(s, p, true);
+                let written = self.resolve(s, p, r.dispatch, Entry::Committed(via));
+                self.end_round(s, p, written);
             }
             SendAnswer::Rejected => {
                 let looked_up = s.service.found().then_some(LookupAnswer::Found);
@@ -529,19 +647,20 @@ impl GateModel {
                 }
                 match next {
                     SubmitNext::Finish(SubmitEnd::Commit(via)) => {
-                        self.resolve(s, r.dispatch, Entry::Committed(via));
-                        self.end_round(s, p, true);
+                        let written = self.resolve(s, p, r.dispatch, Entry::Committed(via));
+                        self.end_round(s, p, written);
                     }
                     SubmitNext::Finish(SubmitEnd::Refuse(code)) => {
-                        self.resolve(
+                        let written = self.resolve(
                             s,
+                            p,
                             r.dispatch,
                             Entry::Refused {
                                 code,
                                 resolves: true,
                             },
                         );
-                        self.end_round(s, p, true);
+                        self.end_round(s, p, written);
                     }
                     _ => self.end_round(s, p, false),
                 }
@@ -584,25 +703,43 @@ impl GateModel {
         } else {
             u8::try_from(in_flight_start(u64::from(s.now), recorded)).unwrap_or(u8::MAX)
         };
-        s.claim = Some(p);
-        s.record = Some(ClaimRecord {
+        let lost_holder_sends_until = if self.has(Bug::TakeOverWaitsOnlyInFlight) {
+            None
+        } else {
+            self.lost_holder_sends_until(s, line.id)
+        };
+        let r = Recovery {
             dispatch: line.id,
-            recovering: true,
-            in_flight_from: Some(counted_from),
-        });
+            at: u8::try_from(at).unwrap_or(u8::MAX),
+            counted_from,
+            premises_hold: None,
+            lease_live: None,
+            found: None,
+            looked_up_at: None,
+            lease_live_before_resend: None,
+            awaiting: None,
+            lost_holder_sends_until,
+            deadline: None,
+        };
+        s.claim = Some(p);
+        s.record = Some(self.recovery_record(p, &r, counted_from));
         if let Some(proc) = s.procs.get_mut(usize::from(p)) {
-            proc.act = Activity::Recovering(Recovery {
-                dispatch: line.id,
-                at: u8::try_from(at).unwrap_or(u8::MAX),
-                counted_from,
-                premises_hold: None,
-                lease_live: None,
-                found: None,
-                looked_up_at: None,
-                lease_live_before_resend: None,
-                awaiting: None,
-            });
+            proc.act = Activity::Recovering(r);
         }
+    }
+
+    /// Where claims can be lost while their holder lives, until when an earlier holder of
+    /// `dispatch` may still send, as a take-over reads the record (`recover.rs`'s `take_over`;
+    /// every process of the model is on one host and boot): the writer itself, unless it let the
+    /// claim go or died, until now plus the window (its last confirmation came before now); a
+    /// holder before it until the instant the record kept; no record of this dispatch, now plus
+    /// the window.
+    fn lost_holder_sends_until(&self, s: &State, dispatch: u8) -> Option<u8> {
+        let window = s.now.saturating_add(self.send_window?);
+        let Some(r) = s.record.filter(|r| r.dispatch == dispatch) else {
+            return Some(window);
+        };
+        r.owner.map(|_| window).max(r.earlier_sends_until)
     }
 
     fn may_tick(&self, s: &State) -> bool {
@@ -640,6 +777,7 @@ impl GateModel {
         s.revocations_left = 0;
         s.premise_changes_left = 0;
         s.replays_left = 0;
+        s.losses_left = 0;
         let mut actions = Vec::new();
         let mut blocked = false;
         let busy_after = |m: &GateModel, s: &State, a: Action| {
@@ -709,6 +847,7 @@ impl Model for GateModel {
                     todo,
                     act: Activity::Idle,
                     memory: None,
+                    lost: false,
                 })
                 .collect(),
             journal: Vec::new(),
@@ -721,8 +860,10 @@ impl Model for GateModel {
             revocations_left: self.revocations,
             premise_changes_left: self.premise_changes,
             replays_left: self.replayed_lines,
+            losses_left: self.claim_losses,
             resends: 0,
             broken: 0,
+            seen: 0,
         }]
     }
 
@@ -795,6 +936,9 @@ impl Model for GateModel {
         if self.may_tick(s) {
             actions.push(Action::Tick);
         }
+        if s.losses_left > 0 && s.claim.is_some() {
+            actions.push(Action::LoseClaim);
+        }
     }
 
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
@@ -808,6 +952,7 @@ impl Model for GateModel {
                     facts: SubmitFacts::new(self.lookup),
                     dispatch: None,
                     awaiting: false,
+                    deadline: None,
                 });
                 let Activity::Submitting(sub) = proc.act else {
                     return None;
@@ -837,9 +982,14 @@ impl Model for GateModel {
                     s.claim = None;
                 }
                 s.service.forget_waiter(p);
+                // A process of this host known to be gone can no longer send.
+                if let Some(r) = s.record.as_mut().filter(|r| r.owner == Some(p)) {
+                    r.owner = None;
+                }
                 let proc = s.procs.get_mut(usize::from(p))?;
                 proc.act = Activity::Idle;
                 proc.memory = None;
+                proc.lost = false;
             }
             Action::End(i, outcome) => s.service.resolve(usize::from(i), outcome, self.dedup),
             Action::Revoke => {
@@ -860,6 +1010,11 @@ impl Model for GateModel {
                 s.journal.push(old);
             }
             Action::Tick => s.now += 1,
+            Action::LoseClaim => {
+                s.losses_left -= 1;
+                let holder = s.claim.take()?;
+                s.procs.get_mut(usize::from(holder))?.lost = true;
+            }
         }
         Some(s)
     }

@@ -10,7 +10,10 @@
 //! its holder dies) and its record, a lease store that can be revoked, premises that can
 //! change, and a service whose requests land, fail or are rejected at any later step within
 //! the declared in-flight bound, dedupe by key (tier 1), can be looked up, and replay a saved
-//! failure. Processes crash at any step.
+//! failure. Processes crash at any step. Where the store states a send window, a claim can be
+//! lost while its holder lives: the holder confirms right before it sends and sends only within
+//! the window of confirming, and a take-over from a holder that may still live waits the window
+//! plus the in-flight bound ([`interlock::decide::RecoveryFacts::lost_holder_sends_until_ms`]).
 //!
 //! [`Bug`] switches replace one decision or sequencing step with the broken one the gate was
 //! fixed for; each must produce a counterexample. See `README.md` for what is checked, the
@@ -22,7 +25,7 @@ pub mod properties;
 mod service;
 mod trace;
 
-pub use gate::{Action, Activity, ClaimRecord, Memory, Proc, Recovery, State, Submit};
+pub use gate::{Action, Activity, ClaimRecord, Memory, Proc, Recovery, Seen, State, Submit};
 pub use journal::{closing, fold, Entry, Fold, Line};
 pub use properties::{expected_failure, Check};
 pub use service::{Outcome, Request, Service};
@@ -51,6 +54,12 @@ pub enum Bug {
     /// Recovery trusts a "not found" from a lookup sent before the in-flight bound passed, once
     /// the clock has passed it (the gate did until this model found it).
     StaleNotFoundTrusted,
+    /// A holder does not check its send deadline right before the request leaves: one that
+    /// confirmed its claim and then lost it sends however late.
+    NoSendDeadline,
+    /// Recovery that takes a claim over from a holder that may still live counts only the
+    /// in-flight bound from its take-over, not the store's send window before it.
+    TakeOverWaitsOnlyInFlight,
 }
 
 /// One configuration of the model: the target, the processes, the bounds, and at most one bug.
@@ -85,6 +94,20 @@ pub struct GateModel {
     pub max_unknown_answers: u32,
     /// Requests can end after their bound (the assumption broken).
     pub land_late: bool,
+    /// The store's send window L, in ticks, where claims can be lost while their holder lives
+    /// (a database session): a holder confirms its claim right before it sends and may send
+    /// only before the confirmation plus L. `None`: claims are lost only with their holder (a
+    /// file lock) and no confirmation is asked.
+    pub send_window: Option<u8>,
+    /// Claims lost while their holder lives (its session ends; it learns so when it next
+    /// confirms), in all.
+    pub claim_losses: u8,
+    /// A resolving entry (COMMITTED, resolving REFUSED, AMBIGUOUS) is written only by a process
+    /// that confirms its claim in the same journal lock hold — the fix this model proposes for
+    /// claims that can be lost while their holder lives. The gate does not do this yet: its
+    /// `append_if_open` asks only that the dispatch is still open, so a holder that lost its
+    /// claim can close the dispatch of the one that took it over (see `README.md`).
+    pub fenced_writes: bool,
     /// The broken variant, if any.
     pub bug: Option<Bug>,
 }
@@ -108,6 +131,9 @@ impl GateModel {
             rejects: true,
             max_unknown_answers: 1,
             land_late: false,
+            send_window: None,
+            claim_losses: 0,
+            fenced_writes: false,
             bug: None,
         }
     }

@@ -2,7 +2,7 @@
 //! reachable so that the checks are not vacuous.
 
 use crate::journal::{as_entries, closing, fold, Entry};
-use crate::{Bug, GateModel, State};
+use crate::{Bug, GateModel, Seen, State};
 use interlock::{status_of, Status};
 use stateright::Property;
 
@@ -83,6 +83,11 @@ pub const REACH_AMBIGUOUS: &str = "reachable: AMBIGUOUS";
 pub const REACH_CORRUPT: &str = "reachable: a replayed line reported corrupt";
 /// Reachability.
 pub const REACH_CONFLICT: &str = "reachable: REFUSED:conflicting_payload";
+/// Reachability.
+pub const REACH_LOST_SENT: &str =
+    "reachable: a request leaves a holder whose claim was lost (before its deadline)";
+/// Reachability.
+pub const REACH_DEADLINE: &str = "reachable: a send deadline passes before the request leaves";
 
 /// The property a broken variant must violate.
 pub fn expected_failure(bug: Bug) -> &'static str {
@@ -93,6 +98,8 @@ pub fn expected_failure(bug: Bug) -> &'static str {
         Bug::ResendWithoutLookup => SETTLES,
         Bug::TakeOverLiveHolder => I2_SEND,
         Bug::StaleNotFoundTrusted => ONE_LANDING,
+        Bug::NoSendDeadline => I2_SEND,
+        Bug::TakeOverWaitsOnlyInFlight => I2_SEND,
     }
 }
 
@@ -189,6 +196,12 @@ impl GateModel {
             }),
             Property::sometimes(REACH_CORRUPT, |_: &GateModel, s: &State| {
                 fold(&s.journal, true).corrupt_at.is_some()
+            }),
+            Property::sometimes(REACH_LOST_SENT, |_: &GateModel, s: &State| {
+                s.seen & Seen::LostHolderSent as u8 != 0
+            }),
+            Property::sometimes(REACH_DEADLINE, |_: &GateModel, s: &State| {
+                s.seen & Seen::DeadlineStopped as u8 != 0
             }),
             Property::sometimes(REACH_CONFLICT, |_: &GateModel, s: &State| {
                 s.journal.iter().any(|l| {

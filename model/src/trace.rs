@@ -48,10 +48,18 @@ pub fn summary(s: &State) -> String {
             )
         })
         .collect();
+    let lost: Vec<String> = s
+        .procs
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.lost)
+        .map(|(i, _)| format!(" (p{i} lost it)"))
+        .collect();
     format!(
-        "t={} journal=[{j}] claim={} lease={} premises={} landed={} requests=[{}]",
+        "t={} journal=[{j}] claim={}{} lease={} premises={} landed={} requests=[{}]",
         s.now,
         s.claim.map_or("free".to_owned(), |p| format!("p{p}")),
+        lost.concat(),
         if s.lease_live { "live" } else { "revoked" },
         if s.premises_hold { "hold" } else { "changed" },
         s.service.landings.len(),
@@ -88,7 +96,7 @@ fn step(m: &GateModel, before: &State, p: u8) -> String {
                         }
                     }
                     SubmitStep::Send | SubmitStep::LookupRejected => {
-                        "the request leaves".to_owned()
+                        send_answer(m, before, p, sub.deadline)
                     }
                 };
                 format!("p{p} submit: {step:?} → {answer}")
@@ -106,13 +114,36 @@ fn step(m: &GateModel, before: &State, p: u8) -> String {
                     yes_no(before.lease_live, " → live", " → revoked")
                 }
                 Next::Lookup => yes_no(before.service.found(), " → found", " → not found"),
-                Next::Resend(_) => " → the request leaves".to_owned(),
+                Next::Resend(_) => format!(" → {}", send_answer(m, before, p, r.deadline)),
                 Next::WaitInFlight { .. } => " → the round ends Blocked".to_owned(),
                 _ => String::new(),
             };
             format!("p{p} recover: {next:?}{answer}")
         }
         _ => format!("p{p} idles"),
+    }
+}
+
+/// What a send step does: confirm the claim (where it can be lost), or check the deadline and
+/// let the request leave.
+fn send_answer(m: &GateModel, before: &State, p: u8, deadline: Option<u8>) -> String {
+    let lost = before.procs.get(usize::from(p)).is_some_and(|x| x.lost);
+    match (m.send_window, deadline) {
+        (None, _) => "the request leaves".to_owned(),
+        (Some(_), None) if lost => {
+            "confirm the claim → its session was lost: nothing is sent".to_owned()
+        }
+        (Some(window), None) => format!(
+            "confirm the claim → held: send before t{}",
+            before.now.saturating_add(window)
+        ),
+        (Some(_), Some(by)) if m.bug == Some(Bug::NoSendDeadline) => {
+            format!("the request leaves (the deadline t{by} is not checked)")
+        }
+        (Some(_), Some(by)) if before.now >= by => {
+            format!("the deadline t{by} has passed: not sent")
+        }
+        (Some(_), Some(by)) => format!("t{} < deadline t{by}: the request leaves", before.now),
     }
 }
 
@@ -145,6 +176,10 @@ fn describe(m: &GateModel, before: &State, action: Action) -> String {
         Action::ChangePremises => "world: a premise changes".to_owned(),
         Action::ReplayLine => "journal: an old DISPATCHED line is copied back in".to_owned(),
         Action::Tick => "clock: one tick passes".to_owned(),
+        Action::LoseClaim => format!(
+            "store: the claim's session ends while its holder p{} lives (the lock is free; it does not know)",
+            before.claim.unwrap_or(u8::MAX)
+        ),
     }
 }
 

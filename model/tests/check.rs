@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use model::properties::{
-    ONE_LANDING, REACH_AMBIGUOUS, REACH_CONFLICT, REACH_CORRUPT, REACH_REFUSED, REACH_RETRY,
-    REFUSED_NOT_LANDED,
+    ONE_LANDING, REACH_AMBIGUOUS, REACH_CONFLICT, REACH_CORRUPT, REACH_DEADLINE, REACH_LOST_SENT,
+    REACH_REFUSED, REACH_RETRY, REFUSED_NOT_LANDED,
 };
 use model::{expected_failure, left_alone, narrate, Bug, GateModel};
 use stateright::{Checker, HasDiscoveries, Model};
@@ -76,7 +76,9 @@ fn run(name: &str, m: GateModel, stop_at: Option<&'static str>) -> Run {
     }
 }
 
-fn holds(name: &str, m: GateModel, reachable: &[&str]) {
+/// `m` holds every property, reaches every one of `reachable`, and has exactly `states` unique
+/// states.
+fn holds(name: &str, m: GateModel, states: usize, reachable: &[&str]) {
     let r = run(name, m, None);
     for (prop, trace) in &r.failures {
         show(&format!("\nmodel {name}: `{prop}` fails:\n{trace}"));
@@ -86,17 +88,19 @@ fn holds(name: &str, m: GateModel, reachable: &[&str]) {
         "{name}: {:?}",
         r.failures.iter().map(|f| f.0).collect::<Vec<_>>()
     );
-    assert!(r.unique > 1_000, "{name}: only {} states", r.unique);
+    assert_eq!(r.unique, states, "{name}: unique states");
     assert!(r.secs < 600.0, "{name}: {:.0} s", r.secs);
     for p in reachable {
         assert!(r.reached.contains(p), "{name}: never {p}");
     }
 }
 
-fn breaks(name: &str, m: GateModel, bug: Option<Bug>, expected: &[&'static str]) {
+/// `m` (with `bug`, or else as it stands: `what` says what is wrong) yields a counterexample to
+/// one of `expected`.
+fn breaks(name: &str, m: GateModel, bug: Result<Bug, &str>, expected: &[&'static str]) {
     let m = match bug {
-        Some(bug) => m.with_bug(bug),
-        None => m,
+        Ok(bug) => m.with_bug(bug),
+        Err(_) => m,
     };
     let r = run(name, m, expected.first().copied());
     let Some((prop, trace)) = r.failures.iter().find(|(p, _)| expected.contains(p)) else {
@@ -107,14 +111,12 @@ fn breaks(name: &str, m: GateModel, bug: Option<Bug>, expected: &[&'static str])
     };
     show(&format!(
         "\nmodel {name}: {} breaks `{prop}`; counterexample:\n{trace}",
-        bug.map_or("landing beyond the declared bound".to_owned(), |b| format!(
-            "{b:?}"
-        ))
+        bug.map_or_else(str::to_owned, |b| format!("{b:?}"))
     ));
 }
 
 fn broken(name: &str, m: GateModel, bug: Bug) {
-    breaks(name, m, Some(bug), &[expected_failure(bug)]);
+    breaks(name, m, Ok(bug), &[expected_failure(bug)]);
 }
 
 /// Three processes (two propose the same payload, one only recovers), two crashes, a
@@ -150,6 +152,7 @@ fn tier_two_holds() {
     holds(
         "tier 2, two proposers",
         busy(false, true),
+        724_282,
         &[REACH_RETRY, REACH_REFUSED, REACH_CORRUPT],
     );
 }
@@ -161,6 +164,7 @@ fn conflicting_payloads_hold() {
     holds(
         "tier 2, conflicting payloads",
         m,
+        493_080,
         &[REACH_CONFLICT, REACH_RETRY, REACH_REFUSED],
     );
 }
@@ -170,7 +174,12 @@ fn tier_two_with_a_longer_bound_holds() {
     let mut m = one_proposer(false, true);
     m.bound = 2;
     m.max_time = 4;
-    holds("tier 2, bound 2 ticks", m, &[REACH_RETRY, REACH_REFUSED]);
+    holds(
+        "tier 2, bound 2 ticks",
+        m,
+        86_952,
+        &[REACH_RETRY, REACH_REFUSED],
+    );
 }
 
 #[test]
@@ -180,6 +189,7 @@ fn tier_two_without_a_declared_bound_holds() {
     holds(
         "tier 2, no declared bound",
         m,
+        18_842,
         &[REACH_RETRY, REACH_AMBIGUOUS],
     );
 }
@@ -189,6 +199,7 @@ fn tier_one_holds() {
     holds(
         "tier 1",
         one_proposer(true, true),
+        1_219_780,
         &[REACH_RETRY, REACH_REFUSED, REACH_CORRUPT],
     );
 }
@@ -200,6 +211,7 @@ fn tier_one_with_two_proposers_holds() {
     holds(
         "tier 1, two proposers, one crash",
         m,
+        7_021_864,
         &[REACH_RETRY, REACH_REFUSED, REACH_CORRUPT],
     );
 }
@@ -209,13 +221,14 @@ fn tier_one_without_lookup_holds() {
     holds(
         "tier 1, no lookup",
         one_proposer(true, false),
+        596_212,
         &[REACH_RETRY, REACH_AMBIGUOUS],
     );
 }
 
 #[test]
 fn tier_three_holds() {
-    holds("tier 3", busy(false, false), &[REACH_AMBIGUOUS]);
+    holds("tier 3", busy(false, false), 46_080, &[REACH_AMBIGUOUS]);
 }
 
 #[test]
@@ -257,7 +270,59 @@ fn beyond_the_declared_bound_the_gate_can_be_wrong() {
     breaks(
         "tier 2, requests landing late",
         m,
-        None,
+        Err("landing beyond the declared bound"),
         &[REFUSED_NOT_LANDED, ONE_LANDING],
+    );
+}
+
+/// Claims held by a database session, lost once while their holder lives, with a send window
+/// of `window` ticks; resolving entries written only under a confirmed claim (the proposed
+/// fix, `GateModel::fenced_writes`).
+fn sessions(mut m: GateModel, window: u8) -> GateModel {
+    m.send_window = Some(window);
+    m.claim_losses = 1;
+    m.fenced_writes = true;
+    m
+}
+
+#[test]
+fn tier_two_with_claims_lost_while_their_holder_lives_holds() {
+    let mut m = sessions(one_proposer(false, true), 1);
+    m.max_time = 3;
+    holds(
+        "tier 2, claims lost, window 1 tick",
+        m,
+        4_904_373,
+        &[REACH_RETRY, REACH_REFUSED, REACH_LOST_SENT, REACH_DEADLINE],
+    );
+}
+
+#[test]
+fn broken_holder_sends_without_checking_its_deadline() {
+    broken(
+        "tier 2, claims lost, window 1 tick",
+        sessions(small(false, true), 1),
+        Bug::NoSendDeadline,
+    );
+}
+
+#[test]
+fn broken_take_over_waits_only_the_in_flight_bound() {
+    broken(
+        "tier 2, claims lost, window 2 ticks",
+        sessions(small(false, true), 2),
+        Bug::TakeOverWaitsOnlyInFlight,
+    );
+}
+
+#[test]
+fn unfenced_a_holder_that_lost_its_claim_closes_the_dispatch_of_the_one_that_took_it_over() {
+    let mut m = sessions(small(false, true), 1);
+    m.fenced_writes = false;
+    breaks(
+        "tier 2, claims lost, writes not fenced (the gate today)",
+        m,
+        Err("a resolving entry written under a lost claim"),
+        &[REFUSED_NOT_LANDED],
     );
 }
