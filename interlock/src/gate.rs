@@ -120,6 +120,16 @@ pub enum GateError {
         /// The effect.
         effect_id: String,
     },
+    /// This process's claim on the effect was lost (its database session ended) before it could
+    /// write the entry that settles the dispatch: it writes nothing, and whoever holds the claim
+    /// now settles it.
+    #[error("effect {effect_id}: the claim was lost before the settling entry was written ({reason}); nothing was written")]
+    ClaimLost {
+        /// The effect.
+        effect_id: String,
+        /// Why the claim could not be confirmed.
+        reason: String,
+    },
     /// The receipt's head could not be sealed (an entry holds a value with no canonical form).
     #[error("effect {effect_id}: the receipt cannot be sealed: {source}")]
     Seal {
@@ -395,13 +405,18 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         Ok(j.append(eid, kind, obj(fields), now, &self.key)?)
     }
 
-    /// Append only if `dispatch` (a DISPATCHED hash) is still the effect's open dispatch.
+    /// Append only if `dispatch` (a DISPATCHED hash) is still the effect's open dispatch and,
+    /// with `claim`, only while this process still holds it: confirmed under the journal lock,
+    /// so a holder whose claim was lost (a database session ended while it lived) never settles
+    /// the dispatch of the process that took the claim over (that one reads the journal under
+    /// the same lock after taking it, so it sees an entry written before the loss).
     pub(crate) fn append_if_open(
         &self,
         eid: &str,
         dispatch: &str,
         kind: Kind,
         fields: Value,
+        claim: Option<&Claim<'_>>,
     ) -> Result<Appended, GateError> {
         let mut j = self.journal.lock()?;
         let still_open = j
@@ -410,6 +425,12 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             .is_some_and(|o| o.hash == dispatch);
         if !still_open {
             return Ok(None);
+        }
+        if let Some(Err(e)) = claim.map(Claim::confirm) {
+            return Err(GateError::ClaimLost {
+                effect_id: eid.to_owned(),
+                reason: e.to_string(),
+            });
         }
         self.append(&mut j, eid, kind, fields).map(Some)
     }
@@ -482,7 +503,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         dispatch: &str,
         effect: &Value,
         reason: &str,
-        rechecked: Option<&Value>,
+        (rechecked, claim): (Option<&Value>, Option<&Claim<'_>>),
     ) -> Result<Settled, GateError> {
         let lookup = self.target.capabilities().lookup;
         let mut looked_up = None;
@@ -535,7 +556,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         if let (Some(r), Some(m)) = (rechecked, fields.as_object_mut()) {
             m.insert("rechecked".into(), r.clone());
         }
-        match self.append_if_open(eid, dispatch, kind, fields)? {
+        match self.append_if_open(eid, dispatch, kind, fields, claim)? {
             Some(_) => Ok(Settled::Done(status, detail)),
             None => Err(GateError::LostDispatch {
                 effect_id: eid.to_owned(),
@@ -928,12 +949,21 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         match (next_submit_step(&run.facts), answer) {
             (SubmitNext::Finish(SubmitEnd::Commit(via)), Ok(evidence)) => {
                 self.observe(Step::Sent);
-                let written = self.append_if_open(
+                let written = match self.append_if_open(
                     eid,
                     &dispatch,
                     Kind::Committed,
                     json!({"via": via.as_str(), "evidence": recordable(evidence)}),
-                )?;
+                    claim.as_ref(),
+                ) {
+                    Err(GateError::ClaimLost { reason, .. }) => {
+                        return Ok(prep.answer(
+                            Status::InFlight,
+                            Some(format!("The credit was sent, but the claim was lost before COMMITTED could be written ({reason}); recovery will settle the dispatch.")),
+                        ))
+                    }
+                    other => other?,
+                };
                 if written.is_none() {
                     return Err(GateError::LostDispatch {
                         effect_id: eid.clone(),
@@ -949,7 +979,19 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 SubmitNext::Do(SubmitStep::LookupRejected)
                 | SubmitNext::Finish(SubmitEnd::Refuse(_)),
                 Err(TargetError::Rejected { reason }),
-            ) => match self.settle_rejected(eid, &dispatch, &prep.p.effect, &reason, None)? {
+            ) => match self.settle_rejected(
+                eid,
+                &dispatch,
+                &prep.p.effect,
+                &reason,
+                (None, claim.as_ref()),
+            ) {
+                Err(GateError::ClaimLost { reason, .. }) => Ok(prep.answer(
+                    Status::InFlight,
+                    Some(format!("The send was rejected, but the claim was lost before the dispatch could be settled ({reason}); recovery will settle it.")),
+                )),
+                Err(e) => Err(e),
+                Ok(settled) => match settled {
                 Settled::Done(status, detail) => {
                     if let Some(claim) = claim {
                         claim.remove();
@@ -962,6 +1004,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                     }
                     Ok(prep.answer(Status::InFlight, Some(detail)))
                 }
+                },
             },
             (_, answer) => {
                 // The send returned: nothing of this holder can still leave.

@@ -140,7 +140,18 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             self.release(claim, eid);
             return Ok(None);
         };
-        let outcome = self.settle(eid, &taken, &claim)?;
+        let outcome = match self.settle(eid, &taken, &claim) {
+            // Lost while settling (a database session ended): whoever holds the claim now
+            // settles the dispatch; this process wrote nothing.
+            Err(GateError::ClaimLost { reason, .. }) => {
+                drop(claim);
+                return Ok(Some(self.retry_later(
+                    Holder::Journal,
+                    format!("This recoverer's claim was lost before it could settle the dispatch ({reason}); nothing was written."),
+                )));
+            }
+            other => other?,
+        };
         if matches!(outcome, RecoveryOutcome::Resolved(_)) {
             self.forget(&taken.dispatch.hash);
             claim.remove();
@@ -308,7 +319,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                         }
                     }
                 }
-                decided => return self.conclude(eid, d, decided, round),
+                decided => return self.conclude((eid, d), decided, round, claim),
             };
             if let Some(outcome) = blocked {
                 return Ok(outcome);
@@ -384,32 +395,44 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     /// or a wait for the in-flight bound.
     fn conclude(
         &self,
-        eid: &str,
-        d: &OpenDispatch,
+        (eid, d): (&str, &OpenDispatch),
         decided: Next,
         round: Round,
+        claim: &Claim<'_>,
     ) -> Result<RecoveryOutcome, GateError> {
         let rechecked = Value::Object(round.rechecked);
         match decided {
             Next::CommitFound => {
                 let fields = json!({"via": Via::RecoveryQuery.as_str(), "evidence": round.evidence, "rechecked": rechecked});
                 self.resolve(
-                    eid,
-                    &d.hash,
+                    (eid, &d.hash),
                     Kind::Committed,
                     fields,
                     Status::CommittedOnQuery,
+                    claim,
                 )
             }
             Next::Refuse(code) => {
                 let mut fields = json!({"code": code.as_str(), "reason": refusal_reason(code), "rechecked": rechecked, "resolves": true});
                 self.record_assumption(&mut fields, &round.facts);
-                self.resolve(eid, &d.hash, Kind::Refused, fields, Status::Refused(code))
+                self.resolve(
+                    (eid, &d.hash),
+                    Kind::Refused,
+                    fields,
+                    Status::Refused(code),
+                    claim,
+                )
             }
             Next::Ambiguous(why) => {
                 let fields =
                     json!({"code": AMBIGUOUS_CODE, "reason": why.reason(), "rechecked": rechecked});
-                self.resolve(eid, &d.hash, Kind::Ambiguous, fields, Status::Ambiguous)
+                self.resolve(
+                    (eid, &d.hash),
+                    Kind::Ambiguous,
+                    fields,
+                    Status::Ambiguous,
+                    claim,
+                )
             }
             Next::WaitInFlight { until_ms } => {
                 let counted_from = self.wall_of(round.facts.in_flight.counted_from_ms);
@@ -516,13 +539,13 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     /// Write the resolving entry (only while the dispatch is still open) and report it.
     fn resolve(
         &self,
-        eid: &str,
-        d_hash: &str,
+        (eid, d_hash): (&str, &str),
         kind: Kind,
         fields: Value,
         status: Status,
+        claim: &Claim<'_>,
     ) -> Result<RecoveryOutcome, GateError> {
-        match self.append_if_open(eid, d_hash, kind, fields)? {
+        match self.append_if_open(eid, d_hash, kind, fields, Some(claim))? {
             Some(_) => Ok(RecoveryOutcome::Resolved(status)),
             None => Err(GateError::LostDispatch {
                 effect_id: eid.to_owned(),
@@ -582,12 +605,18 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                         json!(duration_ms(self.config.dedup_margin)),
                     );
                 }
-                let out = self.resolve(eid, &d.hash, Kind::Committed, fields, status)?;
+                let out = self.resolve((eid, &d.hash), Kind::Committed, fields, status, claim)?;
                 self.observe(Step::Committed);
                 Ok(AfterResend::Report(out))
             }
             Err(TargetError::Rejected { reason }) => Ok(AfterResend::Report(
-                match self.settle_rejected(eid, &d.hash, &d.effect, &reason, Some(rechecked))? {
+                match self.settle_rejected(
+                    eid,
+                    &d.hash,
+                    &d.effect,
+                    &reason,
+                    (Some(rechecked), Some(claim)),
+                )? {
                     Settled::Done(status, _) => RecoveryOutcome::Resolved(status),
                     Settled::Open(why) => self.retry_later(Holder::Target, why),
                 },

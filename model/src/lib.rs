@@ -103,10 +103,9 @@ pub struct GateModel {
     /// confirms), in all.
     pub claim_losses: u8,
     /// A resolving entry (COMMITTED, resolving REFUSED, AMBIGUOUS) is written only by a process
-    /// that confirms its claim in the same journal lock hold — the fix this model proposes for
-    /// claims that can be lost while their holder lives. The gate does not do this yet: its
-    /// `append_if_open` asks only that the dispatch is still open, so a holder that lost its
-    /// claim can close the dispatch of the one that took it over (see `README.md`).
+    /// that confirms its claim in the same journal lock hold, as the gate's `append_if_open`
+    /// does (the fix this model's counterexample led to). Off, a holder that lost its claim can
+    /// close the dispatch of the one that took it over (see `README.md`).
     pub fenced_writes: bool,
     /// The broken variant, if any.
     pub bug: Option<Bug>,

@@ -276,8 +276,8 @@ fn beyond_the_declared_bound_the_gate_can_be_wrong() {
 }
 
 /// Claims held by a database session, lost once while their holder lives, with a send window
-/// of `window` ticks; resolving entries written only under a confirmed claim (the proposed
-/// fix, `GateModel::fenced_writes`).
+/// of `window` ticks; resolving entries written only under a confirmed claim, as the gate does
+/// (`GateModel::fenced_writes`).
 fn sessions(mut m: GateModel, window: u8) -> GateModel {
     m.send_window = Some(window);
     m.claim_losses = 1;
@@ -320,7 +320,7 @@ fn unfenced_a_holder_that_lost_its_claim_closes_the_dispatch_of_the_one_that_too
     let mut m = sessions(small(false, true), 1);
     m.fenced_writes = false;
     breaks(
-        "tier 2, claims lost, writes not fenced (the gate today)",
+        "tier 2, claims lost, writes not fenced (the gate before the fix)",
         m,
         Err("a resolving entry written under a lost claim"),
         &[REFUSED_NOT_LANDED],
