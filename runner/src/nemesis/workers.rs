@@ -376,9 +376,10 @@ impl Workers<'_> {
         // applied; only the record is missing).
         let arrived = rule.is_some_and(|(handle, id)| handle.fired(id) > 0);
         let held = matches!(plan.service, Some(FaultAction::Delay { ms }) if ms >= 100);
-        let replay_at = kill
-            .delivered
-            .then(|| replay_position(&run.lines.steps, arrived, held));
+        let replay_at = kill.delivered.then(|| {
+            let announced = replay_position(&run.lines.steps, arrived, held);
+            later_of(self.column, announced, durable_step(self.dir, self.column))
+        });
         let mut end = DecideEnd::killed(kill, replay_at);
         end.held_from = held_from;
         end
@@ -614,6 +615,53 @@ fn last_record(dir: &Path, column: bc::Column) -> Option<String> {
     }
 }
 
+/// The last step whose write is durable in the column's record: a worker killed between a
+/// durable write and its announcement of the step has passed that step, though it never said so.
+fn durable_step(dir: &Path, column: bc::Column) -> Option<&'static str> {
+    let step = match column {
+        bc::Column::Interlock => {
+            let text = fs::read_to_string(dir.join(bc::JOURNAL_FILE)).ok()?;
+            text.lines()
+                .rev()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find_map(|v| match v.get("kind").and_then(Value::as_str) {
+                    Some("PROPOSED") => Some("proposed"),
+                    Some("AUTHORIZED") => Some("authorized"),
+                    Some("DISPATCHED") => Some("dispatched"),
+                    Some("COMMITTED") => Some("committed"),
+                    _ => None,
+                })
+        }
+        bc::Column::HandCheck => bc::read_hand_check_log(dir).ok()?.last().and_then(|l| {
+            match l.get("step").and_then(Value::as_str)? {
+                "lookup" => Some("lookup"),
+                "approval" => Some("approval"),
+                "premises" => Some("premises"),
+                "send" => Some("send_logged"),
+                "sent" => Some("sent_logged"),
+                _ => None,
+            }
+        }),
+        bc::Column::NoCheck => None,
+    };
+    step.or_else(|| {
+        dir.join(bc::DECISION_FILE)
+            .exists()
+            .then_some("decision_saved")
+    })
+}
+
+/// Of the step a replay would kill at from what the worker announced and the step its record
+/// shows durable, the later in the column's order.
+fn later_of(column: bc::Column, announced: String, durable: Option<&str>) -> String {
+    let steps = super::faults::column_steps(column);
+    let rank = |s: &str| steps.iter().position(|x| *x == s);
+    match durable {
+        Some(d) if rank(d) > rank(&announced) => d.to_owned(),
+        _ => announced,
+    }
+}
+
 fn decision_saved(dir: &Path) -> Option<String> {
     dir.join(bc::DECISION_FILE)
         .exists()
@@ -761,3 +809,39 @@ fn describe_exit(status: Option<ExitStatus>) -> String {
 
 // Keeps the worker module's phase names and ours in one place.
 const _: worker::Phase = worker::Phase::Resume;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replay_kills_at_the_later_of_the_announced_and_the_durable_step() {
+        let i = bc::Column::Interlock;
+        assert_eq!(
+            later_of(i, "authorized".into(), Some("dispatched")),
+            "dispatched"
+        );
+        assert_eq!(
+            later_of(i, "request_held".into(), Some("dispatched")),
+            "request_held"
+        );
+        assert_eq!(
+            later_of(i, "started".into(), Some("decision_saved")),
+            "decision_saved"
+        );
+        assert_eq!(later_of(i, "proposed".into(), None), "proposed");
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(durable_step(dir.path(), bc::Column::NoCheck), None);
+        fs::write(dir.path().join(bc::DECISION_FILE), "{}").unwrap();
+        assert_eq!(
+            durable_step(dir.path(), bc::Column::NoCheck),
+            Some("decision_saved")
+        );
+        fs::write(
+            dir.path().join(bc::JOURNAL_FILE),
+            "{\"kind\":\"PROPOSED\"}\n{\"kind\":\"DISPATCHED\"}\n{\"kind\":",
+        )
+        .unwrap();
+        assert_eq!(durable_step(dir.path(), i), Some("dispatched"));
+    }
+}
