@@ -250,6 +250,20 @@ pub(super) struct PendingSig<'a> {
 }
 
 impl Prepared<'_> {
+    /// A receipt with nothing to check further: no signature pending, unsealed.
+    fn unchecked(report: ReceiptReport) -> Self {
+        Prepared {
+            report,
+            pending: Vec::new(),
+            signed_format: false,
+            sig_failed: false,
+            signature_problems: Listing::default(),
+            head: None,
+            sealed: false,
+            head_problem_at: 0,
+        }
+    }
+
     fn head_failed(&mut self) {
         self.sealed = false;
         let problem = crate::trusted::seal::signature_problem(&self.report.effect_id);
@@ -314,17 +328,7 @@ fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
         report
             .problems
             .push(Problem::receipt(code::UNKNOWN_FORMAT, what));
-        let (pending, signed_format, sig_failed) = (Vec::new(), false, false);
-        return Prepared {
-            report,
-            pending,
-            signed_format,
-            sig_failed,
-            signature_problems: Listing::default(),
-            head: None,
-            sealed: false,
-            head_problem_at: 0,
-        };
+        return Prepared::unchecked(report);
     };
     check_bundle(&mut report, bundle, format);
     let mut walk = ChainWalk {
@@ -365,14 +369,13 @@ fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
     let head_problem_at = report.problems.len();
     replay::replay(eid, format, &objects, &mut report);
     Prepared {
-        report,
         pending: walk.pending,
         signed_format: format == Format::Current,
         sig_failed: walk.unsigned,
-        signature_problems: Listing::default(),
         head,
         sealed,
         head_problem_at,
+        ..Prepared::unchecked(report)
     }
 }
 
