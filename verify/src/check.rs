@@ -17,14 +17,20 @@ use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
 use std::convert::Infallible;
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The report on one results file.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ResultsReport {
     /// The file's format (always `interlock-results/1` for a file that loaded).
     pub format: String,
     /// The scenario.
     pub scenario: String,
+    /// Whether the file was read past its signature. Under a pin, a file whose manifest does not
+    /// hold (its own record, or any cell's hash) is not: nothing is derived from it, `cells` and
+    /// `receipts` are 0 and mean nothing (the JSON report states them as `null`), and the
+    /// findings name only the manifest.
+    pub read: bool,
     /// Number of cells.
     pub cells: usize,
     /// Number of receipts checked.
@@ -76,6 +82,42 @@ pub struct CellReport {
     pub receipt: Option<ReceiptReport>,
     /// Every finding of the cell, receipt problems first.
     pub findings: Vec<Finding>,
+}
+
+impl Serialize for ResultsReport {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        /// The report as printed: a file not read further states no counts.
+        #[derive(Serialize)]
+        struct Printed<'r> {
+            format: &'r str,
+            scenario: &'r str,
+            read: bool,
+            cells: Option<usize>,
+            receipts: Option<usize>,
+            signed: bool,
+            key: &'r str,
+            signer: &'r str,
+            fingerprint: &'r Option<String>,
+            ok: bool,
+            cell_reports: &'r [CellReport],
+            findings: &'r [Finding],
+        }
+        Printed {
+            format: &self.format,
+            scenario: &self.scenario,
+            read: self.read,
+            cells: self.read.then_some(self.cells),
+            receipts: self.read.then_some(self.receipts),
+            signed: self.signed,
+            key: &self.key,
+            signer: &self.signer,
+            fingerprint: &self.fingerprint,
+            ok: self.ok,
+            cell_reports: &self.cell_reports,
+            findings: &self.findings,
+        }
+        .serialize(s)
+    }
 }
 
 impl ResultsReport {
@@ -144,14 +186,25 @@ pub enum Detail {
 /// check every entry and the manifest against the key the file publishes in `environment.signer`.
 pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
     let groups = cell_groups(&file.cells);
-    let read = |range: Range<usize>| -> Result<Group<'_>, Infallible> {
+    let hash = |range: Range<usize>| -> Result<Hashed, Infallible> {
+        let start = range.start;
+        let cells = file.cells.get(range).unwrap_or_default();
+        for (k, cell) in cells.iter().enumerate() {
+            if let Some(f) = manifest::check_cell(&file.manifest, start + k, cell, None) {
+                return Ok(Hashed::Differs(f));
+            }
+        }
+        Ok(Hashed::Signed(vec![Signed::Typed; cells.len()]))
+    };
+    let read = |range: Range<usize>, _: &[Signed]| -> Result<Group<'_>, Infallible> {
         let cells = Cow::Borrowed(file.cells.get(range).unwrap_or_default());
         Ok(Group {
             cells,
             hashes: Vec::new(),
         })
     };
-    let Ok(report) = verify_parts(file, file.cells.len(), groups, read, key, Detail::Every);
+    let cells = CellSource { hash, read };
+    let Ok(report) = verify_parts(file, file.cells.len(), groups, cells, key, Detail::Every);
     report
 }
 
@@ -169,13 +222,44 @@ pub fn verify_results_text(
         .step_by(receipt::RECEIPTS_PER_GROUP)
         .map(|start| start..(start + receipt::RECEIPTS_PER_GROUP).min(n))
         .collect();
-    let read = |range: Range<usize>| -> Result<Group<'_>, LoadError> {
+    let signed_hashes = &file.head.manifest.cells;
+    let hash = |range: Range<usize>| -> Result<Hashed, LoadError> {
+        let start = range.start;
+        let texts = file.cells.get(range).unwrap_or_default();
+        let mut signed = Vec::with_capacity(texts.len());
+        for (k, text) in texts.iter().enumerate() {
+            let i = start + k;
+            let from_text = manifest::text_hash(text.get());
+            let is_signed = |h: &[u8; 32]| {
+                signed_hashes
+                    .get(i)
+                    .is_some_and(|s| entry::is_lower_hex_of(s, h))
+            };
+            if from_text.as_ref().is_some_and(is_signed) {
+                signed.push(Signed::Text);
+                continue;
+            }
+            // The text's hash differs (or it has none): the typed cell's hash decides.
+            let cell = crate::load::read_cell_scanned(i, text, from_text.is_some())?;
+            match manifest::check_cell(&file.head.manifest, i, &cell, None) {
+                None => signed.push(Signed::Typed),
+                Some(f) => return Ok(Hashed::Differs(f)),
+            }
+        }
+        Ok(Hashed::Signed(signed))
+    };
+    let read = |range: Range<usize>, signed: &[Signed]| -> Result<Group<'_>, LoadError> {
         let start = range.start;
         let texts = file.cells.get(range).unwrap_or_default();
         let read: Vec<(Cell, Option<[u8; 32]>)> = texts
             .iter()
             .enumerate()
-            .map(|(k, text)| crate::load::read_cell(start + k, text))
+            .map(|(k, text)| match signed.get(k) {
+                // Hashed by the first pass: a text hash there also passed the scan.
+                Some(s) => crate::load::read_cell_scanned(start + k, text, *s == Signed::Text)
+                    .map(|cell| (cell, None)),
+                None => crate::load::read_cell(start + k, text),
+            })
             .collect::<Result<_, LoadError>>()?;
         let (cells, hashes): (Vec<Cell>, Vec<_>) = read.into_iter().unzip();
         Ok(Group {
@@ -183,7 +267,14 @@ pub fn verify_results_text(
             hashes,
         })
     };
-    verify_parts(&file.head, n, groups, read, key, detail)
+    verify_parts(
+        &file.head,
+        n,
+        groups,
+        CellSource { hash, read },
+        key,
+        detail,
+    )
 }
 
 /// The key the file is checked against, and how the report names it; a published key that is not
@@ -222,18 +313,50 @@ fn signer_rule(
     }
 }
 
+/// What the first pass under a pin established about one cell: its hash is the one the run
+/// signed at its place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Signed {
+    /// By the canonical hash of its text (so its text also passes the strict scan).
+    Text,
+    /// By the typed cell's hash (its text's differs or has none, e.g. a field written as `null`
+    /// that the typed cell leaves out).
+    Typed,
+}
+
+/// How a group of cells compares with the manifest.
+enum Hashed {
+    /// Every cell is the one the run signed, each as [`Signed`] says.
+    Signed(Vec<Signed>),
+    /// The first cell that is not (its finding).
+    Differs(Finding),
+}
+
+/// Where the cells of a file come from, a group at a time: `hash` compares each cell of a range
+/// with the manifest (the first pass under a pin); `read` gives the range's cells typed, told
+/// what the first pass found of them (nothing, `&[]`, when it did not run).
+struct CellSource<H, R> {
+    hash: H,
+    read: R,
+}
+
 /// Every check of a results file. `head` gives everything but the cells (its `cells` are not
-/// read); the file holds `count` cells, which `read` gives a group (`groups`, in order, covering
+/// read); the file holds `count` cells, which `cells` gives a group (`groups`, in order, covering
 /// `0..count`) at a time. First the signer and the manifest's own record; under a pin, a file
-/// whose manifest fails stops there.
-fn verify_parts<'c, E: Send>(
+/// whose manifest fails stops there, and so does one whose cells do not all hash as the
+/// manifest says (a first pass over every cell's hash, stopping at the first that differs).
+fn verify_parts<'c, E: Send, H, R>(
     head: &ResultsFile,
     count: usize,
     groups: Vec<Range<usize>>,
-    read: impl Fn(Range<usize>) -> Result<Group<'c>, E> + Sync,
+    cells: CellSource<H, R>,
     key: &KeyCheck,
     detail: Detail,
-) -> Result<ResultsReport, E> {
+) -> Result<ResultsReport, E>
+where
+    H: Fn(Range<usize>) -> Result<Hashed, E> + Sync,
+    R: Fn(Range<usize>, &[Signed]) -> Result<Group<'c>, E> + Sync,
+{
     let mut findings = Vec::new();
     if head.format != RESULTS_FORMAT {
         findings.push(Finding::mismatch(
@@ -252,24 +375,42 @@ fn verify_parts<'c, E: Send>(
         }
         SignerRule::FromRecord => (String::new(), None),
     };
+    let unread = |findings| ResultsReport {
+        format: head.format.clone(),
+        scenario: head.scenario.clone(),
+        read: false,
+        cells: 0,
+        receipts: 0,
+        signed: false,
+        key: key_label.to_owned(),
+        signer: signer.clone(),
+        fingerprint: fingerprint.clone(),
+        ok: false,
+        cell_reports: Vec::new(),
+        findings,
+    };
     // Under a pin, a file that is not what the key signed is not read further: nothing is
-    // derived from it, and none of its cells is read.
-    if matches!(key, KeyCheck::Pinned(_)) && !findings.is_empty() {
-        return Ok(ResultsReport {
-            format: head.format.clone(),
-            scenario: head.scenario.clone(),
-            cells: count,
-            receipts: 0,
-            signed: false,
-            key: key_label.to_owned(),
-            signer,
-            fingerprint,
-            ok: false,
-            cell_reports: Vec::new(),
-            findings,
-        });
-    }
-    let (cell_reports, facts) = check_cells(head, groups, read, &rule, detail, count)?;
+    // derived from it. Its cells are hashed first, and a cell that differs stops there.
+    let signed_cells = if matches!(key, KeyCheck::Pinned(_)) {
+        if !findings.is_empty() {
+            return Ok(unread(findings));
+        }
+        match hash_cells(&groups, &cells.hash)? {
+            Ok(signed) => Some(signed),
+            Err(f) => return Ok(unread(vec![f])),
+        }
+    } else {
+        None
+    };
+    let (cell_reports, facts) = check_cells(
+        head,
+        groups,
+        signed_cells,
+        &cells.read,
+        &rule,
+        detail,
+        count,
+    )?;
     check_structure(head, &facts, &mut findings);
     crate::replayed::check(&facts, &mut findings);
     let receipts = facts.iter().filter(|c| c.receipt.is_some()).count();
@@ -288,6 +429,7 @@ fn verify_parts<'c, E: Send>(
         scenario: head.scenario.clone(),
         cells: count,
         receipts,
+        read: true,
         signed,
         key: key_label.to_owned(),
         signer,
@@ -296,6 +438,39 @@ fn verify_parts<'c, E: Send>(
         cell_reports,
         findings,
     })
+}
+
+/// The first pass under a pin: every cell's hash compared with the manifest, in file order,
+/// stopping at the first cell that differs (`Ok(Err(finding))`); otherwise what each group's
+/// cells were found to be. Groups are hashed on several threads; one after a group where a cell
+/// already differed (or did not read) is skipped. A cell that does not read is the error.
+fn hash_cells<E: Send>(
+    groups: &[Range<usize>],
+    hash: &(impl Fn(Range<usize>) -> Result<Hashed, E> + Sync),
+) -> Result<Result<Vec<Vec<Signed>>, Finding>, E> {
+    let stop = AtomicUsize::new(usize::MAX);
+    let hashed: Vec<Result<Hashed, E>> = groups
+        .par_iter()
+        .map(|range| {
+            // Never reached by the walk below: it ends at or before the group that set `stop`.
+            if range.start > stop.load(Ordering::Relaxed) {
+                return Ok(Hashed::Signed(Vec::new()));
+            }
+            let hashed = hash(range.clone());
+            if !matches!(hashed, Ok(Hashed::Signed(_))) {
+                stop.fetch_min(range.start, Ordering::Relaxed);
+            }
+            hashed
+        })
+        .collect();
+    let mut signed = Vec::with_capacity(groups.len());
+    for group in hashed {
+        match group? {
+            Hashed::Signed(s) => signed.push(s),
+            Hashed::Differs(f) => return Ok(Err(f)),
+        }
+    }
+    Ok(Ok(signed))
 }
 
 /// A group of consecutive cells, typed, with the hashes of their JSON text when the file was
@@ -373,10 +548,13 @@ impl CellFacts {
 /// Cells go through in groups holding about one signature batch of receipts: each group is read,
 /// its receipts verified and then its cells checked in the same task, while their data is still
 /// in cache; groups are spread over threads. The first group that cannot be read is the error.
+/// `signed` is what the first pass under a pin found of each group ([`hash_cells`]): then every
+/// cell's hash is already known to be the signed one, and is not compared again.
 fn check_cells<'c, E: Send>(
     head: &ResultsFile,
     groups: Vec<Range<usize>>,
-    read: impl Fn(Range<usize>) -> Result<Group<'c>, E> + Sync,
+    signed: Option<Vec<Vec<Signed>>>,
+    read: &(impl Fn(Range<usize>, &[Signed]) -> Result<Group<'c>, E> + Sync),
     rule: &SignerRule,
     detail: Detail,
     count: usize,
@@ -385,9 +563,13 @@ fn check_cells<'c, E: Send>(
     type Checked = Vec<(Option<Box<CellReport>>, CellFacts)>;
     let checked: Vec<Result<Checked, E>> = groups
         .into_par_iter()
-        .map(|range| {
+        .enumerate()
+        .map(|(g, range)| {
             let start = range.start;
-            let Group { cells, hashes } = read(range)?;
+            let known = signed
+                .as_ref()
+                .map(|s| s.get(g).map_or(&[][..], Vec::as_slice));
+            let Group { cells, hashes } = read(range, known.unwrap_or_default())?;
             let bundles: Vec<&crate::entry::ReceiptBundle> =
                 cells.iter().filter_map(|c| c.receipt.as_ref()).collect();
             let mut reports = receipt::verify_group(&bundles, rule, &vetted).into_iter();
@@ -395,7 +577,9 @@ fn check_cells<'c, E: Send>(
                 let report = cell.receipt.as_ref().and_then(|_| reports.next());
                 let mut checked = check_cell(start + k, cell, report);
                 let hash = hashes.get(k).copied().flatten();
-                if let Some(f) = manifest::check_cell(&head.manifest, start + k, cell, hash) {
+                let compared = known.is_some();
+                let differs = || manifest::check_cell(&head.manifest, start + k, cell, hash);
+                if let Some(f) = (!compared).then(differs).flatten() {
                     checked.findings.push(f);
                     checked.ok = false;
                 }

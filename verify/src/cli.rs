@@ -249,7 +249,12 @@ fn results_outcome(head: &ResultsFile, key: &KeyCheck, r: &ResultsReport, json: 
     } else {
         "manifest signature check failed"
     };
-    let summary = format!("{} cells, {} receipts, {signature}", r.cells, r.receipts);
+    let summary = if r.read {
+        format!("{} cells, {} receipts, {signature}", r.cells, r.receipts)
+    } else {
+        // Under a pin, nothing is derived from a file whose manifest does not hold.
+        "results, manifest check failed, cannot be read further".to_owned()
+    };
     let details = r
         .first_findings()
         .into_iter()

@@ -522,11 +522,18 @@ pub(crate) const CELL_DEPTH: usize = 100;
 /// path is relative to the cell, so a caller re-reads the whole file with [`load_document`] to
 /// name it.
 pub fn read_cell(index: usize, raw: &RawValue) -> Result<(Cell, Option<[u8; 32]>), LoadError> {
-    let text = raw.get();
     // The canonical writer refuses everything the scan refuses (and floats): when it gives a
     // hash, the scan would pass; otherwise the scan decides.
-    let hash = crate::manifest::text_hash(text);
-    if hash.is_none() {
+    let hash = crate::manifest::text_hash(raw.get());
+    let cell = read_cell_scanned(index, raw, hash.is_some())?;
+    Ok((cell, hash))
+}
+
+/// [`read_cell`] without the hash: `scanned` says the text is already known to pass the strict
+/// scan ([`crate::manifest::text_hash`] gave it a hash), which is then not run again.
+pub fn read_cell_scanned(index: usize, raw: &RawValue, scanned: bool) -> Result<Cell, LoadError> {
+    let text = raw.get();
+    if !scanned {
         let mut de = serde_json::Deserializer::from_str(text);
         Scan {
             top: None,
@@ -544,7 +551,7 @@ pub fn read_cell(index: usize, raw: &RawValue) -> Result<(Cell, Option<[u8; 32]>
         let path = format!("cells[{index}].receipt.effect_id");
         effect_id_shape(&path, &b.effect_id, 64)?;
     }
-    Ok((cell, hash))
+    Ok(cell)
 }
 
 /// The top-level object's members as text, the array named `array` split into its elements.

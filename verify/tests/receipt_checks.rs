@@ -779,3 +779,33 @@ fn a_receipt_whose_every_signature_fails_lists_64_and_counts_the_rest() {
     assert!(note.contains(&format!("{} more", n - 64)), "{note}");
     assert_eq!(r.signed, Some(false));
 }
+
+/// Heads are verified in the same batches as the entries: a head whose signature fails among
+/// good ones is no seal (its refusal proves nothing, `head_signature`), and only its receipt fails.
+#[test]
+fn a_head_whose_signature_fails_in_a_batch_is_no_seal_and_names_only_its_receipt() {
+    let good = sealed(vec![proposed(), refused(false)]);
+    let mut forged = good.clone();
+    let head = forged.head.as_mut().unwrap();
+    let first = if head.sig.starts_with('0') { "1" } else { "0" };
+    head.sig.replace_range(0..1, first);
+    let mut bundles = vec![good.clone(); 300];
+    bundles[150] = forged.clone();
+    for key in [pinned(), KeyCheck::SelfAttested] {
+        let reports = verify_bundles(&bundles, &key);
+        for (i, r) in reports.iter().enumerate() {
+            if i == 150 {
+                assert!(!r.valid);
+                let found: Vec<_> = r.problems.iter().map(|p| p.code.as_str()).collect();
+                assert_eq!(found, [verify::seal::code::HEAD_SIGNATURE]);
+                assert_eq!(r.entries_say, Happened::No);
+                assert_eq!(r.happened, Happened::Unknown);
+                assert_eq!(r.signed, Some(true), "the entries' signatures hold");
+            } else {
+                assert!(r.valid, "{i}: {:?}", r.problems);
+                assert_eq!(r.happened, Happened::No, "{i}");
+            }
+        }
+        assert_eq!(verify_bundle(&forged, &key).problems, reports[150].problems);
+    }
+}

@@ -834,3 +834,100 @@ fn a_recorded_clock_start_that_the_cells_first_invoices_contradict_fails() {
         report.findings
     );
 }
+
+/// A cell changed after signing, with the genuine manifest and signature kept: under the pinned
+/// genuine key the file is not read past the manifest (exit 1, the first differing cell named,
+/// no count in text or JSON, nothing derived); self-attested it still fails naming the cell.
+#[test]
+fn a_cell_that_differs_from_its_signed_hash_stops_a_pinned_check_before_anything_is_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, base) in bases() {
+        let signer = base["environment"]["signer"].as_str().unwrap().to_owned();
+        let key = KeyCheck::Pinned(verify::keys::parse_key(&signer).unwrap());
+        let (first, later) = (interlock_committed(&base), hand_check(&base));
+        let (first, later) = (first.min(later), first.max(later));
+        let mut d = base.clone();
+        bump(&mut d["cells"][first]["decision"]["amount"], 500);
+        d["cells"][later]["outcome"] = json!("COMMITTED_ON_QUERY");
+        let bytes = serde_json::to_vec(&d).unwrap();
+        let place = format!("cells[{first}]");
+
+        let typed = verify_results(&load_results(&bytes).unwrap(), &key);
+        assert_eq!(text_report(&bytes, &key).as_ref(), Some(&typed), "{file}");
+        assert!(!typed.ok && !typed.read && !typed.signed, "{file}");
+        assert!(typed.cell_reports.is_empty(), "{file}: cells were checked");
+        let found: Vec<_> = typed
+            .findings
+            .iter()
+            .map(|f| (&*f.path, &*f.code))
+            .collect();
+        assert_eq!(found, [(&*place, "manifest_mismatch")], "{file}");
+
+        let p = write(&dir, "cell.json", &bytes);
+        let out = bin().args(["--key", &signer]).arg(&p).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{file}: {stdout}");
+        assert!(
+            stdout.contains("cannot be read further"),
+            "{file}: {stdout}"
+        );
+        assert!(stdout.contains(&place), "{file}: {stdout}");
+        assert!(
+            !stdout.contains(&format!("cells[{later}]")),
+            "{file}: {stdout}"
+        );
+        for count in [" cells,", " receipts,"] {
+            assert!(!stdout.contains(count), "{file}: {stdout}");
+        }
+        let out = bin()
+            .args(["--json", "--key", &signer])
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{file}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let report = &v["files"][0]["report"];
+        for count in ["cells", "receipts"] {
+            assert_eq!(report[count], Value::Null, "{file}: {count} in {report}");
+        }
+        assert_eq!(report["cell_reports"], json!([]), "{file}");
+
+        let open = text_report(&bytes, &KeyCheck::SelfAttested).unwrap();
+        assert!(open.read && !open.ok, "{file}");
+        let cell = open.cell_reports.iter().find(|c| c.index == first).unwrap();
+        assert!(
+            cell.findings
+                .iter()
+                .any(|f| f.path == place && f.code == "manifest_mismatch"),
+            "{file}: {:#?}",
+            cell.findings
+        );
+        let out = bin().arg(&p).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{file}: {stdout}");
+        assert!(stdout.contains(&place), "{file}: {stdout}");
+    }
+}
+
+/// Where a cell's text hashes otherwise than its typed form (a field written as `null` that the
+/// typed cell leaves out), the typed cell's hash decides, under a pin as self-attested.
+#[test]
+fn a_cell_whose_text_differs_only_where_the_typed_cell_does_not_still_passes_a_pin() {
+    for (file, mut d) in bases() {
+        let signer = d["environment"]["signer"].as_str().unwrap().to_owned();
+        let key = KeyCheck::Pinned(verify::keys::parse_key(&signer).unwrap());
+        let i = interlock_committed(&d);
+        assert!(d["cells"][i]["decision"].get("replayed_from").is_none());
+        d["cells"][i]["decision"]["replayed_from"] = Value::Null;
+        let bytes = serde_json::to_vec(&d).unwrap();
+        let typed = verify_results(&load_results(&bytes).unwrap(), &key);
+        assert!(
+            typed.ok && typed.read,
+            "{file}: {:#?}",
+            typed.first_findings()
+        );
+        assert_eq!(text_report(&bytes, &key).as_ref(), Some(&typed), "{file}");
+        let open = text_report(&bytes, &KeyCheck::SelfAttested).unwrap();
+        assert!(open.ok, "{file}: {:#?}", open.first_findings());
+    }
+}

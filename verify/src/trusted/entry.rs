@@ -99,8 +99,27 @@ pub fn is_lower_hex_of(hex: &str, bytes: &[u8]) -> bool {
 /// Decode exactly `2 * N` lowercase hex characters into `N` bytes; `None` for any other text
 /// (uppercase included: the same bytes must have exactly one accepted spelling).
 pub fn decode_lower_hex<const N: usize>(hex: &str) -> Option<[u8; N]> {
+    /// A lowercase hex digit's value; 16 for any other byte.
+    const fn nibble(b: u8) -> u8 {
+        match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            _ => 16,
+        }
+    }
+    let hex = hex.as_bytes();
+    if hex.len() != 2 * N {
+        return None;
+    }
+    // One pass, without early exit: every byte is looked at, and any non-digit fails the whole.
     let mut out = [0u8; N];
-    (is_lower_hex(hex) && hex::decode_to_slice(hex, &mut out).is_ok()).then_some(out)
+    let mut bad = 0u8;
+    for (o, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
+        let (high, low) = (nibble(pair[0]), nibble(pair[1]));
+        bad |= (high | low) & 0x10;
+        *o = ((high & 0x0f) << 4) | (low & 0x0f);
+    }
+    (bad == 0).then_some(out)
 }
 
 /// Whether `text` holds only lowercase hex digits.

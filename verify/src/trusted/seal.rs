@@ -63,12 +63,71 @@ pub fn check(
     signer: Option<[u8; 32]>,
     problems: &mut Vec<Problem>,
 ) -> bool {
+    match check_but_signature(bundle, signer, problems) {
+        Seal::Unsealed | Seal::Broken => false,
+        Seal::Pending(head) => check_now(&bundle.effect_id, &head, problems),
+    }
+}
+
+/// Check a head's signature with `verify_strict`, adding its problem when it does not hold.
+fn check_now(effect_id: &str, head: &PendingHead, problems: &mut Vec<Problem>) -> bool {
+    let ok = VerifyingKey::from_bytes(&head.signer)
+        .ok()
+        .filter(crate::signatures::key_is_acceptable)
+        .is_some_and(|k| k.verify_strict(&head.message, &head.signature).is_ok());
+    if !ok {
+        problems.push(signature_problem(effect_id));
+    }
+    ok
+}
+
+/// What [`check_but_signature`] found of a bundle's head.
+pub enum Seal {
+    /// The bundle has no head.
+    Unsealed,
+    /// The head does not hold (its problems were added).
+    Broken,
+    /// Every check of the head holds but its signature, which is left to the caller: the bundle
+    /// is sealed exactly when that signature verifies (else [`signature_problem`]).
+    Pending(PendingHead),
+}
+
+/// A head signature to check: `signature` by `signer` over `message` ([`head_message`]). The
+/// caller must check that `signer` is an acceptable key ([`crate::signatures::key_is_acceptable`]).
+pub struct PendingHead {
+    /// The sealer's key, which is the key the entries had to be signed by.
+    pub signer: [u8; 32],
+    /// The head's signature.
+    pub signature: Signature,
+    /// The exact bytes it must cover.
+    pub message: Vec<u8>,
+}
+
+/// [`check`] without the signature, so that the caller can check it in a batch with others.
+pub fn check_but_signature(
+    bundle: &ReceiptBundle,
+    signer: Option<[u8; 32]>,
+    problems: &mut Vec<Problem>,
+) -> Seal {
     let Some(h) = &bundle.head else {
-        return false;
+        return Seal::Unsealed;
     };
     let before = problems.len();
-    check_head(bundle, h, signer, problems);
-    problems.len() == before
+    match check_head(bundle, h, signer, problems) {
+        Some(p) if problems.len() == before => Seal::Pending(p),
+        // A head that is broken anyway: its signature is still checked, to be reported too.
+        Some(p) => {
+            check_now(&bundle.effect_id, &p, problems);
+            Seal::Broken
+        }
+        None => Seal::Broken,
+    }
+}
+
+/// The problem of a head whose signature does not verify for its signer.
+pub fn signature_problem(effect_id: &str) -> Problem {
+    let msg = format!("effect {effect_id}: the head's signature does not verify for its signer");
+    Problem::receipt(code::HEAD_SIGNATURE, msg)
 }
 
 /// What the receipt proves happened, given whether it is sealed ([`check`]): without a seal,
@@ -81,12 +140,14 @@ pub fn proven(entries_say: Happened, sealed: bool) -> Happened {
     }
 }
 
+/// Every check of the head but its signature, which is returned to be checked (`None` when it
+/// cannot be: the problem is added).
 fn check_head(
     bundle: &ReceiptBundle,
     h: &Head,
     signer: Option<[u8; 32]>,
     problems: &mut Vec<Problem>,
-) {
+) -> Option<PendingHead> {
     let eid = &bundle.effect_id;
     let mut mismatch = |what: String| {
         let msg = format!(
@@ -119,24 +180,24 @@ fn check_head(
         mismatch(format!("ts_ms = {} is before the last entry", h.ts_ms));
     }
     let named = decode_lower_hex::<32>(&h.signer);
-    if named.is_none() || named != signer {
+    let Some(signer) = named.filter(|n| Some(*n) == signer) else {
         let msg = format!(
             "effect {eid}: the head is signed by {}, not by the key that signed the entries",
             crate::display::shorten(&h.signer, 80)
         );
         problems.push(Problem::receipt(code::HEAD_SIGNER, msg));
-        return;
-    }
-    let key = named
-        .and_then(|b| VerifyingKey::from_bytes(&b).ok())
-        .filter(crate::signatures::key_is_acceptable);
-    let sig = decode_lower_hex::<64>(&h.sig).map(|b| Signature::from_bytes(&b));
-    let ok = match (key, sig, head_message(h)) {
-        (Some(k), Some(s), Ok(m)) => k.verify_strict(&m, &s).is_ok(),
-        _ => false,
+        return None;
     };
-    if !ok {
-        let msg = format!("effect {eid}: the head's signature does not verify for its signer");
-        problems.push(Problem::receipt(code::HEAD_SIGNATURE, msg));
+    let sig = decode_lower_hex::<64>(&h.sig).map(|b| Signature::from_bytes(&b));
+    match (sig, head_message(h)) {
+        (Some(signature), Ok(message)) => Some(PendingHead {
+            signer,
+            signature,
+            message,
+        }),
+        _ => {
+            problems.push(signature_problem(eid));
+            None
+        }
     }
 }

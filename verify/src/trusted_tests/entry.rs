@@ -72,6 +72,21 @@ fn hex_helpers_agree_with_the_hex_crate() {
     assert_eq!(decode_lower_hex::<4>("000102030"), None);
     let all: [u8; 256] = decode_lower_hex(&spelled).unwrap();
     assert_eq!(all.to_vec(), bytes);
+    // Every pair of ASCII characters, and a few others: exactly the lowercase spellings decode,
+    // to what the hex crate decodes them to.
+    let ascii = (0u8..128).map(char::from);
+    let chars: Vec<char> = ascii.chain(['\u{e9}', '\u{ff10}', '\u{1F600}']).collect();
+    for a in &chars {
+        for b in &chars {
+            let text = format!("{a}{b}");
+            let lower = |c: &char| c.is_ascii_digit() || ('a'..='f').contains(c);
+            let expected = (lower(a) && lower(b))
+                .then(|| hex::decode(&text).ok())
+                .flatten()
+                .map(|v| [v[0]]);
+            assert_eq!(decode_lower_hex::<1>(&text), expected, "{text:?}");
+        }
+    }
 }
 
 #[test]

@@ -118,7 +118,16 @@ fn check_signatures(prepared: &mut [Prepared<'_>], vetted: &Vetted) {
         &batch.key_of,
         &batch.table,
     );
-    for ((r, e), ok) in batch.owners.into_iter().zip(results) {
+    for (owner, ok) in batch.owners.into_iter().zip(results) {
+        let (r, e) = match owner {
+            Owner::Entry(r, e) => (r, e),
+            Owner::Head(r) => {
+                if let (false, Some(p)) = (ok, prepared.get_mut(r)) {
+                    p.head_failed();
+                }
+                continue;
+            }
+        };
         if let (false, Some(p)) = (ok, prepared.get_mut(r)) {
             p.sig_failed = true;
             let kind = p.report.journal_kinds.get(e).cloned();
@@ -132,16 +141,39 @@ fn check_signatures(prepared: &mut [Prepared<'_>], vetted: &Vetted) {
     }
 }
 
-/// Every signed message of a group, back to back in one buffer (`context + stored hash`), with
-/// its signature, the index of its key in `table`, and its owner (receipt, entry).
+/// Every signed message of a group, back to back in one buffer (`context + stored hash` of an
+/// entry, or a head's message), with its signature, the index of its key in `table`, and its
+/// owner.
 #[derive(Default)]
 struct Batch {
     text: Vec<u8>,
     spans: Vec<(usize, usize)>,
     signatures: Vec<Signature>,
     key_of: Vec<usize>,
-    owners: Vec<(usize, usize)>,
+    owners: Vec<Owner>,
     table: Vec<VerifyingKey>,
+}
+
+/// Whose signature a batch slot holds.
+#[derive(Clone, Copy)]
+enum Owner {
+    /// Receipt `r`'s entry `e`.
+    Entry(usize, usize),
+    /// Receipt `r`'s head ([`crate::trusted::seal`]).
+    Head(usize),
+}
+
+impl Batch {
+    fn push(&mut self, parts: [&[u8]; 2], signature: Signature, key: usize, owner: Owner) {
+        let from = self.text.len();
+        for part in parts {
+            self.text.extend_from_slice(part);
+        }
+        self.spans.push((from, self.text.len()));
+        self.signatures.push(signature);
+        self.key_of.push(key);
+        self.owners.push(owner);
+    }
 }
 
 /// Queue every pending signature of the group; a signer that is not an acceptable key is
@@ -170,15 +202,21 @@ fn collect_signatures(prepared: &mut [Prepared<'_>], vetted: &Vetted) -> Batch {
                 p.weak_signer(s.entry, &s.signer);
                 continue;
             };
-            let from = batch.text.len();
-            batch
-                .text
-                .extend_from_slice(entry::SIGNING_CONTEXT.as_bytes());
-            batch.text.extend_from_slice(s.hash.as_bytes());
-            batch.spans.push((from, batch.text.len()));
-            batch.signatures.push(s.signature);
-            batch.key_of.push(key);
-            batch.owners.push((r, s.entry));
+            let message = [entry::SIGNING_CONTEXT.as_bytes(), s.hash.as_bytes()];
+            batch.push(message, s.signature, key, Owner::Entry(r, s.entry));
+        }
+        if let Some(head) = p.head.take() {
+            let slot = *index.entry(head.signer).or_insert_with(|| {
+                vet(vetted, &head.signer).map(|k| {
+                    batch.table.push(k);
+                    batch.table.len() - 1
+                })
+            });
+            // A head signed by a key that may not sign does not verify (as `seal::check` says).
+            match slot {
+                Some(key) => batch.push([&head.message, &[]], head.signature, key, Owner::Head(r)),
+                None => p.head_failed(),
+            }
         }
     }
     batch
@@ -192,6 +230,14 @@ struct Prepared<'a> {
     sig_failed: bool,
     /// What the signatures' check found (checked after the other stages, in batches).
     signature_problems: Listing,
+    /// The head's signature, when every other check of the head holds: checked with the
+    /// entries' signatures; the receipt is sealed exactly when it verifies.
+    head: Option<crate::trusted::seal::PendingHead>,
+    /// The head holds so far (see `head`).
+    sealed: bool,
+    /// Where in `report.problems` the head's signature problem goes: where the seal's check
+    /// would have put it.
+    head_problem_at: usize,
 }
 
 /// A signature to check: the entry's signer and signature, over `SIGNING_CONTEXT + hash` where
@@ -204,6 +250,27 @@ pub(super) struct PendingSig<'a> {
 }
 
 impl Prepared<'_> {
+    /// A receipt with nothing to check further: no signature pending, unsealed.
+    fn unchecked(report: ReceiptReport) -> Self {
+        Prepared {
+            report,
+            pending: Vec::new(),
+            signed_format: false,
+            sig_failed: false,
+            signature_problems: Listing::default(),
+            head: None,
+            sealed: false,
+            head_problem_at: 0,
+        }
+    }
+
+    fn head_failed(&mut self) {
+        self.sealed = false;
+        let problem = crate::trusted::seal::signature_problem(&self.report.effect_id);
+        let at = self.head_problem_at.min(self.report.problems.len());
+        self.report.problems.insert(at, problem);
+    }
+
     fn weak_signer(&mut self, entry: usize, signer: &[u8; 32]) {
         self.sig_failed = true;
         let kind = self.report.journal_kinds.get(entry).cloned();
@@ -217,6 +284,7 @@ impl Prepared<'_> {
     }
 
     fn finish(mut self) -> ReceiptReport {
+        self.report.happened = crate::trusted::seal::proven(self.report.entries_say, self.sealed);
         if self.signed_format {
             self.report.signed = Some(!self.sig_failed);
         }
@@ -260,14 +328,7 @@ fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
         report
             .problems
             .push(Problem::receipt(code::UNKNOWN_FORMAT, what));
-        let (pending, signed_format, sig_failed) = (Vec::new(), false, false);
-        return Prepared {
-            report,
-            pending,
-            signed_format,
-            sig_failed,
-            signature_problems: Listing::default(),
-        };
+        return Prepared::unchecked(report);
     };
     check_bundle(&mut report, bundle, format);
     let mut walk = ChainWalk {
@@ -300,15 +361,21 @@ fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
         SignerRule::Pinned(k) | SignerRule::Published(k) => Some(k.to_bytes()),
         SignerRule::FromRecord => walk.first_signer,
     };
-    let sealed = crate::trusted::seal::check(bundle, sealer, &mut report.problems);
+    use crate::trusted::seal::{check_but_signature, Seal};
+    let (head, sealed) = match check_but_signature(bundle, sealer, &mut report.problems) {
+        Seal::Pending(head) => (Some(head), true),
+        Seal::Unsealed | Seal::Broken => (None, false),
+    };
+    let head_problem_at = report.problems.len();
     replay::replay(eid, format, &objects, &mut report);
-    report.happened = crate::trusted::seal::proven(report.entries_say, sealed);
     Prepared {
-        report,
         pending: walk.pending,
         signed_format: format == Format::Current,
         sig_failed: walk.unsigned,
-        signature_problems: Listing::default(),
+        head,
+        sealed,
+        head_problem_at,
+        ..Prepared::unchecked(report)
     }
 }
 

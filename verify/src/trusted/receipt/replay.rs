@@ -329,7 +329,7 @@ impl<'a> Replay<'a> {
         } else {
             Happened::No
         };
-        // What the receipt proves is decided with its seal, in `prepare`.
+        // What the receipt proves is decided with its seal, in `Prepared::finish`.
         report.happened = report.entries_say;
         report.happened_once = self.once;
         if report.happened != Happened::Yes {
