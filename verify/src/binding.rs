@@ -75,6 +75,7 @@ pub fn check_record(
         .iter()
         .find(|e| e.get("kind").and_then(Value::as_str) == Some("COMMITTED"))
         .and_then(|e| e.get("evidence")?.get("credit")?.as_str());
+    let (mut listed, mut unlisted) = (0usize, 0usize);
     for (k, credit) in truth.case_credits.iter().enumerate() {
         let by_gate = credit.effect_id.as_deref() == Some(bundle.effect_id.as_str());
         let named = evidence_credit == Some(credit.id.as_str());
@@ -89,8 +90,11 @@ pub fn check_record(
             _ if all.is_empty() => (false, "no DISPATCHED entry".to_owned()),
             _ => (all.contains(&found), all.join(" or ")),
         };
-        if !ok {
-            let msg = format!("{what}: credit {}'s metadata[interlock_dispatch] is not the hash of the receipt's DISPATCHED entry it was sent under", credit.id);
+        if !ok && listed >= crate::problem::LISTED_PER_CODE {
+            unlisted += 1;
+        } else if !ok {
+            listed += 1;
+            let msg = format!("{what}: credit {}'s metadata[interlock_dispatch] is not the hash of the receipt's DISPATCHED entry it was sent under", crate::display::shorten(&credit.id, 80));
             let path = format!("{base}.ground_truth.case_credits[{k}].dispatch");
             f.push(Finding::mismatch(
                 path,
@@ -100,5 +104,12 @@ pub fn check_record(
                 found,
             ));
         }
+    }
+    if unlisted > 0 {
+        f.push(Finding::new(
+            format!("{base}.ground_truth.case_credits"),
+            fcode::ANCHOR_MISMATCH,
+            format!("{what}: {unlisted} more credits whose metadata[interlock_dispatch] is not a DISPATCHED entry's hash (not listed)"),
+        ));
     }
 }

@@ -23,13 +23,17 @@ pub struct Finding {
 /// How much of a compared value a finding keeps (a long value is shown once, cut, with its size).
 pub const SHOWN_CHARS: usize = 300;
 
+/// How much of its message a finding keeps: a message quotes names a file chose (a trial id, a
+/// credit id), and a file must not make every finding carry a long one.
+pub const MESSAGE_CHARS: usize = 600;
+
 impl Finding {
     /// A finding without a comparison.
     pub fn new(path: impl Into<String>, code: &str, message: impl Into<String>) -> Finding {
         Finding {
             path: path.into(),
             code: code.to_owned(),
-            message: message.into(),
+            message: crate::display::shorten(&message.into(), MESSAGE_CHARS),
             entry: None,
             expected: None,
             found: None,
@@ -47,7 +51,7 @@ impl Finding {
         Finding {
             path: path.into(),
             code: code.to_owned(),
-            message: message.into(),
+            message: crate::display::shorten(&message.into(), MESSAGE_CHARS),
             entry: None,
             expected: Some(crate::display::shorten(&expected.to_string(), SHOWN_CHARS)),
             found: Some(crate::display::shorten(&found.to_string(), SHOWN_CHARS)),

@@ -118,6 +118,26 @@ fn crafted_timeline(k: usize) -> Vec<u8> {
     serde_json::to_vec(&file).unwrap()
 }
 
+/// A nemesis file whose trial with a receipt has a 60 000-character id and 14 000 case credits
+/// each naming a dispatch the receipt does not have: every anchor finding would quote the id.
+fn long_id_many_anchors() -> Vec<u8> {
+    let (mut file, key) = common::nemesis_file();
+    let Some(t) = file.trials.iter_mut().find(|t| t.receipt.is_some()) else {
+        panic!("the fixture has no trial with a receipt");
+    };
+    t.id = "x".repeat(60_000);
+    let credit = verify::results::CaseCredit {
+        id: String::new(),
+        amount: 0,
+        created: 0,
+        effect_id: None,
+        dispatch: Some("x".to_owned()),
+    };
+    t.ground_truth.case_credits = vec![credit; 14_000];
+    common::resign(&mut file, &key);
+    serde_json::to_vec(&file).unwrap()
+}
+
 /// The largest input of each shape that grows with a file's size, under 1 MB: named, built.
 fn extremes() -> Vec<(&'static str, Vec<u8>)> {
     let mut plan = nemesis();
@@ -147,9 +167,13 @@ fn extremes() -> Vec<(&'static str, Vec<u8>)> {
             "a results plan of 22 000 x 22 000 and no cells",
             serde_json::to_vec(&results).unwrap(),
         ),
-        // Small, because the rule's time grows with the fourth power of k (k = 300, 46 KB: 33 s
-        // of one core in a release build).
-        ("a crafted trial timeline (k = 40)", crafted_timeline(40)),
+        // The rule costs POSTs x reads since it was rewritten (k = 300, 46 KB: 33 s of one core
+        // in a release build before).
+        ("a crafted trial timeline (k = 300)", crafted_timeline(300)),
+        (
+            "a trial with a 60 000-character id and 14 000 credits anchored to no dispatch",
+            long_id_many_anchors(),
+        ),
     ]
 }
 
