@@ -435,6 +435,9 @@ fn kill_rows(file: &NemesisFile) -> Vec<KillRow> {
                 // A timed kill: where its replay kills (a POST that had reached the service
                 // counts as `request_held` or `after_send`, not the step before it).
                 t.replay_at.clone().unwrap_or_default()
+            } else if k.delivered && k.after == "request_held" {
+                // Killed while the service held its POST: past `before_send`, its last step.
+                "request_held".to_owned()
             } else if k.delivered {
                 // A cooperative kill (the worker announced the point and blocked) names no step.
                 k.last_step

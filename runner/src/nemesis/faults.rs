@@ -49,6 +49,8 @@ pub struct Draw {
     pub world_at_us: Option<u64>,
     /// When to kill the decide worker, ms after `kill_after` (None: never).
     pub decide_kill_ms: Option<u64>,
+    /// kill_random: and this many µs more (drawn finer than a millisecond).
+    pub kill_jitter_us: u64,
     /// What the decide kill instant counts from: `start` or `request_held`.
     pub kill_after: &'static str,
     /// Cooperative kill right before the send (kill_recovery's base), instead of a timed one.
@@ -170,22 +172,39 @@ pub fn pause_steps(column: Column) -> &'static [&'static str] {
     }
 }
 
-/// How long a release-built worker takes on the embedded emulator from its saved decision to
-/// the end of its credit POST, ms: kill_random draws its kill uniformly over this window after
-/// the decision. Measured with the worker's own step stamps in a run of 30 trials per nemesis
-/// and column (two cores, 32 trials at once), on the trials nobody killed or paused, from the
-/// `decision_saved` step to the POST's answer: no_check 0.5 ms at the median and 3.5 at the
-/// 95th percentile, hand_check 4.1 and 10.8, interlock 7.0 and 12.4. Each column's window is its
-/// own, a little past its 95th percentile, so kills land across it; a kill that finds the worker
-/// finished is recorded as not delivered and the Nemesis page shows how many were. On a machine
-/// slower or busier than that the workers take longer and the kills land in the earlier part.
-pub fn effect_window_ms(column: Column) -> u64 {
+/// Where kill_random's kills are anchored: the column's announced steps from its saved decision
+/// to the moment its credit POST leaves (`before_send`, announced right before it). A kill lands
+/// a drawn instant after the worker's own stamp of the drawn step ([`RANDOM_KILL_JITTER_US`]),
+/// so it is unannounced (the worker does not wait) and lands mid-step: mid-append, mid-fsync,
+/// mid-request, or after the answer. Anchored to the worker's progress, where the kills land
+/// does not depend on how loaded the machine is, as a draw over a fixed number of milliseconds
+/// after the decision did (the careful columns' kills then landed before the POST).
+pub fn random_kill_anchors(column: Column) -> &'static [&'static str] {
     match column {
-        Column::NoCheck => 4,
-        Column::HandCheck => 12,
-        Column::Interlock => 14,
+        Column::Interlock => &[
+            "decision_saved",
+            "proposed",
+            "authorized",
+            "dispatched",
+            "before_send",
+        ],
+        Column::HandCheck => &[
+            "decision_saved",
+            "lookup",
+            "approval",
+            "premises",
+            "send_logged",
+            "before_send",
+        ],
+        Column::NoCheck => &["decision_saved", "before_send"],
     }
 }
+
+/// kill_random's instant after its anchor step, drawn uniformly in µs: about the time a step of
+/// a release-built worker takes on the embedded emulator (one append or read, or the credit
+/// POST's round trip, 0.5–3 ms measured with 32 trials at once), so a kill lands anywhere from
+/// right after the step to inside the next one.
+pub const RANDOM_KILL_JITTER_US: u64 = 3_000;
 
 /// The span over which the exposure nemesis draws its world change, ms after the decide worker's
 /// decision read the fact it changes, the same for every column: a little more than the slowest
@@ -211,6 +230,7 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
         world: None,
         world_at_us: None,
         decide_kill_ms: None,
+        kill_jitter_us: 0,
         kill_after: "start",
         decide_at_before_send: false,
         restart_kill_steps: Vec::new(),
@@ -225,8 +245,9 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
         // Over the effect's window, from the decision to the end of the send: a kill before
         // the decision leaves nothing to recover, so that is not where it is drawn.
         Nemesis::KillRandom => {
-            d.kill_after = "decision_saved";
-            d.decide_kill_ms = Some(rng.gen_range(0..=effect_window_ms(column)));
+            d.kill_after = pick(&mut rng, random_kill_anchors(column));
+            d.decide_kill_ms = Some(0);
+            d.kill_jitter_us = rng.gen_range(0..=RANDOM_KILL_JITTER_US);
         }
         Nemesis::KillInFlight => {
             d.service = Some(FaultAction::Delay {
@@ -371,6 +392,7 @@ impl Draw {
             return Err("--at request_held needs a trial whose credit POST is held".into());
         }
         self.decide_kill_ms = None;
+        self.kill_jitter_us = 0;
         self.kill_after = "start";
         self.kill_at_step = (at != "finished").then_some(at);
         Ok(self)
@@ -448,6 +470,21 @@ mod tests {
         }
         let rec = draw_for(Nemesis::KillRecovery, Column::HandCheck, 7);
         assert!((1..=3).contains(&rec.restart_kill_steps.len()));
+    }
+
+    #[test]
+    fn kill_random_is_anchored_at_every_step_of_the_effect_and_jittered_within_a_step() {
+        for column in Column::ALL {
+            let mut anchors = std::collections::BTreeSet::new();
+            for seed in 0..300 {
+                let d = draw_for(Nemesis::KillRandom, column, seed);
+                assert!(random_kill_anchors(column).contains(&d.kill_after));
+                assert!(d.kill_jitter_us <= RANDOM_KILL_JITTER_US);
+                assert_eq!(d.decide_kill_ms, Some(0));
+                anchors.insert(d.kill_after);
+            }
+            assert_eq!(anchors.len(), random_kill_anchors(column).len(), "{column}");
+        }
     }
 
     #[test]

@@ -112,9 +112,9 @@ impl Timeline {
         self.push(Instant::now(), WORLD, kind, what, None);
     }
 
-    /// The runner sent SIGKILL to `actor`.
-    pub(super) fn killed(&self, actor: &str) {
-        self.push(Instant::now(), WORLD, "kill", actor, None);
+    /// The runner sent SIGKILL to `actor` at `at`, and it died of it.
+    pub(super) fn killed_at(&self, actor: &str, at: Instant) {
+        self.push(at, WORLD, "kill", actor, None);
     }
 
     /// An outage ran from `from` to now.

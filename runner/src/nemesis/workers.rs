@@ -352,14 +352,19 @@ impl Workers<'_> {
                 let held = poll_fired(&mut run.child, handle, id, run.deadline);
                 (held, Some(held))
             }
-            ("decision_saved", _) => {
-                let step = format!("{STEP_LINE_PREFIX}decision_saved");
-                let seen = run.lines.wait_for(&step, run.deadline);
-                (seen.map_or(run.started, |_| Instant::now()), None)
+            ("start", _) => (run.started, None),
+            (step, _) => {
+                // From the worker's own stamp of the step (`INTERLOCK-STEP <step> <µs>`); a worker
+                // that never reaches it (it refused first, or ended) is killed at once.
+                let prefix = format!("{STEP_LINE_PREFIX}{step} ");
+                let seen = run.lines.wait_for(&prefix, run.deadline);
+                (
+                    seen.map_or_else(Instant::now, |l| worker_instant(&l, 2)),
+                    None,
+                )
             }
-            _ => (run.started, None),
         };
-        let when = origin + Duration::from_millis(at);
+        let when = origin + Duration::from_millis(at) + Duration::from_micros(plan.kill_jitter_us);
         let now = Instant::now();
         if when > now {
             std::thread::sleep(when - now);
@@ -512,18 +517,23 @@ impl Workers<'_> {
         lines: &mut Lines<'_>,
     ) -> Kill {
         let already = matches!(child.try_wait(), Ok(Some(_)));
+        let sent_at = Instant::now();
         if !already {
-            self.timeline.killed(worker);
             let _ = child.kill();
         }
         let status = child.wait().ok();
         drop(child.stdin.take());
         lines.drain();
+        let delivered = !already && status.and_then(|s| s.signal()) == Some(libc::SIGKILL);
+        // On the timeline only a kill that killed (a process that ended first was not killed).
+        if delivered {
+            self.timeline.killed_at(worker, sent_at);
+        }
         Kill {
             worker: worker.into(),
             at_ms,
             after: after.into(),
-            delivered: !already && status.and_then(|s| s.signal()) == Some(libc::SIGKILL),
+            delivered,
             last_step: lines.steps.last().cloned(),
         }
     }
