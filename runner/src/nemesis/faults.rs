@@ -208,7 +208,7 @@ pub const RANDOM_KILL_JITTER_US: u64 = 3_000;
 
 /// The span over which the exposure nemesis draws its world change, ms after the decide worker's
 /// decision read the fact it changes, the same for every column: a little more than the slowest
-/// column's time from that read to its POST's answer (measured as for [`effect_window_ms`]: from
+/// column's time from that read to its POST's answer (measured on a release build with 32 trials at once: from
 /// the end of the decision's approval read to the answer, p95 no_check 10.6 ms, hand_check 17.9,
 /// interlock 25.3, p99 interlock 30.4), so that each column's violation rate is its unguarded
 /// window's share of one common span.
