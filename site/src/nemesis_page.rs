@@ -190,11 +190,9 @@ fn column_facts(file: &NemesisFile, column: &str, facts: &mut Facts) {
             && t.outcome != verify::nemesis::rules::NOT_DECIDED
             && t.outcome != verify::billing_credit::HARNESS_ERROR
     };
-    let (within, beyond): (Vec<&Trial>, Vec<&Trial>) = file
-        .trials
-        .iter()
-        .filter(of)
-        .partition(|t| t.assumption.is_none());
+    let judged: Vec<&Trial> = file.trials.iter().filter(of).collect();
+    let (within, beyond): (Vec<&Trial>, Vec<&Trial>) =
+        judged.iter().partition(|t| t.assumption.is_none());
     let count = |v: &[&Trial], p: fn(&Trial) -> bool| int(v.iter().filter(|t| p(t)).count());
     facts.insert(format!("within.{column}"), int(within.len()));
     facts.insert(format!("beyond.{column}"), int(beyond.len()));
@@ -208,12 +206,7 @@ fn column_facts(file: &NemesisFile, column: &str, facts: &mut Facts) {
     );
     facts.insert(
         format!("unresolved.{column}"),
-        int(file
-            .trials
-            .iter()
-            .filter(of)
-            .filter(|t| t.unresolved)
-            .count()),
+        count(&judged, |t| t.unresolved),
     );
     facts.insert(
         format!("wrong_beyond.{column}"),
@@ -241,10 +234,8 @@ fn column_facts(file: &NemesisFile, column: &str, facts: &mut Facts) {
     }
     // Each column's unguarded window for the approval, measured on the exposure trials (nobody
     // paused or killed), by the rule's own instants.
-    let mut windows: Vec<u64> = file
-        .trials
+    let mut windows: Vec<u64> = judged
         .iter()
-        .filter(of)
         .filter(|t| t.nemesis == "exposure")
         .filter_map(|t| {
             verify::nemesis::rules::unguarded_window_us(
@@ -281,12 +272,7 @@ fn column_facts(file: &NemesisFile, column: &str, facts: &mut Facts) {
     );
     facts.insert(
         format!("ambiguous.{column}"),
-        int(file
-            .trials
-            .iter()
-            .filter(of)
-            .filter(|t| t.ambiguous)
-            .count()),
+        count(&judged, |t| t.ambiguous),
     );
     facts.insert(
         format!("violations_beyond.{column}"),
@@ -306,24 +292,23 @@ fn column_facts(file: &NemesisFile, column: &str, facts: &mut Facts) {
         if violations > 0 {
             violating.push(format!("{nemesis} ({violations})"));
         }
-        let judged: Vec<&Trial> = file
-            .trials
+        let of_nemesis: Vec<&Trial> = judged
             .iter()
-            .filter(of)
+            .copied()
             .filter(|t| &t.nemesis == nemesis)
             .collect();
-        facts.insert(format!("judged.{nemesis}.{column}"), int(judged.len()));
+        facts.insert(format!("judged.{nemesis}.{column}"), int(of_nemesis.len()));
         facts.insert(
             format!("violations.{nemesis}.{column}"),
-            count(&judged, |t| t.violation),
+            count(&of_nemesis, |t| t.violation),
         );
         facts.insert(
             format!("wrong.{nemesis}.{column}"),
-            count(&judged, |t| !t.answer_matches && !t.unresolved),
+            count(&of_nemesis, |t| !t.answer_matches && !t.unresolved),
         );
         facts.insert(
             format!("unresolved.{nemesis}.{column}"),
-            count(&judged, |t| t.unresolved),
+            count(&of_nemesis, |t| t.unresolved),
         );
         facts.insert(format!("within.{nemesis}.{column}"), int(here.len()));
         facts.insert(

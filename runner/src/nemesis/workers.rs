@@ -603,54 +603,54 @@ impl Workers<'_> {
 /// journal's last entry kind (interlock, file store), the log's last step (hand_check), or
 /// whether the decision was saved.
 fn last_record(dir: &Path, column: bc::Column) -> Option<String> {
-    match column {
-        bc::Column::Interlock => {
-            let text = fs::read_to_string(dir.join(bc::JOURNAL_FILE)).ok()?;
-            text.lines()
-                .rev()
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .find_map(|v| v.get("kind").and_then(Value::as_str).map(str::to_owned))
-                .or_else(|| decision_saved(dir))
-        }
-        bc::Column::HandCheck => bc::read_hand_check_log(dir)
-            .ok()?
-            .last()
-            .and_then(|l| {
-                let phase = l.get("phase").and_then(Value::as_str)?;
-                let step = l.get("step").and_then(Value::as_str)?;
-                Some(format!("{phase}:{step}"))
-            })
-            .or_else(|| decision_saved(dir)),
-        bc::Column::NoCheck => decision_saved(dir),
-    }
+    let found = match column {
+        bc::Column::Interlock => last_journal_kind(dir, |kind| Some(kind.to_owned()))?,
+        bc::Column::HandCheck => last_log_step(dir)?.map(|(phase, step)| format!("{phase}:{step}")),
+        bc::Column::NoCheck => None,
+    };
+    found.or_else(|| decision_saved(dir))
+}
+
+/// The last readable entry of the interlock journal in `dir` whose kind `pick` takes, as `pick`
+/// gives it (`None`: no journal file to read; `Some(None)`: no such entry).
+fn last_journal_kind<T>(dir: &Path, pick: impl Fn(&str) -> Option<T>) -> Option<Option<T>> {
+    let text = fs::read_to_string(dir.join(bc::JOURNAL_FILE)).ok()?;
+    Some(
+        text.lines()
+            .rev()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find_map(|v| v.get("kind").and_then(Value::as_str).and_then(&pick)),
+    )
+}
+
+/// The phase and step of the last line of hand_check's log in `dir` (`None`: the log cannot be
+/// read; `Some(None)`: it has no such line).
+fn last_log_step(dir: &Path) -> Option<Option<(String, String)>> {
+    let log = bc::read_hand_check_log(dir).ok()?;
+    Some(log.last().and_then(|line| {
+        let field = |k: &str| line.get(k).and_then(Value::as_str).map(str::to_owned);
+        Some((field("phase")?, field("step")?))
+    }))
 }
 
 /// The last step whose write is durable in the column's record: a worker killed between a
 /// durable write and its announcement of the step has passed that step, though it never said so.
 fn durable_step(dir: &Path, column: bc::Column) -> Option<&'static str> {
     let step = match column {
-        bc::Column::Interlock => {
-            let text = fs::read_to_string(dir.join(bc::JOURNAL_FILE)).ok()?;
-            text.lines()
-                .rev()
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .find_map(|v| match v.get("kind").and_then(Value::as_str) {
-                    Some("PROPOSED") => Some("proposed"),
-                    Some("AUTHORIZED") => Some("authorized"),
-                    Some("DISPATCHED") => Some("dispatched"),
-                    Some("COMMITTED") => Some("committed"),
-                    _ => None,
-                })
-        }
-        bc::Column::HandCheck => bc::read_hand_check_log(dir).ok()?.last().and_then(|l| {
-            match l.get("step").and_then(Value::as_str)? {
-                "lookup" => Some("lookup"),
-                "approval" => Some("approval"),
-                "premises" => Some("premises"),
-                "send" => Some("send_logged"),
-                "sent" => Some("sent_logged"),
-                _ => None,
-            }
+        bc::Column::Interlock => last_journal_kind(dir, |kind| match kind {
+            "PROPOSED" => Some("proposed"),
+            "AUTHORIZED" => Some("authorized"),
+            "DISPATCHED" => Some("dispatched"),
+            "COMMITTED" => Some("committed"),
+            _ => None,
+        })?,
+        bc::Column::HandCheck => last_log_step(dir)?.and_then(|(_, step)| match step.as_str() {
+            "lookup" => Some("lookup"),
+            "approval" => Some("approval"),
+            "premises" => Some("premises"),
+            "send" => Some("send_logged"),
+            "sent" => Some("sent_logged"),
+            _ => None,
         }),
         bc::Column::NoCheck => None,
     };
