@@ -22,7 +22,7 @@
 //! Lock order: a claim is always taken (with a non-blocking try) before the journal lock, and the
 //! journal lock is never held while waiting for a claim, so the two cannot deadlock.
 
-use crate::journal::JournalError;
+use crate::journal::{io_err, JournalError};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::fs::{File, OpenOptions, TryLockError};
@@ -173,6 +173,12 @@ pub struct ClaimRecord {
     /// boot waits it out; any other waits the store's send window from its own take-over.
     #[serde(default)]
     pub earlier_sends_until: Option<MonoInstant>,
+    /// The record's generation: one more than the record it replaced. The store keeps the
+    /// latest generation of each effect where the record cannot be put back (the file store in
+    /// the journal's marks, PostgreSQL in a column only a later generation may overwrite), and a
+    /// record whose generation is not the latest — an older one replayed — is not believed.
+    #[serde(default)]
+    pub gen: u64,
     /// The public key (hex) of the gate that wrote the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signer: Option<String>,
@@ -242,17 +248,6 @@ pub(crate) struct ClaimDir {
 pub(crate) struct HeldClaim {
     file: File,
     path: PathBuf,
-}
-
-fn io_err<'a>(
-    action: &'static str,
-    path: &'a Path,
-) -> impl FnOnce(std::io::Error) -> JournalError + 'a {
-    move |source| JournalError::Io {
-        action,
-        path: path.to_owned(),
-        source,
-    }
 }
 
 impl ClaimDir {
@@ -366,6 +361,7 @@ mod tests {
             }),
             released: false,
             earlier_sends_until: None,
+            gen: 1,
             signer: None,
             sig: None,
         }

@@ -445,6 +445,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         since_ms: u64,
         in_flight_from_ms: Option<u64>,
         earlier_sends_until_ms: Option<u64>,
+        gen: u64,
     ) -> ClaimRecord {
         ClaimRecord {
             owner: self.owner.clone(),
@@ -460,6 +461,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 boot: self.boot.clone(),
                 ms,
             }),
+            gen,
             signer: None,
             sig: None,
         }
@@ -473,14 +475,21 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         keys
     }
 
-    /// The effect's claim record, if it is one to believe: signed by a trusted key (else
-    /// `Err` says why it was ignored).
-    pub(crate) fn trusted_record(&self, eid: &str) -> Result<Option<ClaimRecord>, &'static str> {
-        match self.journal.read_record(eid) {
+    /// The effect's claim record, if it is one to believe: signed by a trusted key and the
+    /// latest generation written (else `Err` says why it was ignored). Read under the lock `j`.
+    pub(crate) fn trusted_record(
+        &self,
+        j: &Section<'_>,
+        eid: &str,
+    ) -> Result<Option<ClaimRecord>, &'static str> {
+        match self.journal.read_record(j, eid) {
             None => Ok(None),
-            Some(r) => match r.untrusted(&self.trusted_keys()) {
-                None => Ok(Some(r)),
+            Some((r, latest)) => match r.untrusted(&self.trusted_keys()) {
                 Some(why) => Err(why),
+                None if !latest => Err(
+                    "the claim record is not the latest one written for the effect (an older one put back)",
+                ),
+                None => Ok(Some(r)),
             },
         }
     }
@@ -900,7 +909,9 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             .to_owned();
         let at = d.get("ts_ms").and_then(Value::as_u64).unwrap_or(0);
         if let Some(claim) = &run.claim {
-            claim.write_record(&self.claim_record(Role::Send, &hash, at, None, None))?;
+            let gen = j.next_record_gen(&prep.eid)?;
+            let record = self.claim_record(Role::Send, &hash, at, None, None, gen);
+            j.write_record(claim, &prep.eid, &record)?;
         }
         run.dispatch = hash;
         Ok(Flow::Go(()))

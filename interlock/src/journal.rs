@@ -20,6 +20,7 @@
 //!   offsets, last hash, derived state) and, on each lock acquisition, reads only the bytes other
 //!   processes appended since it last looked.
 
+use crate::marks::Marks;
 use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -115,6 +116,32 @@ pub enum JournalError {
         /// How long this process waited.
         waited_ms: u64,
     },
+    /// The journal is behind its high-water marks (DESIGN §2.5): entries it once held are gone
+    /// or were replaced — an older copy restored, the file emptied or rewritten.
+    #[error("{path}: the journal was rolled back: effect {effect_id} is missing its entry {hash}: {why}; restore the journal's latest copy (a rollback can resend what was settled)")]
+    RolledBack {
+        /// The marks file.
+        path: PathBuf,
+        /// The effect whose entry is missing.
+        effect_id: String,
+        /// The hash of the missing entry (the first one, in journal order).
+        hash: String,
+        /// How the journal differs from its marks.
+        why: String,
+    },
+    /// More than one journal entry was never marked: they were not appended by a gate of this
+    /// journal (chains merged in from elsewhere), or the marks file lost lines.
+    #[error("{path}: {count} journal entries have no mark, from entry {hash} of effect {effect_id} on: they were not appended here (merged in from elsewhere?); remove them or restore the journal's own copy")]
+    Unmarked {
+        /// The marks file.
+        path: PathBuf,
+        /// The effect of the first unmarked entry.
+        effect_id: String,
+        /// The first unmarked entry's hash.
+        hash: String,
+        /// How many entries have no mark.
+        count: usize,
+    },
     /// An earlier failure left the journal in a state this handle can no longer vouch for.
     #[error("{path}: refusing to use the journal until it is reopened: {reason}")]
     Poisoned {
@@ -125,7 +152,7 @@ pub enum JournalError {
     },
 }
 
-fn io_err<'a>(
+pub(crate) fn io_err<'a>(
     action: &'static str,
     path: &'a Path,
 ) -> impl FnOnce(std::io::Error) -> JournalError + 'a {
@@ -213,6 +240,11 @@ impl EffectState {
             .and_then(Value::as_u64)
             .ok_or("no integer `ts_ms`")?;
         let index = self.entries.len();
+        if index == 0 && kind != Kind::Proposed {
+            return Err(format!(
+                "the effect's first entry is a {kind_text}: a chain starts with the PROPOSED a gate wrote"
+            ));
+        }
         match kind {
             Kind::Proposed => {
                 let effect = entry.get("effect").ok_or("PROPOSED without `effect`")?;
@@ -363,6 +395,8 @@ struct Inner {
     /// Bytes of complete lines already indexed.
     len: u64,
     index: Index,
+    /// The high-water marks, opened at the first lock (they may have to be created under it).
+    marks: Option<Marks>,
 }
 
 /// A journal file opened for reading and appending.
@@ -418,6 +452,7 @@ impl Journal {
                 file,
                 len: 0,
                 index: Index::default(),
+                marks: None,
             }),
         };
         drop(journal.lock()?);
@@ -470,7 +505,10 @@ impl Journal {
     /// most the configured bound — then read and check what other processes appended since.
     pub(crate) fn lock(&self) -> Result<Locked<'_>, JournalError> {
         let lock = self.take_file_lock()?;
-        let inner = self.index();
+        let mut inner = self.index();
+        if inner.marks.is_none() {
+            inner.marks = Some(Marks::open(&self.canonical)?);
+        }
         let mut locked = Locked {
             inner,
             _lock: lock,
@@ -556,7 +594,10 @@ impl Locked<'_> {
             Err(e) => {
                 if matches!(
                     e,
-                    JournalError::Corrupt { .. } | JournalError::Shrunk { .. }
+                    JournalError::Corrupt { .. }
+                        | JournalError::Shrunk { .. }
+                        | JournalError::RolledBack { .. }
+                        | JournalError::Unmarked { .. }
                 ) {
                     self.poison(e.to_string());
                 }
@@ -568,6 +609,7 @@ impl Locked<'_> {
     fn read_new_lines(&mut self) -> Result<(), JournalError> {
         let path = self.path;
         let trusted = self.trusted;
+        let locked = self._lock.is_some();
         let inner = &mut *self.inner;
         let size = inner
             .file
@@ -582,7 +624,10 @@ impl Locked<'_> {
             });
         }
         if size == inner.len {
-            return Ok(());
+            return match inner.marks.as_mut() {
+                Some(marks) => marks.caught_up(locked),
+                None => Ok(()),
+            };
         }
         let mut reader = BufReader::with_capacity(1 << 16, &inner.file);
         reader
@@ -591,6 +636,8 @@ impl Locked<'_> {
         let mut line = Vec::with_capacity(1024);
         let mut offset = inner.len;
         let mut sigs = Vec::new();
+        // (hash, effect id) of every entry read, matched with its marks once all are checked.
+        let mut read = Vec::new();
         loop {
             line.clear();
             let n = reader
@@ -619,6 +666,8 @@ impl Locked<'_> {
                     .ingest(&entry, EntryLoc { offset, len }, trusted)
                     .map_err(corrupt)?;
                 sigs.push(sig);
+                let text = |k: &str| entry.get(k).and_then(Value::as_str).unwrap_or_default();
+                read.push((text("hash").to_owned(), text("effect_id").to_owned()));
             }
             inner.index.lines += 1;
             offset += n as u64;
@@ -628,12 +677,38 @@ impl Locked<'_> {
             path: path.to_owned(),
             line,
             reason: "its signature does not verify for its signer".into(),
-        })
+        })?;
+        let Some(marks) = inner.marks.as_mut() else {
+            return Ok(());
+        };
+        for (hash, eid) in &read {
+            marks.seen(hash, eid, locked)?;
+        }
+        marks.caught_up(locked)
     }
 
     /// The index of checked entries.
     pub fn index(&self) -> &Index {
         &self.inner.index
+    }
+
+    /// The latest claim-record generation marked for `effect_id`, if one was.
+    pub(crate) fn record_gen(&self, effect_id: &str) -> Option<u64> {
+        self.inner.marks.as_ref()?.record_gen(effect_id)
+    }
+
+    /// Mark the claim record of generation `gen` of `effect_id` as written (under the lock).
+    pub(crate) fn record_written(&mut self, effect_id: &str, gen: u64) -> Result<(), JournalError> {
+        if self._lock.is_none() {
+            return Err(JournalError::Poisoned {
+                path: self.path.to_owned(),
+                reason: "a claim record was marked without the journal lock".into(),
+            });
+        }
+        match self.inner.marks.as_mut() {
+            Some(marks) => marks.record_written(effect_id, gen),
+            None => Ok(()),
+        }
     }
 
     /// The `index`-th entry of an effect, read back from the file.
@@ -727,6 +802,19 @@ impl Locked<'_> {
                 line: line_no,
                 reason,
             });
+        }
+        let hash = entry
+            .get("hash")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let marked = match self.inner.marks.as_mut() {
+            Some(marks) => marks.appended(hash, effect_id),
+            None => Ok(()),
+        };
+        if let Err(e) = marked {
+            // The entry is durable; its mark is not. The next holder of the lock marks it.
+            self.poison(format!("an entry's mark could not be written ({e})"));
+            return Err(e);
         }
         Ok(entry)
     }

@@ -14,6 +14,7 @@ pub mod decide;
 mod gate;
 pub mod journal;
 mod lease;
+pub mod marks;
 mod pg;
 mod proposal;
 mod recover;

@@ -38,7 +38,7 @@ use verify::entry::Kind;
 /// key is the journal's namespace. Claims use the one-key (bigint) form, a separate lock space.
 const JOURNAL_LOCK: i32 = 1;
 const SCHEMA_LOCK: i32 = 2;
-const SCHEMA_VERSION: i32 = 2;
+const SCHEMA_VERSION: i32 = 3;
 
 const MIGRATION_1: &str = "
 CREATE TABLE interlock_entries (
@@ -70,6 +70,31 @@ BEGIN
 END $$;
 CREATE TRIGGER interlock_entries_no_truncate BEFORE TRUNCATE ON interlock_entries
     FOR EACH STATEMENT EXECUTE FUNCTION interlock_entries_no_truncate();
+";
+
+/// Version 3: claim records carry their generation in a column that only a later generation may
+/// overwrite, and their rows are never removed (nor truncated), so an older record cannot be put
+/// back: a record whose own generation is not its row's is not believed.
+const MIGRATION_3: &str = "
+ALTER TABLE interlock_claims ADD COLUMN gen bigint NOT NULL DEFAULT 0;
+CREATE FUNCTION interlock_claims_forward_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        RAISE EXCEPTION 'interlock_claims rows are never removed';
+    END IF;
+    IF NEW.effect_id <> OLD.effect_id OR NEW.gen <= OLD.gen THEN
+        RAISE EXCEPTION 'a claim record can only be replaced by a later generation';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER interlock_claims_forward_only BEFORE UPDATE OR DELETE ON interlock_claims
+    FOR EACH ROW EXECUTE FUNCTION interlock_claims_forward_only();
+CREATE FUNCTION interlock_claims_no_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'interlock_claims rows are never removed: TRUNCATE is refused';
+END $$;
+CREATE TRIGGER interlock_claims_no_truncate BEFORE TRUNCATE ON interlock_claims
+    FOR EACH STATEMENT EXECUTE FUNCTION interlock_claims_no_truncate();
 ";
 
 struct Main {
@@ -376,16 +401,40 @@ impl PgStore {
 
     /// The effect's claim record (read on the claims connection: callers may hold the journal
     /// lock, and the lock order is main, then claims).
-    pub fn read_record(&self, effect_id: &str) -> Option<ClaimRecord> {
+    /// The effect's claim record and whether it is its row's latest generation (an older record
+    /// written back over a later one is not).
+    pub fn read_record(&self, effect_id: &str) -> Option<(ClaimRecord, bool)> {
         let mut claims = self.row_reader().ok()?;
         let row = claims
             .client
             .query_opt(
-                "SELECT record FROM interlock_claims WHERE effect_id = $1",
+                "SELECT record, gen FROM interlock_claims WHERE effect_id = $1",
                 &[&effect_id],
             )
             .ok()??;
-        serde_json::from_str(row.try_get::<_, &str>(0).ok()?).ok()
+        let record: ClaimRecord = serde_json::from_str(row.try_get::<_, &str>(0).ok()?).ok()?;
+        let gen = row.try_get::<_, i64>(1).ok()?;
+        let latest = i64::try_from(record.gen).is_ok_and(|g| g == gen);
+        Some((record, latest))
+    }
+
+    /// The generation of the effect's claim record (0 before the first).
+    pub fn record_gen(&self, effect_id: &str) -> Result<u64, JournalError> {
+        let name = self.name();
+        let mut claims = self.row_reader()?;
+        let row = claims
+            .client
+            .query_opt(
+                "SELECT gen FROM interlock_claims WHERE effect_id = $1",
+                &[&effect_id],
+            )
+            .map_err(db_err(&name, "read a claim record's generation"))?;
+        match row {
+            None => Ok(0),
+            Some(r) => {
+                Ok(u64::try_from(column::<i64>(&r, 0, &name, "a claim generation")?).unwrap_or(0))
+            }
+        }
     }
 }
 
@@ -447,10 +496,21 @@ fn migrate(client: &mut Client, shown: &str, ns: i32) -> Result<(), JournalError
         tx.execute("INSERT INTO interlock_schema (version) VALUES (2)", &[])
             .map_err(db_err(shown, "record the schema version"))?;
     }
+    if version < 3 {
+        tx.batch_execute(MIGRATION_3)
+            .map_err(db_err(shown, "make claim records forward-only"))?;
+        tx.execute("INSERT INTO interlock_schema (version) VALUES (3)", &[])
+            .map_err(db_err(shown, "record the schema version"))?;
+    }
     tx.commit().map_err(db_err(shown, "commit the migration"))
 }
 
 impl PgSection<'_> {
+    /// The generation of the effect's claim record (0 before the first).
+    pub fn record_gen(&self, effect_id: &str) -> Result<u64, JournalError> {
+        self.store.record_gen(effect_id)
+    }
+
     /// The index of checked entries.
     pub fn index(&self) -> &Index {
         &self.main.index
@@ -646,13 +706,17 @@ impl PgClaim<'_> {
             what: format!("{}: could not encode a claim record", self.store.name()),
             detail: e.to_string(),
         })?;
+        let gen = i64::try_from(record.gen).map_err(|_| JournalError::Database {
+            what: format!("{}: could not write a claim record", self.store.name()),
+            detail: format!("generation {} is out of range", record.gen),
+        })?;
         let mut claims = self.own_session()?;
         claims
             .client
             .execute(
-                "INSERT INTO interlock_claims (effect_id, record) VALUES ($1, $2) \
-                 ON CONFLICT (effect_id) DO UPDATE SET record = EXCLUDED.record",
-                &[&self.effect_id, &text],
+                "INSERT INTO interlock_claims (effect_id, record, gen) VALUES ($1, $2, $3) \
+                 ON CONFLICT (effect_id) DO UPDATE SET record = EXCLUDED.record, gen = EXCLUDED.gen",
+                &[&self.effect_id, &text, &gen],
             )
             .map_err(db_err(&self.store.name(), "write a claim record"))?;
         drop(claims);
@@ -672,6 +736,7 @@ impl PgClaim<'_> {
         if let Some(record) = written {
             let released = ClaimRecord {
                 released: true,
+                gen: record.gen.saturating_add(1),
                 ..*record
             };
             let _ = self.write_record(&released.signed(key));
@@ -713,14 +778,9 @@ impl PgClaim<'_> {
         }
     }
 
-    /// The effect is settled: delete the record, then release (a stale claim does neither).
+    /// The effect is settled: release the claim. Its record's row stays (rows are never
+    /// removed, so no older record can take its place); nothing reads it once no dispatch is open.
     pub fn remove(self) {
-        if let Ok(mut claims) = self.own_session() {
-            let _ = claims.client.execute(
-                "DELETE FROM interlock_claims WHERE effect_id = $1",
-                &[&self.effect_id],
-            );
-        }
         // Drop releases the lock.
     }
 }

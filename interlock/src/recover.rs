@@ -174,7 +174,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     /// says may still send (an instant of this host and boot is taken as it is; any other, or a
     /// missing record, counts as now plus the window).
     fn take_over(&self, eid: &str, claim: &Claim<'_>) -> Result<Option<TakenOver>, GateError> {
-        let j = self.journal.lock()?;
+        let mut j = self.journal.lock()?;
         let Some(open) = j.state(eid).and_then(|s| s.open.clone()) else {
             return Ok(None);
         };
@@ -200,7 +200,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         // A record that is not signed by a trusted key is not believed: recovery then counts
         // from its own take-over and waits out any earlier holder's whole send window, and
         // says so on the entry that settles the dispatch.
-        let (record, record_ignored) = match self.trusted_record(eid) {
+        let (record, record_ignored) = match self.trusted_record(&j, eid) {
             Ok(r) => (r.filter(|r| r.dispatch == dispatch.hash), None),
             Err(why) => (None, Some(why)),
         };
@@ -226,13 +226,15 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             .filter(|m| m.boot == self.boot && !m.boot.is_empty())
             .map(|m| m.ms);
         let from = in_flight_start(now, inherited);
-        claim.write_record(&self.claim_record(
+        let record = self.claim_record(
             Role::Recover,
             &dispatch.hash,
             self.now_ms(),
             Some(from),
             lost_holder_sends_until,
-        ))?;
+            j.next_record_gen(eid)?,
+        );
+        j.write_record(claim, eid, &record)?;
         drop(j);
         if let Some(why) = record_ignored {
             self.remember(&dispatch.hash, |m| m.record_ignored = Some(why));
@@ -489,9 +491,9 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     /// open dispatch and the process it names may still be alive (not a reused pid).
     fn blocked_by_holder(&self, eid: &str, dispatch: &str) -> Result<RecoveryOutcome, GateError> {
         let record = {
-            let _j = self.journal.lock()?;
+            let j = self.journal.lock()?;
             // A record that is not to be believed names nobody.
-            self.trusted_record(eid).ok().flatten()
+            self.trusted_record(&j, eid).ok().flatten()
         };
         let now = self.now_ms();
         let retry = now.saturating_add(duration_ms(self.config.retry_interval));
@@ -567,14 +569,16 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         // Durable before the send: a later recoverer counts the bound from this send.
         let sent_at = self.mono_ms();
         {
-            let _j = self.journal.lock()?;
-            claim.write_record(&self.claim_record(
+            let mut j = self.journal.lock()?;
+            let record = self.claim_record(
                 Role::Recover,
                 &d.hash,
                 self.now_ms(),
                 Some(sent_at),
                 facts.lost_holder_sends_until_ms,
-            ))?;
+                j.next_record_gen(eid)?,
+            );
+            j.write_record(claim, eid, &record)?;
         }
         let deadline = match claim.confirm() {
             Ok(deadline) => deadline,

@@ -155,11 +155,18 @@ impl Store {
         }
     }
 
-    /// The effect's claim record, if there is a readable one.
-    pub fn read_record(&self, effect_id: &str) -> Option<ClaimRecord> {
-        match self {
-            Store::File { claims, .. } => claims.read_record(effect_id),
-            Store::Pg(pg) => pg.read_record(effect_id),
+    /// The effect's claim record, if there is a readable one, and whether it is the latest
+    /// generation the store knows of (read under the lock, `j`): a record put back from an
+    /// older copy is not.
+    pub fn read_record(&self, j: &Section<'_>, effect_id: &str) -> Option<(ClaimRecord, bool)> {
+        match (self, j) {
+            (Store::File { claims, .. }, Section::File(l)) => {
+                let record = claims.read_record(effect_id)?;
+                let latest = l.record_gen(effect_id) == Some(record.gen);
+                Some((record, latest))
+            }
+            (Store::Pg(pg), _) => pg.read_record(effect_id),
+            (Store::File { .. }, Section::Pg(_)) => None,
         }
     }
 }
@@ -202,6 +209,31 @@ impl Section<'_> {
             .collect()
     }
 
+    /// The generation the effect's next claim record gets: one more than its latest.
+    pub fn next_record_gen(&self, effect_id: &str) -> Result<u64, JournalError> {
+        let latest = match self {
+            Section::File(l) => l.record_gen(effect_id).unwrap_or(0),
+            Section::Pg(p) => p.record_gen(effect_id)?,
+        };
+        Ok(latest.saturating_add(1))
+    }
+
+    /// Replace the claim's record (durable before this returns), and remember its generation
+    /// where an older record cannot be put back.
+    pub fn write_record(
+        &mut self,
+        claim: &Claim<'_>,
+        effect_id: &str,
+        record: &ClaimRecord,
+    ) -> Result<(), JournalError> {
+        claim.write_record(record)?;
+        match self {
+            Section::File(l) => l.record_written(effect_id, record.gen),
+            // The row's generation column is written with the record.
+            Section::Pg(_) => Ok(()),
+        }
+    }
+
     /// Append one sealed entry, durable before this returns.
     pub fn append(
         &mut self,
@@ -219,8 +251,9 @@ impl Section<'_> {
 }
 
 impl Claim<'_> {
-    /// Replace the claim's record (durable before this returns).
-    pub fn write_record(&self, record: &ClaimRecord) -> Result<(), JournalError> {
+    /// Replace the claim's record (durable before this returns); [`Section::write_record`]
+    /// also remembers its generation.
+    fn write_record(&self, record: &ClaimRecord) -> Result<(), JournalError> {
         match self {
             Claim::File(c) => c.write_record(record),
             Claim::Pg(c) => c.write_record(record),

@@ -90,7 +90,21 @@ fn the_database_refuses_a_second_extension_of_a_hash_and_any_edit() {
         .query_one("SELECT max(version) FROM interlock_schema", &[])
         .unwrap()
         .get(0);
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
+    // A claim record's row only moves forward: no older generation, no removal.
+    let gen: i64 = c
+        .query_one("SELECT gen FROM interlock_claims", &[])
+        .unwrap()
+        .get(0);
+    assert!(gen >= 1, "the sender's record has a generation");
+    assert!(c
+        .execute("UPDATE interlock_claims SET gen = gen - 1", &[])
+        .is_err());
+    assert!(c
+        .execute("UPDATE interlock_claims SET record = record", &[])
+        .is_err());
+    assert!(c.execute("DELETE FROM interlock_claims", &[]).is_err());
+    assert!(c.batch_execute("TRUNCATE interlock_claims").is_err());
     // Opening again migrates nothing and reads the same journal.
     let again = gate(&at, MemTarget::new(Tier::One, true));
     assert_eq!(again.effect_ids().unwrap(), g.effect_ids().unwrap());

@@ -325,6 +325,26 @@ fn a_replayed_error_after_a_landing_commits_on_lookup() {
     assert_eq!(w.target.landed(&s.effect_id), 1);
 }
 
+/// The effect's claim record as stored (the claim file's bytes, or the row's text).
+fn stored_claim_record(at: &interlock::Location, eid: &str) -> String {
+    match at {
+        interlock::Location::File(journal) => {
+            let mut dir = std::fs::canonicalize(journal).unwrap().into_os_string();
+            dir.push(".claims");
+            std::fs::read_to_string(std::path::Path::new(&dir).join(eid)).unwrap()
+        }
+        interlock::Location::Postgres(url) => {
+            let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+            c.query_one(
+                "SELECT record FROM interlock_claims WHERE effect_id = $1",
+                &[&eid],
+            )
+            .unwrap()
+            .get(0)
+        }
+    }
+}
+
 /// Rewrites the effect's claim record with `edit`, as someone with write access to the claims
 /// (the folder beside the journal, or the claims table) could, without the gate's key.
 fn edit_claim_record(
@@ -353,8 +373,9 @@ fn edit_claim_record(
             let mut record: serde_json::Value = serde_json::from_str(row.get(0)).unwrap();
             edit(&mut record);
             let text = serde_json::to_string(&record).unwrap();
+            // The row's generation may only move forward, so the edit moves it too.
             c.execute(
-                "UPDATE interlock_claims SET record = $2 WHERE effect_id = $1",
+                "UPDATE interlock_claims SET record = $2, gen = gen + 1 WHERE effect_id = $1",
                 &[&eid, &text],
             )
             .unwrap();
@@ -403,5 +424,78 @@ fn an_edited_claim_record_is_not_believed_and_recovery_counts_from_its_own_take_
             .as_str()
             .is_some_and(|why| why.contains("signature")),
         "{settled}"
+    );
+}
+
+/// A genuine older claim record put back is not believed either. Tier 2, a 5.5 s bound: the
+/// first send's answer is lost; recovery takes the claim over (its record: counted from then),
+/// waits the bound, finds nothing and reapplies — its record now counts from the reapply, whose
+/// request is still executing (it lands 3 s later). Someone puts the first record back, signed
+/// as it was. A fresh recoverer that believed it would count from the first take-over, trust
+/// "not found" at once and reapply a second time: two landings. Its generation is older than the
+/// latest written, so it is ignored: recovery counts from its own take-over and finds the
+/// landing.
+#[test]
+fn an_older_claim_record_put_back_is_not_believed() {
+    let w = World::new(|clock, _| {
+        MemTarget::new(Tier::Two, true)
+            .with_max_in_flight(Duration::from_millis(5_500))
+            .with_clock(clock)
+    });
+    w.target
+        .push_faults([Fault::Unknown, Fault::LandsLate(3_000)]);
+    let s = w.gate.submit(&proposal(1000)).unwrap();
+    assert_eq!(s.status, Status::InFlight);
+    let Some(RecoveryOutcome::Blocked { until_ms, .. }) =
+        w.gate.recover_effect(&s.effect_id).unwrap()
+    else {
+        panic!("recovery did not wait the bound");
+    };
+    let first = stored_claim_record(&w.at, &s.effect_id);
+    w.advance(until_ms - w.clock.load(Ordering::SeqCst));
+    // The reapply: its answer is lost, its request lands 3 s later.
+    assert!(matches!(
+        w.gate.recover_effect(&s.effect_id).unwrap(),
+        Some(RecoveryOutcome::Blocked { .. })
+    ));
+    assert_eq!(
+        w.target.apply_calls(),
+        2,
+        "the bound passed: reapplied once"
+    );
+    assert_ne!(stored_claim_record(&w.at, &s.effect_id), first);
+    let first: serde_json::Value = serde_json::from_str(&first).unwrap();
+    edit_claim_record(&w.at, &s.effect_id, |r| *r = first);
+    w.advance(1);
+    let fresh = World::open_gate(&w.at, &w.target, &w.leases, &w.clock);
+    let mut settled = None;
+    for _ in 0..100 {
+        match fresh.recover_effect(&s.effect_id).unwrap() {
+            Some(RecoveryOutcome::Resolved(status)) => {
+                settled = Some(status);
+                break;
+            }
+            Some(RecoveryOutcome::Blocked { until_ms, .. }) => {
+                let now = w.clock.load(Ordering::SeqCst);
+                w.advance(until_ms.saturating_sub(now).max(1));
+            }
+            None => break,
+        }
+    }
+    // Past every request's bound: whatever was executing has landed.
+    w.advance(10_000);
+    assert_eq!(
+        w.target.landed(&s.effect_id),
+        1,
+        "reapplied over a request still executing"
+    );
+    assert!(settled.is_some_and(|s| s.is_committed()), "{settled:?}");
+    let entries = fresh.entries(&s.effect_id).unwrap();
+    let last = entries.last().unwrap();
+    assert!(
+        last["rechecked"]["claim_record_ignored"]
+            .as_str()
+            .is_some_and(|why| why.contains("older one put back")),
+        "{last}"
     );
 }

@@ -9,8 +9,12 @@ use std::process::Command;
 
 /// Cuts the last line of `path` so that `permille` thousandths of its bytes stay (its newline
 /// always goes): what a writer killed in the middle of its append leaves. Returns the line's
-/// length and how many of its bytes stayed; `None` when the file is missing or empty.
-pub(super) fn tear_last_line(path: &Path, permille: u32) -> Result<Option<(u64, u64)>, String> {
+/// length, how many of its bytes stayed and, for a journal entry, its hash; `None` when the file
+/// is missing or empty.
+pub(super) fn tear_last_line(
+    path: &Path,
+    permille: u32,
+) -> Result<Option<(u64, u64, Option<String>)>, String> {
     let bytes = match fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -21,6 +25,9 @@ pub(super) fn tear_last_line(path: &Path, permille: u32) -> Result<Option<(u64, 
         return Ok(None);
     }
     let start = body.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let hash = serde_json::from_slice::<serde_json::Value>(&body[start..])
+        .ok()
+        .and_then(|v| v.get("hash")?.as_str().map(str::to_owned));
     let line = (body.len() - start) as u64;
     let kept = line * u64::from(permille.min(999)) / 1_000;
     let file = fs::OpenOptions::new()
@@ -30,7 +37,7 @@ pub(super) fn tear_last_line(path: &Path, permille: u32) -> Result<Option<(u64, 
     file.set_len(start as u64 + kept)
         .and_then(|()| file.sync_all())
         .map_err(|e| format!("cannot tear {}: {e}", path.display()))?;
-    Ok(Some((line, kept)))
+    Ok(Some((line, kept, hash)))
 }
 
 /// A directory mounted as a small tmpfs, unmounted when dropped.
@@ -155,10 +162,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.jsonl");
         fs::write(&path, "{\"a\":1}\n{\"bcdefghij\":2}\n").unwrap();
-        assert_eq!(tear_last_line(&path, 500).unwrap(), Some((15, 7)));
+        assert_eq!(tear_last_line(&path, 500).unwrap(), Some((15, 7, None)));
         assert_eq!(fs::read_to_string(&path).unwrap(), "{\"a\":1}\n{\"bcdef");
         fs::write(&path, "{\"a\":1}\n").unwrap();
-        assert_eq!(tear_last_line(&path, 0).unwrap(), Some((7, 0)));
+        assert_eq!(tear_last_line(&path, 0).unwrap(), Some((7, 0, None)));
         assert_eq!(fs::read_to_string(&path).unwrap(), "");
         assert_eq!(tear_last_line(&dir.path().join("none"), 10).unwrap(), None);
     }

@@ -309,8 +309,14 @@ fn after_the_kill(
             Some(name) => storage::tear_last_line(&o.dir.join(name), permille)?.map(|t| (name, t)),
             None => None,
         };
+        if let (Some(name @ bc::JOURNAL_FILE), Some((_, (_, _, Some(hash))))) = (record, &torn) {
+            // A line cut mid-write was never durable, so the gate never marked it (the mark
+            // follows the entry's fsync): take its mark back as that crash leaves it.
+            interlock::marks::unmark_torn_entry(&o.dir.join(name), hash)
+                .map_err(|e| format!("cannot take back the torn entry's mark: {e}"))?;
+        }
         let detail = match torn {
-            Some((name, (line, kept))) => {
+            Some((name, (line, kept, _))) => {
                 timeline.runner_fault("tear", name);
                 format!("after the kill the last line of {name} ({line} bytes) was cut to {kept} bytes, as a crash mid-append leaves it")
             }

@@ -1,0 +1,339 @@
+//! The journal's high-water marks (DESIGN §2.5): a file beside the journal, `<journal>.marks`,
+//! holding one line per journal entry — its hash and its effect id — written and fsynced right
+//! after the entry, under the same lock.
+//!
+//! An older copy of the journal is a valid prefix of every chain, so the journal alone cannot
+//! tell it was rolled back. Its marks can: a journal whose entries end before its marks do
+//! (restored from a backup, or emptied) is refused, naming the effect whose entries are missing;
+//! so is one whose lines differ from their marks (rewritten), and one holding more than one line
+//! its marks never saw (chains merged in from elsewhere). Exactly one unmarked last line is what
+//! a crash between the entry's fsync and its mark's write leaves: the next holder of the lock
+//! marks it.
+//!
+//! The marks also hold, per effect, the generation of the latest claim record written (an `r`
+//! line, written under the lock after the record): a record put back from an older copy of its
+//! claim file carries an older generation and is not believed.
+//!
+//! What the marks cannot see: someone who restores (or deletes) the journal *and* its marks
+//! together. A journal found without a marks file adopts its lines as they are (the first open
+//! after an upgrade, or after such a deletion); the target anchor of every send (§3.4) still
+//! shows what was sent.
+
+use crate::journal::{io_err, JournalError};
+use std::collections::{HashMap, VecDeque};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// The marks of one journal, read (and checked against its entries) as far as the entries go.
+pub(crate) struct Marks {
+    file: File,
+    path: PathBuf,
+    /// Bytes of complete mark lines consumed.
+    len: u64,
+    /// Bytes read past `len` that do not yet end a line.
+    pending: Vec<u8>,
+    /// Journal entries (hash, effect id) whose mark has not been read yet, oldest first.
+    unmarked: VecDeque<(String, String)>,
+    /// The marks file was created by this open: the journal's existing lines are adopted.
+    adopting: bool,
+    /// The latest claim-record generation written for each effect (from the `r` lines).
+    records: HashMap<String, u64>,
+}
+
+/// The marks file of the journal whose canonical path is `canonical_journal`.
+pub(crate) fn path_of(canonical_journal: &Path) -> PathBuf {
+    let mut s = canonical_journal.as_os_str().to_owned();
+    s.push(".marks");
+    PathBuf::from(s)
+}
+
+fn adopting_path(marks: &Path) -> PathBuf {
+    let mut s = marks.as_os_str().to_owned();
+    s.push(".adopting");
+    PathBuf::from(s)
+}
+
+/// Make a new directory entry of `file` durable (best effort: a failure leaves the entry as
+/// durable as the file system makes it anyway).
+fn sync_dir(file: &Path) {
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+}
+
+/// The effect id as a JSON string: any id the low-level API accepts stays on one line.
+fn quoted(effect_id: &str) -> String {
+    serde_json::Value::String(effect_id.to_owned()).to_string()
+}
+
+fn mark_line(hash: &str, effect_id: &str) -> Vec<u8> {
+    format!("{hash} {}\n", quoted(effect_id)).into_bytes()
+}
+
+/// A claim record's mark: `r <generation> "<effect id>"` (an entry's hash never starts `r`).
+fn record_line(gen: u64, effect_id: &str) -> Vec<u8> {
+    format!("r {gen} {}\n", quoted(effect_id)).into_bytes()
+}
+
+impl Marks {
+    /// Open (creating if missing) the marks of the journal at `canonical_journal`. Call with
+    /// the journal lock held: a file created here adopts the journal's lines, and no other
+    /// process may mark them meanwhile.
+    pub(crate) fn open(canonical_journal: &Path) -> Result<Marks, JournalError> {
+        let path = path_of(canonical_journal);
+        let adopting = !path.exists();
+        // Adopted marks are written aside and put in place whole: a crash while adopting leaves
+        // no marks file rather than one that stops halfway.
+        let opened = if adopting {
+            adopting_path(&path)
+        } else {
+            path.clone()
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(adopting)
+            .open(&opened)
+            .map_err(io_err("open the marks file", &opened))?;
+        Ok(Marks {
+            file,
+            path,
+            len: 0,
+            pending: Vec::new(),
+            unmarked: VecDeque::new(),
+            adopting,
+            records: HashMap::new(),
+        })
+    }
+
+    fn behind(&self, effect_id: String, hash: String, why: String) -> JournalError {
+        JournalError::RolledBack {
+            path: self.path.clone(),
+            effect_id,
+            hash,
+            why,
+        }
+    }
+
+    /// A journal entry was read (and checked): match it with its mark, if that was written.
+    /// `locked`: the journal lock is held (a crashed writer's missing mark is then written).
+    pub(crate) fn seen(
+        &mut self,
+        hash: &str,
+        effect_id: &str,
+        locked: bool,
+    ) -> Result<(), JournalError> {
+        if self.adopting && locked {
+            self.write(&mark_line(hash, effect_id), false)?;
+            return Ok(());
+        }
+        self.unmarked
+            .push_back((hash.to_owned(), effect_id.to_owned()));
+        self.match_marks(false)
+    }
+
+    /// Every entry has been read: under the lock, the marks must end where the entries do (at
+    /// most one last entry unmarked, which is then marked); without it, marks written for
+    /// entries not read yet are left for the next look.
+    pub(crate) fn caught_up(&mut self, locked: bool) -> Result<(), JournalError> {
+        if !locked {
+            return self.match_marks(false);
+        }
+        if self.adopting {
+            self.sync()?;
+            std::fs::rename(adopting_path(&self.path), &self.path)
+                .map_err(io_err("put the adopted marks file in place", &self.path))?;
+            sync_dir(&self.path);
+            self.adopting = false;
+            return Ok(());
+        }
+        self.match_marks(true)?;
+        match self.unmarked.len() {
+            0 => Ok(()),
+            1 => {
+                let (hash, eid) = self.unmarked.pop_front().unwrap_or_default();
+                self.write(&mark_line(&hash, &eid), true)
+            }
+            n => {
+                let (hash, eid) = self.unmarked.front().cloned().unwrap_or_default();
+                Err(JournalError::Unmarked {
+                    path: self.path.clone(),
+                    effect_id: eid,
+                    hash,
+                    count: n,
+                })
+            }
+        }
+    }
+
+    /// Mark an entry this process just appended (and fsynced), under the lock.
+    pub(crate) fn appended(&mut self, hash: &str, effect_id: &str) -> Result<(), JournalError> {
+        if !self.unmarked.is_empty() {
+            // `caught_up` under the same lock left nothing unmarked; anything else is a bug
+            // worth stopping for rather than a mark written out of order.
+            let (h, e) = self.unmarked.front().cloned().unwrap_or_default();
+            return Err(JournalError::Unmarked {
+                path: self.path.clone(),
+                effect_id: e,
+                hash: h,
+                count: self.unmarked.len(),
+            });
+        }
+        self.write(&mark_line(hash, effect_id), true)
+    }
+
+    /// The latest claim-record generation marked for `effect_id` (as far as the marks were read:
+    /// all of them under the lock).
+    pub(crate) fn record_gen(&self, effect_id: &str) -> Option<u64> {
+        self.records.get(effect_id).copied()
+    }
+
+    /// Mark that the claim record of generation `gen` of `effect_id` was written, under the lock
+    /// (after [`Marks::caught_up`], so every earlier mark was read).
+    pub(crate) fn record_written(&mut self, effect_id: &str, gen: u64) -> Result<(), JournalError> {
+        self.write(&record_line(gen, effect_id), true)?;
+        self.records.insert(effect_id.to_owned(), gen);
+        Ok(())
+    }
+
+    /// Read mark lines and match them with the unmarked entries, oldest first; `to_end`: read
+    /// every complete mark line (an extra one means the journal is behind its marks).
+    fn match_marks(&mut self, to_end: bool) -> Result<(), JournalError> {
+        while to_end || !self.unmarked.is_empty() {
+            let Some(line) = self.next_line()? else {
+                return Ok(());
+            };
+            let text = String::from_utf8_lossy(&line);
+            if let Some(record) = text.strip_prefix("r ") {
+                let parsed = record.split_once(' ').and_then(|(g, e)| {
+                    Some((
+                        g.parse::<u64>().ok()?,
+                        serde_json::from_str::<String>(e).ok()?,
+                    ))
+                });
+                let Some((gen, eid)) = parsed else {
+                    return Err(JournalError::Corrupt {
+                        path: self.path.clone(),
+                        line: 0,
+                        reason: format!(
+                            "a record mark is not `r <generation> \"<effect id>\"`: {text:?}"
+                        ),
+                    });
+                };
+                self.records.insert(eid, gen);
+                continue;
+            }
+            let parsed = text
+                .split_once(' ')
+                .and_then(|(h, e)| Some((h.to_owned(), serde_json::from_str::<String>(e).ok()?)));
+            let Some((mark_hash, mark_eid)) = parsed else {
+                return Err(JournalError::Corrupt {
+                    path: self.path.clone(),
+                    line: 0,
+                    reason: format!("a mark is not `<hash> \"<effect id>\"`: {text:?}"),
+                });
+            };
+            match self.unmarked.pop_front() {
+                None => {
+                    return Err(self.behind(
+                        mark_eid,
+                        mark_hash,
+                        "the journal ends before its marks do: its later entries were removed \
+                         (an older copy restored, or the file emptied)"
+                            .into(),
+                    ))
+                }
+                Some((hash, eid)) if hash == mark_hash && eid == mark_eid => {}
+                Some((hash, eid)) => {
+                    return Err(self.behind(
+                        mark_eid,
+                        mark_hash,
+                        format!(
+                            "where its marks have this entry the journal has entry {hash} of \
+                             effect {eid}: the journal was rewritten"
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The next complete mark line (without its newline), if one was written.
+    fn next_line(&mut self) -> Result<Option<Vec<u8>>, JournalError> {
+        loop {
+            if let Some(i) = self.pending.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.pending.drain(..=i).collect();
+                self.len += line.len() as u64;
+                return Ok(Some(line[..line.len() - 1].to_vec()));
+            }
+            let mut chunk = vec![0u8; 1 << 16];
+            let at = self.len + self.pending.len() as u64;
+            let n = self
+                .file
+                .read_at(&mut chunk, at)
+                .map_err(io_err("read the marks file", &self.path))?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.pending.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// Write `line` after the last complete mark (cutting a torn one a crash left there).
+    fn write(&mut self, line: &[u8], sync: bool) -> Result<(), JournalError> {
+        let at = self.len;
+        self.file
+            .write_all_at(line, at)
+            .map_err(io_err("write the marks file", &self.path))?;
+        self.len += line.len() as u64;
+        if !self.pending.is_empty() {
+            self.pending.clear();
+            self.file
+                .set_len(self.len)
+                .map_err(io_err("cut the torn tail of the marks file", &self.path))?;
+        }
+        if sync {
+            self.sync()?;
+        }
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<(), JournalError> {
+        self.file
+            .sync_data()
+            .map_err(io_err("sync the marks file", &self.path))
+    }
+}
+
+/// Remove the last mark of the journal at `journal` if it marks the entry `hash`: what a crash
+/// after that entry's bytes were written but before they were durable leaves (the mark is
+/// written only after the entry's fsync). For harnesses that tear a journal's last line to
+/// stand for such a crash. Returns whether a mark was removed.
+pub fn unmark_torn_entry(journal: &Path, hash: &str) -> Result<bool, JournalError> {
+    let canonical =
+        std::fs::canonicalize(journal).map_err(io_err("resolve the path of", journal))?;
+    let path = path_of(&canonical);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(io_err("read the marks file", &path)(e)),
+    };
+    let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+    let start = body.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    if !body[start..].starts_with(format!("{hash} ").as_bytes()) {
+        return Ok(false);
+    }
+    let file = OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .map_err(io_err("open the marks file", &path))?;
+    file.set_len(start as u64)
+        .and_then(|()| file.sync_data())
+        .map_err(io_err("cut the marks file", &path))?;
+    Ok(true)
+}
