@@ -167,6 +167,7 @@ pub struct MemTarget {
     max_in_flight: Option<Duration>,
     state: Mutex<MemState>,
     on_apply: Option<ApplyHook>,
+    on_query: Option<ApplyHook>,
     on_premise_check: Option<PremiseHook>,
     clock: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
@@ -195,6 +196,7 @@ impl MemTarget {
             max_in_flight: Some(Duration::ZERO),
             state: Mutex::new(MemState::default()),
             on_apply: None,
+            on_query: None,
             on_premise_check: None,
             clock: None,
         }
@@ -244,6 +246,13 @@ impl MemTarget {
     /// sender).
     pub fn with_apply_hook(mut self, f: Box<dyn Fn(&str) + Send + Sync>) -> MemTarget {
         self.on_apply = Some(f);
+        self
+    }
+
+    /// Call `f(effect_id)` at the start of every `query`, before the service is asked: it
+    /// stands for a lookup whose request or answer is delayed.
+    pub fn with_query_hook(mut self, f: Box<dyn Fn(&str) + Send + Sync>) -> MemTarget {
+        self.on_query = Some(f);
         self
     }
 
@@ -396,6 +405,9 @@ impl Target for MemTarget {
         self.execute(effect_id, effect)
     }
     fn query(&self, effect_id: &str, _effect: &Value) -> Result<Option<Value>, TargetError> {
+        if let Some(f) = &self.on_query {
+            f(effect_id);
+        }
         let mut st = self.st();
         st.query_calls += 1;
         if st.failing_queries > 0 {

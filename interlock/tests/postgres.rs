@@ -488,6 +488,74 @@ fn a_holder_that_lost_its_session_after_confirming_does_not_send_after_its_deadl
     assert_eq!(last["assumed_send_window_ms"], json!(2000));
 }
 
+/// The model's finding, on real sessions: a holder whose session ends between its rejected send
+/// and the lookup that settles it must not settle the dispatch another host took over. Host A's
+/// send is rejected; its lookup is delayed while its claims session is ended; host B takes the
+/// claim over, waits the send window and the bound, finds nothing and reapplies — its request
+/// is about to land when A's lookup answers "not found". Unfenced, A wrote `REFUSED:target_error`
+/// and the effect landed (a final answer the target contradicts). A settling entry needs the
+/// claim confirmed under the journal lock, so A writes nothing and B's commit stands.
+#[test]
+fn a_holder_that_lost_its_session_does_not_settle_the_dispatch_another_host_reapplies() {
+    let Some((schema, at)) = database(
+        "a_holder_that_lost_its_session_does_not_settle_the_dispatch_another_host_reapplies",
+    ) else {
+        return;
+    };
+    let looking_up = Arc::new(Hold::default());
+    let reapplying = Arc::new(Hold::default());
+    let (l, r) = (looking_up.clone(), reapplying.clone());
+    let target = Arc::new(
+        MemTarget::new(Tier::Two, true)
+            .with_max_in_flight(std::time::Duration::from_millis(200))
+            .with_query_hook(Box::new(move |_| l.stop_here()))
+            .with_apply_hook(Box::new(move |_| r.stop_here())),
+    );
+    target.set_fact("incident_compensation", json!(0));
+    target.push_faults([Fault::Rejected]);
+    let open =
+        || Gate::open_at(&at, target.clone(), leases(), key(), GateConfig::default()).unwrap();
+    let host_a = open();
+    looking_up.arm();
+    let (sent_by_a, recovered_by_b) = std::thread::scope(|scope| {
+        let a = scope.spawn(|| host_a.submit(&proposal(1000)));
+        looking_up.wait_reached();
+        assert_eq!(end_claim_sessions(&schema), 1);
+        reapplying.arm();
+        let host_b = open();
+        let b = scope.spawn(move || host_b.recover_wait(std::time::Duration::from_secs(30)));
+        reapplying.wait_reached();
+        // B's reapply is about to land; only now does A's lookup answer, "not found".
+        looking_up.release();
+        let a = a.join().unwrap();
+        reapplying.release();
+        (a, b.join().unwrap())
+    });
+    let eid = effect_id(&proposal(1000));
+    assert_eq!(
+        target.landed(&eid),
+        1,
+        "A: {sent_by_a:?}; B: {recovered_by_b:?}"
+    );
+    let recovered = recovered_by_b.unwrap();
+    assert_eq!(
+        recovered[0].outcome,
+        RecoveryOutcome::Resolved(Status::ReappliedAfterQuery),
+        "A: {sent_by_a:?}"
+    );
+    let kinds: Vec<String> = host_a
+        .entries(&eid)
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(!kinds.contains(&"REFUSED".to_owned()), "{kinds:?}");
+    assert_eq!(
+        host_a.status(&eid).unwrap(),
+        Some(Status::ReappliedAfterQuery)
+    );
+}
+
 #[test]
 fn a_search_path_naming_a_missing_schema_is_an_error_not_a_panic() {
     let Some((_, _)) = database("a_search_path_naming_a_missing_schema_is_an_error_not_a_panic")
