@@ -307,6 +307,7 @@ fn recover_until_resolved(h: &Hosts, net: u8, state: &Path) -> (String, Duration
 }
 
 #[test]
+#[ignore = "needs root (network namespaces) and PostgreSQL binaries; run with --include-ignored"]
 fn a_worker_host_killed_mid_send_is_recovered_from_another_host() {
     let Some(h) = hosts("a_worker_host_killed_mid_send_is_recovered_from_another_host") else {
         return;
@@ -327,6 +328,7 @@ fn a_worker_host_killed_mid_send_is_recovered_from_another_host() {
 }
 
 #[test]
+#[ignore = "needs root (network namespaces) and PostgreSQL binaries; run with --include-ignored"]
 fn a_worker_host_cut_from_the_database_mid_send_never_sends_a_second_time() {
     let Some(h) = hosts("a_worker_host_cut_from_the_database_mid_send_never_sends_a_second_time")
     else {

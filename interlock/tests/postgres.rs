@@ -52,6 +52,7 @@ fn gate(at: &Location, target: MemTarget) -> Gate<Arc<MemTarget>, Arc<MemLeases>
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: INTERLOCK_TEST_PG_URL (.ci/pg-cluster start); run with --include-ignored"]
 fn the_database_refuses_a_second_extension_of_a_hash_and_any_edit() {
     let Some((schema, at)) =
         database("the_database_refuses_a_second_extension_of_a_hash_and_any_edit")
@@ -111,6 +112,7 @@ fn the_database_refuses_a_second_extension_of_a_hash_and_any_edit() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: INTERLOCK_TEST_PG_URL (.ci/pg-cluster start); run with --include-ignored"]
 fn a_row_signed_by_an_untrusted_key_is_corrupt_at_its_row() {
     let Some((schema, at)) = database("a_row_signed_by_an_untrusted_key_is_corrupt_at_its_row")
     else {
@@ -138,6 +140,7 @@ fn a_row_signed_by_an_untrusted_key_is_corrupt_at_its_row() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: INTERLOCK_TEST_PG_URL (.ci/pg-cluster start); run with --include-ignored"]
 fn a_sender_whose_claim_session_is_gone_does_not_send() {
     let Some((schema, at)) = database("a_sender_whose_claim_session_is_gone_does_not_send") else {
         return;
@@ -322,6 +325,7 @@ fn recover_past_the_lost_session(
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: INTERLOCK_TEST_PG_URL (.ci/pg-cluster start); run with --include-ignored"]
 fn a_claim_lost_with_its_session_is_not_confirmed_on_the_reconnected_one() {
     let Some((schema, at)) =
         database("a_claim_lost_with_its_session_is_not_confirmed_on_the_reconnected_one")
@@ -386,6 +390,7 @@ fn a_claim_lost_with_its_session_is_not_confirmed_on_the_reconnected_one() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: INTERLOCK_TEST_PG_URL (.ci/pg-cluster start); run with --include-ignored"]
 fn a_stale_claim_given_up_after_a_reconnect_leaves_the_new_holders_lock_alone() {
     let Some((schema, at)) =
         database("a_stale_claim_given_up_after_a_reconnect_leaves_the_new_holders_lock_alone")
@@ -439,6 +444,7 @@ fn a_stale_claim_given_up_after_a_reconnect_leaves_the_new_holders_lock_alone() 
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: INTERLOCK_TEST_PG_URL (.ci/pg-cluster start); run with --include-ignored"]
 fn a_holder_that_lost_its_session_after_confirming_does_not_send_after_its_deadline() {
     let Some((schema, at)) = database(
         "a_holder_that_lost_its_session_after_confirming_does_not_send_after_its_deadline",
@@ -496,6 +502,7 @@ fn a_holder_that_lost_its_session_after_confirming_does_not_send_after_its_deadl
 /// and the effect landed (a final answer the target contradicts). A settling entry needs the
 /// claim confirmed under the journal lock, so A writes nothing and B's commit stands.
 #[test]
+#[ignore = "needs PostgreSQL: INTERLOCK_TEST_PG_URL (.ci/pg-cluster start); run with --include-ignored"]
 fn a_holder_that_lost_its_session_does_not_settle_the_dispatch_another_host_reapplies() {
     let Some((schema, at)) = database(
         "a_holder_that_lost_its_session_does_not_settle_the_dispatch_another_host_reapplies",
@@ -557,6 +564,7 @@ fn a_holder_that_lost_its_session_does_not_settle_the_dispatch_another_host_reap
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: INTERLOCK_TEST_PG_URL (.ci/pg-cluster start); run with --include-ignored"]
 fn a_search_path_naming_a_missing_schema_is_an_error_not_a_panic() {
     let Some((_, _)) = database("a_search_path_naming_a_missing_schema_is_an_error_not_a_panic")
     else {

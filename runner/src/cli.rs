@@ -25,7 +25,8 @@ holds, and judges the cell: invariant held, answer matches Stripe, the column's 
 
 With no options besides --scenario it runs the six rows of the reference page x the three
 columns against the embedded Stripe emulator with the deterministic policy decider, writes
-results/billing_credit.json, verifies it, and renders the report into public/.
+out/billing_credit.json (git-ignored: the published results in results/ are not touched),
+verifies it, and renders the report into public/. To publish a run, pass --out results.
 
 With --nemesis it runs randomized trials instead: one case, one column, one fault the worker
 does not choose (an unannounced SIGKILL, a held or late-landing request, a commit answered 500
@@ -206,8 +207,10 @@ pub struct RunArgs {
     #[arg(long, default_value = anthropic::DEFAULT_BASE_URL, value_name = "URL")]
     pub anthropic_base_url: String,
 
-    /// Directory for the results file (DIR/billing_credit.json).
-    #[arg(long, default_value = "results", value_name = "DIR")]
+    /// Directory for the results file (DIR/billing_credit.json; a nemesis run writes
+    /// DIR/nemesis/billing_credit.json). The default is git-ignored; `--out results` replaces the
+    /// published results on purpose.
+    #[arg(long, default_value = "out", value_name = "DIR")]
     pub out: PathBuf,
 
     /// Keep the interlock column's journal in PostgreSQL (`postgres://user@host:port/db`)
@@ -276,7 +279,7 @@ mod tests {
         assert!(cli.command.is_none());
         assert_eq!(cli.run.backend, BackendKind::Emulator);
         assert_eq!(cli.run.decider, DeciderKind::Policy);
-        assert_eq!(cli.run.out, PathBuf::from("results"));
+        assert_eq!(cli.run.out, PathBuf::from("out"));
         assert!(cli.run.cells.is_empty());
 
         let cli = Cli::try_parse_from([

@@ -80,6 +80,15 @@ pub fn now_rfc3339() -> String {
         .unwrap_or_else(|_| now.unix_timestamp().to_string())
 }
 
+/// Check, before any work, that the results can be written into `dir`: create it if missing and
+/// write (then remove) a probe file there. The error names the directory and the cause.
+pub fn check_writable(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let probe = dir.join(format!(".write-check-{}", std::process::id()));
+    std::fs::File::create(&probe)?;
+    std::fs::remove_file(&probe)
+}
+
 /// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename over
 /// the target, fsync of the directory. Readers see the old file or the new one, never a part.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

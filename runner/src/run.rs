@@ -193,6 +193,12 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
     if args.decider == DeciderKind::Anthropic {
         anthropic::api_key_from_env()?;
     }
+    results::check_writable(&args.out).with_context(|| {
+        format!(
+            "--out {}: cannot write the results there (checked before any cell runs)",
+            args.out.display()
+        )
+    })?;
     if args.outage_ms.is_some() && args.backend != crate::backend::BackendKind::Emulator {
         bail!("--outage-ms sets how long the emulator's clock advances take; Stripe's take what they take (drop it with --backend stripe)");
     }

@@ -256,6 +256,7 @@ fn replay(date: Option<&str>) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "needs faketime (apt-get install -y faketime); run with --include-ignored"]
 fn the_matrix_and_a_replayed_trial_are_the_same_on_any_date() {
     if faketime().is_none() {
         return;

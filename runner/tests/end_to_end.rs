@@ -124,6 +124,37 @@ fn bad_cell_specs_are_refused_before_anything_runs() {
     assert!(!out.path().join("billing_credit.json").exists());
 }
 
+/// An `--out` that cannot be written is found before the first cell (and trial) runs, not after
+/// the whole run (with Stripe test mode or a model decider, that would throw away paid calls).
+#[test]
+fn an_unwritable_out_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    // A regular file where the directory should be: it cannot be created or written into.
+    let blocked = dir.path().join("not-a-dir");
+    std::fs::write(&blocked, b"").unwrap();
+    for extra in [&[][..], &["--nemesis", "kill_random", "--trials", "1"][..]] {
+        let output = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .args(["--scenario", "billing_credit", "--no-site", "--out"])
+            .arg(&blocked)
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(
+            stderr.contains("not-a-dir"),
+            "names the directory: {stderr}"
+        );
+        assert!(stderr.contains("before any"), "{stderr}");
+        // Nothing ran: no cell or trial reported, no summary.
+        assert!(
+            output.stdout.is_empty(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+    }
+}
+
 #[test]
 fn stripe_backend_refuses_live_keys() {
     let out = tempfile::tempdir().unwrap();

@@ -214,6 +214,7 @@ fn can_run_storage_nemeses() -> bool {
 }
 
 #[test]
+#[ignore = "needs root (tmpfs for disk_full) and libfaketime; run with --include-ignored"]
 fn the_new_nemeses_run_are_judged_and_replay() {
     if !can_run_storage_nemeses() {
         return;

@@ -19,6 +19,7 @@ fn pg_url() -> Option<String> {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: INTERLOCK_TEST_PG_URL (.ci/pg-cluster start); run with --include-ignored"]
 fn the_interlock_column_runs_on_a_postgres_journal() {
     let Some(url) = pg_url() else { return };
     let out = tempfile::tempdir().unwrap();
@@ -86,6 +87,7 @@ fn the_interlock_column_runs_on_a_postgres_journal() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: INTERLOCK_TEST_PG_URL (.ci/pg-cluster start); run with --include-ignored"]
 fn nemesis_trials_run_on_a_postgres_journal() {
     let Some(url) = pg_url() else { return };
     let out = tempfile::tempdir().unwrap();

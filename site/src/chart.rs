@@ -70,9 +70,9 @@ pub fn timing_svg(f: &ResultsFile) -> String {
         if cells.is_empty() {
             continue;
         }
-        let _ = write!(
+        let _ = writeln!(
             body,
-            r#"<text x="0" y="{}" class="group">{} / {}</text>"#,
+            "<text x=\"0\" y=\"{}\" class=\"group\">{} / {}</text>",
             y + BAR_H - 2,
             esc(&row.crash),
             esc(&row.outage)
@@ -84,9 +84,9 @@ pub fn timing_svg(f: &ResultsFile) -> String {
             } else {
                 c.column.clone()
             };
-            let _ = write!(
+            let _ = writeln!(
                 body,
-                r#"<text x="16" y="{}">{}</text>"#,
+                "<text x=\"16\" y=\"{}\">{}</text>",
                 y + BAR_H - 2,
                 esc(&name)
             );
@@ -105,7 +105,9 @@ pub fn timing_svg(f: &ResultsFile) -> String {
                     );
                     let _ = write!(
                         body,
-                        r#"<g><title>{}</title><rect x="{LABEL_W}" y="{y}" width="{total}" height="{BAR_H}" fill="{}"/><rect x="{LABEL_W}" y="{y}" width="{outage}" height="{BAR_H}" fill="url(#outage)"/></g><text x="{}" y="{}">{} ({} after restart)</text>"#,
+                        r#"<g><title>{}</title><rect x="{LABEL_W}" y="{y}" width="{total}" height="{BAR_H}" fill="{}"/><rect x="{LABEL_W}" y="{y}" width="{outage}" height="{BAR_H}" fill="url(#outage)"/></g>
+<text x="{}" y="{}">{} ({} after restart)</text>
+"#,
                         esc(&title),
                         colour(&c.column),
                         LABEL_W + total + 6,
@@ -115,9 +117,9 @@ pub fn timing_svg(f: &ResultsFile) -> String {
                     );
                 }
                 _ => {
-                    let _ = write!(
+                    let _ = writeln!(
                         body,
-                        r#"<text x="{LABEL_W}" y="{}">{}</text>"#,
+                        "<text x=\"{LABEL_W}\" y=\"{}\">{}</text>",
                         y + BAR_H - 2,
                         esc(&c.outcome)
                     );
@@ -135,7 +137,9 @@ pub fn timing_svg(f: &ResultsFile) -> String {
         let x = LABEL_W + scale(t);
         let _ = write!(
             axis,
-            r##"<line x1="{x}" y1="{}" x2="{x}" y2="{y}" stroke="#ccc"/><text x="{x}" y="{}" text-anchor="middle">{}</text>"##,
+            r##"<line x1="{x}" y1="{}" x2="{x}" y2="{y}" stroke="#ccc"/>
+<text x="{x}" y="{}" text-anchor="middle">{}</text>
+"##,
             TOP - 6,
             TOP - 10,
             seconds(t)
@@ -149,7 +153,9 @@ pub fn timing_svg(f: &ResultsFile) -> String {
     for col in &f.columns {
         let _ = write!(
             legend,
-            r#"<rect x="{x}" y="{}" width="12" height="12" fill="{}"/><text x="{}" y="{}">{}</text>"#,
+            r#"<rect x="{x}" y="{}" width="12" height="12" fill="{}"/>
+<text x="{}" y="{}">{}</text>
+"#,
             legend_y - 10,
             colour(col),
             x + 16,
@@ -160,13 +166,21 @@ pub fn timing_svg(f: &ResultsFile) -> String {
     }
     let _ = write!(
         legend,
-        r##"<rect x="{x}" y="{}" width="12" height="12" fill="#888"/><rect x="{x}" y="{}" width="12" height="12" fill="url(#outage)"/><text x="{}" y="{legend_y}">outage (worker dead)</text>"##,
+        r##"<rect x="{x}" y="{}" width="12" height="12" fill="#888"/>
+<rect x="{x}" y="{}" width="12" height="12" fill="url(#outage)"/>
+<text x="{}" y="{legend_y}">outage (worker dead)</text>
+"##,
         legend_y - 10,
         legend_y - 10,
         x + 16
     );
     format!(
-        r##"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {WIDTH} {height}" role="img" aria-labelledby="chart-title"><title id="chart-title">Seconds from the SIGKILL to the cell settled, per cell; the hatched part is the outage</title><defs><pattern id="outage" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#ffffff" fill-opacity="0.55"/><line x1="0" y1="0" x2="0" y2="6" stroke="#333" stroke-width="2"/></pattern></defs><g font-size="11" font-family="sans-serif">{axis}{body}{legend}</g></svg>"##
+        r##"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {WIDTH} {height}" role="img" aria-labelledby="chart-title">
+<title id="chart-title">Seconds from the SIGKILL to the cell settled, per cell; the hatched part is the outage</title>
+<defs><pattern id="outage" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#ffffff" fill-opacity="0.55"/><line x1="0" y1="0" x2="0" y2="6" stroke="#333" stroke-width="2"/></pattern></defs>
+<g font-size="11" font-family="sans-serif">
+{axis}{body}{legend}</g>
+</svg>"##
     )
 }
 

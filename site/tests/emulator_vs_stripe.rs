@@ -3,6 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::Value;
+mod support;
+
 use std::path::{Path, PathBuf};
 
 fn workspace() -> PathBuf {
@@ -67,6 +69,7 @@ fn the_page_shows_every_cell_side_by_side_with_the_count_from_the_data() {
     for c in &expected.cells {
         assert!(page.contains(&format!(r#"id="{}-{}-{}""#, c.crash, c.outage, c.column)));
     }
+    support::snapshot("billing_credit_emulator_vs_stripe", &page);
 }
 
 #[test]

@@ -3,6 +3,8 @@
 //! timeline and replay command; a nemesis file that does not verify stops the build.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::path::Path;
 
 fn copy_results(to: &Path) {
@@ -38,7 +40,10 @@ fn every_trial_that_is_not_a_plain_pass_links_to_a_page_with_its_timeline_and_re
         assert!(page.contains(&format!("id=\"{}-{}\"", s.nemesis, s.column)));
     }
     assert!(page.contains("Where the kills landed"));
+    // The committed run's page, and its first listed trial's: a template change shows as a diff.
+    support::snapshot("billing_credit_nemesis", &page);
     let mut listed = 0;
+    let mut snapshotted = false;
     for t in &file.trials {
         let name = site::nemesis_page::trial_file(&t.id);
         let Some(kind) = site::nemesis_page::listed_kind(t) else {
@@ -51,6 +56,10 @@ fn every_trial_that_is_not_a_plain_pass_links_to_a_page_with_its_timeline_and_re
         assert!(trial.contains(&format!("--replay {}", t.id)));
         assert!(trial.contains(kind), "{}", t.id);
         assert!(trial.contains("<h2>Timeline</h2>"), "{}", t.id);
+        if !snapshotted {
+            support::snapshot("billing_credit_trial_first_listed", &trial);
+            snapshotted = true;
+        }
         if let Some(at) = &t.replay_at {
             assert!(trial.contains(&format!("--at {at}")), "{}", t.id);
         }

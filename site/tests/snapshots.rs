@@ -1,4 +1,6 @@
-//! Snapshot of every page built from the checked-in fixture. A template, prose or model change
+//! Snapshot of every page built from the checked-in fixture (the Nemesis and trial pages, built
+//! from the committed nemesis run, and the emulator-against-Stripe page are snapshotted by their
+//! own tests). A template, prose or model change
 //! shows up as a snapshot diff: review it with `cargo insta review` (see the crate README).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -6,16 +8,8 @@ mod support;
 
 use std::path::Path;
 
-/// Filters for anything that may change without the page meaning something else.
-fn filters() -> Vec<(&'static str, &'static str)> {
-    vec![(r"site \d+\.\d+\.\d+(-[0-9A-Za-z.]+)?", "site [version]")]
-}
-
 fn snapshot(name: &str, path: &Path) {
-    let html = std::fs::read_to_string(path).unwrap();
-    insta::with_settings!({ filters => filters(), prepend_module_to_snapshot => false }, {
-        insta::assert_snapshot!(name, html);
-    });
+    support::snapshot(name, &std::fs::read_to_string(path).unwrap());
 }
 
 #[test]

@@ -166,7 +166,24 @@ fn the_publishing_workflows_attest_the_results_and_the_site_archive() {
             subjects.lines().any(|l| l.trim() == "site.tar.gz"),
             "{name}: {subjects}"
         );
-        let perms = &doc["permissions"];
+        // Write permissions only on the job that attests, none for the whole workflow.
+        assert!(
+            doc["permissions"].as_hash().is_some_and(|h| h.is_empty()),
+            "{name}: workflow-level permissions must be empty"
+        );
+        let attesting = doc["jobs"]
+            .as_hash()
+            .unwrap()
+            .values()
+            .find(|job| {
+                job["steps"].as_vec().into_iter().flatten().any(|s| {
+                    s["uses"]
+                        .as_str()
+                        .is_some_and(|u| u.starts_with("actions/attest-build-provenance@"))
+                })
+            })
+            .unwrap();
+        let perms = &attesting["permissions"];
         assert_eq!(perms["id-token"].as_str(), Some("write"), "{name}");
         assert_eq!(perms["attestations"].as_str(), Some("write"), "{name}");
     }
@@ -182,5 +199,48 @@ fn the_publishing_workflows_attest_the_results_and_the_site_archive() {
     assert!(
         text.contains("--signers results/SIGNERS"),
         "live-run verifies against the allowed signers"
+    );
+}
+
+/// Steps that compile (`cargo build`, `cargo run`, ...) and the secrets in their environment:
+/// every build script could read those.
+fn secrets_where_code_compiles(doc: &Yaml) -> Vec<String> {
+    let mut found = Vec::new();
+    let Some(jobs) = doc["jobs"].as_hash() else {
+        return found;
+    };
+    for (job, body) in jobs {
+        let job_env = format!("{:?}", body["env"]);
+        for step in body["steps"].as_vec().into_iter().flatten() {
+            let run = step["run"].as_str().unwrap_or_default();
+            let env = format!("{:?}{job_env}", step["env"]);
+            if run.contains("cargo ") && env.contains("secrets.") {
+                found.push(format!(
+                    "{}: {}",
+                    job.as_str().unwrap_or_default(),
+                    step["name"].as_str().unwrap_or(run)
+                ));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_step_that_compiles_has_a_secret_in_its_environment() {
+    for (name, doc) in workflows() {
+        assert_eq!(
+            secrets_where_code_compiles(&doc),
+            Vec::<String>::new(),
+            "{name}: a step compiles with secrets in its environment (build them in a step without)"
+        );
+    }
+    let leaky = parse(
+        "leaky",
+        "jobs:\n  j:\n    steps:\n      - name: run\n        env:\n          K: ${{ secrets.K }}\n        run: cargo run -p runner\n",
+    );
+    assert_eq!(
+        secrets_where_code_compiles(&leaky),
+        vec!["j: run".to_owned()]
     );
 }

@@ -20,7 +20,7 @@ pub enum KeyError {
     #[error("{0} is not an acceptable ed25519 public key (invalid, small order or torsion)")]
     Weak(String),
     /// A line of an allowed-signers file is not a key.
-    #[error("--signers line {line}: {message}")]
+    #[error("line {line}: {message}")]
     SignersLine {
         /// 1-based line number.
         line: usize,
@@ -28,7 +28,7 @@ pub enum KeyError {
         message: String,
     },
     /// The allowed-signers file lists no key.
-    #[error("--signers: the file lists no key")]
+    #[error("the file lists no key (only comments or blank lines): add a line with the signer's 64-hex public key (see the file's comments), or pin one key with --key instead")]
     NoSigners,
 }
 
@@ -73,7 +73,7 @@ pub fn parse_signers(text: &str) -> Result<Vec<VerifyingKey>, KeyError> {
             line: n + 1,
             message: "does not start with a key of 64 hex characters".into(),
         })?;
-        keys.push(acceptable(&bytes, &format!("--signers line {}", n + 1))?);
+        keys.push(acceptable(&bytes, &format!("the key on line {}", n + 1))?);
     }
     if keys.is_empty() {
         return Err(KeyError::NoSigners);

@@ -54,7 +54,9 @@ fn pinned_keys(args: &Args) -> Result<Pinned> {
         // Escaped once, where the error is printed.
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("--signers {}: cannot read", path.display()))?;
-        return Ok(Pinned::Keys(verify::keys::parse_signers(&text)?));
+        let keys = verify::keys::parse_signers(&text)
+            .with_context(|| format!("--signers {}", path.display()))?;
+        return Ok(Pinned::Keys(keys));
     }
     Ok(Pinned::None)
 }

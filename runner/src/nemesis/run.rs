@@ -84,6 +84,13 @@ fn start(journal: Option<&str>) -> Result<Started> {
 /// Runs every planned trial and writes `DIR/nemesis/billing_credit.json`.
 pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
     let wall = Instant::now();
+    let out_dir = args.out.join("nemesis");
+    crate::results::check_writable(&out_dir).with_context(|| {
+        format!(
+            "--out {}: cannot write the results there (checked before any trial runs)",
+            out_dir.display()
+        )
+    })?;
     // The code that runs is the code at the start (files may change while a long run goes on).
     let git_commit = crate::run::git_commit();
     let seed = args

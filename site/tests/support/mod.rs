@@ -47,3 +47,12 @@ pub fn prose_with_verdict(verdict: &str) -> tempfile::TempDir {
     std::fs::write(scen.join("verdict.md"), verdict).expect("write verdict");
     dir
 }
+
+/// Compare a page with its snapshot (`tests/snapshots/<name>.snap`), the site's version filtered
+/// out (it may change without the page meaning something else).
+pub fn snapshot(name: &str, html: &str) {
+    let filters = vec![(r"site \d+\.\d+\.\d+(-[0-9A-Za-z.]+)?", "site [version]")];
+    insta::with_settings!({ filters => filters, prepend_module_to_snapshot => false, snapshot_path => "../snapshots" }, {
+        insta::assert_snapshot!(name, html);
+    });
+}
