@@ -151,8 +151,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST", conflicts_with_all = ["cells", "repeat"])]
     pub nemesis: Option<String>,
 
-    /// Trials per nemesis and column (with --nemesis).
-    #[arg(long, default_value_t = 20, value_name = "N", requires = "nemesis")]
+    /// Trials per nemesis and column (with --nemesis; at least 1).
+    #[arg(long, default_value_t = 20, value_name = "N", requires = "nemesis",
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub trials: u32,
 
     /// Run one nemesis trial again from its id (as printed and in the results file).
@@ -178,7 +179,8 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub repeat: u32,
 
-    /// Cells run in parallel [default: number of CPU cores].
+    /// Cells (or nemesis trials) run in parallel [default: the number of CPU cores for the
+    /// matrix; 32 for --nemesis, whose trials mostly wait on held requests and bounds].
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
 

@@ -19,8 +19,18 @@ struct Args {
     rate_limit: Option<u32>,
 }
 
-fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+fn main() -> std::process::ExitCode {
+    match serve(Args::parse()) {
+        Ok(never) => match never {},
+        Err(e) => {
+            // One line, like the other binaries: what failed and why (no Debug chain).
+            eprintln!("stripe-emulator: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+fn serve(args: Args) -> anyhow::Result<std::convert::Infallible> {
     let emulator = stripe::emulator::Emulator::start(stripe::emulator::EmulatorConfig {
         port: args.port,
         rate_limit: args.rate_limit.map(stripe::emulator::RateLimit::per_second),

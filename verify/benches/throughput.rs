@@ -9,7 +9,8 @@
 //!    process that does nothing else: signatures/s against the batch rate (same threads), and
 //!    peak RSS against the file size (targets: at least 0.75 of the batch rate, at most 1.5 times
 //!    the file size). `signatures` counts the entries' signatures; each receipt's signed head is
-//!    one more (`head_signatures`), verified too but not counted in the rate. `results_file_phases` times the same work's phases in a child of its own.
+//!    one more (`head_signatures`), verified too but not counted in the rate (`vs_batch_all_signatures`
+//!    counts them). `VERIFY_BENCH_KEEP=PATH` keeps a copy of the file, to profile the binary on it. `results_file_phases` times the same work's phases in a child of its own.
 //! 4. `cells_without_receipts`: files of only no_check cells, `VERIFY_BENCH_CELLS` cells each
 //!    (default 10 000, 100 000 and 1 000 000), checked by the `verify` binary: time per cell,
 //!    which must stay flat as the file grows (linear time).
@@ -242,6 +243,10 @@ fn main() {
     let bytes = serde_json::to_vec(&file).unwrap();
     drop(file);
     std::fs::write(&path, &bytes).unwrap();
+    if let Some(keep) = std::env::var_os("VERIFY_BENCH_KEEP") {
+        // For profiling the binary on the same file (see the README's Speed section).
+        std::fs::copy(&path, &keep).unwrap();
+    }
     let gen_s = t.elapsed().as_secs_f64();
     // The binary end to end, twice, each between two batch-rate measurements (the machine is
     // shared: a run is compared with the batch rate of the same minutes); the better round.
@@ -272,6 +277,9 @@ fn main() {
                "batch_sigs_per_s": batch_then.round(), "batch_threads": threads,
                "batch_how": "verify_batch over batches of 256 on rayon threads, the mean of just before and just after this run",
                "vs_batch": (rate / batch_then * 1000.0).round() / 1000.0,
+               // Every signature the binary checks, the receipts' signed heads included.
+               "vs_batch_all_signatures": ((sigs + phases["receipts"].as_f64().unwrap_or(0.0))
+                   / total_s / batch_then * 1000.0).round() / 1000.0,
                "batch_best_in_run": batch.round(),
                "vs_batch_best_in_run": (rate / batch * 1000.0).round() / 1000.0,
                "peak_rss_mb": run["peak_rss_mb"], "rss_over_file": rss_over(&run, bytes.len()),
