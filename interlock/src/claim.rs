@@ -312,6 +312,25 @@ impl ClaimDir {
 }
 
 impl HeldClaim {
+    /// Check, right before a send, that the claim's path still names the file this holder
+    /// locked: a claim file replaced or removed under a live holder lets another process lock a
+    /// new file of the same name, and two holders would then send.
+    pub fn confirm(&self) -> Result<(), JournalError> {
+        let held = self
+            .file
+            .metadata()
+            .map_err(io_err("inspect the claim file", &self.path))?;
+        match std::fs::metadata(&self.path) {
+            Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => Ok(()),
+            _ => Err(JournalError::Poisoned {
+                path: self.path.clone(),
+                reason: "the claim file was replaced or removed while this process held it; \
+                         another process may hold the effect now, so this one must not send"
+                    .into(),
+            }),
+        }
+    }
+
     /// Replace the record (fsynced: it must survive a crash of this process).
     pub fn write_record(&self, record: &ClaimRecord) -> Result<(), JournalError> {
         let bytes = serde_json::to_vec(record).map_err(|e| JournalError::Io {

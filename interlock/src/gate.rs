@@ -909,7 +909,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             .to_owned();
         let at = d.get("ts_ms").and_then(Value::as_u64).unwrap_or(0);
         if let Some(claim) = &run.claim {
-            let gen = j.next_record_gen(&prep.eid)?;
+            let gen = self.journal.next_record_gen(&j, &prep.eid)?;
             let record = self.claim_record(Role::Send, &hash, at, None, None, gen);
             j.write_record(claim, &prep.eid, &record)?;
         }

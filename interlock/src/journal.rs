@@ -169,6 +169,26 @@ pub(crate) fn io_err<'a>(
 pub(crate) struct EntryLoc {
     pub offset: u64,
     pub len: u32,
+    /// The first 8 bytes of the entry's checked hash (set when it is indexed): a re-read entry
+    /// must recompute to the hash it was checked with, so bytes edited in place after the check
+    /// (same length, same file) are never acted on.
+    pub tag: u64,
+}
+
+fn hash_tag(hash: &str) -> u64 {
+    hash.get(..16)
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+        .unwrap_or(0)
+}
+
+/// Check an entry read back from the store against what was checked when it was indexed: its
+/// hash recomputes and is the indexed one.
+pub(crate) fn reread_matches(entry: &Map<String, Value>, loc: EntryLoc) -> bool {
+    let Some(hash) = entry.get("hash").and_then(Value::as_str) else {
+        return false;
+    };
+    hash_tag(hash) == loc.tag
+        && verify::entry::compute_hash(entry).is_ok_and(|computed| computed == hash)
 }
 
 /// The open DISPATCHED of an effect.
@@ -286,7 +306,10 @@ impl EffectState {
                 }
             }
         }
-        self.entries.push(loc);
+        self.entries.push(EntryLoc {
+            tag: hash_tag(hash),
+            ..loc
+        });
         self.last_hash = Some(hash.to_owned());
         self.last_ts = self.last_ts.max(ts);
         Ok(())
@@ -663,7 +686,15 @@ impl Locked<'_> {
                 };
                 let sig = inner
                     .index
-                    .ingest(&entry, EntryLoc { offset, len }, trusted)
+                    .ingest(
+                        &entry,
+                        EntryLoc {
+                            offset,
+                            len,
+                            tag: 0,
+                        },
+                        trusted,
+                    )
                     .map_err(corrupt)?;
                 sigs.push(sig);
                 let text = |k: &str| entry.get(k).and_then(Value::as_str).unwrap_or_default();
@@ -728,11 +759,14 @@ impl Locked<'_> {
             .read_exact_at(&mut buf, loc.offset)
             .map_err(io_err("read", self.path))?;
         match serde_json::from_slice::<Value>(&buf) {
-            Ok(Value::Object(m)) => Ok(m),
+            Ok(Value::Object(m)) if reread_matches(&m, loc) => Ok(m),
             _ => Err(JournalError::Corrupt {
                 path: self.path.to_owned(),
                 line: 0,
-                reason: format!("entry at byte {} changed since it was indexed", loc.offset),
+                reason: format!(
+                    "entry at byte {} changed since it was checked (edited in place); reopen the journal to check it again",
+                    loc.offset
+                ),
             }),
         }
     }
@@ -790,9 +824,15 @@ impl Locked<'_> {
         }
         let inner = &mut *self.inner;
         let line_no = inner.index.lines + 1;
-        let applied = inner
-            .index
-            .fold(effect_id, &entry, EntryLoc { offset: at, len });
+        let applied = inner.index.fold(
+            effect_id,
+            &entry,
+            EntryLoc {
+                offset: at,
+                len,
+                tag: 0,
+            },
+        );
         inner.len += line.len() as u64;
         inner.index.lines += 1;
         if let Err(reason) = applied {

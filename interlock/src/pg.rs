@@ -550,6 +550,7 @@ impl PgSection<'_> {
             let checked = match serde_json::from_str::<Value>(line) {
                 Ok(Value::Object(entry)) => {
                     let loc = EntryLoc {
+                        tag: 0,
                         offset: u64::try_from(seq).unwrap_or(0),
                         len: 0,
                     };
@@ -593,8 +594,11 @@ impl PgSection<'_> {
             .map_err(db_err(&name, "read an entry"))?;
         let line: &str = column(&row, 0, &name, "reading an entry")?;
         match serde_json::from_str::<Value>(line) {
-            Ok(Value::Object(m)) => Ok(m),
-            _ => Err(self.corrupt(0, format!("row {seq} changed since it was indexed"))),
+            Ok(Value::Object(m)) if crate::journal::reread_matches(&m, loc) => Ok(m),
+            _ => Err(self.corrupt(
+                0,
+                format!("row {seq} changed since it was checked (edited past the triggers)"),
+            )),
         }
     }
 
@@ -636,6 +640,7 @@ impl PgSection<'_> {
         let loc = EntryLoc {
             offset: u64::try_from(seq).unwrap_or(0),
             len: 0,
+            tag: 0,
         };
         let folded = self.main.index.fold(effect_id, &entry, loc);
         self.main.index.lines += 1;

@@ -232,7 +232,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             self.now_ms(),
             Some(from),
             lost_holder_sends_until,
-            j.next_record_gen(eid)?,
+            self.journal.next_record_gen(&j, eid)?,
         );
         j.write_record(claim, eid, &record)?;
         drop(j);
@@ -576,7 +576,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 self.now_ms(),
                 Some(sent_at),
                 facts.lost_holder_sends_until_ms,
-                j.next_record_gen(eid)?,
+                self.journal.next_record_gen(&j, eid)?,
             );
             j.write_record(claim, eid, &record)?;
         }
@@ -612,6 +612,14 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 let out = self.resolve((eid, &d.hash), Kind::Committed, fields, status, claim)?;
                 self.observe(Step::Committed);
                 Ok(AfterResend::Report(out))
+            }
+            // A resend under the key that the service refused before executing it (a 400 or
+            // 401 it does not save under the key) says nothing of the first request, which may
+            // still be on its way: settle as after a replayed failure, by a lookup only once the
+            // bound has passed since this resend, never by an immediate "not found".
+            Err(TargetError::Rejected { .. }) if via == Via::RetryIdempotent => {
+                self.remember(&d.hash, |m| m.finished = true);
+                Ok(AfterResend::Finished)
             }
             Err(TargetError::Rejected { reason }) => Ok(AfterResend::Report(
                 match self.settle_rejected(

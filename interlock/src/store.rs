@@ -155,6 +155,19 @@ impl Store {
         }
     }
 
+    /// The generation the effect's next claim record gets: one more than the latest the store
+    /// knows of, or than the record in the claim file if that is later (marks adopted afresh
+    /// start empty; a generation must never be handed out twice).
+    pub fn next_record_gen(&self, j: &Section<'_>, effect_id: &str) -> Result<u64, JournalError> {
+        let next = j.next_record_gen(effect_id)?;
+        match self {
+            Store::File { claims, .. } => Ok(claims
+                .read_record(effect_id)
+                .map_or(next, |r| next.max(r.gen.saturating_add(1)))),
+            Store::Pg(_) => Ok(next),
+        }
+    }
+
     /// The effect's claim record, if there is a readable one, and whether it is the latest
     /// generation the store knows of (read under the lock, `j`): a record put back from an
     /// older copy is not.
@@ -209,8 +222,9 @@ impl Section<'_> {
             .collect()
     }
 
-    /// The generation the effect's next claim record gets: one more than its latest.
-    pub fn next_record_gen(&self, effect_id: &str) -> Result<u64, JournalError> {
+    /// One more than the latest claim-record generation this section knows of (see
+    /// [`Store::next_record_gen`]).
+    fn next_record_gen(&self, effect_id: &str) -> Result<u64, JournalError> {
         let latest = match self {
             Section::File(l) => l.record_gen(effect_id).unwrap_or(0),
             Section::Pg(p) => p.record_gen(effect_id)?,
@@ -263,11 +277,11 @@ impl Claim<'_> {
     /// Confirm, right before a send, that this process still holds the claim, and get the
     /// deadline the request must leave by: a database session can be lost (a restart, an
     /// operator, a partition) while the process lives, so its holder may send only within the
-    /// store's send window of confirming. A file claim cannot be lost while its holder lives: no
-    /// deadline.
+    /// store's send window of confirming. A file claim cannot be lost while its holder lives
+    /// unless its file is replaced or removed, which this checks: no deadline.
     pub fn confirm(&self) -> Result<SendDeadline, JournalError> {
         match self {
-            Claim::File(_) => Ok(SendDeadline::none()),
+            Claim::File(c) => c.confirm().map(|()| SendDeadline::none()),
             Claim::Pg(c) => c.confirm(),
         }
     }
