@@ -42,6 +42,11 @@ pub struct Owner {
     pub start_ticks: u64,
     /// Random per gate instance, so two gates of one process are told apart.
     pub nonce: u32,
+    /// The PID namespace the pid is in (`/proc/self/ns/pid`, e.g. `pid:[4026531836]`); empty
+    /// where unknown. A pid of another namespace (a container with the host's name) says
+    /// nothing when it is missing from this `/proc`.
+    #[serde(default)]
+    pub pid_ns: String,
 }
 
 impl Owner {
@@ -53,13 +58,15 @@ impl Owner {
             pid,
             start_ticks: start_ticks(pid).unwrap_or(0),
             nonce: rand::random::<u32>(),
+            pid_ns: pid_namespace(),
         }
     }
 
-    /// Whether this owner may still be alive: always true on another host; on this host, a
-    /// process with that pid exists and started at the recorded time.
+    /// Whether this owner may still be alive: always true on another host or in another (or an
+    /// unknown) PID namespace; on this host and namespace, a process with that pid exists and
+    /// started at the recorded time.
     pub fn may_be_alive(&self) -> bool {
-        if self.host != host_name() {
+        if self.host != host_name() || self.pid_ns.is_empty() || self.pid_ns != pid_namespace() {
             return true;
         }
         match start_ticks(self.pid) {
@@ -86,6 +93,13 @@ fn host_name() -> String {
         .ok()
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".to_owned())
+}
+
+/// This process's PID namespace (`/proc/self/ns/pid`), or empty where it cannot be read.
+fn pid_namespace() -> String {
+    std::fs::read_link("/proc/self/ns/pid")
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// Field 22 of `/proc/<pid>/stat` (the process's start time in clock ticks since boot).
@@ -467,5 +481,14 @@ mod tests {
             ..me.clone()
         };
         assert!(!reused.may_be_alive());
+        // The same pid and start in another PID namespace (or an unknown one) is not judged by
+        // this /proc: it may be alive.
+        for ns in ["pid:[1]", ""] {
+            let elsewhere = Owner {
+                pid_ns: ns.to_owned(),
+                ..reused.clone()
+            };
+            assert!(elsewhere.may_be_alive(), "{ns:?}");
+        }
     }
 }
