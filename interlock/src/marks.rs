@@ -310,9 +310,10 @@ impl Marks {
     }
 }
 
-/// Remove the last mark of the journal at `journal` if it marks the entry `hash`: what a crash
-/// after that entry's bytes were written but before they were durable leaves (the mark is
-/// written only after the entry's fsync). For harnesses that tear a journal's last line to
+/// Remove the mark of the entry `hash` of the journal at `journal`, if it is the last entry
+/// marked, with the claim-record marks after it: what a crash after that entry's bytes were
+/// written but before they were durable leaves (the marks are written only after the entry's
+/// fsync). For harnesses that tear a journal's last line to
 /// stand for such a crash. Returns whether a mark was removed.
 pub fn unmark_torn_entry(journal: &Path, hash: &str) -> Result<bool, JournalError> {
     let canonical =
@@ -323,9 +324,26 @@ pub fn unmark_torn_entry(journal: &Path, hash: &str) -> Result<bool, JournalErro
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(io_err("read the marks file", &path)(e)),
     };
-    let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
-    let start = body.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-    if !body[start..].starts_with(format!("{hash} ").as_bytes()) {
+    // The entry's mark, and whatever was marked after it (the claim record the same step wrote
+    // next): a crash mid-entry comes before both.
+    let wanted = format!("{hash} ");
+    let mut start = None;
+    let mut at = 0;
+    for line in bytes.split_inclusive(|b| *b == b'\n') {
+        if line.starts_with(wanted.as_bytes()) {
+            start = Some(at);
+        }
+        at += line.len();
+    }
+    let Some(start) = start else {
+        return Ok(false);
+    };
+    let after = &bytes[start..];
+    let only_records_follow = after
+        .split_inclusive(|b| *b == b'\n')
+        .skip(1)
+        .all(|l| l.starts_with(b"r "));
+    if !only_records_follow {
         return Ok(false);
     }
     let file = OpenOptions::new()

@@ -274,3 +274,30 @@ fn a_crash_between_an_entry_and_its_mark_is_marked_by_the_next_open() {
     );
     assert_rolled_back(reopen(&s), &committed.effect_id);
 }
+
+/// A crash mid-write of a DISPATCHED comes before its mark and before the claim record marked
+/// after it: a harness that tears that line takes back both, and the journal opens (the dispatch
+/// never happened as far as it can tell).
+#[test]
+fn a_torn_dispatched_is_unmarked_with_the_claim_record_after_it() {
+    if file_only("a_torn_dispatched_is_unmarked_with_the_claim_record_after_it") {
+        return;
+    }
+    let s = setup(Tier::Two, true);
+    s.target.push_faults([Fault::Unknown]);
+    let sent = s.gate.submit(&proposal(1000)).unwrap();
+    assert_eq!(sent.status, Status::InFlight);
+    let journal = journal_of(&s);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let last: serde_json::Value = serde_json::from_str(lines[lines.len() - 1]).unwrap();
+    assert_eq!(last["kind"], "DISPATCHED");
+    let torn = &lines[lines.len() - 1][..40];
+    restore(
+        &journal,
+        format!("{}\n{torn}", lines[..lines.len() - 1].join("\n")).as_bytes(),
+    );
+    assert!(interlock::marks::unmark_torn_entry(&journal, last["hash"].as_str().unwrap()).unwrap());
+    let gate = reopen(&s).unwrap();
+    assert_eq!(gate.open_effects().unwrap(), Vec::<String>::new());
+}
