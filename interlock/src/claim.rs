@@ -264,6 +264,19 @@ pub(crate) struct HeldClaim {
     path: PathBuf,
 }
 
+/// Whether `path` still names `file` (same device and inode): `false` once it was removed or
+/// replaced.
+fn still_named(file: &File, path: &Path) -> Result<bool, JournalError> {
+    let held = file
+        .metadata()
+        .map_err(io_err("inspect the claim file", path))?;
+    match std::fs::metadata(path) {
+        Ok(now) => Ok(now.dev() == held.dev() && now.ino() == held.ino()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(io_err("inspect the claim file", path)(e)),
+    }
+}
+
 impl ClaimDir {
     /// The claim directory of the journal whose canonical path is `canonical_journal`:
     /// `<canonical_journal>.claims/`, created if missing.
@@ -297,16 +310,8 @@ impl ClaimDir {
                 Err(TryLockError::WouldBlock) => return Ok(None),
                 Err(TryLockError::Error(e)) => return Err(io_err("lock the claim file", &path)(e)),
             }
-            let held = file
-                .metadata()
-                .map_err(io_err("inspect the claim file", &path))?;
-            match std::fs::metadata(&path) {
-                Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => {
-                    return Ok(Some(HeldClaim { file, path }))
-                }
-                Ok(_) => continue,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(io_err("inspect the claim file", &path)(e)),
+            if still_named(&file, &path)? {
+                return Ok(Some(HeldClaim { file, path }));
             }
         }
         Ok(None)
@@ -330,12 +335,8 @@ impl HeldClaim {
     /// locked: a claim file replaced or removed under a live holder lets another process lock a
     /// new file of the same name, and two holders would then send.
     pub fn confirm(&self) -> Result<(), JournalError> {
-        let held = self
-            .file
-            .metadata()
-            .map_err(io_err("inspect the claim file", &self.path))?;
-        match std::fs::metadata(&self.path) {
-            Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => Ok(()),
+        match still_named(&self.file, &self.path) {
+            Ok(true) => Ok(()),
             _ => Err(JournalError::Poisoned {
                 path: self.path.clone(),
                 reason: "the claim file was replaced or removed while this process held it; \

@@ -192,14 +192,13 @@ fn foreign_dispatch(s: &Setup, lines: usize) -> (String, Result<MemGate, interlo
     (eid, reopen(s))
 }
 
-#[test]
-fn chains_merged_in_from_another_journal_are_refused_and_not_sent() {
-    if file_only("chains_merged_in_from_another_journal_are_refused") {
-        return;
-    }
+/// A journal holding one effect of its own, given a foreign chain (`lines` as in
+/// [`foreign_dispatch`]) and reopened; recovery is let loose on it if it opens. Nothing decided
+/// elsewhere may be sent either way.
+fn merged_and_reopened(lines: usize) -> (String, Result<MemGate, interlock::GateError>) {
     let s = setup(Tier::Two, true);
     s.gate.submit(&proposal(1000)).unwrap();
-    let (eid, reopened) = foreign_dispatch(&s, 3);
+    let (eid, reopened) = foreign_dispatch(&s, lines);
     if let Ok(gate) = &reopened {
         s.advance(3_600_000);
         let _ = gate.recover();
@@ -209,6 +208,15 @@ fn chains_merged_in_from_another_journal_are_refused_and_not_sent() {
         0,
         "an effect decided elsewhere was sent"
     );
+    (eid, reopened)
+}
+
+#[test]
+fn chains_merged_in_from_another_journal_are_refused_and_not_sent() {
+    if file_only("chains_merged_in_from_another_journal_are_refused") {
+        return;
+    }
+    let (eid, reopened) = merged_and_reopened(3);
     match reopened {
         Err(interlock::GateError::Journal(JournalError::Unmarked {
             effect_id, count, ..
@@ -225,18 +233,7 @@ fn a_merged_chain_that_does_not_start_with_proposed_is_corrupt() {
     }
     // One unmarked last line is what a crash before its mark leaves, so a single merged line
     // passes the marks: the chain's own rule must stop it.
-    let s = setup(Tier::Two, true);
-    s.gate.submit(&proposal(1000)).unwrap();
-    let (eid, reopened) = foreign_dispatch(&s, 1);
-    if let Ok(gate) = &reopened {
-        s.advance(3_600_000);
-        let _ = gate.recover();
-    }
-    assert_eq!(
-        s.target.landed(&eid),
-        0,
-        "an effect decided elsewhere was sent"
-    );
+    let (_, reopened) = merged_and_reopened(1);
     match reopened {
         Err(interlock::GateError::Journal(JournalError::Corrupt { reason, .. })) => {
             assert!(reason.contains("starts with the PROPOSED"), "{reason}")
