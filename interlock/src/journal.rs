@@ -142,6 +142,18 @@ pub enum JournalError {
         /// How many entries have no mark.
         count: usize,
     },
+    /// The journal file can be reached by another name that its claims and marks do not follow
+    /// (a hard link, or the file bind-mounted over another path): two gates opened through two
+    /// names would share the journal lock but not the claims, and could both send.
+    #[error("{path}: the journal file {why}; its claims and marks are placed by its path, so a gate opened through another name would not see them: {fix}")]
+    OtherName {
+        /// The journal file, as given.
+        path: PathBuf,
+        /// What gives it another name.
+        why: String,
+        /// How to fix it.
+        fix: &'static str,
+    },
     /// An earlier failure left the journal in a state this handle can no longer vouch for.
     #[error("{path}: refusing to use the journal until it is reopened: {reason}")]
     Poisoned {
@@ -161,6 +173,40 @@ pub(crate) fn io_err<'a>(
         path: path.to_owned(),
         source,
     }
+}
+
+/// Refuse a journal file that another name reaches without its claims and marks (DESIGN §2.5):
+/// one with more than one hard link, or one that is itself a mount point (a file bind-mounted
+/// over another path). A directory bind-mounted elsewhere is fine: the claims and marks beside
+/// the journal come along with it.
+pub(crate) fn check_one_name(file: &File, path: &Path) -> Result<(), JournalError> {
+    let meta = file.metadata().map_err(io_err("inspect", path))?;
+    if meta.nlink() > 1 {
+        return Err(JournalError::OtherName {
+            path: path.to_owned(),
+            why: format!("has {} hard links", meta.nlink()),
+            fix: "remove the other links (hard-link backups must copy the journal instead)",
+        });
+    }
+    let attrs = rustix::fs::statx(
+        file,
+        "",
+        rustix::fs::AtFlags::EMPTY_PATH,
+        rustix::fs::StatxFlags::empty(),
+    );
+    // A kernel without statx, or without the mount-root attribute, cannot tell; hard links are
+    // still refused above.
+    if let Ok(x) = attrs {
+        let root = rustix::fs::StatxAttributes::MOUNT_ROOT;
+        if x.stx_attributes_mask.contains(root) && x.stx_attributes.contains(root) {
+            return Err(JournalError::OtherName {
+                path: path.to_owned(),
+                why: "is a mount point (a file bind-mounted over this path)".into(),
+                fix: "bind-mount the directory that holds the journal instead of the file",
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Where one entry sits: its byte offset and length in the file, or (PostgreSQL) its row's
@@ -464,6 +510,7 @@ impl Journal {
             }
         }
         let meta = file.metadata().map_err(io_err("inspect", path))?;
+        check_one_name(&file, path)?;
         let canonical = std::fs::canonicalize(path).map_err(io_err("resolve the path of", path))?;
         let journal = Journal {
             path: path.to_owned(),
@@ -568,6 +615,7 @@ impl Journal {
                         .into(),
             });
         }
+        check_one_name(&file, &self.path)?;
         let started = Instant::now();
         let mut nap = Duration::from_millis(1);
         loop {
@@ -814,6 +862,18 @@ impl Locked<'_> {
             ),
         })?;
         self.cut_torn_tail()?;
+        let hash = entry
+            .get("hash")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if let Some(marks) = self.inner.marks.as_mut() {
+            // Announced before it is written: a line no intent announced was not appended here.
+            if let Err(e) = marks.intend(&hash, effect_id) {
+                self.poison(format!("an entry's intent could not be written ({e})"));
+                return Err(e);
+            }
+        }
         let at = self.inner.len;
         if let Err(e) = self.write_durably(&line, at) {
             // The line may or may not survive a crash: cut it back and stop using this handle.
@@ -843,12 +903,8 @@ impl Locked<'_> {
                 reason,
             });
         }
-        let hash = entry
-            .get("hash")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
         let marked = match self.inner.marks.as_mut() {
-            Some(marks) => marks.appended(hash, effect_id),
+            Some(marks) => marks.appended(&hash, effect_id),
             None => Ok(()),
         };
         if let Err(e) = marked {

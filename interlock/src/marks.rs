@@ -1,23 +1,32 @@
 //! The journal's high-water marks (DESIGN §2.5): a file beside the journal, `<journal>.marks`,
-//! holding one line per journal entry — its hash and its effect id — written and fsynced right
-//! after the entry, under the same lock.
+//! holding two lines per journal entry, written under the journal lock: an **intent**
+//! (`i <hash> "<effect id>"`, fsynced before the entry is written) and a **mark** (`<hash>
+//! "<effect id>"`, written after the entry's fsync, made durable by the next fsync of the file).
 //!
 //! An older copy of the journal is a valid prefix of every chain, so the journal alone cannot
 //! tell it was rolled back. Its marks can: a journal whose entries end before its marks do
 //! (restored from a backup, or emptied) is refused, naming the effect whose entries are missing;
-//! so is one whose lines differ from their marks (rewritten), and one holding more than one line
-//! its marks never saw (chains merged in from elsewhere). Exactly one unmarked last line is what
-//! a crash between the entry's fsync and its mark's write leaves: the next holder of the lock
-//! marks it.
+//! so is one whose lines differ from their marks (rewritten), and one holding any line that no
+//! intent announced (merged in from elsewhere: another journal, or a fork of this one that a
+//! gate appended to). What a crash leaves is told apart by the intent:
+//! - an intent with neither its entry nor its mark: the crash came before the entry was durable
+//!   (a torn line, cut before the next append); the dispatch it would have opened never happened;
+//! - an intent and its entry without the mark: the crash came after the entry; the next holder
+//!   of the lock writes the mark.
+//!
+//! Marks written before intents existed (one mark line per entry, no intent) are still read as
+//! marks: a journal keeps working across the upgrade, and its last entry must be marked.
 //!
 //! The marks also hold, per effect, the generation of the latest claim record written (an `r`
 //! line, written under the lock after the record): a record put back from an older copy of its
 //! claim file carries an older generation and is not believed.
 //!
 //! What the marks cannot see: someone who restores (or deletes) the journal *and* its marks
-//! together. A journal found without a marks file adopts its lines as they are (the first open
-//! after an upgrade, or after such a deletion); the target anchor of every send (§3.4) still
-//! shows what was sent.
+//! together, or who writes intents for the lines they merge. A journal found without a marks
+//! file adopts its lines as they are (the first open after an upgrade, or after such a
+//! deletion); the target anchor of every send (§3.4) still shows what was sent. After a power
+//! loss the last entry's mark may be lost with it (it is not fsynced on its own): that entry is
+//! then announced by its intent only, and removing it too is not seen.
 
 use crate::journal::{io_err, JournalError};
 use std::collections::{HashMap, VecDeque};
@@ -33,8 +42,13 @@ pub(crate) struct Marks {
     len: u64,
     /// Bytes read past `len` that do not yet end a line.
     pending: Vec<u8>,
-    /// Journal entries (hash, effect id) whose mark has not been read yet, oldest first.
+    /// Journal entries (hash, effect id) whose intent has not been read yet, oldest first.
     unmarked: VecDeque<(String, String)>,
+    /// An entry matched with its intent whose mark has not been read yet.
+    awaiting_mark: Option<(String, String)>,
+    /// An intent read before its entry: a crash before the entry, or (without the lock) an
+    /// entry not read yet.
+    announced: Option<(String, String)>,
     /// The marks file was created by this open: the journal's existing lines are adopted.
     adopting: bool,
     /// The latest claim-record generation written for each effect (from the `r` lines).
@@ -64,9 +78,19 @@ fn sync_dir(file: &Path) {
     }
 }
 
+/// `<hash> "<effect id>"`, as a mark or after an intent's `i `.
+fn parse_mark(body: &str) -> Option<(String, String)> {
+    let (h, e) = body.split_once(' ')?;
+    Some((h.to_owned(), serde_json::from_str::<String>(e).ok()?))
+}
+
 /// The effect id as a JSON string: any id the low-level API accepts stays on one line.
 fn quoted(effect_id: &str) -> String {
     serde_json::Value::String(effect_id.to_owned()).to_string()
+}
+
+fn intent_line(hash: &str, effect_id: &str) -> Vec<u8> {
+    format!("i {hash} {}\n", quoted(effect_id)).into_bytes()
 }
 
 fn mark_line(hash: &str, effect_id: &str) -> Vec<u8> {
@@ -105,6 +129,8 @@ impl Marks {
             len: 0,
             pending: Vec::new(),
             unmarked: VecDeque::new(),
+            awaiting_mark: None,
+            announced: None,
             adopting,
             records: HashMap::new(),
         })
@@ -136,9 +162,9 @@ impl Marks {
         self.match_marks(false)
     }
 
-    /// Every entry has been read: under the lock, the marks must end where the entries do (at
-    /// most one last entry unmarked, which is then marked); without it, marks written for
-    /// entries not read yet are left for the next look.
+    /// Every entry has been read: under the lock, the marks must end where the entries do
+    /// (every entry announced by its intent; the last one's missing mark is then written);
+    /// without it, marks written for entries not read yet are left for the next look.
     pub(crate) fn caught_up(&mut self, locked: bool) -> Result<(), JournalError> {
         if !locked {
             return self.match_marks(false);
@@ -152,30 +178,29 @@ impl Marks {
             return Ok(());
         }
         self.match_marks(true)?;
-        match self.unmarked.len() {
-            0 => Ok(()),
-            1 => {
-                let (hash, eid) = self.unmarked.pop_front().unwrap_or_default();
-                self.write(&mark_line(&hash, &eid), true)
-            }
-            n => {
-                let (hash, eid) = self.unmarked.front().cloned().unwrap_or_default();
-                Err(JournalError::Unmarked {
-                    path: self.path.clone(),
-                    effect_id: eid,
-                    hash,
-                    count: n,
-                })
-            }
+        if let Some((hash, eid)) = self.unmarked.front().cloned() {
+            return Err(JournalError::Unmarked {
+                path: self.path.clone(),
+                effect_id: eid,
+                hash,
+                count: self.unmarked.len(),
+            });
+        }
+        // An intent without its entry: the crash came before the entry was durable. The next
+        // intent supersedes it.
+        self.announced = None;
+        match self.awaiting_mark.take() {
+            Some((hash, eid)) => self.write(&mark_line(&hash, &eid), true),
+            None => Ok(()),
         }
     }
 
-    /// Mark an entry this process just appended (and fsynced), under the lock.
-    pub(crate) fn appended(&mut self, hash: &str, effect_id: &str) -> Result<(), JournalError> {
-        if !self.unmarked.is_empty() {
+    /// Announce, under the lock, the entry this process is about to append: the intent is
+    /// durable before the entry is written.
+    pub(crate) fn intend(&mut self, hash: &str, effect_id: &str) -> Result<(), JournalError> {
+        if let Some((h, e)) = self.unmarked.front().cloned() {
             // `caught_up` under the same lock left nothing unmarked; anything else is a bug
             // worth stopping for rather than a mark written out of order.
-            let (h, e) = self.unmarked.front().cloned().unwrap_or_default();
             return Err(JournalError::Unmarked {
                 path: self.path.clone(),
                 effect_id: e,
@@ -183,7 +208,23 @@ impl Marks {
                 count: self.unmarked.len(),
             });
         }
-        self.write(&mark_line(hash, effect_id), true)
+        self.write(&intent_line(hash, effect_id), true)?;
+        self.announced = Some((hash.to_owned(), effect_id.to_owned()));
+        Ok(())
+    }
+
+    /// Mark an entry this process just appended (and fsynced), under the lock. Not fsynced on
+    /// its own: every reader sees it at once, and the next intent's fsync makes it durable.
+    pub(crate) fn appended(&mut self, hash: &str, effect_id: &str) -> Result<(), JournalError> {
+        if self.announced.as_ref() != Some(&(hash.to_owned(), effect_id.to_owned())) {
+            return Err(self.behind(
+                effect_id.to_owned(),
+                hash.to_owned(),
+                "an entry was appended without its intent".into(),
+            ));
+        }
+        self.announced = None;
+        self.write(&mark_line(hash, effect_id), false)
     }
 
     /// The latest claim-record generation marked for `effect_id` (as far as the marks were read:
@@ -200,69 +241,95 @@ impl Marks {
         Ok(())
     }
 
-    /// Read mark lines and match them with the unmarked entries, oldest first; `to_end`: read
-    /// every complete mark line (an extra one means the journal is behind its marks).
+    /// Read mark lines and match them with the entries read, oldest first; `to_end`: read
+    /// every complete mark line (one for an entry the journal does not hold means the journal is
+    /// behind its marks).
     fn match_marks(&mut self, to_end: bool) -> Result<(), JournalError> {
-        while to_end || !self.unmarked.is_empty() {
+        while to_end || !self.unmarked.is_empty() || self.awaiting_mark.is_some() {
             let Some(line) = self.next_line()? else {
                 return Ok(());
             };
-            let text = String::from_utf8_lossy(&line);
+            let text = String::from_utf8_lossy(&line).into_owned();
             if let Some(record) = text.strip_prefix("r ") {
-                let parsed = record.split_once(' ').and_then(|(g, e)| {
-                    Some((
-                        g.parse::<u64>().ok()?,
-                        serde_json::from_str::<String>(e).ok()?,
-                    ))
-                });
-                let Some((gen, eid)) = parsed else {
-                    return Err(JournalError::Corrupt {
-                        path: self.path.clone(),
-                        line: 0,
-                        reason: format!(
-                            "a record mark is not `r <generation> \"<effect id>\"`: {text:?}"
-                        ),
-                    });
-                };
+                let (gen, eid) = self.parse_record(record, &text)?;
                 self.records.insert(eid, gen);
                 continue;
             }
-            let parsed = text
-                .split_once(' ')
-                .and_then(|(h, e)| Some((h.to_owned(), serde_json::from_str::<String>(e).ok()?)));
-            let Some((mark_hash, mark_eid)) = parsed else {
-                return Err(JournalError::Corrupt {
-                    path: self.path.clone(),
-                    line: 0,
-                    reason: format!("a mark is not `<hash> \"<effect id>\"`: {text:?}"),
-                });
+            let (is_intent, body) = match text.strip_prefix("i ") {
+                Some(body) => (true, body),
+                None => (false, text.as_str()),
             };
-            match self.unmarked.pop_front() {
-                None => {
-                    return Err(self.behind(
-                        mark_eid,
-                        mark_hash,
-                        "the journal ends before its marks do: its later entries were removed \
-                         (an older copy restored, or the file emptied)"
-                            .into(),
-                    ))
-                }
-                Some((hash, eid)) if hash == mark_hash && eid == mark_eid => {}
-                Some((hash, eid)) => {
-                    return Err(self.behind(
-                        mark_eid,
-                        mark_hash,
-                        format!(
-                            "where its marks have this entry the journal has entry {hash} of \
-                             effect {eid}: the journal was rewritten"
-                        ),
-                    ))
-                }
+            let mark = parse_mark(body).ok_or_else(|| JournalError::Corrupt {
+                path: self.path.clone(),
+                line: 0,
+                reason: format!("a mark is not `[i ]<hash> \"<effect id>\"`: {text:?}"),
+            })?;
+            if is_intent {
+                self.intent_read(mark)?;
+            } else {
+                self.mark_read(mark)?;
             }
         }
         Ok(())
     }
 
+    fn parse_record(&self, record: &str, text: &str) -> Result<(u64, String), JournalError> {
+        record
+            .split_once(' ')
+            .and_then(|(g, e)| {
+                Some((
+                    g.parse::<u64>().ok()?,
+                    serde_json::from_str::<String>(e).ok()?,
+                ))
+            })
+            .ok_or_else(|| JournalError::Corrupt {
+                path: self.path.clone(),
+                line: 0,
+                reason: format!("a record mark is not `r <generation> \"<effect id>\"`: {text:?}"),
+            })
+    }
+
+    /// An intent: it announces the next entry. An earlier intent still waiting for its entry
+    /// was a crash before that entry (entries are appended in the order of their intents).
+    fn intent_read(&mut self, intent: (String, String)) -> Result<(), JournalError> {
+        if self.unmarked.front() == Some(&intent) {
+            self.unmarked.pop_front();
+            self.announced = None;
+            self.awaiting_mark = Some(intent);
+        } else {
+            self.announced = Some(intent);
+        }
+        Ok(())
+    }
+
+    /// A mark: the entry it names was durable. It must be the entry its intent matched, or
+    /// (marks from before intents) the next entry read.
+    fn mark_read(&mut self, mark: (String, String)) -> Result<(), JournalError> {
+        if self.awaiting_mark.as_ref() == Some(&mark) {
+            self.awaiting_mark = None;
+            return Ok(());
+        }
+        // A mark from before intents: it names the next entry read (entries and marks are in
+        // the same order, so the entry is always read before its mark is looked for).
+        if self.awaiting_mark.is_none()
+            && self.announced.is_none()
+            && self.unmarked.front() == Some(&mark)
+        {
+            self.unmarked.pop_front();
+            return Ok(());
+        }
+        let (mark_hash, mark_eid) = mark;
+        let why = match self.unmarked.front() {
+            None => "the journal ends before its marks do: its later entries were removed \
+                     (an older copy restored, or the file emptied)"
+                .to_owned(),
+            Some((hash, eid)) => format!(
+                "where its marks have this entry the journal has entry {hash} of effect {eid}: \
+                 the journal was rewritten"
+            ),
+        };
+        Err(self.behind(mark_eid, mark_hash, why))
+    }
     /// The next complete mark line (without its newline), if one was written.
     fn next_line(&mut self) -> Result<Option<Vec<u8>>, JournalError> {
         loop {
@@ -311,10 +378,10 @@ impl Marks {
 }
 
 /// Remove the mark of the entry `hash` of the journal at `journal`, if it is the last entry
-/// marked, with the claim-record marks after it: what a crash after that entry's bytes were
-/// written but before they were durable leaves (the marks are written only after the entry's
-/// fsync). For harnesses that tear a journal's last line to
-/// stand for such a crash. Returns whether a mark was removed.
+/// marked, with the claim-record marks after it, keeping its intent: what a crash after that
+/// entry's bytes were written but before they were durable leaves (the intent is durable before
+/// the entry is written, the mark is written only after the entry's fsync). For harnesses that
+/// tear a journal's last line to stand for such a crash. Returns whether a mark was removed.
 pub fn unmark_torn_entry(journal: &Path, hash: &str) -> Result<bool, JournalError> {
     let canonical =
         std::fs::canonicalize(journal).map_err(io_err("resolve the path of", journal))?;

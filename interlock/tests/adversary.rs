@@ -2,7 +2,8 @@
 //! `interlock/README.md` or DESIGN §2, each failing before its fix: an entry edited in place under
 //! an open gate (payload, lease), a tier-1 resend
 //! rejected while the first request was still on its way, and claim-record generations restarted
-//! after the marks were deleted alone.
+//! after the marks were deleted alone, and a journal reached through a second name (a hard link,
+//! a bind-mounted file) whose claims the sender's did not share.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -276,6 +277,83 @@ fn f4_a_rejected_tier_one_resend_is_refused_at_once_though_the_first_request_is_
         !(landed == 1 && matches!(status, Some(Status::Refused(_)))),
         "final {status:?} but the effect landed {landed}x (recovery: {out:?})"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// F2. "Two spellings of one journal share one lock" — but the claims and the marks are placed by
+// the canonical path, and a hard link (or the file bind-mounted over another path) is a second
+// canonical path. A recoverer through it found the live sender's claim free and reapplied. A
+// journal file that another name reaches is now refused, at open and at every lock.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn f2_a_journal_reached_through_a_hard_link_is_refused_by_every_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.jsonl");
+    let other = dir.path().join("other.jsonl");
+    let target = Arc::new(Rec::new(MemTarget::new(Tier::Two, true)));
+    target.inner.set_fact("incident_compensation", json!(0));
+    let leases = fresh_leases();
+    let sender = rec_gate(&path, &target, &leases);
+    target.inner.push_faults([Fault::Unknown]);
+    let s = sender.submit(&proposal(500)).unwrap();
+    assert_eq!(s.status, Status::InFlight);
+    std::fs::hard_link(&path, &other).unwrap();
+    // A recoverer through the second name would look for the claim in other.jsonl.claims.
+    let through_link = Gate::open(
+        &other,
+        target.clone(),
+        leases.clone(),
+        key(),
+        GateConfig::default(),
+    );
+    let err = through_link.expect_err("a gate opened through a hard link");
+    assert!(err.to_string().contains("hard links"), "{err}");
+    // The gate opened before the link was made refuses too, at its next lock.
+    let err = sender
+        .recover()
+        .expect_err("recovery with two names of the journal");
+    assert!(err.to_string().contains("hard links"), "{err}");
+    assert_eq!(target.sent().len(), 1, "sent again with two names");
+    // With the second name gone, the one journal recovers as usual.
+    std::fs::remove_file(&other).unwrap();
+    sender.recover().unwrap();
+}
+
+#[test]
+#[ignore = "needs root (mount --bind); run with --include-ignored"]
+fn f2_a_journal_file_bind_mounted_over_another_path_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.jsonl");
+    let other = dir.path().join("other.jsonl");
+    let target = Arc::new(Rec::new(MemTarget::new(Tier::Two, true)));
+    let leases = fresh_leases();
+    drop(rec_gate(&path, &target, &leases));
+    std::fs::write(&other, b"").unwrap();
+    let mounted = std::process::Command::new("mount")
+        .arg("--bind")
+        .arg(&path)
+        .arg(&other)
+        .status()
+        .unwrap();
+    assert!(mounted.success(), "mount --bind failed (needs root)");
+    let opened = Gate::open(
+        &other,
+        target.clone(),
+        leases.clone(),
+        key(),
+        GateConfig::default(),
+    );
+    // Close a gate that did open before unmounting (it holds the file).
+    let refused = opened.err().map(|e| e.to_string());
+    let unmounted = std::process::Command::new("umount")
+        .arg("--lazy")
+        .arg(&other)
+        .status()
+        .unwrap();
+    let err = refused.expect("a gate opened through a bind-mounted file");
+    assert!(err.contains("mount point"), "{err}");
+    assert!(unmounted.success());
 }
 
 // ---------------------------------------------------------------------------------------------

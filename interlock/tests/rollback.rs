@@ -298,3 +298,86 @@ fn a_torn_dispatched_is_unmarked_with_the_claim_record_after_it() {
     let gate = reopen(&s).unwrap();
     assert_eq!(gate.open_effects().unwrap(), Vec::<String>::new());
 }
+
+/// Issue 21's review, F5: ONE line merged in from a fork of the journal (a copy, marks and
+/// claims included, that a gate appended to) used to pass as the unmarked entry a crash leaves.
+/// Here the fork's recovery, which never saw the landing, resolves the open dispatch as REFUSED;
+/// that one line appended to the real journal closed its dispatch with an answer the target
+/// contradicts. Every line must now be announced by an intent in this journal's own marks.
+#[test]
+fn one_resolving_line_merged_from_a_fork_is_refused() {
+    if file_only("one_resolving_line_merged_from_a_fork_is_refused") {
+        return;
+    }
+    let s = setup(Tier::Two, true);
+    s.target.push_faults([Fault::LandedButUnknown]);
+    let sent = s.gate.submit(&proposal(1000)).unwrap();
+    assert_eq!(sent.status, Status::InFlight);
+    assert_eq!(s.target.landed(&sent.effect_id), 1);
+    let journal = journal_of(&s);
+    // The fork: the journal and everything beside it, copied elsewhere.
+    let fork = tempfile::tempdir().unwrap();
+    let fork_journal = fork.path().join("journal.jsonl");
+    for suffix in ["", ".marks"] {
+        let from = format!("{}{suffix}", journal.display());
+        std::fs::copy(&from, format!("{}{suffix}", fork_journal.display())).unwrap();
+    }
+    // A gate of the fork, before a target that never saw the effect, under a revoked lease.
+    let fork_target = Arc::new(MemTarget::new(Tier::Two, true));
+    fork_target.set_fact("incident_compensation", serde_json::json!(0));
+    let fork_leases = Arc::new(interlock::testing::MemLeases::new());
+    let clock = Arc::new(std::sync::atomic::AtomicU64::new(s.now()));
+    let mut fork_gate = Gate::open(
+        &fork_journal,
+        fork_target,
+        fork_leases,
+        key(),
+        GateConfig::default(),
+    )
+    .unwrap();
+    let c = clock.clone();
+    fork_gate.set_clock(Box::new(move || {
+        c.load(std::sync::atomic::Ordering::SeqCst)
+    }));
+    let mut resolved = None;
+    for _ in 0..5 {
+        match fork_gate.recover_effect(&sent.effect_id).unwrap() {
+            Some(interlock::RecoveryOutcome::Blocked { until_ms, .. }) => {
+                let now = clock.load(std::sync::atomic::Ordering::SeqCst);
+                clock.fetch_add(
+                    until_ms.saturating_sub(now) + 1,
+                    std::sync::atomic::Ordering::SeqCst,
+                );
+            }
+            other => {
+                resolved = other;
+                break;
+            }
+        }
+    }
+    assert!(
+        matches!(
+            resolved,
+            Some(interlock::RecoveryOutcome::Resolved(Status::Refused(_)))
+        ),
+        "the fork did not resolve as refused: {resolved:?}"
+    );
+    drop(fork_gate);
+    let fork_text = std::fs::read_to_string(&fork_journal).unwrap();
+    let refused = fork_text.lines().last().unwrap();
+    // That one line merged into the real journal.
+    let mut mine = copy(&journal);
+    mine.extend_from_slice(refused.as_bytes());
+    mine.push(b'\n');
+    restore(&journal, &mine);
+    match reopen(&s) {
+        Err(interlock::GateError::Journal(JournalError::Unmarked { count, .. })) => {
+            assert_eq!(count, 1)
+        }
+        Err(e) => panic!("refused, but not as an unmarked entry: {e}"),
+        Ok(gate) => panic!(
+            "a line from a fork was taken in: the effect landed, and the journal says {:?}",
+            gate.status(&sent.effect_id).unwrap()
+        ),
+    }
+}
