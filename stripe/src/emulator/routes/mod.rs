@@ -122,7 +122,12 @@ pub(crate) fn dispatch(
             form.allow(&LIST)?;
             let inv = a.invoice(id, "invoice")?;
             let items = inv.lines.iter().map(|l| render::line(&inv.id, l)).collect();
-            page(form, "line_item", items, &format!("/v1/invoices/{id}/lines"))
+            page(
+                form,
+                "line_item",
+                items,
+                &format!("/v1/invoices/{id}/lines"),
+            )
         }
         ("POST", ["v1", "invoices", id, "finalize"]) => finalize_invoice(a, id, form),
         ("POST", ["v1", "invoices", id, "pay"]) => pay_invoice(a, id, form),
@@ -249,7 +254,12 @@ fn list_clocks(a: &Account, form: &Form<'_>) -> Result<Value, ApiError> {
             .values()
             .map(|c| (c.created, c.seq, render::clock(c, None))),
     );
-    page(form, "test_helpers.test_clock", items, "/v1/test_helpers/test_clocks")
+    page(
+        form,
+        "test_helpers.test_clock",
+        items,
+        "/v1/test_helpers/test_clocks",
+    )
 }
 
 fn check_payment_method(param: &str, pm: &str) -> Result<(), ApiError> {

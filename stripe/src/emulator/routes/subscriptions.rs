@@ -6,10 +6,10 @@ use crate::emulator::clock;
 use crate::emulator::errors::ApiError;
 use crate::emulator::form::Form;
 use crate::emulator::render;
-use crate::emulator::versions::AcceptedVersion;
 use crate::emulator::state::{
     apply_metadata, Account, Metadata, PendingItem, Price, SubItem, Subscription,
 };
+use crate::emulator::versions::AcceptedVersion;
 use serde_json::Value;
 
 pub(super) fn create_subscription(a: &mut Account, form: &Form<'_>) -> Result<Value, ApiError> {
