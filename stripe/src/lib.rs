@@ -31,5 +31,7 @@ pub use client::{
 /// The client sends it as `Stripe-Version` on every request and the emulator's
 /// object shapes follow it: period fields live on subscription items, an invoice's
 /// subscription is at `parent.subscription_details.subscription`, and a line's
-/// proration flag is at `parent.subscription_item_details.proration`.
+/// proration flag is at `parent.subscription_item_details.proration`. The
+/// emulator also answers the other versions in
+/// [`emulator::ACCEPTED_VERSIONS`], whose shapes for its objects are the same.
 pub const API_VERSION: &str = "2026-08-26.dahlia";

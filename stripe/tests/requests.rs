@@ -24,13 +24,22 @@ fn with_version(version: Option<&str>) -> (u16, serde_json::Value) {
 }
 
 #[test]
-fn the_pinned_version_or_none_is_served_and_other_versions_are_refused() {
+fn the_accepted_versions_or_none_are_served_and_other_versions_are_refused() {
+    use stripe::emulator::ACCEPTED_VERSIONS;
     assert_eq!(with_version(None).0, 200);
-    assert_eq!(with_version(Some(stripe::API_VERSION)).0, 200);
+    assert_eq!(ACCEPTED_VERSIONS[0].name, stripe::API_VERSION);
+    let names: Vec<&str> = ACCEPTED_VERSIONS.iter().map(|v| v.name).collect();
+    // The pinned version and the one the official SDKs send by default.
+    assert!(names.contains(&"2026-10-28.endive"), "{names:?}");
+    for name in &names {
+        assert_eq!(with_version(Some(name)).0, 200, "{name}");
+    }
     let (status, body) = with_version(Some("2020-08-27"));
     assert_eq!(status, 400);
     let message = body["error"]["message"].as_str().unwrap();
-    assert!(message.contains(stripe::API_VERSION), "{message}");
+    for name in &names {
+        assert!(message.contains(name), "{message}");
+    }
     let (status, body) = with_version(Some("latest please"));
     assert_eq!(status, 400);
     assert!(body["error"]["message"]
@@ -174,4 +183,49 @@ fn new_subscriptions_are_flexible_unless_classic_is_asked_for() {
         .body;
     assert_eq!(classic["billing_mode"]["type"], "classic");
     assert!(classic["billing_mode"]["flexible"].is_null());
+}
+
+/// `billing_cycle_anchor` on a subscription update: a string in
+/// 2026-08-26.dahlia, an object with a `type` since 2026-09-30.endive; each
+/// version refuses the other's form.
+#[test]
+fn billing_cycle_anchor_takes_each_versions_form() {
+    let key = new_key();
+    let c = stripe::Client::new(ClientConfig::new(emulator().base_url(), &key)).unwrap();
+    let case = open_case(&c);
+    let update = |version: &str, body: &str| -> (u16, serde_json::Value) {
+        let answer = reqwest::blocking::Client::new()
+            .post(format!(
+                "{}/v1/subscriptions/{}",
+                emulator().base_url(),
+                case.subscription
+            ))
+            .bearer_auth(&key)
+            .header("Stripe-Version", version)
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(body.to_string())
+            .send()
+            .unwrap();
+        (answer.status().as_u16(), answer.json().unwrap())
+    };
+    let dahlia = "2026-08-26.dahlia";
+    let endive = "2026-10-28.endive";
+    assert_eq!(update(dahlia, "billing_cycle_anchor=unchanged").0, 200);
+    assert_eq!(
+        update(endive, "billing_cycle_anchor%5Btype%5D=unchanged").0,
+        200
+    );
+    let (status, body) = update(dahlia, "billing_cycle_anchor%5Btype%5D=unchanged");
+    assert_eq!(
+        (status, &body["error"]["param"]),
+        (400, &"billing_cycle_anchor".into())
+    );
+    let (status, body) = update(endive, "billing_cycle_anchor=unchanged");
+    assert_eq!(
+        (status, &body["error"]["param"]),
+        (400, &"billing_cycle_anchor".into())
+    );
+    let (status, body) = update(endive, "billing_cycle_anchor%5Btype%5D=now");
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["param"], "billing_cycle_anchor[type]");
 }

@@ -2,7 +2,10 @@
 """Conformance probe: drive the billing scenario's Stripe calls through the
 official stripe-python SDK against a running stripe-emulator.
 
-Usage: python3 sdk_probe.py http://127.0.0.1:PORT API_VERSION [FAULT_KEY]
+Usage: python3 sdk_probe.py http://127.0.0.1:PORT API_VERSION|default [FAULT_KEY]
+
+With API_VERSION every client pins that version (`stripe_version`); with
+`default` none does, so the SDK sends the version it is built for.
 
 Every call of original-behaviour.md §4.12 is made the way a user of the SDK
 would make it; the script checks that the SDK accepts every answer and that the
@@ -17,9 +20,15 @@ import time
 
 import stripe
 
-BASE, VERSION = sys.argv[1], sys.argv[2]
+BASE, ASKED = sys.argv[1], sys.argv[2]
 FAULT_KEY = sys.argv[3] if len(sys.argv) > 3 else None
 KEY = "sk_test_sdk_probe_%d" % int(time.time() * 1000)
+# The version every request sends: the pinned one, or the SDK's own default.
+VERSION = stripe.api_version if ASKED == "default" else ASKED
+# Client options that pin it, or none.
+PIN = {} if ASKED == "default" else {"stripe_version": ASKED}
+print("stripe-python %s sending Stripe-Version %s (%s)" % (
+    stripe.VERSION, VERSION, "SDK default" if not PIN else "pinned"))
 
 
 def check(cond, what):
@@ -31,8 +40,8 @@ def check(cond, what):
 client = stripe.StripeClient(
     KEY,
     base_addresses={"api": BASE},
-    stripe_version=VERSION,
     max_network_retries=0,
+    **PIN,
 )
 v1 = client.v1
 
@@ -61,6 +70,10 @@ clock = v1.test_helpers.test_clocks.create(
     params={"frozen_time": frozen, "name": "interlock-sandbox sdk probe"}
 )
 check(clock.status == "ready" and clock.frozen_time == frozen, "test clock created")
+check(
+    clock.last_response.headers.get("Stripe-Version") == VERSION,
+    "answered in the version asked for (%s)" % VERSION,
+)
 
 customer = v1.customers.create(
     params={
@@ -128,6 +141,13 @@ check(renewal.total == 1000, "prorated renewal total 1000")
 check(renewal.starting_balance == -1000 and renewal.amount_due == 0, "credit applied")
 check(renewal.parent.subscription_details.subscription == sub.id, "invoice parent")
 check(
+    all(l.subscription == sub.id for l in renewal.lines.data),
+    "line subscription at the top level too",
+)
+check(renewal.customer_account is None and sub.customer_account is None, "customer_account")
+check(item.plan.id == item.price.id and item.plan.amount == 3000, "subscription item plan")
+check(v1.products.retrieve(item.price.product).type == "service", "product type")
+check(
     any(l.parent.subscription_item_details.proration for l in renewal.lines.data),
     "proration lines",
 )
@@ -187,6 +207,10 @@ try:
     check(False, "another API version must be refused")
 except stripe.InvalidRequestError as e:
     check(e.http_status == 400 and VERSION in str(e.user_message), "other Stripe-Version refused")
+    check(
+        (e.json_body or {}).get("error", {}).get("request_log_url", "").endswith(e.request_id),
+        "the error's request_log_url names the request",
+    )
 
 
 def header(err, name):
@@ -196,7 +220,7 @@ def header(err, name):
 
 if FAULT_KEY:
     faulty = stripe.StripeClient(
-        FAULT_KEY, base_addresses={"api": BASE}, stripe_version=VERSION, max_network_retries=2
+        FAULT_KEY, base_addresses={"api": BASE}, max_network_retries=2, **PIN
     ).v1
     # Commit, then 500: the SDK is told not to retry, and the key replays the 500.
     opts = {"idempotency_key": "probe-commit-then-500"}
@@ -242,7 +266,8 @@ if FAULT_KEY:
 # The global-configuration style of older integrations.
 stripe.api_key = KEY
 stripe.api_base = BASE
-stripe.api_version = VERSION
+if PIN:
+    stripe.api_version = ASKED
 stripe.max_network_retries = 0
 check(stripe.Customer.retrieve(customer.id).id == customer.id, "global api_base works")
 try:

@@ -1,6 +1,8 @@
-//! Runs `sdk_probe.py` (the official stripe-python SDK) against the emulator,
-//! with fault rules for a second API key so the probe also meets a saved 500,
-//! a 429 and a retry hint; and checks the `stripe-emulator` binary serves and
+//! Runs `sdk_probe.py` (the official stripe-python SDK) against the emulator
+//! twice, pinning the crate's API version and with the SDK's own default
+//! version (stripe-python 16.1.0 sends `2026-10-28.endive`), each time with
+//! fault rules for a second API key so the probe also meets a saved 500, a 429
+//! and a retry hint; and checks the `stripe-emulator` binary serves and
 //! rate-limits. The probe is skipped, with a message saying so, when
 //! `python3 -c "import stripe"` does not work (install with `pip install stripe`),
 //! except when `CI` is set: there a missing SDK fails the test.
@@ -27,7 +29,7 @@ fn sdk_version() -> Option<String> {
                 "stripe-python is required in CI: run `python3 -m pip install stripe==16.1.0` first"
             );
             println!(
-                "SKIPPED official_python_sdk_runs_the_scenario_calls: `python3 -c \"import stripe\"` \
+                "SKIPPED the SDK probe: `python3 -c \"import stripe\"` \
                  failed; install the SDK with `python3 -m pip install stripe` to run this probe"
             );
             eprintln!("SKIPPED: stripe-python is not installed");
@@ -36,9 +38,9 @@ fn sdk_version() -> Option<String> {
     }
 }
 
-#[test]
-#[ignore = "needs Python with stripe-python 16.1.0; run with --include-ignored"]
-fn official_python_sdk_runs_the_scenario_calls() {
+/// Runs the probe against a fresh emulator, pinning `version` or, with
+/// `"default"`, letting the SDK send its own default version.
+fn run_probe(version: &str) {
     let Some(sdk_version) = sdk_version() else {
         return;
     };
@@ -69,12 +71,7 @@ fn official_python_sdk_runs_the_scenario_calls() {
     });
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk_probe.py");
     let out = Command::new("python3")
-        .args([
-            script,
-            &emulator.base_url(),
-            stripe::API_VERSION,
-            &fault_key,
-        ])
+        .args([script, &emulator.base_url(), version, &fault_key])
         .current_dir(std::env::temp_dir())
         .output()
         .expect("run python3");
@@ -89,6 +86,18 @@ fn official_python_sdk_runs_the_scenario_calls() {
     for rule in rules {
         assert_eq!(faults.fired(rule), 1, "every fault met the SDK once");
     }
+}
+
+#[test]
+#[ignore = "needs Python with stripe-python 16.1.0; run with --include-ignored"]
+fn official_python_sdk_runs_the_scenario_calls() {
+    run_probe(stripe::API_VERSION);
+}
+
+#[test]
+#[ignore = "needs Python with stripe-python 16.1.0; run with --include-ignored"]
+fn official_python_sdk_runs_the_scenario_calls_with_its_default_version() {
+    run_probe("default");
 }
 
 #[test]

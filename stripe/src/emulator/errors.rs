@@ -168,22 +168,23 @@ impl ApiError {
             400,
             "invalid_request_error",
             format!(
-                "Invalid Stripe API version: {version}. Versions look like 2026-08-26.dahlia; \
-                 see https://docs.stripe.com/api/versioning."
+                "Invalid Stripe API version: {version}. Versions look like {}; \
+                 see https://docs.stripe.com/api/versioning.",
+                super::versions::default_version().name
             ),
         )
     }
 
-    /// 400 for a well-formed `Stripe-Version` other than the one whose shapes
-    /// the emulator produces.
+    /// 400 for a well-formed `Stripe-Version` the emulator does not answer;
+    /// the message names the versions it does answer.
     pub fn unsupported_version(version: &str) -> ApiError {
         ApiError::new(
             400,
             "invalid_request_error",
             format!(
-                "This emulator answers only in Stripe API version {} (asked for {version}); it \
+                "This emulator answers only in Stripe API versions {} (asked for {version}); it \
                  never answers in a shape other than the one requested.",
-                crate::API_VERSION
+                super::versions::accepted_names()
             ),
         )
     }
@@ -221,8 +222,8 @@ impl ApiError {
         .executed()
     }
 
-    /// The `{"error": {...}}` envelope.
-    pub fn body(&self) -> Value {
+    /// The `{"error": {...}}` envelope of the answer to request `request_id`.
+    pub fn body(&self, request_id: &str) -> Value {
         let mut error = Map::new();
         error.insert("type".into(), json!(self.kind));
         error.insert("message".into(), json!(self.message));
@@ -239,8 +240,15 @@ impl ApiError {
         if let Some(param) = &self.param {
             error.insert("param".into(), json!(param));
         }
+        error.insert("request_log_url".into(), json!(request_log_url(request_id)));
         json!({ "error": Value::Object(error) })
     }
+}
+
+/// Where Stripe would show the request in the Dashboard's logs. An emulator
+/// placeholder: URL-shaped and naming the request, but nothing serves it.
+fn request_log_url(request_id: &str) -> String {
+    format!("https://emulator.invalid/test/logs/{request_id}")
 }
 
 impl ApiError {

@@ -25,9 +25,11 @@ mod render;
 mod routes;
 mod server;
 mod state;
+mod versions;
 
 pub use faults::{FaultAction, FaultHandle, FaultId, FaultRule};
 pub use ratelimit::{EndpointLimit, RateLimit};
+pub use versions::{AcceptedVersion, ACCEPTED_VERSIONS};
 
 use std::net::SocketAddr;
 use std::sync::Arc;

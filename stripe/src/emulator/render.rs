@@ -1,5 +1,6 @@
-//! JSON shapes of the emulator's objects (API version [`crate::API_VERSION`]),
-//! list envelopes, and `expand`.
+//! JSON shapes of the emulator's objects (API version [`crate::API_VERSION`];
+//! the same in every version of [`super::versions::ACCEPTED_VERSIONS`]), list
+//! envelopes, and `expand`.
 
 use super::errors::ApiError;
 use super::state::{
@@ -88,6 +89,9 @@ pub(crate) fn product(p: &Product) -> Value {
         "shippable": null,
         "statement_descriptor": null,
         "tax_code": null,
+        // Products made through the API for prices and subscriptions are
+        // services (the other value, `good`, is for physical goods).
+        "type": "service",
         "unit_label": null,
         "updated": p.created,
         "url": null,
@@ -126,8 +130,37 @@ pub(crate) fn price(p: &Price) -> Value {
     })
 }
 
+/// The legacy `plan` view of a recurring price, as Stripe still shows it on
+/// subscription items (same id as the price); `null` for a one-time price.
+fn plan(p: &Price) -> Value {
+    let Some(recurring) = p.recurring else {
+        return Value::Null;
+    };
+    json!({
+        "id": p.id,
+        "object": "plan",
+        "active": p.active,
+        "amount": p.unit_amount,
+        "amount_decimal": p.unit_amount.to_string(),
+        "billing_scheme": "per_unit",
+        "created": p.created,
+        "currency": p.currency,
+        "interval": recurring.interval.as_str(),
+        "interval_count": recurring.interval_count,
+        "livemode": false,
+        "metadata": metadata(&p.metadata),
+        "meter": null,
+        "nickname": p.nickname,
+        "product": p.product,
+        "tiers_mode": null,
+        "transform_usage": null,
+        "trial_period_days": null,
+        "usage_type": "licensed",
+    })
+}
+
 fn sub_item(a: &Account, sub: &Subscription, item: &SubItem) -> Value {
-    let price_json = a.prices.get(&item.price).map_or(Value::Null, price);
+    let item_price = a.prices.get(&item.price);
     json!({
         "id": item.id,
         "object": "subscription_item",
@@ -137,7 +170,8 @@ fn sub_item(a: &Account, sub: &Subscription, item: &SubItem) -> Value {
         "current_period_start": item.period_start,
         "discounts": [],
         "metadata": metadata(&item.metadata),
-        "price": price_json,
+        "plan": item_price.map_or(Value::Null, plan),
+        "price": item_price.map_or(Value::Null, price),
         "quantity": item.quantity,
         "subscription": sub.id,
         "tax_rates": [],
@@ -176,6 +210,9 @@ pub(crate) fn subscription(a: &Account, s: &Subscription) -> Value {
         "created": s.created,
         "currency": s.currency,
         "customer": s.customer,
+        // Set only for customers represented by a v2 Account, which the
+        // emulator does not model.
+        "customer_account": null,
         "days_until_due": null,
         "default_payment_method": s.default_payment_method,
         "default_source": null,
@@ -251,6 +288,8 @@ pub(crate) fn line(invoice: &str, l: &Line) -> Value {
             "unit_amount_decimal": if l.quantity != 0 { (l.amount / l.quantity).to_string() } else { "0".to_string() },
         },
         "quantity": l.quantity,
+        // The line's subscription, also under `parent`: clients read both.
+        "subscription": l.subscription,
         "subtotal": l.amount,
         "taxes": [],
     })
@@ -298,6 +337,7 @@ pub(crate) fn invoice(a: &Account, inv: &Invoice) -> Value {
         "currency": inv.currency,
         "custom_fields": null,
         "customer": inv.customer,
+        "customer_account": null,
         "customer_address": null,
         "customer_email": customer.and_then(|c| c.email.clone()),
         "customer_name": customer.and_then(|c| c.name.clone()),

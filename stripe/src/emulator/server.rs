@@ -8,6 +8,7 @@ use super::idempotency::{Begin, Saved};
 use super::ratelimit::Limiter;
 use super::routes::dispatch;
 use super::state::{fnv, request_id, Account};
+use super::versions::{self, AcceptedVersion};
 use axum::body::Bytes;
 use axum::extract::connect_info::Connected;
 use axum::extract::{ConnectInfo, State};
@@ -214,7 +215,11 @@ pub(crate) async fn handle(
 }
 
 fn plain_error(e: &ApiError, request_id: &str) -> Response {
-    respond(&Answer::new(e.status, e.body()), request_id)
+    respond(
+        &Answer::new(e.status, e.body(request_id)),
+        request_id,
+        versions::default_version(),
+    )
 }
 
 /// Everything an answer carries besides `Request-Id`.
@@ -244,10 +249,11 @@ impl Answer {
         }
     }
 
-    fn error(e: &ApiError, idempotency_key: Option<&str>) -> Answer {
+    /// The answer to request `request_id` that failed with `e`.
+    fn error(e: &ApiError, idempotency_key: Option<&str>, request_id: &str) -> Answer {
         Answer {
             idempotency_key: idempotency_key.map(str::to_string),
-            ..Answer::new(e.status, e.body())
+            ..Answer::new(e.status, e.body(request_id))
         }
     }
 
@@ -263,15 +269,13 @@ impl Answer {
     }
 }
 
-fn respond(a: &Answer, request_id: &str) -> Response {
+/// The HTTP response for an answer in API version `version`.
+fn respond(a: &Answer, request_id: &str, version: AcceptedVersion) -> Response {
     let status = StatusCode::from_u16(a.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = (status, a.body.to_string()).into_response();
     let h = response.headers_mut();
     h.insert("content-type", HeaderValue::from_static("application/json"));
-    h.insert(
-        "stripe-version",
-        HeaderValue::from_static(crate::API_VERSION),
-    );
+    h.insert("stripe-version", HeaderValue::from_static(version.name));
     if let Ok(v) = HeaderValue::from_str(request_id) {
         h.insert("request-id", v);
     }
@@ -377,16 +381,16 @@ fn api_key(headers: &HeaderMap) -> Result<String, ApiError> {
     }
 }
 
-/// The `Stripe-Version` a request asks for: absent means the account default,
-/// which is the one version the emulator speaks; another version is refused
-/// rather than answered in a shape the caller did not ask for.
-fn check_version(headers: &HeaderMap) -> Result<(), ApiError> {
+/// The `Stripe-Version` a request asks for: absent means the account default;
+/// a version the emulator does not answer (see [`versions::ACCEPTED_VERSIONS`])
+/// is refused rather than answered in a shape the caller did not ask for.
+fn check_version(headers: &HeaderMap) -> Result<AcceptedVersion, ApiError> {
     let Some(asked) = headers.get("stripe-version") else {
-        return Ok(());
+        return Ok(versions::default_version());
     };
     let asked = asked.to_str().unwrap_or_default().trim();
-    if asked == crate::API_VERSION {
-        return Ok(());
+    if let Some(version) = versions::accepted(asked) {
+        return Ok(version);
     }
     let (date, name) = asked.split_once('.').unwrap_or((asked, ""));
     let date_ok = date.len() == 10
@@ -418,16 +422,21 @@ fn params(uri: &Uri, method: &str, body: &Bytes) -> Result<Map<String, Value>, A
 }
 
 /// Answers a fault that strikes before the endpoint runs, if this is one.
-fn fault_in_front(fault: Option<&FaultAction>, key: Option<&str>) -> Option<Answer> {
+fn fault_in_front(
+    fault: Option<&FaultAction>,
+    key: Option<&str>,
+    request_id: &str,
+) -> Option<Answer> {
+    let error = |e: ApiError| Answer::error(&e, key, request_id);
     match fault? {
-        FaultAction::Error { status } => Some(Answer::error(&ApiError::server_error(*status), key)),
+        FaultAction::Error { status } => Some(error(ApiError::server_error(*status))),
         FaultAction::Retryable { status } => Some(Answer {
             should_retry: Some(true),
-            ..Answer::error(&ApiError::server_error(*status), key)
+            ..error(ApiError::server_error(*status))
         }),
         FaultAction::RateLimit { retry_after_s } => Some(Answer {
             retry_after_s: *retry_after_s,
-            ..Answer::error(&ApiError::rate_limited(), key)
+            ..error(ApiError::rate_limited())
         }),
         FaultAction::Delay { .. }
         | FaultAction::CommitThenDrop
@@ -439,20 +448,18 @@ fn fault_in_front(fault: Option<&FaultAction>, key: Option<&str>) -> Option<Answ
 /// Runs the endpoint and turns its result into an answer, applying a fault
 /// that strikes after the change (`CommitThenError`). Also says whether the
 /// endpoint began executing, so the answer is saved under the idempotency key.
-fn execute(
-    account: &mut Account,
-    method: &str,
-    path: &str,
-    params: &Map<String, Value>,
-    fault: Option<&FaultAction>,
-    key: Option<&str>,
-) -> (Answer, bool) {
-    match (dispatch(account, method, path, &Form::new(params)), fault) {
+fn execute(account: &mut Account, call: &Call<'_>, fault: Option<&FaultAction>) -> (Answer, bool) {
+    let form = Form::new(call.params);
+    let key = call.key;
+    match (
+        dispatch(account, call.method, call.path, &form, call.version),
+        fault,
+    ) {
         (Ok(_), Some(FaultAction::CommitThenError { status })) => {
             let e = ApiError::server_error_after_commit(*status);
             let answer = Answer {
                 should_retry: Some(false),
-                ..Answer::error(&e, key)
+                ..Answer::error(&e, key, call.request_id)
             };
             (answer, true)
         }
@@ -463,8 +470,20 @@ fn execute(
             },
             true,
         ),
-        (Err(e), _) => (Answer::error(&e, key), e.executed),
+        (Err(e), _) => (Answer::error(&e, key, call.request_id), e.executed),
     }
+}
+
+/// One request as the endpoint sees it.
+struct Call<'a> {
+    method: &'a str,
+    path: &'a str,
+    params: &'a Map<String, Value>,
+    /// The API version it is answered in.
+    version: AcceptedVersion,
+    /// Its `Idempotency-Key`, if any.
+    key: Option<&'a str>,
+    request_id: &'a str,
 }
 
 /// The idempotency layer for a keyed request: `None` when it should run (the
@@ -476,8 +495,9 @@ fn reserve_key(
     key: &str,
     endpoint: &str,
     params: &Map<String, Value>,
+    request_id: &str,
 ) -> Option<Answer> {
-    let fail = |e: ApiError| Some(Answer::error(&e, Some(key)));
+    let fail = |e: ApiError| Some(Answer::error(&e, Some(key), request_id));
     if key.is_empty() || key.len() > 255 {
         return fail(ApiError::bad_request(
             "Idempotency-Key must be between 1 and 255 characters long.",
@@ -538,7 +558,19 @@ async fn process(
         None
     };
     let key_ref = idem_key.as_deref();
-    let fail = |e: ApiError| respond(&Answer::error(&e, key_ref), &request_id);
+    // Checked after authentication, as at Stripe; until then (and when it is
+    // refused) answers say the account default.
+    let asked_version = check_version(&headers);
+    let version = asked_version
+        .as_ref()
+        .map_or(versions::default_version(), |v| *v);
+    let fail = |e: ApiError| {
+        respond(
+            &Answer::error(&e, key_ref, &request_id),
+            &request_id,
+            version,
+        )
+    };
 
     // Turned away before the idempotency layer: nothing is saved.
     let api_key = match api_key(&headers) {
@@ -549,7 +581,7 @@ async fn process(
         Ok(k) => k,
         Err(e) => return fail(e),
     };
-    if let Err(e) = check_version(&headers) {
+    if let Err(e) = asked_version {
         return fail(e);
     }
     let params = match params(&uri, &method, &body) {
@@ -560,8 +592,8 @@ async fn process(
         return fail(ApiError::rate_limited());
     }
     let fault = app.faults.take(&method, &path, Some(&api_key));
-    if let Some(answer) = fault_in_front(fault.as_ref(), key_ref) {
-        return respond(&answer, &request_id);
+    if let Some(answer) = fault_in_front(fault.as_ref(), key_ref, &request_id) {
+        return respond(&answer, &request_id, version);
     }
     let account = app.account(&api_key);
     if let Some(before) = app.faults.keys_forgotten_before(&api_key) {
@@ -569,8 +601,8 @@ async fn process(
     }
     if let Some(k) = key_ref {
         let endpoint = format!("{method} {path}");
-        if let Some(answer) = reserve_key(&app, &account, k, &endpoint, &params) {
-            return respond(&answer, &request_id);
+        if let Some(answer) = reserve_key(&app, &account, k, &endpoint, &params, &request_id) {
+            return respond(&answer, &request_id, version);
         }
     }
     if let Some(FaultAction::Delay { ms }) = fault {
@@ -581,8 +613,15 @@ async fn process(
         if let Some(FaultAction::SlowAdvance { ms }) = fault {
             guard.next_advance_takes = Some(Duration::from_millis(ms));
         }
-        let (answer, executed) =
-            execute(&mut guard, &method, &path, &params, fault.as_ref(), key_ref);
+        let call = Call {
+            method: &method,
+            path: &path,
+            params: &params,
+            version,
+            key: key_ref,
+            request_id: &request_id,
+        };
+        let (answer, executed) = execute(&mut guard, &call, fault.as_ref());
         if let Some(k) = key_ref {
             settle_key(&mut guard, k, &answer, executed, &request_id);
         }
@@ -591,7 +630,7 @@ async fn process(
     if fault == Some(FaultAction::CommitThenDrop) {
         conn.kill.store(true, Ordering::SeqCst);
     }
-    respond(&answer, &request_id)
+    respond(&answer, &request_id, version)
 }
 
 /// Seed for request ids of one emulator instance.

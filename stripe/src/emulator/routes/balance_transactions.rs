@@ -98,6 +98,7 @@ pub(super) fn list_balance_txns(
     );
     page(
         form,
+        "customer balance transaction",
         items,
         &format!("/v1/customers/{cus}/balance_transactions"),
     )

@@ -274,7 +274,7 @@ pub(super) fn list_credit_notes(a: &Account, form: &Form<'_>) -> Result<Value, A
             .filter(|c| created.admits(c.created))
             .map(|c| (c.created, c.seq, render::credit_note(c))),
     );
-    page(form, items, "/v1/credit_notes")
+    page(form, "credit_note", items, "/v1/credit_notes")
 }
 
 pub(super) fn void_credit_note(

@@ -173,5 +173,5 @@ pub(super) fn list_customers(a: &Account, form: &Form<'_>) -> Result<Value, ApiE
             .filter(|c| created.admits(c.created))
             .map(|c| (c.created, c.seq, render::customer(c))),
     );
-    page(form, items, "/v1/customers")
+    page(form, "customer", items, "/v1/customers")
 }

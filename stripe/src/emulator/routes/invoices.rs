@@ -37,7 +37,7 @@ pub(super) fn list_invoices(a: &Account, form: &Form<'_>) -> Result<Value, ApiEr
             .filter(|i| created.admits(i.created))
             .map(|i| (i.created, i.seq, render::invoice(a, i))),
     );
-    page(form, items, "/v1/invoices")
+    page(form, "invoice", items, "/v1/invoices")
 }
 
 pub(super) fn finalize_invoice(

@@ -14,6 +14,7 @@ use super::errors::ApiError;
 use super::form::Form;
 use super::render;
 use super::state::Account;
+use super::versions::AcceptedVersion;
 use balance_transactions::{
     balance_txn, create_balance_txn, list_balance_txns, update_balance_txn,
 };
@@ -35,12 +36,14 @@ fn with_list<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     all
 }
 
-/// Answers one API request against an account. `expand` is applied here.
+/// Answers one API request against an account, in API version `version`.
+/// `expand` is applied here.
 pub(crate) fn dispatch(
     a: &mut Account,
     method: &str,
     path: &str,
     form: &Form<'_>,
+    version: AcceptedVersion,
 ) -> Result<Value, ApiError> {
     let segs: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
     let mut value = match (method, segs.as_slice()) {
@@ -85,7 +88,7 @@ pub(crate) fn dispatch(
                     .filter(|p| active.is_none_or(|x| p.active == x))
                     .map(|p| (p.created, p.seq, render::product(p))),
             );
-            page(form, items, "/v1/products")
+            page(form, "product", items, "/v1/products")
         }
         ("GET", ["v1", "products", id]) => {
             form.allow(&["expand"])?;
@@ -107,7 +110,7 @@ pub(crate) fn dispatch(
             let s = a.subscription(id, "id")?;
             Ok(render::subscription(a, s))
         }
-        ("POST", ["v1", "subscriptions", id]) => update_subscription(a, id, form),
+        ("POST", ["v1", "subscriptions", id]) => update_subscription(a, id, form, version),
         ("DELETE", ["v1", "subscriptions", id]) => cancel_subscription(a, id, form),
         ("GET", ["v1", "invoices"]) => list_invoices(a, form),
         ("GET", ["v1", "invoices", id]) => {
@@ -119,7 +122,12 @@ pub(crate) fn dispatch(
             form.allow(&LIST)?;
             let inv = a.invoice(id, "invoice")?;
             let items = inv.lines.iter().map(|l| render::line(&inv.id, l)).collect();
-            page(form, items, &format!("/v1/invoices/{id}/lines"))
+            page(
+                form,
+                "line_item",
+                items,
+                &format!("/v1/invoices/{id}/lines"),
+            )
         }
         ("POST", ["v1", "invoices", id, "finalize"]) => finalize_invoice(a, id, form),
         ("POST", ["v1", "invoices", id, "pay"]) => pay_invoice(a, id, form),
@@ -134,6 +142,7 @@ pub(crate) fn dispatch(
             let cn = credit_note(a, id)?;
             page(
                 form,
+                "credit_note_line_item",
                 render::credit_note_lines(cn),
                 &format!("/v1/credit_notes/{id}/lines"),
             )
@@ -193,9 +202,9 @@ fn newest_first(items: impl Iterator<Item = (i64, u64, Value)>) -> Vec<Value> {
     items.into_iter().map(|(_, _, v)| v).collect()
 }
 
-/// One page of an ordered list: `limit` (1–100, default 10), `starting_after`,
-/// `ending_before`.
-fn page(form: &Form<'_>, items: Vec<Value>, url: &str) -> Result<Value, ApiError> {
+/// One page of an ordered list of `what` (as named in "No such ..." errors):
+/// `limit` (1–100, default 10), `starting_after`, `ending_before`.
+fn page(form: &Form<'_>, what: &str, items: Vec<Value>, url: &str) -> Result<Value, ApiError> {
     let limit = form.int("limit")?.unwrap_or(10);
     if !(1..=100).contains(&limit) {
         return Err(ApiError::invalid(
@@ -208,7 +217,7 @@ fn page(form: &Form<'_>, items: Vec<Value>, url: &str) -> Result<Value, ApiError
         items
             .iter()
             .position(|v| v.get("id").and_then(Value::as_str) == Some(id))
-            .ok_or_else(|| ApiError::no_such("object", id, param))
+            .ok_or_else(|| ApiError::no_such(what, id, param))
     };
     if let Some(after) = form.str("starting_after")? {
         if form.str("ending_before")?.is_some() {
@@ -245,7 +254,12 @@ fn list_clocks(a: &Account, form: &Form<'_>) -> Result<Value, ApiError> {
             .values()
             .map(|c| (c.created, c.seq, render::clock(c, None))),
     );
-    page(form, items, "/v1/test_helpers/test_clocks")
+    page(
+        form,
+        "test_helpers.test_clock",
+        items,
+        "/v1/test_helpers/test_clocks",
+    )
 }
 
 fn check_payment_method(param: &str, pm: &str) -> Result<(), ApiError> {

@@ -201,5 +201,5 @@ pub(super) fn list_prices(a: &Account, form: &Form<'_>) -> Result<Value, ApiErro
             .filter(|p| kind.is_none_or(|k| (k == "recurring") == p.recurring.is_some()))
             .map(|p| (p.created, p.seq, render::price(p))),
     );
-    page(form, items, "/v1/prices")
+    page(form, "price", items, "/v1/prices")
 }

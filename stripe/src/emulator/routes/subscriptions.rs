@@ -9,6 +9,7 @@ use crate::emulator::render;
 use crate::emulator::state::{
     apply_metadata, Account, Metadata, PendingItem, Price, SubItem, Subscription,
 };
+use crate::emulator::versions::AcceptedVersion;
 use serde_json::Value;
 
 pub(super) fn create_subscription(a: &mut Account, form: &Form<'_>) -> Result<Value, ApiError> {
@@ -238,13 +239,14 @@ pub(super) fn list_subscriptions(a: &Account, form: &Form<'_>) -> Result<Value, 
             })
             .map(|s| (s.created, s.seq, render::subscription(a, s))),
     );
-    page(form, items, "/v1/subscriptions")
+    page(form, "subscription", items, "/v1/subscriptions")
 }
 
 pub(super) fn update_subscription(
     a: &mut Account,
     id: &str,
     form: &Form<'_>,
+    version: AcceptedVersion,
 ) -> Result<Value, ApiError> {
     form.allow(&[
         "items",
@@ -280,14 +282,7 @@ pub(super) fn update_subscription(
             "pending_if_incomplete",
         ],
     )?;
-    if let Some(anchor) = form.str("billing_cycle_anchor")? {
-        if anchor != "unchanged" {
-            return Err(ApiError::invalid(
-                "billing_cycle_anchor",
-                "The emulator only models billing_cycle_anchor=unchanged.",
-            ));
-        }
-    }
+    billing_cycle_anchor(form, version)?;
     let now = a.now_for(&sub.customer);
     let period = sub
         .items
@@ -426,4 +421,37 @@ pub(super) fn cancel_subscription(
     a.pending_items.retain(|p| p.subscription != id);
     let s = a.subscription(id, "id")?;
     Ok(render::subscription(a, s))
+}
+
+/// Checks a subscription update's `billing_cycle_anchor`: a string before
+/// 2026-09-30.endive (`billing_cycle_anchor=unchanged`), an object with a `type`
+/// since (`billing_cycle_anchor[type]=unchanged`). Only `unchanged` is modelled.
+fn billing_cycle_anchor(form: &Form<'_>, version: AcceptedVersion) -> Result<(), ApiError> {
+    if !form.has("billing_cycle_anchor") {
+        return Ok(());
+    }
+    let (param, anchor) = if version.anchor_is_object {
+        let anchor = form.sub("billing_cycle_anchor")?;
+        anchor.allow(&["type"])?;
+        (anchor.name("type"), anchor.req_str("type")?)
+    } else {
+        let anchor = form.str("billing_cycle_anchor")?.unwrap_or_default();
+        ("billing_cycle_anchor".to_string(), anchor)
+    };
+    if anchor == "unchanged" {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(
+            param,
+            format!(
+                "The emulator only models an unchanged billing cycle anchor (in {}: {}).",
+                version.name,
+                if version.anchor_is_object {
+                    "billing_cycle_anchor[type]=unchanged"
+                } else {
+                    "billing_cycle_anchor=unchanged"
+                }
+            ),
+        ))
+    }
 }
