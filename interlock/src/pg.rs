@@ -38,7 +38,7 @@ use verify::entry::Kind;
 /// key is the journal's namespace. Claims use the one-key (bigint) form, a separate lock space.
 const JOURNAL_LOCK: i32 = 1;
 const SCHEMA_LOCK: i32 = 2;
-const SCHEMA_VERSION: i32 = 3;
+const SCHEMA_VERSION: i32 = 4;
 
 const MIGRATION_1: &str = "
 CREATE TABLE interlock_entries (
@@ -95,6 +95,25 @@ BEGIN
 END $$;
 CREATE TRIGGER interlock_claims_no_truncate BEFORE TRUNCATE ON interlock_claims
     FOR EACH STATEMENT EXECUTE FUNCTION interlock_claims_no_truncate();
+";
+
+/// Version 4: every row a gate appends is marked, in the same statement, in a table of its own
+/// (DESIGN §2.5). A row without its mark was not appended by a gate of this journal: rows of a
+/// fork (a restored copy of the schema that a gate wrote to) inserted into the journal table are
+/// refused, however they are signed. Rows already there are marked by the migration.
+const MIGRATION_4: &str = "
+CREATE TABLE interlock_marks (
+    hash text PRIMARY KEY
+);
+INSERT INTO interlock_marks (hash) SELECT hash FROM interlock_entries;
+CREATE FUNCTION interlock_marks_kept() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'interlock_marks rows are never changed or removed';
+END $$;
+CREATE TRIGGER interlock_marks_kept BEFORE UPDATE OR DELETE ON interlock_marks
+    FOR EACH ROW EXECUTE FUNCTION interlock_marks_kept();
+CREATE TRIGGER interlock_marks_no_truncate BEFORE TRUNCATE ON interlock_marks
+    FOR EACH STATEMENT EXECUTE FUNCTION interlock_marks_kept();
 ";
 
 struct Main {
@@ -502,6 +521,12 @@ fn migrate(client: &mut Client, shown: &str, ns: i32) -> Result<(), JournalError
         tx.execute("INSERT INTO interlock_schema (version) VALUES (3)", &[])
             .map_err(db_err(shown, "record the schema version"))?;
     }
+    if version < 4 {
+        tx.batch_execute(MIGRATION_4)
+            .map_err(db_err(shown, "mark the journal's rows"))?;
+        tx.execute("INSERT INTO interlock_schema (version) VALUES (4)", &[])
+            .map_err(db_err(shown, "record the schema version"))?;
+    }
     tx.commit().map_err(db_err(shown, "commit the migration"))
 }
 
@@ -538,14 +563,20 @@ impl PgSection<'_> {
             .main
             .client
             .query(
-                "SELECT seq, line FROM interlock_entries WHERE seq > $1 ORDER BY seq",
+                "SELECT e.seq, e.line, m.hash IS NOT NULL FROM interlock_entries e \
+                 LEFT JOIN interlock_marks m ON m.hash = e.hash \
+                 WHERE e.seq > $1 ORDER BY e.seq",
                 &[&last],
             )
             .map_err(db_err(&name, "read the journal"))?;
         let mut sigs = Vec::with_capacity(rows.len());
+        // Rows without a mark: (effect id, hash) of the first, and how many.
+        let mut unmarked: Option<(String, String)> = None;
+        let mut unmarked_count = 0;
         for row in rows {
             let seq: i64 = column(&row, 0, &name, "reading the journal")?;
             let line: &str = column(&row, 1, &name, "reading the journal")?;
+            let marked: bool = column(&row, 2, &name, "reading the journal")?;
             let line_no = self.main.index.lines + 1;
             let checked = match serde_json::from_str::<Value>(line) {
                 Ok(Value::Object(entry)) => {
@@ -561,7 +592,22 @@ impl PgSection<'_> {
                 Err(e) => Err(format!("not JSON: {e}")),
             };
             match checked {
-                Ok(sig) => sigs.push(sig),
+                Ok(sig) => {
+                    sigs.push(sig);
+                    if !marked {
+                        unmarked_count += 1;
+                        if unmarked.is_none() {
+                            let text = |e: &Value, k: &str| {
+                                e.get(k)
+                                    .and_then(Value::as_str)
+                                    .unwrap_or_default()
+                                    .to_owned()
+                            };
+                            let entry: Value = serde_json::from_str(line).unwrap_or_default();
+                            unmarked = Some((text(&entry, "effect_id"), text(&entry, "hash")));
+                        }
+                    }
+                }
                 Err(reason) => {
                     let e = self.corrupt(line_no, format!("row {seq}: {reason}"));
                     self.main.index.poisoned.get_or_insert(e.to_string());
@@ -573,6 +619,16 @@ impl PgSection<'_> {
         }
         if let Err(line) = verify_signatures(&sigs) {
             let e = self.corrupt(line, "its signature does not verify for its signer".into());
+            self.main.index.poisoned.get_or_insert(e.to_string());
+            return Err(e);
+        }
+        if let Some((effect_id, hash)) = unmarked {
+            let e = JournalError::Unmarked {
+                path: self.store.shown.clone(),
+                effect_id,
+                hash,
+                count: unmarked_count,
+            };
             self.main.index.poisoned.get_or_insert(e.to_string());
             return Err(e);
         }
@@ -630,7 +686,8 @@ impl PgSection<'_> {
             .main
             .client
             .query_one(
-                "INSERT INTO interlock_entries (effect_id, prev, hash, line) \
+                "WITH mark AS (INSERT INTO interlock_marks (hash) VALUES ($3)) \
+                 INSERT INTO interlock_entries (effect_id, prev, hash, line) \
                  VALUES ($1, $2, $3, $4) RETURNING seq",
                 &[&effect_id, &prev, &hash, &line],
             )

@@ -91,7 +91,7 @@ fn the_database_refuses_a_second_extension_of_a_hash_and_any_edit() {
         .query_one("SELECT max(version) FROM interlock_schema", &[])
         .unwrap()
         .get(0);
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     // A claim record's row only moves forward: no older generation, no removal.
     let gen: i64 = c
         .query_one("SELECT gen FROM interlock_claims", &[])
@@ -592,4 +592,101 @@ fn a_search_path_naming_a_missing_schema_is_an_error_not_a_panic() {
         err.contains("search_path"),
         "the error names what to fix: {err}"
     );
+}
+
+/// Issue 21's review, F5 on PostgreSQL: a row written by a gate of a fork (a restored copy of
+/// the schema) and inserted into the journal table — an ordinary INSERT — extends the open
+/// dispatch's chain by a REFUSED the target contradicts (the effect landed). Every row a gate
+/// appends is now marked in the same statement; a row without its mark is refused.
+#[test]
+#[ignore = "needs PostgreSQL: INTERLOCK_TEST_PG_URL (.ci/pg-cluster start); run with --include-ignored"]
+fn a_resolving_row_from_a_fork_of_the_schema_is_refused() {
+    let Some((schema, at)) = database("a_resolving_row_from_a_fork_of_the_schema_is_refused")
+    else {
+        return;
+    };
+    let target = MemTarget::new(Tier::Two, true);
+    target.push_faults([Fault::LandedButUnknown]);
+    let g = gate(&at, target);
+    let sent = g.submit(&proposal(1000)).unwrap();
+    assert_eq!(sent.status, Status::InFlight);
+    // The fork: a schema with the journal's tables, given a copy of its rows and their marks.
+    let Some((fork, fork_at)) = database("a_resolving_row_from_a_fork_of_the_schema_is_refused")
+    else {
+        return;
+    };
+    let fork_target = Arc::new(MemTarget::new(Tier::Two, true));
+    fork_target.set_fact("incident_compensation", json!(0));
+    // Under a revoked approval, before a target that never saw the effect.
+    let mut fork_gate = Gate::open_at(
+        &fork_at,
+        fork_target,
+        Arc::new(MemLeases::new()),
+        key(),
+        GateConfig::default(),
+    )
+    .unwrap();
+    let mut c = client(&schema);
+    c.batch_execute(&format!(
+        "INSERT INTO {fork}.interlock_entries (effect_id, prev, hash, line) \
+         SELECT effect_id, prev, hash, line FROM {schema}.interlock_entries ORDER BY seq"
+    ))
+    .unwrap();
+    let marks_copied = c.batch_execute(&format!(
+        "INSERT INTO {fork}.interlock_marks (hash) SELECT hash FROM {schema}.interlock_marks"
+    ));
+    // (Before schema version 4 there was no marks table to copy.)
+    drop(marks_copied);
+    let clock = Arc::new(std::sync::atomic::AtomicU64::new(1_800_000_000_000));
+    let c2 = clock.clone();
+    fork_gate.set_clock(Box::new(move || c2.load(Ordering::SeqCst)));
+    let mut resolved = None;
+    for _ in 0..5 {
+        match fork_gate.recover_effect(&sent.effect_id).unwrap() {
+            Some(RecoveryOutcome::Blocked { until_ms, .. }) => {
+                let now = clock.load(Ordering::SeqCst);
+                clock.fetch_add(until_ms.saturating_sub(now) + 1, Ordering::SeqCst);
+            }
+            other => {
+                resolved = other;
+                break;
+            }
+        }
+    }
+    assert!(
+        matches!(
+            resolved,
+            Some(RecoveryOutcome::Resolved(Status::Refused(_)))
+        ),
+        "the fork did not resolve as refused: {resolved:?}"
+    );
+    drop(fork_gate);
+    // Its REFUSED row inserted into the real journal.
+    c.batch_execute(&format!(
+        "INSERT INTO {schema}.interlock_entries (effect_id, prev, hash, line) \
+         SELECT effect_id, prev, hash, line FROM {fork}.interlock_entries \
+         WHERE line LIKE '%\"REFUSED\"%'"
+    ))
+    .unwrap();
+    let leases = Arc::new(MemLeases::new());
+    leases.grant(&json!("lease-1"));
+    let reopened = Gate::open_at(
+        &at,
+        Arc::new(MemTarget::new(Tier::Two, true)),
+        leases,
+        key(),
+        GateConfig::default(),
+    );
+    match reopened {
+        Err(interlock::GateError::Journal(interlock::JournalError::Unmarked { count, .. })) => {
+            assert_eq!(count, 1)
+        }
+        Err(e) => panic!("refused, but not as an unmarked row: {e}"),
+        Ok(gate) => panic!(
+            "a row from a fork was taken in: the effect landed, and the journal says {:?}",
+            gate.status(&sent.effect_id).unwrap()
+        ),
+    }
+    // The gate that was open refuses it too.
+    assert!(g.status(&sent.effect_id).is_err() || g.recover().is_err());
 }
