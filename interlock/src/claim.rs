@@ -47,6 +47,11 @@ pub struct Owner {
     /// nothing when it is missing from this `/proc`.
     #[serde(default)]
     pub pid_ns: String,
+    /// The boot of the kernel the pid is on (`/proc/sys/kernel/random/boot_id`); empty where
+    /// unknown. Two machines with one host name share the initial PID namespace's name, never a
+    /// boot id: a pid of another boot says nothing when it is missing from this `/proc`.
+    #[serde(default)]
+    pub boot: String,
 }
 
 impl Owner {
@@ -59,14 +64,21 @@ impl Owner {
             start_ticks: start_ticks(pid).unwrap_or(0),
             nonce: rand::random::<u32>(),
             pid_ns: pid_namespace(),
+            boot: kernel_boot(),
         }
     }
 
-    /// Whether this owner may still be alive: always true on another host or in another (or an
-    /// unknown) PID namespace; on this host and namespace, a process with that pid exists and
-    /// started at the recorded time.
+    /// Whether this owner may still be alive: always true on another host, another boot (a
+    /// machine that shares this one's host name), or in another (or an unknown) PID namespace;
+    /// on this host, boot and namespace, a process with that pid exists and started at the
+    /// recorded time.
     pub fn may_be_alive(&self) -> bool {
-        if self.host != host_name() || self.pid_ns.is_empty() || self.pid_ns != pid_namespace() {
+        let elsewhere = self.host != host_name()
+            || self.boot.is_empty()
+            || self.boot != kernel_boot()
+            || self.pid_ns.is_empty()
+            || self.pid_ns != pid_namespace();
+        if elsewhere {
             return true;
         }
         match start_ticks(self.pid) {
@@ -93,6 +105,13 @@ fn host_name() -> String {
         .ok()
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".to_owned())
+}
+
+/// The kernel's boot id, or empty where it cannot be read.
+fn kernel_boot() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
 }
 
 /// This process's PID namespace (`/proc/self/ns/pid`), or empty where it cannot be read.
@@ -135,9 +154,7 @@ pub struct MonoInstant {
 /// time namespaces read different monotonic clocks). Empty where the kernel names no boot: then
 /// no instant is ever inherited. Where the kernel has no time namespaces, the boot id alone.
 pub(crate) fn boot_id() -> String {
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_default();
+    let boot = kernel_boot();
     if boot.is_empty() {
         return boot;
     }
@@ -490,6 +507,24 @@ mod tests {
                 ..reused.clone()
             };
             assert!(elsewhere.may_be_alive(), "{ns:?}");
+        }
+        // Nor on another host, whatever its pid says here.
+        let other_host = Owner {
+            host: format!("{}-elsewhere", me.host),
+            ..reused.clone()
+        };
+        assert!(other_host.may_be_alive());
+        // What this process is named by is read from the kernel.
+        assert!(me.pid_ns.starts_with("pid:["), "{:?}", me.pid_ns);
+        assert!(!me.boot.is_empty());
+        // Nor on another machine that shares this host name and the initial PID namespace's
+        // name (its boot differs), or where the boot is unknown.
+        for boot in ["00000000-0000-0000-0000-000000000000", ""] {
+            let other_machine = Owner {
+                boot: boot.to_owned(),
+                ..reused.clone()
+            };
+            assert!(other_machine.may_be_alive(), "{boot:?}");
         }
     }
 }

@@ -566,20 +566,11 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         facts: &RecoveryFacts,
         claim: &Claim<'_>,
     ) -> Result<AfterResend, GateError> {
-        // Durable before the send: a later recoverer counts the bound from this send.
-        let sent_at = self.mono_ms();
-        {
-            let mut j = self.journal.lock()?;
-            let record = self.claim_record(
-                Role::Recover,
-                &d.hash,
-                self.now_ms(),
-                Some(sent_at),
-                facts.lost_holder_sends_until_ms,
-                self.journal.next_record_gen(&j, eid)?,
-            );
-            j.write_record(claim, eid, &record)?;
-        }
+        // Durable before the send: a resend is under way, with no instant to count from yet. A
+        // request can stall before it leaves (a slow connect, a paused process), so no instant
+        // taken before the call bounds when it left; a recoverer that finds this holder dead
+        // counts from its own take-over (every request of a dead holder had left by then).
+        self.write_resend_record(eid, d, facts, claim, None)?;
         let deadline = match claim.confirm() {
             Ok(deadline) => deadline,
             Err(e) => {
@@ -589,7 +580,13 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 return Ok(AfterResend::Report(self.retry_later(Holder::Journal, why)));
             }
         };
-        match self.target.apply_before(eid, &d.effect, &d.hash, deadline) {
+        let result = self.target.apply_before(eid, &d.effect, &d.hash, deadline);
+        // Whatever left, left before the call returned: the bound counts from here.
+        let sent_at = self.mono_ms();
+        if result.is_err() {
+            self.write_resend_record(eid, d, facts, claim, Some(sent_at))?;
+        }
+        match result {
             Ok(evidence) => {
                 self.observe(Step::Sent);
                 let status = match via {
@@ -661,6 +658,29 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 }))
             }
         }
+    }
+
+    /// The claim record of a resend: `sent_by` is the instant by which its request had left
+    /// (after the call returned), `None` while it may still be on its way out.
+    fn write_resend_record(
+        &self,
+        eid: &str,
+        d: &OpenDispatch,
+        facts: &RecoveryFacts,
+        claim: &Claim<'_>,
+        sent_by: Option<u64>,
+    ) -> Result<(), GateError> {
+        let mut j = self.journal.lock()?;
+        let record = self.claim_record(
+            Role::Recover,
+            &d.hash,
+            self.now_ms(),
+            sent_by,
+            facts.lost_holder_sends_until_ms,
+            self.journal.next_record_gen(&j, eid)?,
+        );
+        j.write_record(claim, eid, &record)?;
+        Ok(())
     }
 
     /// Recover every open effect, waiting (with real sleeps) for blocked ones until they can be

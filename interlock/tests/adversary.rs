@@ -357,6 +357,72 @@ fn f2_a_journal_file_bind_mounted_over_another_path_is_refused() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// A1 (second review). "A recoverer's own resend restarts the count from its own send" — but the
+// instant it recorded was taken before the journal lock, the record, the confirmation and the
+// request leaving. A reapply that stalls before its request leaves (a slow connect, a paused
+// process) and is then lost was counted from before the stall: the next round trusted a "not
+// found" while that request was still executing, and reapplied. The count now runs from when
+// the resend's call returned (every request it sent had left by then).
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a1_a_recoverers_resend_that_stalls_before_leaving_is_not_reapplied_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(AtomicU64::new(1_800_000_000_000));
+    let leases = fresh_leases();
+    let calls = Arc::new(AtomicU64::new(0));
+    let (c, n) = (clock.clone(), calls.clone());
+    let target = Arc::new(
+        MemTarget::new(Tier::Two, true)
+            .with_max_in_flight(Duration::from_millis(300))
+            .with_clock(clock.clone())
+            .with_apply_hook(Box::new(move |_| {
+                // The reapply (the second call) stalls 1.5 s, by the gate's clock, before its
+                // request leaves.
+                if n.fetch_add(1, Ordering::SeqCst) == 1 {
+                    c.fetch_add(1_500, Ordering::SeqCst);
+                }
+            })),
+    );
+    target.set_fact("incident_compensation", json!(0));
+    let mut gate = Gate::open_at(
+        &store_at(dir.path()),
+        target.clone(),
+        leases.clone(),
+        key(),
+        GateConfig::default(),
+    )
+    .unwrap();
+    let c = clock.clone();
+    gate.set_clock(Box::new(move || c.load(Ordering::SeqCst)));
+    // The first send is lost without landing; the reapply lands 250 ms after it left (inside
+    // the 300 ms bound), after its client gave up.
+    target.push_faults([Fault::Unknown, Fault::LandsLate(250)]);
+    let s = gate.submit(&proposal(1000)).unwrap();
+    assert_eq!(s.status, Status::InFlight);
+    let mut outcomes = Vec::new();
+    for _ in 0..20 {
+        match gate.recover_effect(&s.effect_id).unwrap() {
+            Some(RecoveryOutcome::Blocked { until_ms, .. }) => {
+                let now = clock.load(Ordering::SeqCst);
+                clock.fetch_add(until_ms.saturating_sub(now).max(1), Ordering::SeqCst);
+            }
+            other => {
+                outcomes.push(other);
+                break;
+            }
+        }
+    }
+    clock.fetch_add(10_000, Ordering::SeqCst);
+    assert_eq!(
+        target.landed(&s.effect_id),
+        1,
+        "reapplied over a resend still executing: {outcomes:?}, {} calls",
+        target.apply_calls()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
 // F5. "More than one unmarked entry (chains merged in) is Unmarked; one unmarked last entry is a
 // crash between the entry and its mark, and is marked." So ONE line merged in from a fork of the
 // journal (a restored copy that a gate appended to) is adopted. A resolving REFUSED from the

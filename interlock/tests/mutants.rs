@@ -523,3 +523,86 @@ fn an_earlier_holders_instant_from_another_boot_is_not_believed() {
     }
     assert_eq!(s.target.apply_calls(), 1);
 }
+
+/// A lease store that, on the first check made while the effect's claim file exists (the check
+/// under the claim, right before DISPATCHED), replaces that file: a new file at its path, the
+/// locked one moved aside.
+struct ReplacesClaimFile {
+    inner: Arc<MemLeases>,
+    claim: Mutex<Option<PathBuf>>,
+}
+
+impl LeaseStore for ReplacesClaimFile {
+    fn check(&self, lease: &Value, effect: &Value) -> Result<LeaseCheck, LeaseError> {
+        let mut claim = self.claim.lock().unwrap();
+        if let Some(path) = claim.as_ref().filter(|p| p.exists()).cloned() {
+            std::fs::rename(&path, path.with_extension("aside")).unwrap();
+            std::fs::write(&path, b"").unwrap();
+            *claim = None;
+        }
+        self.inner.check(lease, effect)
+    }
+}
+
+/// A claim file replaced while its holder lives, before its send: the holder confirms, right
+/// before the request leaves, that the path still names the file it locked, and sends nothing
+/// (mutant: `HeldClaim::confirm` → `Ok(())`).
+#[test]
+fn a_claim_file_replaced_before_the_send_stops_the_send() {
+    if file_only("a_claim_file_replaced_before_the_send_stops_the_send") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.jsonl");
+    let target = Arc::new(MemTarget::new(Tier::Two, true));
+    target.set_fact("incident_compensation", json!(0));
+    let inner = Arc::new(MemLeases::new());
+    inner.grant(&json!("lease-1"));
+    let p = proposal(1000);
+    let mut claims = std::path::absolute(&path).unwrap().into_os_string();
+    claims.push(".claims");
+    let leases = ReplacesClaimFile {
+        inner,
+        claim: Mutex::new(Some(
+            PathBuf::from(claims).join(interlock::effect_id(&p)),
+        )),
+    };
+    let gate = Gate::open(&path, target.clone(), leases, key(), GateConfig::default()).unwrap();
+    let answer = gate.submit(&p);
+    assert_eq!(
+        target.apply_calls(),
+        0,
+        "sent under a claim file that was replaced: {answer:?}"
+    );
+}
+
+/// An open DISPATCHED replaced in place, after it was indexed, by another entry of the same
+/// length that recomputes to its own hash and is signed by the gate's key: what recovery reads
+/// back must be the entry it checked (its hash), not merely a valid one (mutant: `hash_tag` → a
+/// constant).
+#[test]
+fn an_open_dispatched_resealed_in_place_is_not_resent() {
+    if file_only("an_open_dispatched_resealed_in_place_is_not_resent") {
+        return;
+    }
+    let s = setup(Tier::Two, true);
+    s.target.push_faults([Fault::Unknown]);
+    let eid = s.gate.submit(&proposal(500)).unwrap().effect_id;
+    let journal = s.dir.path().join("journal.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("\"DISPATCHED\""))
+        .unwrap();
+    let mut entry: serde_json::Map<String, Value> = serde_json::from_str(&lines[at]).unwrap();
+    entry["effect"]["amount"] = json!(900);
+    verify::entry::seal(&mut entry, &key()).unwrap();
+    let resealed = serde_json::to_string(&entry).unwrap();
+    assert_eq!(resealed.len(), lines[at].len(), "same length, same place");
+    lines[at] = resealed;
+    std::fs::write(&journal, format!("{}\n", lines.join("\n"))).unwrap();
+    s.advance(3_600_000);
+    let _ = s.gate.recover_effect(&eid);
+    assert_eq!(s.target.apply_calls(), 1, "the resealed payload was sent");
+}
