@@ -46,14 +46,16 @@ Examples:
     runner --scenario billing_credit --backend stripe --decider anthropic
 
 Exit status: 0 every cell ran and the file verifies; 1 results written but a cell is a
-HARNESS_ERROR or the file does not verify; 2 bad usage or the run could not start;
-130 interrupted (Ctrl-C): workers killed, nothing written.";
+HARNESS_ERROR or the file does not verify; 2 bad usage or the run could not start (every
+option, --out and --site-out are checked before any cell runs); 130 interrupted by Ctrl-C
+(SIGINT), 143 by SIGTERM: workers killed, nothing written.";
 
 /// `runner`: the experiment matrix.
 #[derive(Debug, Parser)]
 #[command(
     name = "runner",
     version,
+    max_term_width = 100,
     about = ABOUT,
     long_about = LONG_ABOUT,
     after_help = AFTER_HELP,

@@ -18,10 +18,41 @@ mod run;
 mod worker;
 
 use clap::Parser;
+use std::fmt::Display;
 use std::process::ExitCode;
+use verify::cli::{error_line, usage_error_line};
+
+/// An error as every tool prints it (one line on stderr), and exit code 2: the run could not
+/// start or go on.
+fn could_not_run(e: &anyhow::Error) -> ExitCode {
+    eprintln!("{}", error_line("runner", e.as_ref()));
+    ExitCode::from(2)
+}
+
+/// [`could_not_run`] for an error that is a message.
+fn could_not_run_because(message: impl Display) -> ExitCode {
+    could_not_run(&anyhow::anyhow!("{message}"))
+}
+
+/// An interrupted run: the message, and 130 after Ctrl-C, 143 after SIGTERM.
+fn interrupted(e: &anyhow::Error) -> ExitCode {
+    eprintln!("runner: {e}");
+    ExitCode::from(run::interrupted_exit_code())
+}
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(c) => c,
+        // --help and --version are not errors.
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("{}", usage_error_line("runner", &e.render().to_string()));
+            return ExitCode::from(2);
+        }
+    };
     match &cli.command {
         Some(cli::Internal::Worker(args)) => {
             return ExitCode::from(u8::try_from(worker::main(args)).unwrap_or(1));
@@ -33,10 +64,9 @@ fn main() -> ExitCode {
                     println!("{public} {}", args.comment);
                     ExitCode::SUCCESS
                 }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(2)
-                }
+                Err(e) => could_not_run_because(format!(
+                    "{e}; pass the path of a new file in an existing directory"
+                )),
             };
         }
         None => {}
@@ -50,10 +80,7 @@ fn main() -> ExitCode {
         ) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::from(1),
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                ExitCode::from(2)
-            }
+            Err(e) => could_not_run(&e),
         };
     }
     if let Some(list) = &cli.run.nemesis {
@@ -74,24 +101,15 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
         }
-        Err(e) if e.is::<run::Interrupted>() => {
-            eprintln!("{e}");
-            ExitCode::from(130)
-        }
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(2)
-        }
+        Err(e) if e.is::<run::Interrupted>() => interrupted(&e),
+        Err(e) => could_not_run(&e),
     }
 }
 
 fn run_nemesis(args: &cli::RunArgs, list: &str) -> ExitCode {
     let nemeses = match nemesis::Nemesis::parse_list(list) {
         Ok(n) => n,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return could_not_run_because(e),
     };
     let run = nemesis::NemesisArgs {
         nemeses,
@@ -105,10 +123,7 @@ fn run_nemesis(args: &cli::RunArgs, list: &str) -> ExitCode {
         outage_ms: args.outage_ms,
     };
     match nemesis::run_nemesis(&run) {
-        Err(e) if e.is::<run::Interrupted>() => {
-            eprintln!("{e}");
-            ExitCode::from(130)
-        }
+        Err(e) if e.is::<run::Interrupted>() => interrupted(&e),
         Ok(o) if o.verified && o.harness_errors == 0 => ExitCode::SUCCESS,
         Ok(o) => {
             if o.harness_errors > 0 {
@@ -120,9 +135,6 @@ fn run_nemesis(args: &cli::RunArgs, list: &str) -> ExitCode {
             }
             ExitCode::from(1)
         }
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(2)
-        }
+        Err(e) => could_not_run(&e),
     }
 }

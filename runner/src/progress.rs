@@ -3,14 +3,17 @@
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 use verify::results::Cell;
 
-/// Reports cells as they finish.
+/// Reports cells as they finish; the bar's message names the cells still running.
 pub struct Progress {
     bar: Option<ProgressBar>,
     total: usize,
     done: AtomicUsize,
+    /// Cells started and not yet ended (labels, in start order), and how many have started.
+    running: Mutex<(Vec<String>, usize)>,
 }
 
 impl Progress {
@@ -30,6 +33,35 @@ impl Progress {
             bar,
             total,
             done: AtomicUsize::new(0),
+            running: Mutex::new((Vec::new(), 0)),
+        }
+    }
+
+    /// A cell started.
+    pub fn cell_started(&self, label: &str) {
+        if let Ok(mut running) = self.running.lock() {
+            running.0.push(label.to_owned());
+            running.1 += 1;
+            self.show_running(&running.0, running.1);
+        }
+    }
+
+    /// A cell ended without a judgement (it could not run, or the run was interrupted).
+    pub fn cell_ended(&self, label: &str) {
+        if let Ok(mut running) = self.running.lock() {
+            if let Some(i) = running.0.iter().position(|l| l == label) {
+                running.0.remove(i);
+            }
+            self.show_running(&running.0, running.1);
+        }
+    }
+
+    fn show_running(&self, running: &[String], started: usize) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(running_message(
+                running,
+                self.total - started.min(self.total),
+            ));
         }
     }
 
@@ -53,11 +85,11 @@ impl Progress {
         match &self.bar {
             Some(bar) => {
                 bar.inc(1);
-                bar.set_message(label.to_string());
                 bar.println(line);
             }
             None => eprintln!("{line}"),
         }
+        self.cell_ended(label);
     }
 
     /// Removes the bar.
@@ -65,6 +97,25 @@ impl Progress {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// The bar's message: the cells still running, and how many wait for a free job. Once none waits
+/// (the long wait at the end of a run), it says the run waits for those cells.
+pub fn running_message(running: &[String], queued: usize) -> String {
+    let names = match running {
+        [] => String::new(),
+        [one] => one.clone(),
+        [first, second] => format!("{first}, {second}"),
+        [first, second, rest @ ..] => format!("{first}, {second} and {} more", rest.len()),
+    };
+    match (running.len(), queued) {
+        (0, _) => String::new(),
+        (n, 0) => format!(
+            "waiting for {n} cell{}: {names}",
+            if n == 1 { "" } else { "s" }
+        ),
+        (_, q) => format!("running {names}; {q} to start"),
     }
 }
 
@@ -113,4 +164,30 @@ pub fn describe(cell: &Cell) -> String {
             .map(|s| s.to_string())
             .unwrap_or_else(|| "none".into()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::running_message;
+
+    fn labels(names: &[&str]) -> Vec<String> {
+        names.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn the_long_wait_names_the_cells_still_running_not_the_last_finished() {
+        assert_eq!(
+            running_message(&labels(&["a/b/interlock", "c/d/no_check"]), 0),
+            "waiting for 2 cells: a/b/interlock, c/d/no_check"
+        );
+        assert_eq!(
+            running_message(&labels(&["a/b/interlock"]), 0),
+            "waiting for 1 cell: a/b/interlock"
+        );
+        assert_eq!(
+            running_message(&labels(&["a", "b", "c", "d"]), 3),
+            "running a, b and 2 more; 3 to start"
+        );
+        assert_eq!(running_message(&[], 0), "");
+    }
 }

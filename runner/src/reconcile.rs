@@ -277,7 +277,12 @@ pub fn command(args: &crate::cli::ReconcileArgs) -> u8 {
     {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("error: cannot read {shown} as a results file: {e}");
+            eprintln!(
+                "runner: error: {}",
+                verify::display::escape(&format!(
+                    "{shown}: cannot read it as a results file: {e}; pass a results file (e.g. results/billing_credit.json)"
+                ))
+            );
             return 2;
         }
     };
@@ -294,13 +299,13 @@ pub fn command(args: &crate::cli::ReconcileArgs) -> u8 {
     ) {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("runner: error: {}", verify::display::escape(&e.to_string()));
             return 2;
         }
     };
     match reconcile(&file, &account) {
         Err(e) => {
-            eprintln!("error: {}", verify::display::escape(&e.to_string()));
+            eprintln!("runner: error: {}", verify::display::escape(&e.to_string()));
             2
         }
         Ok(diffs) if diffs.is_empty() => {

@@ -23,8 +23,20 @@ use verify::results::{ClaimSettings, DeciderInfo, Environment, ResultsFile};
 #[error("interrupted: workers were stopped and no results were written")]
 pub struct Interrupted;
 
-/// Installs the Ctrl-C / SIGTERM handler: it only sets `cancel`; cells see it within ~50 ms,
-/// kill their workers and stop.
+/// The first stopping signal the run received (SIGINT or SIGTERM), 0 before any.
+static STOPPED_BY: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The exit code of an interrupted run, by the shell's convention 128 + the signal's number:
+/// 130 after Ctrl-C (SIGINT), 143 after SIGTERM.
+pub fn interrupted_exit_code() -> u8 {
+    match STOPPED_BY.load(Ordering::SeqCst) {
+        libc::SIGTERM => 128 + libc::SIGTERM as u8,
+        _ => 128 + libc::SIGINT as u8,
+    }
+}
+
+/// Installs the Ctrl-C / SIGTERM handler: it only sets `cancel` (and remembers which signal came
+/// first, for the exit code); cells see it within ~50 ms, kill their workers and stop.
 pub(crate) fn install_signal_handler(cancel: Arc<AtomicBool>) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -52,10 +64,12 @@ pub(crate) fn install_signal_handler(cancel: Arc<AtomicBool>) -> Result<()> {
                 };
                 let _ = ready_tx.send(Ok(()));
                 loop {
-                    tokio::select! {
-                        _ = int.recv() => {}
-                        _ = term.recv() => {}
-                    }
+                    let signal = tokio::select! {
+                        _ = int.recv() => libc::SIGINT,
+                        _ = term.recv() => libc::SIGTERM,
+                    };
+                    let _ =
+                        STOPPED_BY.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
                     if !cancel.swap(true, Ordering::SeqCst) {
                         eprintln!("\ninterrupted: stopping workers; no results will be written");
                     }
@@ -193,12 +207,20 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
     if args.decider == DeciderKind::Anthropic {
         anthropic::api_key_from_env()?;
     }
-    results::check_writable(&args.out).with_context(|| {
-        format!(
-            "--out {}: cannot write the results there (checked before any cell runs)",
+    results::check_writable(&args.out).map_err(|e| {
+        anyhow!(
+            "--out {}: cannot write the results there: {e}; pass a directory you can write (checked before any cell runs)",
             args.out.display()
         )
     })?;
+    if !args.no_site {
+        results::check_writable(&args.site_out).map_err(|e| {
+            anyhow!(
+                "--site-out {}: cannot write the report there: {e}; pass a directory you can write, or --no-site (checked before any cell runs)",
+                args.site_out.display()
+            )
+        })?;
+    }
     if args.outage_ms.is_some() && args.backend != crate::backend::BackendKind::Emulator {
         bail!("--outage-ms sets how long the emulator's clock advances take; Stripe's take what they take (drop it with --backend stripe)");
     }
@@ -295,14 +317,17 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
                 let Some(spec) = plan.cells.get(i).copied() else {
                     break;
                 };
+                let label = spec.label();
+                progress.cell_started(&label);
                 let result = cell::run_cell(&ctx, i, spec);
                 match &result {
-                    Ok(c) => progress.cell_done(&spec.label(), c),
+                    Ok(c) => progress.cell_done(&label, c),
                     Err(CellAbort::Setup(e)) => {
-                        progress.println(&format!("{}: could not run: {e}", spec.label()));
+                        progress.cell_ended(&label);
+                        progress.println(&format!("{label}: could not run: {e}"));
                         cancel.store(true, Ordering::SeqCst);
                     }
-                    Err(CellAbort::Cancelled) => {}
+                    Err(CellAbort::Cancelled) => progress.cell_ended(&label),
                 }
                 if let Ok(mut slots) = slots.lock() {
                     slots[i] = Some(result);

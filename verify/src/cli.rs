@@ -228,7 +228,9 @@ fn nemesis_outcome(f: &NemesisFile, key: &KeyCheck, r: &NemesisReport, json: boo
     };
     let summary = match (r.trials, r.receipts, r.violations) {
         (Some(trials), Some(receipts), Some(violations)) => {
-            format!("nemesis, {trials} trials, {receipts} receipts, {violations} violations, {signature}")
+            // The trials' own judgements (a column breaking the invariant is what the campaign
+            // measures), each checked against its data: findings of the run, not failed checks.
+            format!("nemesis, {trials} trials ({violations} in which the column under test credited more than wanted: what the run found, re-derived from the data, not a failed check), {receipts} receipts, {signature}")
         }
         // Under a pin, nothing is derived from a file whose signature failed.
         _ => format!("nemesis, {signature}, not read further"),
@@ -571,4 +573,79 @@ pub fn json_report(worst: Status, files: Vec<FileJson>, input_bytes: usize) -> S
 /// The `--json` report when the arguments could not be used.
 pub fn json_error(message: &str) -> String {
     json_safe(&json!({"exit_code": 2, "error": message, "files": []}).to_string())
+}
+
+/// An error as the command-line tools (`verify`, `site`, `runner`) print it: one line on standard
+/// error, `<tool>: error: <message>`, where the message says what failed, where, and how to fix
+/// it. Each cause of the chain follows after `: ` unless the text before already holds it (an
+/// error that prints its own source would otherwise show the OS error twice). Control characters
+/// are escaped, newlines included, so the line stays one line.
+pub fn error_line(tool: &str, error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        let said = c.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        cause = c.source();
+    }
+    format!("{tool}: error: {}", escape(&text))
+}
+
+/// A usage error (as the argument parser renders it: a message, indented details, tips, a usage
+/// block and a pointer to `--help`) as one [`error_line`]-style line: the message and its
+/// details, the tips after `; `, then where to read more.
+pub fn usage_error_line(tool: &str, rendered: &str) -> String {
+    let mut text = String::new();
+    for line in rendered.lines().map(str::trim) {
+        if line.starts_with("Usage:") || line.starts_with("For more information") {
+            break;
+        }
+        if line.is_empty() {
+            continue;
+        }
+        let line = line.strip_prefix("error: ").unwrap_or(line);
+        if !text.is_empty() {
+            text.push_str(if line.starts_with("tip:") { "; " } else { " " });
+        }
+        text.push_str(line);
+    }
+    format!("{tool}: error: {}; see `{tool} --help`", escape(&text))
+}
+
+#[cfg(test)]
+mod error_line_tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "writing out/x: {}", self.0)
+        }
+    }
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_source_the_message_already_prints_is_not_printed_again() {
+        let e = Outer(std::io::Error::from_raw_os_error(2));
+        let line = error_line("site", &e);
+        assert_eq!(line.matches("os error 2").count(), 1, "{line}");
+        assert!(line.starts_with("site: error: writing out/x: "), "{line}");
+    }
+
+    #[test]
+    fn a_usage_error_becomes_one_line_with_its_details_and_tips() {
+        let rendered = "error: the following required arguments were not provided:\n  --scenario <SCENARIO>\n\n  tip: try this\n\nUsage: runner --scenario <SCENARIO>\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            usage_error_line("runner", rendered),
+            "runner: error: the following required arguments were not provided: --scenario <SCENARIO>; tip: try this; see `runner --help`"
+        );
+    }
 }

@@ -1,23 +1,26 @@
 //! `verify`: checks receipt bundles and results files offline.
 //!
 //! Exit codes: 0 every check holds; 1 a check failed; 2 could not check (unreadable file, unknown
-//! format, bad arguments). A closed standard output (`verify FILE | head -c1`) silences the
-//! output, not the checks: the exit code is the same as if everything had been printed.
+//! format, bad arguments). Verdicts go to standard output; a file that could not be checked and
+//! every other error go to standard error, one line each. Every argument and every file's
+//! readability is checked before any file is: a missing file is answered at once. A closed
+//! standard output (`verify FILE | head -c1`) silences the output, not the checks: the exit code
+//! is the same as if everything had been printed.
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use verify::cli::{
-    check_file_with, json_error, json_report, shown_lines, NotBefore, Options, Pinned, Status,
+    check_file_with, error_line, json_error, json_report, shown_lines, usage_error_line, NotBefore,
+    Options, Pinned, Status,
 };
-use verify::display::escape;
 
 /// Check Interlock receipt bundles and results files offline: hash chains, signatures, replay
 /// rules, and every judgement and summary number re-derived from the raw data.
 #[derive(Parser, Debug)]
-#[command(name = "verify", version)]
+#[command(name = "verify", version, max_term_width = 100)]
 struct Args {
     /// The ed25519 public key that must have signed everything: 64 hex characters, or a file
     /// holding them (or the 32 raw bytes). Get it from somewhere other than the file you check
@@ -46,14 +49,32 @@ struct Args {
     files: Vec<PathBuf>,
 }
 
+/// A file that cannot be opened for reading, found before any file is checked.
+fn readable(path: &Path) -> Result<()> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| {
+        anyhow!("{shown}: cannot read: {e}; pass the path of a results file, nemesis file or receipt bundle")
+    })?;
+    if meta.is_dir() {
+        bail!("{shown}: is a directory; pass the files in it (e.g. {shown}/*.json)");
+    }
+    std::fs::File::open(path)
+        .map_err(|e| anyhow!("{shown}: cannot read: {e}; check its permissions"))?;
+    Ok(())
+}
+
 fn pinned_keys(args: &Args) -> Result<Pinned> {
     if let Some(k) = &args.key {
         return Ok(Pinned::Keys(vec![verify::keys::parse_key(k)?]));
     }
     if let Some(path) = &args.signers {
         // Escaped once, where the error is printed.
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("--signers {}: cannot read", path.display()))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            anyhow!(
+                "--signers {}: cannot read: {e}; pass an allowed-signers file (e.g. results/SIGNERS)",
+                path.display()
+            )
+        })?;
         let keys = verify::keys::parse_signers(&text)
             .with_context(|| format!("--signers {}", path.display()))?;
         return Ok(Pinned::Keys(keys));
@@ -91,12 +112,29 @@ impl Out {
     }
 }
 
-fn run(args: &Args, out: &mut Out) -> Result<Status> {
-    let pinned = pinned_keys(args)?;
+/// Standard error, for the errors (one line each); nothing to do if it is closed too.
+fn error(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// Every argument, then every file's readability: all of it before any file is checked. The
+/// errors found, one per bad argument or file.
+fn check_inputs(args: &Args) -> Result<(Pinned, Option<NotBefore>), Vec<anyhow::Error>> {
+    let mut errors = Vec::new();
+    let pinned = pinned_keys(args).map_err(|e| errors.push(e)).ok();
+    let not_before = not_before(args).map_err(|e| errors.push(e)).ok();
+    errors.extend(args.files.iter().filter_map(|f| readable(f).err()));
+    match (pinned, not_before) {
+        (Some(pinned), Some(not_before)) if errors.is_empty() => Ok((pinned, not_before)),
+        _ => Err(errors),
+    }
+}
+
+fn run(args: &Args, pinned: &Pinned, not_before: Option<NotBefore>, out: &mut Out) -> Status {
     let options = Options {
-        pinned: &pinned,
+        pinned,
         json: args.json,
-        not_before: not_before(args)?,
+        not_before,
     };
     let mut worst = Status::Ok;
     let mut reports = Vec::new();
@@ -105,7 +143,12 @@ fn run(args: &Args, out: &mut Out) -> Result<Status> {
         input_bytes += std::fs::metadata(path).map_or(0, |m| m.len() as usize);
         let (status, lines, value) = check_file_with(path, &options);
         worst = worst.max(status);
-        if !(args.json || (args.quiet && status == Status::Ok)) {
+        if status == Status::CouldNotCheck {
+            // Not a verdict: an error, on standard error like the others.
+            shown_lines(&lines)
+                .iter()
+                .for_each(|l| error(&format!("verify: error: {l}")));
+        } else if !(args.json || (args.quiet && status == Status::Ok)) {
             shown_lines(&lines).iter().for_each(|l| out.line(l));
         }
         reports.push(value);
@@ -113,32 +156,37 @@ fn run(args: &Args, out: &mut Out) -> Result<Status> {
     if args.json {
         out.line(&json_report(worst, reports, input_bytes));
     }
-    Ok(worst)
+    worst
 }
 
 fn main() -> ExitCode {
     let args = match Args::try_parse() {
         Ok(a) => a,
-        Err(e) => {
+        // --help and --version are not errors.
+        Err(e) if !e.use_stderr() => {
             let _ = e.print();
-            // --help and --version are not errors.
-            return if e.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            };
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            error(&usage_error_line("verify", &e.render().to_string()));
+            return ExitCode::from(2);
         }
     };
     let mut out = Out { open: true };
-    match run(&args, &mut out) {
-        Ok(status) => ExitCode::from(status as u8),
-        Err(e) => {
-            let msg = escape(&format!("{e:#}"));
+    match check_inputs(&args) {
+        Ok((pinned, not_before)) => ExitCode::from(run(&args, &pinned, not_before, &mut out) as u8),
+        Err(errors) => {
+            let lines: Vec<String> = errors
+                .iter()
+                .map(|e| error_line("verify", e.as_ref()))
+                .collect();
             if args.json {
-                out.line(&json_error(&msg));
+                let first = lines
+                    .first()
+                    .map_or("", |l| l.trim_start_matches("verify: error: "));
+                out.line(&json_error(first));
             }
-            // Nothing to do if standard error is closed too.
-            let _ = writeln!(std::io::stderr(), "verify: {msg}");
+            lines.iter().for_each(|l| error(l));
             ExitCode::from(2)
         }
     }

@@ -419,3 +419,131 @@ fn a_pinned_nemesis_file_whose_signature_fails_prints_no_counts() {
         assert_eq!(report[count], Value::Null, "{count} in {report}");
     }
 }
+
+/// The exit code, standard output and standard error, apart.
+fn run_apart(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_missing_file_is_answered_on_one_stderr_line_before_any_file_is_checked() {
+    let (code, stdout, stderr) = run_apart(&[FIXTURE, "/nonexistent/file.json"], &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    // The good file before it was not checked: no verdict at all.
+    assert_eq!(stdout, "", "{stdout}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("verify: error: /nonexistent/file.json: cannot read: "),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("os error 2").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("; pass the path of"),
+        "says how to fix: {stderr}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let shown = dir.path().display().to_string();
+    let (code, stdout, stderr) = run_apart(&[&shown], &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stdout, "");
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "verify: error: {shown}: is a directory; pass the files in it (e.g. {shown}/*.json)"
+        )
+    );
+
+    // Every bad argument and file, one line each.
+    let (code, _, stderr) = run_apart(
+        &[
+            "--signers",
+            &shown,
+            "/nonexistent/a.json",
+            "/nonexistent/b.json",
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 3, "{stderr}");
+    assert!(
+        stderr.lines().all(|l| l.starts_with("verify: error: ")),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("os error 21").count(), 1, "{stderr}");
+}
+
+#[test]
+fn could_not_check_is_an_error_on_stderr_not_a_verdict_on_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_json = write(&dir, "n.json", b"hello");
+    let (code, stdout, stderr) = run_apart(&[FIXTURE, &not_json], &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(!stdout.contains("could not check"), "{stdout}");
+    assert!(
+        stdout.contains(": OK"),
+        "the readable file's verdict: {stdout}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("verify: error: {not_json}: could not check: ")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn usage_errors_are_one_line_too() {
+    for args in [&["--bogus", FIXTURE][..], &[][..]] {
+        let (code, stdout, stderr) = run_apart(args, &[]);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert_eq!(stdout, "");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("verify: error: "), "{stderr}");
+        assert!(
+            stderr.trim_end().ends_with("see `verify --help`"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn help_wraps_at_the_terminal_width_and_at_100_columns_without_one() {
+    let widest = |env: &[(&str, &str)]| {
+        let (code, stdout, _) = run_apart(&["--help"], env);
+        assert_eq!(code, Some(0));
+        stdout.lines().map(|l| l.chars().count()).max().unwrap()
+    };
+    // Not a terminal, no COLUMNS: a width one can read.
+    let plain = widest(&[]);
+    assert!((60..=100).contains(&plain), "widest help line: {plain}");
+    assert!(widest(&[("COLUMNS", "60")]) <= 60);
+}
+
+#[test]
+fn the_nemesis_verdict_does_not_read_as_failures_followed_by_ok() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _) = common::nemesis_file();
+    assert!(
+        file.trials.iter().any(|t| t.violation),
+        "the fixture has violations"
+    );
+    let path = write(&dir, "nemesis.json", &serde_json::to_vec(&file).unwrap());
+    let (code, stdout, stderr) = run_apart(&[&path], &[]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let line = stdout.lines().next().unwrap();
+    assert!(line.ends_with(": OK"), "{line}");
+    assert!(!line.contains(" violations,"), "{line}");
+    assert!(
+        line.contains("in which the column under test credited more than wanted: what the run found, re-derived from the data, not a failed check"),
+        "{line}"
+    );
+}

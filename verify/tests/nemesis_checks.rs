@@ -420,7 +420,7 @@ fn a_trial_that_does_not_read_is_named_by_the_strict_reader_and_exits_2() {
         .arg(&path)
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(text.contains("trials[5]"), "{text}");
     assert!(text.contains("surprise"), "{text}");

@@ -709,7 +709,7 @@ fn shape_errors_name_the_json_path_and_exit_2() {
         let out = bin().arg(write(&dir, "bad.json", &bytes)).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{name}");
         assert!(
-            String::from_utf8_lossy(&out.stdout).contains(needle),
+            String::from_utf8_lossy(&out.stderr).contains(needle),
             "{name}"
         );
     }
@@ -754,10 +754,12 @@ fn malformed_files_exit_2_without_panic() {
             "{name}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        // An error, on standard error; standard output carries verdicts only.
         assert!(
-            String::from_utf8_lossy(&out.stdout).contains("could not check"),
+            String::from_utf8_lossy(&out.stderr).contains("could not check"),
             "{name}"
         );
+        assert!(out.stdout.is_empty(), "{name}");
     }
     assert!(matches!(
         load_document(&[0xff, 0xfe]),

@@ -85,9 +85,9 @@ fn start(journal: Option<&str>) -> Result<Started> {
 pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
     let wall = Instant::now();
     let out_dir = args.out.join("nemesis");
-    crate::results::check_writable(&out_dir).with_context(|| {
-        format!(
-            "--out {}: cannot write the results there (checked before any trial runs)",
+    crate::results::check_writable(&out_dir).map_err(|e| {
+        anyhow!(
+            "--out {}: cannot write the results there: {e}; pass a directory you can write (checked before any trial runs)",
             out_dir.display()
         )
     })?;

@@ -1,0 +1,138 @@
+//! The runner's command-line edges: exit codes (2 could not run, 130 after SIGINT, 143 after
+//! SIGTERM), one error line on stderr in the tools' style, and help that wraps.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use rustix::process::{kill_process, Pid, Signal};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+/// Starts a long matrix run, waits until its signal handler is installed (the run's first line
+/// is printed after it), sends `signal` from this process, and returns the exit code, stderr and
+/// whether a results file was written.
+fn interrupt_a_run(signal: Signal) -> (Option<i32>, String, bool) {
+    let out = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args([
+            "--scenario",
+            "billing_credit",
+            "--no-site",
+            "--jobs",
+            "1",
+            "--repeat",
+            "20",
+        ])
+        .arg("--out")
+        .arg(out.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut text = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "ended early: {text}"
+        );
+        text.push_str(&line);
+        if line.starts_with("runner: ") && line.contains(" cell(s), ") {
+            break;
+        }
+    }
+    kill_process(Pid::from_child(&child), signal).unwrap();
+    for line in stderr.lines() {
+        text.push_str(&line.unwrap());
+        text.push('\n');
+    }
+    let status = child.wait().unwrap();
+    (
+        status.code(),
+        text,
+        out.path().join("billing_credit.json").exists(),
+    )
+}
+
+#[test]
+fn sigterm_exits_143_and_sigint_130_with_nothing_written() {
+    for (signal, want) in [(Signal::TERM, 143), (Signal::INT, 130)] {
+        let (code, stderr, written) = interrupt_a_run(signal);
+        assert_eq!(code, Some(want), "{signal:?}: {stderr}");
+        assert!(stderr.contains("interrupted"), "{stderr}");
+        assert!(!written, "{signal:?}: a results file was written");
+    }
+}
+
+/// The run's own checks, in the same one-line style as `verify` and `site`, with the OS error
+/// once and how to fix it, before any cell runs.
+#[test]
+fn an_unwritable_site_out_is_one_error_line_before_any_cell_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocked = dir.path().join("not-a-dir");
+    std::fs::write(&blocked, b"").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["--scenario", "billing_credit", "--out"])
+        .arg(dir.path().join("out"))
+        .arg("--site-out")
+        .arg(&blocked)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(output.stdout.is_empty());
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "runner: error: --site-out {}: ",
+            blocked.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("(os error").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("; pass a directory you can write"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("out/billing_credit.json").exists());
+}
+
+#[test]
+fn usage_errors_and_reconcile_errors_are_one_line_exit_2() {
+    for args in [
+        &[][..],
+        &["--scenario", "nope"][..],
+        &["--scenario", "billing_credit", "--bogus"][..],
+        &["reconcile", "/nonexistent/results.json"][..],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("runner: error: "), "{args:?}: {stderr}");
+        assert!(stderr.matches("(os error").count() <= 1, "{stderr}");
+    }
+}
+
+#[test]
+fn help_wraps_at_100_columns_without_a_terminal() {
+    for args in [
+        &["--help"][..],
+        &["reconcile", "--help"][..],
+        &["keygen", "--help"][..],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0));
+        let text = String::from_utf8_lossy(&output.stdout);
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(
+            widest <= 100,
+            "{args:?}: a help line of {widest} characters"
+        );
+    }
+}
