@@ -680,13 +680,20 @@ fn decision_saved(dir: &Path) -> Option<String> {
 
 /// The step a replay kills at to reach the state a timed kill left: the last step announced,
 /// except that `before_send` (nothing durable since the step before it) is that earlier step,
-/// or — when the POST reached the service — `request_held` (held there) or `after_send`.
+/// or — when the POST reached the service — `request_held` (held there) or `after_send`. The
+/// service's count of the POST decides over the announced steps, which the runner reads from
+/// the worker's pipe and may not have caught up with when the kill landed (a busy machine):
+/// a POST that arrived was sent after `before_send`, announced or not.
 pub(super) fn replay_position(steps: &[String], arrived: bool, held: bool) -> String {
     let last = steps.last().map(String::as_str).unwrap_or("started");
+    let past_send = steps
+        .iter()
+        .position(|s| s == "before_send")
+        .is_some_and(|i| i + 1 < steps.len());
+    if arrived && !past_send {
+        return if held { "request_held" } else { "after_send" }.to_owned();
+    }
     if last == "before_send" {
-        if arrived {
-            return if held { "request_held" } else { "after_send" }.to_owned();
-        }
         let before = steps.len().checked_sub(2).and_then(|i| steps.get(i));
         return before.map_or("started".to_owned(), Clone::clone);
     }
@@ -823,6 +830,23 @@ const _: worker::Phase = worker::Phase::Resume;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_post_that_arrived_is_replayed_after_the_send_though_its_step_was_not_read_yet() {
+        let steps = |s: &[&str]| s.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+        // The runner had read only `decision_saved` when the kill landed; the service had the
+        // POST already.
+        let lagging = steps(&["started", "decision_saved"]);
+        assert_eq!(replay_position(&lagging, true, false), "after_send");
+        assert_eq!(replay_position(&lagging, true, true), "request_held");
+        assert_eq!(replay_position(&lagging, false, false), "decision_saved");
+        let at_send = steps(&["started", "decision_saved", "before_send"]);
+        assert_eq!(replay_position(&at_send, true, false), "after_send");
+        assert_eq!(replay_position(&at_send, false, false), "decision_saved");
+        // A step announced after the send is later than the POST's arrival.
+        let answered = steps(&["started", "decision_saved", "before_send", "after_send"]);
+        assert_eq!(replay_position(&answered, true, false), "after_send");
+    }
 
     #[test]
     fn a_replay_kills_at_the_later_of_the_announced_and_the_durable_step() {
