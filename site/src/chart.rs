@@ -1,6 +1,10 @@
 //! The timing chart: inline SVG, no JavaScript. One bar per cell, grouped by row, coloured by
 //! column: the length is crash → settled, the hatched start is the outage the runner ran while
 //! the worker was dead, and the rest is recovery (restart included).
+//!
+//! Cells that settle in milliseconds and cells that take seconds cannot share one linear axis
+//! (the fast bars shrink to a pixel), so [`timing_panels`] splits them into two panels, each
+//! with its own linear axis: the cells under a tenth of the slowest, and the rest.
 
 use crate::format::seconds;
 use std::fmt::Write as _;
@@ -35,8 +39,8 @@ fn esc(s: &str) -> String {
 /// A tick step (ms) giving at most six ticks up to `max`.
 fn tick_step(max: u64) -> u64 {
     let steps = [
-        100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 30_000, 60_000, 120_000, 300_000,
-        600_000,
+        1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 30_000, 60_000,
+        120_000, 300_000, 600_000,
     ];
     steps
         .into_iter()
@@ -44,12 +48,60 @@ fn tick_step(max: u64) -> u64 {
         .unwrap_or(max.div_ceil(6).max(1))
 }
 
-/// The chart as an `<svg>` element.
-pub fn timing_svg(f: &ResultsFile) -> String {
+/// One panel of the timing chart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Panel {
+    /// What the panel holds, in words (`cells that settled within 0.552 s`).
+    pub caption: String,
+    /// The `<svg>` element.
+    pub svg: String,
+}
+
+/// A cell's time on the chart: crash → settled, never shorter than its outage.
+fn extent(c: &verify::results::Cell) -> Option<u64> {
+    match c.timings {
+        Some(t) if c.outcome != HARNESS_ERROR => Some(t.crash_to_settled_ms.max(t.outage_ms)),
+        _ => None,
+    }
+}
+
+/// The chart in one or two panels: when the slowest cell takes more than ten times as long as
+/// the fastest, the cells within a tenth of the slowest get a panel (and an axis) of their own,
+/// so that millisecond and second cells are both visible. HARNESS_ERROR and untimed cells are
+/// listed in the first panel.
+pub fn timing_panels(f: &ResultsFile) -> Vec<Panel> {
+    let max = f.cells.iter().filter_map(extent).max().unwrap_or(0).max(1);
+    let split = max / 10;
+    let fast = |c: &verify::results::Cell| extent(c).is_none_or(|ms| ms <= split);
+    let has_fast = f
+        .cells
+        .iter()
+        .any(|c| extent(c).is_some_and(|ms| ms <= split));
+    if !has_fast {
+        return vec![Panel {
+            caption: "every cell".into(),
+            svg: panel_svg(f, "t1", &|_| true),
+        }];
+    }
+    vec![
+        Panel {
+            caption: format!("cells that settled within {}", seconds(split)),
+            svg: panel_svg(f, "t1", &fast),
+        },
+        Panel {
+            caption: format!("cells that took longer than {}", seconds(split)),
+            svg: panel_svg(f, "t2", &|c| !fast(c)),
+        },
+    ]
+}
+
+/// One panel as an `<svg>` element, over the cells `keep` selects (ids prefixed by `id`).
+fn panel_svg(f: &ResultsFile, id: &str, keep: &dyn Fn(&verify::results::Cell) -> bool) -> String {
     let max = f
         .cells
         .iter()
-        .filter_map(|c| c.timings.map(|t| t.crash_to_settled_ms.max(t.outage_ms)))
+        .filter(|c| keep(c))
+        .filter_map(extent)
         .max()
         .unwrap_or(0)
         .max(1);
@@ -63,7 +115,7 @@ pub fn timing_svg(f: &ResultsFile) -> String {
             .iter()
             .flat_map(|col| {
                 f.cells.iter().filter(move |c| {
-                    c.crash == row.crash && c.outage == row.outage && &c.column == col
+                    c.crash == row.crash && c.outage == row.outage && &c.column == col && keep(c)
                 })
             })
             .collect();
@@ -105,7 +157,7 @@ pub fn timing_svg(f: &ResultsFile) -> String {
                     );
                     let _ = write!(
                         body,
-                        r#"<g><title>{}</title><rect x="{LABEL_W}" y="{y}" width="{total}" height="{BAR_H}" fill="{}"/><rect x="{LABEL_W}" y="{y}" width="{outage}" height="{BAR_H}" fill="url(#outage)"/></g>
+                        r#"<g><title>{}</title><rect x="{LABEL_W}" y="{y}" width="{total}" height="{BAR_H}" fill="{}"/><rect x="{LABEL_W}" y="{y}" width="{outage}" height="{BAR_H}" fill="url(#{id}-outage)"/></g>
 <text x="{}" y="{}">{} ({} after restart)</text>
 "#,
                         esc(&title),
@@ -167,7 +219,7 @@ pub fn timing_svg(f: &ResultsFile) -> String {
     let _ = write!(
         legend,
         r##"<rect x="{x}" y="{}" width="12" height="12" fill="#888"/>
-<rect x="{x}" y="{}" width="12" height="12" fill="url(#outage)"/>
+<rect x="{x}" y="{}" width="12" height="12" fill="url(#{id}-outage)"/>
 <text x="{}" y="{legend_y}">outage (worker dead)</text>
 "##,
         legend_y - 10,
@@ -175,9 +227,9 @@ pub fn timing_svg(f: &ResultsFile) -> String {
         x + 16
     );
     format!(
-        r##"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {WIDTH} {height}" role="img" aria-labelledby="chart-title">
-<title id="chart-title">Seconds from the SIGKILL to the cell settled, per cell; the hatched part is the outage</title>
-<defs><pattern id="outage" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#ffffff" fill-opacity="0.55"/><line x1="0" y1="0" x2="0" y2="6" stroke="#333" stroke-width="2"/></pattern></defs>
+        r##"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {WIDTH} {height}" role="img" aria-labelledby="{id}-title">
+<title id="{id}-title">Seconds from the SIGKILL to the cell settled, per cell; the hatched part is the outage</title>
+<defs><pattern id="{id}-outage" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#ffffff" fill-opacity="0.55"/><line x1="0" y1="0" x2="0" y2="6" stroke="#333" stroke-width="2"/></pattern></defs>
 <g font-size="11" font-family="sans-serif">
 {axis}{body}{legend}</g>
 </svg>"##
@@ -191,15 +243,18 @@ mod tests {
     #[test]
     fn one_bar_per_timed_cell_with_its_outage_shaded() {
         let f = synthetic::generate(&synthetic::Spec::default());
-        let svg = timing_svg(&f);
+        let panels = timing_panels(&f);
+        let svg: String = panels.iter().map(|p| p.svg.as_str()).collect();
         let timed = f.cells.iter().filter(|c| c.timings.is_some()).count();
         assert_eq!(svg.matches("<g><title>").count(), timed);
         assert_eq!(
-            svg.matches(r#"fill="url(#outage)""#).count(),
-            timed + 1,
-            "one per bar plus the legend"
+            svg.matches(r#"-outage)""#).count(),
+            timed + panels.len(),
+            "one per bar plus one per legend"
         );
-        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+        for p in &panels {
+            assert!(p.svg.starts_with("<svg") && p.svg.ends_with("</svg>"));
+        }
         assert!(!svg.contains("<script"));
     }
 

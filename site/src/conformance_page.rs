@@ -37,6 +37,8 @@ pub struct EmulatorVsStripePage<'a> {
     pub reference_name: String,
     /// The emulator run's recorded clock start (RFC 3339), if it recorded one.
     pub clock_start: Option<String>,
+    /// The scenario header.
+    pub nav: Option<crate::pages::Nav>,
 }
 
 /// Where a results file's reference run on real Stripe would be.
@@ -119,6 +121,13 @@ pub fn render(
             .environment
             .clock_start
             .map(|s| crate::model::clock_start_label(Some(s))),
+        nav: Some(crate::pages::Nav::new(
+            report,
+            "",
+            "emulator-vs-stripe",
+            vec![],
+            "The emulator against real Stripe".into(),
+        )),
     };
     let html = page.render().map_err(|source| SiteError::Template {
         page: format!("{}/{PAGE}", file.scenario),

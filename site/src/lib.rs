@@ -17,7 +17,9 @@ pub mod error;
 pub mod facts;
 pub mod format;
 pub mod model;
+pub mod nemesis_figures;
 pub mod nemesis_page;
+pub mod overview;
 pub mod pages;
 pub mod placeholders;
 pub mod prose;
@@ -138,6 +140,13 @@ pub fn build_with(
                 write(&page, html.as_bytes())?;
                 pages.push(page);
             }
+            let nemeses = dir.join(nemesis_page::NEMESES_DIR);
+            mkdir(&nemeses)?;
+            for (name, html) in &n.nemeses {
+                let page = nemeses.join(name);
+                write(&page, html.as_bytes())?;
+                pages.push(page);
+            }
         }
         for (name, html, json) in &r.receipts {
             let page = receipts_dir.join(format!("{name}.html"));
@@ -210,18 +219,23 @@ fn render_file(
     report.env.signer_label = provenance::signer_label(results_dir, &report.env.signer);
     report.env.attest_command =
         provenance::attest_command(&json_name, options.repository.as_deref());
+    // Every page's header links the scenario's other pages: know which exist before rendering.
+    report.nemesis = nemesis_page::nemesis_path(results_dir, scenario).is_file();
+    report.emulator_vs_stripe = conformance_page::reference_path(path, scenario).is_file();
     let emulator_vs_stripe = conformance_page::render(path, &verified.file, &report)?;
     report.emulator_vs_stripe = emulator_vs_stripe.is_some();
     let prose_files = prose::load(scenario, &options.prose)?;
     let nemesis = nemesis_page::render(
         results_dir,
-        scenario,
+        &report,
         pinned,
         &prose_files.nemesis,
         options.repository.as_deref(),
     )?;
     report.nemesis = nemesis.is_some();
+    report.nemesis_line = nemesis.as_ref().map(|n| n.headline.clone());
     let facts = facts::compute(&verified.file, &report);
+    report.verdict_line = overview::verdict_line(&report.columns, &facts);
     let verdict = prose::render(&prose_files.verdict.0, &prose_files.verdict.1, &facts)?;
     let setup = prose::render(&prose_files.setup.0, &prose_files.setup.1, &facts)?;
     let crashes: Vec<String> = verified.file.rows.iter().map(|r| r.crash.clone()).collect();
@@ -238,7 +252,7 @@ fn render_file(
         &crashes,
         &outages,
     )?;
-    let chart = chart::timing_svg(&verified.file);
+    let chart = chart::timing_panels(&verified.file);
     let report_html = pages::report(&report, &verdict, &setup, &rows, &chart)?;
     let ids_html = pages::ids(&report)?;
     let mut receipts = Vec::new();

@@ -59,6 +59,10 @@ pub struct Report {
     pub emulator_vs_stripe: bool,
     /// Whether a verified nemesis run of the scenario is published (the Nemesis page).
     pub nemesis: bool,
+    /// The matrix's verdict in one sentence, from the facts ([`crate::overview::verdict_line`]).
+    pub verdict_line: String,
+    /// The nemesis run in one sentence, when one is published ([`crate::overview::nemesis_line`]).
+    pub nemesis_line: Option<String>,
 }
 
 /// The run's environment, labelled truthfully.
@@ -533,6 +537,8 @@ pub fn build(verified: &Verified, json_name: &str) -> Result<Report, String> {
         repeats,
         emulator_vs_stripe: false,
         nemesis: false,
+        verdict_line: String::new(),
+        nemesis_line: None,
     })
 }
 

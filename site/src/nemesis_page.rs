@@ -17,6 +17,8 @@ use verify::receipt::KeyCheck;
 
 /// File name of the page, beside the scenario's report.
 pub const PAGE: &str = "nemesis.html";
+/// Folder of the per-nemesis pages, beside the scenario's report.
+pub const NEMESES_DIR: &str = "nemesis";
 /// Folder of the trial pages, beside the scenario's report.
 pub const TRIALS_DIR: &str = "trials";
 
@@ -32,6 +34,28 @@ pub struct Row<'a> {
     pub all_bound: String,
     /// Trials that are not a plain pass: (id, page file name, what they are).
     pub listed: Vec<(&'a str, String, &'static str)>,
+    /// The heat map's class ([`crate::nemesis_figures::heat_class`]).
+    pub heat: &'static str,
+}
+
+/// One row of the heat map: a nemesis, and its row of each column (plan order).
+pub struct HeatRow {
+    /// The nemesis.
+    pub nemesis: String,
+    /// Each column's cell, `None` when the plan has none.
+    pub cells: Vec<Option<HeatCell>>,
+}
+
+/// One cell of the heat map.
+pub struct HeatCell {
+    /// Its class (colour band).
+    pub class: &'static str,
+    /// Trials within assumptions.
+    pub within: u32,
+    /// Violations among them.
+    pub violations: u32,
+    /// The 95% bound within assumptions.
+    pub bound: String,
 }
 
 /// Where the decide worker's kills landed: the last step it announced before it died.
@@ -64,6 +88,12 @@ pub struct NemesisPage<'a> {
     pub f: &'a NemesisFile,
     /// The rows, in plan order.
     pub rows: Vec<Row<'a>>,
+    /// The heat map, one row per nemesis.
+    pub heat: Vec<HeatRow>,
+    /// The run in one sentence.
+    pub headline: &'a str,
+    /// The scenario header.
+    pub nav: Option<crate::pages::Nav>,
     /// Where the decide worker's timed and step kills landed, per column.
     pub kills: Vec<KillRow>,
     /// The run's signer fingerprint.
@@ -78,7 +108,29 @@ pub struct NemesisPage<'a> {
     pub prose: Section,
 }
 
-/// A violating trial's page.
+/// One nemesis's page: its rows, where its kills landed, its settle times, its trials.
+#[derive(Template)]
+#[template(path = "nemesis_one.html")]
+pub struct OneNemesisPage<'a> {
+    /// Relative path to the site root.
+    pub root: &'a str,
+    /// Crate version.
+    pub version: &'a str,
+    /// The nemesis.
+    pub nemesis: &'a str,
+    /// Its rows (one per column), in plan order.
+    pub rows: Vec<&'a Row<'a>>,
+    /// The kill histogram (SVG), when its trials had kills.
+    pub kills_svg: Option<String>,
+    /// The settle-time chart (SVG).
+    pub settle_svg: String,
+    /// Per-run key or the project's stable key, in words.
+    pub signer_label: &'a str,
+    /// The scenario header.
+    pub nav: Option<crate::pages::Nav>,
+}
+
+/// A trial's page (every trial that is not a plain pass).
 #[derive(Template)]
 #[template(path = "trial.html")]
 pub struct TrialPage<'a> {
@@ -98,6 +150,12 @@ pub struct TrialPage<'a> {
     pub replay_args: String,
     /// Per-run key or the project's stable key, in words.
     pub signer_label: &'a str,
+    /// The timeline as a chart (SVG).
+    pub timeline_svg: String,
+    /// The receipt, re-derived at build time (interlock trials).
+    pub receipt: Option<crate::verification::ReceiptCheck>,
+    /// The scenario header.
+    pub nav: Option<crate::pages::Nav>,
 }
 
 /// The rendered page, its trial pages and the JSON to publish.
@@ -106,10 +164,14 @@ pub struct Rendered {
     pub html: String,
     /// (file name, HTML) of each trial that is not a plain pass.
     pub trials: Vec<(String, String)>,
+    /// (file name, HTML) of each nemesis's page.
+    pub nemeses: Vec<(String, String)>,
     /// File name under `data/`.
     pub json_name: String,
     /// The file's bytes.
     pub bytes: Vec<u8>,
+    /// The run in one sentence ([`crate::overview::nemesis_line`]).
+    pub headline: String,
 }
 
 /// Where a scenario's nemesis file would be.
@@ -461,11 +523,12 @@ fn percent(ppm: u32) -> String {
 /// Reads, re-verifies and renders the nemesis file of `scenario`, if there is one.
 pub fn render(
     results_dir: &Path,
-    scenario: &str,
+    report: &crate::model::Report,
     pinned: Option<&ed25519_dalek::VerifyingKey>,
     prose: &(String, String),
     repository: Option<&str>,
 ) -> Result<Option<Rendered>, SiteError> {
+    let scenario = report.scenario.as_str();
     let path = nemesis_path(results_dir, scenario);
     if !path.is_file() {
         return Ok(None);
@@ -477,16 +540,17 @@ pub fn render(
     };
     let file = verify::load::load_nemesis(&bytes).map_err(|e| unverified(e.to_string()))?;
     let key = pinned.map_or(KeyCheck::SelfAttested, |k| KeyCheck::Pinned(*k));
-    let report = verify::nemesis::check::verify_nemesis(&file, &key);
-    if let Some(first) = report.findings.first() {
+    let checked = verify::nemesis::check::verify_nemesis(&file, &key);
+    if let Some(first) = checked.findings.first() {
         return Err(unverified(first.to_string()));
     }
     let template_err = |page: String| move |source| SiteError::Template { page, source };
-    let rows = file
+    let rows: Vec<Row<'_>> = file
         .summary
         .iter()
         .map(|s| Row {
             s,
+            heat: crate::nemesis_figures::heat_class(s),
             within_bound: bound(s.within_upper95_ppm, s.within_assumptions),
             distinct_bound: bound(s.within_distinct_upper95_ppm, s.distinct_within),
             all_bound: bound(s.violation_upper95_ppm, s.judged),
@@ -503,14 +567,98 @@ pub fn render(
         .map_or_else(|| "?".to_owned(), |k| verify::fingerprint(&k));
     let json_name = format!("{scenario}.nemesis.json");
     let signer_label = crate::provenance::signer_label(results_dir, &file.environment.signer);
-    let prose = crate::prose::render(&prose.0, &prose.1, &facts(&file))?;
+    let page_facts = facts(&file);
+    let headline = crate::overview::nemesis_line(&file.plan.columns, &page_facts);
+    let prose = crate::prose::render(&prose.0, &prose.1, &page_facts)?;
+    let heat = file
+        .plan
+        .nemeses
+        .iter()
+        .map(|n| HeatRow {
+            nemesis: n.clone(),
+            cells: file
+                .plan
+                .columns
+                .iter()
+                .map(|c| {
+                    rows.iter()
+                        .find(|r| &r.s.nemesis == n && &r.s.column == c)
+                        .map(|r| HeatCell {
+                            class: r.heat,
+                            within: r.s.within_assumptions,
+                            violations: r.s.violations_within,
+                            bound: r.within_bound.clone(),
+                        })
+                })
+                .collect(),
+        })
+        .collect();
+    let kills = kill_rows(&file);
+    let nav = |current: &'static str, crumbs: Vec<(String, String)>, here: String, up: &str| {
+        Some(crate::pages::Nav::new(report, up, current, crumbs, here))
+    };
+    let mut nemeses = Vec::new();
+    for (i, n) in file.plan.nemeses.iter().enumerate() {
+        if n.is_empty()
+            || !n
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(unverified(format!(
+                "nemesis name {n:?} cannot be a file name"
+            )));
+        }
+        let mine: Vec<&Row<'_>> = rows.iter().filter(|r| &r.s.nemesis == n).collect();
+        let prefix = format!("{n}: ");
+        let restart_prefix = format!("{n}, a restart: ");
+        let hist: Vec<(String, Vec<u32>)> = kills
+            .iter()
+            .filter_map(|k| {
+                if let Some(step) = k.step.strip_prefix(&prefix) {
+                    Some((step.to_owned(), k.counts.clone()))
+                } else {
+                    k.step
+                        .strip_prefix(&restart_prefix)
+                        .map(|step| (format!("a restart: {step}"), k.counts.clone()))
+                }
+            })
+            .collect();
+        let summaries: Vec<&NemesisSummary> = mine.iter().map(|r| r.s).collect();
+        let html = OneNemesisPage {
+            root: "../../",
+            version: VERSION,
+            nemesis: n,
+            kills_svg: (!hist.is_empty()).then(|| {
+                crate::nemesis_figures::kill_histogram(
+                    &format!("kills-{i}"),
+                    &file.plan.columns,
+                    &hist,
+                )
+            }),
+            settle_svg: crate::nemesis_figures::settle_chart(&format!("settle-{i}"), &summaries),
+            rows: mine,
+            signer_label: &signer_label,
+            nav: nav(
+                "nemesis-one",
+                vec![("../nemesis.html".into(), "Nemesis".into())],
+                n.clone(),
+                "../",
+            ),
+        }
+        .render()
+        .map_err(template_err(format!("{scenario}/{NEMESES_DIR}/{n}.html")))?;
+        nemeses.push((format!("{n}.html"), html));
+    }
     let page = NemesisPage {
         prose,
         root: "../",
         version: VERSION,
         f: &file,
         rows,
-        kills: kill_rows(&file),
+        heat,
+        headline: &headline,
+        nav: nav("nemesis", vec![], "Nemesis".into(), ""),
+        kills,
         fingerprint,
         signer_label: &signer_label,
         attest_command: crate::provenance::attest_command(&json_name, repository),
@@ -555,6 +703,24 @@ pub fn render(
             kind,
             replay_args: replay_args.clone(),
             signer_label: &signer_label,
+            timeline_svg: crate::nemesis_figures::trial_timeline(t),
+            receipt: t.receipt.as_ref().and_then(|b| {
+                verify::receipt::verify_bundles(std::slice::from_ref(b), &key)
+                    .first()
+                    .map(crate::verification::summarize)
+            }),
+            nav: nav(
+                "trial",
+                vec![
+                    ("../nemesis.html".into(), "Nemesis".into()),
+                    (
+                        format!("../{NEMESES_DIR}/{}.html", t.nemesis),
+                        t.nemesis.clone(),
+                    ),
+                ],
+                format!("Trial {}", t.id),
+                "../",
+            ),
         }
         .render()
         .map_err(template_err(format!("{scenario}/{TRIALS_DIR}/{name}")))?;
@@ -563,8 +729,10 @@ pub fn render(
     Ok(Some(Rendered {
         html,
         trials,
+        nemeses,
         json_name,
         bytes,
+        headline,
     }))
 }
 

@@ -12,6 +12,54 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The stylesheet, written as `style.css` at the root of the site.
 pub const STYLESHEET: &str = include_str!("../../templates/style.css");
 
+/// The site-wide header of a scenario's pages: a link to each page kind of the scenario, the
+/// current one marked, and the breadcrumb from the front page to this page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Nav {
+    /// Relative path from the page to the scenario's folder (`""` or `"../"`).
+    pub up: String,
+    /// The scenario.
+    pub scenario: String,
+    /// Whether the Nemesis page exists.
+    pub nemesis: bool,
+    /// Whether the page comparing the emulator with real Stripe exists.
+    pub emulator_vs_stripe: bool,
+    /// Which page kind this is: `report`, `ids`, `nemesis`, `emulator-vs-stripe`, or another.
+    pub current: &'static str,
+    /// The breadcrumb between "Reports" and this page: (href, text).
+    pub crumbs: Vec<(String, String)>,
+    /// This page, as the breadcrumb's last item.
+    pub here: String,
+}
+
+impl Nav {
+    /// The header of a page of `r`'s scenario, `up` the path from the page to the scenario's
+    /// folder; the breadcrumb runs Reports › scenario › `crumbs` › `here` (the scenario itself
+    /// is left out on its report page).
+    pub fn new(
+        r: &Report,
+        up: &str,
+        current: &'static str,
+        crumbs: Vec<(String, String)>,
+        here: String,
+    ) -> Nav {
+        let mut all = Vec::new();
+        if current != "report" {
+            all.push((format!("{up}index.html"), r.scenario.clone()));
+        }
+        all.extend(crumbs);
+        Nav {
+            up: up.to_owned(),
+            scenario: r.scenario.clone(),
+            nemesis: r.nemesis,
+            emulator_vs_stripe: r.emulator_vs_stripe,
+            current,
+            crumbs: all,
+            here,
+        }
+    }
+}
+
 /// The site's front page.
 #[derive(Template)]
 #[template(path = "index.html")]
@@ -22,6 +70,8 @@ pub struct IndexPage<'a> {
     pub version: &'a str,
     /// Every scenario report.
     pub reports: Vec<&'a Report>,
+    /// No scenario header on the front page.
+    pub nav: Option<Nav>,
 }
 
 /// One line of the Rows section.
@@ -57,10 +107,12 @@ pub struct ReportPage<'a> {
     pub rows_intro: &'a Section,
     /// One line per row.
     pub row_lines: Vec<RowLine>,
-    /// The timing chart (inline SVG).
-    pub chart: &'a str,
+    /// The timing chart (inline SVG), in one or two panels.
+    pub chart: &'a [crate::chart::Panel],
     /// Names of the premise candidates.
     pub candidates: &'a [&'a str],
+    /// The scenario header.
+    pub nav: Option<Nav>,
 }
 
 /// A scenario's Ids page.
@@ -73,6 +125,8 @@ pub struct IdsPage<'a> {
     pub version: &'a str,
     /// The report.
     pub r: &'a Report,
+    /// The scenario header.
+    pub nav: Option<Nav>,
 }
 
 /// One receipt's page.
@@ -97,6 +151,10 @@ pub struct ReceiptPage<'a> {
     pub verify_receipt: String,
     /// Command line verifying the whole results file.
     pub verify_results: String,
+    /// How the signer key was checked: `pinned`, `self-attested` or `none` (unsigned format).
+    pub key_check: &'a str,
+    /// The scenario header.
+    pub nav: Option<Nav>,
 }
 
 fn render(page: &str, t: &impl Template) -> Result<String, SiteError> {
@@ -114,6 +172,7 @@ pub fn index(reports: &[Report]) -> Result<String, SiteError> {
             root: "",
             version: VERSION,
             reports: reports.iter().collect(),
+            nav: None,
         },
     )
 }
@@ -124,7 +183,7 @@ pub fn report(
     verdict: &Section,
     setup: &Section,
     rows: &RowsProse,
-    chart: &str,
+    chart: &[crate::chart::Panel],
 ) -> Result<String, SiteError> {
     let row_lines = r
         .rows
@@ -166,6 +225,13 @@ pub fn report(
             row_lines,
             chart,
             candidates: &CANDIDATES,
+            nav: Some(Nav::new(
+                r,
+                "",
+                "report",
+                vec![],
+                format!("{} report", r.scenario),
+            )),
         },
     )
 }
@@ -178,6 +244,7 @@ pub fn ids(r: &Report) -> Result<String, SiteError> {
             root: "../",
             version: VERSION,
             r,
+            nav: Some(Nav::new(r, "", "ids", vec![], "Ids and receipts".into())),
         },
     )
 }
@@ -196,6 +263,17 @@ pub fn receipt(r: &Report, rc: &crate::model::ReceiptView) -> Result<String, Sit
             json_name: &r.json_name,
             verify_receipt: format!("verify {}", rc.json),
             verify_results: format!("verify --key KEY_FROM_THE_PUBLISHER {}", r.json_name),
+            key_check: &rc.summary.key_check,
+            nav: Some(Nav::new(
+                r,
+                "../",
+                "receipt",
+                vec![
+                    ("../ids.html#receipts".into(), "Ids and receipts".into()),
+                    (format!("../ids.html#{}", rc.cell_anchor), rc.cell.clone()),
+                ],
+                format!("Receipt {}", rc.effect_id),
+            )),
         },
     )
 }

@@ -137,7 +137,7 @@ fn a_repeated_matrix_renders_every_repeat() {
     assert_eq!(report.pages.len(), 3 + 12);
     let html = std::fs::read_to_string(out.path().join("billing_credit/index.html")).unwrap();
     assert!(html.contains("before_send/renewal/interlock#1"));
-    assert_eq!(html.matches("<div class=\"cell\">").count(), 36);
+    assert_eq!(html.matches("<div class=\"cell\" id=").count(), 36);
 }
 
 #[test]

@@ -40,6 +40,7 @@ fn every_trial_that_is_not_a_plain_pass_links_to_a_page_with_its_timeline_and_re
         assert!(page.contains(&format!("id=\"{}-{}\"", s.nemesis, s.column)));
     }
     assert!(page.contains("Where the kills landed"));
+    assert!(page.contains(r#"<table class="heat""#));
     // The committed run's page, and its first listed trial's: a template change shows as a diff.
     support::snapshot("billing_credit_nemesis", &page);
     let mut listed = 0;
@@ -51,11 +52,23 @@ fn every_trial_that_is_not_a_plain_pass_links_to_a_page_with_its_timeline_and_re
             continue;
         };
         listed += 1;
-        assert!(page.contains(&format!("trials/{name}")), "{}", t.id);
+        // Listed on its nemesis's page, which the Nemesis page links.
+        assert!(
+            page.contains(&format!("nemesis/{}.html", t.nemesis)),
+            "{}",
+            t.id
+        );
+        let one = std::fs::read_to_string(
+            out.join("billing_credit/nemesis")
+                .join(format!("{}.html", t.nemesis)),
+        )
+        .unwrap();
+        assert!(one.contains(&format!("../trials/{name}")), "{}", t.id);
         let trial = std::fs::read_to_string(out.join("billing_credit/trials").join(&name)).unwrap();
         assert!(trial.contains(&format!("--replay {}", t.id)));
         assert!(trial.contains(kind), "{}", t.id);
         assert!(trial.contains("<h2>Timeline</h2>"), "{}", t.id);
+        assert!(trial.contains(r#"class="chart timeline""#), "{}", t.id);
         if !snapshotted {
             support::snapshot("billing_credit_trial_first_listed", &trial);
             snapshotted = true;

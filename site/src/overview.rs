@@ -1,0 +1,124 @@
+//! The one-line verdicts the front page and the top of each report show, generated from facts
+//! the site already computed from the verified data ([`crate::facts`] for the matrix,
+//! [`crate::nemesis_page::facts`] for the nemesis run). No new counting happens here: every
+//! number in these sentences is a fact's value.
+
+use crate::facts::{Fact, Facts};
+
+fn get<'a>(facts: &'a Facts, key: &str) -> Option<&'a Fact> {
+    facts.get(key)
+}
+
+fn int(facts: &Facts, key: &str) -> Option<i64> {
+    match get(facts, key) {
+        Some(Fact::Int(n)) => Some(*n),
+        _ => None,
+    }
+}
+
+fn text(facts: &Facts, key: &str) -> String {
+    get(facts, key).map_or_else(|| "?".to_owned(), ToString::to_string)
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn words(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// The matrix's verdict in one sentence: which columns held the invariant in every judged cell,
+/// which broke it (how often and on which rows), and which can prove what happened in every
+/// cell. Built from the facts `held.C`, `violated.C`, `cells.C`, `violated_rows.C` and
+/// `proof_count.C`.
+pub fn verdict_line(columns: &[String], facts: &Facts) -> String {
+    let mut held = Vec::new();
+    let mut broke = Vec::new();
+    let mut proof = Vec::new();
+    for c in columns {
+        let cells = int(facts, &format!("cells.{c}")).unwrap_or(0);
+        if cells == 0 {
+            continue;
+        }
+        let violated = int(facts, &format!("violated.{c}")).unwrap_or(0);
+        if violated == 0 {
+            held.push(format!("{c} ({})", text(facts, &format!("held.{c}"))));
+        } else {
+            broke.push(format!(
+                "{c} broke it in {violated} of {cells} ({})",
+                text(facts, &format!("violated_rows.{c}"))
+            ));
+        }
+        if int(facts, &format!("proof_count.{c}")) == Some(cells) {
+            proof.push(c.clone());
+        }
+    }
+    let mut parts = Vec::new();
+    if !held.is_empty() {
+        parts.push(format!(
+            "{} held the invariant in every judged cell",
+            words(&held)
+        ));
+    }
+    if !broke.is_empty() {
+        parts.push(words(&broke));
+    }
+    if parts.is_empty() {
+        return "No cell was judged.".to_owned();
+    }
+    let proof = if proof.is_empty() {
+        "no column".to_owned()
+    } else {
+        words(&proof)
+    };
+    format!(
+        "{}; {proof} can prove what happened in every cell.",
+        parts.join("; ")
+    )
+}
+
+/// The nemesis run in one sentence: trials in all, and per column the violations within its
+/// assumptions over its judged trials within them (facts `nemesis.trials`,
+/// `violations_within.C`, `within.C`).
+pub fn nemesis_line(columns: &[String], facts: &Facts) -> String {
+    let per: Vec<String> = columns
+        .iter()
+        .map(|c| {
+            format!(
+                "{c} {} of {}",
+                text(facts, &format!("violations_within.{c}")),
+                text(facts, &format!("within.{c}"))
+            )
+        })
+        .collect();
+    format!(
+        "Under {} randomized fault trials, violations within each column's assumptions: {}.",
+        text(facts, "nemesis.trials"),
+        words(&per)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_verdict_names_who_held_and_who_broke_from_the_facts() {
+        let mut f = Facts::new();
+        for (c, held, violated, proof) in [("a", 6, 0, 6), ("b", 5, 1, 0), ("c", 6, 0, 6)] {
+            f.insert(format!("cells.{c}"), Fact::Int(6));
+            f.insert(format!("violated.{c}"), Fact::Int(violated));
+            f.insert(format!("proof_count.{c}"), Fact::Int(proof));
+            f.insert(format!("held.{c}"), Fact::Ratio(held, 6));
+            f.insert(format!("violated_rows.{c}"), Fact::Text("x / y".into()));
+        }
+        let cols: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            verdict_line(&cols, &f),
+            "a (6/6) and c (6/6) held the invariant in every judged cell; b broke it in 1 of 6 \
+             (x / y); a and c can prove what happened in every cell."
+        );
+    }
+}
