@@ -262,7 +262,8 @@ pub(crate) struct EffectState {
     pub committed: bool,
     /// Any AMBIGUOUS.
     pub ambiguous: bool,
-    /// A resolving REFUSED with code `target_error` was written: the target rejected it.
+    /// A resolving REFUSED with code `target_error` or `target_failed_at_recovery` was written:
+    /// the target answered it with a failure.
     pub target_rejected: bool,
 }
 
@@ -346,7 +347,10 @@ impl EffectState {
             Kind::Refused => {
                 if entry.get("resolves").and_then(Value::as_bool) == Some(true) {
                     self.open = None;
-                    if entry.get("code").and_then(Value::as_str) == Some("target_error") {
+                    // The target answered this effect with a failure (at the send, or replayed
+                    // to recovery): a later submit of it is refused, never sent again.
+                    let code = entry.get("code").and_then(Value::as_str);
+                    if matches!(code, Some("target_error" | "target_failed_at_recovery")) {
                         self.target_rejected = true;
                     }
                 }

@@ -308,6 +308,32 @@ fn a_replayed_error_is_settled_by_lookup_not_resent_forever() {
     );
 }
 
+/// After a replayed failure settled as `REFUSED:target_failed_at_recovery`, the same request
+/// submitted again is refused as the target's failure, never dispatched and sent again (the
+/// second gate review: only `target_error` used to block a new dispatch).
+#[test]
+fn a_request_refused_after_a_replayed_failure_is_not_sent_again() {
+    let w = World::new(|clock, _| {
+        MemTarget::new(Tier::One, true)
+            .with_max_in_flight(Duration::from_secs(5))
+            .with_dedup_window(Some(Duration::from_secs(86_400)))
+            .with_clock(clock)
+    });
+    w.target.push_faults([Fault::FailsSaved]);
+    let s = w.gate.submit(&proposal(1000)).unwrap();
+    assert_eq!(s.status, Status::InFlight);
+    let (status, _) = w.recover_until_resolved(&s.effect_id, 60).unwrap();
+    assert!(
+        status.to_string().contains("target_failed_at_recovery"),
+        "{status}"
+    );
+    let calls = w.target.apply_calls();
+    let again = w.gate.submit(&proposal(1000)).unwrap();
+    assert!(again.status.refusal().is_some(), "{}", again.status);
+    assert_eq!(w.target.apply_calls(), calls, "sent again after a refusal");
+    assert_eq!(w.target.landed(&s.effect_id), 0);
+}
+
 /// Sequence 5, the other way round: the request landed, then the service answered an error it
 /// saved under the key. The lookup finds it.
 #[test]
