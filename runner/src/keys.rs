@@ -11,6 +11,8 @@
 //! error and on Ctrl-C ([`RunKey`] deletes it on drop).
 
 use ed25519_dalek::{SigningKey, VerifyingKey};
+use rand::rngs::SysRng;
+use rand::TryRng;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -26,7 +28,7 @@ pub struct RunKey {
 impl RunKey {
     /// Generates a key from OS randomness and writes it (hex, 0600) to `dir/signing.key`.
     pub fn generate(dir: &Path) -> std::io::Result<RunKey> {
-        RunKey::save(dir, SigningKey::generate(&mut rand::rngs::OsRng))
+        RunKey::save(dir, fresh_key()?)
     }
 
     /// Writes a given key (a stable one, [`stable_key`]) for the run's workers, like
@@ -77,6 +79,15 @@ impl Drop for RunKey {
     }
 }
 
+/// A new key from the operating system's randomness (an error, not a panic, if it has none to give).
+fn fresh_key() -> std::io::Result<SigningKey> {
+    let mut secret = ed25519_dalek::SecretKey::default();
+    SysRng.try_fill_bytes(&mut secret).map_err(|e| {
+        std::io::Error::other(format!("the operating system gave no randomness: {e}"))
+    })?;
+    Ok(SigningKey::from_bytes(&secret))
+}
+
 /// Reads a signing key file written by [`RunKey::generate`] (used by workers).
 pub fn read_signing_key(path: &Path) -> Result<SigningKey, String> {
     let text = fs::read_to_string(path)
@@ -87,7 +98,7 @@ pub fn read_signing_key(path: &Path) -> Result<SigningKey, String> {
 /// Make a stable key: write the private key (hex) to `path` with mode 0600, refusing to overwrite
 /// anything; returns the public key as hex (the allowed-signers line's first word).
 pub fn keygen(path: &Path) -> Result<String, String> {
-    let key = SigningKey::generate(&mut rand::rngs::OsRng);
+    let key = fresh_key().map_err(|e| e.to_string())?;
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)

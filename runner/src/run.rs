@@ -10,7 +10,6 @@ use crate::matrix;
 use crate::progress::Progress;
 use crate::results;
 use anyhow::{anyhow, bail, Context, Result};
-use rand::RngCore;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -235,10 +234,8 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
     }
     // 53 bits: the seed is published in the results file, and every integer there must be one
     // any JSON reader holds exactly.
-    let seed = args
-        .seed
-        .unwrap_or_else(|| rand::rngs::OsRng.next_u64() >> 11);
-    let run_id = format!("{:08x}", rand::rngs::OsRng.next_u32());
+    let seed = args.seed.unwrap_or_else(|| rand::random::<u64>() >> 11);
+    let run_id = format!("{:08x}", rand::random::<u32>());
     let journal = match &args.journal {
         Some(url) => Some(journal_schema(url, &run_id)?),
         None => None,

@@ -21,6 +21,7 @@
 
 pub mod client;
 pub mod emulator;
+pub mod http;
 
 pub use client::{
     ApiFailure, Client, ClientConfig, Params, Response, RetryPolicy, RetryRule, StripeError,

@@ -11,7 +11,7 @@ use stripe::{Client, ClientConfig, Params};
 
 /// `GET /v1/customers` with this `Stripe-Version` header (or none).
 fn with_version(version: Option<&str>) -> (u16, serde_json::Value) {
-    let http = reqwest::blocking::Client::new();
+    let http = stripe::http::client_builder().unwrap().build().unwrap();
     let mut request = http
         .get(format!("{}/v1/customers", emulator().base_url()))
         .bearer_auth(new_key());

@@ -57,7 +57,8 @@ impl AnthropicDecider {
         api_key: &str,
         model: &str,
     ) -> Result<AnthropicDecider, DecideError> {
-        let http = reqwest::blocking::Client::builder()
+        let http = stripe::http::client_builder()
+            .map_err(|e| DecideError::Config(format!("cannot set up TLS: {e}")))?
             .timeout(Duration::from_secs(60))
             .build()
             .map_err(|e| DecideError::Config(format!("cannot build the HTTP client: {e}")))?;

@@ -214,11 +214,59 @@ pub const RANDOM_KILL_JITTER_US: u64 = 3_000;
 /// window's share of one common span.
 pub const EXPOSURE_SPAN_MS: u64 = 32;
 
+// The draws below follow one fixed rule, the one every published run was drawn with, so a
+// trial's id replays to the faults its run recorded whichever `rand` release is linked (the
+// sampling of `rand`'s own ranges changed between releases; its seeded generator's stream did
+// not). The test `committed_trials_draw_what_they_recorded` holds them to the committed run.
+
+/// A uniform draw from `low..=high`: one 64-bit word `v` from `rng`, the answer `low + hi`
+/// where `hi:lo` = `v` × (size of the range) as 128 bits, and `v` drawn again when `lo` falls in
+/// the zone that would bias the answer (above the range shifted to the word's top bit, less one).
+fn between(rng: &mut impl Rng, low: u64, high: u64) -> u64 {
+    let range = high.wrapping_sub(low).wrapping_add(1);
+    if range == 0 {
+        return rng.next_u64();
+    }
+    let zone = (range << range.leading_zeros()).wrapping_sub(1);
+    loop {
+        let wide = u128::from(rng.next_u64()) * u128::from(range);
+        if wide as u64 <= zone {
+            return low.wrapping_add((wide >> 64) as u64);
+        }
+    }
+}
+
+/// [`between`] for the draws made on 32-bit words (the `u32` and `i32` values, and, with
+/// `narrow`, the `u8` ones, whose rejection zone is exact: `u32::MAX` less `2^32 mod range`).
+fn between32(rng: &mut impl Rng, low: u32, high: u32, narrow: bool) -> u32 {
+    let range = high.wrapping_sub(low).wrapping_add(1);
+    if range == 0 {
+        return rng.next_u32();
+    }
+    let zone = if narrow {
+        u32::MAX - (u32::MAX - range + 1) % range
+    } else {
+        (range << range.leading_zeros()).wrapping_sub(1)
+    };
+    loop {
+        let wide = u64::from(rng.next_u32()) * u64::from(range);
+        if wide as u32 <= zone {
+            return low.wrapping_add((wide >> 32) as u32);
+        }
+    }
+}
+
+/// A uniform index below `len` (> 0), drawn as a 64-bit value by [`between`].
+fn index(rng: &mut impl Rng, len: usize) -> usize {
+    let last = len.saturating_sub(1) as u64;
+    usize::try_from(between(rng, 0, last)).unwrap_or(0)
+}
+
 /// Draws a trial's plan from its seed, for a column (`kill_at_step`, `kill_random` and the
 /// mid-check pauses depend on it).
 pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
     let mut rng = StdRng::seed_from_u64(seed);
-    let outage = Outage::ALL[rng.gen_range(0..Outage::ALL.len())];
+    let outage = Outage::ALL[index(&mut rng, Outage::ALL.len())];
     let mut d = Draw {
         outage,
         service: None,
@@ -240,55 +288,55 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
         dedup_passed_s: None,
         decide_again_pct: None,
     };
-    let pick = |rng: &mut StdRng, steps: &[&'static str]| steps[rng.gen_range(0..steps.len())];
+    let pick = |rng: &mut StdRng, steps: &[&'static str]| steps[index(rng, steps.len())];
     match nemesis {
         // Over the effect's window, from the decision to the end of the send: a kill before
         // the decision leaves nothing to recover, so that is not where it is drawn.
         Nemesis::KillRandom => {
             d.kill_after = pick(&mut rng, random_kill_anchors(column));
             d.decide_kill_ms = Some(0);
-            d.kill_jitter_us = rng.gen_range(0..=RANDOM_KILL_JITTER_US);
+            d.kill_jitter_us = between(&mut rng, 0, RANDOM_KILL_JITTER_US);
         }
         Nemesis::KillInFlight => {
             d.service = Some(FaultAction::Delay {
-                ms: rng.gen_range(100..=2_000),
+                ms: between(&mut rng, 100, 2_000),
             });
             d.kill_after = "request_held";
-            d.decide_kill_ms = Some(rng.gen_range(0..=50));
+            d.decide_kill_ms = Some(between(&mut rng, 0, 50));
         }
         Nemesis::LateAfterTimeout => {
             // Past the client's timeout, inside the declared bound (both the emulator's).
             let timeout = crate::backend::EMULATOR_REQUEST_TIMEOUT.as_millis() as u64;
             let bound = crate::backend::EMULATOR_MAX_IN_FLIGHT.as_millis() as u64;
             d.service = Some(FaultAction::Delay {
-                ms: rng.gen_range(timeout + 100..=bound - 100),
+                ms: between(&mut rng, timeout + 100, bound - 100),
             });
         }
         Nemesis::LateBeyondBound => {
             d.service = Some(FaultAction::Delay {
-                ms: rng.gen_range(7_000..=9_000),
+                ms: between(&mut rng, 7_000, 9_000),
             });
             d.kill_after = "request_held";
-            d.decide_kill_ms = Some(rng.gen_range(0..=50));
+            d.decide_kill_ms = Some(between(&mut rng, 0, 50));
         }
         Nemesis::CommitThen500 => d.service = Some(FaultAction::CommitThenError { status: 500 }),
         Nemesis::CommitThenDrop => d.service = Some(FaultAction::CommitThenDrop),
         Nemesis::KillRecovery => {
             d.decide_at_before_send = true;
-            let n = rng.gen_range(1..=3);
+            let n = between32(&mut rng, 1, 3, false);
             d.restart_kill_steps = (0..n)
                 .map(|_| pick(&mut rng, restart_steps(column)))
                 .collect();
         }
-        Nemesis::StopHolder => d.stop_ms = Some(rng.gen_range(12_000..=14_000)),
+        Nemesis::StopHolder => d.stop_ms = Some(between(&mut rng, 12_000, 14_000)),
         Nemesis::TornTail => {
             d.kill_at_step = Some(pick(&mut rng, tear_steps(column)));
-            d.tear_permille = Some(rng.gen_range(0..1_000));
+            d.tear_permille = Some(between32(&mut rng, 0, 999, false));
         }
-        Nemesis::DiskFull => d.disk_free_pages = Some(rng.gen_range(0..=8)),
+        Nemesis::DiskFull => d.disk_free_pages = Some(between(&mut rng, 0, 8)),
         Nemesis::DedupExpired => {
             d.kill_at_step = Some(pick(&mut rng, dedup_steps(column)));
-            d.dedup_passed_s = Some(rng.gen_range(24 * 3_600..=25 * 3_600));
+            d.dedup_passed_s = Some(between(&mut rng, 24 * 3_600, 25 * 3_600));
         }
         Nemesis::DecidesAgain => {
             // The renewal only: the second decision reads the facts afresh and takes its amount
@@ -301,7 +349,8 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
                 .filter(|s| *s != "request_held")
                 .collect();
             d.kill_at_step = Some(pick(&mut rng, &steps));
-            d.decide_again_pct = Some(rng.gen_range(30..=90));
+            // 30..=90 fits a u8: drawn by the narrow rule (see `between32`).
+            d.decide_again_pct = u8::try_from(between32(&mut rng, 30, 90, true)).ok();
         }
         Nemesis::TwoWorkers => d.second_worker = true,
         Nemesis::RevokeInOutage => {
@@ -310,17 +359,17 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
         }
         Nemesis::KillAtStep => {
             let steps = column_steps(column);
-            let step = steps[rng.gen_range(0..steps.len())];
+            let step = steps[index(&mut rng, steps.len())];
             d.kill_at_step = Some(step);
             if step == "request_held" {
                 d.service = Some(FaultAction::Delay {
-                    ms: rng.gen_range(100..=1_000),
+                    ms: between(&mut rng, 100, 1_000),
                 });
             }
         }
         Nemesis::RevokeMidCheck | Nemesis::NoteMidCheck => {
             let steps = pause_steps(column);
-            let i = rng.gen_range(0..steps.len());
+            let i = index(&mut rng, steps.len());
             d.pause_at = Some(steps[i]);
             d.world = Some(match nemesis {
                 Nemesis::RevokeMidCheck => WorldFault::Revoke,
@@ -337,13 +386,13 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
             // violations of the clock's making. The renewal outage runs after the worker.
             d.outage = Outage::Renewal;
             d.world = Some(WorldFault::Revoke);
-            d.world_at_us = Some(rng.gen_range(0..=EXPOSURE_SPAN_MS * 1_000));
+            d.world_at_us = Some(between(&mut rng, 0, EXPOSURE_SPAN_MS * 1_000));
         }
         Nemesis::RateLimitBurst => {
             d.service = Some(FaultAction::RateLimit {
                 retry_after_s: None,
             });
-            d.service_times = rng.gen_range(1..=4);
+            d.service_times = between32(&mut rng, 1, 4, false);
         }
     }
     d
@@ -425,6 +474,107 @@ pub fn describe(action: &FaultAction) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every trial of the committed nemesis run, drawn again from its seed, draws what the run
+    /// recorded it did: the outage, the held request's delay, the kills' steps and instants, and
+    /// the amounts its faults name. Draws made on 64-bit words (the outage, the steps, delays,
+    /// pages, seconds, µs) are checked on every trial; the 32-bit ones show in the restart kills.
+    #[test]
+    fn committed_trials_draw_what_they_recorded() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../results/nemesis/billing_credit.json"
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let file: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let trials = file["trials"].as_array().unwrap();
+        assert!(!trials.is_empty());
+        let detail = |t: &serde_json::Value, kind: &str| -> String {
+            let faults = t["faults"].as_array().unwrap();
+            let fault = faults.iter().find(|f| f["kind"] == kind);
+            fault
+                .and_then(|f| f["detail"].as_str())
+                .unwrap_or("")
+                .to_owned()
+        };
+        for t in trials {
+            let id = t["id"].as_str().unwrap();
+            let nemesis = Nemesis::parse(t["nemesis"].as_str().unwrap()).unwrap();
+            let column = Column::ALL
+                .into_iter()
+                .find(|c| t["column"] == c.as_str())
+                .unwrap();
+            let d = draw_for(nemesis, column, t["seed"].as_u64().unwrap());
+            assert_eq!(t["outage"], d.outage.as_str(), "{id}");
+            if let Some(FaultAction::Delay { ms }) = d.service {
+                let delay = t["faults"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|f| f["kind"] == "delay");
+                assert_eq!(delay.unwrap()["held_ms"], ms, "{id}");
+            }
+            let kills = t["kills"].as_array().unwrap();
+            if let Some(kill) = kills.iter().find(|k| k["worker"] == "decide") {
+                let after = kill["after"].as_str().unwrap();
+                match (d.kill_at_step, d.decide_kill_ms) {
+                    (Some(step), _) => assert_eq!(after, step, "{id}"),
+                    (None, Some(ms)) if !d.decide_at_before_send => {
+                        assert_eq!(
+                            (after, kill["at_ms"].as_u64()),
+                            (d.kill_after, Some(ms)),
+                            "{id}"
+                        )
+                    }
+                    _ => {}
+                }
+            }
+            for (i, step) in d.restart_kill_steps.iter().enumerate() {
+                let worker = format!("restart-{}", i + 1);
+                if let Some(kill) = kills.iter().find(|k| k["worker"] == worker.as_str()) {
+                    assert_eq!(kill["after"], *step, "{id}");
+                }
+            }
+            let extra = kills
+                .iter()
+                .filter(|k| {
+                    k["worker"]
+                        .as_str()
+                        .is_some_and(|w| w.starts_with("restart-"))
+                })
+                .count();
+            assert!(extra <= d.restart_kill_steps.len(), "{id}");
+            if let Some(ms) = d.stop_ms {
+                assert!(detail(t, "stop").contains(&format!(" for {ms} ms")), "{id}");
+            }
+            if let Some(pages) = d.disk_free_pages {
+                assert!(
+                    detail(t, "disk_full").contains(&format!(" {pages} pages")),
+                    "{id}"
+                );
+            }
+            if let Some(s) = d.dedup_passed_s {
+                assert!(
+                    detail(t, "dedup_expired").contains(&format!(" {s} s passed")),
+                    "{id}"
+                );
+            }
+            if let Some(us) = d.world_at_us {
+                let at = format!(" {}.{:03} ms after", us / 1_000, us % 1_000);
+                assert!(detail(t, "revocation").contains(&at), "{id}");
+            }
+            if let Some(step) = d.pause_at {
+                let kind = match d.world {
+                    Some(WorldFault::CreditNote) => "credit_note",
+                    _ => "revocation",
+                };
+                assert!(
+                    detail(t, kind).contains(&format!("paused at {step}")),
+                    "{id}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn a_seed_always_draws_the_same_trial() {

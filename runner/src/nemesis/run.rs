@@ -8,7 +8,6 @@ use crate::clock::ClockStart;
 use crate::keys::RunKey;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use rand::RngCore;
 use scenarios::billing_credit::Column;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -65,7 +64,7 @@ fn start(journal: Option<&str>) -> Result<Started> {
         .tempdir()
         .context("cannot create the run's temporary directory")?;
     let key = RunKey::generate(dir.path()).context("cannot create the run's signing key")?;
-    let run_id = format!("{:08x}", rand::rngs::OsRng.next_u32());
+    let run_id = format!("{:08x}", rand::random::<u32>());
     let journal = journal
         .map(|url| crate::run::journal_schema(url, &run_id))
         .transpose()?;
@@ -93,9 +92,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
     })?;
     // The code that runs is the code at the start (files may change while a long run goes on).
     let git_commit = crate::run::git_commit();
-    let seed = args
-        .seed
-        .unwrap_or_else(|| rand::rngs::OsRng.next_u64() >> 11);
+    let seed = args.seed.unwrap_or_else(|| rand::random::<u64>() >> 11);
     let plan = NemesisPlan {
         nemeses: args.nemeses.iter().map(|n| n.as_str().to_owned()).collect(),
         columns: Column::ALL.iter().map(|c| c.as_str().to_owned()).collect(),

@@ -1,4 +1,4 @@
-//! The synchronous Stripe client (`reqwest::blocking` with rustls).
+//! The synchronous Stripe client (`reqwest::blocking` with rustls, see [`crate::http`]).
 
 mod error;
 mod params;
@@ -175,7 +175,8 @@ impl Client {
                 "the request timeout must be positive".into(),
             ));
         }
-        let http = HttpClient::builder()
+        let http = crate::http::client_builder()
+            .map_err(|e| StripeError::Config(format!("cannot set up TLS: {e}")))?
             .timeout(config.timeout)
             .user_agent(concat!("interlock-stripe/", env!("CARGO_PKG_VERSION")))
             .build()

@@ -9,7 +9,7 @@
 //! as Stripe's official SDKs do by default. Every retry is the same request: same
 //! parameters, same idempotency key.
 
-use rand::Rng;
+use rand::RngExt;
 use std::time::Duration;
 
 /// How the client retries answers that invite a retry.
@@ -107,7 +107,7 @@ impl RetryPolicy {
             .initial_backoff
             .saturating_mul(2u32.saturating_pow(retry.min(30)));
         let capped = doubled.min(self.max_backoff);
-        let mut jittered = capped.mul_f64(rand::thread_rng().gen_range(0.5..=1.0));
+        let mut jittered = capped.mul_f64(rand::rng().random_range(0.5..=1.0));
         if self.rule == RetryRule::StripeSdk {
             // The SDK never waits less than its initial delay.
             jittered = jittered.max(self.initial_backoff);
