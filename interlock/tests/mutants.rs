@@ -563,9 +563,7 @@ fn a_claim_file_replaced_before_the_send_stops_the_send() {
     claims.push(".claims");
     let leases = ReplacesClaimFile {
         inner,
-        claim: Mutex::new(Some(
-            PathBuf::from(claims).join(interlock::effect_id(&p)),
-        )),
+        claim: Mutex::new(Some(PathBuf::from(claims).join(interlock::effect_id(&p)))),
     };
     let gate = Gate::open(&path, target.clone(), leases, key(), GateConfig::default()).unwrap();
     let answer = gate.submit(&p);
