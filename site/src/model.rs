@@ -29,6 +29,8 @@ pub struct Report {
     pub json_name: String,
     /// Where and how the run happened.
     pub env: EnvView,
+    /// The run's backend and decider in one line, shown under every page's header.
+    pub ran: String,
     /// Columns in display order.
     pub columns: Vec<String>,
     /// The main table.
@@ -521,6 +523,7 @@ pub fn build(verified: &Verified, json_name: &str) -> Result<Report, String> {
         scenario: f.scenario.clone(),
         title: title(&f.scenario),
         json_name: json_name.to_owned(),
+        ran: ran_line(&f.environment)?,
         env,
         columns: f.columns.clone(),
         rows,
@@ -573,17 +576,37 @@ pub fn anchor(c: &Cell) -> String {
     format!("cell-{}-{}-{}-{}", c.crash, c.outage, c.column, c.repeat)
 }
 
+/// What a run's backend was, in words; an error for a backend the site does not know.
+pub fn backend_words(backend: &str) -> Result<String, String> {
+    match backend {
+        "emulator" => {
+            Ok("the project's Stripe emulator on loopback (not Stripe itself)".to_owned())
+        }
+        "stripe_test_mode" => Ok("Stripe test mode with test clocks".to_owned()),
+        other => Err(format!(
+            "environment.backend {other:?} is neither `emulator` nor `stripe_test_mode`"
+        )),
+    }
+}
+
+/// The line every page of a run carries under its header: what the run ran against and who
+/// decided, so that a page's "Stripe" is never read as Stripe itself when it was the emulator.
+pub fn ran_line(e: &verify::results::Environment) -> Result<String, String> {
+    let decider = match (e.decider.kind.as_str(), e.decider.model.as_deref()) {
+        ("anthropic", None) => {
+            return Err("environment.decider is `anthropic` but names no model".into())
+        }
+        (kind, model) => decider_words(kind, model),
+    };
+    Ok(format!(
+        "Ran against {}; decided by {decider}. Where a page says Stripe, it means that backend.",
+        backend_words(&e.backend)?
+    ))
+}
+
 fn env_view(f: &ResultsFile) -> Result<EnvView, String> {
     let e = &f.environment;
-    let backend_label = match e.backend.as_str() {
-        "emulator" => "the project's Stripe emulator on loopback (not Stripe itself)".to_owned(),
-        "stripe_test_mode" => "Stripe test mode with test clocks".to_owned(),
-        other => {
-            return Err(format!(
-                "environment.backend {other:?} is neither `emulator` nor `stripe_test_mode`"
-            ))
-        }
-    };
+    let backend_label = backend_words(&e.backend)?;
     let decider_label = match e.decider.kind.as_str() {
         "policy" => decider_words("policy", None),
         "anthropic" => match &e.decider.model {

@@ -54,8 +54,11 @@ pub struct HeatCell {
     pub within: u32,
     /// Violations among them.
     pub violations: u32,
-    /// The 95% bound within assumptions.
+    /// The 95% bound within assumptions, over distinct interleavings (repeats of one
+    /// interleaving are not independent samples of it).
     pub bound: String,
+    /// Distinct interleavings within assumptions.
+    pub distinct: u32,
 }
 
 /// Where the decide worker's kills landed: the last step it announced before it died.
@@ -587,15 +590,23 @@ pub fn render(
                             class: r.heat,
                             within: r.s.within_assumptions,
                             violations: r.s.violations_within,
-                            bound: r.within_bound.clone(),
+                            bound: r.distinct_bound.clone(),
+                            distinct: r.s.distinct_within,
                         })
                 })
                 .collect(),
         })
         .collect();
     let kills = kill_rows(&file);
+    // The nemesis pages say what the nemesis run ran against (its own file), not the matrix.
+    let ran = crate::model::ran_line(&file.environment).map_err(|problem| SiteError::Data {
+        path: path.clone(),
+        problem,
+    })?;
     let nav = |current: &'static str, crumbs: Vec<(String, String)>, here: String, up: &str| {
-        Some(crate::pages::Nav::new(report, up, current, crumbs, here))
+        let mut nav = crate::pages::Nav::new(report, up, current, crumbs, here);
+        nav.ran = ran.clone();
+        Some(nav)
     };
     let mut nemeses = Vec::new();
     for (i, n) in file.plan.nemeses.iter().enumerate() {

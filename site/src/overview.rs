@@ -79,25 +79,68 @@ pub fn verdict_line(columns: &[String], facts: &Facts) -> String {
     )
 }
 
-/// The nemesis run in one sentence: trials in all, and per column the violations within its
-/// assumptions over its judged trials within them (facts `nemesis.trials`,
-/// `violations_within.C`, `within.C`).
+/// The nemesis run in a few sentences: the trials judged, and per column the violations within
+/// its assumptions over its trials within them, the violations and wrong answers beyond them,
+/// and the exposure nemesis's violations (the comparison of each column's unguarded window).
+/// Facts `nemesis.trials`, `within.C`, `beyond.C`, `nothing_decided.C`, `violations_within.C`,
+/// `violations_beyond.C`, `wrong_within.C`, `wrong_beyond.C`, `exposure.violations.C`,
+/// `exposure.judged.C`.
 pub fn nemesis_line(columns: &[String], facts: &Facts) -> String {
-    let per: Vec<String> = columns
+    let per = |f: &dyn Fn(&String) -> String| -> String {
+        words(&columns.iter().map(f).collect::<Vec<_>>())
+    };
+    let judged: i64 = columns
         .iter()
         .map(|c| {
+            int(facts, &format!("within.{c}")).unwrap_or(0)
+                + int(facts, &format!("beyond.{c}")).unwrap_or(0)
+        })
+        .sum();
+    let within = per(&|c| {
+        format!(
+            "{c} {} of {}",
+            text(facts, &format!("violations_within.{c}")),
+            text(facts, &format!("within.{c}"))
+        )
+    });
+    let beyond = per(&|c| {
+        format!(
+            "{c} {} of {}",
+            text(facts, &format!("violations_beyond.{c}")),
+            text(facts, &format!("beyond.{c}"))
+        )
+    });
+    let wrong = per(&|c| {
+        format!(
+            "{c} {}",
+            int(facts, &format!("wrong_within.{c}")).unwrap_or(0)
+                + int(facts, &format!("wrong_beyond.{c}")).unwrap_or(0)
+        )
+    });
+    let mut out = format!(
+        "Of {} randomized fault trials, {judged} were judged (the rest were killed before any \
+         decision). Violations within each column's assumptions: {within}. Violations beyond \
+         them (a request held past the declared bound, or a change after the column's last \
+         read): {beyond}. Wrong answers, within and beyond: {wrong}.",
+        text(facts, "nemesis.trials"),
+    );
+    if columns
+        .iter()
+        .any(|c| get(facts, &format!("exposure.judged.{c}")).is_some())
+    {
+        let exposure = per(&|c| {
             format!(
                 "{c} {} of {}",
-                text(facts, &format!("violations_within.{c}")),
-                text(facts, &format!("within.{c}"))
+                text(facts, &format!("exposure.violations.{c}")),
+                text(facts, &format!("exposure.judged.{c}"))
             )
-        })
-        .collect();
-    format!(
-        "Under {} randomized fault trials, violations within each column's assumptions: {}.",
-        text(facts, "nemesis.trials"),
-        words(&per)
-    )
+        });
+        out.push_str(&format!(
+            " Under exposure (the approval revoked at an instant drawn over the worker's life): \
+             {exposure}."
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -30,6 +30,8 @@ pub struct Nav {
     pub crumbs: Vec<(String, String)>,
     /// This page, as the breadcrumb's last item.
     pub here: String,
+    /// What the run behind this page ran against and who decided, in words.
+    pub ran: String,
 }
 
 impl Nav {
@@ -56,6 +58,7 @@ impl Nav {
             current,
             crumbs: all,
             here,
+            ran: r.ran.clone(),
         }
     }
 }

@@ -194,7 +194,10 @@ fn billing_cycle_anchor_takes_each_versions_form() {
     let c = stripe::Client::new(ClientConfig::new(emulator().base_url(), &key)).unwrap();
     let case = open_case(&c);
     let update = |version: &str, body: &str| -> (u16, serde_json::Value) {
-        let answer = reqwest::blocking::Client::new()
+        let answer = stripe::http::client_builder()
+            .unwrap()
+            .build()
+            .unwrap()
             .post(format!(
                 "{}/v1/subscriptions/{}",
                 emulator().base_url(),

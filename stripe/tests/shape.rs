@@ -438,7 +438,7 @@ fn samples() -> Vec<(&'static str, String, Value)> {
 /// One request straight over HTTP, so that the test sees what the emulator
 /// sends: status, `Request-Id` and body. `version` is sent as `Stripe-Version`.
 fn raw(method: &str, path: &str, key: &str, version: Option<&str>) -> (u16, String, Value) {
-    let http = reqwest::blocking::Client::new();
+    let http = stripe::http::client_builder().unwrap().build().unwrap();
     let url = format!("{}{path}", emulator().base_url());
     let mut request = match method {
         "GET" => http.get(url),
@@ -702,7 +702,10 @@ fn every_accepted_version_answers_with_the_same_shapes() {
         }
     }
     for v in ACCEPTED_VERSIONS {
-        let answer = reqwest::blocking::Client::new()
+        let answer = stripe::http::client_builder()
+            .unwrap()
+            .build()
+            .unwrap()
             .get(format!("{}/v1/customers/{cus}", emulator().base_url()))
             .bearer_auth(&key)
             .header("Stripe-Version", v.name)
