@@ -690,3 +690,46 @@ fn a_resolving_row_from_a_fork_of_the_schema_is_refused() {
     // The gate that was open refuses it too.
     assert!(g.status(&sent.effect_id).is_err() || g.recover().is_err());
 }
+
+/// The open DISPATCHED's row edited past the triggers (by a role that owns the table, which
+/// can disable them) after an open gate checked it: recovery reads the row back and must find
+/// the entry it checked, or stop; the edited payload is never sent (mutant: the re-read check in
+/// `PgSection::entry` → `true`).
+#[test]
+#[ignore = "needs PostgreSQL: INTERLOCK_TEST_PG_URL (.ci/pg-cluster start); run with --include-ignored"]
+fn a_row_edited_past_the_triggers_under_an_open_gate_is_not_sent() {
+    let Some((schema, at)) =
+        database("a_row_edited_past_the_triggers_under_an_open_gate_is_not_sent")
+    else {
+        return;
+    };
+    let target = Arc::new(MemTarget::new(Tier::Two, true));
+    target.set_fact("incident_compensation", json!(0));
+    target.push_faults([Fault::Unknown]);
+    let leases = Arc::new(MemLeases::new());
+    leases.grant(&json!("lease-1"));
+    let mut g = Gate::open_at(&at, target.clone(), leases, key(), GateConfig::default()).unwrap();
+    let clock = Arc::new(std::sync::atomic::AtomicU64::new(1_800_000_000_000));
+    let c = clock.clone();
+    g.set_clock(Box::new(move || c.load(Ordering::SeqCst)));
+    let sent = g.submit(&proposal(500)).unwrap();
+    assert_eq!(sent.status, Status::InFlight);
+    let mut c = client(&schema);
+    c.batch_execute(
+        "ALTER TABLE interlock_entries DISABLE TRIGGER interlock_entries_append_only; \
+         UPDATE interlock_entries SET line = replace(line, '\"amount\":500', '\"amount\":900') \
+         WHERE line LIKE '%\"DISPATCHED\"%'; \
+         ALTER TABLE interlock_entries ENABLE TRIGGER interlock_entries_append_only;",
+    )
+    .unwrap();
+    for _ in 0..5 {
+        match g.recover_effect(&sent.effect_id) {
+            Ok(Some(RecoveryOutcome::Blocked { until_ms, .. })) => {
+                let now = clock.load(Ordering::SeqCst);
+                clock.fetch_add(until_ms.saturating_sub(now) + 1, Ordering::SeqCst);
+            }
+            _ => break,
+        }
+    }
+    assert_eq!(target.apply_calls(), 1, "the edited payload was sent");
+}
