@@ -487,6 +487,9 @@ mod tests {
         let b = monotonic_ms();
         assert!(b >= a && a > 0);
         assert!(!boot_id().is_empty());
+        // The clock is named by the kernel's boot first (time-namespace offsets may follow).
+        assert!(boot_id().starts_with(&kernel_boot()), "{}", boot_id());
+        assert_eq!(kernel_boot().len(), 36);
     }
 
     #[test]
@@ -516,7 +519,9 @@ mod tests {
         assert!(other_host.may_be_alive());
         // What this process is named by is read from the kernel.
         assert!(me.pid_ns.starts_with("pid:["), "{:?}", me.pid_ns);
-        assert!(!me.boot.is_empty());
+        // The kernel's boot id: a UUID, as /proc gives it.
+        assert_eq!(me.boot.len(), 36, "{:?}", me.boot);
+        assert_eq!(me.boot.matches('-').count(), 4, "{:?}", me.boot);
         // Nor on another machine that shares this host name and the initial PID namespace's
         // name (its boot differs), or where the boot is unknown.
         for boot in ["00000000-0000-0000-0000-000000000000", ""] {

@@ -422,6 +422,83 @@ fn a1_a_recoverers_resend_that_stalls_before_leaving_is_not_reapplied_over() {
     );
 }
 
+/// A1, through the claim record: the recoverer that resent is gone after its resend's answer
+/// was lost, and a fresh recoverer of the same host takes over at once. It inherits the instant
+/// the record names, which must be the resend's return, not the earlier take-over (mutant: the
+/// resend's records not written).
+#[test]
+fn a1_a_fresh_recoverer_counts_from_the_stalled_resends_return() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(AtomicU64::new(1_800_000_000_000));
+    let leases = fresh_leases();
+    let calls = Arc::new(AtomicU64::new(0));
+    let (c, n) = (clock.clone(), calls.clone());
+    let target = Arc::new(
+        MemTarget::new(Tier::Two, true)
+            .with_max_in_flight(Duration::from_millis(300))
+            .with_clock(clock.clone())
+            .with_apply_hook(Box::new(move |_| {
+                if n.fetch_add(1, Ordering::SeqCst) == 1 {
+                    c.fetch_add(1_500, Ordering::SeqCst);
+                }
+            })),
+    );
+    target.set_fact("incident_compensation", json!(0));
+    let at = store_at(dir.path());
+    let open = || {
+        let mut gate = Gate::open_at(
+            &at,
+            target.clone(),
+            leases.clone(),
+            key(),
+            GateConfig::default(),
+        )
+        .unwrap();
+        let c = clock.clone();
+        gate.set_clock(Box::new(move || c.load(Ordering::SeqCst)));
+        gate
+    };
+    target.push_faults([Fault::Unknown, Fault::LandsLate(250)]);
+    let first = open();
+    let s = first.submit(&proposal(1000)).unwrap();
+    assert_eq!(s.status, Status::InFlight);
+    // Rounds of the first recoverer until its reapply has gone out (and its answer was lost).
+    for _ in 0..5 {
+        let out = first.recover_effect(&s.effect_id).unwrap();
+        if target.apply_calls() == 2 {
+            break;
+        }
+        if let Some(RecoveryOutcome::Blocked { until_ms, .. }) = out {
+            let now = clock.load(Ordering::SeqCst);
+            clock.fetch_add(until_ms.saturating_sub(now).max(1), Ordering::SeqCst);
+        }
+    }
+    assert_eq!(target.apply_calls(), 2, "the reapply went out");
+    drop(first);
+    // A fresh recoverer, 1 ms after the resend returned.
+    clock.fetch_add(1, Ordering::SeqCst);
+    let second = open();
+    let mut outcome = None;
+    for _ in 0..10 {
+        match second.recover_effect(&s.effect_id).unwrap() {
+            Some(RecoveryOutcome::Blocked { until_ms, .. }) => {
+                let now = clock.load(Ordering::SeqCst);
+                clock.fetch_add(until_ms.saturating_sub(now).max(1), Ordering::SeqCst);
+            }
+            other => {
+                outcome = other;
+                break;
+            }
+        }
+    }
+    clock.fetch_add(10_000, Ordering::SeqCst);
+    assert_eq!(
+        target.landed(&s.effect_id),
+        1,
+        "reapplied over the stalled resend: {outcome:?}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // F5. "More than one unmarked entry (chains merged in) is Unmarked; one unmarked last entry is a
 // crash between the entry and its mark, and is marked." So ONE line merged in from a fork of the
