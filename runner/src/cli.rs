@@ -37,7 +37,8 @@ same rule, each replayable from its id with --replay. Writes DIR/nemesis/billing
 const AFTER_HELP: &str = "\
 Examples:
   runner --scenario billing_credit
-  runner --scenario billing_credit --cells 'before_send:billing_credit:*' after_send:renewal:interlock
+  runner --scenario billing_credit \\
+    --cells 'before_send:billing_credit:*' after_send:renewal:interlock
   runner --scenario billing_credit --repeat 5 --jobs 4 --out /tmp/run --no-site
   runner --scenario billing_credit --nemesis all --trials 20 --seed 20
   runner --replay kill_in_flight:interlock:0b31576be2e5da

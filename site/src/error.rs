@@ -26,6 +26,15 @@ pub enum SiteError {
         /// The first problem verification reported.
         problem: String,
     },
+    /// A results file could not be read as one (not JSON, not the format, cut short): it could
+    /// not be checked at all.
+    #[error("cannot check {path}: {problem}")]
+    Unreadable {
+        /// The results file.
+        path: PathBuf,
+        /// Why it could not be read.
+        problem: String,
+    },
     /// A results file verified, but holds something the site cannot present truthfully.
     #[error("cannot render {path}: {problem}")]
     Data {

@@ -541,7 +541,10 @@ pub fn render(
         path: path.clone(),
         problem,
     };
-    let file = verify::load::load_nemesis(&bytes).map_err(|e| unverified(e.to_string()))?;
+    let file = verify::load::load_nemesis(&bytes).map_err(|e| SiteError::Unreadable {
+        path: path.clone(),
+        problem: e.to_string(),
+    })?;
     let key = pinned.map_or(KeyCheck::SelfAttested, |k| KeyCheck::Pinned(*k));
     let checked = verify::nemesis::check::verify_nemesis(&file, &key);
     if let Some(first) = checked.findings.first() {

@@ -91,7 +91,10 @@ pub fn verify_file(
         path: path.to_path_buf(),
         problem,
     };
-    let file = verify::load::load_results(bytes).map_err(|e| unverified(e.to_string()))?;
+    let file = verify::load::load_results(bytes).map_err(|e| SiteError::Unreadable {
+        path: path.to_path_buf(),
+        problem: e.to_string(),
+    })?;
     let key = pinned.map_or(KeyCheck::SelfAttested, |k| KeyCheck::Pinned(*k));
     let report = verify_results(&file, &key);
     if !report.ok {

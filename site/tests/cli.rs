@@ -133,6 +133,29 @@ fn a_results_file_that_fails_verification_exits_1() {
     assert!(!out.exists());
 }
 
+/// A results file cut short is not a file that failed verification: it could not be checked, as
+/// `verify` says with 2.
+#[test]
+fn a_results_file_cut_short_exits_2_like_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    std::fs::create_dir_all(&results).unwrap();
+    let whole =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/billing_credit.json"))
+            .unwrap();
+    std::fs::write(results.join("billing_credit.json"), &whole[..50_000]).unwrap();
+    let out = dir.path().join("public");
+    let (code, stdout, stderr) = site(&[
+        "build",
+        "--results",
+        &shown(&results),
+        "--out",
+        &shown(&out),
+    ]);
+    assert_one_error_line(code, &stdout, &stderr, 2);
+    assert!(stderr.contains("cannot check"), "{stderr}");
+}
+
 #[test]
 fn bad_arguments_exit_2_on_one_line() {
     for args in [

@@ -43,6 +43,9 @@ fn every_trial_that_is_not_a_plain_pass_links_to_a_page_with_its_timeline_and_re
     assert!(page.contains(r#"<table class="heat""#));
     // The committed run's page, and its first listed trial's: a template change shows as a diff.
     support::snapshot("billing_credit_nemesis", &page);
+    // One nemesis's own page (its template has a snapshot too).
+    let one = std::fs::read_to_string(out.join("billing_credit/nemesis/kill_random.html")).unwrap();
+    support::snapshot("billing_credit_nemesis_kill_random", &one);
     let mut listed = 0;
     let mut snapshotted = false;
     for t in &file.trials {

@@ -20,14 +20,53 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    match serve(Args::parse()) {
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version.
+            let _ = e.print();
+            return std::process::ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("stripe-emulator: {}", usage_line(&e.render().to_string()));
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match serve(args) {
         Ok(never) => match never {},
         Err(e) => {
-            // One line, like the other binaries: what failed and why (no Debug chain).
-            eprintln!("stripe-emulator: {e:#}");
+            // One line, like the other binaries: what failed and why, each cause once.
+            eprintln!("stripe-emulator: error: {}", one_line(&e));
             std::process::ExitCode::from(2)
         }
     }
+}
+
+/// An error and its causes on one line, leaving out a cause its message already says.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let said = cause.to_string();
+        if text.contains(&said) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&said);
+    }
+    text
+}
+
+/// clap's usage error as one line in the other binaries' style.
+fn usage_line(rendered: &str) -> String {
+    let first = rendered
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("error: invalid arguments");
+    let what = first.strip_prefix("error: ").unwrap_or(first);
+    format!("error: {what}; see `stripe-emulator --help`")
 }
 
 fn serve(args: Args) -> anyhow::Result<std::convert::Infallible> {
