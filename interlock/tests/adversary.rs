@@ -365,26 +365,31 @@ fn f2_a_journal_file_bind_mounted_over_another_path_is_refused() {
 // the resend's call returned (every request it sent had left by then).
 // ---------------------------------------------------------------------------------------------
 
-#[test]
-fn a1_a_recoverers_resend_that_stalls_before_leaving_is_not_reapplied_over() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(AtomicU64::new(1_800_000_000_000));
-    let leases = fresh_leases();
+/// A tier-2 target with a 300 ms in-flight bound whose second request (the reapply) stalls
+/// 1.5 s, by the gate's clock, before it leaves.
+fn stalling_reapply_target(clock: &Arc<AtomicU64>) -> Arc<MemTarget> {
     let calls = Arc::new(AtomicU64::new(0));
-    let (c, n) = (clock.clone(), calls.clone());
+    let c = clock.clone();
     let target = Arc::new(
         MemTarget::new(Tier::Two, true)
             .with_max_in_flight(Duration::from_millis(300))
             .with_clock(clock.clone())
             .with_apply_hook(Box::new(move |_| {
-                // The reapply (the second call) stalls 1.5 s, by the gate's clock, before its
-                // request leaves.
-                if n.fetch_add(1, Ordering::SeqCst) == 1 {
+                if calls.fetch_add(1, Ordering::SeqCst) == 1 {
                     c.fetch_add(1_500, Ordering::SeqCst);
                 }
             })),
     );
     target.set_fact("incident_compensation", json!(0));
+    target
+}
+
+#[test]
+fn a1_a_recoverers_resend_that_stalls_before_leaving_is_not_reapplied_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(AtomicU64::new(1_800_000_000_000));
+    let leases = fresh_leases();
+    let target = stalling_reapply_target(&clock);
     let mut gate = Gate::open_at(
         &store_at(dir.path()),
         target.clone(),
@@ -431,19 +436,7 @@ fn a1_a_fresh_recoverer_counts_from_the_stalled_resends_return() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(AtomicU64::new(1_800_000_000_000));
     let leases = fresh_leases();
-    let calls = Arc::new(AtomicU64::new(0));
-    let (c, n) = (clock.clone(), calls.clone());
-    let target = Arc::new(
-        MemTarget::new(Tier::Two, true)
-            .with_max_in_flight(Duration::from_millis(300))
-            .with_clock(clock.clone())
-            .with_apply_hook(Box::new(move |_| {
-                if n.fetch_add(1, Ordering::SeqCst) == 1 {
-                    c.fetch_add(1_500, Ordering::SeqCst);
-                }
-            })),
-    );
-    target.set_fact("incident_compensation", json!(0));
+    let target = stalling_reapply_target(&clock);
     let at = store_at(dir.path());
     let open = || {
         let mut gate = Gate::open_at(
