@@ -331,6 +331,9 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
 
     /// Replace the clock (milliseconds) used for entry timestamps, claim expiry and — for tests
     /// only — also as the monotonic clock of the in-flight bound.
+    pub fn set_budgets(&mut self, _b: Box<dyn crate::BudgetStore + Send + Sync>) {}
+
+    /// Clock.
     pub fn set_clock(&mut self, f: Box<dyn Fn() -> u64 + Send + Sync>) {
         self.clock = Some(f);
     }

@@ -20,6 +20,9 @@ pub struct Proposal {
     /// so one request can produce one effect whatever payload is decided for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// The budget this effect spends from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::Budget>,
 }
 
 /// The effect id of a proposal: lowercase hex SHA-256 (64 characters) of the canonical JSON

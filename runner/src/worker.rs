@@ -144,11 +144,22 @@ pub fn main(args: &WorkerArgs) -> i32 {
 /// interlock's gate settles every unknown answer itself, by lookup or resend, so its client
 /// retries only what the service invites.
 fn client(args: &WorkerArgs) -> Result<stripe::Client, String> {
+    let sdk_retries = column(args)? != Column::Interlock;
+    stripe_client(&args.base_url, args.request_timeout_ms, sdk_retries)
+}
+
+/// A worker's Stripe client, with the key from [`STRIPE_KEY_ENV`]; `sdk_retries` for the
+/// hand-written columns (see [`client`]).
+pub(crate) fn stripe_client(
+    base_url: &str,
+    request_timeout_ms: u64,
+    sdk_retries: bool,
+) -> Result<stripe::Client, String> {
     let key = std::env::var(STRIPE_KEY_ENV)
         .map_err(|_| format!("{STRIPE_KEY_ENV} is not set (workers are started by the runner)"))?;
-    let mut config = stripe::ClientConfig::new(&args.base_url, key)
-        .with_timeout(Duration::from_millis(args.request_timeout_ms));
-    if column(args)? != Column::Interlock {
+    let mut config = stripe::ClientConfig::new(base_url, key)
+        .with_timeout(Duration::from_millis(request_timeout_ms));
+    if sdk_retries {
         config = config.with_retry(stripe::RetryPolicy::stripe_sdk());
     }
     stripe::Client::new(config).map_err(|e| e.to_string())
@@ -166,7 +177,7 @@ fn column(args: &WorkerArgs) -> Result<bc::Column, String> {
 }
 
 /// The crash hook: announce on stdout, flush, block on stdin until SIGKILLed.
-fn crash_hook() -> bc::CrashHook {
+pub(crate) fn crash_hook() -> bc::CrashHook {
     Arc::new(|point: bc::CrashPoint| {
         {
             let mut out = std::io::stdout().lock();

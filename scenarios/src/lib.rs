@@ -6,3 +6,4 @@
 //! drives them in real worker processes and SIGKILLs them, and `verify` owns the judgement.
 
 pub mod billing_credit;
+pub mod shared_cap;

@@ -30,6 +30,7 @@ pub mod pycompat;
 pub mod receipt;
 pub mod replayed;
 pub mod results;
+pub mod shared_cap;
 
 /// A short, stable name of an ed25519 public key for people to compare: `SHA256:` and the first
 /// 16 bytes of the SHA-256 of the key's 32 bytes, in lowercase hex.

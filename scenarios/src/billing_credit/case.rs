@@ -147,7 +147,7 @@ pub(crate) fn new_incident(rng: &mut impl rand::Rng) -> String {
     format!("INC-{}", random_hex(rng, 6))
 }
 
-fn random_hex(rng: &mut impl rand::Rng, chars: usize) -> String {
+pub(crate) fn random_hex(rng: &mut impl rand::Rng, chars: usize) -> String {
     let mut bytes = vec![0u8; chars.div_ceil(2)];
     rng.fill_bytes(&mut bytes);
     let mut s = hex::encode(bytes);

@@ -20,7 +20,6 @@ use super::{
     fire, now_ms, CaseFile, Crash, CrashPoint, ScenarioError, AGENT, HAND_CHECK_LOG,
 };
 use serde_json::{json, Map, Value};
-use std::io::Write;
 use std::path::Path;
 use verify::results::Decision;
 
@@ -58,21 +57,7 @@ impl Log<'_> {
         if let Value::Object(extra) = fields {
             line.extend(extra);
         }
-        let mut bytes =
-            serde_json::to_vec(&Value::Object(line)).map_err(|source| ScenarioError::Json {
-                path: self.path.clone(),
-                source,
-            })?;
-        bytes.push(b'\n');
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
-            .map_err(ScenarioError::io("open for append", &self.path))?;
-        f.write_all(&bytes)
-            .map_err(ScenarioError::io("append to", &self.path))?;
-        f.sync_data()
-            .map_err(ScenarioError::io("fsync", &self.path))
+        super::append_line_durably(&self.path, &Value::Object(line))
     }
 }
 
@@ -165,11 +150,16 @@ pub(crate) fn send(
 /// A torn last line (no trailing newline, as a kill mid-write leaves) is skipped; any other line
 /// that is not a JSON object is an error naming the line.
 pub fn read_hand_check_log(cell_dir: &Path) -> Result<Vec<Value>, ScenarioError> {
-    let path = cell_dir.join(HAND_CHECK_LOG);
-    let text = match std::fs::read_to_string(&path) {
+    read_jsonl(&cell_dir.join(HAND_CHECK_LOG))
+}
+
+/// The complete lines of a plain JSONL log (an absent file is empty; a torn last line, without
+/// its newline, is left out).
+pub(crate) fn read_jsonl(path: &Path) -> Result<Vec<Value>, ScenarioError> {
+    let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(ScenarioError::io("read", &path)(e)),
+        Err(e) => return Err(ScenarioError::io("read", path)(e)),
     };
     let complete = match text.rfind('\n') {
         Some(end) => &text[..end],

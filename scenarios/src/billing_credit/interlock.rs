@@ -42,6 +42,7 @@ pub(crate) fn proposal(case: &CaseFile, decision: &Decision) -> Result<Proposal,
         premises: serde_json::to_value(&decision.premises).map_err(render)?,
         effect: serde_json::to_value(&effect).map_err(render)?,
         request_id: Some(case.request_id()),
+        budget: None,
     })
 }
 
@@ -59,15 +60,7 @@ fn open_gate(
         claim_ttl: settings.claim_ttl,
         ..GateConfig::default()
     };
-    // A journal store named in the cell (the runner's --journal), else the cell's JSONL file.
-    let journal = match std::fs::read_to_string(cell_dir.join(JOURNAL_LOCATION_FILE)) {
-        Ok(text) => Location::parse(text.trim()),
-        Err(_) => Location::File(cell_dir.join(JOURNAL_FILE)),
-    };
-    let shown = match &journal {
-        Location::File(p) => p.display().to_string(),
-        Location::Postgres(_) => "in PostgreSQL (the run's --journal)".to_owned(),
-    };
+    let (journal, shown) = journal_location(cell_dir, JOURNAL_LOCATION_FILE, JOURNAL_FILE);
     let mut gate = Gate::open_at(
         &journal,
         target,
@@ -76,8 +69,34 @@ fn open_gate(
         config,
     )
     .map_err(ScenarioError::gate(format!("open the journal {shown}")))?;
-    if let Some(crash) = steps {
-        // The gate's durable steps as crash points; `sent` is the target's own `after_send`.
+    observe_steps(&mut gate, steps);
+    Ok(gate)
+}
+
+/// The journal store named in the cell's `location_file` (the runner's `--journal`), else the
+/// cell's JSONL `journal_file`; with how to name it in messages.
+pub(crate) fn journal_location(
+    cell_dir: &Path,
+    location_file: &str,
+    journal_file: &str,
+) -> (Location, String) {
+    let journal = match std::fs::read_to_string(cell_dir.join(location_file)) {
+        Ok(text) => Location::parse(text.trim()),
+        Err(_) => Location::File(cell_dir.join(journal_file)),
+    };
+    let shown = match &journal {
+        Location::File(p) => p.display().to_string(),
+        Location::Postgres(_) => "in PostgreSQL (the run's --journal)".to_owned(),
+    };
+    (journal, shown)
+}
+
+/// Fires the crash hook at the gate's durable steps; `sent` is the target's own `after_send`.
+pub(crate) fn observe_steps<T: ::interlock::Target, L: ::interlock::LeaseStore>(
+    gate: &mut Gate<T, L>,
+    crash: Option<Crash>,
+) {
+    if let Some(crash) = crash {
         gate.set_observer(Box::new(move |step: Step| {
             let at = match step {
                 Step::Proposed => CrashPoint::Proposed,
@@ -89,7 +108,6 @@ fn open_gate(
             fire(Some(&crash), at);
         }));
     }
-    Ok(gate)
 }
 
 /// Decide phase: submit through the gate and return its status string.
@@ -133,6 +151,20 @@ pub(crate) fn restart(
 ) -> Result<RestartReport, ScenarioError> {
     let gate = open_gate(client, cell_dir, case, crash, gate_key, settings)?;
     let eid = effect_id(&proposal(case, decision)?);
+    let shown = cell_dir.join(JOURNAL_FILE).display().to_string();
+    settle(&gate, eid, &shown, &cell_dir.join(RECEIPT_FILE), gate_key)
+}
+
+/// Recovers effect `eid` until it is resolved, then writes its receipt bundle to `receipt_file`
+/// (verified against `gate_key` right after) and reports. `journal` names the journal in
+/// messages.
+pub(crate) fn settle<T: ::interlock::Target, L: ::interlock::LeaseStore>(
+    gate: &Gate<T, L>,
+    eid: String,
+    journal: &str,
+    receipt_file: &Path,
+    gate_key: &ed25519_dalek::SigningKey,
+) -> Result<RestartReport, ScenarioError> {
     let gate_err = |what: &str| ScenarioError::gate(format!("{what} {eid}"));
     let mut recoveries = Vec::new();
     let mut waited = Duration::ZERO;
@@ -186,8 +218,7 @@ pub(crate) fn restart(
             return Err(ScenarioError::Unresolved {
                 effect_id: eid,
                 detail: format!(
-                    "the journal {} has no entry for it: the decide phase never proposed it",
-                    cell_dir.join(JOURNAL_FILE).display()
+                    "the journal {journal} has no entry for it: the decide phase never proposed it"
                 ),
             })
         }
@@ -201,10 +232,37 @@ pub(crate) fn restart(
             })
         }
     };
+    describe(
+        gate,
+        eid,
+        status,
+        receipt_file,
+        gate_key,
+        json!({ "recoveries": recoveries }),
+        waited,
+    )
+}
+
+/// The report on effect `eid` as its journal now stands: writes its receipt bundle to
+/// `receipt_file`, verifies it against `gate_key` right after, and adds the verification to
+/// `detail`.
+pub(crate) fn describe<T: ::interlock::Target, L: ::interlock::LeaseStore>(
+    gate: &Gate<T, L>,
+    eid: String,
+    status: String,
+    receipt_file: &Path,
+    gate_key: &ed25519_dalek::SigningKey,
+    mut detail: Value,
+    waited: Duration,
+) -> Result<RestartReport, ScenarioError> {
+    let gate_err = |what: &str| ScenarioError::gate(format!("{what} {eid}"));
+    let entries = gate
+        .entries(&eid)
+        .map_err(gate_err("read the journal of"))?;
     let receipt = gate
         .receipt(&eid)
         .map_err(gate_err("build the receipt of"))?;
-    write_json_durably(&cell_dir.join(RECEIPT_FILE), &receipt)?;
+    write_json_durably(receipt_file, &receipt)?;
     // Verify what was just written, against the key that signed it.
     let verified = verify::receipt::verify_bundle(
         &receipt,
@@ -213,6 +271,9 @@ pub(crate) fn restart(
     let verified = serde_json::to_value(&verified).map_err(|e| {
         ScenarioError::Invalid(format!("cannot render the verification of {eid}: {e}"))
     })?;
+    if let Value::Object(map) = &mut detail {
+        map.insert("verify".into(), verified);
+    }
     Ok(RestartReport {
         status,
         via: via_of(&entries),
@@ -224,7 +285,7 @@ pub(crate) fn restart(
         receipt: Some(receipt),
         hand_check_log: None,
         waited_ms: waited.as_millis() as u64,
-        detail: json!({ "recoveries": recoveries, "verify": verified }),
+        detail,
     })
 }
 

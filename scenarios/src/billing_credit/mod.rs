@@ -17,14 +17,14 @@
 //! `verify::billing_credit`.
 
 mod approval;
-mod case;
+pub(crate) mod case;
 mod events;
-mod hand_check;
-mod interlock;
+pub(crate) mod hand_check;
+pub(crate) mod interlock;
 mod no_check;
 mod outage;
-mod reads;
-mod target;
+pub(crate) mod reads;
+pub(crate) mod target;
 
 pub use approval::ApprovalStore;
 pub use case::{ensure_prices, open_case, CaseFile, Prices};
@@ -689,6 +689,25 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), ScenarioError> {
     std::fs::File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(ScenarioError::io("fsync directory", dir))
+}
+
+/// Appends `value` as one JSON line to `path` (created if missing) and fsyncs it: the plain logs
+/// the hand-written columns keep.
+pub(crate) fn append_line_durably(path: &Path, value: &serde_json::Value) -> Result<(), ScenarioError> {
+    use std::io::Write;
+    let mut bytes = serde_json::to_vec(value).map_err(|source| ScenarioError::Json {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    bytes.push(b'\n');
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(ScenarioError::io("open for append", path))?;
+    f.write_all(&bytes)
+        .map_err(ScenarioError::io("append to", path))?;
+    f.sync_data().map_err(ScenarioError::io("fsync", path))
 }
 
 pub(crate) fn now_ms() -> u64 {

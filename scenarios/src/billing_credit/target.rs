@@ -156,7 +156,7 @@ impl CreditTarget {
     }
 }
 
-fn to_target_error(e: &stripe::StripeError, what: &str) -> TargetError {
+pub(crate) fn to_target_error(e: &stripe::StripeError, what: &str) -> TargetError {
     if e.api().is_some_and(|f| f.replayed && f.status >= 500) {
         TargetError::Replayed {
             reason: format!("{what}: {e}"),
@@ -172,7 +172,7 @@ fn to_target_error(e: &stripe::StripeError, what: &str) -> TargetError {
     }
 }
 
-fn scenario_to_target_error(e: ScenarioError) -> TargetError {
+pub(crate) fn scenario_to_target_error(e: ScenarioError) -> TargetError {
     match &e {
         ScenarioError::Stripe { source, .. }
             if source.api().is_some_and(|f| f.replayed && f.status >= 500) =>

@@ -1,0 +1,181 @@
+//! The `hand_check` and `hand_lock` columns: the careful version written by hand.
+//!
+//! Before every send, first run and restart alike:
+//! 1. look this ticket's refund up (the order's refunds tagged with the ticket) →
+//!    `FOUND_BY_LOOKUP`;
+//! 2. the approval is unrevoked and covers the amount → else `REFUSED:approval`;
+//! 3. list the order's refunds: refunded + mine ≤ cap → else `REFUSED:over_cap`;
+//! 4. log `send`, POST under `goodwill-refund-<ticket>`, log `sent` → `REFUNDED` or
+//!    `REPLAYED_BY_STRIPE`.
+//!
+//! Every step is appended to `hand_check-<ticket>.log` (JSONL, fsync per line), as
+//! billing_credit's hand_check logs. `hand_lock` does the same while holding an exclusive
+//! `flock` on `order.lock` in the cell directory, from before the lookup until the `sent` line
+//! is durable: two workers on one host then check-and-send one at a time (a SIGKILL releases the
+//! lock with the process). Two hosts do not share the lock.
+
+use super::order::{Decision, OrderFile, Ticket};
+use super::refund::{post_refund, refunds};
+use super::{AGENT, LOCK_FILE};
+use crate::billing_credit::{
+    append_line_durably, fire, now_ms, Crash, CrashPoint, ScenarioError,
+};
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+
+/// Which phase of the worker writes the log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Decide,
+    Restart,
+}
+
+impl Phase {
+    fn as_str(self) -> &'static str {
+        match self {
+            Phase::Decide => "decide",
+            Phase::Restart => "restart",
+        }
+    }
+}
+
+fn log_path(cell_dir: &Path, ticket: &str) -> PathBuf {
+    cell_dir.join(format!("hand_check-{ticket}.log"))
+}
+
+struct Log<'a> {
+    path: PathBuf,
+    ticket_id: &'a str,
+    phase: Phase,
+}
+
+impl Log<'_> {
+    fn step(&self, step: &str, fields: Value) -> Result<(), ScenarioError> {
+        let mut line = Map::new();
+        line.insert("ts_ms".into(), json!(now_ms()));
+        line.insert("agent".into(), json!(AGENT));
+        line.insert("ticket".into(), json!(self.ticket_id));
+        line.insert("phase".into(), json!(self.phase.as_str()));
+        line.insert("step".into(), json!(step));
+        if let Value::Object(extra) = fields {
+            line.extend(extra);
+        }
+        append_line_durably(&self.path, &Value::Object(line))
+    }
+}
+
+/// An exclusive `flock` on the cell's lock file, released when dropped (or when the process
+/// dies).
+struct OrderLock {
+    _file: std::fs::File,
+}
+
+impl OrderLock {
+    fn take(cell_dir: &Path) -> Result<OrderLock, ScenarioError> {
+        let path = cell_dir.join(LOCK_FILE);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(ScenarioError::io("open the lock file", &path))?;
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+            .map_err(|e| ScenarioError::io("lock", &path)(e.into()))?;
+        Ok(OrderLock { _file: file })
+    }
+}
+
+/// One pass of the column for `ticket`; `locked` makes it `hand_lock`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn send(
+    client: &stripe::Client,
+    cell_dir: &Path,
+    order: &OrderFile,
+    ticket: &Ticket,
+    decision: &Decision,
+    phase: Phase,
+    locked: bool,
+    crash: Option<&Crash>,
+) -> Result<String, ScenarioError> {
+    let _lock = if locked {
+        Some(OrderLock::take(cell_dir)?)
+    } else {
+        None
+    };
+    let log = Log {
+        path: log_path(cell_dir, &ticket.name),
+        ticket_id: &ticket.id,
+        phase,
+    };
+
+    // 1. Lookup: has this ticket's refund already landed?
+    let before = refunds(client, order)?;
+    if let Some(found) = before
+        .iter()
+        .find(|r| r.counts() && r.ticket.as_deref() == Some(ticket.id.as_str()))
+    {
+        log.step("lookup", json!({ "found": found.id }))?;
+        return Ok("FOUND_BY_LOOKUP".into());
+    }
+    log.step("lookup", json!({ "found": null }))?;
+    fire(crash, CrashPoint::Lookup);
+
+    // 2. Approval.
+    let approval = &ticket.approval;
+    if approval.revoked.is_some() || decision.amount <= 0 || decision.amount > approval.max_cents
+    {
+        log.step("approval", json!({ "refused": approval }))?;
+        return Ok("REFUSED:approval".into());
+    }
+    log.step("approval", json!({ "approval": approval }))?;
+    fire(crash, CrashPoint::Approval);
+
+    // 3. The cap, from the order's refunds read afresh at this step.
+    let now = refunds(client, order)?;
+    let refunded: i64 = now
+        .iter()
+        .filter(|r| r.counts())
+        .fold(0i64, |sum, r| sum.saturating_add(r.amount));
+    if refunded.saturating_add(decision.amount) > order.cap_cents {
+        log.step(
+            "cap",
+            json!({ "refused": { "refunded": refunded, "mine": decision.amount, "cap": order.cap_cents } }),
+        )?;
+        return Ok("REFUSED:over_cap".into());
+    }
+    log.step(
+        "cap",
+        json!({ "refunded": refunded, "mine": decision.amount, "cap": order.cap_cents }),
+    )?;
+    fire(crash, CrashPoint::Premises);
+
+    // 4. Send, logged before and after.
+    let key = super::no_check::key(ticket);
+    log.step("send", json!({ "key": key, "amount": decision.amount }))?;
+    fire(crash, CrashPoint::SendLogged);
+    let posted = post_refund(
+        client,
+        order,
+        &ticket.id,
+        decision.amount,
+        &key,
+        None,
+        crash,
+    )?;
+    log.step(
+        "sent",
+        json!({ "refund": posted.id, "amount": posted.amount, "replayed": posted.replayed }),
+    )?;
+    fire(crash, CrashPoint::SentLogged);
+    Ok(if posted.replayed {
+        "REPLAYED_BY_STRIPE"
+    } else {
+        "REFUNDED"
+    }
+    .into())
+}
+
+/// The log of ticket `ticket` (`a` or `b`); a torn last line is left out.
+pub fn read_log(cell_dir: &Path, ticket: &str) -> Result<Vec<Value>, ScenarioError> {
+    crate::billing_credit::hand_check::read_jsonl(&log_path(cell_dir, ticket))
+}

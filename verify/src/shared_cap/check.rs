@@ -1,0 +1,229 @@
+//! The whole-file check of a shared_cap results file: the run's signature over the file, every
+//! receipt against the run's key, and every judgement and count re-derived from the ground truth
+//! by this module's rules.
+
+use super::proof::proves;
+use super::record::{CapCell, CapResults, SCENARIO};
+use super::summary::{summarize, ColumnSummary};
+use super::truth::{answer_matches, invariant_held};
+use super::plan::COLUMNS;
+use crate::canonical::{self, CanonicalError};
+use crate::receipt::KeyCheck;
+use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use serde::Serialize;
+use std::collections::HashSet;
+
+/// The `format` of a shared_cap results file.
+pub const FORMAT: &str = "interlock-shared-cap/1";
+/// Domain separation of the file's signature (never valid as an entry's or a manifest's).
+pub const SIGNATURE_CONTEXT: &str = "interlock-shared-cap-v1:";
+
+/// What the check found.
+#[derive(Debug, Clone, Serialize)]
+pub struct CapReport {
+    /// Nothing was found wrong.
+    pub ok: bool,
+    /// `pinned` or `self-attested`.
+    pub key: String,
+    /// The key the file and its receipts were checked against (hex).
+    pub signer: String,
+    /// Cells in the file.
+    pub cells: usize,
+    /// Cells judged (not harness errors).
+    pub judged: usize,
+    /// The summary as re-derived.
+    pub summary: Vec<ColumnSummary>,
+    /// Every problem, each naming its place in the file.
+    pub findings: Vec<String>,
+}
+
+/// Why a file could not be signed or its signed bytes computed.
+#[derive(Debug, thiserror::Error)]
+pub enum SigningError {
+    /// A value has no canonical form.
+    #[error("the results file has no canonical form: {0}")]
+    Canonical(#[from] CanonicalError),
+    /// The file could not be turned into JSON.
+    #[error("the results file cannot be serialized: {0}")]
+    Serialize(#[from] serde_json::Error),
+}
+
+/// The bytes the run's key signs: the context, then the canonical JSON of the file with its
+/// `signature` member left out.
+pub fn signing_message(file: &CapResults) -> Result<Vec<u8>, SigningError> {
+    let mut unsigned = file.clone();
+    unsigned.signature = None;
+    let value = serde_json::to_value(&unsigned)?;
+    let mut out = SIGNATURE_CONTEXT.as_bytes().to_vec();
+    out.extend(canonical::to_vec(&value)?);
+    Ok(out)
+}
+
+/// Signs the file with the run's key (sets `signature`, hex).
+pub fn sign(file: &mut CapResults, key: &SigningKey) -> Result<(), SigningError> {
+    let message = signing_message(file)?;
+    file.signature = Some(hex::encode(key.sign(&message).to_bytes()));
+    Ok(())
+}
+
+fn file_key(file: &CapResults, key: &KeyCheck, findings: &mut Vec<String>) -> Option<VerifyingKey> {
+    let named = hex::decode(&file.environment.public_key)
+        .ok()
+        .and_then(|b| <[u8; 32]>::try_from(b).ok())
+        .and_then(|b| VerifyingKey::from_bytes(&b).ok());
+    match (key, named) {
+        (KeyCheck::Pinned(k), Some(n)) if *k == n => Some(*k),
+        (KeyCheck::Pinned(k), _) => {
+            findings.push(format!(
+                "environment.public_key: the file names {}, not the pinned key {}",
+                file.environment.public_key,
+                hex::encode(k.as_bytes())
+            ));
+            Some(*k)
+        }
+        (KeyCheck::SelfAttested, Some(n)) => Some(n),
+        (KeyCheck::SelfAttested, None) => {
+            findings.push(
+                "environment.public_key: not an ed25519 public key in hex; nothing can be checked \
+                 against it"
+                    .into(),
+            );
+            None
+        }
+    }
+}
+
+fn check_signature(file: &CapResults, key: &VerifyingKey, findings: &mut Vec<String>) {
+    let Some(sig) = &file.signature else {
+        findings.push("signature: missing; the file as a whole is not signed".into());
+        return;
+    };
+    let sig = hex::decode(sig)
+        .ok()
+        .and_then(|b| <[u8; 64]>::try_from(b).ok())
+        .map(|b| Signature::from_bytes(&b));
+    let Some(sig) = sig else {
+        findings.push("signature: not 64 bytes of hex".into());
+        return;
+    };
+    match signing_message(file) {
+        Ok(message) if key.verify(&message, &sig).is_ok() => {}
+        Ok(_) => findings.push(
+            "signature: does not verify under the key: a member of the file changed after it \
+             was signed, or another key signed it"
+                .into(),
+        ),
+        Err(e) => findings.push(format!("signature: {e}")),
+    }
+}
+
+fn label(i: usize, c: &CapCell) -> String {
+    format!(
+        "cells[{i}] ({}:{}:{} #{})",
+        c.crash_point, c.overlap, c.column, c.repeat
+    )
+}
+
+fn check_cell(i: usize, c: &CapCell, key: &VerifyingKey, findings: &mut Vec<String>) {
+    let at = label(i, c);
+    let differs = |findings: &mut Vec<String>, what: &str, recorded: bool, derived: bool| {
+        if recorded != derived {
+            findings.push(format!(
+                "{at}: {what} is recorded as {recorded}, the rule gives {derived}"
+            ));
+        }
+    };
+    let held = invariant_held(&c.truth);
+    differs(findings, "invariant_held", c.invariant_held, held);
+    let mut all = true;
+    for (j, t) in c.tickets.iter().enumerate() {
+        let answer = answer_matches(&t.status, &t.ticket_id, &c.truth);
+        all &= answer;
+        differs(findings, &format!("tickets[{j}].answer_matches"), t.answer_matches, answer);
+        let proof = proves(&c.column, t, &c.truth, key);
+        differs(findings, &format!("tickets[{j}].proof"), t.proof, proof);
+        if let Some(r) = &t.receipt {
+            if t.effect_id.as_deref() != Some(r.effect_id.as_str()) {
+                findings.push(format!(
+                    "{at}: tickets[{j}]'s receipt is of effect {}, not of its effect_id",
+                    r.effect_id
+                ));
+            }
+        }
+    }
+    differs(findings, "answers_match", c.answers_match, all);
+    if !c.truth.consistent() {
+        findings.push(format!(
+            "{at}: the ground truth does not add up: the charge reports {} cents refunded, its \
+             succeeded refunds {}",
+            c.truth.amount_refunded,
+            c.truth
+                .refunds
+                .iter()
+                .filter(|r| r.status == "succeeded")
+                .map(|r| r.amount)
+                .sum::<i64>()
+        ));
+    }
+    if c.column == "interlock" {
+        let chains: Vec<&crate::entry::ReceiptBundle> =
+            c.tickets.iter().filter_map(|t| t.receipt.as_ref()).collect();
+        for problem in super::admissions::check_budget(&c.order.order_id, &chains) {
+            findings.push(format!("{at}: budget {}: {problem}", c.order.order_id));
+        }
+    }
+}
+
+/// Checks a shared_cap results file against `key`.
+pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
+    let mut findings = Vec::new();
+    if file.format != FORMAT || file.scenario != SCENARIO {
+        findings.push(format!(
+            "format {:?}, scenario {:?}: expected {FORMAT:?} and {SCENARIO:?}",
+            file.format, file.scenario
+        ));
+    }
+    let resolved = file_key(file, key, &mut findings);
+    if let Some(k) = &resolved {
+        check_signature(file, k, &mut findings);
+    }
+    let mut seen = HashSet::new();
+    let mut judged = 0;
+    for (i, c) in file.cells.iter().enumerate() {
+        if !seen.insert((&c.crash_point, &c.overlap, &c.column, c.repeat)) {
+            findings.push(format!("{}: a second cell with the same labels", label(i, c)));
+        }
+        if !COLUMNS.contains(&c.column.as_str()) {
+            findings.push(format!("{}: unknown column", label(i, c)));
+        }
+        if c.tickets.len() != 2 {
+            findings.push(format!("{}: {} tickets, expected 2", label(i, c), c.tickets.len()));
+        }
+        if c.harness_error.is_some() {
+            continue;
+        }
+        judged += 1;
+        if let Some(k) = &resolved {
+            check_cell(i, c, k, &mut findings);
+        }
+    }
+    let summary = summarize(&file.cells, &COLUMNS);
+    if summary != file.summary {
+        findings.push(
+            "summary: differs from the summary the cells give (re-derived by verify)".into(),
+        );
+    }
+    CapReport {
+        ok: findings.is_empty(),
+        key: match key {
+            KeyCheck::Pinned(_) => "pinned",
+            KeyCheck::SelfAttested => "self-attested",
+        }
+        .into(),
+        signer: resolved.map(|k| hex::encode(k.as_bytes())).unwrap_or_default(),
+        cells: file.cells.len(),
+        judged,
+        summary,
+        findings,
+    }
+}

@@ -1,0 +1,62 @@
+//! The per-column summary of a shared_cap run: derived from the cells here, written by the
+//! runner, re-derived by the check, rendered by the site.
+
+use super::record::CapCell;
+use serde::{Deserialize, Serialize};
+
+/// One column's counts over a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ColumnSummary {
+    /// The column.
+    pub column: String,
+    /// Cells run (harness errors included).
+    pub cells: u32,
+    /// Cells whose invariant held.
+    pub held: u32,
+    /// Cells where refunds went over the cap.
+    pub over_cap: u32,
+    /// Cells where every ticket's answer matched Stripe.
+    pub answers_matched: u32,
+    /// Tickets whose record proves their outcome, of all tickets judged.
+    pub proved: u32,
+    /// Tickets judged (two per judged cell).
+    pub tickets: u32,
+    /// Cells the harness could not run as designed (not judged).
+    pub harness_errors: u32,
+}
+
+/// The summary of `cells`, one entry per column in `columns` order.
+pub fn summarize(cells: &[CapCell], columns: &[&str]) -> Vec<ColumnSummary> {
+    columns
+        .iter()
+        .map(|column| {
+            let mine = cells.iter().filter(|c| c.column == *column);
+            let mut s = ColumnSummary {
+                column: (*column).to_owned(),
+                cells: 0,
+                held: 0,
+                over_cap: 0,
+                answers_matched: 0,
+                proved: 0,
+                tickets: 0,
+                harness_errors: 0,
+            };
+            for c in mine {
+                s.cells += 1;
+                if c.harness_error.is_some() {
+                    s.harness_errors += 1;
+                    continue;
+                }
+                s.held += u32::from(c.invariant_held);
+                s.over_cap += u32::from(c.truth.refunded_cents() > super::CAP_CENTS);
+                s.answers_matched += u32::from(c.answers_match);
+                for t in &c.tickets {
+                    s.tickets += 1;
+                    s.proved += u32::from(t.proof);
+                }
+            }
+            s
+        })
+        .collect()
+}
