@@ -31,6 +31,11 @@ pub struct AcceptedVersion {
     /// (`billing_cycle_anchor[type]=unchanged`, since 2026-09-30.endive) rather
     /// than a string (`billing_cycle_anchor=unchanged`).
     pub anchor_is_object: bool,
+    /// Whether a PaymentIntent may be created with `payment_method_types`:
+    /// until 2026-09-30.endive, which removed it as a writable parameter
+    /// (400 `payment_method_types_no_longer_supported`) in favour of
+    /// `allowed_payment_method_types`.
+    pub payment_method_types_writable: bool,
 }
 
 /// Every Stripe API version the emulator answers, with the same object shapes.
@@ -41,11 +46,13 @@ pub const ACCEPTED_VERSIONS: [AcceptedVersion; 2] = [
     AcceptedVersion {
         name: crate::API_VERSION,
         anchor_is_object: false,
+        payment_method_types_writable: true,
     },
     AcceptedVersion {
         // What stripe-python 16.1.0 and stripe-node 23.1.0 send by default.
         name: "2026-10-28.endive",
         anchor_is_object: true,
+        payment_method_types_writable: false,
     },
 ];
 
