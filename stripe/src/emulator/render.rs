@@ -547,7 +547,6 @@ pub(crate) fn payment_intent(pi: &PaymentIntent) -> Value {
         "review": null,
         "setup_future_usage": null,
         "shipping": null,
-        "source": null,
         "statement_descriptor": null,
         "statement_descriptor_suffix": null,
         "status": pi.status,
