@@ -777,8 +777,32 @@ fn every_accepted_version_answers_with_the_same_shapes() {
         None,
     )
     .unwrap();
+    let pi = c
+        .post(
+            "/v1/payment_intents",
+            &Params::new()
+                .set("amount", 10_000)
+                .set("currency", "usd")
+                .set("payment_method", "pm_card_visa")
+                .set("confirm", "true")
+                .set("allowed_payment_method_types[]", "card"),
+            None,
+        )
+        .unwrap()
+        .body;
+    let pi = pi["id"].as_str().unwrap().to_string();
+    c.post(
+        "/v1/refunds",
+        &Params::new()
+            .set("payment_intent", &pi)
+            .set("amount", 2_000),
+        None,
+    )
+    .unwrap();
     let cus = &case.customer;
     let paths = [
+        format!("/v1/payment_intents/{pi}"),
+        format!("/v1/refunds?payment_intent={pi}&expand[]=data.charge"),
         format!("/v1/test_helpers/test_clocks/{}", case.clock),
         format!("/v1/customers/{cus}"),
         format!("/v1/customers/{cus}/balance_transactions?limit=100"),
