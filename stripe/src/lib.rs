@@ -11,8 +11,8 @@
 //!   *unknown*.
 //! * [`emulator`] is a loopback HTTP server (axum on its own tokio runtime) that
 //!   keeps per-API-key state for products, prices, test clocks, customers and their
-//!   balance, subscriptions, invoices, customer balance transactions and credit
-//!   notes, with Stripe's idempotency rules (answers saved once the endpoint ran,
+//!   balance, subscriptions, invoices, customer balance transactions, credit
+//!   notes, and test-card PaymentIntents with their charges and refunds, with Stripe's idempotency rules (answers saved once the endpoint ran,
 //!   errors included), an optional rate limit, and injectable faults.
 //!
 //! See `README.md` in this crate for what is modelled and what is not.

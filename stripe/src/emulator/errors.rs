@@ -14,6 +14,9 @@ pub(crate) struct ApiError {
     /// such an answer under the idempotency key and replays it; an error found
     /// while the parameters are validated (the default) is not saved.
     pub executed: bool,
+    /// Further fields of the `error` object, in order: `decline_code`,
+    /// `charge`, `payment_intent` (the object) on payment failures.
+    pub extra: Vec<(&'static str, Value)>,
 }
 
 impl ApiError {
@@ -25,6 +28,7 @@ impl ApiError {
             param: None,
             message: message.into(),
             executed: false,
+            extra: Vec::new(),
         }
     }
 
@@ -240,6 +244,9 @@ impl ApiError {
         if let Some(param) = &self.param {
             error.insert("param".into(), json!(param));
         }
+        for (name, value) in &self.extra {
+            error.insert((*name).into(), value.clone());
+        }
         error.insert("request_log_url".into(), json!(request_log_url(request_id)));
         json!({ "error": Value::Object(error) })
     }
@@ -266,5 +273,16 @@ impl ApiError {
         )
         .code("invoice_payment_intent_requires_action")
         .executed()
+    }
+
+    /// 402 `card_error`: the card was declined (`code` such as `card_declined`).
+    pub fn card_error(code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError::new(402, "card_error", message).code(code)
+    }
+
+    /// The same error with one more field of the `error` object.
+    pub fn with_field(mut self, name: &'static str, value: Value) -> ApiError {
+        self.extra.push((name, value));
+        self
     }
 }

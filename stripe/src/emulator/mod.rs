@@ -20,6 +20,7 @@ mod errors;
 mod faults;
 mod form;
 mod idempotency;
+mod payments;
 mod ratelimit;
 mod render;
 mod routes;

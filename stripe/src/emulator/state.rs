@@ -293,6 +293,9 @@ pub(crate) struct Account {
     pub pending_items: Vec<PendingItem>,
     pub balance_txns: BTreeMap<String, BalanceTxn>,
     pub credit_notes: BTreeMap<String, CreditNote>,
+    pub payment_intents: BTreeMap<String, super::payments::PaymentIntent>,
+    pub charges: BTreeMap<String, super::payments::Charge>,
+    pub refunds: BTreeMap<String, super::payments::Refund>,
     pub idempotency: IdempotencyStore,
     /// Clocks whose last advance answer said `advancing`; they read `ready` next.
     pub advancing: BTreeMap<String, i64>,

@@ -5,7 +5,8 @@
 //! A version is listed only after the shapes of every object the emulator
 //! serves (customers, customer balance transactions, credit notes and their
 //! lines, invoices and their lines, subscriptions and their items, products,
-//! prices, test clocks, errors) were compared for it:
+//! prices, test clocks, PaymentIntents, charges, refunds, errors) were compared
+//! for it:
 //!
 //! * `2026-08-26.dahlia`: Stripe's OpenAPI spec of that version (pruned copy in
 //!   `tests/data/`, checked field by field by `tests/shape.rs`) and Stripe's
@@ -20,7 +21,11 @@
 //!   The fields endive adds are all nullable and absent from the emulator's
 //!   answers (as are other fields it does not model): `status_details` on
 //!   invoices and subscriptions, `current_trial` on subscription items,
-//!   `tax_details` on products.
+//!   `tax_details` on products, `payment_record` on PaymentIntents. For
+//!   payments, 2026-09-30.endive removed `payment_method_types` as a writable
+//!   PaymentIntent parameter ([`AcceptedVersion::payment_method_types_writable`];
+//!   Stripe's changelog entry of that version); a refund's transfer reversals
+//!   only changed their type's name in the SDK.
 
 /// One Stripe API version the emulator answers, and what differs in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +36,11 @@ pub struct AcceptedVersion {
     /// (`billing_cycle_anchor[type]=unchanged`, since 2026-09-30.endive) rather
     /// than a string (`billing_cycle_anchor=unchanged`).
     pub anchor_is_object: bool,
+    /// Whether a PaymentIntent may be created with `payment_method_types`:
+    /// until 2026-09-30.endive, which removed it as a writable parameter
+    /// (400 `payment_method_types_no_longer_supported`) in favour of
+    /// `allowed_payment_method_types`.
+    pub payment_method_types_writable: bool,
 }
 
 /// Every Stripe API version the emulator answers, with the same object shapes.
@@ -41,11 +51,13 @@ pub const ACCEPTED_VERSIONS: [AcceptedVersion; 2] = [
     AcceptedVersion {
         name: crate::API_VERSION,
         anchor_is_object: false,
+        payment_method_types_writable: true,
     },
     AcceptedVersion {
         // What stripe-python 16.1.0 and stripe-node 23.1.0 send by default.
         name: "2026-10-28.endive",
         anchor_is_object: true,
+        payment_method_types_writable: false,
     },
 ];
 

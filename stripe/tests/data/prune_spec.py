@@ -29,6 +29,9 @@ ROOTS = [
     "credit_note",
     "credit_note_line_item",
     "error",
+    "payment_intent",
+    "charge",
+    "refund",
 ]
 
 

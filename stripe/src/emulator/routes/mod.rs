@@ -1,12 +1,15 @@
 //! Routing of `/v1/...` requests to the endpoint handlers (one file per
 //! resource), and what lists share: pagination, newest-first order, `created`
-//! filters. Test clock endpoints live in `clock.rs`.
+//! filters. Test clock endpoints live in `clock.rs`; the payment and refund
+//! rules in `payments.rs`.
 
 mod balance_transactions;
 mod credit_notes;
 mod customers;
 mod invoices;
+mod payment_intents;
 mod products;
+mod refunds;
 mod subscriptions;
 
 use super::clock;
@@ -21,7 +24,9 @@ use balance_transactions::{
 use credit_notes::{create_credit_note, credit_note, list_credit_notes, void_credit_note};
 use customers::{create_customer, list_customers, update_customer};
 use invoices::{finalize_invoice, list_invoices, pay_invoice};
+use payment_intents::{create_payment_intent, retrieve_charge, retrieve_payment_intent};
 use products::{create_price, create_product, list_prices};
+use refunds::{create_refund, list_charge_refunds, list_refunds, retrieve_refund};
 use serde_json::Value;
 use std::cmp::Reverse;
 use subscriptions::{
@@ -148,6 +153,22 @@ pub(crate) fn dispatch(
             )
         }
         ("POST", ["v1", "credit_notes", id, "void"]) => void_credit_note(a, id, form),
+        ("POST", ["v1", "payment_intents"]) => create_payment_intent(a, form, version),
+        ("GET", ["v1", "payment_intents", id]) => {
+            form.allow(&["expand"])?;
+            retrieve_payment_intent(a, id)
+        }
+        ("GET", ["v1", "charges", id]) => {
+            form.allow(&["expand"])?;
+            retrieve_charge(a, id)
+        }
+        ("GET", ["v1", "charges", id, "refunds"]) => list_charge_refunds(a, id, form),
+        ("POST", ["v1", "refunds"]) => create_refund(a, form),
+        ("GET", ["v1", "refunds"]) => list_refunds(a, form),
+        ("GET", ["v1", "refunds", id]) => {
+            form.allow(&["expand"])?;
+            retrieve_refund(a, id)
+        }
         _ => Err(ApiError::unrecognized_url(method, path)),
     }?;
     let expand = form.strings("expand")?;
