@@ -349,7 +349,7 @@ pub fn stderr_tail(path: &Path) -> String {
     chars[start..].iter().collect()
 }
 
-fn ms(d: Duration) -> u64 {
+pub(crate) fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
@@ -374,7 +374,7 @@ struct DecideOutcome {
     problem: Option<String>,
 }
 
-enum Line {
+pub(crate) enum Line {
     Text(String),
     Eof,
 }
@@ -424,7 +424,7 @@ fn spawn_worker(
 }
 
 /// Reads a child's stdout lines on a thread; `Line::Eof` when it closes.
-fn line_reader(child: &mut Child) -> mpsc::Receiver<Line> {
+pub(crate) fn line_reader(child: &mut Child) -> mpsc::Receiver<Line> {
     let (tx, rx) = mpsc::channel();
     if let Some(out) = child.stdout.take() {
         std::thread::spawn(move || {
@@ -446,12 +446,12 @@ fn line_reader(child: &mut Child) -> mpsc::Receiver<Line> {
     rx
 }
 
-fn kill_and_reap(child: &mut Child) -> Option<ExitStatus> {
+pub(crate) fn kill_and_reap(child: &mut Child) -> Option<ExitStatus> {
     let _ = child.kill();
     child.wait().ok()
 }
 
-fn describe_exit(status: &ExitStatus) -> String {
+pub(crate) fn describe_exit(status: &ExitStatus) -> String {
     match (status.signal(), status.code()) {
         (Some(sig), _) => format!("ended by signal {sig}"),
         (None, Some(code)) => format!("exited by itself with code {code}"),

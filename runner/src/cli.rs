@@ -78,6 +78,8 @@ pub enum Internal {
     /// A worker process started by the runner (not for direct use).
     #[command(hide = true)]
     Worker(Box<WorkerArgs>),
+    #[command(hide = true)]
+    CapWorker(Box<crate::shared_cap::worker::CapWorkerArgs>),
     /// Re-read every Stripe object a results file names and compare it with the file.
     #[command(long_about = RECONCILE_ABOUT, after_help = RECONCILE_AFTER_HELP)]
     Reconcile(ReconcileArgs),
@@ -141,8 +143,9 @@ pub struct ReconcileArgs {
 /// Options of a run.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Scenario to run (only billing_credit exists).
-    #[arg(long, required_unless_present = "replay", value_parser = ["billing_credit"])]
+    /// Scenario to run: billing_credit (DESIGN §4: one credit racing a billing run) or
+    /// shared_cap (two bots refunding one order under one cap; writes DIR/shared_cap.json).
+    #[arg(long, required_unless_present = "replay", value_parser = ["billing_credit", "shared_cap"])]
     pub scenario: Option<String>,
 
     /// Run randomized nemesis trials instead of the matrix: `all` or a comma-separated list of

@@ -15,6 +15,7 @@ mod reconcile;
 mod results;
 mod row_decision;
 mod run;
+mod shared_cap;
 mod worker;
 
 use clap::Parser;
@@ -57,6 +58,9 @@ fn main() -> ExitCode {
         Some(cli::Internal::Worker(args)) => {
             return ExitCode::from(u8::try_from(worker::main(args)).unwrap_or(1));
         }
+        Some(cli::Internal::CapWorker(args)) => {
+            return ExitCode::from(u8::try_from(shared_cap::worker::main(args)).unwrap_or(1));
+        }
         Some(cli::Internal::Reconcile(args)) => return ExitCode::from(reconcile::command(args)),
         Some(cli::Internal::Keygen(args)) => {
             return match keys::keygen(&args.file) {
@@ -86,7 +90,11 @@ fn main() -> ExitCode {
     if let Some(list) = &cli.run.nemesis {
         return run_nemesis(&cli.run, list);
     }
-    match run::run(&cli.run) {
+    let outcome = match cli.run.scenario.as_deref() {
+        Some("shared_cap") => shared_cap::run(&cli.run),
+        _ => run::run(&cli.run),
+    };
+    match outcome {
         Ok(outcome) => {
             if outcome.harness_errors > 0 {
                 eprintln!(

@@ -693,7 +693,10 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), ScenarioError> {
 
 /// Appends `value` as one JSON line to `path` (created if missing) and fsyncs it: the plain logs
 /// the hand-written columns keep.
-pub(crate) fn append_line_durably(path: &Path, value: &serde_json::Value) -> Result<(), ScenarioError> {
+pub(crate) fn append_line_durably(
+    path: &Path,
+    value: &serde_json::Value,
+) -> Result<(), ScenarioError> {
     use std::io::Write;
     let mut bytes = serde_json::to_vec(value).map_err(|source| ScenarioError::Json {
         path: path.to_path_buf(),

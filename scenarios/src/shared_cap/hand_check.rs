@@ -17,9 +17,7 @@
 use super::order::{Decision, OrderFile, Ticket};
 use super::refund::{post_refund, refunds};
 use super::{AGENT, LOCK_FILE};
-use crate::billing_credit::{
-    append_line_durably, fire, now_ms, Crash, CrashPoint, ScenarioError,
-};
+use crate::billing_credit::{append_line_durably, fire, now_ms, Crash, CrashPoint, ScenarioError};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -122,8 +120,7 @@ pub(crate) fn send(
 
     // 2. Approval.
     let approval = &ticket.approval;
-    if approval.revoked.is_some() || decision.amount <= 0 || decision.amount > approval.max_cents
-    {
+    if approval.revoked.is_some() || decision.amount <= 0 || decision.amount > approval.max_cents {
         log.step("approval", json!({ "refused": approval }))?;
         return Ok("REFUSED:approval".into());
     }

@@ -123,9 +123,12 @@ pub(crate) fn submit(
     settings: &ScenarioSettings,
 ) -> Result<String, ScenarioError> {
     let gate = open_gate(client, cell_dir, order, crash, gate_key, settings)?;
-    let submitted = gate
-        .submit(&proposal(order, ticket, decision))
-        .map_err(ScenarioError::gate(format!("submit the refund of {}", ticket.id)))?;
+    let submitted =
+        gate.submit(&proposal(order, ticket, decision))
+            .map_err(ScenarioError::gate(format!(
+                "submit the refund of {}",
+                ticket.id
+            )))?;
     Ok(submitted.status.as_str().to_owned())
 }
 

@@ -24,8 +24,8 @@ pub use hand_check::read_log;
 pub use order::{open_order, Decision, OrderFile, Ticket};
 pub use refund::{ground_truth, post_refund, RefundPosted, RefundTarget};
 
-use crate::billing_credit::{CrashPoint, RestartReport, ScenarioError, ScenarioSettings};
 use crate::billing_credit::Crash;
+use crate::billing_credit::{CrashPoint, RestartReport, ScenarioError, ScenarioSettings};
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
@@ -237,7 +237,9 @@ pub fn finished(
     match column {
         Column::Interlock => {
             let decision = Decision::load(cell_dir, ticket)?;
-            interlock::finished(client, cell_dir, &order, t, &decision, status, gate_key, settings)
+            interlock::finished(
+                client, cell_dir, &order, t, &decision, status, gate_key, settings,
+            )
         }
         _ => Ok(RestartReport {
             status,
@@ -268,6 +270,9 @@ mod tests {
             assert_eq!(o.as_str().parse::<Overlap>().unwrap(), o);
         }
         let e = "hand".parse::<Column>().unwrap_err().to_string();
-        assert!(e.contains("no_check, hand_check, hand_lock, interlock"), "{e}");
+        assert!(
+            e.contains("no_check, hand_check, hand_lock, interlock"),
+            "{e}"
+        );
     }
 }

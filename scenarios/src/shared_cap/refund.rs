@@ -103,7 +103,10 @@ pub fn ground_truth(client: &Client, order: &OrderFile) -> Result<OrderTruth, Sc
     let refunds = refunds(client, order)?;
     let charge = client
         .get(&format!("/v1/charges/{}", order.charge), &Params::new())
-        .map_err(ScenarioError::stripe(format!("read the charge {}", order.charge)))?;
+        .map_err(ScenarioError::stripe(format!(
+            "read the charge {}",
+            order.charge
+        )))?;
     let what = format!("charge {}", order.charge);
     Ok(OrderTruth {
         payment_intent: order.payment_intent.clone(),
@@ -168,7 +171,11 @@ impl Target for RefundTarget {
         }
     }
 
-    fn check_premises(&self, _effect_id: &str, premises: &Value) -> Result<Vec<String>, TargetError> {
+    fn check_premises(
+        &self,
+        _effect_id: &str,
+        premises: &Value,
+    ) -> Result<Vec<String>, TargetError> {
         // The one premise: the payment is still the one decided on.
         let recorded = premises.get("payment_intent").and_then(Value::as_str);
         if recorded == Some(self.order.payment_intent.as_str()) {
@@ -231,7 +238,8 @@ impl Target for RefundTarget {
         Ok(found.first().map(|r| {
             let mut evidence = json!({"status": "found", "refund": r.id, "amount": r.amount});
             if found.len() > 1 {
-                evidence["duplicates"] = json!(found[1..].iter().map(|r| &r.id).collect::<Vec<_>>());
+                evidence["duplicates"] =
+                    json!(found[1..].iter().map(|r| &r.id).collect::<Vec<_>>());
             }
             evidence
         }))

@@ -2,11 +2,9 @@
 //! receipt against the run's key, and every judgement and count re-derived from the ground truth
 //! by this module's rules.
 
-use super::proof::proves;
+use super::plan::COLUMNS;
 use super::record::{CapCell, CapResults, SCENARIO};
 use super::summary::{summarize, ColumnSummary};
-use super::truth::{answer_matches, invariant_held};
-use super::plan::COLUMNS;
 use crate::canonical::{self, CanonicalError};
 use crate::receipt::KeyCheck;
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
@@ -133,15 +131,29 @@ fn check_cell(i: usize, c: &CapCell, key: &VerifyingKey, findings: &mut Vec<Stri
             ));
         }
     };
-    let held = invariant_held(&c.truth);
-    differs(findings, "invariant_held", c.invariant_held, held);
-    let mut all = true;
-    for (j, t) in c.tickets.iter().enumerate() {
-        let answer = answer_matches(&t.status, &t.ticket_id, &c.truth);
-        all &= answer;
-        differs(findings, &format!("tickets[{j}].answer_matches"), t.answer_matches, answer);
-        let proof = proves(&c.column, t, &c.truth, key);
-        differs(findings, &format!("tickets[{j}].proof"), t.proof, proof);
+    let mut judged = c.clone();
+    super::judge::judge(&mut judged, key);
+    differs(
+        findings,
+        "invariant_held",
+        c.invariant_held,
+        judged.invariant_held,
+    );
+    differs(
+        findings,
+        "answers_match",
+        c.answers_match,
+        judged.answers_match,
+    );
+    for (j, (t, d)) in c.tickets.iter().zip(&judged.tickets).enumerate() {
+        let what = |field: &str| format!("tickets[{j}].{field}");
+        differs(
+            findings,
+            &what("answer_matches"),
+            t.answer_matches,
+            d.answer_matches,
+        );
+        differs(findings, &what("proof"), t.proof, d.proof);
         if let Some(r) = &t.receipt {
             if t.effect_id.as_deref() != Some(r.effect_id.as_str()) {
                 findings.push(format!(
@@ -151,7 +163,6 @@ fn check_cell(i: usize, c: &CapCell, key: &VerifyingKey, findings: &mut Vec<Stri
             }
         }
     }
-    differs(findings, "answers_match", c.answers_match, all);
     if !c.truth.consistent() {
         findings.push(format!(
             "{at}: the ground truth does not add up: the charge reports {} cents refunded, its \
@@ -166,8 +177,11 @@ fn check_cell(i: usize, c: &CapCell, key: &VerifyingKey, findings: &mut Vec<Stri
         ));
     }
     if c.column == "interlock" {
-        let chains: Vec<&crate::entry::ReceiptBundle> =
-            c.tickets.iter().filter_map(|t| t.receipt.as_ref()).collect();
+        let chains: Vec<&crate::entry::ReceiptBundle> = c
+            .tickets
+            .iter()
+            .filter_map(|t| t.receipt.as_ref())
+            .collect();
         for problem in super::admissions::check_budget(&c.order.order_id, &chains) {
             findings.push(format!("{at}: budget {}: {problem}", c.order.order_id));
         }
@@ -191,13 +205,20 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
     let mut judged = 0;
     for (i, c) in file.cells.iter().enumerate() {
         if !seen.insert((&c.crash_point, &c.overlap, &c.column, c.repeat)) {
-            findings.push(format!("{}: a second cell with the same labels", label(i, c)));
+            findings.push(format!(
+                "{}: a second cell with the same labels",
+                label(i, c)
+            ));
         }
         if !COLUMNS.contains(&c.column.as_str()) {
             findings.push(format!("{}: unknown column", label(i, c)));
         }
         if c.tickets.len() != 2 {
-            findings.push(format!("{}: {} tickets, expected 2", label(i, c), c.tickets.len()));
+            findings.push(format!(
+                "{}: {} tickets, expected 2",
+                label(i, c),
+                c.tickets.len()
+            ));
         }
         if c.harness_error.is_some() {
             continue;
@@ -209,9 +230,8 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
     }
     let summary = summarize(&file.cells, &COLUMNS);
     if summary != file.summary {
-        findings.push(
-            "summary: differs from the summary the cells give (re-derived by verify)".into(),
-        );
+        findings
+            .push("summary: differs from the summary the cells give (re-derived by verify)".into());
     }
     CapReport {
         ok: findings.is_empty(),
@@ -220,7 +240,9 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
             KeyCheck::SelfAttested => "self-attested",
         }
         .into(),
-        signer: resolved.map(|k| hex::encode(k.as_bytes())).unwrap_or_default(),
+        signer: resolved
+            .map(|k| hex::encode(k.as_bytes()))
+            .unwrap_or_default(),
         cells: file.cells.len(),
         judged,
         summary,

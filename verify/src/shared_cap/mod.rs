@@ -9,6 +9,7 @@
 
 pub mod admissions;
 pub mod check;
+pub mod judge;
 pub mod plan;
 pub mod proof;
 pub mod record;
@@ -44,4 +45,3 @@ pub const GATE_SENT_STATUSES: [&str; 5] = [
 pub fn status_says_refunded(status: &str) -> bool {
     COLUMN_SENT_STATUSES.contains(&status) || GATE_SENT_STATUSES.contains(&status)
 }
-

@@ -63,9 +63,8 @@ pub fn receipt_proves(
 
 /// The hand-written columns' rule: the log's last line agrees with Stripe.
 pub fn log_agrees(log: &[Value], ticket_id: &str, truth: &OrderTruth) -> bool {
-    let held = |id: Option<&str>| {
-        id.is_some_and(|id| truth.of_ticket(ticket_id).any(|r| r.id == id))
-    };
+    let held =
+        |id: Option<&str>| id.is_some_and(|id| truth.of_ticket(ticket_id).any(|r| r.id == id));
     let Some(last) = log.last() else {
         return false;
     };
@@ -107,7 +106,10 @@ mod tests {
 
     #[test]
     fn the_logs_last_line_must_agree_with_stripe() {
-        let sent = [json!({"step": "send"}), json!({"step": "sent", "refund": "re_1"})];
+        let sent = [
+            json!({"step": "send"}),
+            json!({"step": "sent", "refund": "re_1"}),
+        ];
         assert!(log_agrees(&sent, "T-a", &truth(&[("re_1", "T-a")])));
         assert!(!log_agrees(&sent, "T-a", &truth(&[])));
         // A refund held for the other ticket is not this ticket's.
@@ -121,6 +123,10 @@ mod tests {
         assert!(!log_agrees(&[json!({"step": "send"})], "T-a", &truth(&[])));
         assert!(!log_agrees(&[], "T-a", &truth(&[])));
         // A passed check is not a refusal.
-        assert!(!log_agrees(&[json!({"step": "cap", "refunded": 0})], "T-a", &truth(&[])));
+        assert!(!log_agrees(
+            &[json!({"step": "cap", "refunded": 0})],
+            "T-a",
+            &truth(&[])
+        ));
     }
 }

@@ -1,0 +1,258 @@
+//! `runner --scenario shared_cap` (DESIGN §4.7): two support bots refund one order under one
+//! cap. The matrix is crash point of worker `a` × overlap × column (`verify::shared_cap::plan`);
+//! each cell opens its own order on its own account, runs two real worker processes, SIGKILLs
+//! `a` where the row says, restarts it, reads every refund back and judges with
+//! `verify::shared_cap`. Writes `DIR/shared_cap.json`, signed with the run's key, and checks it.
+
+pub mod cell;
+pub mod worker;
+
+use crate::backend::Backend;
+use crate::cli::RunArgs;
+use crate::keys::RunKey;
+use crate::run::{git_commit, install_signal_handler, Interrupted, RunOutcome};
+use anyhow::{anyhow, bail, Context, Result};
+use cell::{run_cell, CapContext};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use verify::shared_cap::check::{check, sign, FORMAT};
+use verify::shared_cap::plan::{plan, COLUMNS};
+use verify::shared_cap::record::{CapEnvironment, CapResults, SCENARIO};
+use verify::shared_cap::summary::summarize;
+
+/// The file a run writes into `--out`.
+pub const RESULTS_FILE: &str = "shared_cap.json";
+
+/// Options billing_credit has and shared_cap does not: refused with a reason, not ignored.
+fn refuse_foreign_options(args: &RunArgs) -> Result<()> {
+    let foreign = [
+        (!args.cells.is_empty(), "--cells"),
+        (
+            args.decider != crate::decider::DeciderKind::Policy,
+            "--decider",
+        ),
+        (args.decide.is_some(), "--decide"),
+        (args.outage_ms.is_some(), "--outage-ms"),
+        (args.keep_emulator, "--keep-emulator"),
+        (args.nemesis.is_some(), "--nemesis"),
+    ];
+    if let Some((_, name)) = foreign.iter().find(|(given, _)| *given) {
+        bail!(
+            "{name} is not available with --scenario shared_cap: its matrix is every crash \
+             point x overlap x column, decided by the policy (drop {name})"
+        );
+    }
+    Ok(())
+}
+
+/// Runs the shared_cap matrix.
+pub fn run(args: &RunArgs) -> Result<RunOutcome> {
+    refuse_foreign_options(args)?;
+    let started = Instant::now();
+    let cells_plan = plan(args.repeat);
+    if cells_plan.is_empty() {
+        bail!("--repeat 0 runs no cell; pass --repeat 1 or more");
+    }
+    let jobs = match args.jobs {
+        Some(0) => bail!("--jobs must be at least 1"),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(2, |n| n.get()),
+    };
+    crate::results::check_writable(&args.out).map_err(|e| {
+        anyhow!(
+            "--out {}: cannot write the results there: {e}; pass a directory you can write",
+            args.out.display()
+        )
+    })?;
+    let seed = args.seed.unwrap_or_else(|| rand::random::<u64>() >> 11);
+    let run_id = format!("{:08x}", rand::random::<u32>());
+    let journal = match &args.journal {
+        Some(url) => Some(crate::run::journal_schema(url, &run_id)?),
+        None => None,
+    };
+    let run_dir = tempfile::Builder::new()
+        .prefix("interlock-shared-cap-")
+        .tempdir()
+        .context("cannot create the run's temporary directory")?;
+    let key = match crate::keys::stable_key(args.signing_key.as_deref()).map_err(|e| anyhow!(e))? {
+        Some(stable) => RunKey::save(run_dir.path(), stable),
+        None => RunKey::generate(run_dir.path()),
+    }
+    .context("cannot create the run's signing key")?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    install_signal_handler(cancel.clone())?;
+    let backend = Backend::start(args.backend, &run_id).map_err(|e| anyhow!(e))?;
+    let exe = std::env::current_exe().context("cannot find the runner's own binary")?;
+    let settings = backend.scenario_settings();
+    let ctx = CapContext {
+        backend: &backend,
+        exe: &exe,
+        run_dir: run_dir.path(),
+        key_file: key.path(),
+        public_key: key.public(),
+        seed,
+        cancel: &cancel,
+        worker_timeout: settings.claim_ttl + settings.max_in_flight + Duration::from_secs(120),
+        journal: journal.as_deref(),
+    };
+    let jobs = jobs.min(cells_plan.len());
+    eprintln!(
+        "runner: shared_cap, {} cell(s), {jobs} job(s), backend {} ({}), decider policy, seed {seed}",
+        cells_plan.len(),
+        backend.name(),
+        backend.base_url(),
+    );
+    let slots = Mutex::new((0..cells_plan.len()).map(|_| None).collect::<Vec<_>>());
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| loop {
+                if cancel.load(Ordering::SeqCst) {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(spec) = cells_plan.get(i).copied() else {
+                    break;
+                };
+                let result = run_cell(&ctx, i, spec);
+                let line = match &result {
+                    Ok(c) => cell_line(c),
+                    Err(cell_abort) => format!("{cell_abort:?}"),
+                };
+                eprintln!(
+                    "  [{}/{}] {}:{}:{} {line}",
+                    i + 1,
+                    cells_plan.len(),
+                    spec.crash_point,
+                    spec.overlap,
+                    spec.column
+                );
+                if matches!(result, Err(crate::cell::CellAbort::Setup(_))) {
+                    cancel.store(true, Ordering::SeqCst);
+                }
+                if let Ok(mut slots) = slots.lock() {
+                    slots[i] = Some(result);
+                }
+            });
+        }
+    });
+    let signing_key = crate::keys::read_signing_key(key.path()).map_err(|e| anyhow!(e));
+    key.delete()
+        .context("cannot delete the run's private key file")?;
+    let signing_key = signing_key?;
+    let mut cells = Vec::new();
+    for slot in slots
+        .into_inner()
+        .map_err(|_| anyhow!("a cell thread panicked"))?
+    {
+        match slot {
+            Some(Ok(c)) => cells.push(c),
+            Some(Err(crate::cell::CellAbort::Setup(e))) => bail!("the run could not continue: {e}"),
+            Some(Err(crate::cell::CellAbort::Cancelled)) | None => return Err(Interrupted.into()),
+        }
+    }
+    let summary = summarize(&cells, &COLUMNS);
+    let mut file = CapResults {
+        format: FORMAT.to_owned(),
+        scenario: SCENARIO.to_owned(),
+        generated_at: crate::results::now_rfc3339(),
+        environment: CapEnvironment {
+            backend: backend.name().into(),
+            stripe_api_version: stripe::API_VERSION.into(),
+            decider: "policy".into(),
+            runner_version: env!("CARGO_PKG_VERSION").into(),
+            git_commit: git_commit(),
+            seed,
+            public_key: key.public_hex(),
+            journal: if journal.is_some() {
+                "postgresql"
+            } else {
+                "file"
+            }
+            .into(),
+            max_in_flight_ms: settings.max_in_flight.as_millis() as u64,
+            command: format!("runner --scenario shared_cap --seed {seed}"),
+        },
+        want: verify::shared_cap::WANT.to_owned(),
+        cells,
+        summary,
+        signature: None,
+    };
+    sign(&mut file, &signing_key).context("cannot sign the results file")?;
+    drop(signing_key);
+    let mut bytes = serde_json::to_vec_pretty(&file).context("cannot serialize the results")?;
+    bytes.push(b'\n');
+    let path = args.out.join(RESULTS_FILE);
+    crate::results::write_atomically(&path, &bytes)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    drop(run_dir);
+    print_summary(&file, started.elapsed());
+    println!("results: {}", path.display());
+    let report = check(&file, &verify::receipt::KeyCheck::Pinned(key.public()));
+    if report.ok {
+        println!(
+            "verify: ok ({} cells, signed by the run's key)",
+            report.cells
+        );
+    } else {
+        eprintln!("verify: the results file does NOT verify:");
+        for f in report.findings.iter().take(10) {
+            eprintln!("  {f}");
+        }
+    }
+    Ok(RunOutcome {
+        harness_errors: file
+            .cells
+            .iter()
+            .filter(|c| c.harness_error.is_some())
+            .count(),
+        results_path: path,
+        verified: report.ok,
+    })
+}
+
+fn cell_line(c: &verify::shared_cap::record::CapCell) -> String {
+    if let Some(e) = &c.harness_error {
+        return format!("HARNESS_ERROR: {e}");
+    }
+    let statuses: Vec<String> = c
+        .tickets
+        .iter()
+        .map(|t| format!("{}={}", t.name, t.status))
+        .collect();
+    format!(
+        "{} refunded {} cents ({} refund(s)) {}",
+        if c.invariant_held { "held" } else { "VIOLATED" },
+        c.truth.refunded_cents(),
+        c.truth.refunds.iter().filter(|r| r.counts()).count(),
+        statuses.join(" ")
+    )
+}
+
+fn print_summary(file: &CapResults, wall: Duration) {
+    println!(
+        "{} cells in {:.1} s (wall), backend {}, decider policy",
+        file.cells.len(),
+        wall.as_secs_f64(),
+        file.environment.backend
+    );
+    for s in &file.summary {
+        println!(
+            "  {:<10} held {}/{}  over the cap {}  answers {}/{}  proof {}/{} tickets{}",
+            s.column,
+            s.held,
+            s.cells,
+            s.over_cap,
+            s.answers_matched,
+            s.cells,
+            s.proved,
+            s.tickets,
+            if s.harness_errors > 0 {
+                format!("  HARNESS_ERROR {}", s.harness_errors)
+            } else {
+                String::new()
+            }
+        );
+    }
+}

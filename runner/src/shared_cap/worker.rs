@@ -1,0 +1,141 @@
+//! The hidden `runner cap-worker send|restart` subcommand: one ticket's bot, the process the
+//! runner kills.
+//!
+//! `send` (with `--wait-go`, first reads one line from stdin, so two workers start together)
+//! decides and sends the ticket's refund the column's way. With `--crash POINT` it announces
+//! `INTERLOCK-CRASH-POINT <point>` at that point and blocks until SIGKILLed. When it finishes by
+//! itself it prints its report (the restart report's shape) as its last line and exits 0.
+//! `restart` finishes a killed ticket's job and prints its report the same way.
+
+use crate::keys::read_signing_key;
+use crate::worker::{crash_hook, stripe_client, NO_CRASH};
+use scenarios::billing_credit as bc;
+use scenarios::shared_cap::{self as cap, Column};
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Which phase a ticket's worker runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CapPhase {
+    /// Decide and send; killed at the crash point, if one is given.
+    Send,
+    /// Finish the job after the kill.
+    Restart,
+}
+
+/// Arguments of the hidden `cap-worker` subcommand (set by the runner).
+#[derive(Debug, Clone, clap::Args)]
+pub struct CapWorkerArgs {
+    /// send or restart.
+    #[arg(value_enum)]
+    pub phase: CapPhase,
+    /// Column: no_check, hand_check, hand_lock or interlock.
+    #[arg(long)]
+    pub column: String,
+    /// The ticket: a or b.
+    #[arg(long)]
+    pub ticket: String,
+    /// Crash point (send only): before_send, after_send or none.
+    #[arg(long, default_value = NO_CRASH)]
+    pub crash: String,
+    /// Read one line from stdin before starting (the runner's start signal).
+    #[arg(long)]
+    pub wait_go: bool,
+    /// The cell directory holding order.json.
+    #[arg(long)]
+    pub cell_dir: PathBuf,
+    /// The run's private signing key file.
+    #[arg(long)]
+    pub key_file: PathBuf,
+    /// Stripe or emulator base URL.
+    #[arg(long)]
+    pub base_url: String,
+    /// Stripe client request timeout.
+    #[arg(long)]
+    pub request_timeout_ms: u64,
+    /// The refund target's max_in_flight.
+    #[arg(long)]
+    pub max_in_flight_ms: u64,
+    /// The gate's claim TTL.
+    #[arg(long)]
+    pub claim_ttl_ms: u64,
+}
+
+/// Runs a ticket's worker; returns the process exit code.
+pub fn main(args: &CapWorkerArgs) -> i32 {
+    match run(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("runner cap-worker {:?} failed: {e}", args.phase);
+            1
+        }
+    }
+}
+
+fn run(args: &CapWorkerArgs) -> Result<(), String> {
+    let column: Column = args
+        .column
+        .parse()
+        .map_err(|e: bc::ScenarioError| e.to_string())?;
+    let client = stripe_client(
+        &args.base_url,
+        args.request_timeout_ms,
+        column != Column::Interlock,
+    )?;
+    let key = read_signing_key(&args.key_file)?;
+    let settings = bc::ScenarioSettings {
+        max_in_flight: Duration::from_millis(args.max_in_flight_ms),
+        claim_ttl: Duration::from_millis(args.claim_ttl_ms),
+    };
+    let err = |e: bc::ScenarioError| e.to_string();
+    let report = match args.phase {
+        CapPhase::Send => {
+            let crash = match args.crash.as_str() {
+                NO_CRASH => None,
+                name => Some((bc::CrashPoint::step(name).map_err(err)?, crash_hook())),
+            };
+            if args.wait_go {
+                let mut line = String::new();
+                std::io::stdin()
+                    .lock()
+                    .read_line(&mut line)
+                    .map_err(|e| format!("cannot read the start signal: {e}"))?;
+            }
+            let status = cap::send(
+                column,
+                &client,
+                &args.cell_dir,
+                &args.ticket,
+                crash,
+                &key,
+                &settings,
+            )
+            .map_err(err)?;
+            cap::finished(
+                column,
+                &client,
+                &args.cell_dir,
+                &args.ticket,
+                status,
+                &key,
+                &settings,
+            )
+            .map_err(err)?
+        }
+        CapPhase::Restart => cap::restart(
+            column,
+            &client,
+            &args.cell_dir,
+            &args.ticket,
+            &key,
+            &settings,
+            None,
+        )
+        .map_err(err)?,
+    };
+    let line =
+        serde_json::to_string(&report).map_err(|e| format!("cannot render the report: {e}"))?;
+    println!("{line}");
+    Ok(())
+}
