@@ -24,6 +24,7 @@ pub mod pages;
 pub mod placeholders;
 pub mod prose;
 pub mod provenance;
+pub mod shared_cap;
 pub mod verification;
 
 pub use error::SiteError;
@@ -98,8 +99,19 @@ pub fn build_with(
     };
     let files = results_files(results_dir)?;
     let mut rendered = Vec::new();
+    let mut caps = Vec::new();
     for path in files {
-        rendered.push(render_file(&path, options, pinned.as_ref())?);
+        let bytes = std::fs::read(&path).map_err(|e| SiteError::io("reading", &path, e))?;
+        if shared_cap::is_shared_cap(&bytes) {
+            caps.push(shared_cap::render(
+                &path,
+                bytes,
+                pinned.as_ref(),
+                &options.prose,
+            )?);
+        } else {
+            rendered.push(render_file(&path, bytes, options, pinned.as_ref())?);
+        }
     }
     // Everything rendered: only now touch the output directory.
     let mut pages = Vec::new();
@@ -165,9 +177,13 @@ pub fn build_with(
             facts.as_bytes(),
         )?;
     }
+    for c in &caps {
+        pages.extend(write_shared_cap(out_dir, &data, c)?);
+    }
     let reports: Vec<model::Report> = rendered.into_iter().map(|r| r.report).collect();
+    let cap_entries: Vec<shared_cap::IndexEntry> = caps.into_iter().map(|c| c.index).collect();
     let index = out_dir.join("index.html");
-    write(&index, pages::index(&reports)?.as_bytes())?;
+    write(&index, pages::index(&reports, &cap_entries)?.as_bytes())?;
     pages.insert(0, index.clone());
     Ok(BuildReport { index, pages })
 }
@@ -192,12 +208,38 @@ fn results_files(dir: &Path) -> Result<Vec<PathBuf>, SiteError> {
     Ok(files)
 }
 
+/// Writes a shared_cap scenario's pages and data; returns the pages written.
+fn write_shared_cap(
+    out_dir: &Path,
+    data: &Path,
+    c: &shared_cap::Rendered,
+) -> Result<Vec<PathBuf>, SiteError> {
+    let mut pages = Vec::new();
+    write(&data.join(&c.index.json_name), &c.bytes)?;
+    let dir = out_dir.join(&c.index.scenario);
+    let receipts_dir = dir.join("receipts");
+    mkdir(&receipts_dir)?;
+    remove_stale_receipts(&receipts_dir)?;
+    for (name, html) in [("index.html", &c.report_html), ("ids.html", &c.ids_html)] {
+        let page = dir.join(name);
+        write(&page, html.as_bytes())?;
+        pages.push(page);
+    }
+    for (name, html, json) in &c.receipts {
+        let page = receipts_dir.join(format!("{name}.html"));
+        write(&page, html.as_bytes())?;
+        write(&receipts_dir.join(format!("{name}.json")), json.as_bytes())?;
+        pages.push(page);
+    }
+    Ok(pages)
+}
+
 fn render_file(
     path: &Path,
+    bytes: Vec<u8>,
     options: &BuildOptions,
     pinned: Option<&ed25519_dalek::VerifyingKey>,
 ) -> Result<Rendered, SiteError> {
-    let bytes = std::fs::read(path).map_err(|e| SiteError::io("reading", path, e))?;
     let verified = verification::verify_file(path, &bytes, pinned)?;
     let data_err = |problem: String| SiteError::Data {
         path: path.to_path_buf(),

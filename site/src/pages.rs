@@ -73,6 +73,8 @@ pub struct IndexPage<'a> {
     pub version: &'a str,
     /// Every scenario report.
     pub reports: Vec<&'a Report>,
+    /// Every shared_cap report.
+    pub caps: &'a [crate::shared_cap::IndexEntry],
     /// No scenario header on the front page.
     pub nav: Option<Nav>,
 }
@@ -168,13 +170,17 @@ fn render(page: &str, t: &impl Template) -> Result<String, SiteError> {
 }
 
 /// Render the front page.
-pub fn index(reports: &[Report]) -> Result<String, SiteError> {
+pub fn index(
+    reports: &[Report],
+    caps: &[crate::shared_cap::IndexEntry],
+) -> Result<String, SiteError> {
     render(
         "index.html",
         &IndexPage {
             root: "",
             version: VERSION,
             reports: reports.iter().collect(),
+            caps,
             nav: None,
         },
     )

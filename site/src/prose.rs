@@ -61,6 +61,21 @@ pub struct RowsProse {
     pub outage: BTreeMap<String, String>,
 }
 
+const EMBEDDED_SHARED_CAP: [(&str, &str); 3] = [
+    (
+        "verdict.md",
+        include_str!("../../scenarios/shared_cap/verdict.md"),
+    ),
+    (
+        "setup.md",
+        include_str!("../../scenarios/shared_cap/setup.md"),
+    ),
+    (
+        "rows.md",
+        include_str!("../../scenarios/shared_cap/rows.md"),
+    ),
+];
+
 const EMBEDDED_BILLING_CREDIT: [(&str, &str); 4] = [
     (
         "verdict.md",
@@ -86,16 +101,19 @@ pub fn load(scenario: &str, source: &ProseSource) -> Result<ProseFiles, SiteErro
         let shown = format!("scenarios/{scenario}/{name}");
         match source {
             ProseSource::Embedded => {
-                if scenario != "billing_credit" {
-                    return Err(SiteError::Prose {
-                        file: shown,
-                        line: 0,
-                        problem:
-                            "no prose is compiled in for this scenario; pass a prose directory"
-                                .into(),
-                    });
-                }
-                let text = EMBEDDED_BILLING_CREDIT
+                let embedded: &[(&str, &str)] =
+                    match scenario {
+                        "billing_credit" => &EMBEDDED_BILLING_CREDIT,
+                        "shared_cap" => &EMBEDDED_SHARED_CAP,
+                        _ => return Err(SiteError::Prose {
+                            file: shown,
+                            line: 0,
+                            problem:
+                                "no prose is compiled in for this scenario; pass a prose directory"
+                                    .into(),
+                        }),
+                    };
+                let text = embedded
                     .iter()
                     .find(|(n, _)| *n == name)
                     .map(|(_, t)| (*t).to_owned())

@@ -271,6 +271,39 @@ fn results_outcome(head: &ResultsFile, key: &KeyCheck, r: &ResultsReport, json: 
     outcome
 }
 
+fn shared_cap_outcome(
+    f: &crate::shared_cap::record::CapResults,
+    key: &KeyCheck,
+    r: &crate::shared_cap::check::CapReport,
+    json: bool,
+) -> Outcome {
+    let held: u32 = r.summary.iter().map(|s| s.held).sum();
+    let summary = format!(
+        "shared_cap, {} cells ({} judged; the invariant held in {held}: what the run found, \
+         re-derived from the data), {}",
+        r.cells,
+        r.judged,
+        if r.signed {
+            "signed"
+        } else {
+            "signature check failed"
+        }
+    );
+    let details = r.findings.iter().map(|x| format!("  {x}")).collect();
+    let mut outcome = Outcome::new(r.ok, summary, details, "shared_cap", r, json);
+    let named = hex::decode(&f.environment.public_key)
+        .ok()
+        .and_then(|b| <[u8; 32]>::try_from(b).ok())
+        .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
+        .map(|k| crate::fingerprint(&k));
+    outcome.provenance = Provenance {
+        signer: signer_of(key, named),
+        made: Made::Generated(f.generated_at.clone()),
+        commit: Some(f.environment.git_commit.clone()),
+    };
+    outcome
+}
+
 /// Unsigned content cannot pass under a pinned key: the original format has no signatures.
 fn unsigned_under_pin() -> Finding {
     Finding::new(
@@ -292,6 +325,7 @@ fn named_signer(doc: &Document) -> Option<String> {
             .map(str::to_owned),
         Document::OriginalResults(_) => None,
         Document::Nemesis(f) => Some(f.environment.signer.clone()),
+        Document::SharedCap(f) => Some(f.environment.public_key.clone()),
     }
 }
 
@@ -326,6 +360,7 @@ fn key_for(
 fn signer_place(doc: &Document) -> &'static str {
     match doc {
         Document::Receipt(_) => "entries[0].signer",
+        Document::SharedCap(_) => "environment.public_key",
         _ => "environment.signer",
     }
 }
@@ -440,6 +475,10 @@ pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<Strin
         Document::Results(f) => {
             let r = verify_results(&f, &key);
             results_outcome(&f, &key, &r, json)
+        }
+        Document::SharedCap(f) => {
+            let r = crate::shared_cap::check::check(&f, &key);
+            shared_cap_outcome(&f, &key, &r, json)
         }
     };
     finish(&name, outcome, options)

@@ -69,6 +69,8 @@ pub enum Document {
     Results(Box<ResultsFile>),
     /// An `interlock-nemesis/3` file ([`crate::nemesis`]).
     Nemesis(Box<crate::nemesis::NemesisFile>),
+    /// An `interlock-shared-cap/1` file ([`crate::shared_cap`]).
+    SharedCap(Box<crate::shared_cap::record::CapResults>),
 }
 
 /// What one pass over the whole document found at its top level.
@@ -372,6 +374,21 @@ pub fn load_document(bytes: &[u8]) -> Result<Document, LoadError> {
             }
             Ok(Document::Nemesis(Box::new(file)))
         }
+        Some(crate::shared_cap::check::FORMAT) => {
+            let file = typed::<crate::shared_cap::record::CapResults>(text)?;
+            for (i, c) in file.cells.iter().enumerate() {
+                for (j, t) in c.tickets.iter().enumerate() {
+                    if let Some(b) = &t.receipt {
+                        effect_id_shape(
+                            &format!("cells[{i}].tickets[{j}].receipt.effect_id"),
+                            &b.effect_id,
+                            64,
+                        )?;
+                    }
+                }
+            }
+            Ok(Document::SharedCap(Box::new(file)))
+        }
         Some(RECEIPT_FORMAT) => {
             let bundle = typed::<ReceiptBundle>(text)?;
             effect_id_shape("effect_id", &bundle.effect_id, 64)?;
@@ -379,8 +396,9 @@ pub fn load_document(bytes: &[u8]) -> Result<Document, LoadError> {
         }
         Some(other) => Err(LoadError::UnknownFormat {
             found: format!(
-                "format {other:?} (known: {RESULTS_FORMAT}, {}, {RECEIPT_FORMAT})",
-                crate::nemesis::NEMESIS_FORMAT
+                "format {other:?} (known: {RESULTS_FORMAT}, {}, {}, {RECEIPT_FORMAT})",
+                crate::nemesis::NEMESIS_FORMAT,
+                crate::shared_cap::check::FORMAT
             ),
         }),
         // No `format`: only the original Python implementation wrote such files. Read one only
@@ -452,6 +470,12 @@ pub fn load_results(bytes: &[u8]) -> Result<ResultsFile, LoadError> {
             found: format!(
                 "a nemesis results file ({}), not {RESULTS_FORMAT}",
                 crate::nemesis::NEMESIS_FORMAT
+            ),
+        }),
+        Document::SharedCap(_) => Err(LoadError::UnknownFormat {
+            found: format!(
+                "a shared_cap results file ({}), not {RESULTS_FORMAT}",
+                crate::shared_cap::check::FORMAT
             ),
         }),
     }

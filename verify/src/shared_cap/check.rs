@@ -29,6 +29,8 @@ pub struct CapReport {
     pub cells: usize,
     /// Cells judged (not harness errors).
     pub judged: usize,
+    /// The file's signature verifies under the key.
+    pub signed: bool,
     /// The summary as re-derived.
     pub summary: Vec<ColumnSummary>,
     /// Every problem, each naming its place in the file.
@@ -91,10 +93,10 @@ fn file_key(file: &CapResults, key: &KeyCheck, findings: &mut Vec<String>) -> Op
     }
 }
 
-fn check_signature(file: &CapResults, key: &VerifyingKey, findings: &mut Vec<String>) {
+fn check_signature(file: &CapResults, key: &VerifyingKey, findings: &mut Vec<String>) -> bool {
     let Some(sig) = &file.signature else {
         findings.push("signature: missing; the file as a whole is not signed".into());
-        return;
+        return false;
     };
     let sig = hex::decode(sig)
         .ok()
@@ -102,10 +104,10 @@ fn check_signature(file: &CapResults, key: &VerifyingKey, findings: &mut Vec<Str
         .map(|b| Signature::from_bytes(&b));
     let Some(sig) = sig else {
         findings.push("signature: not 64 bytes of hex".into());
-        return;
+        return false;
     };
     match signing_message(file) {
-        Ok(message) if key.verify(&message, &sig).is_ok() => {}
+        Ok(message) if key.verify(&message, &sig).is_ok() => return true,
         Ok(_) => findings.push(
             "signature: does not verify under the key: a member of the file changed after it \
              was signed, or another key signed it"
@@ -113,6 +115,7 @@ fn check_signature(file: &CapResults, key: &VerifyingKey, findings: &mut Vec<Str
         ),
         Err(e) => findings.push(format!("signature: {e}")),
     }
+    false
 }
 
 fn label(i: usize, c: &CapCell) -> String {
@@ -198,9 +201,9 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
         ));
     }
     let resolved = file_key(file, key, &mut findings);
-    if let Some(k) = &resolved {
-        check_signature(file, k, &mut findings);
-    }
+    let signed = resolved
+        .as_ref()
+        .is_some_and(|k| check_signature(file, k, &mut findings));
     let mut seen = HashSet::new();
     let mut judged = 0;
     for (i, c) in file.cells.iter().enumerate() {
@@ -245,6 +248,7 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
             .unwrap_or_default(),
         cells: file.cells.len(),
         judged,
+        signed,
         summary,
         findings,
     }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 pub const SCENARIO: &str = "shared_cap";
 
 /// A whole shared_cap run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CapResults {
     /// [`super::check::FORMAT`].
@@ -34,7 +34,7 @@ pub struct CapResults {
 }
 
 /// Where and how a run happened.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CapEnvironment {
     /// `emulator` or `stripe`.
@@ -60,7 +60,7 @@ pub struct CapEnvironment {
 }
 
 /// One cell: one crash point of worker `a`, one overlap, one column.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CapCell {
     /// `before_send` or `after_send`: where worker `a` is SIGKILLed.
@@ -104,7 +104,7 @@ pub struct OrderRecord {
 }
 
 /// One ticket's worker in a cell.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TicketRecord {
     /// `a` or `b`.

@@ -1,0 +1,407 @@
+//! The shared_cap scenario's pages: its report, its ids page and one page per receipt, rendered
+//! from a `interlock-shared-cap/1` file that `verify::shared_cap::check` accepted at build time.
+//! Every figure on them is the file's data or what that check derived (the summary); the site
+//! counts nothing itself.
+
+use crate::error::SiteError;
+use crate::facts::{Fact, Facts};
+use crate::model::{backend_words, decider_words};
+use crate::pages::{Nav, VERSION};
+use crate::prose::{self, Section};
+use crate::verification::{entry_checks, summarize, EntryCheck, ReceiptCheck};
+use askama::Template;
+use std::path::Path;
+use verify::receipt::{verify_bundle, KeyCheck};
+use verify::shared_cap::check::check;
+use verify::shared_cap::plan::{COLUMNS, CRASH_POINTS, OVERLAPS};
+use verify::shared_cap::record::{CapCell, CapResults, SCENARIO};
+use verify::shared_cap::summary::ColumnSummary;
+use verify::shared_cap::{CAP_CENTS, PAYMENT_CENTS, REFUND_CENTS};
+
+/// The scenario's title on every page.
+pub const TITLE: &str = "shared_cap: two support bots, one order, one refund cap";
+
+/// What the front page shows of the scenario.
+#[derive(Debug, Clone)]
+pub struct IndexEntry {
+    /// The scenario (folder name).
+    pub scenario: String,
+    /// [`TITLE`].
+    pub title: String,
+    /// The verdict in one sentence.
+    pub verdict_line: String,
+    /// What the run ran against.
+    pub ran: String,
+    /// The per-column summary, as verify derived it.
+    pub summary: Vec<ColumnSummary>,
+    /// The results file's name under `data/`.
+    pub json_name: String,
+}
+
+/// Everything written for one shared_cap file.
+pub struct Rendered {
+    /// The front page's entry.
+    pub index: IndexEntry,
+    /// The results file's bytes (published under `data/`).
+    pub bytes: Vec<u8>,
+    /// `shared_cap/index.html`.
+    pub report_html: String,
+    /// `shared_cap/ids.html`.
+    pub ids_html: String,
+    /// Per receipt: file stem (the effect id), page, bundle JSON.
+    pub receipts: Vec<(String, String, String)>,
+}
+
+/// One row of the matrix on the report page.
+struct RowView {
+    crash: String,
+    overlap: String,
+    cells: Vec<Option<CellView>>,
+}
+
+/// One cell as the report and ids pages show it.
+struct CellView {
+    anchor: String,
+    label: String,
+    held: bool,
+    refunded: String,
+    refunds: usize,
+    tickets: Vec<TicketView>,
+    harness_error: Option<String>,
+    cell: CapCell,
+}
+
+struct TicketView {
+    name: String,
+    id: String,
+    status: String,
+    first_exit: String,
+    answer_matches: bool,
+    proof: bool,
+    effect_id: Option<String>,
+    journal: String,
+}
+
+#[derive(Template)]
+#[template(path = "cap_report.html")]
+struct ReportPage<'a> {
+    root: &'a str,
+    version: &'a str,
+    nav: Option<Nav>,
+    title: &'a str,
+    verdict_line: &'a str,
+    summary: &'a [ColumnSummary],
+    verdict: &'a Section,
+    setup: &'a Section,
+    rows: &'a [RowView],
+    columns: &'a [&'a str],
+    file: &'a CapResults,
+    json_name: &'a str,
+    backend_label: String,
+}
+
+#[derive(Template)]
+#[template(path = "cap_ids.html")]
+struct IdsPage<'a> {
+    root: &'a str,
+    version: &'a str,
+    nav: Option<Nav>,
+    cells: &'a [CellView],
+}
+
+#[derive(Template)]
+#[template(path = "cap_receipt.html")]
+struct ReceiptPage<'a> {
+    root: &'a str,
+    version: &'a str,
+    nav: Option<Nav>,
+    effect_id: &'a str,
+    cell_anchor: &'a str,
+    cell_label: &'a str,
+    ticket: &'a str,
+    check: &'a ReceiptCheck,
+    entries: Vec<EntryView>,
+    json_name: &'a str,
+}
+
+struct EntryView {
+    index: usize,
+    kind: String,
+    fields: Vec<(String, String)>,
+    check: EntryCheck,
+}
+
+fn page(name: &str, t: &impl Template) -> Result<String, SiteError> {
+    t.render().map_err(|source| SiteError::Template {
+        page: name.to_owned(),
+        source,
+    })
+}
+
+/// Whether `bytes` hold a shared_cap results file (by its `format`), without reading it all.
+pub fn is_shared_cap(bytes: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        format: Option<String>,
+    }
+    serde_json::from_slice::<Head>(bytes)
+        .ok()
+        .and_then(|h| h.format)
+        .is_some_and(|f| f == verify::shared_cap::check::FORMAT)
+}
+
+fn verdict_line(summary: &[ColumnSummary]) -> String {
+    let parts: Vec<String> = summary
+        .iter()
+        .map(|s| {
+            let judged = s.cells - s.harness_errors;
+            format!("{} held the cap in {}/{judged}", s.column, s.held)
+        })
+        .collect();
+    format!("{}.", parts.join("; "))
+}
+
+fn facts(summary: &[ColumnSummary], file: &CapResults) -> Facts {
+    let mut f = Facts::new();
+    f.insert("payment".into(), Fact::Cents(PAYMENT_CENTS));
+    f.insert("cap".into(), Fact::Cents(CAP_CENTS));
+    f.insert("refund".into(), Fact::Cents(REFUND_CENTS));
+    f.insert("cells".into(), Fact::Int(file.cells.len() as i64));
+    f.insert(
+        "stripe_api_version".into(),
+        Fact::Text(file.environment.stripe_api_version.clone()),
+    );
+    for s in summary {
+        let judged = s.cells - s.harness_errors;
+        f.insert(format!("held.{}", s.column), Fact::Ratio(s.held, judged));
+        f.insert(
+            format!("over_cap.{}", s.column),
+            Fact::Int(i64::from(s.over_cap)),
+        );
+        f.insert(
+            format!("answers.{}", s.column),
+            Fact::Ratio(s.answers_matched, judged),
+        );
+        f.insert(
+            format!("proof.{}", s.column),
+            Fact::Ratio(s.proved, s.tickets),
+        );
+    }
+    f
+}
+
+fn anchor(c: &CapCell) -> String {
+    format!("{}-{}-{}-{}", c.crash_point, c.overlap, c.column, c.repeat)
+}
+
+fn cell_view(c: &CapCell) -> CellView {
+    let tickets = c
+        .tickets
+        .iter()
+        .map(|t| TicketView {
+            name: t.name.clone(),
+            id: t.ticket_id.clone(),
+            status: t.status.clone(),
+            first_exit: t.first_exit.clone(),
+            answer_matches: t.answer_matches,
+            proof: t.proof,
+            effect_id: t.receipt.as_ref().map(|r| r.effect_id.clone()),
+            journal: t.journal_kinds.join(" "),
+        })
+        .collect();
+    CellView {
+        anchor: anchor(c),
+        label: format!("{}:{}:{} #{}", c.crash_point, c.overlap, c.column, c.repeat),
+        held: c.invariant_held,
+        refunded: crate::format::dollars(c.truth.refunded_cents()),
+        refunds: c.truth.refunds.iter().filter(|r| r.counts()).count(),
+        tickets,
+        harness_error: c.harness_error.clone(),
+        cell: c.clone(),
+    }
+}
+
+fn rows(file: &CapResults) -> Vec<RowView> {
+    let mut out = Vec::new();
+    for crash in CRASH_POINTS {
+        for overlap in OVERLAPS {
+            let cells: Vec<Option<CellView>> = COLUMNS
+                .iter()
+                .map(|col| {
+                    file.cells
+                        .iter()
+                        .find(|c| {
+                            c.crash_point == crash && c.overlap == overlap && c.column == *col
+                        })
+                        .map(cell_view)
+                })
+                .collect();
+            if cells.iter().any(Option::is_some) {
+                out.push(RowView {
+                    crash: crash.to_owned(),
+                    overlap: overlap.to_owned(),
+                    cells,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Renders a shared_cap file: verified first (refused with the checker's findings otherwise).
+pub fn render(
+    path: &Path,
+    bytes: Vec<u8>,
+    pinned: Option<&ed25519_dalek::VerifyingKey>,
+    prose_source: &prose::ProseSource,
+) -> Result<Rendered, SiteError> {
+    let doc = verify::load::load_document(&bytes).map_err(|e| SiteError::Unreadable {
+        path: path.to_path_buf(),
+        problem: e.to_string(),
+    })?;
+    let verify::load::Document::SharedCap(file) = doc else {
+        return Err(SiteError::Unreadable {
+            path: path.to_path_buf(),
+            problem: "not a shared_cap results file".into(),
+        });
+    };
+    let key = pinned.map_or(KeyCheck::SelfAttested, |k| KeyCheck::Pinned(*k));
+    let report = check(&file, &key);
+    if !report.ok {
+        let lines: Vec<&str> = report.findings.iter().take(5).map(String::as_str).collect();
+        return Err(SiteError::Unverified {
+            path: path.to_path_buf(),
+            problem: lines.join("; "),
+        });
+    }
+    let data_err = |problem: String| SiteError::Data {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let backend_label = backend_words(&file.environment.backend).map_err(data_err)?;
+    let ran = format!(
+        "Ran against {backend_label}; decided by {}. Where a page says Stripe, it means that backend.",
+        decider_words(&file.environment.decider, None)
+    );
+    let json_name = format!("{SCENARIO}.json");
+    let summary = report.summary.clone();
+    let verdict_line = verdict_line(&summary);
+    let facts = facts(&summary, &file);
+    let files = prose::load(SCENARIO, prose_source)?;
+    let verdict = prose::render(&files.verdict.0, &files.verdict.1, &facts)?;
+    let setup = prose::render(&files.setup.0, &files.setup.1, &facts)?;
+    let nav = |up: &str, current: &'static str, crumbs: Vec<(String, String)>, here: String| {
+        let mut all = Vec::new();
+        if current != "report" {
+            all.push((format!("{up}index.html"), SCENARIO.to_owned()));
+        }
+        all.extend(crumbs);
+        Some(Nav {
+            up: up.to_owned(),
+            scenario: SCENARIO.to_owned(),
+            nemesis: false,
+            emulator_vs_stripe: false,
+            current,
+            crumbs: all,
+            here,
+            ran: ran.clone(),
+        })
+    };
+    let row_views = rows(&file);
+    let report_html = page(
+        "shared_cap/index.html",
+        &ReportPage {
+            root: "../",
+            version: VERSION,
+            nav: nav("", "report", Vec::new(), SCENARIO.to_owned()),
+            title: TITLE,
+            verdict_line: &verdict_line,
+            summary: &summary,
+            verdict: &verdict,
+            setup: &setup,
+            rows: &row_views,
+            columns: &COLUMNS,
+            file: &file,
+            json_name: &json_name,
+            backend_label,
+        },
+    )?;
+    let cells: Vec<CellView> = file.cells.iter().map(cell_view).collect();
+    let ids_html = page(
+        "shared_cap/ids.html",
+        &IdsPage {
+            root: "../",
+            version: VERSION,
+            nav: nav("", "ids", Vec::new(), "Ids and receipts".into()),
+            cells: &cells,
+        },
+    )?;
+    let mut receipts = Vec::new();
+    for c in &cells {
+        for t in &c.cell.tickets {
+            let Some(bundle) = &t.receipt else { continue };
+            let checked = summarize(&verify_bundle(bundle, &key));
+            let published = &file.environment.public_key;
+            let entries = bundle
+                .entries
+                .iter()
+                .zip(entry_checks(bundle, published))
+                .enumerate()
+                .map(|(i, (e, check))| EntryView {
+                    index: i + 1,
+                    kind: e
+                        .get("kind")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or("?")
+                        .to_owned(),
+                    fields: e
+                        .as_object()
+                        .map(|m| {
+                            m.iter()
+                                .filter(|(k, _)| !matches!(k.as_str(), "kind" | "hash" | "sig"))
+                                .map(|(k, v)| (k.clone(), v.to_string()))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                    check,
+                })
+                .collect();
+            let html = page(
+                "shared_cap/receipts",
+                &ReceiptPage {
+                    root: "../../",
+                    version: VERSION,
+                    nav: nav(
+                        "../",
+                        "receipt",
+                        vec![("../ids.html".into(), "Ids and receipts".into())],
+                        format!("Receipt {}", &bundle.effect_id),
+                    ),
+                    effect_id: &bundle.effect_id,
+                    cell_anchor: &c.anchor,
+                    cell_label: &c.label,
+                    ticket: &t.ticket_id,
+                    check: &checked,
+                    entries,
+                    json_name: &json_name,
+                },
+            )?;
+            let json = serde_json::to_string_pretty(bundle).unwrap_or_default();
+            receipts.push((bundle.effect_id.clone(), html, json));
+        }
+    }
+    Ok(Rendered {
+        index: IndexEntry {
+            scenario: SCENARIO.to_owned(),
+            title: TITLE.to_owned(),
+            verdict_line,
+            ran,
+            summary,
+            json_name,
+        },
+        bytes,
+        report_html,
+        ids_html,
+        receipts,
+    })
+}
