@@ -37,6 +37,8 @@ same rule, each replayable from its id with --replay. Writes DIR/nemesis/billing
 const AFTER_HELP: &str = "\
 Examples:
   runner --scenario billing_credit
+  runner --scenario shared_cap
+  runner --scenario all --out results
   runner --scenario billing_credit \\
     --cells 'before_send:billing_credit:*' after_send:renewal:interlock
   runner --scenario billing_credit --repeat 5 --jobs 4 --out /tmp/run --no-site
@@ -143,9 +145,11 @@ pub struct ReconcileArgs {
 /// Options of a run.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Scenario to run: billing_credit (DESIGN §4: one credit racing a billing run) or
-    /// shared_cap (two bots refunding one order under one cap; writes DIR/shared_cap.json).
-    #[arg(long, required_unless_present = "replay", value_parser = ["billing_credit", "shared_cap"])]
+    /// Scenario to run: billing_credit (one credit racing a billing run; writes
+    /// DIR/billing_credit.json), shared_cap (two bots refunding one order under one cap; writes
+    /// DIR/shared_cap.json; its matrix is fixed, decided by the policy), or all (each in turn,
+    /// then one site over both).
+    #[arg(long, required_unless_present = "replay", value_parser = ["billing_credit", "shared_cap", "all"])]
     pub scenario: Option<String>,
 
     /// Run randomized nemesis trials instead of the matrix: `all` or a comma-separated list of

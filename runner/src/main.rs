@@ -88,10 +88,16 @@ fn main() -> ExitCode {
         };
     }
     if let Some(list) = &cli.run.nemesis {
+        if cli.run.scenario.as_deref() != Some("billing_credit") {
+            return could_not_run_because(
+                "--nemesis runs billing_credit's trials only: pass --scenario billing_credit",
+            );
+        }
         return run_nemesis(&cli.run, list);
     }
     let outcome = match cli.run.scenario.as_deref() {
         Some("shared_cap") => shared_cap::run(&cli.run),
+        Some("all") => run_all(&cli.run),
         _ => run::run(&cli.run),
     };
     match outcome {
@@ -112,6 +118,31 @@ fn main() -> ExitCode {
         Err(e) if e.is::<run::Interrupted>() => interrupted(&e),
         Err(e) => could_not_run(&e),
     }
+}
+
+/// `--scenario all`: every scenario's matrix into one `--out`, then one site over all of them.
+fn run_all(args: &cli::RunArgs) -> anyhow::Result<run::RunOutcome> {
+    // What one scenario refuses is refused before any of them runs.
+    shared_cap::refuse_foreign_options(args)?;
+    let mut each = args.clone();
+    each.no_site = true;
+    each.scenario = Some("billing_credit".into());
+    let first = run::run(&each)?;
+    each.scenario = Some("shared_cap".into());
+    let second = shared_cap::run(&each)?;
+    let verified = first.verified && second.verified;
+    if !args.no_site {
+        if verified {
+            run::render_site(&args.out, &args.site_out);
+        } else {
+            eprintln!("site: not rendered, because a results file does not verify");
+        }
+    }
+    Ok(run::RunOutcome {
+        results_path: args.out.clone(),
+        harness_errors: first.harness_errors + second.harness_errors,
+        verified,
+    })
 }
 
 fn run_nemesis(args: &cli::RunArgs, list: &str) -> ExitCode {

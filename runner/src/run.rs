@@ -496,7 +496,7 @@ fn check_written(path: &Path, key: &ed25519_dalek::VerifyingKey) -> bool {
 }
 
 /// Renders the report site from the results directory and prints its index path.
-fn render_site(results_dir: &Path, out: &Path) {
+pub(crate) fn render_site(results_dir: &Path, out: &Path) {
     match site::build(results_dir, out) {
         Ok(report) => println!("site: {}", report.index.display()),
         Err(e) => eprintln!("site: could not render the report: {e}"),

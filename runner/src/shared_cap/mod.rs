@@ -25,7 +25,7 @@ use verify::shared_cap::summary::summarize;
 pub const RESULTS_FILE: &str = "shared_cap.json";
 
 /// Options billing_credit has and shared_cap does not: refused with a reason, not ignored.
-fn refuse_foreign_options(args: &RunArgs) -> Result<()> {
+pub(crate) fn refuse_foreign_options(args: &RunArgs) -> Result<()> {
     let foreign = [
         (!args.cells.is_empty(), "--cells"),
         (
@@ -65,6 +65,15 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
             args.out.display()
         )
     })?;
+    if !args.no_site {
+        crate::results::check_writable(&args.site_out).map_err(|e| {
+            anyhow!(
+                "--site-out {}: cannot write the report there: {e}; pass a directory you can \
+                 write, or --no-site",
+                args.site_out.display()
+            )
+        })?;
+    }
     let seed = args.seed.unwrap_or_else(|| rand::random::<u64>() >> 11);
     let run_id = format!("{:08x}", rand::random::<u32>());
     let journal = match &args.journal {
@@ -195,6 +204,9 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
             "verify: ok ({} cells, signed by the run's key)",
             report.cells
         );
+        if !args.no_site {
+            crate::run::render_site(&args.out, &args.site_out);
+        }
     } else {
         eprintln!("verify: the results file does NOT verify:");
         for f in report.findings.iter().take(10) {

@@ -1,0 +1,153 @@
+//! `runner --scenario shared_cap` end to end: two real worker processes per cell against the
+//! embedded emulator, worker `a` SIGKILLed where the row says, every refund read back, and a
+//! signed results file that verifies — and stops verifying when a reader would care.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+use verify::receipt::KeyCheck;
+use verify::shared_cap::check::check;
+use verify::shared_cap::record::CapResults;
+
+fn run(extra: &[&str]) -> (std::process::Output, tempfile::TempDir) {
+    let out = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["--scenario", "shared_cap", "--seed", "11", "--jobs", "2"])
+        .arg("--out")
+        .arg(out.path())
+        .arg("--site-out")
+        .arg(out.path().join("site"))
+        .args(extra)
+        .output()
+        .unwrap();
+    (output, out)
+}
+
+fn load(dir: &std::path::Path) -> CapResults {
+    let bytes = std::fs::read(dir.join("shared_cap.json")).unwrap();
+    match verify::load::load_document(&bytes).unwrap() {
+        verify::load::Document::SharedCap(f) => *f,
+        _ => panic!("not a shared_cap file"),
+    }
+}
+
+#[test]
+fn the_matrix_runs_through_real_processes_and_verifies() {
+    let (output, out) = run(&[]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "runner failed: {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    assert!(stdout.contains("verify: ok"), "{stdout}");
+    // The report was rendered from the verified file.
+    let page = std::fs::read_to_string(out.path().join("site/shared_cap/index.html")).unwrap();
+    assert!(page.contains("Ran against the project"), "{page}");
+    let file = load(out.path());
+    assert_eq!(file.cells.len(), 16);
+    assert_eq!(file.environment.seed, 11);
+    assert_eq!(file.environment.backend, "emulator");
+    for c in &file.cells {
+        let at = format!("{}:{}:{}", c.crash_point, c.overlap, c.column);
+        assert!(c.harness_error.is_none(), "{at}: {:?}", c.harness_error);
+        assert!(c.truth.consistent(), "{at}");
+        // Worker b is never killed; worker a is killed by the runner's SIGKILL unless it ended
+        // by itself before its crash point (a refusal, in which case it sent nothing).
+        assert!(c.tickets[1].killed_at.is_none(), "{at}");
+        match &c.tickets[0].killed_at {
+            Some(point) => assert_eq!(point, &c.crash_point, "{at}"),
+            None => assert!(
+                c.tickets[0].status.starts_with("REFUSED"),
+                "{at}: {:?}",
+                c.tickets[0]
+            ),
+        }
+        assert!(c.answers_match, "{at}");
+        match c.column.as_str() {
+            // Each bot's own key dedupes its own resend, never the other bot's refund.
+            "no_check" => {
+                assert!(!c.invariant_held, "{at}");
+                assert_eq!(c.truth.refunded_cents(), 4000, "{at}");
+            }
+            // One host, one lock around check-and-send: never over the cap.
+            "hand_lock" => assert!(c.invariant_held, "{at}"),
+            // The budget reserves before the send, whoever dies where.
+            "interlock" => {
+                assert!(c.invariant_held, "{at}");
+                assert!(
+                    c.tickets.iter().all(|t| t.receipt.is_some() && t.proof),
+                    "{at}"
+                );
+            }
+            _ => {}
+        }
+    }
+    // Sequentially, hand_check reads the first refund before it sends: it holds.
+    for c in file
+        .cells
+        .iter()
+        .filter(|c| c.column == "hand_check" && c.overlap == "sequential")
+    {
+        assert!(c.invariant_held, "{}:{}", c.crash_point, c.overlap);
+    }
+}
+
+#[test]
+fn a_changed_refund_or_judgement_fails_verification() {
+    let (output, out) = run(&["--no-site"]);
+    assert!(output.status.success(), "{output:?}");
+    let genuine = load(out.path());
+    let key = ed25519_dalek::VerifyingKey::from_bytes(
+        &hex::decode(&genuine.environment.public_key)
+            .unwrap()
+            .try_into()
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(check(&genuine, &KeyCheck::Pinned(key)).ok);
+
+    // A refund dropped from the ground truth (and the charge's total with it), re-judged.
+    let i = genuine
+        .cells
+        .iter()
+        .position(|c| c.column == "no_check")
+        .unwrap();
+    let mut forged = genuine.clone();
+    forged.cells[i].truth.refunds.truncate(1);
+    forged.cells[i].truth.amount_refunded = 2000;
+    let report = check(&forged, &KeyCheck::Pinned(key));
+    assert!(!report.ok);
+    assert!(
+        report.findings.iter().any(|f| f.starts_with("signature")),
+        "{:?}",
+        report.findings
+    );
+    // Re-signed by someone else, it no longer names the run's key.
+    let other = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
+    verify::shared_cap::check::sign(&mut forged, &other).unwrap();
+    assert!(!check(&forged, &KeyCheck::Pinned(key)).ok);
+    // Self-attested, a forged judgement is still re-derived and caught.
+    let mut judged = genuine.clone();
+    judged.cells[i].invariant_held = !judged.cells[i].invariant_held;
+    let report = check(&judged, &KeyCheck::SelfAttested);
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.contains("invariant_held is recorded as")),
+        "{:?}",
+        report.findings
+    );
+}
+
+#[test]
+fn options_of_the_other_scenario_are_refused_with_a_reason() {
+    let (output, _out) = run(&["--cells", "before_send:renewal:interlock"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--cells is not available with --scenario shared_cap"),
+        "{stderr}"
+    );
+}
