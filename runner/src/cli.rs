@@ -185,6 +185,11 @@ pub struct RunArgs {
     #[arg(long, num_args = 1.., value_name = "CRASH:OUTAGE:COLUMN")]
     pub cells: Vec<String>,
 
+    /// shared_cap only: kill worker a at every step its column passes (decision saved, each
+    /// check, each gate step, before and after the POST), not only before_send and after_send.
+    #[arg(long)]
+    pub every_step: bool,
+
     /// Run every cell this many times (repeat index 0..N in the results).
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub repeat: u32,

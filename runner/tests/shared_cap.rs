@@ -151,3 +151,31 @@ fn options_of_the_other_scenario_are_refused_with_a_reason() {
         "{stderr}"
     );
 }
+
+#[test]
+fn worker_a_killed_at_every_step_of_its_column() {
+    let (output, out) = run(&["--every-step", "--no-site"]);
+    assert!(output.status.success(), "{output:?}");
+    let file = load(out.path());
+    assert_eq!(file.cells.len(), 2 * (3 + 8 + 8 + 7));
+    let mut killed = 0;
+    for c in &file.cells {
+        let at = format!("{}:{}:{}", c.crash_point, c.overlap, c.column);
+        assert!(c.harness_error.is_none(), "{at}: {:?}", c.harness_error);
+        assert!(c.answers_match, "{at}");
+        killed += usize::from(c.tickets[0].killed_at.as_deref() == Some(c.crash_point.as_str()));
+        if c.column == "interlock" || c.column == "hand_lock" {
+            assert!(c.invariant_held, "{at}");
+        }
+    }
+    // Sequentially, worker a always reaches the step it is killed at.
+    let sequential = file
+        .cells
+        .iter()
+        .filter(|c| c.overlap == "sequential")
+        .count();
+    assert!(
+        killed >= sequential,
+        "{killed} kills, {sequential} sequential cells"
+    );
+}

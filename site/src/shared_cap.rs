@@ -13,7 +13,7 @@ use askama::Template;
 use std::path::Path;
 use verify::receipt::{verify_bundle, KeyCheck};
 use verify::shared_cap::check::check;
-use verify::shared_cap::plan::{COLUMNS, CRASH_POINTS, OVERLAPS};
+use verify::shared_cap::plan::COLUMNS;
 use verify::shared_cap::record::{CapCell, CapResults, SCENARIO};
 use verify::shared_cap::summary::ColumnSummary;
 use verify::shared_cap::{CAP_CENTS, PAYMENT_CENTS, REFUND_CENTS};
@@ -222,10 +222,19 @@ fn cell_view(c: &CapCell) -> CellView {
 }
 
 fn rows(file: &CapResults) -> Vec<RowView> {
-    let mut out = Vec::new();
-    for crash in CRASH_POINTS {
-        for overlap in OVERLAPS {
-            let cells: Vec<Option<CellView>> = COLUMNS
+    // Rows in the order the file's cells first name them.
+    let mut keys: Vec<(&str, &str)> = Vec::new();
+    for c in &file.cells {
+        let key = (c.crash_point.as_str(), c.overlap.as_str());
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    keys.into_iter()
+        .map(|(crash, overlap)| RowView {
+            crash: crash.to_owned(),
+            overlap: overlap.to_owned(),
+            cells: COLUMNS
                 .iter()
                 .map(|col| {
                     file.cells
@@ -235,17 +244,9 @@ fn rows(file: &CapResults) -> Vec<RowView> {
                         })
                         .map(cell_view)
                 })
-                .collect();
-            if cells.iter().any(Option::is_some) {
-                out.push(RowView {
-                    crash: crash.to_owned(),
-                    overlap: overlap.to_owned(),
-                    cells,
-                });
-            }
-        }
-    }
-    out
+                .collect(),
+        })
+        .collect()
 }
 
 /// Renders a shared_cap file: verified first (refused with the checker's findings otherwise).

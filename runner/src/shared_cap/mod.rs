@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use verify::shared_cap::check::{check, sign, FORMAT};
-use verify::shared_cap::plan::{plan, COLUMNS};
+use verify::shared_cap::plan::{every_step_plan, plan, COLUMNS};
 use verify::shared_cap::record::{CapEnvironment, CapResults, SCENARIO};
 use verify::shared_cap::summary::summarize;
 
@@ -37,6 +37,9 @@ pub(crate) fn refuse_foreign_options(args: &RunArgs) -> Result<()> {
         (args.keep_emulator, "--keep-emulator"),
         (args.nemesis.is_some(), "--nemesis"),
     ];
+    if args.every_step && args.scenario.as_deref() != Some("shared_cap") {
+        bail!("--every-step belongs to --scenario shared_cap (pass that, or drop --every-step)");
+    }
     if let Some((_, name)) = foreign.iter().find(|(given, _)| *given) {
         bail!(
             "{name} is not available with --scenario shared_cap: its matrix is every crash \
@@ -50,7 +53,11 @@ pub(crate) fn refuse_foreign_options(args: &RunArgs) -> Result<()> {
 pub fn run(args: &RunArgs) -> Result<RunOutcome> {
     refuse_foreign_options(args)?;
     let started = Instant::now();
-    let cells_plan = plan(args.repeat);
+    let cells_plan = if args.every_step {
+        every_step_plan(args.repeat)
+    } else {
+        plan(args.repeat)
+    };
     if cells_plan.is_empty() {
         bail!("--repeat 0 runs no cell; pass --repeat 1 or more");
     }
@@ -181,7 +188,10 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
             }
             .into(),
             max_in_flight_ms: settings.max_in_flight.as_millis() as u64,
-            command: format!("runner --scenario shared_cap --seed {seed}"),
+            command: format!(
+                "runner --scenario shared_cap --seed {seed}{}",
+                if args.every_step { " --every-step" } else { "" }
+            ),
         },
         want: verify::shared_cap::WANT.to_owned(),
         cells,

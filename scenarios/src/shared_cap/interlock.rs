@@ -145,9 +145,32 @@ pub(crate) fn restart(
     crash: Option<Crash>,
 ) -> Result<RestartReport, ScenarioError> {
     let gate = open_gate(client, cell_dir, order, crash, gate_key, settings)?;
-    let eid = effect_id(&proposal(order, ticket, decision));
+    let p = proposal(order, ticket, decision);
+    let eid = effect_id(&p);
     let (_, shown) = journal_location(cell_dir, JOURNAL_LOCATION_FILE, JOURNAL_FILE);
     let receipt = cell_dir.join(receipt_file(&ticket.name));
+    let gate_err = |what: &str| ScenarioError::gate(format!("{what} {eid}"));
+    let open = gate
+        .open_effects()
+        .map_err(gate_err("list the open effects for"))?
+        .contains(&eid);
+    let settled = gate.status(&eid).map_err(gate_err("read the status of"))?;
+    if !open && settled.is_none() {
+        // Killed before its dispatch was durable: nothing of it can have been sent, and the
+        // restarted bot submits its proposal again (the same effect id; the gate goes on from
+        // what its journal holds).
+        let submitted = gate.submit(&p).map_err(gate_err("submit again"))?;
+        let status = submitted.status.as_str().to_owned();
+        return describe(
+            &gate,
+            eid,
+            status,
+            &receipt,
+            gate_key,
+            json!({ "submitted_again": true }),
+            std::time::Duration::ZERO,
+        );
+    }
     settle(&gate, eid, &shown, &receipt, gate_key)
 }
 

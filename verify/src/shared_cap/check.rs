@@ -215,6 +215,12 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
         }
         if !COLUMNS.contains(&c.column.as_str()) {
             findings.push(format!("{}: unknown column", label(i, c)));
+        } else if !super::plan::is_kill_step(&c.column, &c.crash_point) {
+            findings.push(format!(
+                "{}: {} is not a step this column passes",
+                label(i, c),
+                c.crash_point
+            ));
         }
         if c.tickets.len() != 2 {
             findings.push(format!(

@@ -7,6 +7,34 @@ pub const OVERLAPS: [&str; 2] = ["sequential", "concurrent"];
 /// The columns, in display order.
 pub const COLUMNS: [&str; 4] = ["no_check", "hand_check", "hand_lock", "interlock"];
 
+/// Every step at which worker `a` can be killed, per column: the steps that column passes, in
+/// the order it passes them (`--every-step`). `premises` is the hand-written columns' cap check.
+pub fn kill_steps(column: &str) -> &'static [&'static str] {
+    match column {
+        "no_check" => &["decision_saved", "before_send", "after_send"],
+        "hand_check" | "hand_lock" => &[
+            "decision_saved",
+            "lookup",
+            "approval",
+            "premises",
+            "send_logged",
+            "before_send",
+            "after_send",
+            "sent_logged",
+        ],
+        "interlock" => &[
+            "decision_saved",
+            "proposed",
+            "authorized",
+            "dispatched",
+            "before_send",
+            "after_send",
+            "committed",
+        ],
+        _ => &[],
+    }
+}
+
 /// One cell of the plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PlannedCell {
@@ -40,6 +68,32 @@ pub fn plan(repeats: u32) -> Vec<PlannedCell> {
     out
 }
 
+/// `--every-step`: worker `a` killed at every step its column passes ([`kill_steps`]) × overlap,
+/// `repeats` times.
+pub fn every_step_plan(repeats: u32) -> Vec<PlannedCell> {
+    let mut out = Vec::new();
+    for repeat in 0..repeats {
+        for overlap in OVERLAPS {
+            for column in COLUMNS {
+                for &crash_point in kill_steps(column) {
+                    out.push(PlannedCell {
+                        crash_point,
+                        overlap,
+                        column,
+                        repeat,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether worker `a` may be killed at `step` in `column`'s cells.
+pub fn is_kill_step(column: &str, step: &str) -> bool {
+    kill_steps(column).contains(&step)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,5 +107,18 @@ mod tests {
         assert_eq!(p[0].column, "no_check");
         assert_eq!(p[3].column, "interlock");
         assert_eq!(p[4].overlap, "concurrent");
+    }
+
+    #[test]
+    fn every_step_covers_each_columns_steps_and_the_named_points() {
+        let p = every_step_plan(1);
+        assert_eq!(p.len(), 2 * (3 + 8 + 8 + 7));
+        for c in COLUMNS {
+            for point in CRASH_POINTS {
+                assert!(is_kill_step(c, point), "{c} {point}");
+            }
+        }
+        assert!(!is_kill_step("no_check", "lookup"));
+        assert!(is_kill_step("interlock", "dispatched"));
     }
 }
