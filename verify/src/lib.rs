@@ -12,6 +12,7 @@ pub mod trusted;
 pub use trusted::{canonical, seal, signatures};
 
 pub mod billing_credit;
+pub mod budget;
 pub mod binding;
 pub mod check;
 pub mod cli;
