@@ -59,13 +59,14 @@ pub struct BudgetRecord {
 /// exactly (±(2^53 − 1)).
 pub fn total_of(counted: &[Counted], amount: i64) -> Option<i64> {
     let limit = i128::from(crate::canonical::MAX_SAFE_INTEGER);
-    let sum = counted
-        .iter()
-        .map(|c| i128::from(c.amount))
-        .try_fold(i128::from(amount), |acc, a| {
-            let next = acc + a;
-            (-limit..=limit).contains(&next).then_some(next)
-        })?;
+    let sum =
+        counted
+            .iter()
+            .map(|c| i128::from(c.amount))
+            .try_fold(i128::from(amount), |acc, a| {
+                let next = acc + a;
+                (-limit..=limit).contains(&next).then_some(next)
+            })?;
     i64::try_from(sum).ok()
 }
 
@@ -123,7 +124,9 @@ pub enum BudgetFinding {
         cap: Option<i64>,
     },
     /// Rule (a): a refusal whose total is within its cap.
-    #[error("effect {effect_id}: entry {entry} refuses a total of {total}, which is within cap {cap}")]
+    #[error(
+        "effect {effect_id}: entry {entry} refuses a total of {total}, which is within cap {cap}"
+    )]
     RefusedWithinCap {
         /// The effect.
         effect_id: String,
@@ -528,7 +531,10 @@ mod tests {
     /// counted the first.
     fn two_refunds() -> Vec<(&'static str, Vec<Value>)> {
         vec![
-            ("a", vec![proposed(2000), dispatched(2000, &[]), committed()]),
+            (
+                "a",
+                vec![proposed(2000), dispatched(2000, &[]), committed()],
+            ),
             ("b", vec![proposed(2000), over_budget(2000, &[("a", 2000)])]),
         ]
     }
@@ -619,9 +625,15 @@ mod tests {
     #[test]
     fn two_holders_where_neither_counted_the_other_are_found() {
         let effects = vec![
-            ("a", vec![proposed(1000), dispatched(1000, &[]), committed()]),
+            (
+                "a",
+                vec![proposed(1000), dispatched(1000, &[]), committed()],
+            ),
             ("b", vec![proposed(1000), dispatched(1000, &[])]),
-            ("c", vec![proposed(500), dispatched(500, &[("a", 1000), ("b", 1000)])]),
+            (
+                "c",
+                vec![proposed(500), dispatched(500, &[("a", 1000), ("b", 1000)])],
+            ),
         ];
         assert_eq!(
             check(&effects),
@@ -636,7 +648,10 @@ mod tests {
     fn a_reservation_released_by_a_refusal_needs_no_one_to_have_seen_it() {
         let released = json!({"kind": "REFUSED", "code": "lease_at_recovery", "reason": "r.", "resolves": true});
         let effects = vec![
-            ("a", vec![proposed(1000), dispatched(1000, &[]), committed()]),
+            (
+                "a",
+                vec![proposed(1000), dispatched(1000, &[]), committed()],
+            ),
             ("b", vec![proposed(1000), dispatched(1000, &[]), released]),
         ];
         assert_eq!(check(&effects), vec![]);
@@ -646,7 +661,10 @@ mod tests {
     fn a_redispatch_must_count_the_others_again() {
         let released = json!({"kind": "REFUSED", "code": "stale_premise_at_recovery", "reason": "r.", "resolves": true});
         let effects = vec![
-            ("a", vec![proposed(1000), dispatched(1000, &[]), committed()]),
+            (
+                "a",
+                vec![proposed(1000), dispatched(1000, &[]), committed()],
+            ),
             // b's first admission saw a; its second, after its reservation was released, did not.
             (
                 "b",
@@ -667,7 +685,12 @@ mod tests {
         effects[1].1[1] = json!({"kind": "REFUSED", "code": OVER_BUDGET, "reason": "r.", "resolves": true,
             "budget": record(2000, &[("a", 2000)], Some(1000))});
         let found = check(&effects);
-        assert_eq!(found, vec![BudgetFinding::CapsDiffer { caps: vec![1000, 3000] }]);
+        assert_eq!(
+            found,
+            vec![BudgetFinding::CapsDiffer {
+                caps: vec![1000, 3000]
+            }]
+        );
         assert!(!found[0].is_violation());
         assert!(found[0].to_string().contains("1000, 3000"));
     }
@@ -697,7 +720,10 @@ mod tests {
             effect_id: "a".into(),
             amount: crate::canonical::MAX_SAFE_INTEGER,
         };
-        assert_eq!(total_of(&[big.clone()], 0), Some(crate::canonical::MAX_SAFE_INTEGER));
+        assert_eq!(
+            total_of(&[big.clone()], 0),
+            Some(crate::canonical::MAX_SAFE_INTEGER)
+        );
         assert_eq!(total_of(&[big], 1), None);
         assert!(admits(Some(5), 5) && !admits(Some(5), 6) && !admits(None, 0));
     }

@@ -12,8 +12,8 @@ pub mod trusted;
 pub use trusted::{canonical, seal, signatures};
 
 pub mod billing_credit;
-pub mod budget;
 pub mod binding;
+pub mod budget;
 pub mod check;
 pub mod cli;
 mod compact;
