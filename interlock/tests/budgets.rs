@@ -15,7 +15,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use verify::budget::{check_budget_bundles, BudgetFinding};
 use verify::entry::ReceiptBundle;
 
@@ -604,18 +604,25 @@ fn last_line(mut c: Command) -> Value {
     serde_json::from_str(text.lines().last().unwrap()).unwrap()
 }
 
-/// Spawn a probe and wait until it blocks at its `--stop-at` step.
+/// Spawn a probe and wait (at most 30 s) until it blocks at its `--stop-at` step.
 fn spawn_blocked(mut c: Command) -> Child {
     let mut child = c.spawn().unwrap();
     let stdout = BufReader::new(child.stdout.take().unwrap());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    for line in stdout.lines() {
-        assert!(Instant::now() < deadline, "the probe never blocked");
-        if line.unwrap().contains("blocked_at") {
-            return child;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            if line.contains("blocked_at") && tx.send(()).is_err() {
+                break;
+            }
         }
+    });
+    let blocked = rx.recv_timeout(Duration::from_secs(30));
+    if blocked.is_err() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the probe never blocked");
     }
-    panic!("the probe ended without blocking");
+    child
 }
 
 fn sigkill(mut child: Child) {

@@ -721,7 +721,7 @@ mod tests {
             amount: crate::canonical::MAX_SAFE_INTEGER,
         };
         assert_eq!(
-            total_of(&[big.clone()], 0),
+            total_of(std::slice::from_ref(&big), 0),
             Some(crate::canonical::MAX_SAFE_INTEGER)
         );
         assert_eq!(total_of(&[big], 1), None);
