@@ -64,7 +64,7 @@ pub type Budgets = Box<dyn BudgetStore + Send + Sync>;
 
 /// Check what a proposal names before anything is written: an amount in `0..=2^53 − 1` (a
 /// negative amount would free room that others hold), a non-empty id, and a gate that has a
-/// budget store to ask. `None` when the proposal names no budget.
+/// budget store to ask. A proposal that names no budget passes.
 pub(crate) fn check_named(
     eid: &str,
     budget: Option<&Budget>,
