@@ -9,6 +9,7 @@
 //!
 //! See `README.md` for the guarantees per tier and the claim rules.
 
+mod budget;
 pub mod claim;
 pub mod decide;
 mod gate;
@@ -23,6 +24,7 @@ mod store;
 mod target;
 pub mod testing;
 
+pub use budget::{Budget, BudgetError, BudgetRecord, BudgetStore, Budgets, Counted};
 pub use claim::Owner;
 pub use gate::{Gate, GateConfig, GateError};
 pub use journal::JournalError;

@@ -42,6 +42,7 @@ pub(crate) fn proposal(case: &CaseFile, decision: &Decision) -> Result<Proposal,
         premises: serde_json::to_value(&decision.premises).map_err(render)?,
         effect: serde_json::to_value(&effect).map_err(render)?,
         request_id: Some(case.request_id()),
+        budget: None,
     })
 }
 
