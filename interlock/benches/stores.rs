@@ -52,6 +52,7 @@ fn measure(store: &str, at: &Location, writers: usize, seconds: f64) {
                         premises: json!({}),
                         effect: json!({"amount": 1000, "w": w, "n": n}),
                         request_id: Some(format!("w{w}-n{n}")),
+                        budget: None,
                     };
                     let t = Instant::now();
                     let s = gate.submit(&p).unwrap();

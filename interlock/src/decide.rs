@@ -315,6 +315,10 @@ pub struct RecoveryFacts {
     pub looked_up_at_ms: Option<u64>,
     /// The lease, checked again after the lookup and right before a resend (`None`: not yet).
     pub lease_live_before_resend: Option<bool>,
+    /// The budget the DISPATCHED was admitted against can still take it (DESIGN §2.8): checked
+    /// with the lease, each time, so the answer before a reapply is the latest. `None` when the
+    /// effect names no budget (nothing to check).
+    pub budget_within: Option<bool>,
     /// The monotonic instant (ms) until which an earlier holder that may still live (its
     /// database session was lost, not necessarily its process) can send: the take-over of its
     /// claim plus the store's send window, since it confirmed the claim last before the
@@ -345,6 +349,7 @@ impl RecoveryFacts {
             found: None,
             looked_up_at_ms: None,
             lease_live_before_resend: None,
+            budget_within: None,
             lost_holder_sends_until_ms: None,
         }
     }
@@ -364,6 +369,8 @@ pub enum AmbiguousWhy {
     /// The service failed the request (replayed failure, or too many unknown answers) and
     /// cannot be looked up.
     FailedNoLookup,
+    /// The budget can no longer take the effect and the target cannot be looked up.
+    OverBudgetNoLookup,
     /// A lookup did not find it, but the target states no in-flight bound, so "not found" can
     /// never be trusted.
     NoInFlightBound,
@@ -377,6 +384,7 @@ impl AmbiguousWhy {
             AmbiguousWhy::KeyExpiredNoLookup => "The idempotency key is older than the target's dedup window and the target cannot be looked up, so whether the lost send landed cannot be known.",
             AmbiguousWhy::LeaseStaleNoLookup => "The lease no longer holds at recovery and the target cannot be looked up, so whether the lost send landed cannot be known.",
             AmbiguousWhy::PremiseStaleNoLookup => "A premise no longer holds at recovery and the target cannot be looked up, so whether the lost send landed cannot be known.",
+            AmbiguousWhy::OverBudgetNoLookup => "The budget can no longer take the effect at recovery and the target cannot be looked up, so whether the lost send landed cannot be known.",
             AmbiguousWhy::FailedNoLookup => "The service failed the request without a usable answer and the target cannot be looked up, so whether it landed cannot be known.",
             AmbiguousWhy::NoInFlightBound => "A lookup did not find the effect, but the target states no bound on how late a sent request can still land, so \"not found\" cannot be trusted.",
         }
@@ -388,11 +396,13 @@ impl AmbiguousWhy {
 pub enum Next {
     /// Re-check the premises recorded on the DISPATCHED (I3).
     CheckPremises,
-    /// Re-check the lease recorded on the DISPATCHED (I4).
+    /// Re-check the lease recorded on the DISPATCHED (I4), and the budget it was admitted
+    /// against (its cap now, the others' reservations now).
     CheckLease,
     /// Look the effect up at the target.
     Lookup,
-    /// Check the lease once more: a resend follows, and a lookup ran since the last check.
+    /// Check the lease (and the budget) once more: a resend follows, and a lookup ran since the
+    /// last check.
     CheckLeaseBeforeResend,
     /// Resend the recorded payload (I5) under the same effect id.
     Resend(Via),
@@ -435,7 +445,10 @@ pub fn next_recovery_step(f: &RecoveryFacts) -> Next {
     let Some(lease_live) = f.lease_live else {
         return Next::CheckLease;
     };
-    let holds = premises_hold && lease_live;
+    // Re-checked with the lease: a lowered cap or a forgotten budget stops a resend as a
+    // revoked lease does.
+    let budget_within = f.budget_within != Some(false);
+    let holds = premises_hold && lease_live && budget_within;
     // A replayed failure, or too many unknown answers: the key is not resent again.
     let failed = f.finished || f.unknown_answers >= f.max_unknown_answers;
     if tier == Tier::One && holds && !failed {
@@ -447,6 +460,8 @@ pub fn next_recovery_step(f: &RecoveryFacts) -> Next {
             AmbiguousWhy::LeaseStaleNoLookup
         } else if !premises_hold {
             AmbiguousWhy::PremiseStaleNoLookup
+        } else if !budget_within {
+            AmbiguousWhy::OverBudgetNoLookup
         } else {
             AmbiguousWhy::FailedNoLookup
         });
@@ -484,6 +499,9 @@ pub fn next_recovery_step(f: &RecoveryFacts) -> Next {
     }
     if !premises_hold {
         return Next::Refuse(RefusalCode::StalePremiseAtRecovery);
+    }
+    if !budget_within {
+        return Next::Refuse(RefusalCode::OverBudget);
     }
     if failed {
         return Next::Refuse(RefusalCode::TargetFailedAtRecovery);
@@ -597,6 +615,53 @@ mod tests {
         );
         f.lease_live_before_resend = Some(true);
         assert_eq!(next_recovery_step(&f), Next::Resend(Via::RecoveryReapply));
+    }
+
+    #[test]
+    fn a_budget_that_no_longer_takes_the_effect_stops_every_resend() {
+        let mut f = facts(caps(true, true, Some(0)));
+        f.premises_hold = Some(true);
+        f.lease_live = Some(true);
+        f.budget_within = Some(false);
+        assert_eq!(
+            next_recovery_step(&f),
+            Next::Lookup,
+            "no resend under the key"
+        );
+        f.found = Some(false);
+        f.looked_up_at_ms = Some(100);
+        assert_eq!(
+            next_recovery_step(&f),
+            Next::Refuse(RefusalCode::OverBudget)
+        );
+        f.found = Some(true);
+        assert_eq!(
+            next_recovery_step(&f),
+            Next::CommitFound,
+            "what landed is recorded"
+        );
+        // Within at the first check, not before the reapply.
+        let mut f = facts(caps(false, true, Some(0)));
+        f.premises_hold = Some(true);
+        f.lease_live = Some(true);
+        f.budget_within = Some(true);
+        f.found = Some(false);
+        f.looked_up_at_ms = Some(100);
+        assert_eq!(next_recovery_step(&f), Next::CheckLeaseBeforeResend);
+        f.lease_live_before_resend = Some(true);
+        f.budget_within = Some(false);
+        assert_eq!(
+            next_recovery_step(&f),
+            Next::Refuse(RefusalCode::OverBudget)
+        );
+        let mut f = facts(caps(true, false, Some(0)));
+        f.premises_hold = Some(true);
+        f.lease_live = Some(true);
+        f.budget_within = Some(false);
+        assert_eq!(
+            next_recovery_step(&f),
+            Next::Ambiguous(AmbiguousWhy::OverBudgetNoLookup)
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The gate: `submit` (DESIGN §2.3) as named steps, receipts, and the pieces recovery shares.
 
+use crate::budget::{check_named, reckon_under_journal_lock, BudgetError, Budgets};
 use crate::claim::{boot_id, monotonic_ms, ClaimRecord, MonoInstant, Owner, Role};
 use crate::decide::{
     admit, after_rejection, next_submit_step, Admission, AdmissionPoint, EffectFacts, LookupAnswer,
@@ -130,6 +131,26 @@ pub enum GateError {
         /// Why the claim could not be confirmed.
         reason: String,
     },
+    /// The proposal's budget cannot be checked: the gate has no budget store, the amount is not
+    /// a recordable non-negative integer, or a total or cap leaves the exact range. Nothing was
+    /// sent; an effect whose dispatch this stopped stays as it was.
+    #[error("effect {effect_id}: budget {budget:?}: {reason}; nothing was sent")]
+    Budget {
+        /// The effect.
+        effect_id: String,
+        /// The budget it names.
+        budget: String,
+        /// Why.
+        reason: String,
+    },
+    /// The budget store could not answer; nothing was dispatched.
+    #[error("effect {effect_id}: reading the budget's cap failed: {source}")]
+    BudgetStore {
+        /// The effect.
+        effect_id: String,
+        /// The store's error.
+        source: BudgetError,
+    },
     /// The receipt's head could not be sealed (an entry holds a value with no canonical form).
     #[error("effect {effect_id}: the receipt cannot be sealed: {source}")]
     Seal {
@@ -169,6 +190,7 @@ pub struct Gate<T: Target, L: LeaseStore> {
     pub(crate) owner: Owner,
     pub(crate) memory: Mutex<HashMap<String, RecoveryMemory>>,
     pub(crate) boot: String,
+    pub(crate) budgets: Option<Budgets>,
     observer: Option<Observer>,
     clock: Option<Clock>,
 }
@@ -201,14 +223,17 @@ pub(crate) fn obj(v: Value) -> Map<String, Value> {
     }
 }
 
-/// The admission facts of an effect's journal state for a proposal with payload `effect_c`.
-fn facts_of(state: Option<&EffectState>, effect_c: &str) -> Option<EffectFacts> {
+/// The admission facts of an effect's journal state for `prep`: its payload (and the budget it
+/// names, fixed with the payload by the first PROPOSED) against the first PROPOSED's.
+fn facts_of(state: Option<&EffectState>, prep: &Prepared<'_>) -> Option<EffectFacts> {
     state.map(|st| EffectFacts {
         open: st.open.is_some(),
         committed: st.committed,
         ambiguous: st.ambiguous,
         target_rejected: st.target_rejected,
-        payload_differs: st.first_effect.as_ref().is_some_and(|f| f != effect_c),
+        payload_differs: st.first_effect.as_ref().is_some_and(|f| {
+            *f != prep.effect_c || st.proposed_budget.as_ref() != prep.p.budget.as_ref()
+        }),
     })
 }
 
@@ -318,6 +343,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             owner: Owner::current(),
             memory: Mutex::new(HashMap::new()),
             boot: boot_id(),
+            budgets: None,
             observer: None,
             clock: None,
         })
@@ -329,11 +355,19 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         self.observer = Some(f);
     }
 
+    /// Give the gate the store of budgets' caps (DESIGN §2.8). Without one, a proposal that
+    /// names a budget is refused with [`GateError::Budget`] before anything is written.
+    ///
+    /// A setter rather than a type parameter or a [`GateConfig`] field: a third type parameter
+    /// would change the type of every gate users name (`Gate<T, L>`) for a feature most of them
+    /// do not use, and `GateConfig` is plain, comparable data (`Clone`, `Eq`) that a trait
+    /// object cannot be part of. Set it before sharing the gate between threads.
+    pub fn set_budgets(&mut self, store: Budgets) {
+        self.budgets = Some(store);
+    }
+
     /// Replace the clock (milliseconds) used for entry timestamps, claim expiry and — for tests
     /// only — also as the monotonic clock of the in-flight bound.
-    pub fn set_budgets(&mut self, _b: Box<dyn crate::BudgetStore + Send + Sync>) {}
-
-    /// Clock.
     pub fn set_clock(&mut self, f: Box<dyn Fn() -> u64 + Send + Sync>) {
         self.clock = Some(f);
     }
@@ -655,6 +689,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         let effect_c = canon("effect", &p.effect)?;
         let lease_c = canon("lease", &p.lease)?;
         canon("premises", &p.premises)?;
+        check_named(&eid, p.budget.as_ref(), self.budgets.is_some())?;
         Ok(Prepared {
             p,
             eid,
@@ -732,8 +767,11 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         if let (Some(r), Some(m)) = (&p.request_id, proposed.as_object_mut()) {
             m.insert("request_id".into(), Value::String(r.clone()));
         }
+        if let (Some(b), Some(m)) = (&p.budget, proposed.as_object_mut()) {
+            m.insert("budget".into(), json!(b));
+        }
         let mut j = self.journal.lock()?;
-        let facts = facts_of(j.state(&prep.eid), &prep.effect_c);
+        let facts = facts_of(j.state(&prep.eid), prep);
         run.facts.admission = Some(admit(facts, AdmissionPoint::Proposal));
         if let SubmitNext::Finish(end) = next_submit_step(&run.facts) {
             if end == SubmitEnd::NotAdmitted(Admission::Conflicting) {
@@ -876,7 +914,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             Ok(Flow::Done(s))
         };
         let mut j = self.journal.lock()?;
-        let facts = facts_of(j.state(&prep.eid), &prep.effect_c);
+        let facts = facts_of(j.state(&prep.eid), prep);
         run.facts.admission_under_claim = Some(admit(facts, AdmissionPoint::Dispatch));
         if let SubmitNext::Finish(end) = next_submit_step(&run.facts) {
             let s = self.finish(&mut j, prep, run, end)?;
@@ -894,17 +932,63 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             drop(j);
             return done(run, s);
         }
-        let d = self.append(
-            &mut j,
-            &prep.eid,
-            Kind::Dispatched,
-            json!({
-                "effect": prep.p.effect,
-                "lease": prep.p.lease,
-                "premises": run.decided_on,
-                "checks": run.checks,
-            }),
-        )?;
+        let budget = match self.admit_budget(&mut j, prep, run)? {
+            Flow::Go(budget) => budget,
+            Flow::Done(s) => {
+                drop(j);
+                return done(run, s);
+            }
+        };
+        run.dispatch = self.append_dispatched(&mut j, prep, run, budget)?;
+        Ok(Flow::Go(()))
+    }
+
+    /// Step 5's budget admission, in its journal lock hold `j` (DESIGN §2.8): a proposal that
+    /// names a budget goes on with the record for DISPATCHED only if the budget can take it;
+    /// else `REFUSED:over_budget`, the record beside the refusal.
+    fn admit_budget(
+        &self,
+        j: &mut Section<'_>,
+        prep: &Prepared<'_>,
+        run: &SubmitRun<'_>,
+    ) -> Result<Flow<Option<Value>>, GateError> {
+        let Some(budget) = &prep.p.budget else {
+            return Ok(Flow::Go(None));
+        };
+        let Some(store) = &self.budgets else {
+            // `prepare` refused it already: a budgeted effect is never dispatched unchecked.
+            check_named(&prep.eid, Some(budget), false)?;
+            return Ok(Flow::Go(None));
+        };
+        let r = reckon_under_journal_lock(j, store.as_ref(), &prep.eid, budget)?;
+        if r.within {
+            return Ok(Flow::Go(Some(r.field())));
+        }
+        let (code, why) = (RefusalCode::OverBudget, r.refusal());
+        let fields = json!({"code": code.as_str(), "reason": why, "checks": run.checks, "budget": r.field()});
+        self.append(j, &prep.eid, Kind::Refused, fields)?;
+        Ok(Flow::Done(prep.answer(Status::Refused(code), Some(why))))
+    }
+
+    /// DISPATCHED (with the budget admission's record, if any) and the sender's claim record,
+    /// in the journal lock hold `j`; returns the DISPATCHED hash.
+    fn append_dispatched(
+        &self,
+        j: &mut Section<'_>,
+        prep: &Prepared<'_>,
+        run: &SubmitRun<'_>,
+        budget: Option<Value>,
+    ) -> Result<String, GateError> {
+        let mut fields = json!({
+            "effect": prep.p.effect,
+            "lease": prep.p.lease,
+            "premises": run.decided_on,
+            "checks": run.checks,
+        });
+        if let (Some(b), Some(m)) = (budget, fields.as_object_mut()) {
+            m.insert("budget".into(), b);
+        }
+        let d = self.append(j, &prep.eid, Kind::Dispatched, fields)?;
         let hash = d
             .get("hash")
             .and_then(Value::as_str)
@@ -912,12 +996,11 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             .to_owned();
         let at = d.get("ts_ms").and_then(Value::as_u64).unwrap_or(0);
         if let Some(claim) = &run.claim {
-            let gen = self.journal.next_record_gen(&j, &prep.eid)?;
+            let gen = self.journal.next_record_gen(j, &prep.eid)?;
             let record = self.claim_record(Role::Send, &hash, at, None, None, gen);
             j.write_record(claim, &prep.eid, &record)?;
         }
-        run.dispatch = hash;
-        Ok(Flow::Go(()))
+        Ok(hash)
     }
 
     /// Step 6: send, and settle what [`next_submit_step`] makes of the answer.

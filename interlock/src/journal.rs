@@ -23,13 +23,14 @@
 use crate::marks::Marks;
 use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
 use serde_json::{Map, Value};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+use verify::budget::{Budget, BudgetRecord, Counted};
 use verify::canonical::{self, CanonicalError};
 use verify::entry::{seal, Kind, ENTRY_VERSION};
 
@@ -265,9 +266,22 @@ pub(crate) struct EffectState {
     /// A resolving REFUSED with code `target_error` or `target_failed_at_recovery` was written:
     /// the target answered it with a failure.
     pub target_rejected: bool,
+    /// The budget the first PROPOSED named (fixed with the payload: a later proposal naming
+    /// another is a conflicting payload).
+    pub proposed_budget: Option<Budget>,
+    /// The budget and amount the last DISPATCHED was admitted against.
+    pub admitted_budget: Option<Budget>,
 }
 
 impl EffectState {
+    /// The amount this effect holds of its budget: what its last DISPATCHED admitted, while that
+    /// dispatch is open, committed or ambiguous (it may have landed); none once a REFUSED
+    /// resolved it, or when it names no budget.
+    pub fn budget_held(&self) -> Option<&Budget> {
+        let holds = self.open.is_some() || self.committed || self.ambiguous;
+        self.admitted_budget.as_ref().filter(|_| holds)
+    }
+
     /// The premises of the first PROPOSED under this (canonical) lease.
     pub fn premises_for(&self, lease_canonical: &str) -> Option<&Value> {
         self.premises_by_lease
@@ -319,8 +333,16 @@ impl EffectState {
                 let premises = entry.get("premises").cloned().unwrap_or(Value::Null);
                 let effect_c = canonical::to_string(effect).map_err(|e| e.to_string())?;
                 let lease_c = canonical::to_string(lease).map_err(|e| e.to_string())?;
+                let budget = match entry.get("budget") {
+                    None => None,
+                    Some(b) => Some(
+                        serde_json::from_value::<Budget>(b.clone())
+                            .map_err(|e| format!("PROPOSED with an unreadable `budget`: {e}"))?,
+                    ),
+                };
                 if self.first_effect.is_none() {
                     self.first_effect = Some(effect_c);
+                    self.proposed_budget = budget;
                 }
                 if self.premises_for(&lease_c).is_none() {
                     self.premises_by_lease.push((lease_c, premises));
@@ -335,6 +357,17 @@ impl EffectState {
                     index,
                     hash: hash.to_owned(),
                 });
+                self.admitted_budget = match entry.get("budget") {
+                    None => None,
+                    Some(b) => {
+                        let r = serde_json::from_value::<BudgetRecord>(b.clone())
+                            .map_err(|e| format!("DISPATCHED with an unreadable `budget`: {e}"))?;
+                        Some(Budget {
+                            id: r.id,
+                            amount: r.amount,
+                        })
+                    }
+                };
             }
             Kind::Committed => {
                 self.open = None;
@@ -383,6 +416,8 @@ pub(crate) struct Index {
     effects: HashMap<String, EffectState>,
     /// Effect ids in first-seen order.
     order: Vec<String>,
+    /// Per budget id, every effect ever dispatched against it.
+    by_budget: HashMap<String, BTreeSet<String>>,
     /// Set by a failure after which this handle no longer vouches for the store.
     pub poisoned: Option<String>,
 }
@@ -420,7 +455,33 @@ impl Index {
                 self.effects.entry(eid.to_owned()).or_default()
             }
         };
-        state.apply(entry, loc)
+        state.apply(entry, loc)?;
+        if let Some(b) = &state.admitted_budget {
+            let effects = self.by_budget.entry(b.id.clone()).or_default();
+            if !effects.contains(eid) {
+                effects.insert(eid.to_owned());
+            }
+        }
+        Ok(())
+    }
+
+    /// Every effect of budget `id` other than `except` that holds a reservation of it
+    /// ([`EffectState::budget_held`]), with the amount it holds, in effect-id order.
+    pub(crate) fn budget_holders(&self, id: &str, except: &str) -> Vec<Counted> {
+        let Some(effects) = self.by_budget.get(id) else {
+            return Vec::new();
+        };
+        effects
+            .iter()
+            .filter(|e| e.as_str() != except)
+            .filter_map(|e| {
+                let held = self.effects.get(e)?.budget_held()?;
+                (held.id == id).then(|| Counted {
+                    effect_id: e.clone(),
+                    amount: held.amount,
+                })
+            })
+            .collect()
     }
 
     /// What the index knows about one effect.
@@ -652,6 +713,16 @@ pub(crate) struct Locked<'a> {
 }
 
 impl Locked<'_> {
+    /// True under the journal lock, false for a lock-free view.
+    pub(crate) fn holds_lock(&self) -> bool {
+        self._lock.is_some()
+    }
+
+    /// The journal file, as given.
+    pub(crate) fn path(&self) -> &Path {
+        self.path
+    }
+
     fn poison(&mut self, reason: String) {
         self.inner.index.poisoned.get_or_insert(reason);
     }

@@ -9,7 +9,7 @@
 //!
 //! See `README.md` for the guarantees per tier and the claim rules.
 
-pub mod budget;
+mod budget;
 pub mod claim;
 pub mod decide;
 mod gate;
@@ -24,7 +24,7 @@ mod store;
 mod target;
 pub mod testing;
 
-pub use budget::{Budget, BudgetError, BudgetStore};
+pub use budget::{Budget, BudgetError, BudgetRecord, BudgetStore, Budgets, Counted};
 pub use claim::Owner;
 pub use gate::{Gate, GateConfig, GateError};
 pub use journal::JournalError;

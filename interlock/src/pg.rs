@@ -531,6 +531,17 @@ fn migrate(client: &mut Client, shown: &str, ns: i32) -> Result<(), JournalError
 }
 
 impl PgSection<'_> {
+    /// True under the journal lock (the session advisory lock `(namespace, JOURNAL_LOCK)`),
+    /// false for a lock-free view.
+    pub(crate) fn holds_lock(&self) -> bool {
+        self.locked
+    }
+
+    /// The database, without credentials.
+    pub(crate) fn shown(&self) -> &Path {
+        &self.store.shown
+    }
+
     /// The generation of the effect's claim record (0 before the first).
     pub fn record_gen(&self, effect_id: &str) -> Result<u64, JournalError> {
         self.store.record_gen(effect_id)

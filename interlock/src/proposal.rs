@@ -20,9 +20,12 @@ pub struct Proposal {
     /// so one request can produce one effect whatever payload is decided for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
-    /// The budget this effect spends from.
+    /// The budget this effect spends from (DESIGN §2.8), recorded on PROPOSED. It does not change
+    /// the effect id; the first PROPOSED fixes it with the payload. The gate admits the effect at
+    /// dispatch only if the budget's committed, open and ambiguous amounts plus this one stay
+    /// within the cap its [`BudgetStore`](crate::BudgetStore) gives.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub budget: Option<crate::Budget>,
+    pub budget: Option<crate::budget::Budget>,
 }
 
 /// The effect id of a proposal: lowercase hex SHA-256 (64 characters) of the canonical JSON
@@ -55,6 +58,7 @@ mod tests {
             premises: json!({}),
             effect,
             request_id: request_id.map(str::to_owned),
+            budget: None,
         }
     }
 
@@ -66,6 +70,22 @@ mod tests {
         let expected = hex::encode(Sha256::digest(b"\"goodwill-credit:case-1\""));
         assert_eq!(effect_id(&a), expected);
         assert_eq!(effect_id(&a).len(), 64);
+    }
+
+    #[test]
+    fn a_budget_does_not_change_the_effect_id_and_is_left_out_when_none() {
+        let a = p(json!({"amount": 1000}), Some("refund:ticket-1"));
+        let mut b = a.clone();
+        b.budget = Some(crate::budget::Budget {
+            id: "order-1".into(),
+            amount: 1000,
+        });
+        assert_eq!(effect_id(&a), effect_id(&b));
+        let text = serde_json::to_string(&a).unwrap_or_default();
+        assert!(!text.contains("budget"), "{text}");
+        assert!(serde_json::to_string(&b)
+            .unwrap_or_default()
+            .contains(r#""budget":{"id":"order-1","amount":1000}"#));
     }
 
     #[test]

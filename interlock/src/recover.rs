@@ -1,6 +1,7 @@
 //! Recovery of open dispatches (DESIGN §2.3 table, §2.4 claims): the gate carries out what
 //! [`next_recovery_step`] decides, one question at a time.
 
+use crate::budget::{reckon_under_journal_lock, Budget, BudgetError, BudgetStore};
 use crate::claim::Role;
 use crate::decide::{in_flight_start, next_recovery_step, InFlight, Next, RecoveryFacts};
 use crate::gate::{duration_ms, recordable, Gate, GateError, RecoveryMemory, Settled};
@@ -43,6 +44,8 @@ struct OpenDispatch {
     effect: Value,
     lease: Value,
     premises: Value,
+    /// The budget and amount the DISPATCHED was admitted against.
+    budget: Option<Budget>,
 }
 
 /// What taking a claim over gives recovery.
@@ -195,6 +198,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             effect,
             lease: d.get("lease").cloned().unwrap_or(Value::Null),
             premises: d.get("premises").cloned().unwrap_or(Value::Null),
+            budget: j.state(eid).and_then(|s| s.admitted_budget.clone()),
         };
         let now = self.mono_ms();
         // A record that is not signed by a trusted key is not believed: recovery then counts
@@ -306,7 +310,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             let blocked = match next_recovery_step(&round.facts) {
                 Next::CheckPremises => self.recheck_premises(eid, d, &mut round),
                 Next::CheckLease | Next::CheckLeaseBeforeResend => {
-                    self.recheck_lease(d, &mut round)
+                    self.recheck_lease(eid, d, &mut round)
                 }
                 Next::Lookup => self.look_up(eid, d, &mut round),
                 Next::Resend(via) => {
@@ -356,7 +360,12 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
 
     /// Re-check the lease recorded on the DISPATCHED (I4) — the second time, right before a
     /// reapply; `Some` when the store cannot answer now.
-    fn recheck_lease(&self, d: &OpenDispatch, round: &mut Round) -> Option<RecoveryOutcome> {
+    fn recheck_lease(
+        &self,
+        eid: &str,
+        d: &OpenDispatch,
+        round: &mut Round,
+    ) -> Option<RecoveryOutcome> {
         let lc = match self.leases.check(&d.lease, &d.effect) {
             Ok(lc) => lc,
             Err(e) => {
@@ -374,7 +383,45 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         } else {
             round.facts.lease_live = Some(lc.live);
         }
-        None
+        self.recheck_budget(eid, d, round)
+    }
+
+    /// Re-check the budget the DISPATCHED was admitted against (DESIGN §2.8), with the lease:
+    /// the cap now, and the other effects' reservations now, read under the journal lock (this
+    /// effect's own is its amount, counted once). `Some` when it cannot be read now.
+    fn recheck_budget(
+        &self,
+        eid: &str,
+        d: &OpenDispatch,
+        round: &mut Round,
+    ) -> Option<RecoveryOutcome> {
+        let budget = d.budget.as_ref()?;
+        // A gate without a budget store knows no budget: the effect is not resent.
+        let store: &dyn BudgetStore = match &self.budgets {
+            Some(store) => store.as_ref(),
+            None => &NoBudgets,
+        };
+        let reckoned = match self.journal.lock() {
+            Ok(j) => reckon_under_journal_lock(&j, store, eid, budget),
+            Err(e) => {
+                return Some(self.retry_later(
+                    Holder::Journal,
+                    format!("The budget could not be re-checked ({e}); nothing was sent."),
+                ))
+            }
+        };
+        match reckoned {
+            Ok(r) => {
+                round.facts.budget_within = Some(r.within);
+                round.rechecked.insert("budget".into(), r.field());
+                None
+            }
+            // The budget store is reported as the lease store: both are the gate's authority.
+            Err(e) => Some(self.retry_later(
+                Holder::LeaseStore,
+                format!("The budget could not be re-checked ({e}); nothing was sent."),
+            )),
+        }
     }
 
     /// Look the effect up, noting when the lookup left; `Some` when the lookup failed.
@@ -416,6 +463,11 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             }
             Next::Refuse(code) => {
                 let mut fields = json!({"code": code.as_str(), "reason": refusal_reason(code), "rechecked": rechecked, "resolves": true});
+                if let (RefusalCode::OverBudget, Some(m)) = (code, fields.as_object_mut()) {
+                    // Where every over_budget refusal keeps it, for verify.
+                    let budget = m.get("rechecked").and_then(|r| r.get("budget")).cloned();
+                    m.insert("budget".into(), budget.unwrap_or(Value::Null));
+                }
                 self.record_assumption(&mut fields, &round.facts);
                 self.resolve(
                     (eid, &d.hash),
@@ -732,11 +784,21 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     }
 }
 
+/// The budget store of a gate that has none: it knows no budget.
+struct NoBudgets;
+
+impl BudgetStore for NoBudgets {
+    fn cap(&self, _id: &str) -> Result<Option<i64>, BudgetError> {
+        Ok(None)
+    }
+}
+
 /// The one-sentence reason of a refusal at recovery.
 fn refusal_reason(code: RefusalCode) -> &'static str {
     match code {
         RefusalCode::LeaseAtRecovery => "The lease no longer holds at recovery and a lookup, trusted once the target's in-flight bound had passed, did not find the send.",
         RefusalCode::StalePremiseAtRecovery => "A premise no longer holds at recovery and a lookup, trusted once the target's in-flight bound had passed, did not find the send.",
+        RefusalCode::OverBudget => "The budget can no longer take the effect at recovery (its cap was lowered, or the budget is unknown now) and a lookup, trusted once the target's in-flight bound had passed, did not find the send.",
         RefusalCode::TargetFailedAtRecovery => "The service failed the request (a saved error replayed under its key, or unknown answers past the gate's limit) and a lookup, trusted once the target's in-flight bound had passed, did not find it.",
         _ => "Recovery refused the effect.",
     }

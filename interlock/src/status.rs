@@ -22,6 +22,10 @@ pub enum RefusalCode {
     /// use (a saved error replayed under the key, or resends answered "unknown" too often) and a
     /// lookup, trusted once the in-flight bound had passed, did not find it.
     TargetFailedAtRecovery,
+    /// The budget the effect names cannot take it: its committed, open and ambiguous amounts
+    /// plus this one pass its cap, or the budget store does not know it (at dispatch, or at
+    /// recovery before a resend).
+    OverBudget,
 }
 
 impl RefusalCode {
@@ -35,6 +39,7 @@ impl RefusalCode {
             RefusalCode::StalePremiseAtRecovery => "stale_premise_at_recovery",
             RefusalCode::LeaseAtRecovery => "lease_at_recovery",
             RefusalCode::TargetFailedAtRecovery => "target_failed_at_recovery",
+            RefusalCode::OverBudget => "over_budget",
         }
     }
 
@@ -48,6 +53,7 @@ impl RefusalCode {
             RefusalCode::StalePremiseAtRecovery,
             RefusalCode::LeaseAtRecovery,
             RefusalCode::TargetFailedAtRecovery,
+            RefusalCode::OverBudget,
         ]
         .into_iter()
         .find(|c| c.as_str() == s)
@@ -141,6 +147,7 @@ impl Status {
                 RefusalCode::StalePremiseAtRecovery => "REFUSED:stale_premise_at_recovery",
                 RefusalCode::LeaseAtRecovery => "REFUSED:lease_at_recovery",
                 RefusalCode::TargetFailedAtRecovery => "REFUSED:target_failed_at_recovery",
+                RefusalCode::OverBudget => "REFUSED:over_budget",
             },
         }
     }

@@ -197,6 +197,28 @@ impl Section<'_> {
         self.index().state(effect_id)
     }
 
+    /// True under the journal lock; false for a lock-free view ([`Store::peek`]).
+    pub fn holds_journal_lock(&self) -> bool {
+        match self {
+            Section::File(l) => l.holds_lock(),
+            Section::Pg(p) => p.holds_lock(),
+        }
+    }
+
+    /// The journal file, or the database (credentials left out), for messages.
+    pub fn shown_path(&self) -> PathBuf {
+        match self {
+            Section::File(l) => l.path().to_owned(),
+            Section::Pg(p) => p.shown().to_owned(),
+        }
+    }
+
+    /// Every effect of budget `id` other than `except` holding a reservation of it, with its
+    /// amount. Only [`crate::budget::reckon_under_journal_lock`] reads it, under the lock.
+    pub(crate) fn budget_holders(&self, id: &str, except: &str) -> Vec<verify::budget::Counted> {
+        self.index().budget_holders(id, except)
+    }
+
     /// Effect ids with an open dispatch, first-seen order.
     pub fn open_effects(&self) -> Vec<String> {
         self.index().open_effects()

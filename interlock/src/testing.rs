@@ -6,6 +6,7 @@
 //!   SIGKILL of the process that called it (used by the `gate-crash-probe` binary).
 //! - [`MemLeases`]: leases that can be granted and revoked.
 
+use crate::budget::{BudgetError, BudgetStore};
 use crate::lease::{LeaseCheck, LeaseError, LeaseStore};
 use crate::target::{Capabilities, SendDeadline, Target, TargetError, Tier};
 use serde_json::{json, Map, Value};
@@ -518,6 +519,64 @@ impl LeaseStore for MemLeases {
                 json!({"lease": lease, "revoked": if live { Value::Null } else { Value::Bool(true) }})
             }),
         })
+    }
+}
+
+/// Budgets' caps in memory: set, lowered, forgotten, or made to fail, at any time.
+#[derive(Debug, Default)]
+pub struct MemBudgets {
+    caps: Mutex<HashMap<String, i64>>,
+    failing: Mutex<Option<String>>,
+}
+
+impl MemBudgets {
+    /// No budgets.
+    pub fn new() -> MemBudgets {
+        MemBudgets::default()
+    }
+
+    /// Budgets with these caps.
+    pub fn with_caps<'a>(caps: impl IntoIterator<Item = (&'a str, i64)>) -> MemBudgets {
+        let b = MemBudgets::new();
+        for (id, cap) in caps {
+            b.set_cap(id, cap);
+        }
+        b
+    }
+
+    /// Set (or change) a budget's cap.
+    pub fn set_cap(&self, id: &str, cap: i64) {
+        self.caps
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.to_owned(), cap);
+    }
+
+    /// Forget a budget: it is unknown from now on.
+    pub fn forget(&self, id: &str) {
+        self.caps
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+    }
+
+    /// Make every read fail with `reason` (`None`: answer again).
+    pub fn fail(&self, reason: Option<&str>) {
+        *self.failing.lock().unwrap_or_else(|p| p.into_inner()) = reason.map(str::to_owned);
+    }
+}
+
+impl BudgetStore for MemBudgets {
+    fn cap(&self, id: &str) -> Result<Option<i64>, BudgetError> {
+        if let Some(why) = &*self.failing.lock().unwrap_or_else(|p| p.into_inner()) {
+            return Err(BudgetError::new(why.clone()));
+        }
+        Ok(self
+            .caps
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .copied())
     }
 }
 

@@ -258,6 +258,7 @@ fn run(tier: Tier, queryable: bool, ops: Vec<Op>) -> Result<(), TestCaseError> {
                     premises: json!({"incident_compensation": premise}),
                     effect: json!({"amount": 1000 + i64::from(amount), "customer": "cus_1"}),
                     request_id: Some(format!("req-{request}")),
+                    budget: None,
                 };
                 let before = gate.entries(&interlock::effect_id(&p)).unwrap().len();
                 let r = gate.submit(&p).unwrap();

@@ -370,3 +370,45 @@ fn a_worker_host_cut_from_the_database_mid_send_never_sends_a_second_time() {
         "the partitioned sender sent a second time"
     );
 }
+
+#[test]
+#[ignore = "needs root (network namespaces) and PostgreSQL binaries; run with --include-ignored"]
+fn two_hosts_refunding_under_one_budget_never_exceed_its_cap() {
+    let Some(h) = hosts("two_hosts_refunding_under_one_budget_never_exceed_its_cap") else {
+        return;
+    };
+    let state = h.dir.path().join("target.json");
+    // Two refunds of 2000 under a cap of 3000, one from each host, at once.
+    let budget = |ticket: &str| {
+        [
+            "--budget",
+            "order-1",
+            "--caps",
+            r#"{"order-1": 3000}"#,
+            "--amount",
+            "2000",
+            "--request-id",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .chain([format!("refund:{ticket}")])
+        .collect::<Vec<String>>()
+    };
+    let (a, b) = (budget("t1"), budget("t2"));
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let b: Vec<&str> = b.iter().map(String::as_str).collect();
+    let first = Probe::spawn(h.probe(1, "submit", &state, &a));
+    let second = Probe::spawn(h.probe(2, "submit", &state, &b));
+    let mut statuses: Vec<String> = [first, second]
+        .into_iter()
+        .map(|p| {
+            let out = p.wait_for("status");
+            let mut child = p.child;
+            assert!(child.wait().unwrap().success());
+            out["status"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    statuses.sort();
+    assert_eq!(statuses, ["COMMITTED", "REFUSED:over_budget"]);
+    assert_eq!(landed(&state), 1);
+}

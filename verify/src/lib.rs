@@ -13,6 +13,7 @@ pub use trusted::{canonical, seal, signatures};
 
 pub mod billing_credit;
 pub mod binding;
+pub mod budget;
 pub mod check;
 pub mod cli;
 mod compact;

@@ -11,12 +11,16 @@
 //!     [--stop-at proposed|authorized|dispatched|sent|committed] [--continue-file F]
 //!     [--request-id R]
 //!     [--premises JSON] [--amount N] [--start-at-ms T]
+//!     [--budget ID] [--caps JSON]
 //! ```
+//! `--budget ID` names budget ID for the effect, spending `--amount`; `--caps '{"ID": N}'` gives
+//! the gate a budget store with those caps (read again by every process: a recoverer may be
+//! given a lower cap than the sender had).
 //! Exit status: 0 done, 2 bad arguments or gate error.
 
 use ed25519_dalek::SigningKey;
-use interlock::testing::{AllLive, FileTarget};
-use interlock::{Gate, GateConfig, Proposal, RecoveryOutcome, Step, Tier};
+use interlock::testing::{AllLive, FileTarget, MemBudgets};
+use interlock::{Budget, Gate, GateConfig, Proposal, RecoveryOutcome, Step, Tier};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io::Write;
@@ -101,6 +105,13 @@ fn run() -> Result<(), String> {
         config,
     )
     .map_err(|e| e.to_string())?;
+    if let Some(caps) = opts.get("caps") {
+        let caps: HashMap<String, i64> =
+            serde_json::from_str(caps).map_err(|e| format!("--caps: {e}"))?;
+        gate.set_budgets(Box::new(MemBudgets::with_caps(
+            caps.iter().map(|(id, cap)| (id.as_str(), *cap)),
+        )));
+    }
     let continue_file = opts.get("continue-file").map(PathBuf::from);
     gate.set_observer(Box::new(move |step| {
         say(&json!({"step": step.as_str()}));
@@ -134,16 +145,25 @@ fn run() -> Result<(), String> {
                 Some(p) => serde_json::from_str(p).map_err(|e| format!("--premises: {e}"))?,
                 None => json!({}),
             };
+            let amount = num("amount", 1000)?;
+            let budget = match opts.get("budget") {
+                Some(id) => Some(Budget {
+                    id: id.clone(),
+                    amount: i64::try_from(amount).map_err(|e| format!("--amount: {e}"))?,
+                }),
+                None => None,
+            };
             let p = Proposal {
                 agent: "crash-probe".into(),
                 lease: json!("lease-1"),
                 premises,
-                effect: json!({"amount": num("amount", 1000)?, "customer": "cus_probe"}),
+                effect: json!({"amount": amount, "customer": "cus_probe"}),
                 request_id: Some(
                     opts.get("request-id")
                         .cloned()
                         .unwrap_or_else(|| "req-1".into()),
                 ),
+                budget,
             };
             let s = gate.submit(&p).map_err(|e| e.to_string())?;
             say(

@@ -112,6 +112,7 @@ pub fn proposal(amount: i64) -> Proposal {
         premises: json!({"incident_compensation": 0}),
         effect: json!({"amount": amount, "customer": "cus_1"}),
         request_id: Some("req-1".into()),
+        budget: None,
     }
 }
 

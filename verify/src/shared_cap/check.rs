@@ -185,7 +185,7 @@ fn check_cell(i: usize, c: &CapCell, key: &VerifyingKey, findings: &mut Vec<Stri
             .iter()
             .filter_map(|t| t.receipt.as_ref())
             .collect();
-        for problem in super::admissions::check_budget(&c.order.order_id, &chains) {
+        for problem in super::admissions::check_budget_of(&c.order.order_id, &chains) {
             findings.push(format!("{at}: budget {}: {problem}", c.order.order_id));
         }
     }
