@@ -124,3 +124,34 @@ fn nemesis_trials_run_on_a_postgres_journal() {
         assert!(!t.violation || t.assumption.is_some(), "{}", t.id);
     }
 }
+
+#[test]
+#[ignore = "needs PostgreSQL: INTERLOCK_TEST_PG_URL (.ci/pg-cluster start); run with --include-ignored"]
+fn shared_cap_holds_the_cap_on_a_postgres_journal_at_every_step() {
+    let Some(url) = pg_url() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["--scenario", "shared_cap", "--every-step", "--no-site", "--jobs", "2"])
+        .args(["--journal", &url])
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("verify: ok"), "{stdout}");
+    let bytes = std::fs::read(out.path().join("shared_cap.json")).unwrap();
+    let verify::load::Document::SharedCap(file) = verify::load::load_document(&bytes).unwrap()
+    else {
+        panic!("not a shared_cap file")
+    };
+    assert_eq!(file.environment.journal, "postgresql");
+    let interlock: Vec<_> = file.cells.iter().filter(|c| c.column == "interlock").collect();
+    assert_eq!(interlock.len(), 14);
+    for c in interlock {
+        assert!(c.harness_error.is_none(), "{:?}", c.harness_error);
+        assert!(c.invariant_held, "{}:{}", c.crash_point, c.overlap);
+        assert!(c.tickets.iter().all(|t| t.proof), "{}:{}", c.crash_point, c.overlap);
+    }
+}
