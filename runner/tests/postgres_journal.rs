@@ -131,7 +131,14 @@ fn shared_cap_holds_the_cap_on_a_postgres_journal_at_every_step() {
     let Some(url) = pg_url() else { return };
     let out = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .args(["--scenario", "shared_cap", "--every-step", "--no-site", "--jobs", "2"])
+        .args([
+            "--scenario",
+            "shared_cap",
+            "--every-step",
+            "--no-site",
+            "--jobs",
+            "2",
+        ])
         .args(["--journal", &url])
         .arg("--out")
         .arg(out.path())
@@ -147,11 +154,20 @@ fn shared_cap_holds_the_cap_on_a_postgres_journal_at_every_step() {
         panic!("not a shared_cap file")
     };
     assert_eq!(file.environment.journal, "postgresql");
-    let interlock: Vec<_> = file.cells.iter().filter(|c| c.column == "interlock").collect();
+    let interlock: Vec<_> = file
+        .cells
+        .iter()
+        .filter(|c| c.column == "interlock")
+        .collect();
     assert_eq!(interlock.len(), 14);
     for c in interlock {
         assert!(c.harness_error.is_none(), "{:?}", c.harness_error);
         assert!(c.invariant_held, "{}:{}", c.crash_point, c.overlap);
-        assert!(c.tickets.iter().all(|t| t.proof), "{}:{}", c.crash_point, c.overlap);
+        assert!(
+            c.tickets.iter().all(|t| t.proof),
+            "{}:{}",
+            c.crash_point,
+            c.overlap
+        );
     }
 }

@@ -32,6 +32,7 @@ fn check(bytes: &[u8]) -> Option<(bool, Value)> {
         Document::Nemesis(f) => {
             verify::nemesis::check::verify_nemesis(&f, &KeyCheck::SelfAttested).ok
         }
+        Document::SharedCap(f) => verify::shared_cap::check::check(&f, &KeyCheck::SelfAttested).ok,
     };
     Some((ok, value))
 }

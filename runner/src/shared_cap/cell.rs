@@ -54,16 +54,23 @@ enum Ended {
     Failed(String),
 }
 
-fn spawn(
-    ctx: &CapContext<'_>,
-    dir: &Path,
-    api_key: &str,
-    column: &str,
-    ticket: &str,
+/// One worker process to start.
+struct Worker<'a> {
+    column: &'a str,
+    ticket: &'a str,
     phase: CapPhase,
-    crash: Option<&str>,
+    crash: Option<&'a str>,
     wait_go: bool,
-) -> Result<Child, String> {
+}
+
+fn spawn(ctx: &CapContext<'_>, dir: &Path, api_key: &str, w: &Worker<'_>) -> Result<Child, String> {
+    let Worker {
+        column,
+        ticket,
+        phase,
+        crash,
+        wait_go,
+    } = *w;
     let name = match phase {
         CapPhase::Send => format!("send-{ticket}"),
         CapPhase::Restart => format!("restart-{ticket}"),
@@ -242,16 +249,14 @@ fn first_phases(
     let crash = Some(spec.crash_point);
     let (err_a, err_b) = (dir.join("send-a.stderr"), dir.join("send-b.stderr"));
     let send = |ticket, crash, wait_go| {
-        spawn(
-            ctx,
-            dir,
-            api_key,
-            spec.column,
+        let w = Worker {
+            column: spec.column,
             ticket,
-            CapPhase::Send,
+            phase: CapPhase::Send,
             crash,
             wait_go,
-        )
+        };
+        spawn(ctx, dir, api_key, &w)
     };
     if spec.overlap == "sequential" {
         let a = match send("a", crash, false) {
@@ -339,11 +344,13 @@ pub fn run_cell(
                 ctx,
                 &dir,
                 &api_key,
-                spec.column,
-                "a",
-                CapPhase::Restart,
-                None,
-                false,
+                &Worker {
+                    column: spec.column,
+                    ticket: "a",
+                    phase: CapPhase::Restart,
+                    crash: None,
+                    wait_go: false,
+                },
             ) {
                 Ok(child) => match watch(ctx, child, None, &err)? {
                     Ended::Finished(r) => Some(*r),

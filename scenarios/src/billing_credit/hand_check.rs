@@ -185,6 +185,7 @@ pub(crate) fn read_jsonl(path: &Path) -> Result<Vec<Value>, ScenarioError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     #[test]
     fn log_lines_carry_the_common_fields_and_a_torn_tail_is_skipped() {

@@ -32,6 +32,10 @@ pub fn check_budget_of(budget: &str, receipts: &[&ReceiptBundle]) -> Vec<String>
             entries: &b.entries,
         })
         .collect();
-    out.extend(check_budget(budget, &effects).iter().map(ToString::to_string));
+    out.extend(
+        check_budget(budget, &effects)
+            .iter()
+            .map(ToString::to_string),
+    );
     out
 }
