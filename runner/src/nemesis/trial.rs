@@ -174,6 +174,18 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     if let Err(why) = outage(&plan, spec.seed, &o, &mut trial, (&timeline, emulator)) {
         return Ok(harness(trial, &o, (&timeline, ctx), why));
     }
+    // A killed trial's POST may have been on its way when the kill landed and counted by the
+    // service only since: its replay position follows the service's final count (nothing else
+    // sends the case's credit between the kill and the restart).
+    if let (Some(at), Some((handle, id))) = (trial.replay_at.as_deref(), faults.as_ref().zip(rule))
+    {
+        if handle.fired(id) > 0 {
+            trial.replay_at = Some(super::workers::after_a_late_arrival(
+                at,
+                super::workers::held_at_service(&plan),
+            ));
+        }
+    }
     for (k, step) in plan.restart_kill_steps.iter().enumerate() {
         let kill = w.kill_restart(k + 1, step)?;
         if kill.delivered && first_fault.is_none() {

@@ -380,7 +380,7 @@ impl Workers<'_> {
         // never saw is `request_held` when the service held it, else `after_send` (it was
         // applied; only the record is missing).
         let arrived = rule.is_some_and(|(handle, id)| handle.fired(id) > 0);
-        let held = matches!(plan.service, Some(FaultAction::Delay { ms }) if ms >= 100);
+        let held = held_at_service(plan);
         let replay_at = kill.delivered.then(|| {
             let announced = replay_position(&run.lines.steps, arrived, held);
             later_of(self.column, announced, durable_step(self.dir, self.column))
@@ -700,6 +700,26 @@ pub(super) fn replay_position(steps: &[String], arrived: bool, held: bool) -> St
     last.to_owned()
 }
 
+/// Whether the drawn service fault holds the credit POST at the service.
+pub(super) fn held_at_service(plan: &Draw) -> bool {
+    matches!(plan.service, Some(FaultAction::Delay { ms }) if ms >= 100)
+}
+
+/// The replay position of a killed trial whose POST the service counted only after the kill
+/// (it was on its way when the kill landed, and the runner read the count too early): the POST
+/// was sent after `before_send`, so the trial replays to where a POST that reached the service
+/// leaves it, unless it had already got further.
+pub(super) fn after_a_late_arrival(replay_at: &str, held: bool) -> String {
+    const PAST_THE_POST: [&str; 4] = ["request_held", "after_send", "sent_logged", "committed"];
+    if PAST_THE_POST.contains(&replay_at) {
+        replay_at.to_owned()
+    } else if held {
+        "request_held".to_owned()
+    } else {
+        "after_send".to_owned()
+    }
+}
+
 fn poll_fired(child: &mut Child, handle: &FaultHandle, id: FaultId, deadline: Instant) -> Instant {
     loop {
         if handle.fired(id) > 0
@@ -846,6 +866,10 @@ mod tests {
         // A step announced after the send is later than the POST's arrival.
         let answered = steps(&["started", "decision_saved", "before_send", "after_send"]);
         assert_eq!(replay_position(&answered, true, false), "after_send");
+        // Counted only after the kill: replayed past the send all the same.
+        assert_eq!(after_a_late_arrival("send_logged", false), "after_send");
+        assert_eq!(after_a_late_arrival("dispatched", true), "request_held");
+        assert_eq!(after_a_late_arrival("sent_logged", false), "sent_logged");
     }
 
     #[test]
