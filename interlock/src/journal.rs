@@ -334,7 +334,7 @@ impl EffectState {
                 let effect_c = canonical::to_string(effect).map_err(|e| e.to_string())?;
                 let lease_c = canonical::to_string(lease).map_err(|e| e.to_string())?;
                 let budget = match entry.get("budget") {
-                    None => None,
+                    None => self.proposed_budget.clone(),
                     Some(b) => Some(
                         serde_json::from_value::<Budget>(b.clone())
                             .map_err(|e| format!("PROPOSED with an unreadable `budget`: {e}"))?,
@@ -358,7 +358,9 @@ impl EffectState {
                     hash: hash.to_owned(),
                 });
                 self.admitted_budget = match entry.get("budget") {
-                    None => None,
+                    // A dispatch of a budgeted effect written without an admission (by a gate
+                    // that predates budgets) still spends its proposed amount.
+                    None => self.proposed_budget.clone(),
                     Some(b) => {
                         let r = serde_json::from_value::<BudgetRecord>(b.clone())
                             .map_err(|e| format!("DISPATCHED with an unreadable `budget`: {e}"))?;
@@ -1184,6 +1186,45 @@ mod tests {
 
     fn fields(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_dispatch_without_an_admission_still_spends_its_proposed_budget() {
+        // A gate that predates budgets writes DISPATCHED with no `budget` record: the effect's
+        // proposed amount is held all the same, so current gates count it.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        let j = Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
+        let mut l = j.lock().unwrap();
+        let proposed = json!({"agent": "x", "lease": "l", "premises": {}, "effect": {"n": 1},
+            "budget": {"id": "order-1", "amount": 2000}});
+        l.append("a", Kind::Proposed, fields(proposed), 1, &key())
+            .unwrap();
+        l.append(
+            "a",
+            Kind::Authorized,
+            fields(json!({"lease": "l"})),
+            2,
+            &key(),
+        )
+        .unwrap();
+        l.append(
+            "a",
+            Kind::Dispatched,
+            fields(json!({"effect": {"n": 1}, "lease": "l", "premises": {}})),
+            3,
+            &key(),
+        )
+        .unwrap();
+        let held = l.index().state("a").and_then(EffectState::budget_held);
+        assert_eq!(
+            held,
+            Some(&Budget {
+                id: "order-1".into(),
+                amount: 2000
+            })
+        );
+        assert_eq!(l.index().budget_holders("order-1", "b").len(), 1);
     }
 
     #[test]

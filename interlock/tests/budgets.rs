@@ -735,3 +735,32 @@ fn racing_processes_under_one_budget_never_exceed_the_cap() {
         "2 × 2000 ≤ 5000 < 3 × 2000"
     );
 }
+
+#[test]
+fn a_budget_store_boxed_twice_or_borrowed_gives_the_same_caps() {
+    // The gate takes its store as a trait object; a store handed over inside another box, or
+    // as a reference, answers through the forwarding impls.
+    for boxed in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let at = store_at(dir.path());
+        let target = Arc::new(MemTarget::new(Tier::Two, true));
+        let leases = Arc::new(MemLeases::new());
+        leases.grant(&json!("lease-1"));
+        let mut gate = open(&at, &target, &leases, None);
+        let caps = MemBudgets::with_caps([(ORDER, CAP)]);
+        if boxed {
+            gate.set_budgets(Box::new(Box::new(caps)));
+        } else {
+            let borrowed: &'static MemBudgets = Box::leak(Box::new(caps));
+            gate.set_budgets(Box::new(borrowed));
+        }
+        let first = gate.submit(&refund("t1", 2000)).unwrap();
+        let second = gate.submit(&refund("t2", 2000)).unwrap();
+        assert_eq!(first.status, Status::Committed, "boxed {boxed}");
+        assert_eq!(
+            second.status.as_str(),
+            "REFUSED:over_budget",
+            "boxed {boxed}"
+        );
+    }
+}

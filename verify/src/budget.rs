@@ -173,6 +173,27 @@ pub enum BudgetFinding {
         /// The other.
         second: String,
     },
+    /// Rule (c): no admission among the effects that still hold the budget counted all the
+    /// others. Whichever of them was admitted last saw every other already holding, so genuine
+    /// receipts always have one; without it the holders' amounts are not bounded by any cap
+    /// (a cycle of counts: a counted b, b counted c, c counted a).
+    #[error("none of the {holders} effects that hold the budget was admitted counting all the others: no order of admissions gives these receipts")]
+    NoLastAdmission {
+        /// How many effects hold the budget.
+        holders: usize,
+    },
+    /// An amount or cap outside 0..=2^53 − 1 (the gate refuses such budgets before writing).
+    #[error("effect {effect_id}: entry {entry} names {what} {value}, outside 0..=2^53 - 1")]
+    OutOfRange {
+        /// The effect.
+        effect_id: String,
+        /// The entry.
+        entry: usize,
+        /// Which number: `its amount`, `the cap`, or `effect <id>'s amount`.
+        what: String,
+        /// The number.
+        value: i64,
+    },
     /// Rule (d): the admissions name different caps (the store's cap changed, e.g. lowered
     /// between a crash and its recovery). Said, not a violation.
     #[error("the budget's entries name {} different caps: {}", caps.len(), caps.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "))]
@@ -198,6 +219,8 @@ impl BudgetFinding {
             BudgetFinding::CountedTwice { .. } => "budget_counted_twice",
             BudgetFinding::AmountMismatch { .. } => "budget_amount_mismatch",
             BudgetFinding::Unseen { .. } => "budget_unseen",
+            BudgetFinding::NoLastAdmission { .. } => "budget_no_last_admission",
+            BudgetFinding::OutOfRange { .. } => "budget_out_of_range",
             BudgetFinding::CapsDiffer { .. } => "budget_caps_differ",
         }
     }
@@ -313,6 +336,13 @@ fn read_effect<'a>(
                             record: r,
                         });
                     }
+                    Some(Ok(r)) if view.proposed.is_some() => findings.push(malformed(
+                        i,
+                        format!(
+                            "a DISPATCHED admits it against budget {:?}, though its PROPOSED names this one",
+                            r.id
+                        ),
+                    )),
                     Some(Ok(_)) => {}
                     Some(Err(err)) => findings.push(malformed(i, err.to_string())),
                     None if view.proposed.is_some() => findings.push(malformed(
@@ -332,6 +362,13 @@ fn read_effect<'a>(
                         admitted: false,
                         record: r,
                     }),
+                    (true, Some(Ok(r))) if view.proposed.is_some() => findings.push(malformed(
+                        i,
+                        format!(
+                            "an over_budget REFUSED names budget {:?}, though its PROPOSED names this one",
+                            r.id
+                        ),
+                    )),
                     (true, Some(Err(err))) => findings.push(malformed(i, err.to_string())),
                     (true, None) if view.proposed.is_some() => findings.push(malformed(
                         i,
@@ -358,6 +395,7 @@ fn check_decision(
 ) {
     let r = &d.record;
     let eid = v.effect_id.to_owned();
+    check_ranges(v.effect_id, d, findings);
     let derived = total_of(&r.counted, r.amount);
     if derived != Some(r.total) {
         findings.push(BudgetFinding::TotalMismatch {
@@ -419,9 +457,34 @@ fn check_decision(
     }
 }
 
+/// Every amount and the cap of one admission or refusal within 0..=2^53 − 1, as the gate
+/// requires before it writes: a negative amount would make room under any cap.
+fn check_ranges(effect_id: &str, d: &Decision, findings: &mut Vec<BudgetFinding>) {
+    let r = &d.record;
+    let max = crate::canonical::MAX_SAFE_INTEGER;
+    let numbers = std::iter::once(("its amount".to_owned(), r.amount))
+        .chain(r.cap.map(|c| ("the cap".to_owned(), c)))
+        .chain(
+            r.counted
+                .iter()
+                .map(|c| (format!("effect {}'s amount", c.effect_id), c.amount)),
+        );
+    for (what, value) in numbers {
+        if !(0..=max).contains(&value) {
+            findings.push(BudgetFinding::OutOfRange {
+                effect_id: effect_id.to_owned(),
+                entry: d.entry,
+                what,
+                value,
+            });
+        }
+    }
+}
+
 /// Rule (c): of every two effects that hold their reservation, one's admission counted the
-/// other. Counts the pairs covered first (linear in what the admissions list), and only when
-/// some are missing looks for them, listing at most [`UNSEEN_LISTED`].
+/// other, and one holder's admission (the last) counted all the others. Counts the pairs
+/// covered first (linear in what the admissions list), and only when some are missing looks for
+/// them, listing at most [`UNSEEN_LISTED`].
 fn check_pairs(views: &[EffectView<'_>], findings: &mut Vec<BudgetFinding>) {
     let holders: Vec<(&str, &Decision)> = views
         .iter()
@@ -442,7 +505,22 @@ fn check_pairs(views: &[EffectView<'_>], findings: &mut Vec<BudgetFinding>) {
         }
     }
     let n = ids.len();
+    // The holder admitted last counted every other holder: some admission must have.
+    let counted_all = holders.iter().any(|(eid, d)| {
+        let seen: HashSet<&str> = d
+            .record
+            .counted
+            .iter()
+            .map(|c| c.effect_id.as_str())
+            .filter(|c| c != eid && ids.contains(c))
+            .collect();
+        seen.len() + 1 == n
+    });
     if covered.len() == n * n.saturating_sub(1) / 2 {
+        // Every pair seen, yet nobody saw everybody: a cycle of counts.
+        if n > 1 && !counted_all {
+            findings.push(BudgetFinding::NoLastAdmission { holders: n });
+        }
         return;
     }
     let mut sorted: Vec<&str> = ids.into_iter().collect();
@@ -525,6 +603,72 @@ mod tests {
 
     fn codes(f: &[BudgetFinding]) -> Vec<&'static str> {
         f.iter().map(BudgetFinding::code).collect()
+    }
+
+    #[test]
+    fn a_cycle_of_counts_has_no_last_admission() {
+        // Three holders of 1000 under a cap of 2000, each counting one other: every pair is
+        // covered and every total is within the cap, yet 3000 holds.
+        let d = |amount: i64, counted: &[(&str, i64)]| json!({"kind": "DISPATCHED", "budget": record(amount, counted, Some(2000))});
+        let found = check(&[
+            (
+                "a",
+                vec![proposed(1000), d(1000, &[("b", 1000)]), committed()],
+            ),
+            (
+                "b",
+                vec![proposed(1000), d(1000, &[("c", 1000)]), committed()],
+            ),
+            (
+                "c",
+                vec![proposed(1000), d(1000, &[("a", 1000)]), committed()],
+            ),
+        ]);
+        assert_eq!(codes(&found), ["budget_no_last_admission"], "{found:?}");
+        // Genuine order a, b, c: c counted both.
+        let found = check(&[
+            ("a", vec![proposed(1000), d(1000, &[]), committed()]),
+            (
+                "b",
+                vec![proposed(1000), d(1000, &[("a", 1000)]), committed()],
+            ),
+        ]);
+        assert!(found.is_empty(), "{found:?}");
+    }
+
+    #[test]
+    fn an_admission_against_another_budget_is_not_dropped() {
+        let elsewhere = json!({"kind": "DISPATCHED", "budget": {"id": "order-9", "cap": CAP, "amount": 2000, "counted": [], "total": 2000}});
+        let found = check(&[
+            ("a", vec![proposed(2000), elsewhere, committed()]),
+            (
+                "b",
+                vec![proposed(2000), dispatched(2000, &[]), committed()],
+            ),
+        ]);
+        assert!(
+            codes(&found).contains(&"budget_record_malformed"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn negative_amounts_are_out_of_range() {
+        let found = check(&[
+            (
+                "a",
+                vec![proposed(-1000), dispatched(-1000, &[]), committed()],
+            ),
+            (
+                "b",
+                vec![
+                    proposed(1500),
+                    dispatched(1500, &[("a", -1000)]),
+                    committed(),
+                ],
+            ),
+        ]);
+        assert!(codes(&found).contains(&"budget_out_of_range"), "{found:?}");
     }
 
     /// Two refunds of 2000 under a cap of 3000: the first admitted, the second refused having
