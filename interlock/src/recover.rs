@@ -641,10 +641,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         match result {
             Ok(evidence) => {
                 self.observe(Step::Sent);
-                let status = match via {
-                    Via::RetryIdempotent => Status::CommittedByRetry,
-                    _ => Status::ReappliedAfterQuery,
-                };
+                let status = Status::committed_via(via);
                 let mut fields = json!({"via": via.as_str(), "evidence": recordable(evidence), "rechecked": rechecked});
                 if via == Via::RecoveryReapply {
                     self.record_assumption(&mut fields, facts);

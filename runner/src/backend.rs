@@ -23,8 +23,11 @@ pub const STRIPE_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// The emulator's server-side in-flight bound. The emulator executes a request within
 /// milliseconds of receiving it; only an injected `Delay` fault holds one longer, and the runner
 /// injects none in the default matrix. Experiments that delay a request past this bound do so on
-/// purpose and are reported as outside the gate's assumption.
-pub const EMULATOR_MAX_IN_FLIGHT: Duration = Duration::from_millis(5_500);
+/// purpose and are reported as outside the gate's assumption (the bound is the scenario's rule:
+/// `verify::scenarios::billing_credit::assumptions`).
+pub const EMULATOR_MAX_IN_FLIGHT: Duration = Duration::from_millis(
+    verify::scenarios::billing_credit::assumptions::EMULATOR_MAX_IN_FLIGHT_MS,
+);
 /// The bound assumed for Stripe test mode. Stripe publishes no server-side limit on how long a
 /// request may execute after its client gave up, so this is an assumption (the client's 30 s
 /// request timeout plus 500 ms), not a documented fact: it is written into the results'

@@ -22,10 +22,10 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use verify::billing_credit::HARNESS_ERROR;
 use verify::results::{
     Candidates, Cell, FreeForm, GroundTruth, Observations, OutageRecord, Timings,
 };
+use verify::scenarios::billing_credit::HARNESS_ERROR;
 
 /// How much of a worker's stderr a HARNESS_ERROR keeps.
 pub const STDERR_TAIL_CHARS: usize = 1500;
@@ -358,7 +358,7 @@ fn refused_uncovered(dir: &Path, returned: Option<&str>) -> bool {
     let refused = returned.is_some_and(|s| s.starts_with("REFUSED:"));
     let uncovered = match (bc::CaseFile::load(dir), bc::load_decision(dir)) {
         (Ok(case), Ok(decision)) => {
-            !verify::billing_credit::approval_covers(&case.approval, decision.amount)
+            !verify::scenarios::billing_credit::approval_covers(&case.approval, decision.amount)
         }
         _ => false,
     };

@@ -12,8 +12,9 @@ use time::OffsetDateTime;
 pub struct ClockStart(i64);
 
 impl ClockStart {
-    /// The default: [`verify::billing_credit::DEFAULT_CLOCK_START`].
-    pub const DEFAULT: ClockStart = ClockStart(verify::billing_credit::DEFAULT_CLOCK_START);
+    /// The default: [`verify::scenarios::billing_credit::DEFAULT_CLOCK_START`].
+    pub const DEFAULT: ClockStart =
+        ClockStart(verify::scenarios::billing_credit::DEFAULT_CLOCK_START);
 
     /// Unix seconds.
     pub fn unix(self) -> i64 {

@@ -20,7 +20,7 @@ pub fn assemble(
         .iter()
         .map(|c| c.as_str().to_string())
         .collect();
-    let summary = verify::results::summarize(&columns, &cells);
+    let summary = verify::scenarios::billing_credit::summarize(&columns, &cells);
     let (repeats, selected) = plan_record(plan);
     let mut file = ResultsFile {
         format: RESULTS_FORMAT.into(),
@@ -150,7 +150,7 @@ mod tests {
         assert_eq!(file.columns, columns);
         assert_eq!(
             file.environment.clock_start,
-            Some(verify::billing_credit::DEFAULT_CLOCK_START),
+            Some(verify::scenarios::billing_credit::DEFAULT_CLOCK_START),
             "the committed run predates fixed clock starts: run it again"
         );
     }

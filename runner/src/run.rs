@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use verify::billing_credit::HARNESS_ERROR;
 use verify::results::{ClaimSettings, DeciderInfo, Environment, ResultsFile};
+use verify::scenarios::billing_credit::HARNESS_ERROR;
 
 /// The run was interrupted (Ctrl-C or SIGTERM): workers were killed, nothing was written.
 #[derive(Debug, thiserror::Error)]

@@ -148,7 +148,10 @@ fn matrix(date: Option<&str>, out: &Path) -> (Vec<String>, String) {
         .environment
         .clock_start
         .expect("the run records its clock start");
-    assert_eq!(start, verify::billing_credit::DEFAULT_CLOCK_START);
+    assert_eq!(
+        start,
+        verify::scenarios::billing_credit::DEFAULT_CLOCK_START
+    );
     let lines = file.cells.iter().map(|c| cell_line(c, start)).collect();
     (lines, file.generated)
 }

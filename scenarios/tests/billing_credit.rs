@@ -16,8 +16,8 @@ use scenarios::billing_credit::{
 use serde_json::{json, Value};
 use std::path::Path;
 use stripe::{Client, Params};
-use verify::billing_credit::{answer_matches, invariant_held, want};
 use verify::results::Candidates;
+use verify::scenarios::billing_credit::{answer_matches, invariant_held, want};
 
 fn adjust(client: &Client, customer: &str, amount: i64, metadata: &[(&str, &str)]) -> String {
     let mut p = Params::new().set("amount", amount).set("currency", "usd");

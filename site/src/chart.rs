@@ -8,8 +8,8 @@
 
 use crate::format::seconds;
 use std::fmt::Write as _;
-use verify::billing_credit::HARNESS_ERROR;
 use verify::results::ResultsFile;
+use verify::scenarios::billing_credit::HARNESS_ERROR;
 
 const WIDTH: u64 = 760;
 const LABEL_W: u64 = 250;

@@ -28,8 +28,8 @@ use crate::model::{
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use verify::billing_credit::HARNESS_ERROR;
-use verify::results::{median_ms, ResultsFile};
+use verify::results::{median_ms, ColumnSummary, ResultsFile};
+use verify::scenarios::billing_credit::HARNESS_ERROR;
 
 /// A fact's value. Comparisons are only defined between values of the same type.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,8 +106,13 @@ fn ms_or_na(v: Option<u64>) -> Fact {
     v.map_or(Fact::Text("n/a".into()), Fact::Ms)
 }
 
-/// Compute every fact of a report.
-pub fn compute(f: &ResultsFile, report: &Report) -> Facts {
+/// Compute every fact of a report. The per-column counts and medians are the summary `verify`
+/// derived (`summary`); the rest are views of the verified cells that `verify` does not state.
+pub fn compute(
+    f: &ResultsFile,
+    summary: &BTreeMap<String, ColumnSummary>,
+    report: &Report,
+) -> Facts {
     let mut m = Facts::new();
     let mut put = |k: String, v: Fact| {
         m.insert(k, v);
@@ -154,24 +159,25 @@ pub fn compute(f: &ResultsFile, report: &Report) -> Facts {
 
     let by_col = judged_by_column(f);
     for (col, cells) in &by_col {
-        let n = cells.len() as u32;
+        let Some(s) = summary.get(*col) else {
+            continue;
+        };
         let count = |p: &dyn Fn(&&verify::results::Cell) -> bool| {
             cells.iter().filter(|c| p(c)).count() as u32
         };
-        let held = count(&|c| c.invariant_held);
-        put(format!("held.{col}"), Fact::Ratio(held, n));
+        put(format!("held.{col}"), Fact::Ratio(s.held, s.cells));
         put(
             format!("answers.{col}"),
-            Fact::Ratio(count(&|c| c.answer_matches), n),
+            Fact::Ratio(s.answer_matches, s.cells),
         );
-        put(format!("proof.{col}"), Fact::Ratio(count(&|c| c.proof), n));
-        put(format!("held_count.{col}"), Fact::Int(i64::from(held)));
+        put(format!("proof.{col}"), Fact::Ratio(s.proof, s.cells));
+        put(format!("held_count.{col}"), Fact::Int(i64::from(s.held)));
+        put(format!("proof_count.{col}"), Fact::Int(i64::from(s.proof)));
+        put(format!("cells.{col}"), Fact::Int(i64::from(s.cells)));
         put(
-            format!("proof_count.{col}"),
-            Fact::Int(i64::from(count(&|c| c.proof))),
+            format!("violated.{col}"),
+            Fact::Int(i64::from(s.cells.saturating_sub(s.held))),
         );
-        put(format!("cells.{col}"), Fact::Int(i64::from(n)));
-        put(format!("violated.{col}"), Fact::Int(i64::from(n - held)));
         let violated: Vec<String> = distinct(
             cells
                 .iter()
@@ -179,12 +185,10 @@ pub fn compute(f: &ResultsFile, report: &Report) -> Facts {
                 .map(|c| row_label(c, 1)),
         );
         put(format!("violated_rows.{col}"), list_or_none(&violated));
-        let errors = f
-            .cells
-            .iter()
-            .filter(|c| c.column == *col && c.outcome == HARNESS_ERROR)
-            .count();
-        put(format!("harness_errors.{col}"), Fact::Int(errors as i64));
+        put(
+            format!("harness_errors.{col}"),
+            Fact::Int(i64::from(s.harness_errors)),
+        );
         let crash: Vec<u64> = cells
             .iter()
             .filter_map(|c| c.timings.map(|t| t.crash_to_settled_ms))
@@ -197,10 +201,13 @@ pub fn compute(f: &ResultsFile, report: &Report) -> Facts {
             .iter()
             .filter_map(|c| c.timings.map(|t| t.outage_ms))
             .collect();
-        put(format!("median_crash.{col}"), ms_or_na(median_ms(&crash)));
+        put(
+            format!("median_crash.{col}"),
+            ms_or_na(s.median_crash_to_settled_ms),
+        );
         put(
             format!("median_restart.{col}"),
-            ms_or_na(median_ms(&restart)),
+            ms_or_na(s.median_restart_to_settled_ms),
         );
         put(format!("median_outage.{col}"), ms_or_na(median_ms(&outage)));
         put(

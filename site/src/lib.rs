@@ -276,7 +276,7 @@ fn render_file(
     )?;
     report.nemesis = nemesis.is_some();
     report.nemesis_line = nemesis.as_ref().map(|n| n.headline.clone());
-    let facts = facts::compute(&verified.file, &report);
+    let facts = facts::compute(&verified.file, &verified.summary, &report);
     report.verdict_line = overview::verdict_line(&report.columns, &facts);
     let verdict = prose::render(&prose_files.verdict.0, &prose_files.verdict.1, &facts)?;
     let setup = prose::render(&prose_files.setup.0, &prose_files.setup.1, &facts)?;

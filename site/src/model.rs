@@ -8,8 +8,8 @@ use crate::format::{dollars, ratio, seconds, utc_ms};
 use crate::verification::{entry_checks, ReceiptCheck, Verified};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use verify::billing_credit::{status_says_sent, HARNESS_ERROR};
 use verify::results::{Candidates, Cell, ResultsFile};
+use verify::scenarios::billing_credit::{status_says_sent, HARNESS_ERROR};
 
 /// The three premise candidates, in the order the reference page shows them.
 pub const CANDIDATES: [&str; 3] = [
@@ -419,7 +419,7 @@ pub fn build(verified: &Verified, json_name: &str) -> Result<Report, String> {
         .columns
         .iter()
         .map(|col| {
-            let s = f
+            let s = verified
                 .summary
                 .get(col)
                 .ok_or_else(|| format!("summary has no column {col}"))?;
@@ -939,6 +939,7 @@ mod tests {
             file: f,
             receipts,
             checker: "test",
+            summary: report.summary,
         }
     }
 

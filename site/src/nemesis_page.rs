@@ -225,7 +225,7 @@ pub fn facts(file: &NemesisFile) -> Facts {
         int(file
             .trials
             .iter()
-            .filter(|t| t.outcome == verify::billing_credit::HARNESS_ERROR)
+            .filter(|t| t.outcome == verify::scenarios::billing_credit::HARNESS_ERROR)
             .count()),
     );
     for column in &file.plan.columns {
@@ -253,7 +253,7 @@ fn column_facts(file: &NemesisFile, column: &str, facts: &mut Facts) {
     let of = |t: &&Trial| {
         t.column == column
             && t.outcome != verify::nemesis::rules::NOT_DECIDED
-            && t.outcome != verify::billing_credit::HARNESS_ERROR
+            && t.outcome != verify::scenarios::billing_credit::HARNESS_ERROR
     };
     let judged: Vec<&Trial> = file.trials.iter().filter(of).collect();
     let (within, beyond): (Vec<&Trial>, Vec<&Trial>) =
@@ -402,7 +402,7 @@ fn column_facts(file: &NemesisFile, column: &str, facts: &mut Facts) {
 /// What a trial is when it is not a plain pass (judged trials only).
 pub fn listed_kind(t: &Trial) -> Option<&'static str> {
     let judged = t.outcome != verify::nemesis::rules::NOT_DECIDED
-        && t.outcome != verify::billing_credit::HARNESS_ERROR;
+        && t.outcome != verify::scenarios::billing_credit::HARNESS_ERROR;
     if !judged {
         return None;
     }
@@ -685,7 +685,7 @@ pub fn render(
     let mut replay_args = String::new();
     if let Some(start) = env
         .clock_start
-        .filter(|s| *s != verify::billing_credit::DEFAULT_CLOCK_START)
+        .filter(|s| *s != verify::scenarios::billing_credit::DEFAULT_CLOCK_START)
     {
         replay_args.push_str(&format!(
             " --clock-start {}",

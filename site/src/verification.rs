@@ -12,7 +12,7 @@ use std::path::Path;
 use verify::check::verify_results;
 use verify::entry::{compute_hash, signing_message, ReceiptBundle};
 use verify::receipt::{KeyCheck, ReceiptReport};
-use verify::results::ResultsFile;
+use verify::results::{ColumnSummary, ResultsFile};
 
 /// A results file that passed verification, with every receipt's re-derived summary.
 #[derive(Debug, Clone)]
@@ -23,6 +23,9 @@ pub struct Verified {
     pub receipts: BTreeMap<String, ReceiptCheck>,
     /// Which checker verified the file, for the pages to name.
     pub checker: &'static str,
+    /// The per-column summary `verify` derived from its own judgements (the pages render this,
+    /// never a count of their own).
+    pub summary: BTreeMap<String, ColumnSummary>,
 }
 
 /// The summary of one receipt, re-derived at build time (never copied from the file).
@@ -117,6 +120,7 @@ pub fn verify_file(
         file,
         receipts,
         checker: "verify::check::verify_results",
+        summary: report.summary,
     })
 }
 

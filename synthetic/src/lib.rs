@@ -10,10 +10,12 @@
 use ed25519_dalek::SigningKey;
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
-use verify::billing_credit;
-use verify::billing_credit::{billing_credit_effect_id, request_id};
 use verify::entry::{self, ReceiptBundle};
+use verify::protocol::{RefusalCode, Status, Via};
+use verify::receipt::KeyCheck;
 use verify::results::*;
+use verify::scenarios::billing_credit;
+use verify::scenarios::billing_credit::{billing_credit_effect_id, request_id};
 
 /// The six (crash, outage) rows of the reference page, in display order.
 pub const DEFAULT_ROWS: [(&str, &str); 6] = [
@@ -102,13 +104,13 @@ pub fn receipt(
     match resolution {
         Resolution::Committed { credit } => bodies.push((
             "COMMITTED",
-            json!({"via": "retry-idempotent",
+            json!({"via": Via::RetryIdempotent.as_str(),
                    "evidence": {"status": "ok", "credit": credit, "amount": decision.amount},
                    "rechecked": {"lease_live": true, "grant": grant(case), "violations": []}}),
         )),
         Resolution::RefusedStale => bodies.push((
             "REFUSED",
-            json!({"code": "stale_premise_at_recovery",
+            json!({"code": RefusalCode::StalePremiseAtRecovery.as_str(),
                    "reason": "The incident was compensated by someone else while the sender was dead.",
                    "resolves": true,
                    "rechecked": {"lease_live": true, "grant": grant(case),
@@ -353,16 +355,15 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
         &case_id,
         Some(&incident),
     );
-    let want = billing_credit::want(&ground_truth, &case_id, &incident, APPROVED);
 
     let outcome = match (column, before, compensated) {
-        ("no_check", true, _) => "CREDITED",
-        ("no_check", false, _) => "REPLAYED_BY_STRIPE",
-        ("hand_check", true, true) => "REFUSED:stale_premise",
-        ("hand_check", true, false) => "CREDITED",
-        ("hand_check", false, _) => "FOUND_BY_LOOKUP",
-        (_, true, true) => "REFUSED:stale_premise_at_recovery",
-        _ => "COMMITTED_BY_RETRY",
+        ("no_check", true, _) => billing_credit::CREDITED,
+        ("no_check", false, _) => billing_credit::REPLAYED_BY_STRIPE,
+        ("hand_check", true, true) => Status::Refused(RefusalCode::StalePremise).as_str(),
+        ("hand_check", true, false) => billing_credit::CREDITED,
+        ("hand_check", false, _) => billing_credit::FOUND_BY_LOOKUP,
+        (_, true, true) => Status::Refused(RefusalCode::StalePremiseAtRecovery).as_str(),
+        _ => Status::CommittedByRetry.as_str(),
     }
     .to_owned();
     let grant_json = json!({"id": case.approval.id, "approver": "support-lead", "max_cents": APPROVED, "revoked": null});
@@ -405,7 +406,7 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
                     .to_owned()
             })
             .collect();
-        let via = credited.then(|| "retry-idempotent".to_owned());
+        let via = credited.then(|| Via::RetryIdempotent.as_str().to_owned());
         let eid = r.effect_id.clone();
         // The gate's credit carries its DISPATCHED entry's hash (the anchor).
         let anchor = r
@@ -421,9 +422,6 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
         (None, None, None, Vec::new())
     };
     let effect_id_json = json!(effect_id);
-    let invariant_held = billing_credit::invariant_held(&ground_truth, want);
-    let answer_matches = billing_credit::answer_matches(&outcome, &ground_truth);
-    let proof = column != "no_check";
     let outage_ms = 900 + (n as u64 * 37) % 400;
     let restart_ms = 40 + (n as u64 * 13) % 90;
     let cand = |bal: i64, others: i64, inc: i64| Candidates {
@@ -431,7 +429,7 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
         compensation_by_others: others,
         incident_compensation: inc,
     };
-    Cell {
+    let mut cell = Cell {
         crash: crash.into(),
         outage: outage.into(),
         column: column.into(),
@@ -441,16 +439,12 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
         worker_exit_signal: Some(9),
         worker_exit_code: None,
         harness_error: None,
-        want,
-        invariant_held,
-        answer_matches,
-        proof,
-        record: match column {
-            "interlock" => "signed_chain",
-            "hand_check" => "plain_log",
-            _ => "none",
-        }
-        .into(),
+        // Judged below, by the scenario's rules.
+        want: Want { count: 0, cents: 0 },
+        invariant_held: false,
+        answer_matches: false,
+        proof: false,
+        record: billing_credit::proof::record_kind(column).into(),
         timings: Some(Timings {
             crash_to_settled_ms: outage_ms + restart_ms,
             restart_to_settled_ms: restart_ms,
@@ -498,7 +492,12 @@ fn cell(n: usize, crash: &str, outage: &str, column: &str, repeat: u32, key: &Si
         restart: Some(FreeForm::from_value(
             &json!({"status": outcome, "effect_id": effect_id_json}),
         )),
-    }
+    };
+    let report = cell.receipt.as_ref().map(|bundle| {
+        verify::receipt::verify_bundle(bundle, &KeyCheck::Pinned(key.verifying_key()))
+    });
+    billing_credit::judge_in_place(&mut cell, report.as_ref());
+    cell
 }
 
 /// Generate a consistent results file for `spec`.
@@ -517,7 +516,7 @@ pub fn generate(spec: &Spec) -> ResultsFile {
         .enumerate()
         .map(|(n, (crash, outage, column, repeat))| cell(n, crash, outage, column, *repeat, &key))
         .collect();
-    let summary = verify::results::summarize(&spec.columns, &cells);
+    let summary = verify::scenarios::billing_credit::summarize(&spec.columns, &cells);
     let mut file = ResultsFile {
         format: RESULTS_FORMAT.into(),
         scenario: "billing_credit".into(),

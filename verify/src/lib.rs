@@ -11,7 +11,6 @@ pub mod trusted;
 
 pub use trusted::{canonical, seal, signatures};
 
-pub mod billing_credit;
 pub mod binding;
 pub mod budget;
 pub mod check;
@@ -26,12 +25,19 @@ pub mod manifest;
 pub mod nemesis;
 pub mod original;
 pub mod problem;
+pub mod protocol;
 pub mod provenance;
 pub mod pycompat;
 pub mod receipt;
 pub mod replayed;
 pub mod results;
-pub mod shared_cap;
+pub mod scenarios;
+
+/// The billing_credit scenario's rules, by their older path ([`scenarios::billing_credit`]).
+pub use scenarios::billing_credit;
+
+/// The shared_cap scenario's rules, by their short path ([`scenarios::shared_cap`]).
+pub use scenarios::shared_cap;
 
 /// A short, stable name of an ed25519 public key for people to compare: `SHA256:` and the first
 /// 16 bytes of the SHA-256 of the key's 32 bytes, in lowercase hex.

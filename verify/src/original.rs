@@ -8,11 +8,11 @@
 //! consistency (hash chain, replay rules), not who wrote it, so no original file can pass under a
 //! pinned key.
 
-use crate::billing_credit::status_says_sent;
 use crate::entry::ReceiptBundle;
 use crate::finding::{code as fcode, Finding};
 use crate::pycompat;
 use crate::receipt::{verify_bundles, Happened, KeyCheck, ReceiptReport, PYTHON_ORIGINAL_FORMAT};
+use crate::scenarios::billing_credit::status_says_sent;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 

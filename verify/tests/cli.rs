@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use synthetic::seal_chain;
-use verify::billing_credit::billing_credit_effect_id;
+use verify::scenarios::billing_credit::billing_credit_effect_id;
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

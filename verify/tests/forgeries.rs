@@ -88,7 +88,7 @@ fn resign(d: &mut Value, key: &SigningKey) {
     }
     d["environment"]["signer"] = json!(hex::encode(key.verifying_key().as_bytes()));
     let mut file: ResultsFile = serde_json::from_value(d.clone()).unwrap();
-    file.summary = verify::results::summarize(&file.columns, &file.cells);
+    file.summary = verify::scenarios::billing_credit::summarize(&file.columns, &file.cells);
     verify::manifest::sign(&mut file, key).unwrap();
     *d = serde_json::to_value(file).unwrap();
 }
@@ -96,7 +96,7 @@ fn resign(d: &mut Value, key: &SigningKey) {
 /// Only restate the summary and re-sign the manifest (receipts untouched).
 fn restate(d: &mut Value, key: &SigningKey) {
     let mut file: ResultsFile = serde_json::from_value(d.clone()).unwrap();
-    file.summary = verify::results::summarize(&file.columns, &file.cells);
+    file.summary = verify::scenarios::billing_credit::summarize(&file.columns, &file.cells);
     verify::manifest::sign(&mut file, key).unwrap();
     *d = serde_json::to_value(file).unwrap();
 }
@@ -540,7 +540,7 @@ fn oversized_and_unsafe_values_are_refused_with_small_output() {
 #[test]
 fn deep_values_do_not_blow_up_the_json_report() {
     let key = forger();
-    let eid = verify::billing_credit::billing_credit_effect_id("case-00000000aa");
+    let eid = verify::scenarios::billing_credit::billing_credit_effect_id("case-00000000aa");
     let mut deep = json!(0);
     for _ in 0..120 {
         deep = json!([deep]);

@@ -2,9 +2,9 @@
 //! committed nemesis run verifies, while a trial dropped or a judgement restated does not.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use verify::billing_credit::decided_by_tie;
 use verify::nemesis::check::{code, verify_nemesis};
 use verify::receipt::KeyCheck;
+use verify::scenarios::billing_credit::decided_by_tie;
 
 fn read(path: &str) -> Vec<u8> {
     std::fs::read(format!("{}/../{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()

@@ -242,7 +242,7 @@ fn a_harness_error_trial_carries_its_reason_and_no_other_trial_carries_one() {
             .iter()
             .position(|t| t.column == "no_check")
             .unwrap();
-        file.trials[at].outcome = verify::billing_credit::HARNESS_ERROR.into();
+        file.trials[at].outcome = verify::scenarios::billing_credit::HARNESS_ERROR.into();
         file.trials[at].harness_error = Some(" ".into());
     });
     assert!(
@@ -278,7 +278,7 @@ fn a_harness_error_trial_carries_its_reason_and_no_other_trial_carries_one() {
             .iter()
             .position(|t| t.column == "no_check")
             .unwrap();
-        file.trials[at].outcome = verify::billing_credit::HARNESS_ERROR.into();
+        file.trials[at].outcome = verify::scenarios::billing_credit::HARNESS_ERROR.into();
         file.trials[at].harness_error = Some("the emulator did not answer".into());
     });
     assert!(found.is_empty(), "{found:?}");

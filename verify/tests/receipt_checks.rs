@@ -5,10 +5,10 @@
 use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
 use synthetic::seal_chain;
-use verify::billing_credit::billing_credit_effect_id;
 use verify::entry::{compute_hash, ReceiptBundle};
 use verify::problem::code;
 use verify::receipt::{verify_bundle, verify_bundles, Happened, KeyCheck, ReceiptReport};
+use verify::scenarios::billing_credit::billing_credit_effect_id;
 
 fn key() -> SigningKey {
     SigningKey::from_bytes(&[1u8; 32])

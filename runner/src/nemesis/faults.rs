@@ -5,6 +5,7 @@ use super::Nemesis;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use scenarios::billing_credit::{Column, Outage};
 use stripe::emulator::FaultAction;
+use verify::scenarios::billing_credit::assumptions;
 
 /// A change in the world made while the decide worker is paused mid-check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -313,8 +314,10 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
             });
         }
         Nemesis::LateBeyondBound => {
+            let bound = crate::backend::EMULATOR_MAX_IN_FLIGHT.as_millis() as u64;
+            let (low, high) = assumptions::beyond_bound_hold_ms(bound);
             d.service = Some(FaultAction::Delay {
-                ms: between(&mut rng, 7_000, 9_000),
+                ms: between(&mut rng, low, high),
             });
             d.kill_after = "request_held";
             d.decide_kill_ms = Some(between(&mut rng, 0, 50));

@@ -197,7 +197,7 @@ mod tests {
         assert!(file.plan.trials >= 300, "{} trials", file.plan.trials);
         assert_eq!(
             file.environment.clock_start,
-            Some(verify::billing_credit::DEFAULT_CLOCK_START)
+            Some(verify::scenarios::billing_credit::DEFAULT_CLOCK_START)
         );
         let report =
             verify::nemesis::check::verify_nemesis(&file, &verify::receipt::KeyCheck::SelfAttested);

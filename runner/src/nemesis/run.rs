@@ -263,7 +263,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
         harness_errors: file
             .trials
             .iter()
-            .filter(|t| t.outcome == verify::billing_credit::HARNESS_ERROR)
+            .filter(|t| t.outcome == verify::scenarios::billing_credit::HARNESS_ERROR)
             .count(),
     })
 }
@@ -447,5 +447,5 @@ pub fn replay(
             .unwrap_or_default()
     );
     println!("{}", amounts_line(&trial.ground_truth, clock_start));
-    Ok(trial.outcome != verify::billing_credit::HARNESS_ERROR)
+    Ok(trial.outcome != verify::scenarios::billing_credit::HARNESS_ERROR)
 }

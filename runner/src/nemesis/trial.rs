@@ -15,10 +15,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use stripe::emulator::{FaultAction, FaultHandle, FaultId, FaultRule};
-use verify::billing_credit::HARNESS_ERROR;
 use verify::nemesis::rules::{assumption_broken, judge, trial_id, RESTART_FAILED};
 use verify::nemesis::{Fault, Trial};
 use verify::results::{GroundTruth, Want};
+use verify::scenarios::billing_credit::HARNESS_ERROR;
 
 /// What a trial needs from the run.
 pub struct TrialContext<'a> {

@@ -166,7 +166,7 @@ fn case_text(case_id: &str, incident: &str) -> String {
 
 /// Opens a case: draws the case and incident ids from `rng`, creates a test clock frozen at
 /// `clock_start` (Unix seconds; the run's recorded start, by default
-/// [`verify::billing_credit::DEFAULT_CLOCK_START`], never today's date), a customer on it paying
+/// [`verify::scenarios::billing_credit::DEFAULT_CLOCK_START`], never today's date), a customer on it paying
 /// with `pm_card_visa`, and the $30 subscription (which creates and pays the first invoice).
 /// `label` names the clock (e.g. `billing_credit before_send/renewal/interlock`). The caller
 /// saves the case with [`CaseFile::save`].

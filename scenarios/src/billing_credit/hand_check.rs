@@ -21,7 +21,9 @@ use super::{
 };
 use serde_json::{json, Map, Value};
 use std::path::Path;
+use verify::protocol::{RefusalCode, Status};
 use verify::results::Decision;
+use verify::scenarios::billing_credit::answer;
 
 /// Which worker phase wrote a log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +83,7 @@ pub(crate) fn send(
     let ledger = read_ledger(client, case)?;
     if let Some(found) = ledger.case_credits.last() {
         log.step("lookup", json!({ "found": found.id }))?;
-        return Ok(("FOUND_BY_LOOKUP".into(), Some(found.id.clone())));
+        return Ok((answer::FOUND_BY_LOOKUP.into(), Some(found.id.clone())));
     }
     log.step("lookup", json!({ "found": null }))?;
     fire(crash, CrashPoint::Lookup);
@@ -92,7 +94,7 @@ pub(crate) fn send(
     announce_read("approval", started);
     if !covers(&approval, decision.amount) {
         log.step("approval", json!({ "refused": approval }))?;
-        return Ok(("REFUSED:approval".into(), None));
+        return Ok((answer::REFUSED_APPROVAL.into(), None));
     }
     log.step("approval", json!({ "approval": approval }))?;
     fire(crash, CrashPoint::Approval);
@@ -106,7 +108,10 @@ pub(crate) fn send(
             "premises",
             json!({ "refused": { "was": decision.premises, "now": now } }),
         )?;
-        return Ok(("REFUSED:stale_premise".into(), None));
+        return Ok((
+            Status::Refused(RefusalCode::StalePremise).as_str().into(),
+            None,
+        ));
     }
     log.step("premises", json!({ "premises": now }))?;
     fire(crash, CrashPoint::Premises);
@@ -139,9 +144,9 @@ pub(crate) fn send(
     )?;
     fire(crash, CrashPoint::SentLogged);
     let status = if posted.replayed {
-        "REPLAYED_BY_STRIPE"
+        answer::REPLAYED_BY_STRIPE
     } else {
-        "CREDITED"
+        answer::CREDITED
     };
     Ok((status.into(), Some(posted.id)))
 }

@@ -14,7 +14,7 @@
 //!
 //! What does not: the decider (amount and description), worker processes, SIGKILL, timing and
 //! the results file belong to the runner; the want rule and the judgement belong to
-//! `verify::billing_credit`.
+//! `verify::scenarios::billing_credit`.
 
 mod approval;
 pub(crate) mod case;
@@ -107,11 +107,7 @@ impl Column {
 
     /// The kind of record the column leaves: `none`, `plain_log` or `signed_chain`.
     pub fn record(self) -> &'static str {
-        match self {
-            Column::NoCheck => "none",
-            Column::HandCheck => "plain_log",
-            Column::Interlock => "signed_chain",
-        }
+        verify::scenarios::billing_credit::proof::record_kind(self.as_str())
     }
 }
 

@@ -24,9 +24,9 @@ pub(crate) fn send(
         crash,
     )?;
     let status = if posted.replayed {
-        "REPLAYED_BY_STRIPE"
+        verify::scenarios::billing_credit::answer::REPLAYED_BY_STRIPE
     } else {
-        "CREDITED"
+        verify::scenarios::billing_credit::answer::CREDITED
     };
     Ok((status, posted))
 }

@@ -1,17 +1,17 @@
 //! Reads from Stripe: the premises, the three premise candidates, and the ground truth. Every
 //! list is read through `Client::list_all` (all pages, never just the first), and converted into
-//! `verify::results` types so the premise arithmetic is `verify::billing_credit`'s, stated once.
+//! `verify::results` types so the premise arithmetic is `verify::scenarios::billing_credit`'s, stated once.
 
 use super::case::{int_field, str_field};
 use super::target::ANCHOR_KEY;
 use super::{CaseFile, ScenarioError, PLAN_CENTS};
 use serde_json::Value;
 use stripe::{Client, Params};
-use verify::billing_credit::{compensation_by_others, is_case_credit, is_judged_credit};
 use verify::results::{
     BalanceTxnTruth, Candidates, CaseCredit, CreditNoteTruth, GroundTruth, InvoiceTruth, Premises,
     StripeIds,
 };
+use verify::scenarios::billing_credit::{compensation_by_others, is_case_credit, is_judged_credit};
 
 /// What the decider sees, read at one instant: the premises and the three candidates come from
 /// the same set of reads.
@@ -51,7 +51,7 @@ pub struct Ledger {
     /// the case), newest first.
     pub case_credits: Vec<CaseCredit>,
     /// The judge's view: every credit to the customer billing did not make, whatever its tags
-    /// (`verify::billing_credit::is_judged_credit`), newest first.
+    /// (`verify::scenarios::billing_credit::is_judged_credit`), newest first.
     pub judged_credits: Vec<CaseCredit>,
 }
 

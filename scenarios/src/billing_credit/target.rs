@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::time::Duration;
 use stripe::{Client, Params};
-use verify::billing_credit::is_case_credit;
+use verify::scenarios::billing_credit::is_case_credit;
 
 /// A credit Stripe answered for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

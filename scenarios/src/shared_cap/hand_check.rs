@@ -20,6 +20,8 @@ use super::{AGENT, LOCK_FILE};
 use crate::billing_credit::{append_line_durably, fire, now_ms, Crash, CrashPoint, ScenarioError};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
+use verify::billing_credit::{FOUND_BY_LOOKUP, REFUSED_APPROVAL, REPLAYED_BY_STRIPE};
+use verify::shared_cap::{REFUNDED, REFUSED_OVER_CAP};
 
 /// Which phase of the worker writes the log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,7 +115,7 @@ pub(crate) fn send(
         .find(|r| r.counts() && r.ticket.as_deref() == Some(ticket.id.as_str()))
     {
         log.step("lookup", json!({ "found": found.id }))?;
-        return Ok("FOUND_BY_LOOKUP".into());
+        return Ok(FOUND_BY_LOOKUP.into());
     }
     log.step("lookup", json!({ "found": null }))?;
     fire(crash, CrashPoint::Lookup);
@@ -122,7 +124,7 @@ pub(crate) fn send(
     let approval = &ticket.approval;
     if approval.revoked.is_some() || decision.amount <= 0 || decision.amount > approval.max_cents {
         log.step("approval", json!({ "refused": approval }))?;
-        return Ok("REFUSED:approval".into());
+        return Ok(REFUSED_APPROVAL.into());
     }
     log.step("approval", json!({ "approval": approval }))?;
     fire(crash, CrashPoint::Approval);
@@ -138,7 +140,7 @@ pub(crate) fn send(
             "cap",
             json!({ "refused": { "refunded": refunded, "mine": decision.amount, "cap": order.cap_cents } }),
         )?;
-        return Ok("REFUSED:over_cap".into());
+        return Ok(REFUSED_OVER_CAP.into());
     }
     log.step(
         "cap",
@@ -165,9 +167,9 @@ pub(crate) fn send(
     )?;
     fire(crash, CrashPoint::SentLogged);
     Ok(if posted.replayed {
-        "REPLAYED_BY_STRIPE"
+        REPLAYED_BY_STRIPE
     } else {
-        "REFUNDED"
+        REFUNDED
     }
     .into())
 }

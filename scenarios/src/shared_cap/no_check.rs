@@ -5,6 +5,8 @@
 use super::order::{Decision, OrderFile, Ticket};
 use super::refund::post_refund;
 use crate::billing_credit::{Crash, ScenarioError};
+use verify::billing_credit::REPLAYED_BY_STRIPE;
+use verify::shared_cap::REFUNDED;
 
 /// The ticket's own idempotency key.
 pub(crate) fn key(ticket: &Ticket) -> String {
@@ -30,9 +32,9 @@ pub(crate) fn send(
         crash,
     )?;
     Ok(if posted.replayed {
-        "REPLAYED_BY_STRIPE"
+        REPLAYED_BY_STRIPE
     } else {
-        "REFUNDED"
+        REFUNDED
     }
     .to_owned())
 }

@@ -63,7 +63,7 @@ impl Env {
             &self.client,
             &self.prices,
             label,
-            verify::billing_credit::DEFAULT_CLOCK_START,
+            verify::scenarios::billing_credit::DEFAULT_CLOCK_START,
             &mut self.rng,
         )
         .expect("open case");

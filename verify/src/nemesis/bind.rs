@@ -7,9 +7,9 @@
 
 use super::rules::{NOT_DECIDED, RESTART_FAILED};
 use super::Trial;
-use crate::billing_credit::{billing_credit_effect_id, HARNESS_ERROR};
 use crate::finding::{code as fcode, Finding};
 use crate::receipt::ReceiptReport;
+use crate::scenarios::billing_credit::{billing_credit_effect_id, HARNESS_ERROR};
 use serde_json::Value;
 
 /// Every check binding trial `t` (at JSON path `base`) to its record; `report` is its receipt's

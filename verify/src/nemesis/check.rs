@@ -4,14 +4,12 @@
 use super::plan::{check_plan_size, compare_summary, PairSummaries, PlanWalk};
 use super::rules::{assumption_broken, interleaving, judge};
 use super::{sign, NemesisFile, Trial, NEMESIS_FORMAT};
-use crate::billing_credit::is_judged_credit;
 use crate::finding::Finding;
 use crate::load::{LoadError, NemesisText};
 use crate::receipt::{verify_bundle, KeyCheck, ReceiptReport};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::borrow::Cow;
-use std::collections::BTreeSet;
 use std::convert::Infallible;
 use std::ops::Range;
 
@@ -263,24 +261,7 @@ fn check_signature(
 }
 
 fn check_ground_truth(base: &str, t: &Trial, f: &mut Vec<Finding>) {
-    let gt = &t.ground_truth;
-    let from_txns: BTreeSet<(&str, i64, i64)> = gt
-        .balance_transactions
-        .iter()
-        .filter(|x| is_judged_credit(x))
-        .map(|x| (x.id.as_str(), x.amount, x.created))
-        .collect();
-    let stated: BTreeSet<(&str, i64, i64)> = gt
-        .case_credits
-        .iter()
-        .map(|c| (c.id.as_str(), c.amount, c.created))
-        .collect();
-    let cents: i128 = gt.case_credits.iter().map(|c| -i128::from(c.amount)).sum();
-    if from_txns != stated
-        || stated.len() != gt.case_credits.len()
-        || gt.case_credit_count as usize != gt.case_credits.len()
-        || i128::from(gt.case_credit_cents) != cents
-    {
+    if !crate::scenarios::billing_credit::case_credits(&t.ground_truth).consistent() {
         f.push(Finding::new(
             format!("{base}.ground_truth.case_credits"),
             code::GROUND_TRUTH,

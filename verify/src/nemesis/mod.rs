@@ -6,7 +6,7 @@
 //! column, counts, the one-sided 95% Clopper–Pearson upper bound on the violation rate and
 //! settle-time percentiles. Everything derived is re-derived here from the raw data: the trial
 //! list's completeness from the plan ([`rules::trial_seed`]), each judgement by the same want rule
-//! as a matrix cell ([`crate::billing_credit`]), each summary, each receipt, and the file's
+//! as a matrix cell ([`crate::scenarios::billing_credit`]), each summary, each receipt, and the file's
 //! signature ([`sign`]).
 //!
 //! What a trial's judgement means: a **violation** is a breach of safety — the case's credits

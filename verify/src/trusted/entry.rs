@@ -72,6 +72,53 @@ impl Kind {
     }
 }
 
+/// How a COMMITTED entry came to be written: its `via` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Via {
+    /// The sender's own apply returned.
+    Send,
+    /// Recovery resent under the same idempotency key (tier 1) and the service answered.
+    RetryIdempotent,
+    /// Recovery looked the effect up and found it.
+    RecoveryQuery,
+    /// Recovery looked the effect up, did not find it, and resent it (tier 2 or demoted tier 1).
+    RecoveryReapply,
+    /// The target rejected a send but a lookup found the effect anyway.
+    FailedButLanded,
+}
+
+impl Via {
+    /// Every via, in the order the protocol lists them.
+    pub const ALL: [Via; 5] = [
+        Via::Send,
+        Via::RetryIdempotent,
+        Via::RecoveryQuery,
+        Via::RecoveryReapply,
+        Via::FailedButLanded,
+    ];
+
+    /// The string stored in a COMMITTED entry's `via` field.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Via::Send => "send",
+            Via::RetryIdempotent => "retry-idempotent",
+            Via::RecoveryQuery => "recovery-query",
+            Via::RecoveryReapply => "recovery-reapply",
+            Via::FailedButLanded => "failed-but-landed",
+        }
+    }
+
+    /// Parse a stored `via` string; `None` for an unknown via.
+    pub fn parse(s: &str) -> Option<Via> {
+        Via::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    /// Whether this COMMITTED sent the effect again (a second firing with its own checks).
+    pub const fn is_resend(self) -> bool {
+        matches!(self, Via::RetryIdempotent | Via::RecoveryReapply)
+    }
+}
+
 /// The SHA-256 of the canonical JSON of `entry` without its `hash` and `sig` fields.
 pub fn compute_digest(entry: &Map<String, Value>) -> Result<[u8; 32], CanonicalError> {
     thread_local! {

@@ -7,7 +7,8 @@
 //!
 //! Read in this order:
 //! 1. [`canonical`]: RFC 8785 canonical JSON (integers only), the bytes every hash covers;
-//! 2. [`entry`]: an entry's hash and signed message, the entry kinds, the bundle type;
+//! 2. [`entry`]: an entry's hash and signed message, the entry kinds and `via` values, the bundle
+//!    type;
 //! 3. [`signatures`]: which keys may sign, and batch verification that still names the bad one;
 //! 4. [`receipt`]: one receipt's checks: per entry ([`receipt`]'s `chain`), the protocol replay
 //!    (`replay`), then its signatures;

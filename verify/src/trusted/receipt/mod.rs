@@ -19,7 +19,7 @@ mod replay;
 
 use crate::problem::{code, shown_kind, Listing, Problem};
 use crate::receipt::ReceiptReport;
-use crate::trusted::entry::{self, ReceiptBundle, RECEIPT_FORMAT};
+use crate::trusted::entry::{self, ReceiptBundle, Via, RECEIPT_FORMAT};
 use crate::trusted::signatures;
 use chain::ChainWalk;
 use ed25519_dalek::{Signature, VerifyingKey};
@@ -32,15 +32,12 @@ pub const PYTHON_ORIGINAL_FORMAT: &str = "python-original";
 
 /// The ways a COMMITTED entry can say the effect happened.
 pub const VIAS: [&str; 5] = [
-    "send",
-    "retry-idempotent",
-    "recovery-query",
-    "recovery-reapply",
-    "failed-but-landed",
+    Via::Send.as_str(),
+    Via::RetryIdempotent.as_str(),
+    Via::RecoveryQuery.as_str(),
+    Via::RecoveryReapply.as_str(),
+    Via::FailedButLanded.as_str(),
 ];
-
-/// `via` values of a COMMITTED that sent the effect again (a second firing with its own checks).
-pub const RESEND_VIAS: [&str; 2] = ["retry-idempotent", "recovery-reapply"];
 
 /// Which key must have signed the entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

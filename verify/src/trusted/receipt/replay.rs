@@ -1,10 +1,11 @@
 //! Replaying a receipt's entries in order (DESIGN §3.3): the protocol rules, and what the receipt
 //! proves. One method per entry kind; each names the rule it enforces.
 
-use super::{Format, RESEND_VIAS, VIAS};
+use super::{Format, VIAS};
 use crate::problem::{code, Listing, Problem};
 use crate::receipt::{Happened, ReceiptReport, Refusal};
 use crate::trusted::canonical;
+use crate::trusted::entry::Via;
 use crate::trusted::entry::{self, Kind};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -173,14 +174,14 @@ impl<'a> Replay<'a> {
             self.put(i, kind, code::MULTIPLE_COMMITS, what);
         }
         let via = obj.get("via").and_then(Value::as_str);
-        let known = via.is_some_and(|v| VIAS.contains(&v))
+        let known = via.and_then(Via::parse).is_some()
             || (self.format == Format::Original && via.is_none());
         if !known {
             let shown = crate::display::shorten(via.unwrap_or("(none)"), 40);
             let what = format!("has via {shown:?}, which is not one of {}", VIAS.join(", "));
             self.put(i, kind, code::UNKNOWN_VIA, what);
         }
-        if via.is_some_and(|v| RESEND_VIAS.contains(&v)) {
+        if via.and_then(Via::parse).is_some_and(Via::is_resend) {
             self.sends.push(Send {
                 entry: i,
                 kind: "COMMITTED",

@@ -11,7 +11,7 @@
 
 use super::record::TicketRecord;
 use super::truth::OrderTruth;
-use crate::receipt::{verify_bundle, Happened, KeyCheck};
+use crate::receipt::{verify_bundle, KeyCheck};
 use serde_json::Value;
 
 /// The proof rule of `column` for one ticket.
@@ -34,7 +34,8 @@ pub fn proves(
     }
 }
 
-/// The interlock rule for one receipt.
+/// The interlock rule for one receipt ([`crate::scenarios::receipt_proof`]), the ticket's
+/// refunds being what Stripe holds of its effect.
 pub fn receipt_proves(
     bundle: &crate::entry::ReceiptBundle,
     ticket_id: &str,
@@ -42,23 +43,9 @@ pub fn receipt_proves(
     key: &ed25519_dalek::VerifyingKey,
 ) -> bool {
     let report = verify_bundle(bundle, &KeyCheck::Pinned(*key));
-    let held: Vec<&str> = truth.of_ticket(ticket_id).map(|r| r.id.as_str()).collect();
-    if !report.valid || !report.happened.agrees_with(!held.is_empty()) {
-        return false;
-    }
-    match report.happened {
-        Happened::Yes => {
-            held.len() == 1
-                && report
-                    .evidence
-                    .as_ref()
-                    .and_then(|e| e.get("refund"))
-                    .and_then(Value::as_str)
-                    .is_some_and(|id| held.contains(&id))
-        }
-        Happened::No => held.is_empty(),
-        Happened::Unknown => false,
-    }
+    let held = truth.of_ticket(ticket_id).count();
+    let holds = |id: &str| truth.of_ticket(ticket_id).any(|r| r.id == id);
+    crate::scenarios::receipt_proof::receipt_proof(&report, held, holds, "refund", "refund").is_ok()
 }
 
 /// The hand-written columns' rule: the log's last line agrees with Stripe.

@@ -29,19 +29,16 @@ pub const TICKET_KEY: &str = "ticket";
 /// The metadata key of the order.
 pub const ORDER_KEY: &str = "order";
 
-/// Final statuses of the hand-written columns that mean "this ticket's refund went out".
-pub const COLUMN_SENT_STATUSES: [&str; 3] = ["REFUNDED", "REPLAYED_BY_STRIPE", "FOUND_BY_LOOKUP"];
+/// no_check, hand_check and hand_lock: their POST created the refund.
+pub const REFUNDED: &str = "REFUNDED";
+/// hand_check and hand_lock: the order's refunds plus this one would pass the cap.
+pub const REFUSED_OVER_CAP: &str = "REFUSED:over_cap";
 
-/// Final statuses of the gate that mean "the effect went out" (or was already out).
-pub const GATE_SENT_STATUSES: [&str; 5] = [
-    "COMMITTED",
-    "COMMITTED_BY_RETRY",
-    "COMMITTED_ON_QUERY",
-    "REAPPLIED_AFTER_QUERY",
-    "DUPLICATE_IGNORED",
-];
-
-/// Whether a ticket's final status says its refund went out.
+/// Whether a ticket's final status says its refund went out (or was already out): the
+/// hand-written columns' own statuses (their words are billing_credit's but for the refund),
+/// and every status of the gate that records the effect as committed.
 pub fn status_says_refunded(status: &str) -> bool {
-    COLUMN_SENT_STATUSES.contains(&status) || GATE_SENT_STATUSES.contains(&status)
+    use crate::scenarios::billing_credit::{FOUND_BY_LOOKUP, REPLAYED_BY_STRIPE};
+    [REFUNDED, REPLAYED_BY_STRIPE, FOUND_BY_LOOKUP].contains(&status)
+        || crate::protocol::Status::parse(status).is_some_and(crate::protocol::Status::is_committed)
 }

@@ -1,0 +1,162 @@
+//! Stage 3, the cells: each group of cells read, its receipts verified (the trusted core), each
+//! cell judged ([`super::cell`]). Its output ([`Checked`]) is every kept report and what the
+//! file-level stages read of each cell ([`CellFacts`]).
+
+use crate::manifest;
+use crate::receipt::{self, SignerRule};
+use crate::results::{Cell, ResultsFile};
+use rayon::prelude::*;
+use std::borrow::Cow;
+use std::ops::Range;
+
+use super::*;
+
+/// A group of consecutive cells, typed, with the hashes of their JSON text when the file was
+/// read as text (`hashes[k]` is that of `cells[k]`, [`manifest::text_hash`]; empty otherwise).
+pub(super) struct Group<'c> {
+    pub(super) cells: Cow<'c, [Cell]>,
+    pub(super) hashes: Vec<Option<[u8; 32]>>,
+}
+
+/// What the file-level checks read of one cell and its report, kept after both are dropped.
+pub(super) struct CellFacts {
+    pub(super) crash: String,
+    pub(super) outage: String,
+    pub(super) column: String,
+    pub(super) repeat: u32,
+    pub(super) case_id: String,
+    pub(super) incident: String,
+    pub(super) decider: Option<crate::results::DeciderInfo>,
+    /// The decision, for the per-row replay check ([`crate::replayed`]).
+    pub(super) decision: Option<crate::results::Decision>,
+    pub(super) outcome: String,
+    pub(super) timings: Option<crate::results::Timings>,
+    /// Whether the cell's receipt is signed; `None` without one.
+    pub(super) receipt: Option<bool>,
+    /// The cell's report found nothing.
+    pub(super) ok: bool,
+    /// The derived `invariant_held`, `answer_matches` and `proof`.
+    pub(super) judged: (bool, bool, bool),
+    /// When the case's clock started, as its first invoice (`subscription_create`) shows.
+    pub(super) clock_started: Option<i64>,
+}
+
+impl crate::replayed::Row for CellFacts {
+    fn labels(&self) -> (&str, &str, &str, u32) {
+        (&self.crash, &self.outage, &self.column, self.repeat)
+    }
+    fn case_ids(&self) -> (&str, &str) {
+        (&self.case_id, &self.incident)
+    }
+    fn decision(&self) -> Option<&crate::results::Decision> {
+        self.decision.as_ref()
+    }
+}
+
+impl CellFacts {
+    fn of(cell: &Cell, report: &CellReport) -> CellFacts {
+        CellFacts {
+            crash: cell.crash.clone(),
+            outage: cell.outage.clone(),
+            column: cell.column.clone(),
+            repeat: cell.repeat,
+            case_id: cell.case.case_id.clone(),
+            incident: cell.case.incident.clone(),
+            decider: cell.decision.as_ref().map(|d| d.decider.clone()),
+            decision: cell.decision.clone(),
+            outcome: cell.outcome.clone(),
+            timings: cell.timings,
+            receipt: report.receipt.as_ref().map(|r| r.signed == Some(true)),
+            ok: report.ok,
+            judged: (report.invariant_held, report.answer_matches, report.proof),
+            clock_started: cell
+                .ground_truth
+                .invoices
+                .iter()
+                .filter(|i| i.billing_reason.as_deref() == Some("subscription_create"))
+                .map(|i| i.created)
+                .min(),
+        }
+    }
+}
+
+/// Every cell's report and facts, in file order: its receipt verified, its claims checked, its
+/// hash compared with the manifest.
+///
+/// Cells go through in groups holding about one signature batch of receipts: each group is read,
+/// its receipts verified and then its cells checked in the same task, while their data is still
+/// in cache; groups are spread over threads. The first group that cannot be read is the error.
+/// `signed` is what the first pass under a pin found of each group ([`hash_cells`]): then every
+/// cell's hash is already known to be the signed one, and is not compared again.
+pub(super) fn check_cells<'c, E: Send>(
+    head: &ResultsFile,
+    groups: Vec<Range<usize>>,
+    signed: Option<Vec<Vec<Signed>>>,
+    read: &(impl Fn(Range<usize>, &[Signed]) -> Result<Group<'c>, E> + Sync),
+    rule: &SignerRule,
+    detail: Detail,
+    count: usize,
+) -> Result<(Vec<CellReport>, Vec<CellFacts>), E> {
+    let vetted = receipt::Vetted::default();
+    type Checked = Vec<(Option<Box<CellReport>>, CellFacts)>;
+    let checked: Vec<Result<Checked, E>> = groups
+        .into_par_iter()
+        .enumerate()
+        .map(|(g, range)| {
+            let start = range.start;
+            let known = signed
+                .as_ref()
+                .map(|s| s.get(g).map_or(&[][..], Vec::as_slice));
+            let Group { cells, hashes } = read(range, known.unwrap_or_default())?;
+            let bundles: Vec<&crate::entry::ReceiptBundle> =
+                cells.iter().filter_map(|c| c.receipt.as_ref()).collect();
+            let mut reports = receipt::verify_group(&bundles, rule, &vetted).into_iter();
+            let checked = cells.iter().enumerate().map(|(k, cell)| {
+                let report = cell.receipt.as_ref().and_then(|_| reports.next());
+                let mut checked = check_cell(start + k, cell, report);
+                let hash = hashes.get(k).copied().flatten();
+                let compared = known.is_some();
+                let differs = || manifest::check_cell(&head.manifest, start + k, cell, hash);
+                if let Some(f) = (!compared).then(differs).flatten() {
+                    checked.findings.push(f);
+                    checked.ok = false;
+                }
+                let facts = CellFacts::of(cell, &checked);
+                let keep = detail == Detail::Every || !checked.ok;
+                // Boxed: most cells keep no report, and an empty slot should cost a pointer.
+                (keep.then(|| Box::new(checked)), facts)
+            });
+            Ok(checked.collect())
+        })
+        .collect();
+    let kept = if detail == Detail::Every { count } else { 0 };
+    let mut out = (Vec::with_capacity(kept), Vec::with_capacity(count));
+    for group in checked {
+        for (report, facts) in group? {
+            out.0.extend(report.map(|r| *r));
+            out.1.push(facts);
+        }
+    }
+    Ok(out)
+}
+
+/// Consecutive runs of cells, each holding at most [`receipt::RECEIPTS_PER_GROUP`] receipts and
+/// at most [`CELLS_PER_GROUP`] cells; together they cover every cell once, in order.
+pub(super) fn cell_groups(cells: &[Cell]) -> Vec<Range<usize>> {
+    let mut groups = Vec::with_capacity(cells.len() / receipt::RECEIPTS_PER_GROUP + 1);
+    let (mut start, mut receipts) = (0, 0);
+    for (i, c) in cells.iter().enumerate() {
+        receipts += usize::from(c.receipt.is_some());
+        if receipts == receipt::RECEIPTS_PER_GROUP || i + 1 - start == CELLS_PER_GROUP {
+            groups.push(start..i + 1);
+            (start, receipts) = (i + 1, 0);
+        }
+    }
+    if start < cells.len() {
+        groups.push(start..cells.len());
+    }
+    groups
+}
+
+/// Most cells in one group of [`cell_groups`] (bounds the work of a group without receipts).
+pub(super) const CELLS_PER_GROUP: usize = 4 * receipt::RECEIPTS_PER_GROUP;
