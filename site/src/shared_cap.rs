@@ -56,13 +56,16 @@ pub struct Rendered {
 struct RowView {
     crash: String,
     overlap: String,
-    cells: Vec<Option<CellView>>,
+    /// Per column, every repeat of the row, in file order.
+    cells: Vec<Vec<CellView>>,
 }
 
 /// One cell as the report and ids pages show it.
 struct CellView {
     anchor: String,
     label: String,
+    repeat: u32,
+    a_killed: bool,
     held: bool,
     refunded: String,
     refunds: usize,
@@ -155,7 +158,10 @@ fn verdict_line(summary: &[ColumnSummary]) -> String {
         .iter()
         .map(|s| {
             let judged = s.cells - s.harness_errors;
-            format!("{} held the cap in {}/{judged}", s.column, s.held)
+            format!(
+                "{} held the cap in {}/{judged} (worker a killed in {} of them)",
+                s.column, s.held, s.killed
+            )
         })
         .collect();
     format!("{}.", parts.join("; "))
@@ -174,6 +180,10 @@ fn facts(summary: &[ColumnSummary], file: &CapResults) -> Facts {
     for s in summary {
         let judged = s.cells - s.harness_errors;
         f.insert(format!("held.{}", s.column), Fact::Ratio(s.held, judged));
+        f.insert(
+            format!("killed.{}", s.column),
+            Fact::Ratio(s.killed, judged),
+        );
         f.insert(
             format!("over_cap.{}", s.column),
             Fact::Int(i64::from(s.over_cap)),
@@ -212,6 +222,8 @@ fn cell_view(c: &CapCell) -> CellView {
     CellView {
         anchor: anchor(c),
         label: format!("{}:{}:{} #{}", c.crash_point, c.overlap, c.column, c.repeat),
+        repeat: c.repeat,
+        a_killed: c.a_killed(),
         held: c.invariant_held,
         refunded: crate::format::dollars(c.truth.refunded_cents()),
         refunds: c.truth.refunds.iter().filter(|r| r.counts()).count(),
@@ -239,10 +251,11 @@ fn rows(file: &CapResults) -> Vec<RowView> {
                 .map(|col| {
                     file.cells
                         .iter()
-                        .find(|c| {
+                        .filter(|c| {
                             c.crash_point == crash && c.overlap == overlap && c.column == *col
                         })
                         .map(cell_view)
+                        .collect()
                 })
                 .collect(),
         })

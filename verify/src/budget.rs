@@ -353,6 +353,36 @@ fn read_effect<'a>(
                     None => {}
                 }
             }
+            Some("COMMITTED") if resends(entry) => {
+                // Recovery re-checked the budget before this resend: an admission like the
+                // DISPATCHED one, held to the same rules (its reservation stays that one's).
+                let record = entry
+                    .get("rechecked")
+                    .and_then(|r| r.get("budget"))
+                    .map(|b| serde_json::from_value::<BudgetRecord>(b.clone()));
+                match record {
+                    Some(Ok(r)) if r.id == budget_id => view.decisions.push(Decision {
+                        entry: i,
+                        admitted: true,
+                        record: r,
+                    }),
+                    Some(Ok(r)) if view.proposed.is_some() => findings.push(malformed(
+                        i,
+                        format!(
+                            "a resend re-checked budget {:?}, though its PROPOSED names this one",
+                            r.id
+                        ),
+                    )),
+                    Some(Ok(_)) => {}
+                    Some(Err(err)) => findings.push(malformed(i, err.to_string())),
+                    None if view.proposed.is_some() => findings.push(malformed(
+                        i,
+                        "a resend of an effect proposed under the budget records no re-check of it"
+                            .into(),
+                    )),
+                    None => {}
+                }
+            }
             Some("REFUSED") => {
                 let over = entry.get("code").and_then(Value::as_str) == Some(OVER_BUDGET);
                 let record = field.map(|b| serde_json::from_value::<BudgetRecord>(b.clone()));
@@ -384,6 +414,14 @@ fn read_effect<'a>(
         }
     }
     view
+}
+
+/// Whether a COMMITTED entry records a resend by recovery (under the same key, or after a
+/// lookup that found nothing): a send the budget was re-checked for.
+fn resends(entry: &Value) -> bool {
+    use crate::protocol::Via;
+    let via = entry.get("via").and_then(Value::as_str);
+    via == Some(Via::RetryIdempotent.as_str()) || via == Some(Via::RecoveryReapply.as_str())
 }
 
 /// Rules (a) and (b) for one admission or refusal.
@@ -603,6 +641,35 @@ mod tests {
 
     fn codes(f: &[BudgetFinding]) -> Vec<&'static str> {
         f.iter().map(BudgetFinding::code).collect()
+    }
+
+    #[test]
+    fn a_resend_is_an_admission_its_recheck_must_justify() {
+        let resent = |cap: i64| {
+            json!({"kind": "COMMITTED", "via": "retry-idempotent",
+                "rechecked": {"budget": record(2000, &[], Some(cap))}})
+        };
+        let ok = check(&[(
+            "a",
+            vec![proposed(2000), dispatched(2000, &[]), resent(CAP)],
+        )]);
+        assert!(ok.is_empty(), "{ok:?}");
+        // The cap had been lowered: the re-check says over, yet it resent.
+        let over = check(&[(
+            "a",
+            vec![proposed(2000), dispatched(2000, &[]), resent(1000)],
+        )]);
+        assert!(
+            codes(&over).contains(&"budget_admitted_over_cap"),
+            "{over:?}"
+        );
+        // No re-check recorded for a resend of a budgeted effect.
+        let bare = json!({"kind": "COMMITTED", "via": "recovery-reapply"});
+        let none = check(&[("a", vec![proposed(2000), dispatched(2000, &[]), bare])]);
+        assert!(
+            codes(&none).contains(&"budget_record_malformed"),
+            "{none:?}"
+        );
     }
 
     #[test]

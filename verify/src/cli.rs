@@ -597,16 +597,28 @@ pub fn json_report(worst: Status, files: Vec<FileJson>, input_bytes: usize) -> S
         text.push_str(&f.text());
     }
     text.push_str("]}");
-    if text.len() <= budget {
-        return json_safe(&text);
+    // The budget holds for what is printed: measured after escaping (an escaped character can
+    // take six bytes where the text had two).
+    let safe = json_safe(&text);
+    if safe.len() <= budget {
+        return safe;
     }
-    drop(text);
+    drop((text, safe));
     let files: Vec<Value> = files.into_iter().map(FileJson::value).collect();
-    let mut out = json!({"exit_code": worst as u8, "files": files});
-    if crate::display::fit_json(&mut out, budget) {
-        out["truncated"] = Value::Bool(true);
+    let whole = json!({"exit_code": worst as u8, "files": files});
+    let mut target = budget;
+    loop {
+        let mut out = whole.clone();
+        if crate::display::fit_json(&mut out, target) {
+            out["truncated"] = Value::Bool(true);
+        }
+        let safe = json_safe(&serde_json::to_string(&out).unwrap_or_default());
+        if safe.len() <= budget || target <= JSON_BUDGET_MIN / 8 {
+            return safe;
+        }
+        // Escaping made it longer than the budget: cut to a smaller one, in proportion.
+        target = (target / 2).max(target.saturating_mul(budget) / safe.len().max(1));
     }
-    json_safe(&serde_json::to_string(&out).unwrap_or_default())
 }
 
 /// The `--json` report when the arguments could not be used.

@@ -293,6 +293,47 @@ fn scan_tracked(text: &str) -> Result<TopLevel, LoadError> {
     Ok(top)
 }
 
+/// At most one JSON value per this many bytes of a document (plus [`VALUE_ALLOWANCE`]): the
+/// files the runner and the gate write hold one per 20 to 40 bytes; a document of bare small
+/// values (`[0,0,0,…]`, two bytes each) would make a tree many times its size in memory.
+pub const MIN_BYTES_PER_VALUE: usize = 8;
+/// Values any document may hold whatever its size.
+pub const VALUE_ALLOWANCE: usize = 4096;
+
+/// Refuses a document with more values than its size allows ([`MIN_BYTES_PER_VALUE`]), counted
+/// in one pass over its text before anything is built: every value but the first follows a `,`,
+/// a `[` or a `:` outside strings, so their count bounds the values.
+fn values_within_density(text: &str) -> Result<(), LoadError> {
+    let (mut in_string, mut escaped, mut values) = (false, false, 1usize);
+    for b in text.bytes() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b',' | b'[' | b':' => values += 1,
+                _ => {}
+            }
+        }
+    }
+    let allowed = text.len() / MIN_BYTES_PER_VALUE + VALUE_ALLOWANCE;
+    if values > allowed {
+        return Err(LoadError::Limit {
+            path: "$".into(),
+            message: format!(
+                "about {values} JSON values in {} bytes: more than one per {MIN_BYTES_PER_VALUE} bytes (at most {allowed})",
+                text.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
 fn text(bytes: &[u8]) -> Result<&str, LoadError> {
     std::str::from_utf8(bytes).map_err(|e| LoadError::Utf8 {
         offset: e.valid_up_to(),
@@ -339,6 +380,7 @@ fn typed_tracked<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, LoadEr
 /// Detect what a file is and read it.
 pub fn load_document(bytes: &[u8]) -> Result<Document, LoadError> {
     let text = text(bytes)?;
+    values_within_density(text)?;
     let top = scan(text)?;
     if !top.is_object {
         return Err(LoadError::UnknownFormat {
@@ -377,6 +419,12 @@ pub fn load_document(bytes: &[u8]) -> Result<Document, LoadError> {
         Some(crate::shared_cap::check::FORMAT) => {
             let file = typed::<crate::shared_cap::record::CapResults>(text)?;
             for (i, c) in file.cells.iter().enumerate() {
+                crate::shared_cap::plan::labels_known(c).map_err(|(field, message)| {
+                    LoadError::Shape {
+                        path: format!("cells[{i}].{field}"),
+                        message,
+                    }
+                })?;
                 for (j, t) in c.tickets.iter().enumerate() {
                     if let Some(b) = &t.receipt {
                         effect_id_shape(
@@ -527,6 +575,7 @@ pub enum Loaded<'a> {
 /// read cleanly that way) through [`load_document`], which names the error.
 pub fn load_for_check(bytes: &[u8]) -> Result<Loaded<'_>, LoadError> {
     let text = text(bytes)?;
+    values_within_density(text)?;
     if let Some(file) = results_text(text) {
         return Ok(Loaded::Results(Box::new(file)));
     }

@@ -516,9 +516,10 @@ fn oversized_and_unsafe_values_are_refused_with_small_output() {
         notes.push(note);
         let (code, _) = verify_bin(&[], &serde_json::to_vec(&d).unwrap());
         assert_eq!(code, Some(2), "{file}");
-        // A free-form value past its limit (kept as text, at most 256 KiB).
+        // A free-form value past its limit (kept as text, at most 256 KiB), of values large
+        // enough to pass the loader's density limit.
         let mut d = base.clone();
-        let filler: Vec<Value> = (0..100_000).map(|_| json!([])).collect();
+        let filler: Vec<Value> = (0..30_000).map(|_| json!("xxxxxxxxxx")).collect();
         d["cells"][0]["restart"] = json!({"detail": filler});
         let (code, out) = verify_bin(&[], &serde_json::to_vec(&d).unwrap());
         assert_eq!(code, Some(2), "{file}: {}", &out[..out.len().min(300)]);

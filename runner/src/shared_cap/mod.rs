@@ -261,10 +261,11 @@ fn print_summary(file: &CapResults, wall: Duration) {
     );
     for s in &file.summary {
         println!(
-            "  {:<10} held {}/{}  over the cap {}  answers {}/{}  proof {}/{} tickets{}",
+            "  {:<10} held {}/{}  a killed {}  over the cap {}  answers {}/{}  proof {}/{} tickets{}",
             s.column,
             s.held,
             s.cells,
+            s.killed,
             s.over_cap,
             s.answers_matched,
             s.cells,

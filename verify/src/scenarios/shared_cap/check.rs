@@ -9,6 +9,7 @@ use crate::canonical::{self, CanonicalError};
 use crate::receipt::KeyCheck;
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 use serde::Serialize;
+use sha2::Digest as _;
 use std::collections::HashSet;
 
 /// The `format` of a shared_cap results file.
@@ -48,14 +49,29 @@ pub enum SigningError {
     Serialize(#[from] serde_json::Error),
 }
 
-/// The bytes the run's key signs: the context, then the canonical JSON of the file with its
-/// `signature` member left out.
+/// The bytes the run's key signs: the context, then the canonical JSON of
+/// `{"v": 1, "head": H, "cells": [C0, C1, ...]}`, where `H` is the hex SHA-256 of the canonical
+/// JSON of every top-level member but `cells` and `signature`, and `Ci` that of `cells[i]`. Each
+/// cell is turned into JSON and hashed on its own, so checking holds one cell's tree at a time.
 pub fn signing_message(file: &CapResults) -> Result<Vec<u8>, SigningError> {
-    let mut unsigned = file.clone();
-    unsigned.signature = None;
-    let value = serde_json::to_value(&unsigned)?;
+    let digest = |value: &serde_json::Value| -> Result<String, SigningError> {
+        Ok(hex::encode(sha2::Sha256::digest(canonical::to_vec(value)?)))
+    };
+    let mut cells = Vec::with_capacity(file.cells.len());
+    for c in &file.cells {
+        cells.push(digest(&serde_json::to_value(c)?)?);
+    }
+    let head = serde_json::json!({
+        "format": file.format,
+        "scenario": file.scenario,
+        "generated_at": file.generated_at,
+        "environment": file.environment,
+        "want": file.want,
+        "summary": file.summary,
+    });
+    let body = serde_json::json!({"v": 1, "head": digest(&head)?, "cells": cells});
     let mut out = SIGNATURE_CONTEXT.as_bytes().to_vec();
-    out.extend(canonical::to_vec(&value)?);
+    out.extend(canonical::to_vec(&body)?);
     Ok(out)
 }
 
@@ -166,17 +182,23 @@ fn check_cell(i: usize, c: &CapCell, key: &VerifyingKey, findings: &mut Vec<Stri
             }
         }
     }
+    // Only worker a is ever killed, and only at its row's crash point.
+    for (j, t) in c.tickets.iter().enumerate() {
+        let allowed = j == 0 && t.killed_at.as_deref() == Some(c.crash_point.as_str());
+        if t.killed_at.is_some() && !allowed {
+            findings.push(format!(
+                "{at}: tickets[{j}] records a kill at {:?}, but only worker a is killed, at the \
+                 row's crash point",
+                t.killed_at.as_deref().unwrap_or_default()
+            ));
+        }
+    }
     if !c.truth.consistent() {
         findings.push(format!(
             "{at}: the ground truth does not add up: the charge reports {} cents refunded, its \
              succeeded refunds {}",
             c.truth.amount_refunded,
-            c.truth
-                .refunds
-                .iter()
-                .filter(|r| r.status == "succeeded")
-                .map(|r| r.amount)
-                .sum::<i64>()
+            c.truth.succeeded_cents()
         ));
     }
     if c.column == "interlock" {

@@ -89,6 +89,29 @@ pub fn every_step_plan(repeats: u32) -> Vec<PlannedCell> {
     out
 }
 
+/// A cell's labels are the plan's: a known column, a known overlap, and a step its column
+/// passes. `Err((field, why))` names the first that is not (the loader refuses the file, so no
+/// report ever repeats an unknown label).
+pub fn labels_known(c: &super::record::CapCell) -> Result<(), (&'static str, String)> {
+    if !COLUMNS.contains(&c.column.as_str()) {
+        return Err(("column", format!("not one of {}", COLUMNS.join(", "))));
+    }
+    if !OVERLAPS.contains(&c.overlap.as_str()) {
+        return Err(("overlap", format!("not one of {}", OVERLAPS.join(", "))));
+    }
+    if !is_kill_step(&c.column, &c.crash_point) {
+        return Err((
+            "crash_point",
+            format!(
+                "not a step the {} column passes ({})",
+                c.column,
+                kill_steps(&c.column).join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Whether worker `a` may be killed at `step` in `column`'s cells.
 pub fn is_kill_step(column: &str, step: &str) -> bool {
     kill_steps(column).contains(&step)

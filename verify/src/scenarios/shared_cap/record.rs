@@ -87,6 +87,16 @@ pub struct CapCell {
     pub wall_ms: u64,
 }
 
+impl CapCell {
+    /// Worker `a` was SIGKILLed at the row's crash point.
+    pub fn a_killed(&self) -> bool {
+        self.tickets
+            .first()
+            .and_then(|t| t.killed_at.as_deref())
+            .is_some_and(|at| at == self.crash_point)
+    }
+}
+
 /// The order of a cell.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

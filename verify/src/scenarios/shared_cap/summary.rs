@@ -14,6 +14,9 @@ pub struct ColumnSummary {
     pub cells: u32,
     /// Cells whose invariant held.
     pub held: u32,
+    /// Judged cells in which worker `a` was SIGKILLed at the row's crash point (in the others it
+    /// ended by itself first, refused before it got there).
+    pub killed: u32,
     /// Cells where refunds went over the cap.
     pub over_cap: u32,
     /// Cells where every ticket's answer matched Stripe.
@@ -36,6 +39,7 @@ pub fn summarize(cells: &[CapCell], columns: &[&str]) -> Vec<ColumnSummary> {
                 column: (*column).to_owned(),
                 cells: 0,
                 held: 0,
+                killed: 0,
                 over_cap: 0,
                 answers_matched: 0,
                 proved: 0,
@@ -49,6 +53,7 @@ pub fn summarize(cells: &[CapCell], columns: &[&str]) -> Vec<ColumnSummary> {
                     continue;
                 }
                 s.held += u32::from(c.invariant_held);
+                s.killed += u32::from(c.a_killed());
                 s.over_cap += u32::from(c.truth.refunded_cents() > super::CAP_CENTS);
                 s.answers_matched += u32::from(c.answers_match);
                 for t in &c.tickets {

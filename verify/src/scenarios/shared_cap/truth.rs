@@ -64,12 +64,15 @@ impl OrderTruth {
     /// Whether the refunds add up to the charge's `amount_refunded` (succeeded ones only: a
     /// pending refund is not yet in it). A mismatch means the reads were inconsistent.
     pub fn consistent(&self) -> bool {
-        let succeeded = self
-            .refunds
+        self.succeeded_cents() == self.amount_refunded
+    }
+
+    /// Cents of the succeeded refunds (saturating: a sum past `i64` cannot wrap).
+    pub fn succeeded_cents(&self) -> i64 {
+        self.refunds
             .iter()
             .filter(|r| r.status == "succeeded")
-            .fold(0i64, |sum, r| sum.saturating_add(r.amount));
-        succeeded == self.amount_refunded
+            .fold(0i64, |sum, r| sum.saturating_add(r.amount))
     }
 }
 

@@ -1,0 +1,136 @@
+//! shared_cap files (`interlock-shared-cap/1`) under the forger's threat models: labels outside
+//! the plan are refused before any report repeats them, sums cannot overflow, only worker a may
+//! be killed and only at its row's point, a report stays within its size budget after escaping,
+//! and a large value cannot sit in a signed file unchecked.
+//!
+//! The fixture `fixtures/shared_cap.json` is a genuine run (a copy of the site's fixture).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::{json, Value};
+use std::process::Command;
+use verify::load::{load_document, Document};
+use verify::receipt::KeyCheck;
+
+fn genuine() -> Value {
+    let bytes = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/shared_cap.json"
+    ))
+    .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+fn load(v: &Value) -> Result<verify::shared_cap::record::CapResults, String> {
+    match load_document(&serde_json::to_vec(v).unwrap()) {
+        Ok(Document::SharedCap(f)) => Ok(*f),
+        Ok(_) => Err("another kind of file".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn findings(v: &Value) -> Vec<String> {
+    verify::shared_cap::check::check(&load(v).unwrap(), &KeyCheck::SelfAttested).findings
+}
+
+#[test]
+fn the_genuine_file_verifies() {
+    assert_eq!(findings(&genuine()), Vec::<String>::new());
+}
+
+#[test]
+fn a_label_outside_the_plan_is_refused_at_load() {
+    for (field, value) in [
+        ("crash_point", "\u{85}".repeat(100)),
+        ("overlap", "sideways".into()),
+        ("column", "hand".into()),
+    ] {
+        let mut v = genuine();
+        v["cells"][0][field] = json!(value);
+        let err = load(&v).unwrap_err();
+        assert!(err.contains(&format!("cells[0].{field}")), "{err}");
+    }
+    // A step the column never passes.
+    let mut v = genuine();
+    let i = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|c| c["column"] == "no_check")
+        .unwrap();
+    v["cells"][i]["crash_point"] = json!("lookup");
+    assert!(load(&v).unwrap_err().contains("crash_point"));
+}
+
+#[test]
+fn huge_refund_amounts_do_not_overflow() {
+    let mut v = genuine();
+    let many: Vec<Value> = (0..1100)
+        .map(|i| json!({"id": format!("re_{i}"), "amount": 9_007_199_254_740_991_i64, "status": "succeeded", "ticket": null, "effect_id": null, "created": 1}))
+        .collect();
+    v["cells"][0]["truth"]["refunds"] = json!(many);
+    let f = findings(&v);
+    assert!(f.iter().any(|x| x.contains("does not add up")), "{f:?}");
+}
+
+#[test]
+fn a_kill_of_worker_b_or_at_another_point_is_a_finding() {
+    let mut v = genuine();
+    v["cells"][0]["tickets"][1]["killed_at"] = json!(v["cells"][0]["crash_point"].clone());
+    let f = findings(&v);
+    assert!(
+        f.iter().any(|x| x.contains("only worker a is killed")),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn the_json_report_stays_within_its_budget_after_escaping() {
+    // Long strings of a character escaped to six bytes, in a field the report repeats.
+    // The order id is repeated in every budget finding of an interlock cell.
+    let mut v = genuine();
+    let t = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["column"] == "interlock")
+        .unwrap()
+        .clone();
+    let mut cells = Vec::new();
+    // Two findings per cell repeat it: 10 x 40 KB of text fits the budget, 10 x 120 KB escaped
+    // does not.
+    for i in 0..5 {
+        let mut c = t.clone();
+        c["repeat"] = json!(i);
+        c["order"]["order_id"] = json!("\u{85}".repeat(20_000));
+        cells.push(c);
+    }
+    v["cells"] = json!(cells);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("amp.json");
+    let text = serde_json::to_vec(&v).unwrap();
+    std::fs::write(&path, &text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .arg("--json")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let budget = verify::cli::JSON_BUDGET_MIN.max(text.len());
+    assert_eq!(out.status.code(), Some(1), "the file is read, and fails");
+    assert!(
+        out.stdout.len() <= budget,
+        "{} > {budget}",
+        out.stdout.len()
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["truncated"], json!(true), "cut to fit once escaped");
+}
+
+#[test]
+fn a_file_of_bare_small_values_is_refused_before_it_is_built() {
+    // 495,000 zeros in one approval: two bytes a value, a tree many times the file's size.
+    let mut v = genuine();
+    v["cells"] = json!([v["cells"][0].clone()]);
+    v["cells"][0]["tickets"][0]["approval"]["revoked"] = json!(vec![0; 495_000]);
+    let err = load(&v).unwrap_err();
+    assert!(err.contains("more than one per 8 bytes"), "{err}");
+}
