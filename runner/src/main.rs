@@ -95,6 +95,11 @@ fn main() -> ExitCode {
         }
         return run_nemesis(&cli.run, list);
     }
+    if cli.run.every_step && cli.run.scenario.as_deref() != Some("shared_cap") {
+        return could_not_run_because(
+            "--every-step belongs to --scenario shared_cap (pass that, or drop --every-step)",
+        );
+    }
     let outcome = match cli.run.scenario.as_deref() {
         Some("shared_cap") => shared_cap::run(&cli.run),
         Some("all") => run_all(&cli.run),

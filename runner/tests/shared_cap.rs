@@ -142,6 +142,23 @@ fn a_changed_refund_or_judgement_fails_verification() {
 }
 
 #[test]
+fn every_step_with_the_other_scenario_is_refused_with_a_reason() {
+    let out = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["--scenario", "billing_credit", "--every-step", "--no-site"])
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--every-step belongs to --scenario shared_cap"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn options_of_the_other_scenario_are_refused_with_a_reason() {
     let (output, _out) = run(&["--cells", "before_send:renewal:interlock"]);
     assert_eq!(output.status.code(), Some(2), "{output:?}");
