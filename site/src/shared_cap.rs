@@ -262,6 +262,77 @@ fn rows(file: &CapResults) -> Vec<RowView> {
         .collect()
 }
 
+type NavFn<'a> = dyn Fn(&str, &'static str, Vec<(String, String)>, String) -> Option<Nav> + 'a;
+
+/// One page per interlock receipt (each re-verified here against `key`), with its bundle.
+fn receipt_pages(
+    cells: &[CellView],
+    file: &CapResults,
+    key: &KeyCheck,
+    json_name: &str,
+    nav: &NavFn<'_>,
+) -> Result<Vec<(String, String, String)>, SiteError> {
+    let mut receipts = Vec::new();
+    for c in cells {
+        for t in &c.cell.tickets {
+            let Some(bundle) = &t.receipt else { continue };
+            let checked = summarize(&verify_bundle(bundle, key));
+            let entries = bundle
+                .entries
+                .iter()
+                .zip(entry_checks(bundle, &file.environment.public_key))
+                .enumerate()
+                .map(|(i, (e, check))| entry_view(i, e, check))
+                .collect();
+            let html = page(
+                "shared_cap/receipts",
+                &ReceiptPage {
+                    root: "../../",
+                    version: VERSION,
+                    nav: nav(
+                        "../",
+                        "receipt",
+                        vec![("../ids.html".into(), "Ids and receipts".into())],
+                        format!("Receipt {}", &bundle.effect_id),
+                    ),
+                    effect_id: &bundle.effect_id,
+                    cell_anchor: &c.anchor,
+                    cell_label: &c.label,
+                    ticket: &t.ticket_id,
+                    check: &checked,
+                    entries,
+                    json_name,
+                },
+            )?;
+            let json = serde_json::to_string_pretty(bundle).unwrap_or_default();
+            receipts.push((bundle.effect_id.clone(), html, json));
+        }
+    }
+    Ok(receipts)
+}
+
+/// An entry as the receipt page lists it: its kind and every field but the hash and signature.
+fn entry_view(i: usize, e: &serde_json::Value, check: EntryCheck) -> EntryView {
+    EntryView {
+        index: i + 1,
+        kind: e
+            .get("kind")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("?")
+            .to_owned(),
+        fields: e
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| !matches!(k.as_str(), "kind" | "hash" | "sig"))
+                    .map(|(k, v)| (k.clone(), v.to_string()))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        check,
+    }
+}
+
 /// Renders a shared_cap file: verified first (refused with the checker's findings otherwise).
 pub fn render(
     path: &Path,
@@ -350,60 +421,7 @@ pub fn render(
             cells: &cells,
         },
     )?;
-    let mut receipts = Vec::new();
-    for c in &cells {
-        for t in &c.cell.tickets {
-            let Some(bundle) = &t.receipt else { continue };
-            let checked = summarize(&verify_bundle(bundle, &key));
-            let published = &file.environment.public_key;
-            let entries = bundle
-                .entries
-                .iter()
-                .zip(entry_checks(bundle, published))
-                .enumerate()
-                .map(|(i, (e, check))| EntryView {
-                    index: i + 1,
-                    kind: e
-                        .get("kind")
-                        .and_then(serde_json::Value::as_str)
-                        .unwrap_or("?")
-                        .to_owned(),
-                    fields: e
-                        .as_object()
-                        .map(|m| {
-                            m.iter()
-                                .filter(|(k, _)| !matches!(k.as_str(), "kind" | "hash" | "sig"))
-                                .map(|(k, v)| (k.clone(), v.to_string()))
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                    check,
-                })
-                .collect();
-            let html = page(
-                "shared_cap/receipts",
-                &ReceiptPage {
-                    root: "../../",
-                    version: VERSION,
-                    nav: nav(
-                        "../",
-                        "receipt",
-                        vec![("../ids.html".into(), "Ids and receipts".into())],
-                        format!("Receipt {}", &bundle.effect_id),
-                    ),
-                    effect_id: &bundle.effect_id,
-                    cell_anchor: &c.anchor,
-                    cell_label: &c.label,
-                    ticket: &t.ticket_id,
-                    check: &checked,
-                    entries,
-                    json_name: &json_name,
-                },
-            )?;
-            let json = serde_json::to_string_pretty(bundle).unwrap_or_default();
-            receipts.push((bundle.effect_id.clone(), html, json));
-        }
-    }
+    let receipts = receipt_pages(&cells, &file, &key, &json_name, &nav)?;
     Ok(Rendered {
         index: IndexEntry {
             scenario: SCENARIO.to_owned(),

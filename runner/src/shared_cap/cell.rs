@@ -13,7 +13,7 @@ use scenarios::billing_credit::RestartReport;
 use scenarios::shared_cap as cap;
 use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -296,12 +296,12 @@ fn first_phases(
     }
 }
 
-/// Runs one cell to a judged (or harness-error) cell.
-pub fn run_cell(
+/// The cell's directory, account and order, written where both workers read it.
+fn open_cell(
     ctx: &CapContext<'_>,
     index: usize,
-    spec: PlannedCell,
-) -> Result<CapCell, CellAbort> {
+    spec: &PlannedCell,
+) -> Result<(PathBuf, String, stripe::Client, cap::OrderFile), CellAbort> {
     let dir = ctx.run_dir.join(format!(
         "cell-{index:03}-{}-{}-{}-{}",
         spec.crash_point, spec.overlap, spec.column, spec.repeat
@@ -319,12 +319,60 @@ pub fn run_cell(
         std::fs::write(dir.join(cap::JOURNAL_LOCATION_FILE), url)
             .map_err(|e| CellAbort::Setup(format!("cannot name the journal: {e}")))?;
     }
+    Ok((dir, api_key, client, order))
+}
+
+/// Worker `a`'s report: its own when it finished by itself, else its restart's (run here).
+/// Whatever kept the cell from running as designed goes into `harness`.
+fn report_of_a(
+    ctx: &CapContext<'_>,
+    (dir, api_key): (&Path, &str),
+    spec: &PlannedCell,
+    ended_a: &Ended,
+    harness: &mut Option<String>,
+) -> Result<Option<RestartReport>, CellAbort> {
+    let restart = Worker {
+        column: spec.column,
+        ticket: "a",
+        phase: CapPhase::Restart,
+        crash: None,
+        wait_go: false,
+    };
+    Ok(match ended_a {
+        Ended::Finished(r) => Some((**r).clone()),
+        Ended::Killed { .. } => match spawn(ctx, dir, api_key, &restart) {
+            Ok(child) => match watch(ctx, child, None, &dir.join("restart-a.stderr"))? {
+                Ended::Finished(r) => Some(*r),
+                Ended::Failed(why) | Ended::Killed { at: why } => {
+                    harness.get_or_insert(format!("the restart of worker a: {why}"));
+                    None
+                }
+            },
+            Err(e) => {
+                harness.get_or_insert(e);
+                None
+            }
+        },
+        Ended::Failed(why) => {
+            harness.get_or_insert(format!("worker a: {why}"));
+            None
+        }
+    })
+}
+
+/// Runs one cell to a judged (or harness-error) cell.
+pub fn run_cell(
+    ctx: &CapContext<'_>,
+    index: usize,
+    spec: PlannedCell,
+) -> Result<CapCell, CellAbort> {
+    let (dir, api_key, client, order) = open_cell(ctx, index, &spec)?;
     let started = Instant::now();
-    let mut harness = None;
     let (ended_a, ended_b) = match first_phases(ctx, &dir, &api_key, &spec)? {
         Ok(pair) => pair,
         Err(e) => (Ended::Failed(e.clone()), Ended::Failed(e)),
     };
+    let mut harness = None;
     let report_b = match &ended_b {
         Ended::Finished(r) => Some((**r).clone()),
         Ended::Killed { .. } => {
@@ -336,55 +384,18 @@ pub fn run_cell(
             None
         }
     };
-    let report_a = match &ended_a {
-        Ended::Finished(r) => Some((**r).clone()),
-        Ended::Killed { .. } => {
-            let err = dir.join("restart-a.stderr");
-            match spawn(
-                ctx,
-                &dir,
-                &api_key,
-                &Worker {
-                    column: spec.column,
-                    ticket: "a",
-                    phase: CapPhase::Restart,
-                    crash: None,
-                    wait_go: false,
-                },
-            ) {
-                Ok(child) => match watch(ctx, child, None, &err)? {
-                    Ended::Finished(r) => Some(*r),
-                    Ended::Failed(why) | Ended::Killed { at: why } => {
-                        harness.get_or_insert(format!("the restart of worker a: {why}"));
-                        None
-                    }
-                },
-                Err(e) => {
-                    harness.get_or_insert(e);
-                    None
-                }
-            }
+    let report_a = report_of_a(ctx, (&dir, &api_key), &spec, &ended_a, &mut harness)?;
+    let truth = cap::ground_truth(&client, &order).unwrap_or_else(|e| {
+        harness.get_or_insert(format!("reading the ground truth: {e}"));
+        verify::shared_cap::OrderTruth {
+            payment_intent: order.payment_intent.clone(),
+            charge: order.charge.clone(),
+            charge_amount: order.amount,
+            amount_refunded: 0,
+            refunds: Vec::new(),
         }
-        Ended::Failed(why) => {
-            harness.get_or_insert(format!("worker a: {why}"));
-            None
-        }
-    };
-    let truth = cap::ground_truth(&client, &order);
+    });
     let wall_ms = started.elapsed().as_millis() as u64;
-    let truth = match truth {
-        Ok(t) => t,
-        Err(e) => {
-            harness.get_or_insert(format!("reading the ground truth: {e}"));
-            verify::shared_cap::OrderTruth {
-                payment_intent: order.payment_intent.clone(),
-                charge: order.charge.clone(),
-                charge_amount: order.amount,
-                amount_refunded: 0,
-                refunds: Vec::new(),
-            }
-        }
-    };
     let ticket = |name| {
         order
             .ticket(name)

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use verify::shared_cap::check::{check, sign, FORMAT};
-use verify::shared_cap::plan::{every_step_plan, plan, COLUMNS};
+use verify::shared_cap::plan::{every_step_plan, plan, PlannedCell, COLUMNS};
 use verify::shared_cap::record::{CapEnvironment, CapResults, SCENARIO};
 use verify::shared_cap::summary::summarize;
 
@@ -49,10 +49,10 @@ pub(crate) fn refuse_foreign_options(args: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// Runs the shared_cap matrix.
-pub fn run(args: &RunArgs) -> Result<RunOutcome> {
+/// What a run checks before any cell runs: the plan, the number of jobs, the output
+/// directories.
+fn checked_plan(args: &RunArgs) -> Result<(Vec<PlannedCell>, usize)> {
     refuse_foreign_options(args)?;
-    let started = Instant::now();
     let cells_plan = if args.every_step {
         every_step_plan(args.repeat)
     } else {
@@ -81,6 +81,14 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
             )
         })?;
     }
+    let jobs = jobs.min(cells_plan.len());
+    Ok((cells_plan, jobs))
+}
+
+/// Runs the shared_cap matrix.
+pub fn run(args: &RunArgs) -> Result<RunOutcome> {
+    let (cells_plan, jobs) = checked_plan(args)?;
+    let started = Instant::now();
     let seed = args.seed.unwrap_or_else(|| rand::random::<u64>() >> 11);
     let run_id = format!("{:08x}", rand::random::<u32>());
     let journal = match &args.journal {
@@ -112,26 +120,82 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
         worker_timeout: settings.claim_ttl + settings.max_in_flight + Duration::from_secs(120),
         journal: journal.as_deref(),
     };
-    let jobs = jobs.min(cells_plan.len());
     eprintln!(
         "runner: shared_cap, {} cell(s), {jobs} job(s), backend {} ({}), decider policy, seed {seed}",
         cells_plan.len(),
         backend.name(),
         backend.base_url(),
     );
-    let slots = Mutex::new((0..cells_plan.len()).map(|_| None).collect::<Vec<_>>());
+    let slots = run_cells(&ctx, &cells_plan, jobs);
+    // The file is signed with the run's key; read it back before the key file goes.
+    let signing_key = crate::keys::read_signing_key(key.path()).map_err(|e| anyhow!(e));
+    key.delete()
+        .context("cannot delete the run's private key file")?;
+    let signing_key = signing_key?;
+    let mut cells = Vec::new();
+    for slot in slots {
+        match slot {
+            Some(Ok(c)) => cells.push(c),
+            Some(Err(crate::cell::CellAbort::Setup(e))) => bail!("the run could not continue: {e}"),
+            Some(Err(crate::cell::CellAbort::Cancelled)) | None => return Err(Interrupted.into()),
+        }
+    }
+    let environment = CapEnvironment {
+        backend: backend.name().into(),
+        stripe_api_version: stripe::API_VERSION.into(),
+        decider: "policy".into(),
+        runner_version: env!("CARGO_PKG_VERSION").into(),
+        git_commit: git_commit(),
+        seed,
+        public_key: key.public_hex(),
+        journal: if journal.is_some() {
+            "postgresql"
+        } else {
+            "file"
+        }
+        .into(),
+        max_in_flight_ms: settings.max_in_flight.as_millis() as u64,
+        command: format!(
+            "runner --scenario shared_cap --seed {seed}{}",
+            if args.every_step { " --every-step" } else { "" }
+        ),
+    };
+    let file = write_signed(args, environment, cells, &signing_key)?;
+    drop(signing_key);
+    drop(run_dir);
+    print_summary(&file, started.elapsed());
+    let path = args.out.join(RESULTS_FILE);
+    println!("results: {}", path.display());
+    let verified = check_written(args, &file, &key.public());
+    Ok(RunOutcome {
+        harness_errors: file
+            .cells
+            .iter()
+            .filter(|c| c.harness_error.is_some())
+            .count(),
+        results_path: path,
+        verified,
+    })
+}
+
+type Slot = Option<Result<verify::shared_cap::record::CapCell, crate::cell::CellAbort>>;
+
+/// Runs the plan's cells on `jobs` threads, each cell's line printed as it ends; a cell that
+/// cannot even open its order stops the run.
+fn run_cells(ctx: &CapContext<'_>, cells_plan: &[PlannedCell], jobs: usize) -> Vec<Slot> {
+    let slots = Mutex::new((0..cells_plan.len()).map(|_| None).collect::<Vec<Slot>>());
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..jobs {
             s.spawn(|| loop {
-                if cancel.load(Ordering::SeqCst) {
+                if ctx.cancel.load(Ordering::SeqCst) {
                     break;
                 }
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(spec) = cells_plan.get(i).copied() else {
                     break;
                 };
-                let result = run_cell(&ctx, i, spec);
+                let result = run_cell(ctx, i, spec);
                 let line = match &result {
                     Ok(c) => cell_line(c),
                     Err(cell_abort) => format!("{cell_abort:?}"),
@@ -145,7 +209,7 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
                     spec.column
                 );
                 if matches!(result, Err(crate::cell::CellAbort::Setup(_))) {
-                    cancel.store(true, Ordering::SeqCst);
+                    ctx.cancel.store(true, Ordering::SeqCst);
                 }
                 if let Ok(mut slots) = slots.lock() {
                     slots[i] = Some(result);
@@ -153,62 +217,39 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
             });
         }
     });
-    let signing_key = crate::keys::read_signing_key(key.path()).map_err(|e| anyhow!(e));
-    key.delete()
-        .context("cannot delete the run's private key file")?;
-    let signing_key = signing_key?;
-    let mut cells = Vec::new();
-    for slot in slots
-        .into_inner()
-        .map_err(|_| anyhow!("a cell thread panicked"))?
-    {
-        match slot {
-            Some(Ok(c)) => cells.push(c),
-            Some(Err(crate::cell::CellAbort::Setup(e))) => bail!("the run could not continue: {e}"),
-            Some(Err(crate::cell::CellAbort::Cancelled)) | None => return Err(Interrupted.into()),
-        }
-    }
-    let summary = summarize(&cells, &COLUMNS);
+    slots.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Summarizes, signs and writes `DIR/shared_cap.json`.
+fn write_signed(
+    args: &RunArgs,
+    environment: CapEnvironment,
+    cells: Vec<verify::shared_cap::record::CapCell>,
+    key: &ed25519_dalek::SigningKey,
+) -> Result<CapResults> {
     let mut file = CapResults {
         format: FORMAT.to_owned(),
         scenario: SCENARIO.to_owned(),
         generated_at: crate::results::now_rfc3339(),
-        environment: CapEnvironment {
-            backend: backend.name().into(),
-            stripe_api_version: stripe::API_VERSION.into(),
-            decider: "policy".into(),
-            runner_version: env!("CARGO_PKG_VERSION").into(),
-            git_commit: git_commit(),
-            seed,
-            public_key: key.public_hex(),
-            journal: if journal.is_some() {
-                "postgresql"
-            } else {
-                "file"
-            }
-            .into(),
-            max_in_flight_ms: settings.max_in_flight.as_millis() as u64,
-            command: format!(
-                "runner --scenario shared_cap --seed {seed}{}",
-                if args.every_step { " --every-step" } else { "" }
-            ),
-        },
+        environment,
         want: verify::shared_cap::WANT.to_owned(),
+        summary: summarize(&cells, &COLUMNS),
         cells,
-        summary,
         signature: None,
     };
-    sign(&mut file, &signing_key).context("cannot sign the results file")?;
-    drop(signing_key);
+    sign(&mut file, key).context("cannot sign the results file")?;
     let mut bytes = serde_json::to_vec_pretty(&file).context("cannot serialize the results")?;
     bytes.push(b'\n');
     let path = args.out.join(RESULTS_FILE);
     crate::results::write_atomically(&path, &bytes)
         .with_context(|| format!("cannot write {}", path.display()))?;
-    drop(run_dir);
-    print_summary(&file, started.elapsed());
-    println!("results: {}", path.display());
-    let report = check(&file, &verify::receipt::KeyCheck::Pinned(key.public()));
+    Ok(file)
+}
+
+/// Checks the written file with verify's rules against the run's key, prints the verdict, and
+/// renders the site when it holds (unless `--no-site`).
+fn check_written(args: &RunArgs, file: &CapResults, key: &ed25519_dalek::VerifyingKey) -> bool {
+    let report = check(file, &verify::receipt::KeyCheck::Pinned(*key));
     if report.ok {
         println!(
             "verify: ok ({} cells, signed by the run's key)",
@@ -223,15 +264,7 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
             eprintln!("  {f}");
         }
     }
-    Ok(RunOutcome {
-        harness_errors: file
-            .cells
-            .iter()
-            .filter(|c| c.harness_error.is_some())
-            .count(),
-        results_path: path,
-        verified: report.ok,
-    })
+    report.ok
 }
 
 fn cell_line(c: &verify::shared_cap::record::CapCell) -> String {
