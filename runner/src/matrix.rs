@@ -4,7 +4,7 @@
 //! `*` (all values of that position); `*` in the column position is the common case
 //! (`after_send:proration:*` runs the row in all three columns).
 
-pub use scenarios::billing_credit::{Column, CrashPoint, Outage, DEFAULT_ROWS};
+pub use scenarios::billing_credit::{default_rows, Column, CrashPoint, Outage};
 
 /// One cell to run: a row, a column and a repeat index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,9 +172,9 @@ pub fn plan(
         return Err(SpecError::ZeroRepeat);
     }
     let triples = triples.unwrap_or_else(|| {
-        DEFAULT_ROWS
-            .iter()
-            .flat_map(|&(c, o)| Column::ALL.iter().map(move |&col| (c, o, col)))
+        default_rows()
+            .into_iter()
+            .flat_map(|(c, o)| Column::ALL.iter().map(move |&col| (c, o, col)))
             .collect()
     });
     let mut rows: Vec<(CrashPoint, Outage)> = Vec::new();
@@ -220,7 +220,7 @@ mod tests {
     #[test]
     fn default_plan_is_the_reference_matrix() {
         let p = plan(None, 1).unwrap();
-        assert_eq!(p.rows, DEFAULT_ROWS.to_vec());
+        assert_eq!(p.rows, default_rows());
         assert_eq!(p.columns, Column::ALL.to_vec());
         assert_eq!(p.cells.len(), 18);
         assert_eq!(p.cells[0].label(), "before_send/renewal/no_check");

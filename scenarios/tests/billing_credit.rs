@@ -9,9 +9,9 @@ mod common;
 use common::Env;
 use interlock::{LeaseStore, Target};
 use scenarios::billing_credit::{
-    facts, ground_truth, load_decision, observations, read_hand_check_log, run_outage, stripe_ids,
-    Account, ApprovalStore, CaseFile, Column, CrashPoint, CreditTarget, Outage, DEFAULT_ROWS,
-    JOURNAL_FILE, RECEIPT_FILE,
+    default_rows, facts, ground_truth, load_decision, observations, read_hand_check_log,
+    run_outage, stripe_ids, Account, ApprovalStore, CaseFile, Column, CrashPoint, CreditTarget,
+    Outage, JOURNAL_FILE, RECEIPT_FILE,
 };
 use serde_json::{json, Value};
 use std::path::Path;
@@ -595,7 +595,7 @@ fn run_cell(env: &mut Env, crash: CrashPoint, outage: Outage, column: Column) {
 #[test]
 fn reference_rows_in_process() {
     let mut env = Env::new();
-    for (crash, outage) in DEFAULT_ROWS {
+    for (crash, outage) in default_rows() {
         for column in Column::ALL {
             run_cell(&mut env, crash, outage, column);
         }

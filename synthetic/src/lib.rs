@@ -17,18 +17,11 @@ use verify::results::*;
 use verify::scenarios::billing_credit;
 use verify::scenarios::billing_credit::{billing_credit_effect_id, request_id};
 
-/// The six (crash, outage) rows of the reference page, in display order.
-pub const DEFAULT_ROWS: [(&str, &str); 6] = [
-    ("before_send", "renewal"),
-    ("before_send", "billing_credit"),
-    ("before_send", "proration"),
-    ("after_send", "renewal"),
-    ("after_send", "proration"),
-    ("before_send", "unrelated_credit"),
-];
+/// The six (crash, outage) rows of the reference page, in display order (verify's plan).
+pub use verify::scenarios::billing_credit::REFERENCE_ROWS as DEFAULT_ROWS;
 
-/// The three columns, in display order.
-pub const DEFAULT_COLUMNS: [&str; 3] = ["no_check", "hand_check", "interlock"];
+/// The three columns, in display order (verify's plan).
+pub use verify::scenarios::billing_credit::REFERENCE_COLUMNS as DEFAULT_COLUMNS;
 
 /// What to generate.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -255,15 +255,14 @@ impl Outage {
     }
 }
 
-/// The reference page's six rows, in its order.
-pub const DEFAULT_ROWS: [(CrashPoint, Outage); 6] = [
-    (CrashPoint::BeforeSend, Outage::Renewal),
-    (CrashPoint::BeforeSend, Outage::BillingCredit),
-    (CrashPoint::BeforeSend, Outage::Proration),
-    (CrashPoint::AfterSend, Outage::Renewal),
-    (CrashPoint::AfterSend, Outage::Proration),
-    (CrashPoint::BeforeSend, Outage::UnrelatedCredit),
-];
+/// The reference page's six rows, in its order: verify's plan
+/// ([`verify::scenarios::billing_credit::REFERENCE_ROWS`]) in this crate's typed names.
+pub fn default_rows() -> Vec<(CrashPoint, Outage)> {
+    verify::scenarios::billing_credit::REFERENCE_ROWS
+        .iter()
+        .filter_map(|(c, o)| Some((c.parse().ok()?, o.parse().ok()?)))
+        .collect()
+}
 
 macro_rules! string_enum {
     ($t:ident, $what:literal) => {
@@ -744,10 +743,16 @@ mod tests {
 
     #[test]
     fn default_rows_follow_the_reference_page() {
-        let names: Vec<String> = DEFAULT_ROWS
+        let names: Vec<String> = default_rows()
             .iter()
             .map(|(c, o)| format!("{c}/{o}"))
             .collect();
+        // Every column of verify's plan is one of this crate's, in its order.
+        let columns: Vec<&str> = Column::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(
+            columns,
+            verify::scenarios::billing_credit::REFERENCE_COLUMNS
+        );
         assert_eq!(
             names,
             [
