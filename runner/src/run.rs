@@ -188,6 +188,24 @@ pub(crate) fn journal_schema(url: &str, run_id: &str) -> Result<String> {
     Ok(format!("{url}{sep}options=-c%20search_path%3D{schema}"))
 }
 
+/// The run's temporary directory (named with `prefix`) and its signing key in it: the stable
+/// key of `--signing-key` or the environment when one is given, else a fresh per-run key.
+pub(crate) fn run_dir_and_key(
+    prefix: &str,
+    signing_key: Option<&std::path::Path>,
+) -> Result<(tempfile::TempDir, RunKey)> {
+    let run_dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .context("cannot create the run's temporary directory")?;
+    let key = match crate::keys::stable_key(signing_key).map_err(|e| anyhow!(e))? {
+        Some(stable) => RunKey::save(run_dir.path(), stable),
+        None => RunKey::generate(run_dir.path()),
+    }
+    .context("cannot create the run's signing key")?;
+    Ok((run_dir, key))
+}
+
 /// Runs the matrix and writes the results. Returns an error for bad usage or a failed start;
 /// [`Interrupted`] after Ctrl-C.
 pub fn run(args: &RunArgs) -> Result<RunOutcome> {
@@ -241,15 +259,7 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
         None => None,
     };
 
-    let run_dir = tempfile::Builder::new()
-        .prefix("interlock-run-")
-        .tempdir()
-        .context("cannot create the run's temporary directory")?;
-    let key = match crate::keys::stable_key(args.signing_key.as_deref()).map_err(|e| anyhow!(e))? {
-        Some(stable) => RunKey::save(run_dir.path(), stable),
-        None => RunKey::generate(run_dir.path()),
-    }
-    .context("cannot create the run's signing key")?;
+    let (run_dir, key) = run_dir_and_key("interlock-run-", args.signing_key.as_deref())?;
     let cancel = Arc::new(AtomicBool::new(false));
     install_signal_handler(cancel.clone())?;
 

@@ -9,7 +9,6 @@ pub mod worker;
 
 use crate::backend::Backend;
 use crate::cli::RunArgs;
-use crate::keys::RunKey;
 use crate::run::{git_commit, install_signal_handler, Interrupted, RunOutcome};
 use anyhow::{anyhow, bail, Context, Result};
 use cell::{run_cell, CapContext};
@@ -95,15 +94,8 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
         Some(url) => Some(crate::run::journal_schema(url, &run_id)?),
         None => None,
     };
-    let run_dir = tempfile::Builder::new()
-        .prefix("interlock-shared-cap-")
-        .tempdir()
-        .context("cannot create the run's temporary directory")?;
-    let key = match crate::keys::stable_key(args.signing_key.as_deref()).map_err(|e| anyhow!(e))? {
-        Some(stable) => RunKey::save(run_dir.path(), stable),
-        None => RunKey::generate(run_dir.path()),
-    }
-    .context("cannot create the run's signing key")?;
+    let (run_dir, key) =
+        crate::run::run_dir_and_key("interlock-shared-cap-", args.signing_key.as_deref())?;
     let cancel = Arc::new(AtomicBool::new(false));
     install_signal_handler(cancel.clone())?;
     let backend = Backend::start(args.backend, &run_id).map_err(|e| anyhow!(e))?;

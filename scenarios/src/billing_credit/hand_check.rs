@@ -41,19 +41,23 @@ impl Phase {
     }
 }
 
-struct Log<'a> {
-    path: std::path::PathBuf,
-    case_id: &'a str,
-    phase: Phase,
+/// A hand-written column's plain JSONL log: every line is
+/// `{ts_ms, agent, <subject key>: <subject>, phase, step, ...fields}`, fsynced.
+pub(crate) struct PlainLog<'a> {
+    pub(crate) path: std::path::PathBuf,
+    pub(crate) agent: &'static str,
+    /// `("case_id", case)` for billing_credit, `("ticket", ticket)` for shared_cap.
+    pub(crate) subject: (&'static str, &'a str),
+    pub(crate) phase: Phase,
 }
 
-impl Log<'_> {
-    /// Appends `{ts_ms, agent, case_id, phase, step, ...fields}` and fsyncs it.
-    fn step(&self, step: &str, fields: Value) -> Result<(), ScenarioError> {
+impl PlainLog<'_> {
+    /// Appends one step's line and fsyncs it.
+    pub(crate) fn step(&self, step: &str, fields: Value) -> Result<(), ScenarioError> {
         let mut line = Map::new();
         line.insert("ts_ms".into(), json!(now_ms()));
-        line.insert("agent".into(), json!(AGENT));
-        line.insert("case_id".into(), json!(self.case_id));
+        line.insert("agent".into(), json!(self.agent));
+        line.insert(self.subject.0.into(), json!(self.subject.1));
         line.insert("phase".into(), json!(self.phase.as_str()));
         line.insert("step".into(), json!(step));
         if let Value::Object(extra) = fields {
@@ -73,9 +77,10 @@ pub(crate) fn send(
     phase: Phase,
     crash: Option<&Crash>,
 ) -> Result<(String, Option<String>), ScenarioError> {
-    let log = Log {
+    let log = PlainLog {
         path: cell_dir.join(HAND_CHECK_LOG),
-        case_id: &case.case_id,
+        agent: AGENT,
+        subject: ("case_id", &case.case_id),
         phase,
     };
 
@@ -195,9 +200,10 @@ mod tests {
     #[test]
     fn log_lines_carry_the_common_fields_and_a_torn_tail_is_skipped() {
         let dir = tempfile::tempdir().unwrap();
-        let log = Log {
+        let log = PlainLog {
             path: dir.path().join(HAND_CHECK_LOG),
-            case_id: "case-1",
+            agent: AGENT,
+            subject: ("case_id", "case-1"),
             phase: Phase::Restart,
         };
         log.step("lookup", json!({"found": null})).unwrap();

@@ -17,51 +17,17 @@
 use super::order::{Decision, OrderFile, Ticket};
 use super::refund::{post_refund, refunds};
 use super::{AGENT, LOCK_FILE};
-use crate::billing_credit::{append_line_durably, fire, now_ms, Crash, CrashPoint, ScenarioError};
-use serde_json::{json, Map, Value};
+use crate::billing_credit::hand_check::PlainLog;
+use crate::billing_credit::{fire, Crash, CrashPoint, ScenarioError};
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use verify::billing_credit::{FOUND_BY_LOOKUP, REFUSED_APPROVAL, REPLAYED_BY_STRIPE};
 use verify::shared_cap::{REFUNDED, REFUSED_OVER_CAP};
 
-/// Which phase of the worker writes the log line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Phase {
-    Decide,
-    Restart,
-}
-
-impl Phase {
-    fn as_str(self) -> &'static str {
-        match self {
-            Phase::Decide => "decide",
-            Phase::Restart => "restart",
-        }
-    }
-}
+pub(crate) use crate::billing_credit::hand_check::Phase;
 
 fn log_path(cell_dir: &Path, ticket: &str) -> PathBuf {
     cell_dir.join(format!("hand_check-{ticket}.log"))
-}
-
-struct Log<'a> {
-    path: PathBuf,
-    ticket_id: &'a str,
-    phase: Phase,
-}
-
-impl Log<'_> {
-    fn step(&self, step: &str, fields: Value) -> Result<(), ScenarioError> {
-        let mut line = Map::new();
-        line.insert("ts_ms".into(), json!(now_ms()));
-        line.insert("agent".into(), json!(AGENT));
-        line.insert("ticket".into(), json!(self.ticket_id));
-        line.insert("phase".into(), json!(self.phase.as_str()));
-        line.insert("step".into(), json!(step));
-        if let Value::Object(extra) = fields {
-            line.extend(extra);
-        }
-        append_line_durably(&self.path, &Value::Object(line))
-    }
 }
 
 /// An exclusive `flock` on the cell's lock file, released when dropped (or when the process
@@ -102,9 +68,10 @@ pub(crate) fn send(
     } else {
         None
     };
-    let log = Log {
+    let log = PlainLog {
         path: log_path(cell_dir, &ticket.name),
-        ticket_id: &ticket.id,
+        agent: AGENT,
+        subject: ("ticket", &ticket.id),
         phase,
     };
 
