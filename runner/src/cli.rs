@@ -157,7 +157,10 @@ pub struct RunArgs {
     /// commit_then_drop, kill_recovery, two_workers, revoke_in_outage, revoke_mid_check,
     /// note_mid_check, rate_limit_burst, kill_at_step, exposure, stop_holder, torn_tail,
     /// disk_full (needs root: it mounts a tmpfs), dedup_expired (needs libfaketime),
-    /// decides_again. Writes DIR/nemesis/billing_credit.json.
+    /// decides_again. Writes DIR/nemesis/billing_credit.json. With --scenario shared_cap:
+    /// `all` or some of kill_at_step (worker a or b killed at a drawn step), kill_both, and
+    /// kill_restart (a killed, then its restart killed); writes DIR/nemesis/shared_cap.json
+    /// (shared_cap_two_hosts.json with --two-hosts).
     #[arg(long, value_name = "LIST", conflicts_with_all = ["cells", "repeat"])]
     pub nemesis: Option<String>,
 
@@ -189,6 +192,13 @@ pub struct RunArgs {
     /// check, each gate step, before and after the POST), not only before_send and after_send.
     #[arg(long)]
     pub every_step: bool,
+
+    /// shared_cap only: run worker a and worker b on two hosts, network namespaces this run
+    /// makes (needs root and `ip`), each joined to this machine by its own link and with its
+    /// own directory for its files (hand_lock's lock file among them). They share only what
+    /// they reach over the network: the emulator and the --journal database (required).
+    #[arg(long)]
+    pub two_hosts: bool,
 
     /// Run every cell this many times (repeat index 0..N in the results).
     #[arg(long, default_value_t = 1, value_name = "N")]

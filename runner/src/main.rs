@@ -87,10 +87,19 @@ fn main() -> ExitCode {
             Err(e) => could_not_run(&e),
         };
     }
+    if cli.run.two_hosts && cli.run.scenario.as_deref() != Some("shared_cap") {
+        return could_not_run_because(
+            "--two-hosts belongs to --scenario shared_cap (pass that, or drop --two-hosts)",
+        );
+    }
     if let Some(list) = &cli.run.nemesis {
+        if cli.run.scenario.as_deref() == Some("shared_cap") {
+            return exit_of(shared_cap::nemesis::run(&cli.run, list));
+        }
         if cli.run.scenario.as_deref() != Some("billing_credit") {
             return could_not_run_because(
-                "--nemesis runs billing_credit's trials only: pass --scenario billing_credit",
+                "--nemesis runs one scenario's trials: pass --scenario billing_credit or \
+                 --scenario shared_cap",
             );
         }
         return run_nemesis(&cli.run, list);
@@ -100,11 +109,15 @@ fn main() -> ExitCode {
             "--every-step belongs to --scenario shared_cap (pass that, or drop --every-step)",
         );
     }
-    let outcome = match cli.run.scenario.as_deref() {
+    exit_of(match cli.run.scenario.as_deref() {
         Some("shared_cap") => shared_cap::run(&cli.run),
         Some("all") => run_all(&cli.run),
         _ => run::run(&cli.run),
-    };
+    })
+}
+
+/// The exit code of a run: 0 when every cell was judged and the file verifies.
+fn exit_of(outcome: anyhow::Result<run::RunOutcome>) -> ExitCode {
     match outcome {
         Ok(outcome) => {
             if outcome.harness_errors > 0 {

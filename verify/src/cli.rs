@@ -279,8 +279,12 @@ fn shared_cap_outcome(
 ) -> Outcome {
     let held: u32 = r.summary.iter().map(|s| s.held).sum();
     let summary = format!(
-        "shared_cap, {} cells ({} judged; the invariant held in {held}: what the run found, \
+        "shared_cap{}, {} cells ({} judged; the invariant held in {held}: what the run found, \
          re-derived from the data), {}",
+        match f.environment.hosts {
+            Some(n) => format!(" on {n} hosts"),
+            None => String::new(),
+        },
         r.cells,
         r.judged,
         if r.signed {
@@ -291,6 +295,43 @@ fn shared_cap_outcome(
     );
     let details = r.findings.iter().map(|x| format!("  {x}")).collect();
     let mut outcome = Outcome::new(r.ok, summary, details, "shared_cap", r, json);
+    let named = hex::decode(&f.environment.public_key)
+        .ok()
+        .and_then(|b| <[u8; 32]>::try_from(b).ok())
+        .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
+        .map(|k| crate::fingerprint(&k));
+    outcome.provenance = Provenance {
+        signer: signer_of(key, named),
+        made: Made::Generated(f.generated_at.clone()),
+        commit: Some(f.environment.git_commit.clone()),
+    };
+    outcome
+}
+
+fn shared_cap_nemesis_outcome(
+    f: &crate::shared_cap::nemesis::record::CapNemesisFile,
+    key: &KeyCheck,
+    r: &crate::shared_cap::nemesis::check::CapNemesisReport,
+    json: bool,
+) -> Outcome {
+    let held: u32 = r.summary.iter().map(|s| s.held).sum();
+    let summary = format!(
+        "shared_cap nemesis{}, {} trials ({} judged; the invariant held in {held}: what the \
+         run found, re-derived from the data), {}",
+        match f.environment.hosts {
+            Some(n) => format!(" on {n} hosts"),
+            None => String::new(),
+        },
+        r.trials,
+        r.judged,
+        if r.signed {
+            "signed"
+        } else {
+            "signature check failed"
+        }
+    );
+    let details = r.findings.iter().map(|x| format!("  {x}")).collect();
+    let mut outcome = Outcome::new(r.ok, summary, details, "shared_cap_nemesis", r, json);
     let named = hex::decode(&f.environment.public_key)
         .ok()
         .and_then(|b| <[u8; 32]>::try_from(b).ok())
@@ -326,6 +367,7 @@ fn named_signer(doc: &Document) -> Option<String> {
         Document::OriginalResults(_) => None,
         Document::Nemesis(f) => Some(f.environment.signer.clone()),
         Document::SharedCap(f) => Some(f.environment.public_key.clone()),
+        Document::SharedCapNemesis(f) => Some(f.environment.public_key.clone()),
     }
 }
 
@@ -360,7 +402,7 @@ fn key_for(
 fn signer_place(doc: &Document) -> &'static str {
     match doc {
         Document::Receipt(_) => "entries[0].signer",
-        Document::SharedCap(_) => "environment.public_key",
+        Document::SharedCap(_) | Document::SharedCapNemesis(_) => "environment.public_key",
         _ => "environment.signer",
     }
 }
@@ -479,6 +521,10 @@ pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<Strin
         Document::SharedCap(f) => {
             let r = crate::shared_cap::check::check(&f, &key);
             shared_cap_outcome(&f, &key, &r, json)
+        }
+        Document::SharedCapNemesis(f) => {
+            let r = crate::shared_cap::nemesis::check::check(&f, &key);
+            shared_cap_nemesis_outcome(&f, &key, &r, json)
         }
     };
     finish(&name, outcome, options)

@@ -71,6 +71,8 @@ pub enum Document {
     Nemesis(Box<crate::nemesis::NemesisFile>),
     /// An `interlock-shared-cap/1` file ([`crate::shared_cap`]).
     SharedCap(Box<crate::shared_cap::record::CapResults>),
+    /// An `interlock-shared-cap-nemesis/1` file ([`crate::shared_cap::nemesis`]).
+    SharedCapNemesis(Box<crate::shared_cap::nemesis::record::CapNemesisFile>),
 }
 
 /// What one pass over the whole document found at its top level.
@@ -437,6 +439,27 @@ pub fn load_document(bytes: &[u8]) -> Result<Document, LoadError> {
             }
             Ok(Document::SharedCap(Box::new(file)))
         }
+        Some(crate::shared_cap::nemesis::FORMAT) => {
+            let file = typed::<crate::shared_cap::nemesis::record::CapNemesisFile>(text)?;
+            for (i, t) in file.trials.iter().enumerate() {
+                crate::shared_cap::nemesis::check::labels_known(t).map_err(|(field, message)| {
+                    LoadError::Shape {
+                        path: format!("trials[{i}].{field}"),
+                        message,
+                    }
+                })?;
+                for (j, ticket) in t.cell.tickets.iter().enumerate() {
+                    if let Some(b) = &ticket.receipt {
+                        effect_id_shape(
+                            &format!("trials[{i}].cell.tickets[{j}].receipt.effect_id"),
+                            &b.effect_id,
+                            64,
+                        )?;
+                    }
+                }
+            }
+            Ok(Document::SharedCapNemesis(Box::new(file)))
+        }
         Some(RECEIPT_FORMAT) => {
             let bundle = typed::<ReceiptBundle>(text)?;
             effect_id_shape("effect_id", &bundle.effect_id, 64)?;
@@ -444,9 +467,10 @@ pub fn load_document(bytes: &[u8]) -> Result<Document, LoadError> {
         }
         Some(other) => Err(LoadError::UnknownFormat {
             found: format!(
-                "format {other:?} (known: {RESULTS_FORMAT}, {}, {}, {RECEIPT_FORMAT})",
+                "format {other:?} (known: {RESULTS_FORMAT}, {}, {}, {}, {RECEIPT_FORMAT})",
                 crate::nemesis::NEMESIS_FORMAT,
-                crate::shared_cap::check::FORMAT
+                crate::shared_cap::check::FORMAT,
+                crate::shared_cap::nemesis::FORMAT
             ),
         }),
         // No `format`: only the original Python implementation wrote such files. Read one only
@@ -524,6 +548,12 @@ pub fn load_results(bytes: &[u8]) -> Result<ResultsFile, LoadError> {
             found: format!(
                 "a shared_cap results file ({}), not {RESULTS_FORMAT}",
                 crate::shared_cap::check::FORMAT
+            ),
+        }),
+        Document::SharedCapNemesis(_) => Err(LoadError::UnknownFormat {
+            found: format!(
+                "a shared_cap nemesis file ({}), not {RESULTS_FORMAT}",
+                crate::shared_cap::nemesis::FORMAT
             ),
         }),
     }

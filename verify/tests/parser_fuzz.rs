@@ -33,6 +33,9 @@ fn check(bytes: &[u8]) -> Option<(bool, Value)> {
             verify::nemesis::check::verify_nemesis(&f, &KeyCheck::SelfAttested).ok
         }
         Document::SharedCap(f) => verify::shared_cap::check::check(&f, &KeyCheck::SelfAttested).ok,
+        Document::SharedCapNemesis(f) => {
+            verify::shared_cap::nemesis::check::check(&f, &KeyCheck::SelfAttested).ok
+        }
     };
     Some((ok, value))
 }

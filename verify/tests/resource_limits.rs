@@ -53,6 +53,10 @@ fn check_in_process(bytes: &[u8]) -> usize {
                 &f,
                 &KeyCheck::SelfAttested,
             )),
+            Document::SharedCapNemesis(f) => drop(verify::shared_cap::nemesis::check::check(
+                &f,
+                &KeyCheck::SelfAttested,
+            )),
         }
     }
     peak_rss_bytes().unwrap_or(0).saturating_sub(before)

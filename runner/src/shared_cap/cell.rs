@@ -42,6 +42,17 @@ pub struct CapContext<'a> {
     pub worker_timeout: Duration,
     /// The PostgreSQL journal of the run, if any.
     pub journal: Option<&'a str>,
+    /// `--two-hosts`: worker `a` on the first host, `b` on the second.
+    pub hosts: Option<&'a super::hosts::Hosts>,
+}
+
+/// The directory ticket `ticket`'s worker keeps its files in: the cell directory when both
+/// workers share a host, else the host's own directory in it (`host-a`, `host-b`).
+fn ticket_dir(ctx: &CapContext<'_>, dir: &Path, ticket: &str) -> PathBuf {
+    match ctx.hosts {
+        Some(_) => dir.join(format!("host-{ticket}")),
+        None => dir.to_path_buf(),
+    }
 }
 
 /// How one worker process ended.
@@ -71,27 +82,29 @@ fn spawn(ctx: &CapContext<'_>, dir: &Path, api_key: &str, w: &Worker<'_>) -> Res
         crash,
         wait_go,
     } = *w;
-    let name = match phase {
-        CapPhase::Send => format!("send-{ticket}"),
-        CapPhase::Restart => format!("restart-{ticket}"),
-    };
+    let name = format!("{}-{ticket}", phase.as_str());
     let stderr_path = dir.join(format!("{name}.stderr"));
     let stderr = std::fs::File::create(&stderr_path)
         .map_err(|e| format!("cannot create {}: {e}", stderr_path.display()))?;
     let settings = ctx.backend.scenario_settings();
-    let mut cmd = Command::new(ctx.exe);
+    // Worker `a` runs on host `a`, `b` on host `b` (restarts included).
+    let host = ctx.hosts.and_then(|h| h.view(ticket));
+    let (mut cmd, base_url) = match host {
+        Some(view) => (
+            super::hosts::Hosts::command(view, ctx.exe),
+            view.base_url.as_str(),
+        ),
+        None => (Command::new(ctx.exe), ctx.backend.base_url()),
+    };
     cmd.arg("cap-worker")
-        .arg(match phase {
-            CapPhase::Send => "send",
-            CapPhase::Restart => "restart",
-        })
+        .arg(phase.as_str())
         .args(["--column", column, "--ticket", ticket])
         .args(["--crash", crash.unwrap_or(crate::worker::NO_CRASH)])
         .arg("--cell-dir")
-        .arg(dir)
+        .arg(ticket_dir(ctx, dir, ticket))
         .arg("--key-file")
         .arg(ctx.key_file)
-        .args(["--base-url", ctx.backend.base_url()])
+        .args(["--base-url", base_url])
         .args([
             "--request-timeout-ms",
             &ms(ctx.backend.request_timeout()).to_string(),
@@ -190,21 +203,18 @@ fn watch(
     })
 }
 
-fn go(child: &mut Child, keep_open: bool) -> Result<(), String> {
+fn go(child: &mut Child) -> Result<(), String> {
     let Some(stdin) = child.stdin.as_mut() else {
         return Err("a worker has no stdin to start it with".into());
     };
     stdin
         .write_all(b"go\n")
         .and_then(|()| stdin.flush())
-        .map_err(|e| format!("cannot start a worker: {e}"))?;
-    if !keep_open {
-        drop(child.stdin.take());
-    }
-    Ok(())
+        .map_err(|e| format!("cannot start a worker: {e}"))
 }
 
 fn ticket_record(
+    ctx: &CapContext<'_>,
     t: &cap::Ticket,
     dir: &Path,
     first: &Ended,
@@ -219,7 +229,9 @@ fn ticket_record(
         Ended::Finished(_) => "finished by itself".to_owned(),
         Ended::Failed(why) => why.clone(),
     };
-    let amount = cap::Decision::load(dir, &t.name).ok().map(|d| d.amount);
+    let amount = cap::Decision::load(&ticket_dir(ctx, dir, &t.name), &t.name)
+        .ok()
+        .map(|d| d.amount);
     TicketRecord {
         name: t.name.clone(),
         ticket_id: t.id.clone(),
@@ -239,152 +251,245 @@ fn ticket_record(
     }
 }
 
+/// What one matrix cell or nemesis trial runs: the column, how the two workers overlap, and
+/// where each is SIGKILLed (a step its column passes), worker `a`'s restart included.
+#[derive(Debug, Clone, Copy)]
+pub struct CellSpec<'s> {
+    /// The column.
+    pub column: &'s str,
+    /// `sequential` or `concurrent`.
+    pub overlap: &'s str,
+    /// Where worker `a` is killed in its first phase, if it is.
+    pub kill_a: Option<&'s str>,
+    /// Where worker `b` is killed in its first phase, if it is.
+    pub kill_b: Option<&'s str>,
+    /// Where worker `a`'s restart is killed, if it is (a final restart then finishes).
+    pub kill_restart: Option<&'s str>,
+}
+
+/// Starts one worker per entry, blocked on its start pipe, then releases them together and
+/// watches each to its end. With one entry, it just runs.
+fn together(
+    ctx: &CapContext<'_>,
+    dir: &Path,
+    api_key: &str,
+    workers: &[Worker<'_>],
+) -> Result<Result<Vec<Ended>, String>, CellAbort> {
+    let mut children = Vec::new();
+    for w in workers {
+        match spawn(ctx, dir, api_key, w) {
+            Ok(c) => children.push(c),
+            Err(e) => {
+                for c in &mut children {
+                    kill_and_reap(c);
+                }
+                return Ok(Err(e));
+            }
+        }
+    }
+    // Every worker is up and blocked on its start signal: release them together. Their stdin
+    // stays open: a worker blocked at its crash point waits on it until the SIGKILL.
+    for i in 0..children.len() {
+        let started = if workers[i].wait_go {
+            go(&mut children[i])
+        } else {
+            Ok(())
+        };
+        if let Err(e) = started {
+            for c in &mut children {
+                kill_and_reap(c);
+            }
+            return Ok(Err(e));
+        }
+    }
+    let ended: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = children
+            .into_iter()
+            .zip(workers)
+            .map(|(child, w)| {
+                let stderr = dir.join(format!("{}-{}.stderr", w.phase.as_str(), w.ticket));
+                s.spawn(move || watch(ctx, child, w.crash, &stderr))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join()).collect()
+    });
+    let mut out = Vec::new();
+    for e in ended {
+        match e {
+            Ok(r) => out.push(r?),
+            Err(_) => return Ok(Err("a worker's watcher panicked".into())),
+        }
+    }
+    Ok(Ok(out))
+}
+
 /// Runs the two tickets' first phases as `spec.overlap` says; returns how each ended.
 fn first_phases(
     ctx: &CapContext<'_>,
     dir: &Path,
     api_key: &str,
-    spec: &PlannedCell,
+    spec: &CellSpec<'_>,
 ) -> Result<Result<(Ended, Ended), String>, CellAbort> {
-    let crash = Some(spec.crash_point);
-    let (err_a, err_b) = (dir.join("send-a.stderr"), dir.join("send-b.stderr"));
-    let send = |ticket, crash, wait_go| {
-        let w = Worker {
-            column: spec.column,
-            ticket,
-            phase: CapPhase::Send,
-            crash,
-            wait_go,
-        };
-        spawn(ctx, dir, api_key, &w)
+    let concurrent = spec.overlap != "sequential";
+    let send = |ticket, crash| Worker {
+        column: spec.column,
+        ticket,
+        phase: CapPhase::Send,
+        crash,
+        wait_go: concurrent,
     };
-    if spec.overlap == "sequential" {
-        let a = match send("a", crash, false) {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(e)),
-        };
-        let ended_a = watch(ctx, a, crash, &err_a)?;
-        let b = match send("b", None, false) {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(e)),
-        };
-        let ended_b = watch(ctx, b, None, &err_b)?;
-        return Ok(Ok((ended_a, ended_b)));
-    }
-    let (mut a, mut b) = match (send("a", crash, true), send("b", None, true)) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), Ok(mut other)) | (Ok(mut other), Err(e)) => {
-            kill_and_reap(&mut other);
-            return Ok(Err(e));
+    let (a, b) = (send("a", spec.kill_a), send("b", spec.kill_b));
+    let ended = if concurrent {
+        together(ctx, dir, api_key, &[a, b])?
+    } else {
+        match together(ctx, dir, api_key, &[a])? {
+            Ok(mut first) => together(ctx, dir, api_key, &[b])?.map(|second| {
+                first.extend(second);
+                first
+            }),
+            Err(e) => Err(e),
         }
-        (Err(e), Err(_)) => return Ok(Err(e)),
     };
-    // Both are up and blocked on their start signal: release them together.
-    if let Err(e) = go(&mut a, true).and_then(|()| go(&mut b, false)) {
-        kill_and_reap(&mut a);
-        kill_and_reap(&mut b);
-        return Ok(Err(e));
-    }
-    let (ended_a, ended_b) = std::thread::scope(|s| {
-        let wa = s.spawn(|| watch(ctx, a, crash, &err_a));
-        let wb = s.spawn(|| watch(ctx, b, None, &err_b));
-        (wa.join(), wb.join())
-    });
-    match (ended_a, ended_b) {
-        (Ok(a), Ok(b)) => Ok(Ok((a?, b?))),
-        _ => Ok(Err("a worker's watcher panicked".into())),
-    }
+    Ok(ended.and_then(|v| {
+        let mut v = v.into_iter();
+        match (v.next(), v.next()) {
+            (Some(a), Some(b)) => Ok((a, b)),
+            _ => Err("a worker's end went unrecorded".into()),
+        }
+    }))
 }
 
 /// The cell's directory, account and order, written where both workers read it.
 fn open_cell(
     ctx: &CapContext<'_>,
     index: usize,
-    spec: &PlannedCell,
+    name: &str,
 ) -> Result<(PathBuf, String, stripe::Client, cap::OrderFile), CellAbort> {
-    let dir = ctx.run_dir.join(format!(
-        "cell-{index:03}-{}-{}-{}-{}",
-        spec.crash_point, spec.overlap, spec.column, spec.repeat
-    ));
+    let dir = ctx.run_dir.join(format!("cell-{index:03}-{name}"));
     std::fs::create_dir_all(&dir)
         .map_err(|e| CellAbort::Setup(format!("cannot create {}: {e}", dir.display())))?;
     let api_key = ctx.backend.api_key(index);
     let client = ctx.backend.client(&api_key).map_err(CellAbort::Setup)?;
     let mut rng = StdRng::seed_from_u64(cell_seed(ctx.seed, index));
     let order = cap::open_order(&client, &mut rng).map_err(|e| CellAbort::Setup(e.to_string()))?;
-    order
-        .save(&dir)
-        .map_err(|e| CellAbort::Setup(e.to_string()))?;
-    if let Some(url) = ctx.journal {
-        std::fs::write(dir.join(cap::JOURNAL_LOCATION_FILE), url)
-            .map_err(|e| CellAbort::Setup(format!("cannot name the journal: {e}")))?;
+    for ticket in ["a", "b"] {
+        // On two hosts each gets its own copy of the order and names the journal as it
+        // reaches it; on one they share the cell directory.
+        let own = ticket_dir(ctx, &dir, ticket);
+        std::fs::create_dir_all(&own)
+            .map_err(|e| CellAbort::Setup(format!("cannot create {}: {e}", own.display())))?;
+        order
+            .save(&own)
+            .map_err(|e| CellAbort::Setup(e.to_string()))?;
+        let journal = match ctx.hosts.and_then(|h| h.view(ticket)) {
+            Some(view) => Some(view.journal.as_str()),
+            None => ctx.journal,
+        };
+        if let Some(url) = journal {
+            std::fs::write(own.join(cap::JOURNAL_LOCATION_FILE), url)
+                .map_err(|e| CellAbort::Setup(format!("cannot name the journal: {e}")))?;
+        }
     }
     Ok((dir, api_key, client, order))
 }
 
-/// Worker `a`'s report: its own when it finished by itself, else its restart's (run here).
-/// Whatever kept the cell from running as designed goes into `harness`.
-fn report_of_a(
+/// Both tickets' final reports: a worker that finished by itself reports its own; a killed one
+/// is restarted (both together when both were killed), worker `a`'s restart killed where the
+/// spec says and restarted once more. Returns the reports and where `a`'s restart was killed;
+/// whatever kept the cell from running as designed goes into `harness`.
+fn final_reports(
     ctx: &CapContext<'_>,
     (dir, api_key): (&Path, &str),
-    spec: &PlannedCell,
-    ended_a: &Ended,
+    spec: &CellSpec<'_>,
+    first: [&Ended; 2],
     harness: &mut Option<String>,
-) -> Result<Option<RestartReport>, CellAbort> {
-    let restart = Worker {
-        column: spec.column,
-        ticket: "a",
-        phase: CapPhase::Restart,
-        crash: None,
-        wait_go: false,
-    };
-    Ok(match ended_a {
-        Ended::Finished(r) => Some((**r).clone()),
-        Ended::Killed { .. } => match spawn(ctx, dir, api_key, &restart) {
-            Ok(child) => match watch(ctx, child, None, &dir.join("restart-a.stderr"))? {
-                Ended::Finished(r) => Some(*r),
-                Ended::Failed(why) | Ended::Killed { at: why } => {
-                    harness.get_or_insert(format!("the restart of worker a: {why}"));
-                    None
-                }
-            },
-            Err(e) => {
-                harness.get_or_insert(e);
-                None
+) -> Result<([Option<RestartReport>; 2], Option<String>), CellAbort> {
+    let mut reports: [Option<RestartReport>; 2] = [None, None];
+    let mut restarts = Vec::new();
+    for (i, (ticket, ended)) in ["a", "b"].into_iter().zip(first).enumerate() {
+        match ended {
+            Ended::Finished(r) => reports[i] = Some((**r).clone()),
+            Ended::Killed { .. } => restarts.push((i, ticket)),
+            Ended::Failed(why) => {
+                harness.get_or_insert(format!("worker {ticket}: {why}"));
             }
-        },
-        Ended::Failed(why) => {
-            harness.get_or_insert(format!("worker a: {why}"));
-            None
         }
-    })
+    }
+    let both = restarts.len() > 1;
+    let restart = |ticket, crash| Worker {
+        column: spec.column,
+        ticket,
+        phase: CapPhase::Restart,
+        crash,
+        wait_go: both,
+    };
+    let workers: Vec<Worker<'_>> = restarts
+        .iter()
+        .map(|&(_, t)| restart(t, if t == "a" { spec.kill_restart } else { None }))
+        .collect();
+    let mut restart_killed_at = None;
+    let ended = match together(ctx, dir, api_key, &workers)? {
+        Ok(e) => e,
+        Err(e) => {
+            harness.get_or_insert(e);
+            return Ok((reports, None));
+        }
+    };
+    for ((i, ticket), ended) in restarts.into_iter().zip(ended) {
+        let ended = match ended {
+            Ended::Killed { at } if ticket == "a" && spec.kill_restart == Some(at.as_str()) => {
+                restart_killed_at = Some(at);
+                let last = Worker {
+                    wait_go: false,
+                    ..restart("a", None)
+                };
+                match together(ctx, dir, api_key, &[last])? {
+                    Ok(mut e) => e.pop().unwrap_or(Ended::Failed("no final restart".into())),
+                    Err(e) => Ended::Failed(e),
+                }
+            }
+            other => other,
+        };
+        match ended {
+            Ended::Finished(r) => reports[i] = Some(*r),
+            Ended::Failed(why) | Ended::Killed { at: why } => {
+                harness.get_or_insert(format!("the restart of worker {ticket}: {why}"));
+            }
+        }
+    }
+    Ok((reports, restart_killed_at))
 }
 
-/// Runs one cell to a judged (or harness-error) cell.
-pub fn run_cell(
+/// A run cell or trial before its labels: the matrix and the nemesis fill those.
+pub struct Outcome {
+    /// The judged cell (or its harness error), labelled with the spec's column and overlap,
+    /// crash point `none` and repeat 0.
+    pub cell: CapCell,
+    /// Where worker `a`'s restart was SIGKILLed, if it was.
+    pub restart_killed_at: Option<String>,
+}
+
+/// Runs one cell or trial to a judged (or harness-error) cell; `name` names its directory.
+pub fn run_spec(
     ctx: &CapContext<'_>,
     index: usize,
-    spec: PlannedCell,
-) -> Result<CapCell, CellAbort> {
-    let (dir, api_key, client, order) = open_cell(ctx, index, &spec)?;
+    name: &str,
+    spec: &CellSpec<'_>,
+) -> Result<Outcome, CellAbort> {
+    let (dir, api_key, client, order) = open_cell(ctx, index, name)?;
     let started = Instant::now();
-    let (ended_a, ended_b) = match first_phases(ctx, &dir, &api_key, &spec)? {
+    let (ended_a, ended_b) = match first_phases(ctx, &dir, &api_key, spec)? {
         Ok(pair) => pair,
         Err(e) => (Ended::Failed(e.clone()), Ended::Failed(e)),
     };
     let mut harness = None;
-    let report_b = match &ended_b {
-        Ended::Finished(r) => Some((**r).clone()),
-        Ended::Killed { .. } => {
-            harness = Some("worker b was killed, though it has no crash point".to_owned());
-            None
-        }
-        Ended::Failed(why) => {
-            harness = Some(format!("worker b: {why}"));
-            None
-        }
-    };
-    let report_a = report_of_a(ctx, (&dir, &api_key), &spec, &ended_a, &mut harness)?;
+    let ([report_a, report_b], restart_killed_at) = final_reports(
+        ctx,
+        (&dir, &api_key),
+        spec,
+        [&ended_a, &ended_b],
+        &mut harness,
+    )?;
     let truth = cap::ground_truth(&client, &order).unwrap_or_else(|e| {
         harness.get_or_insert(format!("reading the ground truth: {e}"));
         verify::shared_cap::OrderTruth {
@@ -402,14 +507,14 @@ pub fn run_cell(
             .map_err(|e| CellAbort::Setup(e.to_string()))
     };
     let tickets = vec![
-        ticket_record(ticket("a")?, &dir, &ended_a, report_a.as_ref()),
-        ticket_record(ticket("b")?, &dir, &ended_b, report_b.as_ref()),
+        ticket_record(ctx, ticket("a")?, &dir, &ended_a, report_a.as_ref()),
+        ticket_record(ctx, ticket("b")?, &dir, &ended_b, report_b.as_ref()),
     ];
     let mut cell = CapCell {
-        crash_point: spec.crash_point.to_owned(),
+        crash_point: verify::shared_cap::nemesis::check::NO_KILL.to_owned(),
         overlap: spec.overlap.to_owned(),
         column: spec.column.to_owned(),
-        repeat: spec.repeat,
+        repeat: 0,
         order: OrderRecord {
             order_id: order.order_id.clone(),
             payment_intent: order.payment_intent.clone(),
@@ -427,5 +532,31 @@ pub fn run_cell(
     if cell.harness_error.is_none() {
         verify::shared_cap::judge::judge(&mut cell, &ctx.public_key);
     }
+    Ok(Outcome {
+        cell,
+        restart_killed_at,
+    })
+}
+
+/// Runs one matrix cell: worker `a` killed at the row's crash point, `b` never.
+pub fn run_cell(
+    ctx: &CapContext<'_>,
+    index: usize,
+    spec: PlannedCell,
+) -> Result<CapCell, CellAbort> {
+    let name = format!(
+        "{}-{}-{}-{}",
+        spec.crash_point, spec.overlap, spec.column, spec.repeat
+    );
+    let cell_spec = CellSpec {
+        column: spec.column,
+        overlap: spec.overlap,
+        kill_a: Some(spec.crash_point),
+        kill_b: None,
+        kill_restart: None,
+    };
+    let mut cell = run_spec(ctx, index, &name, &cell_spec)?.cell;
+    cell.crash_point = spec.crash_point.to_owned();
+    cell.repeat = spec.repeat;
     Ok(cell)
 }

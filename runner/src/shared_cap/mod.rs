@@ -5,6 +5,8 @@
 //! `verify::shared_cap`. Writes `DIR/shared_cap.json`, signed with the run's key, and checks it.
 
 pub mod cell;
+pub mod hosts;
+pub mod nemesis;
 pub mod worker;
 
 use crate::backend::Backend;
@@ -20,9 +22,6 @@ use verify::shared_cap::plan::{every_step_plan, plan, PlannedCell, COLUMNS};
 use verify::shared_cap::record::{CapEnvironment, CapResults, SCENARIO};
 use verify::shared_cap::summary::summarize;
 
-/// The file a run writes into `--out`.
-pub const RESULTS_FILE: &str = "shared_cap.json";
-
 /// Options billing_credit has and shared_cap does not: refused with a reason, not ignored.
 pub(crate) fn refuse_foreign_options(args: &RunArgs) -> Result<()> {
     let foreign = [
@@ -36,6 +35,21 @@ pub(crate) fn refuse_foreign_options(args: &RunArgs) -> Result<()> {
         (args.keep_emulator, "--keep-emulator"),
         (args.nemesis.is_some(), "--nemesis"),
     ];
+    if args.two_hosts && args.scenario.as_deref() != Some("shared_cap") {
+        bail!("--two-hosts belongs to --scenario shared_cap (pass that, or drop --two-hosts)");
+    }
+    if args.two_hosts && args.journal.is_none() {
+        bail!(
+            "--two-hosts needs --journal postgres://...: the hosts share no disk, so the \
+             interlock column's journal must be a database both reach"
+        );
+    }
+    if args.two_hosts && args.backend != crate::backend::BackendKind::Emulator {
+        bail!(
+            "--two-hosts runs against the embedded emulator only (its hosts reach services \
+             through relays on this machine); drop --backend stripe"
+        );
+    }
     if args.every_step && args.scenario.as_deref() != Some("shared_cap") {
         bail!("--every-step belongs to --scenario shared_cap (pass that, or drop --every-step)");
     }
@@ -84,81 +98,175 @@ fn checked_plan(args: &RunArgs) -> Result<(Vec<PlannedCell>, usize)> {
     Ok((cells_plan, jobs))
 }
 
-/// Runs the shared_cap matrix.
-pub fn run(args: &RunArgs) -> Result<RunOutcome> {
-    let (cells_plan, jobs) = checked_plan(args)?;
-    let started = Instant::now();
-    let seed = args.seed.unwrap_or_else(|| rand::random::<u64>() >> 11);
-    let run_id = format!("{:08x}", rand::random::<u32>());
-    let journal = match &args.journal {
-        Some(url) => Some(crate::run::journal_schema(url, &run_id)?),
-        None => None,
-    };
-    let (run_dir, key) =
-        crate::run::run_dir_and_key("interlock-shared-cap-", args.signing_key.as_deref())?;
-    let cancel = Arc::new(AtomicBool::new(false));
-    install_signal_handler(cancel.clone())?;
-    let backend = Backend::start(args.backend, &run_id).map_err(|e| anyhow!(e))?;
-    let exe = std::env::current_exe().context("cannot find the runner's own binary")?;
-    let settings = backend.scenario_settings();
-    let ctx = CapContext {
-        backend: &backend,
-        exe: &exe,
-        run_dir: run_dir.path(),
-        key_file: key.path(),
-        public_key: key.public(),
-        seed,
-        cancel: &cancel,
-        worker_timeout: settings.claim_ttl + settings.max_in_flight + Duration::from_secs(120),
-        journal: journal.as_deref(),
-    };
-    eprintln!(
-        "runner: shared_cap, {} cell(s), {jobs} job(s), backend {} ({}), decider policy, seed {seed}",
-        cells_plan.len(),
-        backend.name(),
-        backend.base_url(),
-    );
-    let slots = run_cells(&ctx, &cells_plan, jobs);
-    // The file is signed with the run's key; read it back before the key file goes.
-    let signing_key = crate::keys::read_signing_key(key.path()).map_err(|e| anyhow!(e));
-    key.delete()
-        .context("cannot delete the run's private key file")?;
-    let signing_key = signing_key?;
-    let mut cells = Vec::new();
+/// What every shared_cap run sets up before its first cell: the seed, the journal's schema, the
+/// run's directory and key, the backend, and the hosts with `--two-hosts`.
+pub(crate) struct Setup {
+    seed: u64,
+    journal: Option<String>,
+    run_dir: tempfile::TempDir,
+    key: crate::keys::RunKey,
+    cancel: Arc<AtomicBool>,
+    backend: Backend,
+    hosts: Option<hosts::Hosts>,
+    exe: std::path::PathBuf,
+}
+
+impl Setup {
+    pub(crate) fn new(args: &RunArgs) -> Result<Setup> {
+        let seed = args.seed.unwrap_or_else(|| rand::random::<u64>() >> 11);
+        let run_id = format!("{:08x}", rand::random::<u32>());
+        let journal = match &args.journal {
+            Some(url) => Some(crate::run::journal_schema(url, &run_id)?),
+            None => None,
+        };
+        let (run_dir, key) =
+            crate::run::run_dir_and_key("interlock-shared-cap-", args.signing_key.as_deref())?;
+        let cancel = Arc::new(AtomicBool::new(false));
+        install_signal_handler(cancel.clone())?;
+        let backend = Backend::start(args.backend, &run_id).map_err(|e| anyhow!(e))?;
+        let hosts = match (&journal, args.two_hosts) {
+            (Some(url), true) => Some(hosts::Hosts::make(backend.base_url(), url)?),
+            _ => None,
+        };
+        let exe = std::env::current_exe().context("cannot find the runner's own binary")?;
+        Ok(Setup {
+            seed,
+            journal,
+            run_dir,
+            key,
+            cancel,
+            backend,
+            hosts,
+            exe,
+        })
+    }
+
+    pub(crate) fn context(&self) -> CapContext<'_> {
+        let settings = self.backend.scenario_settings();
+        CapContext {
+            backend: &self.backend,
+            exe: &self.exe,
+            run_dir: self.run_dir.path(),
+            key_file: self.key.path(),
+            public_key: self.key.public(),
+            seed: self.seed,
+            cancel: &self.cancel,
+            worker_timeout: settings.claim_ttl + settings.max_in_flight + Duration::from_secs(120),
+            journal: self.journal.as_deref(),
+            hosts: self.hosts.as_ref(),
+        }
+    }
+
+    /// The line a run starts with.
+    pub(crate) fn announce(&self, what: &str, jobs: usize) {
+        let hosts = match &self.hosts {
+            Some(h) => format!(
+                ", workers on two hosts ({})",
+                hosts::HOST_NAMES
+                    .iter()
+                    .filter_map(|n| h.view(n).map(|v| v.namespace.clone()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None => String::new(),
+        };
+        eprintln!(
+            "runner: shared_cap, {what}, {jobs} job(s), backend {} ({}), decider policy, seed {}{hosts}",
+            self.backend.name(),
+            self.backend.base_url(),
+            self.seed,
+        );
+    }
+
+    /// The run's record of where and how it ran; `options` are the re-run command's own
+    /// options (`--every-step`, `--nemesis ...`).
+    pub(crate) fn environment(&self, args: &RunArgs, options: &str) -> CapEnvironment {
+        let settings = self.backend.scenario_settings();
+        CapEnvironment {
+            backend: self.backend.name().into(),
+            stripe_api_version: stripe::API_VERSION.into(),
+            decider: "policy".into(),
+            runner_version: env!("CARGO_PKG_VERSION").into(),
+            git_commit: git_commit(),
+            seed: self.seed,
+            public_key: self.key.public_hex(),
+            journal: if self.journal.is_some() {
+                "postgresql"
+            } else {
+                "file"
+            }
+            .into(),
+            max_in_flight_ms: settings.max_in_flight.as_millis() as u64,
+            command: format!(
+                "runner --scenario shared_cap --seed {}{options}{}{}",
+                self.seed,
+                if self.hosts.is_some() {
+                    " --two-hosts"
+                } else {
+                    ""
+                },
+                match &args.journal {
+                    Some(url) => format!(" --journal {}", crate::run::without_password(url)),
+                    None => String::new(),
+                }
+            ),
+            hosts: self.hosts.as_ref().map(|_| hosts::HOST_NAMES.len() as u32),
+        }
+    }
+
+    /// Removes the hosts, reads the run's private key back and deletes its file; returns the
+    /// key and its public half.
+    pub(crate) fn finish(self) -> Result<(ed25519_dalek::SigningKey, ed25519_dalek::VerifyingKey)> {
+        drop(self.hosts);
+        let signing_key = crate::keys::read_signing_key(self.key.path()).map_err(|e| anyhow!(e));
+        let public = self.key.public();
+        self.key
+            .delete()
+            .context("cannot delete the run's private key file")?;
+        Ok((signing_key?, public))
+    }
+}
+
+/// The results of a run's cells, in plan order; an error when one could not even open its
+/// order, or the run was interrupted.
+pub(crate) fn collect<T>(slots: Vec<Option<Result<T, crate::cell::CellAbort>>>) -> Result<Vec<T>> {
+    let mut out = Vec::with_capacity(slots.len());
     for slot in slots {
         match slot {
-            Some(Ok(c)) => cells.push(c),
+            Some(Ok(c)) => out.push(c),
             Some(Err(crate::cell::CellAbort::Setup(e))) => bail!("the run could not continue: {e}"),
             Some(Err(crate::cell::CellAbort::Cancelled)) | None => return Err(Interrupted.into()),
         }
     }
-    let environment = CapEnvironment {
-        backend: backend.name().into(),
-        stripe_api_version: stripe::API_VERSION.into(),
-        decider: "policy".into(),
-        runner_version: env!("CARGO_PKG_VERSION").into(),
-        git_commit: git_commit(),
-        seed,
-        public_key: key.public_hex(),
-        journal: if journal.is_some() {
-            "postgresql"
-        } else {
-            "file"
-        }
-        .into(),
-        max_in_flight_ms: settings.max_in_flight.as_millis() as u64,
-        command: format!(
-            "runner --scenario shared_cap --seed {seed}{}",
-            if args.every_step { " --every-step" } else { "" }
-        ),
-    };
+    Ok(out)
+}
+
+/// Runs the shared_cap matrix.
+pub fn run(args: &RunArgs) -> Result<RunOutcome> {
+    let (cells_plan, jobs) = checked_plan(args)?;
+    let started = Instant::now();
+    let setup = Setup::new(args)?;
+    setup.announce(&format!("{} cell(s)", cells_plan.len()), jobs);
+    let ctx = setup.context();
+    let slots = run_parallel(&ctx, cells_plan.len(), jobs, |i| {
+        let spec = cells_plan[i];
+        let result = run_cell(&ctx, i, spec);
+        let line = match &result {
+            Ok(c) => cell_line(c),
+            Err(cell_abort) => format!("{cell_abort:?}"),
+        };
+        let label = format!("{}:{}:{}", spec.crash_point, spec.overlap, spec.column);
+        (result, label, line)
+    });
+    let environment = setup.environment(args, if args.every_step { " --every-step" } else { "" });
+    let (signing_key, public) = setup.finish()?;
+    let cells = collect(slots)?;
     let file = write_signed(args, environment, cells, &signing_key)?;
     drop(signing_key);
-    drop(run_dir);
     print_summary(&file, started.elapsed());
-    let path = args.out.join(RESULTS_FILE);
+    let path = args.out.join(results_file(&file.environment));
     println!("results: {}", path.display());
-    let verified = check_written(args, &file, &key.public());
+    let verified = check_written(args, &file, &public);
     Ok(RunOutcome {
         harness_errors: file
             .cells
@@ -170,12 +278,20 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
     })
 }
 
-type Slot = Option<Result<verify::shared_cap::record::CapCell, crate::cell::CellAbort>>;
+/// The file a run writes into `--out`: `shared_cap.json`, or `shared_cap_two_hosts.json`.
+pub fn results_file(env: &CapEnvironment) -> String {
+    format!("{}.json", verify::shared_cap::record::run_name(env))
+}
 
-/// Runs the plan's cells on `jobs` threads, each cell's line printed as it ends; a cell that
-/// cannot even open its order stops the run.
-fn run_cells(ctx: &CapContext<'_>, cells_plan: &[PlannedCell], jobs: usize) -> Vec<Slot> {
-    let slots = Mutex::new((0..cells_plan.len()).map(|_| None).collect::<Vec<Slot>>());
+/// Runs `n` cells (or trials) on `jobs` threads; `one(i)` runs the i-th and gives its result,
+/// label and line, printed as it ends. A cell that cannot even open its order stops the run.
+pub(crate) fn run_parallel<T: Send>(
+    ctx: &CapContext<'_>,
+    n: usize,
+    jobs: usize,
+    one: impl Fn(usize) -> (Result<T, crate::cell::CellAbort>, String, String) + Sync,
+) -> Vec<Option<Result<T, crate::cell::CellAbort>>> {
+    let slots = Mutex::new((0..n).map(|_| None).collect::<Vec<_>>());
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..jobs {
@@ -184,22 +300,11 @@ fn run_cells(ctx: &CapContext<'_>, cells_plan: &[PlannedCell], jobs: usize) -> V
                     break;
                 }
                 let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(spec) = cells_plan.get(i).copied() else {
+                if i >= n {
                     break;
-                };
-                let result = run_cell(ctx, i, spec);
-                let line = match &result {
-                    Ok(c) => cell_line(c),
-                    Err(cell_abort) => format!("{cell_abort:?}"),
-                };
-                eprintln!(
-                    "  [{}/{}] {}:{}:{} {line}",
-                    i + 1,
-                    cells_plan.len(),
-                    spec.crash_point,
-                    spec.overlap,
-                    spec.column
-                );
+                }
+                let (result, label, line) = one(i);
+                eprintln!("  [{}/{n}] {label} {line}", i + 1);
                 if matches!(result, Err(crate::cell::CellAbort::Setup(_))) {
                     ctx.cancel.store(true, Ordering::SeqCst);
                 }
@@ -232,7 +337,7 @@ fn write_signed(
     sign(&mut file, key).context("cannot sign the results file")?;
     let mut bytes = serde_json::to_vec_pretty(&file).context("cannot serialize the results")?;
     bytes.push(b'\n');
-    let path = args.out.join(RESULTS_FILE);
+    let path = args.out.join(results_file(&file.environment));
     crate::results::write_atomically(&path, &bytes)
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(file)
@@ -259,7 +364,7 @@ fn check_written(args: &RunArgs, file: &CapResults, key: &ed25519_dalek::Verifyi
     report.ok
 }
 
-fn cell_line(c: &verify::shared_cap::record::CapCell) -> String {
+pub(crate) fn cell_line(c: &verify::shared_cap::record::CapCell) -> String {
     if let Some(e) = &c.harness_error {
         return format!("HARNESS_ERROR: {e}");
     }

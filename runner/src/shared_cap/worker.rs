@@ -1,11 +1,11 @@
 //! The hidden `runner cap-worker send|restart` subcommand: one ticket's bot, the process the
 //! runner kills.
 //!
-//! `send` (with `--wait-go`, first reads one line from stdin, so two workers start together)
-//! decides and sends the ticket's refund the column's way. With `--crash POINT` it announces
-//! `INTERLOCK-CRASH-POINT <point>` at that point and blocks until SIGKILLed. When it finishes by
-//! itself it prints its report (the restart report's shape) as its last line and exits 0.
-//! `restart` finishes a killed ticket's job and prints its report the same way.
+//! `send` decides and sends the ticket's refund the column's way; `restart` finishes a killed
+//! ticket's job. Either, with `--wait-go`, first reads one line from stdin (so two workers start
+//! together), and with `--crash POINT` announces `INTERLOCK-CRASH-POINT <point>` at that point
+//! and blocks until SIGKILLed. When it finishes by itself it prints its report (the restart
+//! report's shape) as its last line and exits 0.
 
 use crate::keys::read_signing_key;
 use crate::worker::{crash_hook, stripe_client, NO_CRASH};
@@ -24,6 +24,16 @@ pub enum CapPhase {
     Restart,
 }
 
+impl CapPhase {
+    /// The subcommand's word for the phase.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CapPhase::Send => "send",
+            CapPhase::Restart => "restart",
+        }
+    }
+}
+
 /// Arguments of the hidden `cap-worker` subcommand (set by the runner).
 #[derive(Debug, Clone, clap::Args)]
 pub struct CapWorkerArgs {
@@ -36,7 +46,7 @@ pub struct CapWorkerArgs {
     /// The ticket: a or b.
     #[arg(long)]
     pub ticket: String,
-    /// Crash point (send only): before_send, after_send or none.
+    /// Crash point: a step the phase passes (before_send, after_send, lookup, ...) or none.
     #[arg(long, default_value = NO_CRASH)]
     pub crash: String,
     /// Read one line from stdin before starting (the runner's start signal).
@@ -89,19 +99,19 @@ fn run(args: &CapWorkerArgs) -> Result<(), String> {
         claim_ttl: Duration::from_millis(args.claim_ttl_ms),
     };
     let err = |e: bc::ScenarioError| e.to_string();
+    let crash = match args.crash.as_str() {
+        NO_CRASH => None,
+        name => Some((bc::CrashPoint::step(name).map_err(err)?, crash_hook())),
+    };
+    if args.wait_go {
+        let mut line = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .map_err(|e| format!("cannot read the start signal: {e}"))?;
+    }
     let report = match args.phase {
         CapPhase::Send => {
-            let crash = match args.crash.as_str() {
-                NO_CRASH => None,
-                name => Some((bc::CrashPoint::step(name).map_err(err)?, crash_hook())),
-            };
-            if args.wait_go {
-                let mut line = String::new();
-                std::io::stdin()
-                    .lock()
-                    .read_line(&mut line)
-                    .map_err(|e| format!("cannot read the start signal: {e}"))?;
-            }
             let status = cap::send(
                 column,
                 &client,
@@ -130,7 +140,7 @@ fn run(args: &CapWorkerArgs) -> Result<(), String> {
             &args.ticket,
             &key,
             &settings,
-            None,
+            crash,
         )
         .map_err(err)?,
     };

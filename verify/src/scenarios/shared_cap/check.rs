@@ -54,9 +54,6 @@ pub enum SigningError {
 /// JSON of every top-level member but `cells` and `signature`, and `Ci` that of `cells[i]`. Each
 /// cell is turned into JSON and hashed on its own, so checking holds one cell's tree at a time.
 pub fn signing_message(file: &CapResults) -> Result<Vec<u8>, SigningError> {
-    let digest = |value: &serde_json::Value| -> Result<String, SigningError> {
-        Ok(hex::encode(sha2::Sha256::digest(canonical::to_vec(value)?)))
-    };
     let mut cells = Vec::with_capacity(file.cells.len());
     for c in &file.cells {
         cells.push(digest(&serde_json::to_value(c)?)?);
@@ -75,6 +72,11 @@ pub fn signing_message(file: &CapResults) -> Result<Vec<u8>, SigningError> {
     Ok(out)
 }
 
+/// The hex SHA-256 of a value's canonical JSON.
+pub(crate) fn digest(value: &serde_json::Value) -> Result<String, SigningError> {
+    Ok(hex::encode(sha2::Sha256::digest(canonical::to_vec(value)?)))
+}
+
 /// Signs the file with the run's key (sets `signature`, hex).
 pub fn sign(file: &mut CapResults, key: &SigningKey) -> Result<(), SigningError> {
     let message = signing_message(file)?;
@@ -82,8 +84,14 @@ pub fn sign(file: &mut CapResults, key: &SigningKey) -> Result<(), SigningError>
     Ok(())
 }
 
-fn file_key(file: &CapResults, key: &KeyCheck, findings: &mut Vec<String>) -> Option<VerifyingKey> {
-    let named = hex::decode(&file.environment.public_key)
+/// The key a file is checked against: the pinned one (a finding when the file names another),
+/// or the one the file names (`public_key`, hex).
+pub(crate) fn file_key(
+    public_key: &str,
+    key: &KeyCheck,
+    findings: &mut Vec<String>,
+) -> Option<VerifyingKey> {
+    let named = hex::decode(public_key)
         .ok()
         .and_then(|b| <[u8; 32]>::try_from(b).ok())
         .and_then(|b| VerifyingKey::from_bytes(&b).ok());
@@ -92,7 +100,7 @@ fn file_key(file: &CapResults, key: &KeyCheck, findings: &mut Vec<String>) -> Op
         (KeyCheck::Pinned(k), _) => {
             findings.push(format!(
                 "environment.public_key: the file names {}, not the pinned key {}",
-                file.environment.public_key,
+                public_key,
                 hex::encode(k.as_bytes())
             ));
             Some(*k)
@@ -109,8 +117,14 @@ fn file_key(file: &CapResults, key: &KeyCheck, findings: &mut Vec<String>) -> Op
     }
 }
 
-fn check_signature(file: &CapResults, key: &VerifyingKey, findings: &mut Vec<String>) -> bool {
-    let Some(sig) = &file.signature else {
+/// Whether `signature` (hex) verifies over `message` under `key`; a finding when not.
+pub(crate) fn check_signature(
+    signature: Option<&str>,
+    message: Result<Vec<u8>, SigningError>,
+    key: &VerifyingKey,
+    findings: &mut Vec<String>,
+) -> bool {
+    let Some(sig) = signature else {
         findings.push("signature: missing; the file as a whole is not signed".into());
         return false;
     };
@@ -122,7 +136,7 @@ fn check_signature(file: &CapResults, key: &VerifyingKey, findings: &mut Vec<Str
         findings.push("signature: not 64 bytes of hex".into());
         return false;
     };
-    match signing_message(file) {
+    match message {
         Ok(message) if key.verify(&message, &sig).is_ok() => return true,
         Ok(_) => findings.push(
             "signature: does not verify under the key: a member of the file changed after it \
@@ -134,6 +148,20 @@ fn check_signature(file: &CapResults, key: &VerifyingKey, findings: &mut Vec<Str
     false
 }
 
+/// A run on several hosts is a run of two (worker `a` on one, `b` on the other) whose journal
+/// both reach over the network: a file journal would be one host's disk.
+pub(crate) fn hosts_problem(env: &super::record::CapEnvironment) -> Option<String> {
+    match env.hosts {
+        None => None,
+        Some(2) if env.journal == "postgresql" => None,
+        Some(2) => Some(format!(
+            "two hosts with a {:?} journal; two hosts share only a database journal",
+            env.journal
+        )),
+        Some(n) => Some(format!("{n} hosts; a run has one host (absent) or two")),
+    }
+}
+
 fn label(i: usize, c: &CapCell) -> String {
     format!(
         "cells[{i}] ({}:{}:{} #{})",
@@ -143,6 +171,29 @@ fn label(i: usize, c: &CapCell) -> String {
 
 fn check_cell(i: usize, c: &CapCell, key: &VerifyingKey, findings: &mut Vec<String>) {
     let at = label(i, c);
+    check_judgement(&at, c, key, findings);
+    // Only worker a is ever killed, and only at its row's crash point.
+    for (j, t) in c.tickets.iter().enumerate() {
+        let allowed = j == 0 && t.killed_at.as_deref() == Some(c.crash_point.as_str());
+        if t.killed_at.is_some() && !allowed {
+            findings.push(format!(
+                "{at}: tickets[{j}] records a kill at {:?}, but only worker a is killed, at the \
+                 row's crash point",
+                t.killed_at.as_deref().unwrap_or_default()
+            ));
+        }
+    }
+}
+
+/// Everything about a judged cell but where its workers were killed: the judgement and every
+/// ticket's answer and proof re-derived, receipts of the tickets' own effects, the ground truth
+/// adding up, and (interlock) every budget admission re-derived from the receipts.
+pub(crate) fn check_judgement(
+    at: &str,
+    c: &CapCell,
+    key: &VerifyingKey,
+    findings: &mut Vec<String>,
+) {
     let differs = |findings: &mut Vec<String>, what: &str, recorded: bool, derived: bool| {
         if recorded != derived {
             findings.push(format!(
@@ -182,17 +233,6 @@ fn check_cell(i: usize, c: &CapCell, key: &VerifyingKey, findings: &mut Vec<Stri
             }
         }
     }
-    // Only worker a is ever killed, and only at its row's crash point.
-    for (j, t) in c.tickets.iter().enumerate() {
-        let allowed = j == 0 && t.killed_at.as_deref() == Some(c.crash_point.as_str());
-        if t.killed_at.is_some() && !allowed {
-            findings.push(format!(
-                "{at}: tickets[{j}] records a kill at {:?}, but only worker a is killed, at the \
-                 row's crash point",
-                t.killed_at.as_deref().unwrap_or_default()
-            ));
-        }
-    }
     if !c.truth.consistent() {
         findings.push(format!(
             "{at}: the ground truth does not add up: the charge reports {} cents refunded, its \
@@ -222,10 +262,18 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
             file.format, file.scenario
         ));
     }
-    let resolved = file_key(file, key, &mut findings);
-    let signed = resolved
-        .as_ref()
-        .is_some_and(|k| check_signature(file, k, &mut findings));
+    if let Some(why) = hosts_problem(&file.environment) {
+        findings.push(format!("environment.hosts: {why}"));
+    }
+    let resolved = file_key(&file.environment.public_key, key, &mut findings);
+    let signed = resolved.as_ref().is_some_and(|k| {
+        check_signature(
+            file.signature.as_deref(),
+            signing_message(file),
+            k,
+            &mut findings,
+        )
+    });
     let mut seen = HashSet::new();
     let mut judged = 0;
     for (i, c) in file.cells.iter().enumerate() {

@@ -10,6 +10,7 @@
 pub mod admissions;
 pub mod check;
 pub mod judge;
+pub mod nemesis;
 pub mod plan;
 pub mod proof;
 pub mod record;

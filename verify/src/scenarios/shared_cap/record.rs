@@ -57,6 +57,20 @@ pub struct CapEnvironment {
     pub max_in_flight_ms: u64,
     /// The command that re-runs this run.
     pub command: String,
+    /// How many hosts the workers ran on (`--two-hosts`: 2, worker `a` on one and `b` on the
+    /// other, sharing only the emulator and the journal database over the network); absent
+    /// when both ran on one host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<u32>,
+}
+
+/// The name a run's files and pages go by: `shared_cap` on one host, `shared_cap_two_hosts` when
+/// the workers ran on two (`results/<name>.json`, `nemesis/<name>.json`, the site's `<name>/`).
+pub fn run_name(env: &CapEnvironment) -> &'static str {
+    match env.hosts {
+        Some(2) => "shared_cap_two_hosts",
+        _ => SCENARIO,
+    }
 }
 
 /// One cell: one crash point of worker `a`, one overlap, one column.

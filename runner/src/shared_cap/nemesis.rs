@@ -1,0 +1,205 @@
+//! `runner --scenario shared_cap --nemesis LIST`: randomized trials of the two bots
+//! (`verify::shared_cap::nemesis`). Each trial is a cell whose kills were drawn from the
+//! campaign's seed and the trial's place in the plan; it runs through the matrix's own cell
+//! code, real processes and real SIGKILLs, and is judged by the matrix's rules. Writes
+//! `DIR/nemesis/shared_cap.json` (`shared_cap_two_hosts.json` with `--two-hosts`), signed with
+//! the run's key, and checks it.
+
+use super::cell::{run_spec, CellSpec};
+use super::{cell_line, collect, refuse_foreign_options, run_parallel, Setup};
+use crate::cli::RunArgs;
+use crate::run::RunOutcome;
+use anyhow::{anyhow, bail, Context, Result};
+use std::time::Instant;
+use verify::receipt::KeyCheck;
+use verify::shared_cap::nemesis::check::{check, sign};
+use verify::shared_cap::nemesis::draw::{draw, trial_id, Draw};
+use verify::shared_cap::nemesis::record::{Campaign, CapNemesisFile, CapTrial};
+use verify::shared_cap::nemesis::summary::summarize;
+use verify::shared_cap::nemesis::{FORMAT, NEMESES};
+use verify::shared_cap::plan::COLUMNS;
+use verify::shared_cap::record::{run_name, SCENARIO};
+
+/// `all`, or a comma-separated list of shared_cap's nemeses, each at most once, in run order.
+pub fn parse_list(list: &str) -> Result<Vec<String>> {
+    if list.trim() == "all" {
+        return Ok(NEMESES.map(str::to_owned).to_vec());
+    }
+    let mut out: Vec<String> = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if !NEMESES.contains(&name) {
+            bail!(
+                "unknown shared_cap nemesis {name:?}; expected `all` or some of: {}",
+                NEMESES.join(", ")
+            );
+        }
+        if !out.iter().any(|n| n == name) {
+            out.push(name.to_owned());
+        }
+    }
+    if out.is_empty() {
+        bail!("--nemesis needs `all` or at least one name");
+    }
+    Ok(out)
+}
+
+/// The campaign's trials, in plan order: nemesis, then column, then index.
+fn plan(seed: u64, nemeses: &[String], trials: u32) -> Result<Vec<(String, String, u32, Draw)>> {
+    let mut out = Vec::new();
+    for n in nemeses {
+        for c in COLUMNS {
+            for i in 0..trials {
+                let d =
+                    draw(seed, n, c, i).ok_or_else(|| anyhow!("nothing to draw for {n} in {c}"))?;
+                out.push((n.clone(), c.to_owned(), i, d));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Runs a shared_cap nemesis campaign.
+pub fn run(args: &RunArgs, list: &str) -> Result<RunOutcome> {
+    let nemeses = parse_list(list)?;
+    let mut matrix_only = args.clone();
+    matrix_only.nemesis = None;
+    refuse_foreign_options(&matrix_only)?;
+    if args.every_step {
+        bail!("--every-step is the matrix's; a nemesis draws its own steps (drop --every-step)");
+    }
+    crate::results::check_writable(&args.out.join("nemesis")).map_err(|e| {
+        anyhow!(
+            "--out {}: cannot write the nemesis file there: {e}; pass a directory you can write",
+            args.out.display()
+        )
+    })?;
+    let started = Instant::now();
+    let setup = Setup::new(args)?;
+    let ctx = setup.context();
+    let seed = ctx.seed;
+    let trials = plan(seed, &nemeses, args.trials)?;
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .clamp(1, trials.len().max(1));
+    setup.announce(
+        &format!(
+            "nemesis {} x {} columns x {} trials",
+            nemeses.join(","),
+            COLUMNS.len(),
+            args.trials
+        ),
+        jobs,
+    );
+    let slots = run_parallel(&ctx, trials.len(), jobs, |i| {
+        let (nemesis, column, index, d) = &trials[i];
+        let id = trial_id(seed, nemesis, column, *index);
+        let spec = CellSpec {
+            column,
+            overlap: &d.overlap,
+            kill_a: d.kill_a.as_deref(),
+            kill_b: d.kill_b.as_deref(),
+            kill_restart: d.kill_restart.as_deref(),
+        };
+        let result = run_spec(&ctx, i, &id, &spec).map(|outcome| {
+            let mut cell = outcome.cell;
+            if let Some(k) = &d.kill_a {
+                cell.crash_point = k.clone();
+            }
+            cell.repeat = *index;
+            CapTrial {
+                id: id.clone(),
+                nemesis: nemesis.clone(),
+                index: *index,
+                draw: d.clone(),
+                restart_killed_at: outcome.restart_killed_at,
+                cell,
+            }
+        });
+        let line = match &result {
+            Ok(t) => cell_line(&t.cell),
+            Err(abort) => format!("{abort:?}"),
+        };
+        (result, id, line)
+    });
+    let options = format!(" --nemesis {} --trials {}", nemeses.join(","), args.trials);
+    let environment = setup.environment(args, &options);
+    let (signing_key, public) = setup.finish()?;
+    let trials = collect(slots)?;
+    let mut file = CapNemesisFile {
+        format: FORMAT.to_owned(),
+        scenario: SCENARIO.to_owned(),
+        generated_at: crate::results::now_rfc3339(),
+        environment,
+        want: verify::shared_cap::WANT.to_owned(),
+        summary: summarize(&trials, &nemeses, &COLUMNS.map(str::to_owned)),
+        plan: Campaign {
+            seed,
+            nemeses,
+            columns: COLUMNS.map(str::to_owned).to_vec(),
+            trials: args.trials,
+        },
+        trials,
+        signature: None,
+    };
+    sign(&mut file, &signing_key).context("cannot sign the nemesis file")?;
+    drop(signing_key);
+    let mut bytes = serde_json::to_vec_pretty(&file).context("cannot serialize the trials")?;
+    bytes.push(b'\n');
+    let path = args
+        .out
+        .join("nemesis")
+        .join(format!("{}.json", run_name(&file.environment)));
+    crate::results::write_atomically(&path, &bytes)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    print_summary(&file, started.elapsed());
+    println!("results: {}", path.display());
+    let report = check(&file, &KeyCheck::Pinned(public));
+    if report.ok {
+        println!(
+            "verify: ok ({} trials, signed by the run's key)",
+            report.trials
+        );
+    } else {
+        eprintln!("verify: the nemesis file does NOT verify:");
+        for f in report.findings.iter().take(10) {
+            eprintln!("  {f}");
+        }
+    }
+    Ok(RunOutcome {
+        harness_errors: file
+            .trials
+            .iter()
+            .filter(|t| t.cell.harness_error.is_some())
+            .count(),
+        results_path: path,
+        verified: report.ok,
+    })
+}
+
+fn print_summary(file: &CapNemesisFile, wall: std::time::Duration) {
+    println!(
+        "{} trials in {:.1} s (wall), backend {}, decider policy",
+        file.trials.len(),
+        wall.as_secs_f64(),
+        file.environment.backend
+    );
+    for s in &file.summary {
+        println!(
+            "  {:<12} {:<10} held {}/{}  every kill landed {}  over the cap {}  answers {}/{}{}",
+            s.nemesis,
+            s.column,
+            s.held,
+            s.judged,
+            s.all_kills_landed,
+            s.over_cap,
+            s.answers_matched,
+            s.judged,
+            if s.harness_errors > 0 {
+                format!("  HARNESS_ERROR {}", s.harness_errors)
+            } else {
+                String::new()
+            }
+        );
+    }
+}

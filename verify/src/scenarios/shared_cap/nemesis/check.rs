@@ -1,0 +1,282 @@
+//! The whole-file check of a shared_cap nemesis file: the run's signature, the plan's every
+//! trial exactly once with the draws its seed gives, kills only where drawn, and every trial's
+//! judgement re-derived by the matrix's rules.
+
+use super::draw::{draw, restart_steps, trial_id};
+use super::record::{CapNemesisFile, CapTrial};
+use super::summary::{summarize, NemesisSummary};
+use super::{FORMAT, NEMESES, SIGNATURE_CONTEXT};
+use crate::canonical;
+use crate::receipt::KeyCheck;
+use crate::shared_cap::check::{check_judgement, check_signature, digest, file_key, SigningError};
+use crate::shared_cap::plan::{is_kill_step, COLUMNS, OVERLAPS};
+use crate::shared_cap::record::SCENARIO;
+use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
+use serde::Serialize;
+
+/// `cell.crash_point` of a trial whose worker `a` is not killed in its first phase.
+pub const NO_KILL: &str = "none";
+
+/// What the check found.
+#[derive(Debug, Clone, Serialize)]
+pub struct CapNemesisReport {
+    /// Nothing was found wrong.
+    pub ok: bool,
+    /// `pinned` or `self-attested`.
+    pub key: String,
+    /// The key the file and its receipts were checked against (hex).
+    pub signer: String,
+    /// Trials in the file.
+    pub trials: usize,
+    /// Trials judged (not harness errors).
+    pub judged: usize,
+    /// The file's signature verifies under the key.
+    pub signed: bool,
+    /// The summary as re-derived.
+    pub summary: Vec<NemesisSummary>,
+    /// Every problem, each naming its place in the file.
+    pub findings: Vec<String>,
+}
+
+/// The bytes the run's key signs: the context, then the canonical JSON of
+/// `{"v": 1, "head": H, "trials": [T0, T1, ...]}`, `H` the hex SHA-256 of the canonical JSON of
+/// every top-level member but `trials` and `signature`, `Ti` that of `trials[i]`.
+pub fn signing_message(file: &CapNemesisFile) -> Result<Vec<u8>, SigningError> {
+    let mut trials = Vec::with_capacity(file.trials.len());
+    for t in &file.trials {
+        trials.push(digest(&serde_json::to_value(t)?)?);
+    }
+    let head = serde_json::json!({
+        "format": file.format,
+        "scenario": file.scenario,
+        "generated_at": file.generated_at,
+        "environment": file.environment,
+        "want": file.want,
+        "plan": file.plan,
+        "summary": file.summary,
+    });
+    let body = serde_json::json!({"v": 1, "head": digest(&head)?, "trials": trials});
+    let mut out = SIGNATURE_CONTEXT.as_bytes().to_vec();
+    out.extend(canonical::to_vec(&body)?);
+    Ok(out)
+}
+
+/// Signs the file with the run's key (sets `signature`, hex).
+pub fn sign(file: &mut CapNemesisFile, key: &SigningKey) -> Result<(), SigningError> {
+    let message = signing_message(file)?;
+    file.signature = Some(hex::encode(key.sign(&message).to_bytes()));
+    Ok(())
+}
+
+/// A trial's labels are the plan's vocabulary: a known nemesis, column and overlap, and every
+/// kill at a step its worker's column passes. `Err((field, why))` names the first that is not
+/// (the loader refuses the file, so no report repeats an unknown label).
+pub fn labels_known(t: &CapTrial) -> Result<(), (&'static str, String)> {
+    let column = t.cell.column.as_str();
+    if !NEMESES.contains(&t.nemesis.as_str()) {
+        return Err(("nemesis", format!("not one of {}", NEMESES.join(", "))));
+    }
+    if !COLUMNS.contains(&column) {
+        return Err(("cell.column", format!("not one of {}", COLUMNS.join(", "))));
+    }
+    for (field, value) in [
+        ("draw.overlap", &t.draw.overlap),
+        ("cell.overlap", &t.cell.overlap),
+    ] {
+        if !OVERLAPS.contains(&value.as_str()) {
+            return Err((field, format!("not one of {}", OVERLAPS.join(", "))));
+        }
+    }
+    let step_ok = |s: &str| is_kill_step(column, s);
+    let first_kills = [
+        ("draw.kill_a", t.draw.kill_a.as_deref()),
+        ("draw.kill_b", t.draw.kill_b.as_deref()),
+        (
+            "cell.tickets[0].killed_at",
+            t.cell.tickets.first().and_then(|x| x.killed_at.as_deref()),
+        ),
+        (
+            "cell.tickets[1].killed_at",
+            t.cell.tickets.get(1).and_then(|x| x.killed_at.as_deref()),
+        ),
+    ];
+    for (field, step) in first_kills {
+        if step.is_some_and(|s| !step_ok(s)) {
+            return Err((field, format!("not a step the {column} column passes")));
+        }
+    }
+    if t.cell.crash_point != NO_KILL && !step_ok(&t.cell.crash_point) {
+        return Err((
+            "cell.crash_point",
+            format!("neither {NO_KILL:?} nor a step of {column}"),
+        ));
+    }
+    for (field, step) in [
+        ("draw.kill_restart", t.draw.kill_restart.as_deref()),
+        ("restart_killed_at", t.restart_killed_at.as_deref()),
+    ] {
+        if step.is_some_and(|s| !restart_steps(column).contains(&s)) {
+            return Err((field, format!("not a step a {column} restart passes")));
+        }
+    }
+    Ok(())
+}
+
+/// The trials the plan holds, in order: (nemesis, column, index); lazily, so a plan that claims
+/// billions of trials costs nothing until it is compared with the trials recorded.
+fn planned(file: &CapNemesisFile) -> impl Iterator<Item = (&String, &String, u32)> {
+    let p = &file.plan;
+    p.nemeses.iter().flat_map(move |n| {
+        p.columns
+            .iter()
+            .flat_map(move |c| (0..p.trials).map(move |i| (n, c, i)))
+    })
+}
+
+fn check_plan(file: &CapNemesisFile, findings: &mut Vec<String>) {
+    let p = &file.plan;
+    let mut seen = std::collections::HashSet::new();
+    for n in &p.nemeses {
+        if !NEMESES.contains(&n.as_str()) || !seen.insert(n) {
+            findings.push(format!("plan.nemeses: {n:?} is unknown or named twice"));
+        }
+    }
+    for c in &p.columns {
+        if !COLUMNS.contains(&c.as_str()) || !seen.insert(c) {
+            findings.push(format!("plan.columns: {c:?} is unknown or named twice"));
+        }
+    }
+    let planned_len = (p.nemeses.len() as u128) * (p.columns.len() as u128) * u128::from(p.trials);
+    if planned_len != file.trials.len() as u128 {
+        findings.push(format!(
+            "trials: {} recorded, the plan ({} nemeses x {} columns x {}) has {planned_len}",
+            file.trials.len(),
+            p.nemeses.len(),
+            p.columns.len(),
+            p.trials,
+        ));
+    }
+    for (i, (t, (n, c, index))) in file.trials.iter().zip(planned(file)).enumerate() {
+        let want_id = trial_id(p.seed, n, c, index);
+        if t.nemesis != *n || t.cell.column != *c || t.index != index || t.id != want_id {
+            findings.push(format!(
+                "trials[{i}]: is {} ({}, {}, #{}); the plan's trial here is {want_id}",
+                t.id, t.nemesis, t.cell.column, t.index
+            ));
+            continue;
+        }
+        if draw(p.seed, n, c, index).as_ref() != Some(&t.draw) {
+            findings.push(format!(
+                "trials[{i}] ({}): its draw is not what the seed draws for it",
+                t.id
+            ));
+        }
+    }
+}
+
+/// Kills only where drawn: worker `a` at `kill_a` (its cell's crash point), `b` at `kill_b`,
+/// `a`'s restart at `kill_restart` and only after `a` was killed; the cell's overlap and
+/// repeat are the draw's and the index.
+fn check_kills(i: usize, t: &CapTrial, findings: &mut Vec<String>) {
+    let at = format!("trials[{i}] ({})", t.id);
+    let want_crash = t.draw.kill_a.as_deref().unwrap_or(NO_KILL);
+    if t.cell.crash_point != want_crash
+        || t.cell.overlap != t.draw.overlap
+        || t.cell.repeat != t.index
+    {
+        findings.push(format!(
+            "{at}: the cell's crash point, overlap or repeat is not the draw's"
+        ));
+    }
+    let names: Vec<&str> = t.cell.tickets.iter().map(|x| x.name.as_str()).collect();
+    if names != ["a", "b"] {
+        findings.push(format!("{at}: tickets are {names:?}, expected a then b"));
+        return;
+    }
+    let drawn = [t.draw.kill_a.as_deref(), t.draw.kill_b.as_deref()];
+    for (j, (ticket, want)) in t.cell.tickets.iter().zip(drawn).enumerate() {
+        if let Some(k) = ticket.killed_at.as_deref() {
+            if Some(k) != want {
+                findings.push(format!(
+                    "{at}: tickets[{j}] records a kill at {k:?}; its draw is {want:?}"
+                ));
+            }
+        }
+    }
+    if let Some(k) = &t.restart_killed_at {
+        let a_killed = t.cell.tickets[0].killed_at.is_some();
+        if Some(k) != t.draw.kill_restart.as_ref() || !a_killed {
+            findings.push(format!(
+                "{at}: a restart killed at {k:?}, but the draw is {:?}{}",
+                t.draw.kill_restart,
+                if a_killed {
+                    ""
+                } else {
+                    " and worker a was never killed"
+                }
+            ));
+        }
+    }
+}
+
+/// Checks a shared_cap nemesis file against `key`.
+pub fn check(file: &CapNemesisFile, key: &KeyCheck) -> CapNemesisReport {
+    let mut findings = Vec::new();
+    if file.format != FORMAT || file.scenario != SCENARIO {
+        findings.push(format!(
+            "format {:?}, scenario {:?}: expected {FORMAT:?} and {SCENARIO:?}",
+            file.format, file.scenario
+        ));
+    }
+    if let Some(why) = crate::shared_cap::check::hosts_problem(&file.environment) {
+        findings.push(format!("environment.hosts: {why}"));
+    }
+    let resolved: Option<VerifyingKey> = file_key(&file.environment.public_key, key, &mut findings);
+    let signed = resolved.as_ref().is_some_and(|k| {
+        check_signature(
+            file.signature.as_deref(),
+            signing_message(file),
+            k,
+            &mut findings,
+        )
+    });
+    check_plan(file, &mut findings);
+    let mut judged = 0;
+    for (i, t) in file.trials.iter().enumerate() {
+        check_kills(i, t, &mut findings);
+        if t.cell.harness_error.is_some() {
+            continue;
+        }
+        judged += 1;
+        if let Some(k) = &resolved {
+            check_judgement(
+                &format!("trials[{i}] ({})", t.id),
+                &t.cell,
+                k,
+                &mut findings,
+            );
+        }
+    }
+    let summary = summarize(&file.trials, &file.plan.nemeses, &file.plan.columns);
+    if summary != file.summary {
+        findings.push(
+            "summary: differs from the summary the trials give (re-derived by verify)".into(),
+        );
+    }
+    CapNemesisReport {
+        ok: findings.is_empty(),
+        key: match key {
+            KeyCheck::Pinned(_) => "pinned",
+            KeyCheck::SelfAttested => "self-attested",
+        }
+        .into(),
+        signer: resolved
+            .map(|k| hex::encode(k.as_bytes()))
+            .unwrap_or_default(),
+        trials: file.trials.len(),
+        judged,
+        signed,
+        summary,
+        findings,
+    }
+}

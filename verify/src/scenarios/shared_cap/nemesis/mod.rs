@@ -1,0 +1,42 @@
+//! shared_cap's nemesis (DESIGN §5.1): randomized trials of the two bots with kills the
+//! matrix's rows never make: worker `b` killed, both workers killed, worker `a`'s restart killed,
+//! each at a step drawn from the steps its column passes, with the overlap drawn too. Every draw
+//! derives from the campaign's seed and the trial's place in the plan ([`draw`]), so verify
+//! re-derives each trial's kills and refuses a file whose trials are not exactly its plan.
+//!
+//! Every trial is judged by the matrix's rules ([`super::judge`]), from what Stripe holds after
+//! every killed worker was restarted. No request is held at the service and nobody outside the
+//! two bots changes the order, so every trial lies within every column's assumptions: a
+//! violation here is a violation of the column itself.
+
+pub mod check;
+pub mod draw;
+pub mod record;
+pub mod summary;
+
+/// The `format` of a shared_cap nemesis file.
+pub const FORMAT: &str = "interlock-shared-cap-nemesis/1";
+/// Domain separation of the file's signature.
+pub const SIGNATURE_CONTEXT: &str = "interlock-shared-cap-nemesis-v1:";
+
+/// The nemeses, in run order.
+pub const NEMESES: [&str; 3] = ["kill_at_step", "kill_both", "kill_restart"];
+
+/// What each nemesis does, in words (the page and `--help` say it).
+pub fn describe(nemesis: &str) -> &'static str {
+    match nemesis {
+        "kill_at_step" => {
+            "one worker, a or b (drawn), is SIGKILLed at a step drawn from its column's steps, \
+             then restarted"
+        }
+        "kill_both" => {
+            "both workers are SIGKILLed, each at a step drawn from its column's steps; both \
+             restarts are released together"
+        }
+        "kill_restart" => {
+            "worker a is SIGKILLed at a drawn step, its restart is SIGKILLed at a step drawn from \
+             the steps a restart passes, then a final restart finishes"
+        }
+        _ => "",
+    }
+}
