@@ -196,3 +196,65 @@ fn worker_a_killed_at_every_step_of_its_column() {
         "{killed} kills, {sequential} sequential cells"
     );
 }
+
+fn load_nemesis(path: &std::path::Path) -> verify::shared_cap::nemesis::record::CapNemesisFile {
+    let bytes = std::fs::read(path).unwrap();
+    match verify::load::load_document(&bytes).unwrap() {
+        verify::load::Document::SharedCapNemesis(f) => *f,
+        _ => panic!("not a shared_cap nemesis file"),
+    }
+}
+
+#[test]
+fn a_nemesis_campaign_runs_its_drawn_kills_through_real_processes_and_verifies() {
+    let (output, out) = run(&["--nemesis", "all", "--trials", "2", "--no-site"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    assert!(stdout.contains("verify: ok (24 trials"), "{stdout}");
+    let file = load_nemesis(&out.path().join("nemesis/shared_cap.json"));
+    assert_eq!(file.plan.seed, 11);
+    assert_eq!(file.trials.len(), 3 * 4 * 2);
+    let mut landed = 0;
+    for t in &file.trials {
+        let c = &t.cell;
+        assert!(c.harness_error.is_none(), "{}: {:?}", t.id, c.harness_error);
+        assert!(c.truth.consistent(), "{}", t.id);
+        assert!(c.answers_match, "{}", t.id);
+        // Kills land only where drawn.
+        assert!(c.tickets[0].killed_at.is_none() || c.tickets[0].killed_at == t.draw.kill_a);
+        assert!(c.tickets[1].killed_at.is_none() || c.tickets[1].killed_at == t.draw.kill_b);
+        landed += t.kills_landed();
+        if c.column == "interlock" {
+            assert!(c.invariant_held, "{}", t.id);
+        }
+    }
+    assert!(landed >= 12, "{landed} kills landed in 24 trials");
+    let key = ed25519_dalek::VerifyingKey::from_bytes(
+        &hex::decode(&file.environment.public_key)
+            .unwrap()
+            .try_into()
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(verify::shared_cap::nemesis::check::check(&file, &KeyCheck::Pinned(key)).ok);
+}
+
+#[test]
+fn a_nemesis_name_of_the_other_scenario_is_refused_with_the_names_there_are() {
+    let (output, _out) = run(&["--nemesis", "kill_in_flight"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("unknown shared_cap nemesis \"kill_in_flight\"")
+            && stderr.contains("kill_restart"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn two_hosts_without_a_database_journal_is_refused_with_the_reason() {
+    let (output, _out) = run(&["--two-hosts"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--two-hosts needs --journal"), "{stderr}");
+}

@@ -1,0 +1,220 @@
+//! shared_cap nemesis files (`interlock-shared-cap-nemesis/1`) under the forger's threat models.
+//! Each forgery is re-signed with the forger's own key, so it is the plan, draw, kill and
+//! judgement rules that must catch it (a self-attested check), and it must fail under the
+//! genuine key pinned (the forger lacks it).
+//!
+//! The fixture `fixtures/shared_cap_nemesis.json` is a genuine campaign.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use ed25519_dalek::SigningKey;
+use serde_json::{json, Value};
+use verify::load::{load_document, Document};
+use verify::receipt::KeyCheck;
+use verify::shared_cap::nemesis::check::{check, sign};
+use verify::shared_cap::nemesis::record::CapNemesisFile;
+
+fn genuine() -> Value {
+    let bytes = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/shared_cap_nemesis.json"
+    ))
+    .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+fn load(v: &Value) -> Result<CapNemesisFile, String> {
+    match load_document(&serde_json::to_vec(v).unwrap()) {
+        Ok(Document::SharedCapNemesis(f)) => Ok(*f),
+        Ok(_) => Err("another kind of file".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn genuine_key() -> ed25519_dalek::VerifyingKey {
+    let f = load(&genuine()).unwrap();
+    let bytes: [u8; 32] = hex::decode(&f.environment.public_key)
+        .unwrap()
+        .try_into()
+        .unwrap();
+    ed25519_dalek::VerifyingKey::from_bytes(&bytes).unwrap()
+}
+
+/// The forger's version: re-signed with the forger's key, which the file then names.
+fn forged(v: &Value) -> CapNemesisFile {
+    let key = SigningKey::from_bytes(&[9; 32]);
+    let mut f = load(v).unwrap();
+    f.environment.public_key = hex::encode(key.verifying_key().as_bytes());
+    sign(&mut f, &key).unwrap();
+    f
+}
+
+/// The findings of the forged file self-attested, beyond those of the genuine file re-signed
+/// (its receipts stay signed by the genuine gate key, which a forger cannot re-sign); asserts it
+/// also fails under the genuine key.
+fn findings(v: &Value) -> Vec<String> {
+    let f = forged(v);
+    assert!(!check(&f, &KeyCheck::Pinned(genuine_key())).ok);
+    let baseline = check(&forged(&genuine()), &KeyCheck::SelfAttested).findings;
+    check(&f, &KeyCheck::SelfAttested)
+        .findings
+        .into_iter()
+        .filter(|x| !baseline.contains(x))
+        .collect()
+}
+
+fn has(findings: &[String], text: &str) -> bool {
+    findings.iter().any(|f| f.contains(text))
+}
+
+#[test]
+fn the_genuine_campaign_verifies_self_attested_and_under_its_key() {
+    let f = load(&genuine()).unwrap();
+    assert_eq!(
+        check(&f, &KeyCheck::SelfAttested).findings,
+        Vec::<String>::new()
+    );
+    assert!(check(&f, &KeyCheck::Pinned(genuine_key())).ok);
+    assert_eq!(f.trials.len(), 12);
+    // Re-signed under another key, the file keeps receipts of the genuine gate key: every
+    // interlock ticket's proof then fails, and nothing else does.
+    let resigned = check(&forged(&genuine()), &KeyCheck::SelfAttested).findings;
+    let interlock_tickets = f
+        .trials
+        .iter()
+        .filter(|t| t.cell.column == "interlock")
+        .count()
+        * 2;
+    assert_eq!(resigned.len(), interlock_tickets, "{resigned:?}");
+    assert!(resigned
+        .iter()
+        .all(|x| x.contains("proof is recorded as true")));
+}
+
+#[test]
+fn a_dropped_or_duplicated_trial_is_a_finding() {
+    let mut v = genuine();
+    v["trials"].as_array_mut().unwrap().pop();
+    let f = findings(&v);
+    assert!(has(&f, "11 recorded, the plan"), "{f:?}");
+    let mut v = genuine();
+    let first = v["trials"][0].clone();
+    v["trials"][1] = first;
+    let f = findings(&v);
+    assert!(has(&f, "the plan's trial here is"), "{f:?}");
+}
+
+#[test]
+fn a_draw_the_seed_does_not_give_is_a_finding() {
+    let mut v = genuine();
+    let t = &mut v["trials"][0];
+    let other = if t["draw"]["overlap"] == "sequential" {
+        "concurrent"
+    } else {
+        "sequential"
+    };
+    t["draw"]["overlap"] = json!(other);
+    t["cell"]["overlap"] = json!(other);
+    let f = findings(&v);
+    assert!(has(&f, "is not what the seed draws"), "{f:?}");
+}
+
+#[test]
+fn another_seed_or_a_plan_of_billions_is_a_finding_without_building_it() {
+    let mut v = genuine();
+    v["plan"]["seed"] = json!(8);
+    let f = findings(&v);
+    assert!(has(&f, "the plan's trial here is"), "{f:?}");
+    let mut v = genuine();
+    v["plan"]["trials"] = json!(u32::MAX);
+    let f = findings(&v);
+    assert!(has(&f, "12 recorded, the plan"), "{f:?}");
+}
+
+#[test]
+fn a_kill_where_none_was_drawn_is_a_finding() {
+    let mut v = genuine();
+    let i = v["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|t| t["draw"]["kill_b"].is_null() && t["cell"]["column"] == "hand_check")
+        .unwrap();
+    v["trials"][i]["cell"]["tickets"][1]["killed_at"] = json!("lookup");
+    let f = findings(&v);
+    assert!(has(&f, "tickets[1] records a kill"), "{f:?}");
+    let mut v = genuine();
+    let i = v["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|t| t["draw"]["kill_restart"].is_null() && t["cell"]["column"] == "interlock")
+        .unwrap();
+    v["trials"][i]["restart_killed_at"] = json!("committed");
+    let f = findings(&v);
+    assert!(has(&f, "a restart killed at"), "{f:?}");
+}
+
+#[test]
+fn a_changed_outcome_or_summary_is_a_finding() {
+    let mut v = genuine();
+    let i = v["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|t| t["cell"]["invariant_held"] == false)
+        .unwrap();
+    v["trials"][i]["cell"]["invariant_held"] = json!(true);
+    let f = findings(&v);
+    assert!(has(&f, "invariant_held is recorded as true"), "{f:?}");
+    let mut v = genuine();
+    v["summary"][0]["held"] = json!(v["summary"][0]["judged"].clone());
+    let f = findings(&v);
+    assert!(has(&f, "summary: differs"), "{f:?}");
+}
+
+#[test]
+fn a_label_outside_the_vocabulary_is_refused_at_load() {
+    for (path, value) in [
+        (vec!["nemesis"], json!("kill_everything")),
+        (vec!["draw", "kill_a"], json!("\u{1b}[2J")),
+        (vec!["cell", "crash_point"], json!("sideways")),
+        (vec!["restart_killed_at"], json!("decision_saved")),
+    ] {
+        let mut v = genuine();
+        let mut at = &mut v["trials"][0];
+        for p in &path {
+            at = &mut at[*p];
+        }
+        *at = value;
+        let err = load(&v).unwrap_err();
+        assert!(err.contains("trials[0]."), "{path:?}: {err}");
+    }
+}
+
+#[test]
+fn an_unsigned_or_tampered_file_fails_under_the_genuine_key() {
+    let mut v = genuine();
+    v["trials"][0]["cell"]["wall_ms"] = json!(1);
+    let f = load(&v).unwrap();
+    let r = check(&f, &KeyCheck::Pinned(genuine_key()));
+    assert!(
+        has(&r.findings, "signature: does not verify"),
+        "{:?}",
+        r.findings
+    );
+    let mut v = genuine();
+    v.as_object_mut().unwrap().remove("signature");
+    let r = check(&load(&v).unwrap(), &KeyCheck::SelfAttested);
+    assert!(has(&r.findings, "signature: missing"), "{:?}", r.findings);
+}
+
+#[test]
+fn two_hosts_with_a_file_journal_is_a_finding() {
+    let mut v = genuine();
+    v["environment"]["hosts"] = json!(2);
+    let f = findings(&v);
+    assert!(
+        has(&f, "environment.hosts: two hosts with a \"file\" journal"),
+        "{f:?}"
+    );
+}
