@@ -66,6 +66,8 @@ pub struct HostView {
 
 /// The namespaces, their links and the relays. Removed on drop.
 pub struct Hosts {
+    /// The random tag in every name this run made.
+    tag: String,
     views: [HostView; 2],
     stop: Arc<AtomicBool>,
     relays: Vec<JoinHandle<()>>,
@@ -142,6 +144,7 @@ impl Hosts {
         // Two /24s of 10.234.0.0/16 per run, drawn so two runs on one machine rarely meet.
         let pair = rand::random::<u8>() & 0x7f;
         let mut hosts = Hosts {
+            tag: tag.clone(),
             views: HOST_NAMES.map(|n| HostView {
                 namespace: format!("ilcap{tag}{n}"),
                 base_url: String::new(),
@@ -281,9 +284,13 @@ impl Drop for Hosts {
         for relay in self.relays.drain(..) {
             let _ = relay.join();
         }
-        // Deleting a namespace deletes the veth end inside it, and with it the pair.
-        for view in &self.views {
+        // Deleting a namespace deletes the veth end inside it, and with it the pair; a pair
+        // made but not yet moved (a failed start) is deleted by its outer end.
+        for (view, name) in self.views.iter().zip(HOST_NAMES) {
             let _ = ip(&["netns", "del", &view.namespace]);
+            let _ = Command::new("ip")
+                .args(["link", "del", &format!("vc{}{name}", self.tag)])
+                .output();
         }
     }
 }
