@@ -173,7 +173,10 @@ fn hand_check_refuses_a_revoked_approval_without_posting() {
     let mut env = Env::new();
     let (mut case, cell) = env.open("revoked");
     let (_, decision) = env.decide(&case);
-    case.approval.revoked = Some(json!({"by": "support-lead", "reason": "customer churned"}));
+    case.approval.revoked = Some(verify::results::Revocation {
+        by: "support-lead".into(),
+        clock_time: None,
+    });
     case.save(&cell).unwrap();
     let status = env
         .send(Column::HandCheck, &cell, &case, &decision)
@@ -357,11 +360,14 @@ fn approval_store_rereads_the_case_file() {
             .unwrap()
             .live
     );
-    case.approval.revoked = Some(json!("support-lead"));
+    case.approval.revoked = Some(verify::results::Revocation {
+        by: "support-lead".into(),
+        clock_time: None,
+    });
     case.save(&cell).unwrap();
     let revoked = store.check(&lease, &effect(1000)).unwrap();
     assert!(!revoked.live);
-    assert_eq!(revoked.grant.unwrap()["revoked"], "support-lead");
+    assert_eq!(revoked.grant.unwrap()["revoked"]["by"], "support-lead");
     std::fs::remove_file(cell.join("case.json")).unwrap();
     assert!(store.check(&lease, &effect(1000)).is_err());
 }
@@ -380,7 +386,10 @@ fn interlock_recovery_sees_an_approval_revoked_during_the_outage() {
         &decision,
         CrashPoint::BeforeSend,
     );
-    case.approval.revoked = Some(json!({"by": "support-lead"}));
+    case.approval.revoked = Some(verify::results::Revocation {
+        by: "support-lead".into(),
+        clock_time: None,
+    });
     case.save(&cell).unwrap();
     let report = env.restart(Column::Interlock, &cell).unwrap();
     assert_eq!(report.status, "REFUSED:lease_at_recovery");

@@ -135,7 +135,10 @@ fn a_credit_landing_after_its_client_gave_up_is_seen_by_a_restart_after_a_revoca
         .send(Column::Interlock, &cell, &case, &decision)
         .unwrap();
     assert_eq!(status, "IN_FLIGHT");
-    case.approval.revoked = Some(json!({"by": "support-lead"}));
+    case.approval.revoked = Some(verify::results::Revocation {
+        by: "support-lead".into(),
+        clock_time: None,
+    });
     case.save(&cell).unwrap();
     let report = env.restart(Column::Interlock, &cell).unwrap();
     let truth = ground_truth(&env.client, &case).unwrap();

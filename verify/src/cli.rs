@@ -278,21 +278,26 @@ fn shared_cap_outcome(
     json: bool,
 ) -> Outcome {
     let held: u32 = r.summary.iter().map(|s| s.held).sum();
-    let summary = format!(
-        "shared_cap{}, {} cells ({} judged; the invariant held in {held}: what the run found, \
-         re-derived from the data), {}",
-        match f.environment.hosts {
-            Some(n) => format!(" on {n} hosts"),
-            None => String::new(),
-        },
-        r.cells,
-        r.judged,
-        if r.signed {
-            "signed"
-        } else {
-            "signature check failed"
-        }
-    );
+    let hosts = match f.environment.hosts {
+        Some(n) => format!(" on {n} hosts"),
+        None => String::new(),
+    };
+    let summary = if matches!(key, KeyCheck::Pinned(_)) && !r.signed {
+        // Under a pin, nothing is derived from a file whose signature failed.
+        format!("shared_cap{hosts}, signature check failed, not read further")
+    } else {
+        format!(
+            "shared_cap{hosts}, {} cells ({} judged; the invariant held in {held}: what the run \
+             found, re-derived from the data), {}",
+            r.cells,
+            r.judged,
+            if r.signed {
+                "signed"
+            } else {
+                "signature check failed"
+            }
+        )
+    };
     let details = r.findings.iter().map(|x| format!("  {x}")).collect();
     let mut outcome = Outcome::new(r.ok, summary, details, "shared_cap", r, json);
     let named = hex::decode(&f.environment.public_key)
@@ -315,21 +320,25 @@ fn shared_cap_nemesis_outcome(
     json: bool,
 ) -> Outcome {
     let held: u32 = r.summary.iter().map(|s| s.held).sum();
-    let summary = format!(
-        "shared_cap nemesis{}, {} trials ({} judged; the invariant held in {held}: what the \
-         run found, re-derived from the data), {}",
-        match f.environment.hosts {
-            Some(n) => format!(" on {n} hosts"),
-            None => String::new(),
-        },
-        r.trials,
-        r.judged,
-        if r.signed {
-            "signed"
-        } else {
-            "signature check failed"
-        }
-    );
+    let hosts = match f.environment.hosts {
+        Some(n) => format!(" on {n} hosts"),
+        None => String::new(),
+    };
+    let summary = if matches!(key, KeyCheck::Pinned(_)) && !r.signed {
+        format!("shared_cap nemesis{hosts}, signature check failed, not read further")
+    } else {
+        format!(
+            "shared_cap nemesis{hosts}, {} trials ({} judged; the invariant held in {held}: \
+             what the run found, re-derived from the data), {}",
+            r.trials,
+            r.judged,
+            if r.signed {
+                "signed"
+            } else {
+                "signature check failed"
+            }
+        )
+    };
     let details = r.findings.iter().map(|x| format!("  {x}")).collect();
     let mut outcome = Outcome::new(r.ok, summary, details, "shared_cap_nemesis", r, json);
     let named = hex::decode(&f.environment.public_key)

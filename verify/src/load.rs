@@ -441,6 +441,12 @@ pub fn load_document(bytes: &[u8]) -> Result<Document, LoadError> {
         }
         Some(crate::shared_cap::nemesis::FORMAT) => {
             let file = typed::<crate::shared_cap::nemesis::record::CapNemesisFile>(text)?;
+            crate::shared_cap::nemesis::check::plan_known(&file.plan).map_err(
+                |(field, message)| LoadError::Shape {
+                    path: format!("plan.{field}"),
+                    message,
+                },
+            )?;
             for (i, t) in file.trials.iter().enumerate() {
                 crate::shared_cap::nemesis::check::labels_known(t).map_err(|(field, message)| {
                     LoadError::Shape {

@@ -293,8 +293,19 @@ pub struct Approval {
     pub approver: String,
     /// The cap, in cents.
     pub max_cents: i64,
-    /// `null` unless revoked (then who/when, free form).
-    pub revoked: Option<serde_json::Value>,
+    /// `null` unless revoked.
+    pub revoked: Option<Revocation>,
+}
+
+/// Who revoked an approval, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Revocation {
+    /// Who revoked it.
+    pub by: String,
+    /// The test-clock instant (seconds) it was revoked at, when the runner recorded one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_time: Option<i64>,
 }
 
 /// What the invariant allows this case to have credited.

@@ -134,3 +134,47 @@ fn a_file_of_bare_small_values_is_refused_before_it_is_built() {
     let err = load(&v).unwrap_err();
     assert!(err.contains("more than one per 8 bytes"), "{err}");
 }
+
+#[test]
+fn a_revocation_is_who_and_when_and_nothing_else() {
+    let mut v = genuine();
+    let deep = (0..100).fold(json!(0), |inner, _| json!({ "aaa": inner }));
+    v["cells"][0]["tickets"][0]["approval"]["revoked"] = json!([deep]);
+    assert!(load(&v).unwrap_err().contains("revoked"));
+    let mut v = genuine();
+    v["cells"][0]["tickets"][0]["approval"]["revoked"] = json!({"by": "support-lead"});
+    assert!(load(&v).is_ok());
+}
+
+#[test]
+fn under_a_pinned_key_a_matrix_whose_signature_fails_is_not_read_further() {
+    let v = genuine();
+    let key = ed25519_dalek::VerifyingKey::from_bytes(
+        &hex::decode(v["environment"]["public_key"].as_str().unwrap())
+            .unwrap()
+            .try_into()
+            .unwrap(),
+    )
+    .unwrap();
+    let mut v = v;
+    for c in v["cells"].as_array_mut().unwrap() {
+        c["invariant_held"] = json!(true);
+    }
+    let r = verify::shared_cap::check::check(&load(&v).unwrap(), &KeyCheck::Pinned(key));
+    assert!(!r.ok && !r.signed);
+    assert_eq!((r.judged, r.summary.len()), (0, 0));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("forged.json");
+    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .arg("--key")
+        .arg(v["environment"]["public_key"].as_str().unwrap())
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("not read further") && !stdout.contains("held in"),
+        "{stdout}"
+    );
+}

@@ -218,3 +218,35 @@ fn two_hosts_with_a_file_journal_is_a_finding() {
         "{f:?}"
     );
 }
+
+#[test]
+fn a_plan_naming_unknown_or_repeated_nemeses_or_columns_is_refused_at_load() {
+    for (field, names) in [
+        ("nemeses", json!(["kill_both", "kill_both"])),
+        ("nemeses", json!(vec!["x"; 1500])),
+        ("columns", json!(["interlock", "two_phase"])),
+    ] {
+        let mut v = genuine();
+        v["plan"][field] = names;
+        v["trials"] = json!([]);
+        v["summary"] = json!([]);
+        let err = load(&v).unwrap_err();
+        assert!(err.contains(&format!("plan.{field}")), "{err}");
+    }
+}
+
+#[test]
+fn under_a_pinned_key_a_file_whose_signature_fails_is_not_read_further() {
+    let mut v = genuine();
+    for t in v["trials"].as_array_mut().unwrap() {
+        t["cell"]["invariant_held"] = json!(true);
+    }
+    let r = check(&load(&v).unwrap(), &KeyCheck::Pinned(genuine_key()));
+    assert!(!r.ok && !r.signed);
+    assert_eq!((r.judged, r.summary.len()), (0, 0), "{:?}", r.summary);
+    assert!(
+        r.findings.iter().all(|f| f.starts_with("signature")),
+        "{:?}",
+        r.findings
+    );
+}

@@ -583,7 +583,10 @@ fn revoke(
 ) -> Result<(bc::CaseFile, i64), String> {
     let mut case = bc::CaseFile::load(&o.dir).map_err(|e| e.to_string())?;
     let mut write = |at: i64| {
-        case.approval.revoked = Some(serde_json::json!({"by": bc::APPROVER, "clock_time": at}));
+        case.approval.revoked = Some(verify::results::Revocation {
+            by: bc::APPROVER.to_owned(),
+            clock_time: Some(at),
+        });
         case.save_timed(&o.dir).map_err(|e| e.to_string())
     };
     let at = match emulator {

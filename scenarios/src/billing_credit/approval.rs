@@ -76,7 +76,10 @@ mod tests {
         assert!(!covers(&a, 1001));
         assert!(!covers(&a, 0));
         assert!(!covers(&a, -5));
-        a.revoked = Some(serde_json::json!({"by": "support-lead"}));
+        a.revoked = Some(verify::results::Revocation {
+            by: "support-lead".into(),
+            clock_time: None,
+        });
         assert!(!covers(&a, 1000));
     }
 }

@@ -197,15 +197,16 @@ fn the_judge_counts_every_credit_billing_did_not_make_whatever_its_tags() {
 
 #[test]
 fn no_credit_may_be_created_after_the_revocation() {
-    let approval = |revoked: Option<serde_json::Value>| Approval {
+    let approval = |revoked: Option<crate::results::Revocation>| Approval {
         id: "approval-c".into(),
         approver: "support-lead".into(),
         max_cents: 1000,
         revoked,
     };
-    let revoked = approval(Some(
-        serde_json::json!({"by": "support-lead", "clock_time": 200}),
-    ));
+    let revoked = approval(Some(crate::results::Revocation {
+        by: "support-lead".into(),
+        clock_time: Some(200),
+    }));
     let before = truth(
         vec![txn("own", "adjustment", -1000, 199, None, None)],
         vec![],

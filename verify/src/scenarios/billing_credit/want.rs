@@ -2,7 +2,6 @@
 
 use super::ground_truth::{first_compensation, first_judged_credit};
 use crate::results::{Approval, GroundTruth, Want};
-use serde_json::Value;
 
 /// Whether the want rule's same-second tie-break decides this case: billing's first compensation
 /// and the case's first credit share one test-clock second. The runner advances the clock one
@@ -46,11 +45,7 @@ pub fn want(truth: &GroundTruth, _case_id: &str, incident: &str, approved_cents:
 /// The test-clock instant (seconds) at which the approval was revoked, when its `revoked` record
 /// carries one (`{"by": ..., "clock_time": T}`, as the runner writes it).
 pub fn revoked_at(approval: &Approval) -> Option<i64> {
-    approval
-        .revoked
-        .as_ref()
-        .and_then(|r| r.get("clock_time"))
-        .and_then(Value::as_i64)
+    approval.revoked.as_ref().and_then(|r| r.clock_time)
 }
 
 /// The want rule with the approval's revocation (DESIGN §4.6): as [`want`], and no case credit may

@@ -201,8 +201,7 @@ pub(crate) fn check_judgement(
             ));
         }
     };
-    let mut judged = c.clone();
-    super::judge::judge(&mut judged, key);
+    let judged = super::judge::judgement(c, key);
     differs(
         findings,
         "invariant_held",
@@ -274,6 +273,26 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
             &mut findings,
         )
     });
+    let key_name = match key {
+        KeyCheck::Pinned(_) => "pinned",
+        KeyCheck::SelfAttested => "self-attested",
+    };
+    // Under a pin, a file that is not what the key signed is not read further: nothing is
+    // derived or counted from it.
+    if matches!(key, KeyCheck::Pinned(_)) && !signed {
+        return CapReport {
+            ok: false,
+            key: key_name.into(),
+            signer: resolved
+                .map(|k| hex::encode(k.as_bytes()))
+                .unwrap_or_default(),
+            cells: file.cells.len(),
+            judged: 0,
+            signed,
+            summary: Vec::new(),
+            findings,
+        };
+    }
     let mut seen = HashSet::new();
     let mut judged = 0;
     for (i, c) in file.cells.iter().enumerate() {
@@ -314,11 +333,7 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
     }
     CapReport {
         ok: findings.is_empty(),
-        key: match key {
-            KeyCheck::Pinned(_) => "pinned",
-            KeyCheck::SelfAttested => "self-attested",
-        }
-        .into(),
+        key: key_name.into(),
         signer: resolved
             .map(|k| hex::encode(k.as_bytes()))
             .unwrap_or_default(),

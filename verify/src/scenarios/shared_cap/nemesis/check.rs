@@ -122,6 +122,29 @@ pub fn labels_known(t: &CapTrial) -> Result<(), (&'static str, String)> {
     Ok(())
 }
 
+/// The plan names only known nemeses and columns, each once (the loader refuses any other plan,
+/// so nothing is built per name before it is checked). `Err((field, why))`.
+pub fn plan_known(plan: &super::record::Campaign) -> Result<(), (&'static str, String)> {
+    let mut seen = std::collections::HashSet::new();
+    for n in &plan.nemeses {
+        if !NEMESES.contains(&n.as_str()) || !seen.insert(n.as_str()) {
+            return Err((
+                "nemeses",
+                format!("each of {} at most once", NEMESES.join(", ")),
+            ));
+        }
+    }
+    for c in &plan.columns {
+        if !COLUMNS.contains(&c.as_str()) || !seen.insert(c.as_str()) {
+            return Err((
+                "columns",
+                format!("each of {} at most once", COLUMNS.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The trials the plan holds, in order: (nemesis, column, index); lazily, so a plan that claims
 /// billions of trials costs nothing until it is compared with the trials recorded.
 fn planned(file: &CapNemesisFile) -> impl Iterator<Item = (&String, &String, u32)> {
@@ -135,16 +158,9 @@ fn planned(file: &CapNemesisFile) -> impl Iterator<Item = (&String, &String, u32
 
 fn check_plan(file: &CapNemesisFile, findings: &mut Vec<String>) {
     let p = &file.plan;
-    let mut seen = std::collections::HashSet::new();
-    for n in &p.nemeses {
-        if !NEMESES.contains(&n.as_str()) || !seen.insert(n) {
-            findings.push(format!("plan.nemeses: {n:?} is unknown or named twice"));
-        }
-    }
-    for c in &p.columns {
-        if !COLUMNS.contains(&c.as_str()) || !seen.insert(c) {
-            findings.push(format!("plan.columns: {c:?} is unknown or named twice"));
-        }
+    if let Err((field, why)) = plan_known(p) {
+        findings.push(format!("plan.{field}: {why}"));
+        return;
     }
     let planned_len = (p.nemeses.len() as u128) * (p.columns.len() as u128) * u128::from(p.trials);
     if planned_len != file.trials.len() as u128 {
@@ -240,6 +256,25 @@ pub fn check(file: &CapNemesisFile, key: &KeyCheck) -> CapNemesisReport {
             &mut findings,
         )
     });
+    let key_name = match key {
+        KeyCheck::Pinned(_) => "pinned",
+        KeyCheck::SelfAttested => "self-attested",
+    };
+    // Under a pin, a file that is not what the key signed is not read further.
+    if matches!(key, KeyCheck::Pinned(_)) && !signed {
+        return CapNemesisReport {
+            ok: false,
+            key: key_name.into(),
+            signer: resolved
+                .map(|k| hex::encode(k.as_bytes()))
+                .unwrap_or_default(),
+            trials: file.trials.len(),
+            judged: 0,
+            signed,
+            summary: Vec::new(),
+            findings,
+        };
+    }
     check_plan(file, &mut findings);
     let mut judged = 0;
     for (i, t) in file.trials.iter().enumerate() {
@@ -257,7 +292,10 @@ pub fn check(file: &CapNemesisFile, key: &KeyCheck) -> CapNemesisReport {
             );
         }
     }
-    let summary = summarize(&file.trials, &file.plan.nemeses, &file.plan.columns);
+    let summary = match plan_known(&file.plan) {
+        Ok(()) => summarize(&file.trials, &file.plan.nemeses, &file.plan.columns),
+        Err(_) => Vec::new(),
+    };
     if summary != file.summary {
         findings.push(
             "summary: differs from the summary the trials give (re-derived by verify)".into(),
@@ -265,11 +303,7 @@ pub fn check(file: &CapNemesisFile, key: &KeyCheck) -> CapNemesisReport {
     }
     CapNemesisReport {
         ok: findings.is_empty(),
-        key: match key {
-            KeyCheck::Pinned(_) => "pinned",
-            KeyCheck::SelfAttested => "self-attested",
-        }
-        .into(),
+        key: key_name.into(),
         signer: resolved
             .map(|k| hex::encode(k.as_bytes()))
             .unwrap_or_default(),
