@@ -107,7 +107,7 @@ fn embedded(scenario: &str) -> Option<&'static [(&'static str, &'static str)]> {
 
 /// The folder whose copy of `name` a `scenario` without one of its own uses: itself when it has
 /// the file (or has no fallback), else its fallback's.
-fn folder_for<'a>(scenario: &'a str, has: impl Fn(&str) -> bool) -> &'a str {
+fn folder_for(scenario: &str, has: impl Fn(&str) -> bool) -> &str {
     match FALLBACKS.iter().find(|(from, _)| *from == scenario) {
         Some((_, to)) if !has(scenario) => to,
         _ => scenario,
