@@ -376,3 +376,27 @@ fn to_html(markdown: &str) -> String {
 pub fn workspace_scenarios_dir() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_two_host_run_has_its_own_verdict_and_setup_and_shared_caps_other_files() {
+        for source in [
+            ProseSource::Embedded,
+            ProseSource::Dir(workspace_scenarios_dir().to_path_buf()),
+        ] {
+            let two = load("shared_cap_two_hosts", &source).unwrap_or_else(|e| panic!("{e}"));
+            let one = load("shared_cap", &source).unwrap_or_else(|e| panic!("{e}"));
+            assert!(two.verdict.0.contains("shared_cap_two_hosts/verdict.md"));
+            assert!(two.setup.0.contains("shared_cap_two_hosts/setup.md"));
+            assert_ne!(two.verdict.1, one.verdict.1);
+            assert!(two.rows.0.contains("shared_cap/rows.md"), "{}", two.rows.0);
+            assert_eq!(two.rows.1, one.rows.1);
+            assert_eq!(two.nemesis.1, one.nemesis.1);
+            assert!(!one.nemesis.1.is_empty());
+        }
+        assert!(load("no_such_scenario", &ProseSource::Embedded).is_err());
+    }
+}
