@@ -394,6 +394,7 @@ pub fn render(
         .iter()
         .map(|t| ReceiptsOf {
             cell: &t.cell,
+            of: "trial",
             href: format!("../{PAGE}#{}", anchor(t)),
             label: t.id.clone(),
             crumb: (format!("../{PAGE}"), "Nemesis".into()),
@@ -441,4 +442,52 @@ pub fn render(
         headline,
         receipts,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> CapNemesisFile {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/shared_cap/nemesis/shared_cap.json");
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{e}"));
+        serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn every_kill_that_landed_is_counted_once_and_every_drawn_kill_that_did_not_is_counted_apart() {
+        let file = fixture();
+        let rows = kill_rows(&file);
+        let (missed, landed): (Vec<&KillRow>, Vec<&KillRow>) =
+            rows.iter().partition(|r| r.step.starts_with('('));
+        let total = |rs: &[&KillRow]| rs.iter().map(|r| r.a + r.b + r.restart).sum::<u32>();
+        let landed_in_trials: u32 = file.trials.iter().map(CapTrial::kills_landed).sum();
+        assert_eq!(total(&landed), landed_in_trials);
+        let drawn: u32 = file
+            .trials
+            .iter()
+            .map(|t| {
+                [&t.draw.kill_a, &t.draw.kill_b, &t.draw.kill_restart]
+                    .iter()
+                    .filter(|k| k.is_some())
+                    .count() as u32
+            })
+            .sum();
+        assert_eq!(total(&missed), drawn - landed_in_trials);
+        assert!(rows.iter().all(|r| r.a + r.b + r.restart > 0));
+    }
+
+    #[test]
+    fn a_draw_reads_as_words_with_each_kill_that_did_not_land_marked() {
+        let file = fixture();
+        for t in &file.trials {
+            let words = draw_words(t);
+            assert!(words.starts_with(&t.draw.overlap), "{words}");
+            let marked = words.matches("(did not land)").count() as u32;
+            assert_eq!(marked > 0, !all_kills_landed(t), "{}: {words}", t.id);
+        }
+        assert_eq!(sentence("both workers"), "Both workers");
+        assert_eq!(sentence(""), "");
+    }
 }

@@ -144,6 +144,8 @@ struct ReceiptPage<'a> {
     version: &'a str,
     nav: Option<Nav>,
     effect_id: &'a str,
+    /// `cell` or `trial`: what the receipt belongs to.
+    of: &'static str,
     /// Where the receipt's cell (or trial) is described, relative to the receipt page.
     cell_href: String,
     cell_label: &'a str,
@@ -318,6 +320,8 @@ pub(crate) type NavFn<'a> =
 /// label, and the breadcrumb to that description.
 pub(crate) struct ReceiptsOf<'a> {
     pub(crate) cell: &'a CapCell,
+    /// `cell` (of the matrix) or `trial` (of a nemesis campaign).
+    pub(crate) of: &'static str,
     pub(crate) href: String,
     pub(crate) label: String,
     pub(crate) crumb: (String, String),
@@ -356,6 +360,7 @@ pub(crate) fn receipt_pages(
                         format!("Receipt {}", &bundle.effect_id),
                     ),
                     effect_id: &bundle.effect_id,
+                    of: c.of,
                     cell_href: c.href.clone(),
                     cell_label: &c.label,
                     ticket: &t.ticket_id,
@@ -511,6 +516,7 @@ pub fn render(
         .iter()
         .map(|c| ReceiptsOf {
             cell: &c.cell,
+            of: "cell",
             href: format!("../ids.html#{}", c.anchor),
             label: c.label.clone(),
             crumb: ("../ids.html".into(), "Ids and receipts".into()),
