@@ -9,6 +9,7 @@
 //! it only through placeholders filled from the data, and claims in it are checked against the
 //! data ([`prose`], [`placeholders`], [`claims`]).
 
+pub mod cap_nemesis;
 pub mod chart;
 pub mod claims;
 pub mod conformance;
@@ -113,6 +114,7 @@ pub fn build_with(
             rendered.push(render_file(&path, bytes, options, pinned.as_ref())?);
         }
     }
+    one_folder_per_run(&caps)?;
     // Everything rendered: only now touch the output directory.
     let mut pages = Vec::new();
     mkdir(out_dir)?;
@@ -208,7 +210,28 @@ fn results_files(dir: &Path) -> Result<Vec<PathBuf>, SiteError> {
     Ok(files)
 }
 
-/// Writes a shared_cap scenario's pages and data; returns the pages written.
+/// Two shared_cap runs of one name would write one folder: refuse, naming both files.
+fn one_folder_per_run(caps: &[shared_cap::Rendered]) -> Result<(), SiteError> {
+    for (i, c) in caps.iter().enumerate() {
+        if let Some(first) = caps[..i]
+            .iter()
+            .find(|o| o.index.scenario == c.index.scenario)
+        {
+            return Err(SiteError::Data {
+                path: c.path.clone(),
+                problem: format!(
+                    "it is a {} run, and so is {}: both would be written to {}/; keep one of them in the results directory",
+                    c.index.scenario,
+                    first.path.display(),
+                    c.index.scenario
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Writes a shared_cap run's pages and data; returns the pages written.
 fn write_shared_cap(
     out_dir: &Path,
     data: &Path,
@@ -229,6 +252,14 @@ fn write_shared_cap(
         let page = receipts_dir.join(format!("{name}.html"));
         write(&page, html.as_bytes())?;
         write(&receipts_dir.join(format!("{name}.json")), json.as_bytes())?;
+        if !pages.contains(&page) {
+            pages.push(page);
+        }
+    }
+    if let Some(n) = &c.nemesis {
+        let page = dir.join(cap_nemesis::PAGE);
+        write(&page, n.html.as_bytes())?;
+        write(&data.join(&n.json_name), &n.bytes)?;
         pages.push(page);
     }
     Ok(pages)

@@ -25,7 +25,12 @@ pub fn violation_rate_ppm(s: &NemesisSummary) -> Option<u64> {
 
 /// The heat map's class for a cell: `n/a`, none, or one of four bands of the rate.
 pub fn heat_class(s: &NemesisSummary) -> &'static str {
-    match violation_rate_ppm(s) {
+    heat_band(violation_rate_ppm(s))
+}
+
+/// The heat map's class for a violation rate in parts per million (`None`: no trial to rate).
+pub fn heat_band(rate_ppm: Option<u64>) -> &'static str {
+    match rate_ppm {
         None => "heat-na",
         Some(0) => "heat-0",
         Some(r) if r <= 10_000 => "heat-1",

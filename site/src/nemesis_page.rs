@@ -419,8 +419,9 @@ pub fn listed_kind(t: &Trial) -> Option<&'static str> {
     }
 }
 
-/// A bound over `n` trials, or `n/a` when there were none.
-fn bound(ppm: u32, n: u32) -> String {
+/// A bound over `n` trials, as a percentage with two decimals rounded up, or `n/a` when there
+/// were none.
+pub fn bound(ppm: u32, n: u32) -> String {
     if n == 0 {
         "n/a".into()
     } else {

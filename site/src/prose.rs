@@ -61,7 +61,7 @@ pub struct RowsProse {
     pub outage: BTreeMap<String, String>,
 }
 
-const EMBEDDED_SHARED_CAP: [(&str, &str); 3] = [
+const EMBEDDED_SHARED_CAP: [(&str, &str); 4] = [
     (
         "verdict.md",
         include_str!("../../scenarios/shared_cap/verdict.md"),
@@ -74,7 +74,45 @@ const EMBEDDED_SHARED_CAP: [(&str, &str); 3] = [
         "rows.md",
         include_str!("../../scenarios/shared_cap/rows.md"),
     ),
+    (
+        "nemesis.md",
+        include_str!("../../scenarios/shared_cap/nemesis.md"),
+    ),
 ];
+
+/// The two-host run's prose: only what differs from `shared_cap`'s ([`FALLBACKS`]).
+const EMBEDDED_SHARED_CAP_TWO_HOSTS: [(&str, &str); 2] = [
+    (
+        "verdict.md",
+        include_str!("../../scenarios/shared_cap_two_hosts/verdict.md"),
+    ),
+    (
+        "setup.md",
+        include_str!("../../scenarios/shared_cap_two_hosts/setup.md"),
+    ),
+];
+
+/// Prose folders that hold only what differs from another's: (folder, the folder a file
+/// missing from it is read from).
+pub const FALLBACKS: [(&str, &str); 1] = [("shared_cap_two_hosts", "shared_cap")];
+
+fn embedded(scenario: &str) -> Option<&'static [(&'static str, &'static str)]> {
+    match scenario {
+        "billing_credit" => Some(&EMBEDDED_BILLING_CREDIT),
+        "shared_cap" => Some(&EMBEDDED_SHARED_CAP),
+        "shared_cap_two_hosts" => Some(&EMBEDDED_SHARED_CAP_TWO_HOSTS),
+        _ => None,
+    }
+}
+
+/// The folder whose copy of `name` a `scenario` without one of its own uses: itself when it has
+/// the file (or has no fallback), else its fallback's.
+fn folder_for(scenario: &str, has: impl Fn(&str) -> bool) -> &str {
+    match FALLBACKS.iter().find(|(from, _)| *from == scenario) {
+        Some((_, to)) if !has(scenario) => to,
+        _ => scenario,
+    }
+}
 
 const EMBEDDED_BILLING_CREDIT: [(&str, &str); 4] = [
     (
@@ -95,24 +133,29 @@ const EMBEDDED_BILLING_CREDIT: [(&str, &str); 4] = [
     ),
 ];
 
-/// Load the prose files of `scenario`.
+/// Load the prose files of `scenario`; a file missing from a folder named in [`FALLBACKS`] is
+/// read from the folder it falls back to (and named so in errors).
 pub fn load(scenario: &str, source: &ProseSource) -> Result<ProseFiles, SiteError> {
+    let exists = |folder: &str, name: &str| match source {
+        ProseSource::Embedded => {
+            embedded(folder).is_some_and(|e| e.iter().any(|(n, _)| *n == name))
+        }
+        ProseSource::Dir(dir) => dir.join(folder).join(name).is_file(),
+    };
     let get = |name: &str| -> Result<(String, String), SiteError> {
-        let shown = format!("scenarios/{scenario}/{name}");
+        let folder = folder_for(scenario, |f| exists(f, name));
+        let shown = format!("scenarios/{folder}/{name}");
         match source {
             ProseSource::Embedded => {
-                let embedded: &[(&str, &str)] =
-                    match scenario {
-                        "billing_credit" => &EMBEDDED_BILLING_CREDIT,
-                        "shared_cap" => &EMBEDDED_SHARED_CAP,
-                        _ => return Err(SiteError::Prose {
-                            file: shown,
-                            line: 0,
-                            problem:
-                                "no prose is compiled in for this scenario; pass a prose directory"
-                                    .into(),
-                        }),
-                    };
+                let Some(embedded) = embedded(folder) else {
+                    return Err(SiteError::Prose {
+                        file: shown,
+                        line: 0,
+                        problem:
+                            "no prose is compiled in for this scenario; pass a prose directory"
+                                .into(),
+                    });
+                };
                 let text = embedded
                     .iter()
                     .find(|(n, _)| *n == name)
@@ -121,7 +164,7 @@ pub fn load(scenario: &str, source: &ProseSource) -> Result<ProseFiles, SiteErro
                 Ok((shown, text))
             }
             ProseSource::Dir(dir) => {
-                let path: PathBuf = dir.join(scenario).join(name);
+                let path: PathBuf = dir.join(folder).join(name);
                 let text = std::fs::read_to_string(&path)
                     .map_err(|e| SiteError::io("reading", &path, e))?;
                 Ok((path.display().to_string(), text))
@@ -129,7 +172,7 @@ pub fn load(scenario: &str, source: &ProseSource) -> Result<ProseFiles, SiteErro
         }
     };
     let optional = |name: &str| match source {
-        ProseSource::Dir(dir) if !dir.join(scenario).join(name).is_file() => {
+        ProseSource::Dir(_) if !exists(folder_for(scenario, |f| exists(f, name)), name) => {
             Ok((format!("scenarios/{scenario}/{name}"), String::new()))
         }
         _ => get(name),
@@ -332,4 +375,28 @@ fn to_html(markdown: &str) -> String {
 /// Where the workspace's `scenarios/` directory is, for a `--prose` default in development.
 pub fn workspace_scenarios_dir() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_two_host_run_has_its_own_verdict_and_setup_and_shared_caps_other_files() {
+        for source in [
+            ProseSource::Embedded,
+            ProseSource::Dir(workspace_scenarios_dir().to_path_buf()),
+        ] {
+            let two = load("shared_cap_two_hosts", &source).unwrap_or_else(|e| panic!("{e}"));
+            let one = load("shared_cap", &source).unwrap_or_else(|e| panic!("{e}"));
+            assert!(two.verdict.0.contains("shared_cap_two_hosts/verdict.md"));
+            assert!(two.setup.0.contains("shared_cap_two_hosts/setup.md"));
+            assert_ne!(two.verdict.1, one.verdict.1);
+            assert!(two.rows.0.contains("shared_cap/rows.md"), "{}", two.rows.0);
+            assert_eq!(two.rows.1, one.rows.1);
+            assert_eq!(two.nemesis.1, one.nemesis.1);
+            assert!(!one.nemesis.1.is_empty());
+        }
+        assert!(load("no_such_scenario", &ProseSource::Embedded).is_err());
+    }
 }

@@ -1,7 +1,12 @@
 //! The shared_cap scenario's pages: its report, its ids page and one page per receipt, rendered
-//! from a `interlock-shared-cap/1` file that `verify::shared_cap::check` accepted at build time.
-//! Every figure on them is the file's data or what that check derived (the summary); the site
-//! counts nothing itself.
+//! from a `interlock-shared-cap/1` file that `verify::shared_cap::check` accepted at build time,
+//! and its Nemesis page when the run has a campaign ([`crate::cap_nemesis`]). Every figure on
+//! them is the file's data or what that check derived (the summary); the site counts nothing
+//! itself.
+//!
+//! A results directory may hold several shared_cap runs: each goes to the folder its
+//! [`run_name`] names (`shared_cap/`, `shared_cap_two_hosts/`), with its prose from
+//! `scenarios/<run name>/` (a file missing there is `shared_cap`'s).
 
 use crate::error::SiteError;
 use crate::facts::{Fact, Facts};
@@ -14,19 +19,31 @@ use std::path::Path;
 use verify::receipt::{verify_bundle, KeyCheck};
 use verify::shared_cap::check::check;
 use verify::shared_cap::plan::COLUMNS;
-use verify::shared_cap::record::{CapCell, CapResults, SCENARIO};
+use verify::shared_cap::record::{run_name, CapCell, CapEnvironment, CapResults, SCENARIO};
 use verify::shared_cap::summary::ColumnSummary;
 use verify::shared_cap::{CAP_CENTS, PAYMENT_CENTS, REFUND_CENTS};
 
-/// The scenario's title on every page.
+/// The scenario's title on every page of a one-host run.
 pub const TITLE: &str = "shared_cap: two support bots, one order, one refund cap";
+/// The title of a two-host run's pages.
+pub const TITLE_TWO_HOSTS: &str =
+    "shared_cap on two hosts: two support bots, one order, one refund cap";
+
+/// The title of a run's pages, by its [`run_name`]: it says two hosts when the run had two.
+pub fn title(name: &str) -> &'static str {
+    if name == SCENARIO {
+        TITLE
+    } else {
+        TITLE_TWO_HOSTS
+    }
+}
 
 /// What the front page shows of the scenario.
 #[derive(Debug, Clone)]
 pub struct IndexEntry {
-    /// The scenario (folder name).
+    /// The run's name ([`run_name`]): its folder and its data file's stem.
     pub scenario: String,
-    /// [`TITLE`].
+    /// [`title`] of the run.
     pub title: String,
     /// The verdict in one sentence.
     pub verdict_line: String,
@@ -36,6 +53,8 @@ pub struct IndexEntry {
     pub summary: Vec<ColumnSummary>,
     /// The results file's name under `data/`.
     pub json_name: String,
+    /// The run's campaign in one sentence, when it has a Nemesis page.
+    pub nemesis_line: Option<String>,
 }
 
 /// Everything written for one shared_cap file.
@@ -50,6 +69,10 @@ pub struct Rendered {
     pub ids_html: String,
     /// Per receipt: file stem (the effect id), page, bundle JSON.
     pub receipts: Vec<(String, String, String)>,
+    /// The Nemesis page, when `nemesis/<run name>.json` is beside the results file.
+    pub nemesis: Option<crate::cap_nemesis::Rendered>,
+    /// The results file, for errors naming it.
+    pub path: std::path::PathBuf,
 }
 
 /// One row of the matrix on the report page.
@@ -96,6 +119,7 @@ struct ReportPage<'a> {
     summary: &'a [ColumnSummary],
     verdict: &'a Section,
     setup: &'a Section,
+    nemesis: Option<&'a str>,
     rows: &'a [RowView],
     columns: &'a [&'a str],
     file: &'a CapResults,
@@ -109,6 +133,7 @@ struct IdsPage<'a> {
     root: &'a str,
     version: &'a str,
     nav: Option<Nav>,
+    name: &'a str,
     cells: &'a [CellView],
 }
 
@@ -119,7 +144,10 @@ struct ReceiptPage<'a> {
     version: &'a str,
     nav: Option<Nav>,
     effect_id: &'a str,
-    cell_anchor: &'a str,
+    /// `cell` or `trial`: what the receipt belongs to.
+    of: &'static str,
+    /// Where the receipt's cell (or trial) is described, relative to the receipt page.
+    cell_href: String,
     cell_label: &'a str,
     ticket: &'a str,
     check: &'a ReceiptCheck,
@@ -134,7 +162,7 @@ struct EntryView {
     check: EntryCheck,
 }
 
-fn page(name: &str, t: &impl Template) -> Result<String, SiteError> {
+pub(crate) fn page(name: &str, t: &impl Template) -> Result<String, SiteError> {
     t.render().map_err(|source| SiteError::Template {
         page: name.to_owned(),
         source,
@@ -196,8 +224,30 @@ fn facts(summary: &[ColumnSummary], file: &CapResults) -> Facts {
             format!("proof.{}", s.column),
             Fact::Ratio(s.proved, s.tickets),
         );
+        f.insert(
+            format!("over_rows.{}", s.column),
+            over_rows(file, &s.column),
+        );
     }
     f
+}
+
+/// The rows (crash point, overlap) in which `column` went over the cap, in file order, or `none`.
+fn over_rows(file: &CapResults, column: &str) -> Fact {
+    let mut rows: Vec<String> = Vec::new();
+    for c in file.cells.iter().filter(|c| {
+        c.column == column && c.harness_error.is_none() && c.truth.refunded_cents() > CAP_CENTS
+    }) {
+        let row = format!("{}, {}", c.crash_point, c.overlap);
+        if !rows.contains(&row) {
+            rows.push(row);
+        }
+    }
+    Fact::Text(if rows.is_empty() {
+        "none".into()
+    } else {
+        rows.join("; ")
+    })
 }
 
 fn anchor(c: &CapCell) -> String {
@@ -262,12 +312,26 @@ fn rows(file: &CapResults) -> Vec<RowView> {
         .collect()
 }
 
-type NavFn<'a> = dyn Fn(&str, &'static str, Vec<(String, String)>, String) -> Option<Nav> + 'a;
+pub(crate) type NavFn<'a> =
+    dyn Fn(&str, &'static str, Vec<(String, String)>, String) -> Option<Nav> + 'a;
+
+/// A cell whose receipts get pages: the cell, where it is described (relative to its
+/// receipts' pages: `../ids.html#…` for a matrix cell, `../nemesis.html#…` for a trial), its
+/// label, and the breadcrumb to that description.
+pub(crate) struct ReceiptsOf<'a> {
+    pub(crate) cell: &'a CapCell,
+    /// `cell` (of the matrix) or `trial` (of a nemesis campaign).
+    pub(crate) of: &'static str,
+    pub(crate) href: String,
+    pub(crate) label: String,
+    pub(crate) crumb: (String, String),
+}
 
 /// One page per interlock receipt (each re-verified here against `key`), with its bundle.
-fn receipt_pages(
-    cells: &[CellView],
-    file: &CapResults,
+pub(crate) fn receipt_pages(
+    name: &str,
+    cells: &[ReceiptsOf<'_>],
+    public_key: &str,
     key: &KeyCheck,
     json_name: &str,
     nav: &NavFn<'_>,
@@ -280,23 +344,24 @@ fn receipt_pages(
             let entries = bundle
                 .entries
                 .iter()
-                .zip(entry_checks(bundle, &file.environment.public_key))
+                .zip(entry_checks(bundle, public_key))
                 .enumerate()
                 .map(|(i, (e, check))| entry_view(i, e, check))
                 .collect();
             let html = page(
-                "shared_cap/receipts",
+                &format!("{name}/receipts"),
                 &ReceiptPage {
                     root: "../../",
                     version: VERSION,
                     nav: nav(
                         "../",
                         "receipt",
-                        vec![("../ids.html".into(), "Ids and receipts".into())],
+                        vec![c.crumb.clone()],
                         format!("Receipt {}", &bundle.effect_id),
                     ),
                     effect_id: &bundle.effect_id,
-                    cell_anchor: &c.anchor,
+                    of: c.of,
+                    cell_href: c.href.clone(),
                     cell_label: &c.label,
                     ticket: &t.ticket_id,
                     check: &checked,
@@ -333,22 +398,39 @@ fn entry_view(i: usize, e: &serde_json::Value, check: EntryCheck) -> EntryView {
     }
 }
 
+/// What a shared_cap run ran against and who decided, in words (every page's header), and on
+/// how many hosts when it had two.
+pub(crate) fn ran_line(env: &CapEnvironment) -> Result<String, String> {
+    let backend_label = backend_words(&env.backend)?;
+    let mut ran = format!(
+        "Ran against {backend_label}; decided by {}. Where a page says Stripe, it means that backend.",
+        decider_words(&env.decider, None)
+    );
+    if env.hosts == Some(2) {
+        ran.push_str(" Workers a and b ran on two hosts: network namespaces of one machine.");
+    }
+    Ok(ran)
+}
+
+/// A file at `path` that could not be read as the shared_cap document it should be.
+pub(crate) fn unreadable(path: &Path, problem: String) -> SiteError {
+    SiteError::Unreadable {
+        path: path.to_path_buf(),
+        problem,
+    }
+}
+
 /// Renders a shared_cap file: verified first (refused with the checker's findings otherwise).
+/// Its Nemesis page is rendered too when `nemesis/<run name>.json` is beside it.
 pub fn render(
     path: &Path,
     bytes: Vec<u8>,
     pinned: Option<&ed25519_dalek::VerifyingKey>,
     prose_source: &prose::ProseSource,
 ) -> Result<Rendered, SiteError> {
-    let doc = verify::load::load_document(&bytes).map_err(|e| SiteError::Unreadable {
-        path: path.to_path_buf(),
-        problem: e.to_string(),
-    })?;
+    let doc = verify::load::load_document(&bytes).map_err(|e| unreadable(path, e.to_string()))?;
     let verify::load::Document::SharedCap(file) = doc else {
-        return Err(SiteError::Unreadable {
-            path: path.to_path_buf(),
-            problem: "not a shared_cap results file".into(),
-        });
+        return Err(unreadable(path, "not a shared_cap results file".into()));
     };
     let key = pinned.map_or(KeyCheck::SelfAttested, |k| KeyCheck::Pinned(*k));
     let report = check(&file, &key);
@@ -363,28 +445,28 @@ pub fn render(
         path: path.to_path_buf(),
         problem,
     };
+    let name = run_name(&file.environment);
     let backend_label = backend_words(&file.environment.backend).map_err(data_err)?;
-    let ran = format!(
-        "Ran against {backend_label}; decided by {}. Where a page says Stripe, it means that backend.",
-        decider_words(&file.environment.decider, None)
-    );
-    let json_name = format!("{SCENARIO}.json");
+    let ran = ran_line(&file.environment).map_err(data_err)?;
+    let json_name = format!("{name}.json");
     let summary = report.summary.clone();
     let verdict_line = verdict_line(&summary);
     let facts = facts(&summary, &file);
-    let files = prose::load(SCENARIO, prose_source)?;
+    let files = prose::load(name, prose_source)?;
     let verdict = prose::render(&files.verdict.0, &files.verdict.1, &facts)?;
     let setup = prose::render(&files.setup.0, &files.setup.1, &facts)?;
+    let results_dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let has_nemesis = crate::cap_nemesis::nemesis_path(results_dir, name).is_file();
     let nav = |up: &str, current: &'static str, crumbs: Vec<(String, String)>, here: String| {
         let mut all = Vec::new();
         if current != "report" {
-            all.push((format!("{up}index.html"), SCENARIO.to_owned()));
+            all.push((format!("{up}index.html"), name.to_owned()));
         }
         all.extend(crumbs);
         Some(Nav {
             up: up.to_owned(),
-            scenario: SCENARIO.to_owned(),
-            nemesis: false,
+            scenario: name.to_owned(),
+            nemesis: has_nemesis,
             emulator_vs_stripe: false,
             current,
             crumbs: all,
@@ -392,18 +474,26 @@ pub fn render(
             ran: ran.clone(),
         })
     };
+    let nemesis = crate::cap_nemesis::render(
+        results_dir,
+        name,
+        pinned,
+        &files.nemesis,
+        &|up, current, crumbs, here| nav(up, current, crumbs, here),
+    )?;
     let row_views = rows(&file);
     let report_html = page(
-        "shared_cap/index.html",
+        &format!("{name}/index.html"),
         &ReportPage {
             root: "../",
             version: VERSION,
-            nav: nav("", "report", Vec::new(), SCENARIO.to_owned()),
-            title: TITLE,
+            nav: nav("", "report", Vec::new(), name.to_owned()),
+            title: title(name),
             verdict_line: &verdict_line,
             summary: &summary,
             verdict: &verdict,
             setup: &setup,
+            nemesis: nemesis.as_ref().map(|n| n.headline.as_str()),
             rows: &row_views,
             columns: &COLUMNS,
             file: &file,
@@ -413,27 +503,51 @@ pub fn render(
     )?;
     let cells: Vec<CellView> = file.cells.iter().map(cell_view).collect();
     let ids_html = page(
-        "shared_cap/ids.html",
+        &format!("{name}/ids.html"),
         &IdsPage {
             root: "../",
             version: VERSION,
             nav: nav("", "ids", Vec::new(), "Ids and receipts".into()),
+            name,
             cells: &cells,
         },
     )?;
-    let receipts = receipt_pages(&cells, &file, &key, &json_name, &nav)?;
+    let of: Vec<ReceiptsOf<'_>> = cells
+        .iter()
+        .map(|c| ReceiptsOf {
+            cell: &c.cell,
+            of: "cell",
+            href: format!("../ids.html#{}", c.anchor),
+            label: c.label.clone(),
+            crumb: ("../ids.html".into(), "Ids and receipts".into()),
+        })
+        .collect();
+    let mut receipts = receipt_pages(
+        name,
+        &of,
+        &file.environment.public_key,
+        &key,
+        &json_name,
+        &nav,
+    )?;
+    if let Some(n) = &nemesis {
+        receipts.extend(n.receipts.iter().cloned());
+    }
     Ok(Rendered {
         index: IndexEntry {
-            scenario: SCENARIO.to_owned(),
-            title: TITLE.to_owned(),
+            scenario: name.to_owned(),
+            title: title(name).to_owned(),
             verdict_line,
             ran,
             summary,
             json_name,
+            nemesis_line: nemesis.as_ref().map(|n| n.headline.clone()),
         },
         bytes,
         report_html,
         ids_html,
         receipts,
+        nemesis,
+        path: path.to_path_buf(),
     })
 }

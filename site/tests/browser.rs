@@ -27,6 +27,35 @@ fn results_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../results")
 }
 
+/// Copies `from` into `to`, folders included.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let dest = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_tree(&p, &dest);
+        } else {
+            std::fs::copy(&p, &dest).unwrap();
+        }
+    }
+}
+
+/// The committed results, with the shared_cap fixtures the committed results lack: a campaign
+/// of the one-host run (for its Nemesis page) and a two-host run.
+fn results_with_shared_cap_pages(to: &Path) {
+    copy_tree(&results_dir(), to);
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/shared_cap");
+    for (from, into) in [
+        ("nemesis/shared_cap.json", "nemesis/shared_cap.json"),
+        ("shared_cap_two_hosts.json", "shared_cap_two_hosts.json"),
+    ] {
+        if !to.join(into).exists() {
+            std::fs::copy(fixtures.join(from), to.join(into)).unwrap();
+        }
+    }
+}
+
 fn skip_or_fail(why: Option<String>, what: &str) -> bool {
     let Some(why) = why else { return false };
     if std::env::var_os("CI").is_some() {
@@ -82,7 +111,9 @@ fn built() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
     BUILT.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let report = site::build(&results_dir(), dir.path()).expect("the committed results build");
+        let results = tempfile::tempdir().unwrap();
+        results_with_shared_cap_pages(results.path());
+        let report = site::build(results.path(), dir.path()).expect("the committed results build");
         let out = dir.path();
         let rel = |p: &Path| p.strip_prefix(out).unwrap().to_string_lossy().into_owned();
         let nemesis = verify::load::load_nemesis(
@@ -131,6 +162,13 @@ fn built() -> &'static Built {
             ("nemesis".into(), "billing_credit/nemesis.html".into()),
             ("nemesis-one".into(), first("billing_credit/nemesis/")),
             ("receipt".into(), first("billing_credit/receipts/")),
+            ("cap-report".into(), "shared_cap/index.html".into()),
+            ("cap-nemesis".into(), "shared_cap/nemesis.html".into()),
+            (
+                "cap-report-two-hosts".into(),
+                "shared_cap_two_hosts/index.html".into(),
+            ),
+            ("cap-receipt".into(), first("shared_cap/receipts/")),
         ];
         pages.extend(kinds);
         Built {

@@ -56,3 +56,55 @@ pub fn snapshot(name: &str, html: &str) {
         insta::assert_snapshot!(name, html);
     });
 }
+
+/// Every `href` and `src` of every HTML page under `out` is relative and names a file that
+/// exists (with its `#id`, when it names one); returns how many links were checked.
+pub fn assert_links_resolve(out: &Path) -> usize {
+    fn pages(dir: &Path, found: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).expect("read dir") {
+            let p = e.expect("dir entry").path();
+            if p.is_dir() {
+                pages(&p, found);
+            } else if p.extension().is_some_and(|x| x == "html") {
+                found.push(p);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    pages(out, &mut found);
+    let mut checked = 0;
+    for file in &found {
+        let html = std::fs::read_to_string(file).expect("page");
+        for attr in [" href=\"", " src=\""] {
+            for piece in html.split(attr).skip(1) {
+                let link = piece[..piece.find('"').expect("closing quote")].replace("&amp;", "&");
+                assert!(
+                    !link.starts_with('/') && !link.contains("://"),
+                    "{}: link {link:?} is not relative",
+                    file.display()
+                );
+                let (path, id) = link.split_once('#').unwrap_or((&link, ""));
+                let target = if path.is_empty() {
+                    file.clone()
+                } else {
+                    file.parent().expect("parent").join(path)
+                };
+                assert!(
+                    target.is_file(),
+                    "{}: link {link:?} names no file",
+                    file.display()
+                );
+                if !id.is_empty() {
+                    let body = std::fs::read_to_string(&target).expect("target");
+                    assert!(
+                        body.contains(&format!("id=\"{id}\"")),
+                        "{}: link {link:?}: no such id",
+                        file.display()
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    checked
+}

@@ -1,0 +1,493 @@
+//! A shared_cap run's Nemesis page (`<run name>/nemesis.html`), from
+//! `nemesis/<run name>.json` (`interlock-shared-cap-nemesis/1`) beside the run's results file:
+//! per nemesis what it does and a row per column (cap held, over the cap, every kill landed,
+//! answers matched, the 95% bound on the violation rate), where the kills landed, every trial
+//! that broke the cap, how the trials were run and judged, and the re-run command.
+//!
+//! The file is checked with `verify::shared_cap::nemesis::check` before anything from it is
+//! shown, and must be a campaign of the same run name (one host or two) as the page it joins.
+//! Every figure is the file's data or the summary that check re-derived.
+
+use crate::error::SiteError;
+use crate::facts::{Fact, Facts};
+use crate::pages::{Nav, VERSION};
+use crate::prose::Section;
+use crate::shared_cap::{page, receipt_pages, ReceiptsOf};
+use askama::Template;
+use std::path::{Path, PathBuf};
+use verify::receipt::KeyCheck;
+use verify::shared_cap::nemesis::check::check;
+use verify::shared_cap::nemesis::record::{CapNemesisFile, CapTrial};
+use verify::shared_cap::nemesis::summary::{all_kills_landed, NemesisSummary};
+use verify::shared_cap::nemesis::{describe, draw::restart_steps};
+use verify::shared_cap::plan::kill_steps;
+use verify::shared_cap::record::run_name;
+
+/// File name of the page, beside the run's report.
+pub const PAGE: &str = "nemesis.html";
+
+/// Where a run's nemesis file would be: `nemesis/<run name>.json` in the results directory.
+pub fn nemesis_path(results_dir: &Path, name: &str) -> PathBuf {
+    results_dir.join("nemesis").join(format!("{name}.json"))
+}
+
+/// The published copy's name under `data/`, as billing_credit's campaign is published.
+pub fn json_name(name: &str) -> String {
+    format!("{name}.nemesis.json")
+}
+
+/// Everything written for one campaign.
+pub struct Rendered {
+    /// The page's HTML.
+    pub html: String,
+    /// File name under `data/` ([`json_name`]).
+    pub json_name: String,
+    /// The file's bytes, published as they are.
+    pub bytes: Vec<u8>,
+    /// The campaign in one sentence (the report and the front page repeat it).
+    pub headline: String,
+    /// Pages of the receipts of the trials that broke the cap: (effect id, page, bundle JSON).
+    pub receipts: Vec<(String, String, String)>,
+}
+
+/// One nemesis × column, formatted.
+struct RowView<'a> {
+    s: &'a NemesisSummary,
+    /// The 95% upper bound on the violation rate ([`crate::nemesis_page::bound`]).
+    bound: String,
+    /// The heat map's class of the violation rate.
+    heat: &'static str,
+}
+
+/// One nemesis: what it does and its rows.
+struct NemesisView<'a> {
+    name: &'a str,
+    /// What it does, as a sentence ([`describe`]).
+    what: String,
+    rows: Vec<RowView<'a>>,
+}
+
+/// Where kills landed for one column and step.
+struct KillRow {
+    column: String,
+    step: String,
+    a: u32,
+    b: u32,
+    restart: u32,
+}
+
+/// One trial that broke the cap.
+struct ViolationView<'a> {
+    t: &'a CapTrial,
+    anchor: String,
+    draw: String,
+    refunded: String,
+    tickets: Vec<(String, String, Option<String>)>,
+}
+
+#[derive(Template)]
+#[template(path = "cap_nemesis.html")]
+struct NemesisPage<'a> {
+    root: &'a str,
+    version: &'a str,
+    nav: Option<Nav>,
+    title: &'a str,
+    headline: &'a str,
+    f: &'a CapNemesisFile,
+    hosts: bool,
+    nemeses: Vec<NemesisView<'a>>,
+    kills: Vec<KillRow>,
+    violations: Vec<ViolationView<'a>>,
+    prose: Section,
+    json_name: &'a str,
+}
+
+fn int(n: u32) -> Fact {
+    Fact::Int(i64::from(n))
+}
+
+/// The facts the page's prose (`nemesis.md`) may use, from the verified file (`C` a column,
+/// `N` a nemesis):
+///
+/// | fact | type | meaning |
+/// |---|---|---|
+/// | `cap`, `refund` | money | the policy's cap per order, each ticket's approved refund |
+/// | `confidence` | text | the confidence of the upper bounds (`95%`) |
+/// | `nemesis.trials`, `nemesis.per_cell`, `nemesis.kinds` | integer | trials in all, per nemesis and column, nemeses run |
+/// | `judged.C`, `violations.C`, `over_cap.C`, `harness_errors.C` | integer | over every nemesis |
+/// | `held.C`, `landed.C`, `answers.C` | ratio | over the judged trials: cap held, every drawn kill landed, every answer matched Stripe |
+/// | `held.N.C`, `violations.N.C` | ratio, integer | the same per nemesis |
+/// | `not_landed` | integer | judged trials in which some drawn kill did not land |
+pub fn facts(file: &CapNemesisFile, summary: &[NemesisSummary]) -> Facts {
+    let mut f = Facts::new();
+    f.insert("cap".into(), Fact::Cents(verify::shared_cap::CAP_CENTS));
+    f.insert(
+        "refund".into(),
+        Fact::Cents(verify::shared_cap::REFUND_CENTS),
+    );
+    f.insert("confidence".into(), Fact::Text("95%".into()));
+    f.insert(
+        "nemesis.trials".into(),
+        Fact::Int(i64::try_from(file.trials.len()).unwrap_or(i64::MAX)),
+    );
+    f.insert("nemesis.per_cell".into(), int(file.plan.trials));
+    f.insert(
+        "nemesis.kinds".into(),
+        Fact::Int(i64::try_from(file.plan.nemeses.len()).unwrap_or(i64::MAX)),
+    );
+    let not_landed = file
+        .trials
+        .iter()
+        .filter(|t| t.cell.harness_error.is_none() && !all_kills_landed(t))
+        .count();
+    f.insert(
+        "not_landed".into(),
+        Fact::Int(i64::try_from(not_landed).unwrap_or(i64::MAX)),
+    );
+    for column in &file.plan.columns {
+        let mine: Vec<&NemesisSummary> = summary.iter().filter(|s| &s.column == column).collect();
+        let sum = |g: fn(&NemesisSummary) -> u32| mine.iter().map(|s| g(s)).sum::<u32>();
+        let judged = sum(|s| s.judged);
+        f.insert(format!("judged.{column}"), int(judged));
+        f.insert(
+            format!("violations.{column}"),
+            int(judged - sum(|s| s.held)),
+        );
+        f.insert(format!("over_cap.{column}"), int(sum(|s| s.over_cap)));
+        f.insert(
+            format!("harness_errors.{column}"),
+            int(sum(|s| s.harness_errors)),
+        );
+        f.insert(
+            format!("held.{column}"),
+            Fact::Ratio(sum(|s| s.held), judged),
+        );
+        f.insert(
+            format!("landed.{column}"),
+            Fact::Ratio(sum(|s| s.all_kills_landed), judged),
+        );
+        f.insert(
+            format!("answers.{column}"),
+            Fact::Ratio(sum(|s| s.answers_matched), judged),
+        );
+        for s in &mine {
+            f.insert(
+                format!("held.{}.{column}", s.nemesis),
+                Fact::Ratio(s.held, s.judged),
+            );
+            f.insert(
+                format!("violations.{}.{column}", s.nemesis),
+                int(s.judged - s.held),
+            );
+        }
+    }
+    f
+}
+
+/// The campaign in one sentence: trials, then per column the cap held over judged trials.
+fn headline(file: &CapNemesisFile, summary: &[NemesisSummary]) -> String {
+    let per: Vec<String> = file
+        .plan
+        .columns
+        .iter()
+        .map(|c| {
+            let (held, judged) = summary
+                .iter()
+                .filter(|s| &s.column == c)
+                .fold((0, 0), |(h, j), s| (h + s.held, j + s.judged));
+            format!("{c} {held}/{judged}")
+        })
+        .collect();
+    format!(
+        "Nemesis: {} randomized trials ({} nemeses, {} per nemesis and column); the cap held in {}.",
+        file.trials.len(),
+        file.plan.nemeses.len(),
+        file.plan.trials,
+        per.join(", ")
+    )
+}
+
+/// Per column and step, the first-phase kills of worker a and of worker b and the kills of a's
+/// restart that landed there (from the trials' `killed_at` and `restart_killed_at`), then per
+/// column the drawn kills that did not land; rows with no kill are left out.
+fn kill_rows(file: &CapNemesisFile) -> Vec<KillRow> {
+    let mut rows = Vec::new();
+    for column in &file.plan.columns {
+        let trials: Vec<&CapTrial> = file
+            .trials
+            .iter()
+            .filter(|t| &t.cell.column == column)
+            .collect();
+        let killed = |t: &CapTrial, i: usize, step: &str| {
+            t.cell.tickets.get(i).and_then(|x| x.killed_at.as_deref()) == Some(step)
+        };
+        let mut steps: Vec<&str> = kill_steps(column).to_vec();
+        steps.extend(
+            restart_steps(column)
+                .iter()
+                .filter(|s| !kill_steps(column).contains(s)),
+        );
+        for step in steps {
+            let count = |p: &dyn Fn(&CapTrial) -> bool| trials.iter().filter(|t| p(t)).count();
+            let row = KillRow {
+                column: column.clone(),
+                step: step.to_owned(),
+                a: count(&|t| killed(t, 0, step)) as u32,
+                b: count(&|t| killed(t, 1, step)) as u32,
+                restart: count(&|t| t.restart_killed_at.as_deref() == Some(step)) as u32,
+            };
+            if row.a + row.b + row.restart > 0 {
+                rows.push(row);
+            }
+        }
+        let missed = |drawn: fn(&CapTrial) -> bool, landed: &dyn Fn(&CapTrial) -> bool| {
+            trials.iter().filter(|t| drawn(t) && !landed(t)).count() as u32
+        };
+        let row = KillRow {
+            column: column.clone(),
+            step: "(drawn, never reached: did not land)".into(),
+            a: missed(|t| t.draw.kill_a.is_some(), &|t| {
+                t.cell
+                    .tickets
+                    .first()
+                    .is_some_and(|x| x.killed_at.is_some())
+            }),
+            b: missed(|t| t.draw.kill_b.is_some(), &|t| {
+                t.cell.tickets.get(1).is_some_and(|x| x.killed_at.is_some())
+            }),
+            restart: missed(|t| t.draw.kill_restart.is_some(), &|t| {
+                t.restart_killed_at.is_some()
+            }),
+        };
+        if row.a + row.b + row.restart > 0 {
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+/// A trial's draw in words, each kill marked when it did not land.
+fn draw_words(t: &CapTrial) -> String {
+    let mut parts = vec![t.draw.overlap.clone()];
+    let landed = |i: usize| t.cell.tickets.get(i).is_some_and(|x| x.killed_at.is_some());
+    let mark = |ok: bool| if ok { "" } else { " (did not land)" };
+    if let Some(k) = &t.draw.kill_a {
+        parts.push(format!("kill a at {k}{}", mark(landed(0))));
+    }
+    if let Some(k) = &t.draw.kill_b {
+        parts.push(format!("kill b at {k}{}", mark(landed(1))));
+    }
+    if let Some(k) = &t.draw.kill_restart {
+        parts.push(format!(
+            "kill a's restart at {k}{}",
+            mark(t.restart_killed_at.is_some())
+        ));
+    }
+    parts.join("; ")
+}
+
+/// `text` with its first letter upper case.
+fn sentence(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+/// The anchor of a trial on the page.
+fn anchor(t: &CapTrial) -> String {
+    format!("trial-{}", t.id)
+}
+
+/// Reads, checks and renders the campaign of the run `name`, if `nemesis/<name>.json` exists;
+/// `nav` builds the run's header (as its other pages have it).
+pub fn render(
+    results_dir: &Path,
+    name: &str,
+    pinned: Option<&ed25519_dalek::VerifyingKey>,
+    prose: &(String, String),
+    nav: &crate::shared_cap::NavFn<'_>,
+) -> Result<Option<Rendered>, SiteError> {
+    let path = nemesis_path(results_dir, name);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let bytes = std::fs::read(&path).map_err(|e| SiteError::io("reading", &path, e))?;
+    let doc = verify::load::load_document(&bytes)
+        .map_err(|e| crate::shared_cap::unreadable(&path, e.to_string()))?;
+    let verify::load::Document::SharedCapNemesis(file) = doc else {
+        return Err(crate::shared_cap::unreadable(
+            &path,
+            "not a shared_cap nemesis file".into(),
+        ));
+    };
+    let key = pinned.map_or(KeyCheck::SelfAttested, |k| KeyCheck::Pinned(*k));
+    let report = check(&file, &key);
+    if !report.ok {
+        let lines: Vec<&str> = report.findings.iter().take(5).map(String::as_str).collect();
+        return Err(SiteError::Unverified {
+            path,
+            problem: lines.join("; "),
+        });
+    }
+    if run_name(&file.environment) != name {
+        return Err(SiteError::Data {
+            path,
+            problem: format!(
+                "a campaign of the run {:?} cannot join the pages of {name:?}",
+                run_name(&file.environment)
+            ),
+        });
+    }
+    let summary = &report.summary;
+    let page_facts = facts(&file, summary);
+    let prose = crate::prose::render(&prose.0, &prose.1, &page_facts)?;
+    let headline = headline(&file, summary);
+    let nemeses =
+        file.plan
+            .nemeses
+            .iter()
+            .map(|n| NemesisView {
+                name: n,
+                what: sentence(describe(n)),
+                rows: summary
+                    .iter()
+                    .filter(|s| &s.nemesis == n)
+                    .map(|s| RowView {
+                        s,
+                        bound: crate::nemesis_page::bound(s.violation_upper95_ppm, s.judged),
+                        heat: crate::nemesis_figures::heat_band((s.judged > 0).then(|| {
+                            u64::from(s.judged - s.held) * 1_000_000 / u64::from(s.judged)
+                        })),
+                    })
+                    .collect(),
+            })
+            .collect();
+    let broke: Vec<&CapTrial> = file
+        .trials
+        .iter()
+        .filter(|t| t.cell.harness_error.is_none() && !t.cell.invariant_held)
+        .collect();
+    let violations = broke
+        .iter()
+        .map(|t| ViolationView {
+            t,
+            anchor: anchor(t),
+            draw: draw_words(t),
+            refunded: crate::format::dollars(t.cell.truth.refunded_cents()),
+            tickets: t
+                .cell
+                .tickets
+                .iter()
+                .map(|x| {
+                    (
+                        x.name.clone(),
+                        x.status.clone(),
+                        x.receipt.as_ref().map(|r| r.effect_id.clone()),
+                    )
+                })
+                .collect(),
+        })
+        .collect();
+    let of: Vec<ReceiptsOf<'_>> = broke
+        .iter()
+        .map(|t| ReceiptsOf {
+            cell: &t.cell,
+            of: "trial",
+            href: format!("../{PAGE}#{}", anchor(t)),
+            label: t.id.clone(),
+            crumb: (format!("../{PAGE}"), "Nemesis".into()),
+        })
+        .collect();
+    let json_name = json_name(name);
+    let receipts = receipt_pages(
+        name,
+        &of,
+        &file.environment.public_key,
+        &key,
+        &json_name,
+        nav,
+    )?;
+    let mut header = nav("", "nemesis", Vec::new(), "Nemesis".into());
+    // The page says what the campaign ran against (its own file), not the matrix.
+    if let Some(h) = header.as_mut() {
+        h.ran =
+            crate::shared_cap::ran_line(&file.environment).map_err(|problem| SiteError::Data {
+                path: path.clone(),
+                problem,
+            })?;
+    }
+    let html = page(
+        &format!("{name}/{PAGE}"),
+        &NemesisPage {
+            root: "../",
+            version: VERSION,
+            nav: header,
+            title: crate::shared_cap::title(name),
+            headline: &headline,
+            f: &file,
+            hosts: file.environment.hosts == Some(2),
+            nemeses,
+            kills: kill_rows(&file),
+            violations,
+            prose,
+            json_name: &json_name,
+        },
+    )?;
+    Ok(Some(Rendered {
+        html,
+        json_name,
+        bytes,
+        headline,
+        receipts,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> CapNemesisFile {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/shared_cap/nemesis/shared_cap.json");
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{e}"));
+        serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn every_kill_that_landed_is_counted_once_and_every_drawn_kill_that_did_not_is_counted_apart() {
+        let file = fixture();
+        let rows = kill_rows(&file);
+        let (missed, landed): (Vec<&KillRow>, Vec<&KillRow>) =
+            rows.iter().partition(|r| r.step.starts_with('('));
+        let total = |rs: &[&KillRow]| rs.iter().map(|r| r.a + r.b + r.restart).sum::<u32>();
+        let landed_in_trials: u32 = file.trials.iter().map(CapTrial::kills_landed).sum();
+        assert_eq!(total(&landed), landed_in_trials);
+        let drawn: u32 = file
+            .trials
+            .iter()
+            .map(|t| {
+                [&t.draw.kill_a, &t.draw.kill_b, &t.draw.kill_restart]
+                    .iter()
+                    .filter(|k| k.is_some())
+                    .count() as u32
+            })
+            .sum();
+        assert_eq!(total(&missed), drawn - landed_in_trials);
+        assert!(rows.iter().all(|r| r.a + r.b + r.restart > 0));
+    }
+
+    #[test]
+    fn a_draw_reads_as_words_with_each_kill_that_did_not_land_marked() {
+        let file = fixture();
+        for t in &file.trials {
+            let words = draw_words(t);
+            assert!(words.starts_with(&t.draw.overlap), "{words}");
+            let marked = words.matches("(did not land)").count() as u32;
+            assert_eq!(marked > 0, !all_kills_landed(t), "{}: {words}", t.id);
+        }
+        assert_eq!(sentence("both workers"), "Both workers");
+        assert_eq!(sentence(""), "");
+    }
+}

@@ -1,0 +1,171 @@
+//! Several shared_cap runs in one site: a one-host run and a two-host run side by side, each in
+//! the folder its run name gives; a run's Nemesis page from its campaign
+//! (`nemesis/<run name>.json`); and the refusals: two files of one run name, a campaign that does
+//! not verify, a campaign of another run name. Fixtures in `tests/fixtures/shared_cap/` (see the
+//! fixtures README).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+fn cap_fixture(name: &str) -> PathBuf {
+    support::fixture_dir().join("shared_cap").join(name)
+}
+
+/// A results directory holding `files`: (fixture under `shared_cap/`, name in the directory).
+fn results(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (from, to) in files {
+        let to = dir.path().join(to);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(cap_fixture(from), to).unwrap();
+    }
+    dir
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+#[test]
+fn a_one_host_run_and_a_two_host_run_each_get_their_own_folder_and_index_entry() {
+    let dir = results(&[
+        ("shared_cap.json", "shared_cap.json"),
+        ("shared_cap_two_hosts.json", "shared_cap_two_hosts.json"),
+    ]);
+    let out = tempfile::tempdir().unwrap();
+    site::build(dir.path(), out.path()).unwrap();
+    let root = out.path();
+    // The one-host pages are those of a build without the two-host run.
+    support::snapshot(
+        "shared_cap_report",
+        &read(&root.join("shared_cap/index.html")),
+    );
+    support::snapshot("shared_cap_ids", &read(&root.join("shared_cap/ids.html")));
+    let two = read(&root.join("shared_cap_two_hosts/index.html"));
+    support::snapshot("shared_cap_two_hosts_report", &two);
+    assert!(two.contains(site::shared_cap::TITLE_TWO_HOSTS));
+    assert!(two.contains("orders nothing with"), "the two-host verdict");
+    let ids = read(&root.join("shared_cap_two_hosts/ids.html"));
+    assert!(ids.contains("<h1>shared_cap_two_hosts: ids and receipts</h1>"));
+    for name in ["shared_cap", "shared_cap_two_hosts"] {
+        assert_eq!(
+            std::fs::read(root.join(format!("data/{name}.json"))).unwrap(),
+            std::fs::read(cap_fixture(&format!("{name}.json"))).unwrap(),
+            "{name}'s results file is published byte for byte"
+        );
+    }
+    let index = read(&root.join("index.html"));
+    assert!(index.contains("href=\"shared_cap/index.html\""));
+    assert!(index.contains("href=\"shared_cap_two_hosts/index.html\""));
+    assert_eq!(
+        index.matches("<p class=\"lede\">").count(),
+        2,
+        "a verdict each"
+    );
+    assert!(index.contains(site::shared_cap::TITLE_TWO_HOSTS));
+    assert!(support::assert_links_resolve(root) > 50);
+}
+
+#[test]
+fn two_shared_cap_files_of_one_run_name_are_refused_naming_both() {
+    let dir = results(&[
+        ("shared_cap.json", "first.json"),
+        ("shared_cap.json", "second.json"),
+    ]);
+    let out = tempfile::tempdir().unwrap();
+    let err = site::build(dir.path(), out.path()).unwrap_err().to_string();
+    assert!(
+        err.contains("first.json") && err.contains("second.json"),
+        "{err}"
+    );
+    assert!(err.contains("shared_cap/"), "{err}");
+    assert!(
+        !out.path().join("index.html").exists(),
+        "nothing is written"
+    );
+}
+
+#[test]
+fn a_run_with_a_campaign_gets_a_nemesis_page_linked_from_its_report_and_nav() {
+    let dir = results(&[
+        ("shared_cap.json", "shared_cap.json"),
+        ("nemesis/shared_cap.json", "nemesis/shared_cap.json"),
+    ]);
+    let out = tempfile::tempdir().unwrap();
+    let report = site::build(dir.path(), out.path()).unwrap();
+    let root = out.path();
+    let page = read(&root.join("shared_cap/nemesis.html"));
+    support::snapshot("shared_cap_nemesis", &page);
+    assert!(report.pages.contains(&root.join("shared_cap/nemesis.html")));
+    let file: verify::shared_cap::nemesis::record::CapNemesisFile =
+        serde_json::from_slice(&std::fs::read(cap_fixture("nemesis/shared_cap.json")).unwrap())
+            .unwrap();
+    for s in &file.summary {
+        assert!(page.contains(&format!("id=\"{}-{}\"", s.nemesis, s.column)));
+    }
+    for n in &file.plan.nemeses {
+        let what = verify::shared_cap::nemesis::describe(n).replace('\'', "&#39;");
+        assert!(page.contains(&what[1..]), "{n}");
+    }
+    for t in file.trials.iter().filter(|t| !t.cell.invariant_held) {
+        assert!(page.contains(&format!("id=\"trial-{}\"", t.id)), "{}", t.id);
+    }
+    assert!(page.contains(&file.environment.command));
+    assert!(
+        page.contains("violations.interlock = 0"),
+        "the prose's claim"
+    );
+    assert_eq!(
+        std::fs::read(root.join("data/shared_cap.nemesis.json")).unwrap(),
+        std::fs::read(cap_fixture("nemesis/shared_cap.json")).unwrap()
+    );
+    for page in ["index.html", "ids.html"] {
+        let html = read(&root.join("shared_cap").join(page));
+        assert!(html.contains("href=\"nemesis.html\""), "{page} links it");
+    }
+    assert!(read(&root.join("index.html")).contains("href=\"shared_cap/nemesis.html\""));
+    assert!(support::assert_links_resolve(root) > 50);
+}
+
+#[test]
+fn a_shared_cap_campaign_that_does_not_verify_stops_the_build() {
+    let dir = results(&[
+        ("shared_cap.json", "shared_cap.json"),
+        ("nemesis/shared_cap.json", "nemesis/shared_cap.json"),
+    ]);
+    let path = dir.path().join("nemesis/shared_cap.json");
+    let mut value: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let trial = value["trials"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|t| t["cell"]["invariant_held"] == serde_json::Value::Bool(false))
+        .unwrap();
+    trial["cell"]["invariant_held"] = serde_json::Value::Bool(true);
+    std::fs::write(&path, serde_json::to_vec(&value).unwrap()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let err = site::build(dir.path(), out.path()).unwrap_err().to_string();
+    assert!(err.contains("failed verification"), "{err}");
+    assert!(err.contains("nemesis/shared_cap.json"), "{err}");
+    assert!(
+        !out.path().join("index.html").exists(),
+        "nothing is written"
+    );
+}
+
+#[test]
+fn a_one_host_campaign_does_not_join_the_two_host_run() {
+    let dir = results(&[
+        ("shared_cap_two_hosts.json", "shared_cap_two_hosts.json"),
+        (
+            "nemesis/shared_cap.json",
+            "nemesis/shared_cap_two_hosts.json",
+        ),
+    ]);
+    let out = tempfile::tempdir().unwrap();
+    let err = site::build(dir.path(), out.path()).unwrap_err().to_string();
+    assert!(err.contains("cannot join"), "{err}");
+}
