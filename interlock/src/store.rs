@@ -262,11 +262,14 @@ impl Section<'_> {
         effect_id: &str,
         record: &ClaimRecord,
     ) -> Result<(), JournalError> {
-        claim.write_record(record)?;
         match self {
-            Section::File(l) => l.record_written(effect_id, record.gen),
+            // The claim file is this holder's alone: its fsync need not hold up other threads.
+            Section::File(l) => {
+                l.without_mutex(|| claim.write_record(record))?;
+                l.record_written(effect_id, record.gen)
+            }
             // The row's generation column is written with the record.
-            Section::Pg(_) => Ok(()),
+            Section::Pg(_) => claim.write_record(record),
         }
     }
 
