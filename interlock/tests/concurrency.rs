@@ -96,6 +96,14 @@ fn threads_racing_one_proposal_through_one_gate_send_it_once() {
     assert_eq!(dispatched, 1);
 }
 
+/// What a submit racing another on the same effect may answer.
+fn settled_or_in_flight(st: &Status) -> bool {
+    matches!(
+        st,
+        Status::Committed | Status::DuplicateIgnored | Status::InFlight
+    )
+}
+
 #[test]
 fn threads_of_one_gate_and_gates_of_their_own_interleave_without_forking_a_chain() {
     let s = setup(Tier::One, true);
@@ -117,10 +125,8 @@ fn threads_of_one_gate_and_gates_of_their_own_interleave_without_forking_a_chain
             let gate = &s.gate;
             scope.spawn(move || {
                 for n in 0..4 {
-                    assert_eq!(
-                        gate.submit(&numbered(w, n)).unwrap().status,
-                        Status::Committed
-                    );
+                    let st = gate.submit(&numbered(w, n)).unwrap().status;
+                    assert!(settled_or_in_flight(&st), "{st:?}");
                 }
             });
         }
@@ -129,13 +135,7 @@ fn threads_of_one_gate_and_gates_of_their_own_interleave_without_forking_a_chain
                 for n in 0..4 {
                     // Each gate of its own races one shared gate's thread on the same effect.
                     let st = gate.submit(&numbered(i, n)).unwrap().status;
-                    assert!(
-                        matches!(
-                            st,
-                            Status::Committed | Status::DuplicateIgnored | Status::InFlight
-                        ),
-                        "{st:?}"
-                    );
+                    assert!(settled_or_in_flight(&st), "{st:?}");
                 }
             });
         }
