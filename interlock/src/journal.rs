@@ -5,9 +5,15 @@
 //!   re-checked): a line that may or may not survive a crash is never reported "not written"
 //!   and then acted on.
 //! - Appends (and the dispatch step of the gate) run under an exclusive `flock` on the journal
-//!   file itself, taken on a descriptor of its own per acquisition, so every spelling of the path
-//!   (a symlink, a relative path) and every thread is excluded alike. The wait for the lock is
-//!   bounded: past it the caller gets [`JournalError::Busy`] (recovery reports it as `Blocked`).
+//!   file itself, taken on a descriptor of its own, so every spelling of the path (a symlink, a
+//!   relative path) is excluded alike; threads of one process queue on a mutex, and the process
+//!   holds the `flock` while any of them is in a section or has a line not yet durable. The wait
+//!   for the lock is bounded: past it the caller gets [`JournalError::Busy`] (recovery reports it
+//!   as `Blocked`).
+//! - **Group commit** among the threads of one process: an append indexes its line and writes
+//!   its intent, then a leader fsyncs the marks once, writes every waiting line, fsyncs the
+//!   journal once and marks them; each appender returns only after the fsync that covered its
+//!   line. Across processes nothing is shared: each holds the `flock` for its own fsyncs.
 //! - A last line without a trailing newline is a write that never returned: it is ignored on read
 //!   and cut off before the next append — only when the bytes cut hold no newline.
 //! - **The gate acts only on lines it has checked.** Every line read, at open and when catching up

@@ -6,9 +6,16 @@
 //!   store writes it, plus `effect_id`, `prev` and `hash`. A unique `(effect_id, prev)` (nulls not
 //!   distinct: PostgreSQL 15 or later) keeps every chain linear: two writers can never both
 //!   extend the same hash.
-//! - The journal lock is a session advisory lock of the store's main connection, waited for at
-//!   most the gate's lock wait (`lock_timeout`). Every append commits on its own before it returns
-//!   (synchronous commit), so it is durable like an fsynced line.
+//! - No journal-wide lock (DESIGN §2.7): a section locks one effect, with a session advisory lock
+//!   of the store's main connection keyed by the effect, waited for at most the gate's lock wait
+//!   (`lock_timeout`); a budget admission takes the budget's lock after it. Every append commits
+//!   on its own before it returns (synchronous commit), so it is durable like an fsynced line;
+//!   writers of other effects commit meanwhile and share WAL flushes.
+//! - Catching up goes by transaction id (schema version 5 stamps each row with its own): one
+//!   statement reads every row at or past the last horizon and its snapshot's horizon (the oldest
+//!   transaction still in progress). A row that commits late has a transaction id past the
+//!   horizon read before it, so it is read then; a `seq` cursor would skip it (rows of concurrent
+//!   writers commit out of `seq` order).
 //! - Claims are session advisory locks held by a second connection while a send can be in flight;
 //!   a killed process's session ends at once, a partitioned host's when the server notices
 //!   (the session sets `tcp_user_timeout` and keepalives, a few seconds). A claim is bound to the
@@ -20,7 +27,8 @@
 //!   leaves), so a recoverer that takes over from a holder that may live knows by when its
 //!   requests had left. Claim records live in `interlock_claims`.
 //! - Reading checks every row as the file store checks every line (hash, chain, trusted signer,
-//!   signature), into the same in-memory index; each lock acquisition reads only rows added since.
+//!   signature), into the same in-memory index; each lock acquisition reads only rows committed
+//!   since (and the few past the horizon again, skipping those already indexed).
 
 use crate::claim::ClaimRecord;
 use crate::journal::{sealed_line, verify_signatures, EntryLoc, Index, JournalError};
@@ -392,17 +400,30 @@ impl PgStore {
     /// Take the lock of one effect (bounded wait) and read the rows committed since the last
     /// look. No journal-wide lock: writers of other effects go on meanwhile.
     pub fn lock(&self, effect_id: &str) -> Result<PgSection<'_>, JournalError> {
-        let mut main = self.main()?;
+        let main = self.main()?;
         let key = effect_key(&self.schema, effect_id);
-        self.advisory_lock(&mut main, key, &format!("effect {effect_id}"))?;
         let mut section = PgSection {
             main,
             store: self,
-            effect: Some((effect_id.to_owned(), key)),
+            effect: None,
             budget: None,
         };
-        section.refresh()?;
-        Ok(section)
+        // The lock and the catch-up in one round trip: two statements, so the catch-up's
+        // snapshot is taken after the lock was granted (it sees every row its last holder
+        // committed).
+        match section.refresh_after(Some(key)) {
+            Ok(()) => {
+                section.effect = Some((effect_id.to_owned(), key));
+                Ok(section)
+            }
+            Err(e) => {
+                if !matches!(e, JournalError::Busy { .. }) {
+                    // Granted or not: a session lock outlives the aborted statement.
+                    section.unlock(key);
+                }
+                Err(e)
+            }
+        }
     }
 
     /// A lock-free view: read the rows committed since the last look, without a lock.
@@ -633,8 +654,14 @@ impl PgSection<'_> {
         }
     }
 
-    /// Read and check the rows added since the last look.
+    /// Read and check the rows committed since the last look.
     fn refresh(&mut self) -> Result<(), JournalError> {
+        self.refresh_after(None)
+    }
+
+    /// Take session advisory lock `lock` first if one is given (bounded: `Busy` past the lock
+    /// wait), then read and check the rows committed since the last look.
+    fn refresh_after(&mut self, lock: Option<i64>) -> Result<(), JournalError> {
         if let Some(reason) = &self.main.index.poisoned {
             return Err(JournalError::Poisoned {
                 path: self.store.shown.clone(),
@@ -645,37 +672,60 @@ impl PgSection<'_> {
         let horizon = self.main.horizon;
         // One statement, so one snapshot: its horizon (the oldest transaction still in
         // progress) and every row committed before it. Rows at or past the last horizon are
-        // read again until the horizon passes them (those already indexed are skipped).
-        let rows = self
-            .main
-            .client
-            .query(
-                "SELECT h.x::text::bigint, e.seq, e.line, m.hash IS NOT NULL, e.xid::text::bigint \
-                 FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS x) h \
-                 LEFT JOIN (interlock_entries e LEFT JOIN interlock_marks m ON m.hash = e.hash) \
-                 ON e.xid >= $1::text::xid8 \
-                 ORDER BY e.seq",
-                &[&horizon.to_string()],
-            )
-            .map_err(db_err(&name, "read the journal"))?;
+        // read again until the horizon passes them (those already indexed are skipped). Only
+        // integers are spliced into the text.
+        let take = lock.map_or(String::new(), |k| format!("SELECT pg_advisory_lock({k}); "));
+        let sql = format!(
+            "{take}SELECT h.x::text, e.seq::text, e.line, (m.hash IS NOT NULL)::text, e.xid::text \
+             FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS x) h \
+             LEFT JOIN (interlock_entries e LEFT JOIN interlock_marks m ON m.hash = e.hash) \
+             ON e.xid >= '{horizon}'::xid8 \
+             ORDER BY e.seq"
+        );
+        let answer = self.main.client.simple_query(&sql).map_err(|e| {
+            if lock.is_some() && e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE) {
+                JournalError::Busy {
+                    path: self.store.shown.clone(),
+                    waited_ms: u64::try_from(self.store.lock_wait.as_millis()).unwrap_or(u64::MAX),
+                }
+            } else {
+                db_err(&name, "lock and read the journal")(e)
+            }
+        })?;
+        let bad = |what: &str| JournalError::Database {
+            what: format!("{name}: unexpected answer to reading the journal"),
+            detail: format!("{what} is missing or not an integer"),
+        };
+        let int = |v: Option<&str>, what: &str| {
+            v.and_then(|t| t.parse::<i64>().ok())
+                .ok_or_else(|| bad(what))
+        };
+        let rows: Vec<postgres::SimpleQueryRow> = answer
+            .into_iter()
+            .filter_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(r) if r.len() == 5 => Some(r),
+                _ => None,
+            })
+            .collect();
         let mut sigs = Vec::with_capacity(rows.len());
         // Rows without a mark: (effect id, hash) of the first, and how many.
         let mut unmarked: Option<(String, String)> = None;
         let mut unmarked_count = 0;
         let mut next_horizon = horizon;
-        for row in rows {
-            let x: i64 = column(&row, 0, &name, "reading the journal")?;
-            next_horizon = next_horizon.max(x);
-            let Some(seq) = column::<Option<i64>>(&row, 1, &name, "reading the journal")? else {
+        for row in &rows {
+            next_horizon = next_horizon.max(int(row.get(0), "the horizon")?);
+            if row.get(1).is_none() {
+                // No row past the horizon: the one line carries the horizon only.
                 continue;
-            };
-            let xid: i64 = column(&row, 4, &name, "reading the journal")?;
+            }
+            let seq = int(row.get(1), "a row's seq")?;
+            let xid = int(row.get(4), "a row's transaction")?;
             if self.main.ahead.contains_key(&seq) {
                 continue;
             }
             self.main.ahead.insert(seq, xid);
-            let line: &str = column(&row, 2, &name, "reading the journal")?;
-            let marked: bool = column(&row, 3, &name, "reading the journal")?;
+            let line: &str = row.get(2).ok_or_else(|| bad("a row's line"))?;
+            let marked = row.get(3) == Some("true");
             let line_no = self.main.index.lines + 1;
             let checked = match serde_json::from_str::<Value>(line) {
                 Ok(Value::Object(entry)) => {

@@ -344,26 +344,24 @@ impl LeaseStore for HookLeases {
     }
 }
 
-/// A holder's lease check runs `f` under its claim and its effect's lock (on the file store, the
-/// journal lock); what `f` returned.
+/// A holder's lease check at `at` runs `f` under its claim and its effect's lock (on the file
+/// store, the journal lock); what `f` returned.
 fn under_the_holders_lock(
+    at: &Location,
     config: GateConfig,
-    f: impl FnOnce(&Location) -> Result<Status, GateError> + Send + 'static,
+    f: impl FnOnce() -> Result<Status, GateError> + Send + 'static,
 ) -> Result<Status, GateError> {
-    let dir = tempfile::tempdir().unwrap();
-    let at = store_at(dir.path());
     let target = Arc::new(MemTarget::new(Tier::One, true));
     target.set_fact("incident_compensation", json!(0));
     let seen: Arc<Mutex<Option<Result<Status, GateError>>>> = Arc::new(Mutex::new(None));
     let seen2 = seen.clone();
-    let at2 = at.clone();
     let leases = HookLeases {
         calls: AtomicU64::new(0),
         hook: Mutex::new(Some(Box::new(move || {
-            *seen2.lock().unwrap() = Some(f(&at2));
+            *seen2.lock().unwrap() = Some(f());
         }))),
     };
-    let holder = Gate::open_at(&at, target.clone(), leases, key(), config).unwrap();
+    let holder = Gate::open_at(at, target.clone(), leases, key(), config).unwrap();
     let r = holder.submit(&proposal(1000)).unwrap();
     assert_eq!(r.status, Status::Committed);
     let seen = seen
@@ -374,10 +372,18 @@ fn under_the_holders_lock(
     seen
 }
 
+/// A second gate on `at`, opened before the holder takes its lock.
 fn waiter(at: &Location, config: &GateConfig) -> Gate<Arc<MemTarget>, AllLive> {
     let target = Arc::new(MemTarget::new(Tier::One, true));
     target.set_fact("incident_compensation", json!(0));
     Gate::open_at(at, target, AllLive, key(), config.clone()).unwrap()
+}
+
+fn short_wait() -> GateConfig {
+    GateConfig {
+        journal_lock_wait: Duration::from_millis(300),
+        ..GateConfig::default()
+    }
 }
 
 /// A gate that waits for an effect's lock (the file store's journal lock) longer than its bound
@@ -385,14 +391,12 @@ fn waiter(at: &Location, config: &GateConfig) -> Gate<Arc<MemTarget>, AllLive> {
 /// store — not a generic store error (mutant: PostgreSQL's lock-timeout test inverted).
 #[test]
 fn a_journal_lock_held_past_the_wait_bound_is_busy() {
-    let config = GateConfig {
-        journal_lock_wait: Duration::from_millis(300),
-        ..GateConfig::default()
-    };
-    let c2 = config.clone();
-    let seen = under_the_holders_lock(config, move |at| {
-        // The same effect: its lock is held.
-        waiter(at, &c2).submit(&proposal(1000)).map(|s| s.status)
+    let dir = tempfile::tempdir().unwrap();
+    let at = store_at(dir.path());
+    let other = waiter(&at, &short_wait());
+    // The same effect: its lock is held.
+    let seen = under_the_holders_lock(&at, short_wait(), move || {
+        other.submit(&proposal(1000)).map(|s| s.status)
     });
     assert!(
         matches!(seen, Err(GateError::Journal(JournalError::Busy { .. }))),
@@ -405,15 +409,13 @@ fn a_journal_lock_held_past_the_wait_bound_is_busy() {
 /// covers every effect: the other writer waits and, past its bound, is `Busy`.
 #[test]
 fn a_writer_of_another_effect_is_held_up_only_by_the_file_stores_journal_lock() {
-    let config = GateConfig {
-        journal_lock_wait: Duration::from_millis(300),
-        ..GateConfig::default()
-    };
-    let c2 = config.clone();
-    let seen = under_the_holders_lock(config, move |at| {
+    let dir = tempfile::tempdir().unwrap();
+    let at = store_at(dir.path());
+    let other = waiter(&at, &short_wait());
+    let seen = under_the_holders_lock(&at, short_wait(), move || {
         let mut p = proposal(2000);
         p.request_id = Some("req-2".into());
-        waiter(at, &c2).submit(&p).map(|s| s.status)
+        other.submit(&p).map(|s| s.status)
     });
     if on_postgres() {
         assert!(matches!(seen, Ok(Status::Committed)), "{seen:?}");
