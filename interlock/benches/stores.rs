@@ -7,8 +7,10 @@
 //! - `processes`: one process per writer, each with its gate.
 //!
 //! What bounds the figures is measured in the same run and printed first: the fsync time of the
-//! directory the file journals live in (`fsync`), and the time of one committed single-row
-//! INSERT on the database (`pg_commit`, a WAL flush). The targets of the throughput issue are
+//! directory the file journals live in (`fsync`, and again before each row), the time of one
+//! committed single-row INSERT on the database (`pg_commit`, a WAL flush), and per database row
+//! the server's WAL syncs per second and per submit (five committed writes each: fewer syncs
+//! than that is commits sharing a flush). The targets of the throughput issue are
 //! printed as a last line per store with the measured ratio or rate (`target`).
 //!
 //! Run: `cargo bench -p interlock --bench stores`. The PostgreSQL rows need
@@ -189,11 +191,38 @@ fn child(spec: &str) {
     println!("{}", json!(lat));
 }
 
+/// The server's WAL syncs so far (cumulative statistics, published by the server about once a
+/// second: good over a row of seconds).
+fn wal_syncs(url: &str) -> i64 {
+    let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    c.query_one("SELECT wal_sync FROM pg_stat_wal", &[])
+        .unwrap()
+        .get(0)
+}
+
 /// One row, with the fsync time of the file journals' directory measured right before it (the
-/// disk is shared: its fsync time moves during a run); returns appends per second.
+/// disk is shared: its fsync time moves during a run) and, for the database, its WAL syncs and
+/// commits during the row; returns appends per second.
 fn measure(store: &str, mode: &str, at: &Location, writers: usize, seconds: f64) -> f64 {
     let (fsync_p50, _) = fsync_time(&bench_dir(), 40);
+    let url = match at {
+        Location::Postgres(u) => Some(u.clone()),
+        Location::File(_) => None,
+    };
+    let before = url.as_deref().map(wal_syncs);
     let (mut lat, elapsed) = run(mode, at, writers, seconds);
+    let wal = match (url.as_deref(), before) {
+        (Some(u), Some(s0)) => {
+            // Let the server publish the row's counters.
+            std::thread::sleep(Duration::from_millis(1100));
+            let syncs = (wal_syncs(u) - s0) as f64;
+            // A submit commits five writes (four entries and the claim record): fewer syncs
+            // per submit than that is commits sharing a WAL flush.
+            json!({"wal_syncs_per_s": (syncs / elapsed).round(),
+                   "wal_syncs_per_submit": round2(syncs / (lat.len().max(1) as f64))})
+        }
+        _ => Value::Null,
+    };
     lat.sort_by(f64::total_cmp);
     let submits = lat.len() as f64;
     let appends = (4.0 * submits / elapsed).round();
@@ -211,6 +240,7 @@ fn measure(store: &str, mode: &str, at: &Location, writers: usize, seconds: f64)
             "submit_p50_ms": round2(percentile(&lat, 0.5)),
             "submit_p99_ms": round2(percentile(&lat, 0.99)),
             "fsync_p50_ms_before": round2(fsync_p50),
+            "wal": wal,
         })
     );
     appends
