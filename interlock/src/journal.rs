@@ -692,6 +692,17 @@ impl Journal {
         let mut inner = self.index();
         if inner.flock.is_none() {
             inner.flock = Some(self.take_file_lock()?);
+        } else {
+            // Held on by another thread's section: the path must still name the file opened,
+            // as each fresh acquisition checks.
+            let meta = std::fs::metadata(&self.path).map_err(io_err("inspect", &self.path))?;
+            if (meta.dev(), meta.ino()) != self.identity {
+                return Err(JournalError::Poisoned {
+                    path: self.path.clone(),
+                    reason: "the path now names a different file than the one opened (replaced or moved)"
+                        .into(),
+                });
+            }
         }
         inner.holders += 1;
         let mut locked = Locked {
