@@ -1,7 +1,7 @@
 //! Budgets: limits that span effects (DESIGN §2.8).
 //!
 //! A [`Proposal`](crate::Proposal) may name a [`Budget`] (`{id, amount}`); a [`BudgetStore`]
-//! gives each budget's cap. Right before DISPATCHED, under the journal lock, the gate admits the
+//! gives each budget's cap. Right before DISPATCHED, under the budget's lock, the gate admits the
 //! effect only if what the budget's other effects hold — committed, dispatched and not yet
 //! resolved, or ambiguous (it may have landed) — plus this amount stays within the cap; else
 //! the effect ends `REFUSED:over_budget`. Recovery re-checks the same before any resend. The
@@ -93,30 +93,32 @@ pub(crate) fn check_named(
 }
 
 /// The one place a budget's reservations are read for a decision (an admission at dispatch, a
-/// re-check before a resend). It relies on **the journal-wide lock** `j` holds — the file
-/// store's `flock` on the journal file, PostgreSQL's session advisory lock `(namespace,
-/// JOURNAL_LOCK)` that its append path takes — under which every DISPATCHED and every entry
-/// that resolves one is written, and under which `j` caught up with every other writer: the
-/// reservations read here cannot change until the entry that decides is written in the same
-/// hold. If the journal lock ever becomes per effect (DESIGN §2.7), this function must take the
-/// budget's own lock (e.g. an advisory lock keyed by the budget id, and the file store's
-/// equivalent) and catch up before it reads; every caller goes through here.
+/// re-check before a resend). It takes **the budget's lock** in `j` ([`Section::lock_budget`]:
+/// on PostgreSQL a session advisory lock keyed by the budget id, taken after the effect's lock
+/// and held until the section ends; the file store's journal lock covers it) and catches up
+/// with every row committed before it. Every DISPATCHED of a budgeted effect is written under
+/// its budget's lock, so every reservation taken is read, and none can be taken until the entry
+/// that decides is written in the same hold. Entries that release a reservation (a resolving
+/// REFUSED) are written under the effect's lock only: one committing meanwhile may be missed,
+/// and its reservation is then still counted — a refusal too many, never an admission over the
+/// cap. Every caller goes through here.
 ///
 /// Counts every other effect of the budget that holds a reservation (committed, open or
 /// ambiguous) at the amount its DISPATCHED admitted, then this effect's `amount` (its own
 /// reservation, if it holds one, is never counted twice), and asks `store` for the cap.
-pub(crate) fn reckon_under_journal_lock(
-    j: &Section<'_>,
+pub(crate) fn reckon_under_budget_lock(
+    j: &mut Section<'_>,
     store: &dyn BudgetStore,
     eid: &str,
     budget: &Budget,
 ) -> Result<Reckoning, GateError> {
-    if !j.holds_journal_lock() {
+    if !j.holds_lock() {
         return Err(GateError::Journal(JournalError::Poisoned {
             path: j.shown_path(),
-            reason: format!("budget {:?} was read without the journal lock", budget.id),
+            reason: format!("budget {:?} was read without the effect's lock", budget.id),
         }));
     }
+    j.lock_budget(&budget.id)?;
     let counted = j.budget_holders(&budget.id, eid);
     let budget_err = |reason: String| GateError::Budget {
         effect_id: eid.to_owned(),

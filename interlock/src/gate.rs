@@ -1,6 +1,6 @@
 //! The gate: `submit` (DESIGN §2.3) as named steps, receipts, and the pieces recovery shares.
 
-use crate::budget::{check_named, reckon_under_journal_lock, BudgetError, Budgets};
+use crate::budget::{check_named, reckon_under_budget_lock, BudgetError, Budgets};
 use crate::claim::{boot_id, monotonic_ms, ClaimRecord, MonoInstant, Owner, Role};
 use crate::decide::{
     admit, after_rejection, next_submit_step, Admission, AdmissionPoint, EffectFacts, LookupAnswer,
@@ -455,7 +455,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         fields: Value,
         claim: Option<&Claim<'_>>,
     ) -> Result<Appended, GateError> {
-        let mut j = self.journal.lock()?;
+        let mut j = self.journal.lock(eid)?;
         let still_open = j
             .state(eid)
             .and_then(|s| s.open.as_ref())
@@ -648,7 +648,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 // Each end is carried out by the step whose answer led to it; this is reached
                 // only if a step went on where the decision ends.
                 SubmitNext::Finish(end) => {
-                    let mut j = self.journal.lock()?;
+                    let mut j = self.journal.lock(&prep.eid)?;
                     return self.finish(&mut j, &prep, &run, end);
                 }
             };
@@ -770,7 +770,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         if let (Some(b), Some(m)) = (&p.budget, proposed.as_object_mut()) {
             m.insert("budget".into(), json!(b));
         }
-        let mut j = self.journal.lock()?;
+        let mut j = self.journal.lock(&prep.eid)?;
         let facts = facts_of(j.state(&prep.eid), prep);
         run.facts.admission = Some(admit(facts, AdmissionPoint::Proposal));
         if let SubmitNext::Finish(end) = next_submit_step(&run.facts) {
@@ -837,7 +837,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         let lc = self.check_lease(prep)?;
         run.checks = json!({"lease_live": lc.live, "grant": lc.grant.map(recordable)});
         run.facts.lease_live = Some(lc.live);
-        let mut j = self.journal.lock()?;
+        let mut j = self.journal.lock(&prep.eid)?;
         if let SubmitNext::Finish(end) = next_submit_step(&run.facts) {
             return self.finish(&mut j, prep, run, end).map(Flow::Done);
         }
@@ -870,7 +870,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         run.violations = violations;
         match next_submit_step(&run.facts) {
             SubmitNext::Finish(end) => {
-                let mut j = self.journal.lock()?;
+                let mut j = self.journal.lock(&prep.eid)?;
                 self.finish(&mut j, prep, run, end).map(Flow::Done)
             }
             SubmitNext::Do(_) => Ok(Flow::Go(())),
@@ -891,7 +891,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 Some("Another process holds this effect's claim (it is dispatching, sending or recovering it).".into()),
             ))),
             SubmitNext::Finish(end) => {
-                let mut j = self.journal.lock()?;
+                let mut j = self.journal.lock(&prep.eid)?;
                 self.finish(&mut j, prep, run, end).map(Flow::Done)
             }
             SubmitNext::Do(_) => Ok(Flow::Go(())),
@@ -913,7 +913,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             }
             Ok(Flow::Done(s))
         };
-        let mut j = self.journal.lock()?;
+        let mut j = self.journal.lock(&prep.eid)?;
         let facts = facts_of(j.state(&prep.eid), prep);
         run.facts.admission_under_claim = Some(admit(facts, AdmissionPoint::Dispatch));
         if let SubmitNext::Finish(end) = next_submit_step(&run.facts) {
@@ -960,7 +960,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             check_named(&prep.eid, Some(budget), false)?;
             return Ok(Flow::Go(None));
         };
-        let r = reckon_under_journal_lock(j, store.as_ref(), &prep.eid, budget)?;
+        let r = reckon_under_budget_lock(j, store.as_ref(), &prep.eid, budget)?;
         if r.within {
             return Ok(Flow::Go(Some(r.field())));
         }

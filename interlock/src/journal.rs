@@ -5,9 +5,15 @@
 //!   re-checked): a line that may or may not survive a crash is never reported "not written"
 //!   and then acted on.
 //! - Appends (and the dispatch step of the gate) run under an exclusive `flock` on the journal
-//!   file itself, taken on a descriptor of its own per acquisition, so every spelling of the path
-//!   (a symlink, a relative path) and every thread is excluded alike. The wait for the lock is
-//!   bounded: past it the caller gets [`JournalError::Busy`] (recovery reports it as `Blocked`).
+//!   file itself, taken on a descriptor of its own, so every spelling of the path (a symlink, a
+//!   relative path) is excluded alike; threads of one process queue on a mutex, and the process
+//!   holds the `flock` while any of them is in a section or has a line not yet durable. The wait
+//!   for the lock is bounded: past it the caller gets [`JournalError::Busy`] (recovery reports it
+//!   as `Blocked`).
+//! - **Group commit** among the threads of one process: an append indexes its line and writes
+//!   its intent, then a leader fsyncs the marks once, writes every waiting line, fsyncs the
+//!   journal once and marks them; each appender returns only after the fsync that covered its
+//!   line. Across processes nothing is shared: each holds the `flock` for its own fsyncs.
 //! - A last line without a trailing newline is a write that never returned: it is ignored on read
 //!   and cut off before the next append — only when the bytes cut hold no newline.
 //! - **The gate acts only on lines it has checked.** Every line read, at open and when catching up
@@ -23,12 +29,12 @@
 use crate::marks::Marks;
 use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
 use serde_json::{Map, Value};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use verify::budget::{Budget, BudgetRecord, Counted};
 use verify::canonical::{self, CanonicalError};
@@ -526,13 +532,39 @@ impl Index {
     }
 }
 
+/// A line indexed (and its intent written) but not yet written to the file: the next group
+/// commit writes it.
+struct Queued {
+    /// Where it goes in the file.
+    offset: u64,
+    /// The line, newline included.
+    bytes: Vec<u8>,
+    hash: String,
+    effect_id: String,
+}
+
 struct Inner {
     file: File,
-    /// Bytes of complete lines already indexed.
+    /// Bytes of complete lines indexed: those in the file and those still queued.
     len: u64,
+    /// Bytes of complete lines written to the file (`len` minus the queued lines).
+    on_disk: u64,
+    /// Lines indexed but not yet written, in order (each at the offset it will be written at).
+    queue: VecDeque<Queued>,
     index: Index,
     /// The high-water marks, opened at the first lock (they may have to be created under it).
     marks: Option<Marks>,
+    /// The descriptor holding the journal's `flock` for this process, while any of its threads
+    /// is inside a section or has a line that is not yet durable.
+    flock: Option<File>,
+    /// Sections (of any thread of this process) that hold the journal lock right now.
+    holders: usize,
+    /// Durability requests made (one per append or claim-record mark) and the last one a
+    /// completed group commit covered.
+    requested: u64,
+    durable: u64,
+    /// A thread is carrying out a group commit (the others wait for it or for the next).
+    leading: bool,
 }
 
 /// A journal file opened for reading and appending.
@@ -542,7 +574,11 @@ pub struct Journal {
     identity: (u64, u64),
     trusted: Vec<VerifyingKey>,
     lock_wait: Duration,
+    /// A second descriptor of the journal file, for the group commit's fsync outside `inner`.
+    sync_file: File,
     inner: Mutex<Inner>,
+    /// Signalled when a group commit ends (or the journal lock of this process is let go).
+    committed: Condvar,
 }
 
 impl std::fmt::Debug for Journal {
@@ -579,18 +615,28 @@ impl Journal {
         let meta = file.metadata().map_err(io_err("inspect", path))?;
         check_one_name(&file, path)?;
         let canonical = std::fs::canonicalize(path).map_err(io_err("resolve the path of", path))?;
+        let sync_file = file.try_clone().map_err(io_err("open again", path))?;
         let journal = Journal {
             path: path.to_owned(),
             canonical,
             identity: (meta.dev(), meta.ino()),
             trusted,
             lock_wait,
+            sync_file,
             inner: Mutex::new(Inner {
                 file,
                 len: 0,
+                on_disk: 0,
+                queue: VecDeque::new(),
                 index: Index::default(),
                 marks: None,
+                flock: None,
+                holders: 0,
+                requested: 0,
+                durable: 0,
+                leading: false,
             }),
+            committed: Condvar::new(),
         };
         drop(journal.lock()?);
         Ok(journal)
@@ -600,7 +646,7 @@ impl Journal {
     /// the effect's last hash), fsynced before returning. Low level: it checks nothing about the
     /// effect's state — [`Gate`](crate::Gate) is the normal writer. `fields` may not set the
     /// fields the journal writes (`v`, `ts_ms`, `kind`, `effect_id`, `prev`, `signer`, `hash`,
-    /// `sig`). Returns the sealed entry.
+    /// `sig`). Returns the sealed entry. Threads appending at once share fsyncs (group commit).
     pub fn append_entry(
         &self,
         effect_id: &str,
@@ -638,20 +684,39 @@ impl Journal {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Take the journal lock — a `flock` on a fresh descriptor of the journal file, waited for at
-    /// most the configured bound — then read and check what other processes appended since.
+    /// Take the journal lock: this process's lock first (threads queue on a mutex), then, unless
+    /// another thread of this process holds it already, the `flock` on a fresh descriptor of the
+    /// journal file, waited for at most the configured bound; then read and check what other
+    /// processes appended since.
     pub(crate) fn lock(&self) -> Result<Locked<'_>, JournalError> {
-        let lock = self.take_file_lock()?;
         let mut inner = self.index();
-        if inner.marks.is_none() {
-            inner.marks = Some(Marks::open(&self.canonical)?);
+        if inner.flock.is_none() {
+            inner.flock = Some(self.take_file_lock()?);
+        } else {
+            // Held on by another thread's section: the path must still name the file opened,
+            // as each fresh acquisition checks.
+            let meta = std::fs::metadata(&self.path).map_err(io_err("inspect", &self.path))?;
+            if (meta.dev(), meta.ino()) != self.identity {
+                return Err(JournalError::Poisoned {
+                    path: self.path.clone(),
+                    reason: "the path now names a different file than the one opened (replaced or moved)"
+                        .into(),
+                });
+            }
         }
+        inner.holders += 1;
         let mut locked = Locked {
-            inner,
-            _lock: lock,
+            hold: Hold {
+                journal: self,
+                guard: Some(inner),
+            },
+            locked: true,
             path: &self.path,
             trusted: &self.trusted,
         };
+        if locked.hold.marks.is_none() {
+            locked.hold.marks = Some(Marks::open(&self.canonical)?);
+        }
         locked.refresh()?;
         Ok(locked)
     }
@@ -662,8 +727,11 @@ impl Journal {
     pub(crate) fn view(&self) -> Result<Locked<'_>, JournalError> {
         let inner = self.index();
         let mut view = Locked {
-            inner,
-            _lock: None,
+            hold: Hold {
+                journal: self,
+                guard: Some(inner),
+            },
+            locked: false,
             path: &self.path,
             trusted: &self.trusted,
         };
@@ -671,7 +739,7 @@ impl Journal {
         Ok(view)
     }
 
-    fn take_file_lock(&self) -> Result<Option<File>, JournalError> {
+    fn take_file_lock(&self) -> Result<File, JournalError> {
         let file = File::open(&self.path).map_err(io_err("open for locking", &self.path))?;
         let meta = file.metadata().map_err(io_err("inspect", &self.path))?;
         if (meta.dev(), meta.ino()) != self.identity {
@@ -687,7 +755,7 @@ impl Journal {
         let mut nap = Duration::from_millis(1);
         loop {
             match file.try_lock() {
-                Ok(()) => return Ok(Some(file)),
+                Ok(()) => return Ok(file),
                 Err(TryLockError::WouldBlock) => {}
                 Err(TryLockError::Error(e)) => return Err(io_err("lock", &self.path)(e)),
             }
@@ -704,20 +772,85 @@ impl Journal {
     }
 }
 
+/// This process's hold of the journal's state: the mutex guard, let go only while a group
+/// commit waits for an fsync (see [`Locked::wait_durable`]).
+struct Hold<'a> {
+    journal: &'a Journal,
+    /// `None` only inside [`Hold::unlocked`], which puts it back before returning.
+    guard: Option<MutexGuard<'a, Inner>>,
+}
+
+impl std::ops::Deref for Hold<'_> {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        match &self.guard {
+            Some(g) => g,
+            None => unreachable!("the journal's guard is put back before anything reads it"),
+        }
+    }
+}
+
+impl std::ops::DerefMut for Hold<'_> {
+    fn deref_mut(&mut self) -> &mut Inner {
+        match &mut self.guard {
+            Some(g) => g,
+            None => unreachable!("the journal's guard is put back before anything reads it"),
+        }
+    }
+}
+
+impl Hold<'_> {
+    /// Run `f` with this process's mutex let go (other threads' sections may run meanwhile;
+    /// other processes stay excluded by the `flock`), then take it back.
+    fn unlocked<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        drop(self.guard.take());
+        let out = f();
+        self.guard = Some(self.journal.index());
+        out
+    }
+
+    /// Wait, the mutex let go, until the next group commit ends.
+    fn wait_for_commit(&mut self) {
+        if let Some(g) = self.guard.take() {
+            let g = self
+                .journal
+                .committed
+                .wait(g)
+                .unwrap_or_else(|p| p.into_inner());
+            self.guard = Some(g);
+        }
+    }
+}
+
 /// The journal while its lock is held (or, from [`Journal::peek`], a lock-free view). Dropping
 /// it releases the lock.
 pub(crate) struct Locked<'a> {
-    inner: MutexGuard<'a, Inner>,
-    /// The descriptor holding the `flock` (closing it releases the lock); `None` for a peek.
-    _lock: Option<File>,
+    hold: Hold<'a>,
+    /// Holds the journal lock (counted in `holders`); false for a peek.
+    locked: bool,
     path: &'a Path,
     trusted: &'a [VerifyingKey],
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        if !self.locked || self.hold.guard.is_none() {
+            return;
+        }
+        let inner = &mut *self.hold;
+        inner.holders = inner.holders.saturating_sub(1);
+        let settled = inner.queue.is_empty() && inner.durable >= inner.requested;
+        if inner.holders == 0 && (settled || inner.index.poisoned.is_some()) {
+            // Closing the descriptor releases the `flock`: other processes may append.
+            inner.flock = None;
+        }
+    }
 }
 
 impl Locked<'_> {
     /// True under the journal lock, false for a lock-free view.
     pub(crate) fn holds_lock(&self) -> bool {
-        self._lock.is_some()
+        self.locked
     }
 
     /// The journal file, as given.
@@ -726,16 +859,24 @@ impl Locked<'_> {
     }
 
     fn poison(&mut self, reason: String) {
-        self.inner.index.poisoned.get_or_insert(reason);
+        self.hold.index.poisoned.get_or_insert(reason);
+    }
+
+    fn poisoned(&self) -> Option<JournalError> {
+        self.hold
+            .index
+            .poisoned
+            .as_ref()
+            .map(|reason| JournalError::Poisoned {
+                path: self.path.to_owned(),
+                reason: reason.clone(),
+            })
     }
 
     /// Index (and check) the complete lines appended since the last look.
     fn refresh(&mut self) -> Result<(), JournalError> {
-        if let Some(reason) = &self.inner.index.poisoned {
-            return Err(JournalError::Poisoned {
-                path: self.path.to_owned(),
-                reason: reason.clone(),
-            });
+        if let Some(e) = self.poisoned() {
+            return Err(e);
         }
         match self.read_new_lines() {
             Ok(()) => Ok(()),
@@ -757,32 +898,34 @@ impl Locked<'_> {
     fn read_new_lines(&mut self) -> Result<(), JournalError> {
         let path = self.path;
         let trusted = self.trusted;
-        let locked = self._lock.is_some();
-        let inner = &mut *self.inner;
+        let locked = self.locked;
+        let inner = &mut *self.hold;
         let size = inner
             .file
             .metadata()
             .map_err(io_err("inspect", path))?
             .len();
-        if size < inner.len {
+        if size < inner.on_disk {
             return Err(JournalError::Shrunk {
                 path: path.to_owned(),
-                known: inner.len,
+                known: inner.on_disk,
                 found: size,
             });
         }
-        if size == inner.len {
+        // While lines of this process wait for their group commit, this process holds the
+        // journal lock: no other process can have appended.
+        if size == inner.on_disk || !inner.queue.is_empty() {
             return match inner.marks.as_mut() {
-                Some(marks) => marks.caught_up(locked),
-                None => Ok(()),
+                Some(marks) if inner.queue.is_empty() => marks.caught_up(locked),
+                _ => Ok(()),
             };
         }
         let mut reader = BufReader::with_capacity(1 << 16, &inner.file);
         reader
-            .seek(SeekFrom::Start(inner.len))
+            .seek(SeekFrom::Start(inner.on_disk))
             .map_err(io_err("read", path))?;
         let mut line = Vec::with_capacity(1024);
-        let mut offset = inner.len;
+        let mut offset = inner.on_disk;
         let mut sigs = Vec::new();
         // (hash, effect id) of every entry read, matched with its marks once all are checked.
         let mut read = Vec::new();
@@ -828,6 +971,7 @@ impl Locked<'_> {
             inner.index.lines += 1;
             offset += n as u64;
             inner.len = offset;
+            inner.on_disk = offset;
         }
         verify_signatures(&sigs).map_err(|line| JournalError::Corrupt {
             path: path.to_owned(),
@@ -845,32 +989,45 @@ impl Locked<'_> {
 
     /// The index of checked entries.
     pub fn index(&self) -> &Index {
-        &self.inner.index
+        &self.hold.index
+    }
+
+    /// Run `f` (slow I/O on a file only this holder writes, such as its claim file) with this
+    /// process's mutex let go, as an append does while it waits for its fsync: other threads'
+    /// sections may run meanwhile; other processes stay excluded.
+    pub(crate) fn without_mutex<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        self.hold.unlocked(f)
     }
 
     /// The latest claim-record generation marked for `effect_id`, if one was.
     pub(crate) fn record_gen(&self, effect_id: &str) -> Option<u64> {
-        self.inner.marks.as_ref()?.record_gen(effect_id)
+        self.hold.marks.as_ref()?.record_gen(effect_id)
     }
 
-    /// Mark the claim record of generation `gen` of `effect_id` as written (under the lock).
+    /// Mark the claim record of generation `gen` of `effect_id` as written (under the lock),
+    /// durable before this returns.
     pub(crate) fn record_written(&mut self, effect_id: &str, gen: u64) -> Result<(), JournalError> {
-        if self._lock.is_none() {
+        if !self.locked {
             return Err(JournalError::Poisoned {
                 path: self.path.to_owned(),
                 reason: "a claim record was marked without the journal lock".into(),
             });
         }
-        match self.inner.marks.as_mut() {
-            Some(marks) => marks.record_written(effect_id, gen),
-            None => Ok(()),
-        }
+        let inner = &mut *self.hold;
+        let Some(marks) = inner.marks.as_mut() else {
+            return Ok(());
+        };
+        marks.record_written(effect_id, gen)?;
+        inner.requested += 1;
+        let ticket = inner.requested;
+        self.wait_durable(ticket)
     }
 
-    /// The `index`-th entry of an effect, read back from the file.
+    /// The `index`-th entry of an effect, read back from the file (or from the queue of lines
+    /// waiting for their group commit).
     pub fn entry(&self, effect_id: &str, index: usize) -> Result<Map<String, Value>, JournalError> {
         let loc = self
-            .inner
+            .hold
             .index
             .loc(effect_id, index)
             .ok_or_else(|| JournalError::Corrupt {
@@ -879,10 +1036,14 @@ impl Locked<'_> {
                 reason: format!("effect {effect_id} has no entry #{index}"),
             })?;
         let mut buf = vec![0u8; loc.len as usize];
-        self.inner
-            .file
-            .read_exact_at(&mut buf, loc.offset)
-            .map_err(io_err("read", self.path))?;
+        match self.hold.queue.iter().find(|q| q.offset == loc.offset) {
+            Some(q) => buf = q.bytes.clone(),
+            None => self
+                .hold
+                .file
+                .read_exact_at(&mut buf, loc.offset)
+                .map_err(io_err("read", self.path))?,
+        }
         match serde_json::from_slice::<Value>(&buf) {
             Ok(Value::Object(m)) if reread_matches(&m, loc) => Ok(m),
             _ => Err(JournalError::Corrupt {
@@ -898,14 +1059,21 @@ impl Locked<'_> {
 
     /// Every entry of an effect, in journal order.
     pub fn entries(&self, effect_id: &str) -> Result<Vec<Value>, JournalError> {
-        let n = self.inner.index.count(effect_id);
+        let n = self.hold.index.count(effect_id);
         (0..n)
             .map(|i| self.entry(effect_id, i).map(Value::Object))
             .collect()
     }
 
     /// Append one entry: `{v, ts_ms, kind, effect_id, <fields>, prev}`, sealed with `key`,
-    /// written at the end of the last complete line and fsynced. Returns the sealed entry.
+    /// indexed at once, then written at the end of the last complete line and fsynced by a group
+    /// commit. Returns the sealed entry once it is durable.
+    ///
+    /// While the line waits for its fsync this process's mutex is let go (the `flock` is not):
+    /// other threads' sections may run between this append and the rest of the caller's
+    /// section, and they see the entry (indexed, not yet durable). None of them can act on it
+    /// outside the journal before it is durable: what they append comes later in the same file,
+    /// so the fsync that makes theirs durable makes this one durable first.
     pub fn append(
         &mut self,
         effect_id: &str,
@@ -914,15 +1082,18 @@ impl Locked<'_> {
         ts_ms: u64,
         key: &SigningKey,
     ) -> Result<Map<String, Value>, JournalError> {
-        if self._lock.is_none() {
+        if !self.locked {
             return Err(JournalError::Poisoned {
                 path: self.path.to_owned(),
                 reason: "an append was attempted without the journal lock".into(),
             });
         }
+        if let Some(e) = self.poisoned() {
+            return Err(e);
+        }
         let path = self.path;
         let (entry, mut line) = sealed_line(
-            self.inner.index.tip(effect_id),
+            self.hold.index.tip(effect_id),
             effect_id,
             kind,
             fields,
@@ -938,28 +1109,23 @@ impl Locked<'_> {
                 line.len()
             ),
         })?;
-        self.cut_torn_tail()?;
+        if self.hold.queue.is_empty() {
+            self.cut_torn_tail()?;
+        }
         let hash = entry
             .get("hash")
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        if let Some(marks) = self.inner.marks.as_mut() {
+        if let Some(marks) = self.hold.marks.as_mut() {
             // Announced before it is written: a line no intent announced was not appended here.
             if let Err(e) = marks.intend(&hash, effect_id) {
                 self.poison(format!("an entry's intent could not be written ({e})"));
                 return Err(e);
             }
         }
-        let at = self.inner.len;
-        if let Err(e) = self.write_durably(&line, at) {
-            // The line may or may not survive a crash: cut it back and stop using this handle.
-            let _ = self.inner.file.set_len(at);
-            let _ = self.inner.file.sync_all();
-            self.poison(format!("an append failed ({e})"));
-            return Err(e);
-        }
-        let inner = &mut *self.inner;
+        let inner = &mut *self.hold;
+        let at = inner.len;
         let line_no = inner.index.lines + 1;
         let applied = inner.index.fold(
             effect_id,
@@ -970,8 +1136,6 @@ impl Locked<'_> {
                 tag: 0,
             },
         );
-        inner.len += line.len() as u64;
-        inner.index.lines += 1;
         if let Err(reason) = applied {
             self.poison(reason.clone());
             return Err(JournalError::Corrupt {
@@ -980,59 +1144,138 @@ impl Locked<'_> {
                 reason,
             });
         }
-        let marked = match self.inner.marks.as_mut() {
-            Some(marks) => marks.appended(&hash, effect_id),
-            None => Ok(()),
-        };
-        if let Err(e) = marked {
-            // The entry is durable; its mark is not. The next holder of the lock marks it.
-            self.poison(format!("an entry's mark could not be written ({e})"));
-            return Err(e);
-        }
+        inner.len += line.len() as u64;
+        inner.index.lines += 1;
+        inner.requested += 1;
+        let ticket = inner.requested;
+        inner.queue.push_back(Queued {
+            offset: at,
+            bytes: line,
+            hash,
+            effect_id: effect_id.to_owned(),
+        });
+        self.wait_durable(ticket)?;
         Ok(entry)
     }
 
-    fn write_durably(&self, line: &[u8], at: u64) -> Result<(), JournalError> {
+    /// Return once durability request `ticket` is covered by a completed group commit: lead
+    /// one if nobody is (fsync the marks, so every queued line's intent; write the queued lines;
+    /// fsync the journal; mark them), else wait for the one under way and check again.
+    fn wait_durable(&mut self, ticket: u64) -> Result<(), JournalError> {
+        loop {
+            if self.hold.durable >= ticket {
+                return Ok(());
+            }
+            if let Some(e) = self.poisoned() {
+                return Err(e);
+            }
+            if self.hold.leading {
+                self.hold.wait_for_commit();
+            } else {
+                let led = self.lead_commit();
+                self.hold.leading = false;
+                self.hold.journal.committed.notify_all();
+                led?;
+            }
+        }
+    }
+
+    /// One group commit, for every request made so far.
+    fn lead_commit(&mut self) -> Result<(), JournalError> {
         let path = self.path;
-        self.inner
-            .file
-            .write_all_at(line, at)
-            .map_err(io_err("append to", path))?;
-        self.inner.file.sync_data().map_err(io_err("sync", path))
+        let inner = &mut *self.hold;
+        inner.leading = true;
+        let batch = inner.requested;
+        let lines = inner.queue.len();
+        let marks = match inner.marks.as_ref() {
+            Some(m) => Some(m.sync_handle()?),
+            None => None,
+        };
+        // The intents of the batch's lines are durable before any of the lines is written.
+        let synced = self.hold.unlocked(|| match &marks {
+            Some(m) => m
+                .sync_data()
+                .map_err(io_err("sync the marks file of", path)),
+            None => Ok(()),
+        });
+        if let Err(e) = synced {
+            self.poison(format!("the marks could not be synced ({e})"));
+            return Err(e);
+        }
+        let inner = &mut *self.hold;
+        let at = inner.on_disk;
+        let batch_lines: Vec<Queued> = inner.queue.drain(..lines).collect();
+        if !batch_lines.is_empty() {
+            let bytes: Vec<u8> = batch_lines
+                .iter()
+                .flat_map(|q| q.bytes.iter().copied())
+                .collect();
+            let written = inner
+                .file
+                .write_all_at(&bytes, at)
+                .map_err(io_err("append to", path));
+            inner.on_disk = at + bytes.len() as u64;
+            let journal = self.hold.journal;
+            let synced = written.and_then(|()| {
+                self.hold
+                    .unlocked(|| journal.sync_file.sync_data().map_err(io_err("sync", path)))
+            });
+            if let Err(e) = synced {
+                // The lines may or may not survive a crash: cut them back and stop using this
+                // handle (every waiter gets the error; the journal is re-read when reopened).
+                let inner = &mut *self.hold;
+                let _ = inner.file.set_len(at);
+                let _ = inner.file.sync_all();
+                self.poison(format!("an append failed ({e})"));
+                return Err(e);
+            }
+        }
+        let inner = &mut *self.hold;
+        if let Some(m) = inner.marks.as_mut() {
+            for q in &batch_lines {
+                if let Err(e) = m.appended(&q.hash, &q.effect_id) {
+                    // The entries are durable; their marks are not. The next holder marks them.
+                    self.poison(format!("an entry's mark could not be written ({e})"));
+                    return Err(e);
+                }
+            }
+        }
+        self.hold.durable = batch;
+        Ok(())
     }
 
     /// Cut off a torn tail left by a writer that died mid-line — only if the bytes to cut hold
-    /// no newline (complete lines are never cut).
+    /// no newline (complete lines are never cut). Only with no line of this process queued.
     fn cut_torn_tail(&mut self) -> Result<(), JournalError> {
         let path = self.path;
-        let inner = &mut *self.inner;
+        let inner = &mut *self.hold;
         let size = inner
             .file
             .metadata()
             .map_err(io_err("inspect", path))?
             .len();
-        if size == inner.len {
+        if size == inner.on_disk {
             return Ok(());
         }
-        let tail_len = usize::try_from(size.saturating_sub(inner.len)).unwrap_or(usize::MAX);
+        let tail_len = usize::try_from(size.saturating_sub(inner.on_disk)).unwrap_or(usize::MAX);
         let mut tail = vec![0u8; tail_len.min(64 << 20)];
         inner
             .file
-            .read_exact_at(&mut tail, inner.len)
+            .read_exact_at(&mut tail, inner.on_disk)
             .map_err(io_err("read the tail of", path))?;
-        if size < inner.len || tail_len > tail.len() || tail.contains(&b'\n') {
+        if size < inner.on_disk || tail_len > tail.len() || tail.contains(&b'\n') {
             return Err(JournalError::Corrupt {
                 path: path.to_owned(),
                 line: inner.index.lines + 1,
                 reason: format!(
                     "{} bytes after the last checked line hold a complete line that was not read; not cutting them",
-                    size.saturating_sub(inner.len)
+                    size.saturating_sub(inner.on_disk)
                 ),
             });
         }
         inner
             .file
-            .set_len(inner.len)
+            .set_len(inner.on_disk)
             .map_err(io_err("truncate the torn tail of", path))?;
         inner.file.sync_all().map_err(io_err("sync", path))
     }

@@ -44,11 +44,15 @@ pub(crate) struct Marks {
     pending: Vec<u8>,
     /// Journal entries (hash, effect id) whose intent has not been read yet, oldest first.
     unmarked: VecDeque<(String, String)>,
-    /// An entry matched with its intent whose mark has not been read yet.
-    awaiting_mark: Option<(String, String)>,
-    /// An intent read before its entry: a crash before the entry, or (without the lock) an
-    /// entry not read yet.
-    announced: Option<(String, String)>,
+    /// Entries matched with their intents whose marks have not been read yet, oldest first
+    /// (a group commit writes the intents of several entries, then their marks).
+    awaiting_mark: VecDeque<(String, String)>,
+    /// Intents read before their entries, oldest first: a crash before the entry, or (without
+    /// the lock) an entry not read yet.
+    announced: VecDeque<(String, String)>,
+    /// Entries this process announced and is appending, oldest first: each gets its mark, in
+    /// this order, once the fsync that covered it returned.
+    own: VecDeque<(String, String)>,
     /// The marks file was created by this open: the journal's existing lines are adopted.
     adopting: bool,
     /// The latest claim-record generation written for each effect (from the `r` lines).
@@ -129,8 +133,9 @@ impl Marks {
             len: 0,
             pending: Vec::new(),
             unmarked: VecDeque::new(),
-            awaiting_mark: None,
-            announced: None,
+            awaiting_mark: VecDeque::new(),
+            announced: VecDeque::new(),
+            own: VecDeque::new(),
             adopting,
             records: HashMap::new(),
         })
@@ -188,15 +193,19 @@ impl Marks {
         }
         // An intent without its entry: the crash came before the entry was durable. The next
         // intent supersedes it.
-        self.announced = None;
-        match self.awaiting_mark.take() {
-            Some((hash, eid)) => self.write(&mark_line(&hash, &eid), true),
-            None => Ok(()),
+        self.announced.clear();
+        if self.awaiting_mark.is_empty() {
+            return Ok(());
         }
+        while let Some((hash, eid)) = self.awaiting_mark.pop_front() {
+            self.write(&mark_line(&hash, &eid), false)?;
+        }
+        self.sync()
     }
 
-    /// Announce, under the lock, the entry this process is about to append: the intent is
-    /// durable before the entry is written.
+    /// Announce, under the lock, the entry this process is about to append. Not fsynced here:
+    /// the journal's group commit fsyncs the marks (so every intent of its batch) before it
+    /// writes the batch's entries.
     pub(crate) fn intend(&mut self, hash: &str, effect_id: &str) -> Result<(), JournalError> {
         if let Some((h, e)) = self.unmarked.front().cloned() {
             // `caught_up` under the same lock left nothing unmarked; anything else is a bug
@@ -208,23 +217,31 @@ impl Marks {
                 count: self.unmarked.len(),
             });
         }
-        self.write(&intent_line(hash, effect_id), true)?;
-        self.announced = Some((hash.to_owned(), effect_id.to_owned()));
+        self.write(&intent_line(hash, effect_id), false)?;
+        self.own.push_back((hash.to_owned(), effect_id.to_owned()));
         Ok(())
     }
 
-    /// Mark an entry this process just appended (and fsynced), under the lock. Not fsynced on
-    /// its own: every reader sees it at once, and the next intent's fsync makes it durable.
+    /// Mark an entry this process just appended (and fsynced), under the lock, in the order of
+    /// their intents. Not fsynced on its own: every reader sees it at once, and the next group
+    /// commit's fsync of the marks makes it durable.
     pub(crate) fn appended(&mut self, hash: &str, effect_id: &str) -> Result<(), JournalError> {
-        if self.announced.as_ref() != Some(&(hash.to_owned(), effect_id.to_owned())) {
+        if self.own.front() != Some(&(hash.to_owned(), effect_id.to_owned())) {
             return Err(self.behind(
                 effect_id.to_owned(),
                 hash.to_owned(),
                 "an entry was appended without its intent".into(),
             ));
         }
-        self.announced = None;
+        self.own.pop_front();
         self.write(&mark_line(hash, effect_id), false)
+    }
+
+    /// Make every mark line written so far durable (the group commit's first step).
+    pub(crate) fn sync_handle(&self) -> Result<File, JournalError> {
+        self.file
+            .try_clone()
+            .map_err(io_err("open the marks file again", &self.path))
     }
 
     /// The latest claim-record generation marked for `effect_id` (as far as the marks were read:
@@ -234,9 +251,10 @@ impl Marks {
     }
 
     /// Mark that the claim record of generation `gen` of `effect_id` was written, under the lock
-    /// (after [`Marks::caught_up`], so every earlier mark was read).
+    /// (after [`Marks::caught_up`], so every earlier mark was read). Not fsynced here: the caller
+    /// waits for the journal's next group commit, which fsyncs the marks.
     pub(crate) fn record_written(&mut self, effect_id: &str, gen: u64) -> Result<(), JournalError> {
-        self.write(&record_line(gen, effect_id), true)?;
+        self.write(&record_line(gen, effect_id), false)?;
         self.records.insert(effect_id.to_owned(), gen);
         Ok(())
     }
@@ -245,7 +263,11 @@ impl Marks {
     /// every complete mark line (one for an entry the journal does not hold means the journal is
     /// behind its marks).
     fn match_marks(&mut self, to_end: bool) -> Result<(), JournalError> {
-        while to_end || !self.unmarked.is_empty() || self.awaiting_mark.is_some() {
+        loop {
+            self.match_announced();
+            if !(to_end || !self.unmarked.is_empty() || !self.awaiting_mark.is_empty()) {
+                break;
+            }
             let Some(line) = self.next_line()? else {
                 return Ok(());
             };
@@ -289,30 +311,39 @@ impl Marks {
             })
     }
 
-    /// An intent: it announces the next entry. An earlier intent still waiting for its entry
-    /// was a crash before that entry (entries are appended in the order of their intents).
+    /// An intent: it announces an entry, read already or still to come.
     fn intent_read(&mut self, intent: (String, String)) -> Result<(), JournalError> {
-        if self.unmarked.front() == Some(&intent) {
-            self.unmarked.pop_front();
-            self.announced = None;
-            self.awaiting_mark = Some(intent);
-        } else {
-            self.announced = Some(intent);
-        }
+        self.announced.push_back(intent);
+        self.match_announced();
         Ok(())
+    }
+
+    /// Match entries read with the intents read before them. Entries are appended in the order
+    /// of their intents, so an announced intent before the one naming the next entry announced
+    /// an entry that never came (a crash before it).
+    fn match_announced(&mut self) {
+        while let Some(front) = self.unmarked.front() {
+            let Some(at) = self.announced.iter().position(|a| a == front) else {
+                return;
+            };
+            self.announced.drain(..=at);
+            if let Some(entry) = self.unmarked.pop_front() {
+                self.awaiting_mark.push_back(entry);
+            }
+        }
     }
 
     /// A mark: the entry it names was durable. It must be the entry its intent matched, or
     /// (marks from before intents) the next entry read.
     fn mark_read(&mut self, mark: (String, String)) -> Result<(), JournalError> {
-        if self.awaiting_mark.as_ref() == Some(&mark) {
-            self.awaiting_mark = None;
+        if self.awaiting_mark.front() == Some(&mark) {
+            self.awaiting_mark.pop_front();
             return Ok(());
         }
         // A mark from before intents: it names the next entry read (entries and marks are in
         // the same order, so the entry is always read before its mark is looked for).
-        if self.awaiting_mark.is_none()
-            && self.announced.is_none()
+        if self.awaiting_mark.is_empty()
+            && self.announced.is_empty()
             && self.unmarked.front() == Some(&mark)
         {
             self.unmarked.pop_front();
@@ -421,4 +452,55 @@ pub fn unmark_torn_entry(journal: &Path, hash: &str) -> Result<bool, JournalErro
         .and_then(|()| file.sync_data())
         .map_err(io_err("cut the marks file", &path))?;
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reader_without_the_lock_matches_a_group_commits_intents_and_marks_as_entries_arrive() {
+        // A group commit of two entries: both intents, then (after the fsyncs) both marks. A
+        // reader that sees the first entry before the second is written, and the second mark
+        // only later, matches each entry with its own intent and mark.
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("j.jsonl");
+        let marks = path_of(&journal);
+        let mut text = Vec::new();
+        text.extend(intent_line("aa", "e1"));
+        text.extend(intent_line("bb", "e2"));
+        text.extend(mark_line("aa", "e1"));
+        std::fs::write(&marks, &text).unwrap();
+        let mut m = Marks::open(&journal).unwrap();
+        m.seen("aa", "e1", false).unwrap();
+        m.caught_up(false).unwrap();
+        let more = mark_line("bb", "e2");
+        let file = OpenOptions::new().append(true).open(&marks).unwrap();
+        file.write_all_at(&more, text.len() as u64).unwrap();
+        m.seen("bb", "e2", false).unwrap();
+        m.caught_up(false).unwrap();
+        assert!(m.unmarked.is_empty() && m.awaiting_mark.is_empty());
+    }
+
+    #[test]
+    fn under_the_lock_a_batch_cut_short_by_a_crash_gets_the_marks_of_the_entries_it_wrote() {
+        // Intents of three entries were durable, the first two entries were written, then the
+        // process died before any mark: the next holder marks those two and drops the third
+        // intent (its entry never came).
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("j.jsonl");
+        let marks = path_of(&journal);
+        let mut text = Vec::new();
+        for (h, e) in [("aa", "e1"), ("bb", "e2"), ("cc", "e3")] {
+            text.extend(intent_line(h, e));
+        }
+        std::fs::write(&marks, &text).unwrap();
+        let mut m = Marks::open(&journal).unwrap();
+        m.seen("aa", "e1", true).unwrap();
+        m.seen("bb", "e2", true).unwrap();
+        m.caught_up(true).unwrap();
+        let after = std::fs::read_to_string(&marks).unwrap();
+        assert!(after.ends_with("aa \"e1\"\nbb \"e2\"\n"), "{after}");
+        assert!(m.announced.is_empty());
+    }
 }

@@ -6,9 +6,16 @@
 //!   store writes it, plus `effect_id`, `prev` and `hash`. A unique `(effect_id, prev)` (nulls not
 //!   distinct: PostgreSQL 15 or later) keeps every chain linear: two writers can never both
 //!   extend the same hash.
-//! - The journal lock is a session advisory lock of the store's main connection, waited for at
-//!   most the gate's lock wait (`lock_timeout`). Every append commits on its own before it returns
-//!   (synchronous commit), so it is durable like an fsynced line.
+//! - No journal-wide lock (DESIGN §2.7): a section locks one effect, with a session advisory lock
+//!   of the store's main connection keyed by the effect, waited for at most the gate's lock wait
+//!   (`lock_timeout`); a budget admission takes the budget's lock after it. Every append commits
+//!   on its own before it returns (synchronous commit), so it is durable like an fsynced line;
+//!   writers of other effects commit meanwhile and share WAL flushes.
+//! - Catching up goes by transaction id (schema version 5 stamps each row with its own): one
+//!   statement reads every row at or past the last horizon and its snapshot's horizon (the oldest
+//!   transaction still in progress). A row that commits late has a transaction id past the
+//!   horizon read before it, so it is read then; a `seq` cursor would skip it (rows of concurrent
+//!   writers commit out of `seq` order).
 //! - Claims are session advisory locks held by a second connection while a send can be in flight;
 //!   a killed process's session ends at once, a partitioned host's when the server notices
 //!   (the session sets `tcp_user_timeout` and keepalives, a few seconds). A claim is bound to the
@@ -20,7 +27,8 @@
 //!   leaves), so a recoverer that takes over from a holder that may live knows by when its
 //!   requests had left. Claim records live in `interlock_claims`.
 //! - Reading checks every row as the file store checks every line (hash, chain, trusted signer,
-//!   signature), into the same in-memory index; each lock acquisition reads only rows added since.
+//!   signature), into the same in-memory index; each lock acquisition reads only rows committed
+//!   since (and the few past the horizon again, skipping those already indexed).
 
 use crate::claim::ClaimRecord;
 use crate::journal::{sealed_line, verify_signatures, EntryLoc, Index, JournalError};
@@ -28,17 +36,16 @@ use crate::target::SendDeadline;
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use postgres::{Client, NoTls};
 use serde_json::{Map, Value};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use verify::entry::Kind;
 
-/// Second key of the two-key advisory locks: the journal lock and the migration lock. The first
-/// key is the journal's namespace. Claims use the one-key (bigint) form, a separate lock space.
-const JOURNAL_LOCK: i32 = 1;
+/// Second key of the two-key advisory lock of migrations; the first is the journal's namespace.
+/// Claims, effects and budgets use the one-key (bigint) form, each key a hash of what it locks.
 const SCHEMA_LOCK: i32 = 2;
-const SCHEMA_VERSION: i32 = 4;
+const SCHEMA_VERSION: i32 = 5;
 
 const MIGRATION_1: &str = "
 CREATE TABLE interlock_entries (
@@ -116,10 +123,31 @@ CREATE TRIGGER interlock_marks_no_truncate BEFORE TRUNCATE ON interlock_marks
     FOR EACH STATEMENT EXECUTE FUNCTION interlock_marks_kept();
 ";
 
+/// Version 5: no journal-wide lock (DESIGN §2.7). Rows of concurrent writers commit out of
+/// `seq` order, so catching up goes by transaction id: every row records the transaction that
+/// wrote it (stamped by a trigger, whatever the INSERT says), and a reader that has read every
+/// row of the transactions before a snapshot's horizon (its oldest transaction still in
+/// progress) never needs to look below it again: a row that commits later has a later id.
+const MIGRATION_5: &str = "
+ALTER TABLE interlock_entries ADD COLUMN xid xid8 NOT NULL DEFAULT pg_current_xact_id();
+CREATE INDEX interlock_entries_xid ON interlock_entries (xid);
+CREATE FUNCTION interlock_entries_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.xid := pg_current_xact_id();
+    RETURN NEW;
+END $$;
+CREATE TRIGGER interlock_entries_stamp BEFORE INSERT ON interlock_entries
+    FOR EACH ROW EXECUTE FUNCTION interlock_entries_stamp();
+";
+
 struct Main {
     client: Client,
     index: Index,
-    last_seq: i64,
+    /// Every row written by a transaction before this id (a snapshot's horizon) is indexed.
+    horizon: i64,
+    /// Rows at or past the horizon already indexed (seq → transaction id): read again by the
+    /// next catch-up, and skipped.
+    ahead: HashMap<i64, i64>,
 }
 
 struct Claims {
@@ -135,9 +163,6 @@ struct Claims {
 
 /// An open PostgreSQL journal store.
 pub(crate) struct PgStore {
-    /// Advisory-lock namespace of this journal: derived from the schema it lives in, so one
-    /// database can hold several journals (one per schema) without their locks meeting.
-    ns: i32,
     /// The schema the journal's tables live in.
     schema: String,
     url: String,
@@ -150,11 +175,16 @@ pub(crate) struct PgStore {
     claims: Mutex<Claims>,
 }
 
-/// The journal under its lock (or a lock-free view).
+/// One effect under its lock (or a lock-free view), with every row committed before the lock
+/// was taken indexed.
 pub(crate) struct PgSection<'a> {
     main: MutexGuard<'a, Main>,
     store: &'a PgStore,
-    locked: bool,
+    /// The effect whose lock (a session advisory lock of the main connection) this holds;
+    /// `None` for a lock-free view.
+    effect: Option<(String, i64)>,
+    /// The budget lock taken for an admission, released with the effect's.
+    budget: Option<i64>,
 }
 
 /// A claim held by this process's claims session: the one current when it was taken. Once that
@@ -223,6 +253,17 @@ fn key_of(parts: &[&str]) -> i64 {
 /// The claim key of an effect in the journal of `schema`.
 fn claim_key(schema: &str, effect_id: &str) -> i64 {
     key_of(&["interlock-claim", schema, effect_id])
+}
+
+/// The key of an effect's append lock (held on the main connection while a section of that
+/// effect reads and appends) in the journal of `schema`.
+fn effect_key(schema: &str, effect_id: &str) -> i64 {
+    key_of(&["interlock-effect", schema, effect_id])
+}
+
+/// The key of a budget's admission lock in the journal of `schema`.
+fn budget_key(schema: &str, budget_id: &str) -> i64 {
+    key_of(&["interlock-budget", schema, budget_id])
 }
 
 impl PgStore {
@@ -297,7 +338,6 @@ impl PgStore {
         migrate(&mut client, &shown, ns)?;
         let claims = PgStore::connect(url, &shown, Some(&schema))?;
         let store = PgStore {
-            ns,
             schema,
             url: url.to_owned(),
             shown: PathBuf::from(&shown),
@@ -307,7 +347,8 @@ impl PgStore {
             main: Mutex::new(Main {
                 client,
                 index: Index::default(),
-                last_seq: 0,
+                horizon: 0,
+                ahead: HashMap::new(),
             }),
             claims: Mutex::new(Claims {
                 client: claims,
@@ -315,7 +356,7 @@ impl PgStore {
                 held: HashSet::new(),
             }),
         };
-        drop(store.lock()?);
+        drop(store.peek()?);
         Ok(store)
     }
 
@@ -341,41 +382,58 @@ impl PgStore {
         Ok(main)
     }
 
-    /// Take the journal lock (bounded wait) and read the rows added since.
-    pub fn lock(&self) -> Result<PgSection<'_>, JournalError> {
-        let mut main = self.main()?;
-        let name = self.name();
+    /// Take a session advisory lock on the main connection (bounded wait: `lock_timeout`).
+    fn advisory_lock(&self, main: &mut Main, key: i64, what: &str) -> Result<(), JournalError> {
         let ms = u64::try_from(self.lock_wait.as_millis()).unwrap_or(u64::MAX);
-        if let Err(e) = main.client.execute(
-            "SELECT pg_advisory_lock($1, $2)",
-            &[&self.ns, &JOURNAL_LOCK],
-        ) {
-            let timed_out = e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE);
-            return Err(if timed_out {
-                JournalError::Busy {
+        match main.client.execute("SELECT pg_advisory_lock($1)", &[&key]) {
+            Ok(_) => Ok(()),
+            Err(e) if e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE) => {
+                Err(JournalError::Busy {
                     path: self.shown.clone(),
                     waited_ms: ms,
-                }
-            } else {
-                db_err(&name, "take the journal lock")(e)
-            });
+                })
+            }
+            Err(e) => Err(db_err(&self.name(), &format!("take the lock of {what}"))(e)),
         }
+    }
+
+    /// Take the lock of one effect (bounded wait) and read the rows committed since the last
+    /// look. No journal-wide lock: writers of other effects go on meanwhile.
+    pub fn lock(&self, effect_id: &str) -> Result<PgSection<'_>, JournalError> {
+        let main = self.main()?;
+        let key = effect_key(&self.schema, effect_id);
         let mut section = PgSection {
             main,
             store: self,
-            locked: true,
+            effect: None,
+            budget: None,
         };
-        section.refresh()?;
-        Ok(section)
+        // The lock and the catch-up in one round trip: two statements, so the catch-up's
+        // snapshot is taken after the lock was granted (it sees every row its last holder
+        // committed).
+        match section.refresh_after(Some(key)) {
+            Ok(()) => {
+                section.effect = Some((effect_id.to_owned(), key));
+                Ok(section)
+            }
+            Err(e) => {
+                if !matches!(e, JournalError::Busy { .. }) {
+                    // Granted or not: a session lock outlives the aborted statement.
+                    section.unlock(key);
+                }
+                Err(e)
+            }
+        }
     }
 
-    /// A lock-free view: read the rows added since, without the journal lock.
+    /// A lock-free view: read the rows committed since the last look, without a lock.
     pub fn peek(&self) -> Result<PgSection<'_>, JournalError> {
         let main = self.main()?;
         let mut section = PgSection {
             main,
             store: self,
-            locked: false,
+            effect: None,
+            budget: None,
         };
         section.refresh()?;
         Ok(section)
@@ -527,14 +585,50 @@ fn migrate(client: &mut Client, shown: &str, ns: i32) -> Result<(), JournalError
         tx.execute("INSERT INTO interlock_schema (version) VALUES (4)", &[])
             .map_err(db_err(shown, "record the schema version"))?;
     }
+    if version < 5 {
+        tx.batch_execute(MIGRATION_5)
+            .map_err(db_err(shown, "record each row's transaction"))?;
+        tx.execute("INSERT INTO interlock_schema (version) VALUES (5)", &[])
+            .map_err(db_err(shown, "record the schema version"))?;
+    }
     tx.commit().map_err(db_err(shown, "commit the migration"))
 }
 
 impl PgSection<'_> {
-    /// True under the journal lock (the session advisory lock `(namespace, JOURNAL_LOCK)`),
-    /// false for a lock-free view.
+    /// True under an effect's lock, false for a lock-free view.
     pub(crate) fn holds_lock(&self) -> bool {
-        self.locked
+        self.effect.is_some()
+    }
+
+    /// Take budget `id`'s admission lock (after the effect's: the order is always effect, then
+    /// budget) and read every row committed before it was taken: every DISPATCHED of the budget
+    /// and every entry that resolved one, since those are written under it. Held until the
+    /// section ends, so the entry that decides is committed before another admission reads.
+    pub(crate) fn lock_budget(&mut self, id: &str) -> Result<(), JournalError> {
+        if self.effect.is_none() {
+            return Err(JournalError::Poisoned {
+                path: self.store.shown.clone(),
+                reason: format!("budget {id:?} was to be locked without an effect's lock"),
+            });
+        }
+        let key = budget_key(&self.store.schema, id);
+        if self.budget != Some(key) {
+            if let Some(other) = self.budget.take() {
+                self.unlock(other);
+            }
+            self.store
+                .advisory_lock(&mut self.main, key, &format!("budget {id}"))?;
+            self.budget = Some(key);
+        }
+        self.refresh()
+    }
+
+    fn unlock(&mut self, key: i64) {
+        // If the unlock fails the connection is broken, and its session's locks are gone.
+        let _ = self
+            .main
+            .client
+            .execute("SELECT pg_advisory_unlock($1)", &[&key]);
     }
 
     /// The database, without credentials.
@@ -560,8 +654,14 @@ impl PgSection<'_> {
         }
     }
 
-    /// Read and check the rows added since the last look.
+    /// Read and check the rows committed since the last look.
     fn refresh(&mut self) -> Result<(), JournalError> {
+        self.refresh_after(None)
+    }
+
+    /// Take session advisory lock `lock` first if one is given (bounded: `Busy` past the lock
+    /// wait), then read and check the rows committed since the last look.
+    fn refresh_after(&mut self, lock: Option<i64>) -> Result<(), JournalError> {
         if let Some(reason) = &self.main.index.poisoned {
             return Err(JournalError::Poisoned {
                 path: self.store.shown.clone(),
@@ -569,25 +669,63 @@ impl PgSection<'_> {
             });
         }
         let name = self.store.name();
-        let last = self.main.last_seq;
-        let rows = self
-            .main
-            .client
-            .query(
-                "SELECT e.seq, e.line, m.hash IS NOT NULL FROM interlock_entries e \
-                 LEFT JOIN interlock_marks m ON m.hash = e.hash \
-                 WHERE e.seq > $1 ORDER BY e.seq",
-                &[&last],
-            )
-            .map_err(db_err(&name, "read the journal"))?;
+        let horizon = self.main.horizon;
+        // One statement, so one snapshot: its horizon (the oldest transaction still in
+        // progress) and every row committed before it. Rows at or past the last horizon are
+        // read again until the horizon passes them (those already indexed are skipped). Only
+        // integers are spliced into the text.
+        let take = lock.map_or(String::new(), |k| format!("SELECT pg_advisory_lock({k}); "));
+        let sql = format!(
+            "{take}SELECT h.x::text, e.seq::text, e.line, (m.hash IS NOT NULL)::text, e.xid::text \
+             FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS x) h \
+             LEFT JOIN (interlock_entries e LEFT JOIN interlock_marks m ON m.hash = e.hash) \
+             ON e.xid >= '{horizon}'::xid8 \
+             ORDER BY e.seq"
+        );
+        let answer = self.main.client.simple_query(&sql).map_err(|e| {
+            if lock.is_some() && e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE) {
+                JournalError::Busy {
+                    path: self.store.shown.clone(),
+                    waited_ms: u64::try_from(self.store.lock_wait.as_millis()).unwrap_or(u64::MAX),
+                }
+            } else {
+                db_err(&name, "lock and read the journal")(e)
+            }
+        })?;
+        let bad = |what: &str| JournalError::Database {
+            what: format!("{name}: unexpected answer to reading the journal"),
+            detail: format!("{what} is missing or not an integer"),
+        };
+        let int = |v: Option<&str>, what: &str| {
+            v.and_then(|t| t.parse::<i64>().ok())
+                .ok_or_else(|| bad(what))
+        };
+        let rows: Vec<postgres::SimpleQueryRow> = answer
+            .into_iter()
+            .filter_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(r) if r.len() == 5 => Some(r),
+                _ => None,
+            })
+            .collect();
         let mut sigs = Vec::with_capacity(rows.len());
         // Rows without a mark: (effect id, hash) of the first, and how many.
         let mut unmarked: Option<(String, String)> = None;
         let mut unmarked_count = 0;
-        for row in rows {
-            let seq: i64 = column(&row, 0, &name, "reading the journal")?;
-            let line: &str = column(&row, 1, &name, "reading the journal")?;
-            let marked: bool = column(&row, 2, &name, "reading the journal")?;
+        let mut next_horizon = horizon;
+        for row in &rows {
+            next_horizon = next_horizon.max(int(row.get(0), "the horizon")?);
+            if row.get(1).is_none() {
+                // No row past the horizon: the one line carries the horizon only.
+                continue;
+            }
+            let seq = int(row.get(1), "a row's seq")?;
+            let xid = int(row.get(4), "a row's transaction")?;
+            if self.main.ahead.contains_key(&seq) {
+                continue;
+            }
+            self.main.ahead.insert(seq, xid);
+            let line: &str = row.get(2).ok_or_else(|| bad("a row's line"))?;
+            let marked = row.get(3) == Some("true");
             let line_no = self.main.index.lines + 1;
             let checked = match serde_json::from_str::<Value>(line) {
                 Ok(Value::Object(entry)) => {
@@ -626,8 +764,9 @@ impl PgSection<'_> {
                 }
             }
             self.main.index.lines += 1;
-            self.main.last_seq = seq;
         }
+        self.main.horizon = next_horizon;
+        self.main.ahead.retain(|_, xid| *xid >= next_horizon);
         if let Err(line) = verify_signatures(&sigs) {
             let e = self.corrupt(line, "its signature does not verify for its signer".into());
             self.main.index.poisoned.get_or_insert(e.to_string());
@@ -669,7 +808,9 @@ impl PgSection<'_> {
         }
     }
 
-    /// Append one sealed entry: one committed INSERT under the journal lock.
+    /// Append one sealed entry of the locked effect: one committed INSERT. The unique
+    /// `(effect_id, prev)` refuses a second row after the same hash, were two writers ever to
+    /// hold one effect's lock at once.
     pub fn append(
         &mut self,
         effect_id: &str,
@@ -678,10 +819,10 @@ impl PgSection<'_> {
         ts_ms: u64,
         key: &SigningKey,
     ) -> Result<Map<String, Value>, JournalError> {
-        if !self.locked {
+        if self.effect.as_ref().map(|(e, _)| e.as_str()) != Some(effect_id) {
             return Err(JournalError::Poisoned {
                 path: self.store.shown.clone(),
-                reason: "an append was attempted without the journal lock".into(),
+                reason: format!("an append to effect {effect_id} was attempted without its lock"),
             });
         }
         let tip = self.main.index.tip(effect_id);
@@ -699,11 +840,12 @@ impl PgSection<'_> {
             .query_one(
                 "WITH mark AS (INSERT INTO interlock_marks (hash) VALUES ($3)) \
                  INSERT INTO interlock_entries (effect_id, prev, hash, line) \
-                 VALUES ($1, $2, $3, $4) RETURNING seq",
+                 VALUES ($1, $2, $3, $4) RETURNING seq, xid::text::bigint",
                 &[&effect_id, &prev, &hash, &line],
             )
             .map_err(db_err(&name, "append to the journal"))?;
         let seq: i64 = column(&row, 0, &name, "appending to the journal")?;
+        let xid: i64 = column(&row, 1, &name, "appending to the journal")?;
         let line_no = self.main.index.lines + 1;
         let loc = EntryLoc {
             offset: u64::try_from(seq).unwrap_or(0),
@@ -712,8 +854,8 @@ impl PgSection<'_> {
         };
         let folded = self.main.index.fold(effect_id, &entry, loc);
         self.main.index.lines += 1;
-        // Rows other writers added before ours were read under this lock, so ours is next.
-        self.main.last_seq = seq;
+        // Read again by catch-ups until the horizon passes it: skipped there.
+        self.main.ahead.insert(seq, xid);
         if let Err(reason) = folded {
             let e = self.corrupt(line_no, reason);
             self.main.index.poisoned.get_or_insert(e.to_string());
@@ -745,13 +887,11 @@ impl std::ops::DerefMut for Claims {
 
 impl Drop for PgSection<'_> {
     fn drop(&mut self) {
-        if self.locked {
-            // If the unlock fails the connection is broken, and its session's locks are gone.
-            let ns = self.store.ns;
-            let _ = self
-                .main
-                .client
-                .execute("SELECT pg_advisory_unlock($1, $2)", &[&ns, &JOURNAL_LOCK]);
+        if let Some(key) = self.budget.take() {
+            self.unlock(key);
+        }
+        if let Some((_, key)) = self.effect.take() {
+            self.unlock(key);
         }
     }
 }

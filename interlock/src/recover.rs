@@ -1,7 +1,7 @@
 //! Recovery of open dispatches (DESIGN §2.3 table, §2.4 claims): the gate carries out what
 //! [`next_recovery_step`] decides, one question at a time.
 
-use crate::budget::{reckon_under_journal_lock, Budget, BudgetError, BudgetStore};
+use crate::budget::{reckon_under_budget_lock, Budget, BudgetError, BudgetStore};
 use crate::claim::Role;
 use crate::decide::{in_flight_start, next_recovery_step, InFlight, Next, RecoveryFacts};
 use crate::gate::{duration_ms, recordable, Gate, GateError, RecoveryMemory, Settled};
@@ -177,7 +177,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     /// says may still send (an instant of this host and boot is taken as it is; any other, or a
     /// missing record, counts as now plus the window).
     fn take_over(&self, eid: &str, claim: &Claim<'_>) -> Result<Option<TakenOver>, GateError> {
-        let mut j = self.journal.lock()?;
+        let mut j = self.journal.lock(eid)?;
         let Some(open) = j.state(eid).and_then(|s| s.open.clone()) else {
             return Ok(None);
         };
@@ -401,8 +401,8 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             Some(store) => store.as_ref(),
             None => &NoBudgets,
         };
-        let reckoned = match self.journal.lock() {
-            Ok(j) => reckon_under_journal_lock(&j, store, eid, budget),
+        let reckoned = match self.journal.lock(eid) {
+            Ok(mut j) => reckon_under_budget_lock(&mut j, store, eid, budget),
             Err(e) => {
                 return Some(self.retry_later(
                     Holder::Journal,
@@ -543,7 +543,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     /// open dispatch and the process it names may still be alive (not a reused pid).
     fn blocked_by_holder(&self, eid: &str, dispatch: &str) -> Result<RecoveryOutcome, GateError> {
         let record = {
-            let j = self.journal.lock()?;
+            let j = self.journal.lock(eid)?;
             // A record that is not to be believed names nobody.
             self.trusted_record(&j, eid).ok().flatten()
         };
@@ -719,7 +719,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         claim: &Claim<'_>,
         sent_by: Option<u64>,
     ) -> Result<(), GateError> {
-        let mut j = self.journal.lock()?;
+        let mut j = self.journal.lock(eid)?;
         let record = self.claim_record(
             Role::Recover,
             &d.hash,

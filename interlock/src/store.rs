@@ -1,9 +1,10 @@
 //! Journal stores behind one API (DESIGN §2.7): the JSONL file with `flock` claims (default,
 //! one host) and PostgreSQL with session-bound claims (many hosts).
 //!
-//! The gate sees a [`Store`]: a locked [`Section`] to read and append under the journal lock, a
-//! lock-free view for readers, and per-effect [`Claim`]s bound to the holder's life. Both stores
-//! check every entry they read the same way ([`crate::journal::Index`]).
+//! The gate sees a [`Store`]: a locked [`Section`] of one effect to read and append (the file
+//! store's journal lock; PostgreSQL's lock of that effect alone), a lock-free view for readers,
+//! and per-effect [`Claim`]s bound to the holder's life. Both stores check every entry they read
+//! the same way ([`crate::journal::Index`]).
 
 use crate::claim::{ClaimDir, ClaimRecord, HeldClaim};
 use crate::journal::{EffectState, Index, Journal, JournalError, Locked};
@@ -125,11 +126,13 @@ impl Store {
         }
     }
 
-    /// Take the journal lock and catch up with what others appended.
-    pub fn lock(&self) -> Result<Section<'_>, JournalError> {
+    /// Lock effect `effect_id` for reading and appending, and catch up with what others
+    /// appended: the file store takes its journal lock (every effect), PostgreSQL the effect's
+    /// own lock (writers of other effects go on).
+    pub fn lock(&self, effect_id: &str) -> Result<Section<'_>, JournalError> {
         match self {
             Store::File { journal, .. } => journal.lock().map(Section::File),
-            Store::Pg(pg) => pg.lock().map(Section::Pg),
+            Store::Pg(pg) => pg.lock(effect_id).map(Section::Pg),
         }
     }
 
@@ -197,11 +200,22 @@ impl Section<'_> {
         self.index().state(effect_id)
     }
 
-    /// True under the journal lock; false for a lock-free view ([`Store::peek`]).
-    pub fn holds_journal_lock(&self) -> bool {
+    /// True under an effect's lock (the file store's journal lock); false for a lock-free view
+    /// ([`Store::peek`]).
+    pub fn holds_lock(&self) -> bool {
         match self {
             Section::File(l) => l.holds_lock(),
             Section::Pg(p) => p.holds_lock(),
+        }
+    }
+
+    /// Take budget `id`'s admission lock and catch up with every entry written under it: on
+    /// PostgreSQL the budget's own lock, after the effect's; the file store's journal lock
+    /// already covers every effect.
+    pub(crate) fn lock_budget(&mut self, id: &str) -> Result<(), JournalError> {
+        match self {
+            Section::File(_) => Ok(()),
+            Section::Pg(p) => p.lock_budget(id),
         }
     }
 
@@ -214,7 +228,7 @@ impl Section<'_> {
     }
 
     /// Every effect of budget `id` other than `except` holding a reservation of it, with its
-    /// amount. Only [`crate::budget::reckon_under_journal_lock`] reads it, under the lock.
+    /// amount. Only [`crate::budget::reckon_under_budget_lock`] reads it, under the lock.
     pub(crate) fn budget_holders(&self, id: &str, except: &str) -> Vec<verify::budget::Counted> {
         self.index().budget_holders(id, except)
     }
@@ -262,11 +276,14 @@ impl Section<'_> {
         effect_id: &str,
         record: &ClaimRecord,
     ) -> Result<(), JournalError> {
-        claim.write_record(record)?;
         match self {
-            Section::File(l) => l.record_written(effect_id, record.gen),
+            // The claim file is this holder's alone: its fsync need not hold up other threads.
+            Section::File(l) => {
+                l.without_mutex(|| claim.write_record(record))?;
+                l.record_written(effect_id, record.gen)
+            }
             // The row's generation column is written with the record.
-            Section::Pg(_) => Ok(()),
+            Section::Pg(_) => claim.write_record(record),
         }
     }
 

@@ -9,8 +9,8 @@ use ed25519_dalek::Signer;
 use interlock::journal::{Journal, JournalError};
 use interlock::testing::{AllLive, Fault, MemLeases, MemTarget};
 use interlock::{
-    Gate, GateConfig, GateError, Holder, LeaseCheck, LeaseError, LeaseStore, RecoveryOutcome,
-    RefusalCode, Status, Tier,
+    Gate, GateConfig, GateError, Holder, LeaseCheck, LeaseError, LeaseStore, Location,
+    RecoveryOutcome, RefusalCode, Status, Tier,
 };
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -344,42 +344,87 @@ impl LeaseStore for HookLeases {
     }
 }
 
-/// A gate that waits for the journal lock longer than its bound gets `JournalError::Busy` (the
-/// error `recover` turns into `Blocked` by the journal), on either store — not a generic store
-/// error (mutant: PostgreSQL's lock-timeout test inverted).
-#[test]
-fn a_journal_lock_held_past_the_wait_bound_is_busy() {
-    let dir = tempfile::tempdir().unwrap();
-    let at = store_at(dir.path());
-    let config = GateConfig {
-        journal_lock_wait: Duration::from_millis(300),
-        ..GateConfig::default()
-    };
+/// A holder's lease check at `at` runs `f` under its claim and its effect's lock (on the file
+/// store, the journal lock); what `f` returned.
+fn under_the_holders_lock(
+    at: &Location,
+    config: GateConfig,
+    f: impl FnOnce() -> Result<Status, GateError> + Send + 'static,
+) -> Result<Status, GateError> {
     let target = Arc::new(MemTarget::new(Tier::One, true));
     target.set_fact("incident_compensation", json!(0));
-    let waiter = Gate::open_at(&at, target.clone(), AllLive, key(), config.clone()).unwrap();
     let seen: Arc<Mutex<Option<Result<Status, GateError>>>> = Arc::new(Mutex::new(None));
     let seen2 = seen.clone();
     let leases = HookLeases {
         calls: AtomicU64::new(0),
         hook: Mutex::new(Some(Box::new(move || {
-            let mut p = proposal(2000);
-            p.request_id = Some("req-2".into());
-            *seen2.lock().unwrap() = Some(waiter.submit(&p).map(|s| s.status));
+            *seen2.lock().unwrap() = Some(f());
         }))),
     };
-    let holder = Gate::open_at(&at, target.clone(), leases, key(), config).unwrap();
+    let holder = Gate::open_at(at, target.clone(), leases, key(), config).unwrap();
     let r = holder.submit(&proposal(1000)).unwrap();
     assert_eq!(r.status, Status::Committed);
     let seen = seen
         .lock()
         .unwrap()
         .take()
-        .expect("the hook ran under the journal lock");
+        .expect("the hook ran under the holder's lock");
+    seen
+}
+
+/// A second gate on `at`, opened before the holder takes its lock.
+fn waiter(at: &Location, config: &GateConfig) -> Gate<Arc<MemTarget>, AllLive> {
+    let target = Arc::new(MemTarget::new(Tier::One, true));
+    target.set_fact("incident_compensation", json!(0));
+    Gate::open_at(at, target, AllLive, key(), config.clone()).unwrap()
+}
+
+fn short_wait() -> GateConfig {
+    GateConfig {
+        journal_lock_wait: Duration::from_millis(300),
+        ..GateConfig::default()
+    }
+}
+
+/// A gate that waits for an effect's lock (the file store's journal lock) longer than its bound
+/// gets `JournalError::Busy` (the error `recover` turns into `Blocked` by the journal), on either
+/// store — not a generic store error (mutant: PostgreSQL's lock-timeout test inverted).
+#[test]
+fn a_journal_lock_held_past_the_wait_bound_is_busy() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = store_at(dir.path());
+    let other = waiter(&at, &short_wait());
+    // The same effect: its lock is held.
+    let seen = under_the_holders_lock(&at, short_wait(), move || {
+        other.submit(&proposal(1000)).map(|s| s.status)
+    });
     assert!(
         matches!(seen, Err(GateError::Journal(JournalError::Busy { .. }))),
         "{seen:?}"
     );
+}
+
+/// No journal-wide lock on PostgreSQL (DESIGN §2.7): a writer holding one effect's lock does not
+/// hold up a writer of another effect, which commits meanwhile. The file store's journal lock
+/// covers every effect: the other writer waits and, past its bound, is `Busy`.
+#[test]
+fn a_writer_of_another_effect_is_held_up_only_by_the_file_stores_journal_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = store_at(dir.path());
+    let other = waiter(&at, &short_wait());
+    let seen = under_the_holders_lock(&at, short_wait(), move || {
+        let mut p = proposal(2000);
+        p.request_id = Some("req-2".into());
+        other.submit(&p).map(|s| s.status)
+    });
+    if on_postgres() {
+        assert!(matches!(seen, Ok(Status::Committed)), "{seen:?}");
+    } else {
+        assert!(
+            matches!(seen, Err(GateError::Journal(JournalError::Busy { .. }))),
+            "{seen:?}"
+        );
+    }
 }
 
 /// A torn mark line (a crash while a mark was written) is cut when the next mark is written, so
