@@ -19,6 +19,10 @@
 //!
 //! Whether a trial stayed **within the column's assumptions** is re-derived from its timeline
 //! by one rule for every column ([`rules::assumption_broken`]).
+//!
+//! A campaign may run in shards ([`shards`]): a shard file holds one slice of the plan, a merged
+//! file ([`merge`]) every trial and each shard's signed head, each shard's signature re-checked
+//! over its own trials.
 
 mod bind;
 pub mod check;
