@@ -8,7 +8,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use ed25519_dalek::VerifyingKey;
 use std::time::Instant;
 use verify::nemesis::check::{verify_nemesis, verify_nemesis_pinning};
-use verify::nemesis::merge::{merge, ShardInput};
+use verify::nemesis::merge::{merge, shard_of_file, ShardInput};
 use verify::receipt::KeyCheck;
 
 /// Reads and checks every shard, merges them, signs, verifies and writes the merged file;
@@ -37,6 +37,8 @@ pub fn merge_shards(args: &MergeArgs) -> Result<bool> {
         let file = verify::load::load_nemesis(&bytes)
             .map_err(|e| anyhow!("{name}: not a nemesis file: {e}"))?;
         drop(bytes);
+        // A whole run or a merged file is refused before the (long) check of its trials.
+        let shard = shard_of_file(&file).map_err(|reason| anyhow!("{name}: {reason}"))?;
         let report = verify_nemesis(&file, &KeyCheck::SelfAttested);
         if let Some(first) = report.findings.first() {
             bail!(
@@ -49,8 +51,8 @@ pub fn merge_shards(args: &MergeArgs) -> Result<bool> {
             .ok_or_else(|| anyhow!("{name}: its signer is not a usable key"))?;
         eprintln!(
             "merge: {name}: shard {} of {}, {} trials, signed by {}",
-            file.plan.shard.map_or(0, |s| s.index),
-            file.plan.shard.map_or(0, |s| s.count),
+            shard.index,
+            shard.count,
             file.trials.len(),
             verify::fingerprint(&signer)
         );

@@ -8,7 +8,9 @@
 use super::rules::{summarize, trial_id, trial_seed};
 use super::shards::{campaign_environment, shard_of, shard_plan, well_formed};
 use super::sign::{self, SignError};
-use super::{FileSignature, Merged, NemesisFile, NemesisPlan, ShardHead, Trial, NEMESIS_FORMAT};
+use super::{
+    FileSignature, Merged, NemesisFile, NemesisPlan, Shard, ShardHead, Trial, NEMESIS_FORMAT,
+};
 use ed25519_dalek::SigningKey;
 use std::collections::VecDeque;
 
@@ -123,12 +125,12 @@ fn in_slice_order(shards: Vec<ShardInput>) -> Result<Vec<ShardInput>, MergeError
         return Err(MergeError::NoShards);
     };
     for s in &shards {
-        check_one(s).map_err(|reason| refuse(&s.name, reason))?;
+        shard_of_file(&s.file).map_err(|reason| refuse(&s.name, reason))?;
     }
     let campaign = |f: &NemesisFile| {
         (
             f.scenario.clone(),
-            shard_plan(&f.plan, super::Shard { index: 1, count: 1 }),
+            shard_plan(&f.plan, Shard { index: 1, count: 1 }),
             campaign_environment(&f.environment),
         )
     };
@@ -188,10 +190,9 @@ fn in_slice_order(shards: Vec<ShardInput>) -> Result<Vec<ShardInput>, MergeError
     Ok(out)
 }
 
-/// A file that can be one shard of a merge: a nemesis file of a slice, not a whole run and not
-/// already merged.
-fn check_one(s: &ShardInput) -> Result<(), String> {
-    let f = &s.file;
+/// The slice `f` holds, if it can be one shard of a merge: a nemesis file of a slice of its plan,
+/// not a whole run and not already merged; else why not.
+pub fn shard_of_file(f: &NemesisFile) -> Result<Shard, String> {
     if f.format != NEMESIS_FORMAT {
         return Err(format!(
             "is not an {NEMESIS_FORMAT} file (its format is {:?})",
@@ -213,7 +214,7 @@ fn check_one(s: &ShardInput) -> Result<(), String> {
             shard.index, shard.count, f.plan.trials
         ));
     }
-    Ok(())
+    Ok(shard)
 }
 
 /// Every trial of `plan` in plan order, each taken from the shard its index belongs to, which
