@@ -43,6 +43,8 @@ Examples:
     --cells 'before_send:billing_credit:*' after_send:renewal:interlock
   runner --scenario billing_credit --repeat 5 --jobs 4 --out /tmp/run --no-site
   runner --scenario billing_credit --nemesis all --trials 20 --seed 20
+  runner --scenario billing_credit --nemesis all --trials 20 --seed 20 --shard 2/4
+  runner merge --out results shard1.json shard2.json shard3.json shard4.json
   runner --replay kill_in_flight:interlock:0b31576be2e5da
   runner --replay kill_random:hand_check:04befcf35ecc7d --at premises
   STRIPE_SECRET_KEY=sk_test_... ANTHROPIC_API_KEY=... \\
@@ -74,7 +76,7 @@ pub struct Cli {
     pub run: RunArgs,
 }
 
-/// Subcommands: `reconcile`, and the hidden worker.
+/// Subcommands: `reconcile`, `keygen`, `merge`, and the hidden workers.
 #[derive(Debug, Subcommand)]
 pub enum Internal {
     /// A worker process started by the runner (not for direct use).
@@ -88,6 +90,68 @@ pub enum Internal {
     /// Make a stable signing key: write the private key to FILE (mode 0600, never overwritten)
     /// and print the line to add to results/SIGNERS (public key, then a comment).
     Keygen(KeygenArgs),
+    /// Merge the shard files of one nemesis campaign (`--shard K/N`) into one signed nemesis file.
+    #[command(long_about = MERGE_ABOUT, after_help = MERGE_AFTER_HELP)]
+    Merge(MergeArgs),
+}
+
+const MERGE_ABOUT: &str = "\
+Merge the shard files of one nemesis campaign into one signed nemesis file.
+
+A campaign run as N shards (`runner --nemesis ... --seed S --shard K/N`, K = 1..N, on as many
+machines) writes one file per slice; trial i of every nemesis and column belongs to shard
+i mod N + 1, with the id the whole run gives it. Merge checks that each shard verifies on its own,
+that the shards are every slice of one campaign once (same plan, seed and environment: backend,
+versions, commit, claim settings, clock start, outage length), and that each holds exactly its
+slice's trials; it writes every trial in plan order to DIR/nemesis/<scenario>.json with each
+shard's signed head (its signature, signer and summary, so verify checks every shard's signature
+over its own trials), signs the file with the merge key, and verifies it. Nothing is written when
+a shard does not fit: the error names the file and why.
+
+The merge key: --signing-key FILE, else INTERLOCK_SIGNING_KEY, else a fresh key (self-attested).
+To pin a merged file, pin the merge key and every shard's signer (`verify --signers FILE` with all
+of them listed; `--key K` when one key signed everything).";
+
+const MERGE_AFTER_HELP: &str = "\
+Examples:
+  for k in 1 2 3 4; do
+    runner --scenario billing_credit --nemesis all --trials 40 --seed 7 --shard $k/4 --out shard$k
+  done
+  runner merge --out results shard*/nemesis/billing_credit.shard-*-of-4.json
+  verify results/nemesis/billing_credit.json
+
+Exit status: 0 merged and the merged file verifies; 1 written but it does not verify; 2 nothing
+written: a shard could not be read, does not verify, or does not fit the others.";
+
+/// Options of `runner merge`.
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// The shard files, every slice of the campaign once, in any order.
+    #[arg(value_name = "SHARD.json", required = true, num_args = 1..)]
+    pub shards: Vec<PathBuf>,
+
+    /// Directory for the merged file: DIR/nemesis/billing_credit.json, where a whole run's goes.
+    #[arg(long, default_value = "out", value_name = "DIR")]
+    pub out: PathBuf,
+
+    /// Sign the merged file with the ed25519 key in FILE (as the run's --signing-key) instead of
+    /// INTERLOCK_SIGNING_KEY or a fresh merge key.
+    #[arg(long, value_name = "FILE")]
+    pub signing_key: Option<PathBuf>,
+}
+
+/// Parses `--shard K/N`: slice K (from 1) of N.
+fn parse_shard(s: &str) -> Result<verify::nemesis::Shard, String> {
+    let bad = || {
+        format!("{s:?} is not K/N: pass the slice and the number of slices, e.g. 2/4 (1 <= K <= N)")
+    };
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let index: u32 = k.trim().parse().map_err(|_| bad())?;
+    let count: u32 = n.trim().parse().map_err(|_| bad())?;
+    if index == 0 || index > count {
+        return Err(bad());
+    }
+    Ok(verify::nemesis::Shard { index, count })
 }
 
 /// Options of `runner keygen`.
@@ -168,6 +232,13 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 20, value_name = "N", requires = "nemesis",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub trials: u32,
+
+    /// With --nemesis: run only slice K of N of the campaign (trial i of every nemesis and column
+    /// is in slice i mod N + 1), with the same seed and trial ids as the whole run, and write
+    /// DIR/nemesis/billing_credit.shard-K-of-N.json; `runner merge` combines the N files. N may
+    /// be at most --trials.
+    #[arg(long, value_name = "K/N", requires = "nemesis", value_parser = parse_shard)]
+    pub shard: Option<verify::nemesis::Shard>,
 
     /// Run one nemesis trial again from its id (as printed and in the results file).
     #[arg(long, value_name = "ID", conflicts_with_all = ["nemesis", "cells"])]
@@ -345,6 +416,40 @@ mod tests {
             Cli::try_parse_from(["runner", "--scenario", "billing_credit", "--trials", "5"])
                 .is_err()
         );
+    }
+
+    #[test]
+    fn a_shard_is_k_of_n_with_k_from_1_to_n_and_needs_nemesis() {
+        let parse = |shard: &str| {
+            Cli::try_parse_from([
+                "runner",
+                "--scenario",
+                "billing_credit",
+                "--nemesis",
+                "all",
+                "--shard",
+                shard,
+            ])
+        };
+        let cli = parse("2/4").unwrap();
+        assert_eq!(
+            cli.run.shard,
+            Some(verify::nemesis::Shard { index: 2, count: 4 })
+        );
+        for bad in ["0/4", "5/4", "4", "a/b", "1/0", "-1/4"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        assert!(
+            Cli::try_parse_from(["runner", "--scenario", "billing_credit", "--shard", "1/2"])
+                .is_err()
+        );
+        let cli =
+            Cli::try_parse_from(["runner", "merge", "--out", "o", "a.json", "b.json"]).unwrap();
+        let Some(Internal::Merge(m)) = cli.command else {
+            panic!("not the merge subcommand");
+        };
+        assert_eq!(m.shards.len(), 2);
+        assert!(Cli::try_parse_from(["runner", "merge"]).is_err());
     }
 
     #[test]

@@ -80,7 +80,7 @@ impl Drop for RunKey {
 }
 
 /// A new key from the operating system's randomness (an error, not a panic, if it has none to give).
-fn fresh_key() -> std::io::Result<SigningKey> {
+pub fn fresh_key() -> std::io::Result<SigningKey> {
     let mut secret = ed25519_dalek::SecretKey::default();
     SysRng.try_fill_bytes(&mut secret).map_err(|e| {
         std::io::Error::other(format!("the operating system gave no randomness: {e}"))

@@ -62,6 +62,13 @@ fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(shared_cap::worker::main(args)).unwrap_or(1));
         }
         Some(cli::Internal::Reconcile(args)) => return ExitCode::from(reconcile::command(args)),
+        Some(cli::Internal::Merge(args)) => {
+            return match nemesis::merge_shards(args) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(e) => could_not_run(&e),
+            };
+        }
         Some(cli::Internal::Keygen(args)) => {
             return match keys::keygen(&args.file) {
                 Ok(public) => {
@@ -178,6 +185,8 @@ fn run_nemesis(args: &cli::RunArgs, list: &str) -> ExitCode {
         journal: args.journal.as_deref(),
         clock_start: args.clock_start,
         outage_ms: args.outage_ms,
+        shard: args.shard,
+        signing_key: args.signing_key.as_deref(),
     };
     match nemesis::run_nemesis(&run) {
         Err(e) if e.is::<run::Interrupted>() => interrupted(&e),

@@ -101,6 +101,8 @@ pub struct NemesisPage<'a> {
     pub kills: Vec<KillRow>,
     /// The run's signer fingerprint.
     pub fingerprint: String,
+    /// A merged file's shard signers' fingerprints, in slice order, as verify checked them.
+    pub shard_signers: Vec<String>,
     /// Per-run key or the project's stable key, in words.
     pub signer_label: &'a str,
     /// The `gh attestation verify` command for the published nemesis file.
@@ -546,6 +548,13 @@ pub fn render(
         path: path.clone(),
         problem: e.to_string(),
     })?;
+    // One slice of a campaign is not the campaign: its rates are of some trials only.
+    if let Some(shard) = file.plan.shard {
+        return Err(unverified(format!(
+            "it is shard {} of {} of a campaign, not the whole campaign; merge every shard with `runner merge --out DIR SHARD.json...` and publish the merged file",
+            shard.index, shard.count
+        )));
+    }
     let key = pinned.map_or(KeyCheck::SelfAttested, |k| KeyCheck::Pinned(*k));
     let checked = verify::nemesis::check::verify_nemesis(&file, &key);
     if let Some(first) = checked.findings.first() {
@@ -675,6 +684,7 @@ pub fn render(
         nav: nav("nemesis", vec![], "Nemesis".into(), ""),
         kills,
         fingerprint,
+        shard_signers: checked.merged_from.clone().unwrap_or_default(),
         signer_label: &signer_label,
         attest_command: crate::provenance::attest_command(&json_name, repository),
         json_name: json_name.clone(),

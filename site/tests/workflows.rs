@@ -244,3 +244,52 @@ fn no_step_that_compiles_has_a_secret_in_its_environment() {
         vec!["j: run".to_owned()]
     );
 }
+
+#[test]
+fn the_campaign_workflow_runs_shards_as_a_matrix_then_merges_verifies_and_attests_the_merged_file()
+{
+    let (_, doc) = workflows()
+        .into_iter()
+        .find(|(n, _)| n == "nemesis-campaign.yml")
+        .unwrap();
+    assert!(doc["permissions"].as_hash().is_some_and(|h| h.is_empty()));
+    let shard = &doc["jobs"]["shard"];
+    let slices: Vec<i64> = shard["strategy"]["matrix"]["shard"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .filter_map(Yaml::as_i64)
+        .collect();
+    assert_eq!(slices, vec![1, 2, 3, 4]);
+    let shard_text = format!("{shard:?}");
+    assert!(
+        shard_text.contains("--shard \\\"$SHARD/4\\\""),
+        "{shard_text}"
+    );
+    assert!(shard["permissions"]["id-token"].is_badvalue());
+    let merge = &doc["jobs"]["merge"];
+    assert_eq!(merge["needs"].as_str(), Some("shard"));
+    let merge_text = format!("{merge:?}");
+    assert!(
+        merge_text.contains("runner merge --out campaign"),
+        "{merge_text}"
+    );
+    assert!(
+        merge_text.contains("--signers results/SIGNERS"),
+        "{merge_text}"
+    );
+    assert_eq!(merge["permissions"]["id-token"].as_str(), Some("write"));
+    assert_eq!(merge["permissions"]["attestations"].as_str(), Some("write"));
+    // Each shard uploads its file; the merge job downloads them and attests what it merged.
+    let uploads = steps_using(&doc, "actions/upload-artifact");
+    assert!(uploads.iter().any(|s| s["with"]["name"]
+        .as_str()
+        .is_some_and(|n| n.contains("${{ matrix.shard }}"))));
+    assert_eq!(steps_using(&doc, "actions/download-artifact").len(), 1);
+    let attest = steps_using(&doc, "actions/attest-build-provenance");
+    assert_eq!(attest.len(), 1);
+    assert_eq!(
+        attest[0]["with"]["subject-path"].as_str(),
+        Some("campaign/nemesis/billing_credit.json")
+    );
+}

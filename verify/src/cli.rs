@@ -6,7 +6,10 @@ use crate::display::{escape, json_safe, shorten};
 use crate::entry::ReceiptBundle;
 use crate::finding::Finding;
 use crate::load::{load_document, load_for_check, Document, Loaded};
-use crate::nemesis::check::{code as nemesis_code, verify_nemesis_text, NemesisReport};
+use crate::nemesis::check::{
+    code as nemesis_code, verify_nemesis_pinning, verify_nemesis_text, verify_nemesis_text_pinning,
+    NemesisReport,
+};
 use crate::nemesis::NemesisFile;
 use crate::original::verify_original_results;
 use crate::provenance::{Made, Provenance, Signer};
@@ -226,14 +229,27 @@ fn nemesis_outcome(f: &NemesisFile, key: &KeyCheck, r: &NemesisReport, json: boo
     } else {
         "signed"
     };
+    // A shard is one slice of a campaign; a merged file names its shards' signers.
+    let kind = match (&r.shard, &r.merged_from) {
+        (Some(s), _) => format!(
+            "nemesis shard {} of {} (one slice of a campaign, not complete: merge every shard with `runner merge`)",
+            s.index, s.count
+        ),
+        (None, Some(signers)) => format!(
+            "nemesis merged from {} shards (each shard's signature checked; shard signers {})",
+            signers.len(),
+            signers.join(", ")
+        ),
+        (None, None) => "nemesis".to_owned(),
+    };
     let summary = match (r.trials, r.receipts, r.violations) {
         (Some(trials), Some(receipts), Some(violations)) => {
             // The trials' own judgements (a column breaking the invariant is what the campaign
             // measures), each checked against its data: findings of the run, not failed checks.
-            format!("nemesis, {trials} trials ({violations} in which the column under test credited more than wanted: what the run found, re-derived from the data, not a failed check), {receipts} receipts, {signature}")
+            format!("{kind}, {trials} trials ({violations} in which the column under test credited more than wanted: what the run found, re-derived from the data, not a failed check), {receipts} receipts, {signature}")
         }
         // Under a pin, nothing is derived from a file whose signature failed.
-        _ => format!("nemesis, {signature}, not read further"),
+        _ => format!("{kind}, {signature}, not read further"),
     };
     let details = r.findings.iter().map(|x| format!("  {x}")).collect();
     let mut outcome = Outcome::new(r.ok, summary, details, "nemesis", r, json);
@@ -407,6 +423,14 @@ fn key_for(
     }
 }
 
+/// Every pinned key (none when nothing is pinned).
+fn pinned_keys(pinned: &Pinned) -> &[VerifyingKey] {
+    match pinned {
+        Pinned::None => &[],
+        Pinned::Keys(k) => k,
+    }
+}
+
 /// Where a document names its signer, for messages.
 fn signer_place(doc: &Document) -> &'static str {
     match doc {
@@ -477,7 +501,9 @@ pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<Strin
             let signer = Some(file.head.environment.signer.as_str());
             match key_for(signer, "environment.signer", false, options.pinned) {
                 Ok(key) => {
-                    if let Ok(r) = verify_nemesis_text(&file, &key) {
+                    // A merged file's shards may be signed by any pinned key.
+                    let allowed = pinned_keys(options.pinned);
+                    if let Ok(r) = verify_nemesis_text_pinning(&file, &key, allowed) {
                         let outcome = nemesis_outcome(&file.head, &key, &r, json);
                         return finish(&name, outcome, options);
                     }
@@ -520,7 +546,7 @@ pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<Strin
             outcome
         }
         Document::Nemesis(f) => {
-            let r = crate::nemesis::check::verify_nemesis(&f, &key);
+            let r = verify_nemesis_pinning(&f, &key, pinned_keys(options.pinned));
             nemesis_outcome(&f, &key, &r, json)
         }
         Document::Results(f) => {

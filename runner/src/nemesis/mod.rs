@@ -5,12 +5,14 @@
 //! names the seed, so `runner --replay ID` runs it again.
 
 mod faults;
+mod merge;
 mod run;
 mod storage;
 mod timeline;
 mod trial;
 mod workers;
 
+pub use merge::merge_shards;
 pub use run::{replay, run_nemesis, NemesisArgs};
 
 use std::fmt;

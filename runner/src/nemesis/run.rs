@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 use verify::nemesis::rules::{parse_trial_id, summarize, trial_id, trial_seed};
-use verify::nemesis::{FileSignature, NemesisFile, NemesisPlan, Trial, NEMESIS_FORMAT};
+use verify::nemesis::shards::{in_slice, well_formed};
+use verify::nemesis::{FileSignature, NemesisFile, NemesisPlan, Shard, Trial, NEMESIS_FORMAT};
 use verify::results::{ClaimSettings, DeciderInfo, Environment};
 
 /// What a nemesis run wrote.
@@ -47,6 +48,10 @@ pub struct NemesisArgs<'a> {
     pub clock_start: ClockStart,
     /// How long every outage's clock advance takes at least (`--outage-ms`).
     pub outage_ms: Option<u64>,
+    /// `--shard K/N`: run only slice K of N of the campaign's plan (same seed, same trial ids).
+    pub shard: Option<Shard>,
+    /// `--signing-key`: the stable key to sign with (else the environment's, else a per-run key).
+    pub signing_key: Option<&'a Path>,
 }
 
 struct Started {
@@ -58,12 +63,8 @@ struct Started {
     journal: Option<String>,
 }
 
-fn start(journal: Option<&str>) -> Result<Started> {
-    let dir = tempfile::Builder::new()
-        .prefix("interlock-nemesis-")
-        .tempdir()
-        .context("cannot create the run's temporary directory")?;
-    let key = RunKey::generate(dir.path()).context("cannot create the run's signing key")?;
+fn start(journal: Option<&str>, signing_key: Option<&Path>) -> Result<Started> {
+    let (dir, key) = crate::run::run_dir_and_key("interlock-nemesis-", signing_key)?;
     let run_id = format!("{:08x}", rand::random::<u32>());
     let journal = journal
         .map(|url| crate::run::journal_schema(url, &run_id))
@@ -98,11 +99,24 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
         columns: Column::ALL.iter().map(|c| c.as_str().to_owned()).collect(),
         trials: args.trials,
         seed,
+        shard: args.shard,
+        merged: None,
     };
+    if let Some(shard) = args.shard.filter(|s| !well_formed(*s, args.trials)) {
+        bail!(
+            "--shard {}/{}: a campaign of {} trials per nemesis and column is cut into 1 to {} shards, numbered from 1; pass K/N with 1 <= K <= N <= --trials",
+            shard.index,
+            shard.count,
+            args.trials,
+            args.trials
+        );
+    }
     let mut specs = Vec::new();
     for n in &args.nemeses {
         for c in Column::ALL {
-            for index in 0..args.trials {
+            // A shard runs its slice of the plan; every trial keeps the id the whole run gives it.
+            let mine = (0..args.trials).filter(|i| args.shard.is_none_or(|s| in_slice(*i, s)));
+            for index in mine {
                 let slot = specs.len();
                 specs.push(TrialSpec {
                     nemesis: *n,
@@ -115,7 +129,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
             }
         }
     }
-    let s = start(args.journal)?;
+    let s = start(args.journal, args.signing_key)?;
     super::storage::preflight(&args.nemeses, s.dir.path()).map_err(|e| anyhow!(e))?;
     // Ctrl-C / SIGTERM: no new trial starts; running trials end (every worker wait is bounded)
     // and nothing is written.
@@ -131,9 +145,12 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
         outage_ms: args.outage_ms,
     };
     eprintln!(
-        "runner: nemesis {} x 3 columns x {} trials = {} trials, {} jobs, seed {seed}",
+        "runner: nemesis {} x 3 columns x {} trials{} = {} trials, {} jobs, seed {seed}",
         plan.nemeses.join(","),
         args.trials,
+        args.shard
+            .map(|s| format!(", shard {} of {}", s.index, s.count))
+            .unwrap_or_default(),
         specs.len(),
         args.jobs
     );
@@ -208,7 +225,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
             },
             signer: s.key.public_hex(),
             command: format!(
-                "cargo run --release -p runner -- --scenario billing_credit --nemesis {} --trials {} --seed {seed} --jobs {} --clock-start {}{}{}",
+                "cargo run --release -p runner -- --scenario billing_credit --nemesis {} --trials {} --seed {seed} --jobs {} --clock-start {}{}{}{}",
                 plan.nemeses.join(","),
                 args.trials,
                 args.jobs,
@@ -218,6 +235,10 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
                     .unwrap_or_default(),
                 args.journal
                     .map(|url| format!(" --journal {}", crate::run::without_password(url)))
+                    .unwrap_or_default(),
+                // Last, so that a merge can name the whole campaign's command without it.
+                args.shard
+                    .map(|s| format!(" --shard {}/{}", s.index, s.count))
                     .unwrap_or_default()
             ),
             jobs: args.jobs as u32,
@@ -236,7 +257,10 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
     // Compact: a run of a few thousand trials is tens of megabytes pretty-printed.
     let mut bytes = serde_json::to_vec(&file).context("cannot serialize the results")?;
     bytes.push(b'\n');
-    let path = args.out.join("nemesis").join("billing_credit.json");
+    let path = args.out.join("nemesis").join(match args.shard {
+        Some(s) => shard_file_name(s),
+        None => "billing_credit.json".to_owned(),
+    });
     crate::results::write_atomically(&path, &bytes)
         .with_context(|| format!("cannot write {}", path.display()))?;
     print_summary(&file, wall.elapsed().as_secs_f64());
@@ -244,18 +268,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
         &file,
         &verify::receipt::KeyCheck::Pinned(s.key.public()),
     );
-    if report.ok {
-        println!(
-            "verify: ok ({} trials, {} receipts, signed by the run's key)",
-            report.trials.unwrap_or(0),
-            report.receipts.unwrap_or(0)
-        );
-    } else {
-        eprintln!("verify: the nemesis file does NOT verify:");
-        for f in report.findings.iter().take(10) {
-            eprintln!("  {f}");
-        }
-    }
+    print_verified(&report, "signed by the run's key");
     println!("results: {}", path.display());
     Ok(NemesisOutcome {
         path,
@@ -312,6 +325,30 @@ fn amounts_line(g: &verify::results::GroundTruth, clock_start: ClockStart) -> St
     )
 }
 
+/// The file name of shard `shard`'s results, beside where the whole run's would be.
+pub(super) fn shard_file_name(shard: Shard) -> String {
+    format!(
+        "billing_credit.shard-{}-of-{}.json",
+        shard.index, shard.count
+    )
+}
+
+/// What verifying the written file found, on the terminal.
+pub(super) fn print_verified(report: &verify::nemesis::check::NemesisReport, signed: &str) {
+    if report.ok {
+        println!(
+            "verify: ok ({} trials, {} receipts, {signed})",
+            report.trials.unwrap_or(0),
+            report.receipts.unwrap_or(0)
+        );
+    } else {
+        eprintln!("verify: the nemesis file does NOT verify:");
+        for f in report.findings.iter().take(10) {
+            eprintln!("  {f}");
+        }
+    }
+}
+
 fn progress(total: usize) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
@@ -325,7 +362,7 @@ fn progress(total: usize) -> ProgressBar {
     bar
 }
 
-fn print_summary(file: &NemesisFile, wall_s: f64) {
+pub(super) fn print_summary(file: &NemesisFile, wall_s: f64) {
     println!("{} trials in {wall_s:.1} s (wall)", file.trials.len());
     println!(
         "  {:<18} {:<10} {:>6} {:>10} {:>9} {:>6} {:>9} {:>7} {:>7} {:>7}",
@@ -378,7 +415,7 @@ pub fn replay(
         .ok_or_else(|| anyhow!("{id:?} is not a trial id (nemesis:column:14 hex)"))?;
     let nemesis = Nemesis::parse(nemesis).map_err(|e| anyhow!(e))?;
     let column = Column::parse(column).map_err(|e| anyhow!(e.to_string()))?;
-    let s = start(None)?;
+    let s = start(None, None)?;
     super::storage::preflight(&[nemesis], s.dir.path()).map_err(|e| anyhow!(e))?;
     let ctx = TrialContext {
         backend: &s.backend,

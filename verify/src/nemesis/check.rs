@@ -3,10 +3,12 @@
 
 use super::plan::{check_plan_size, compare_summary, PairSummaries, PlanWalk};
 use super::rules::{assumption_broken, interleaving, judge};
-use super::{sign, NemesisFile, Trial, NEMESIS_FORMAT};
+use super::shards::MergedCheck;
+use super::{sign, NemesisFile, Shard, Trial, NEMESIS_FORMAT};
 use crate::finding::Finding;
 use crate::load::{LoadError, NemesisText};
 use crate::receipt::{verify_bundle, KeyCheck, ReceiptReport};
+use ed25519_dalek::VerifyingKey;
 use rayon::prelude::*;
 use serde::Serialize;
 use std::borrow::Cow;
@@ -29,6 +31,9 @@ pub mod code {
     pub const RECEIPT: &str = "nemesis_receipt";
     /// The summary is not the one the trials give.
     pub const SUMMARY: &str = "nemesis_summary_mismatch";
+    /// A shard file's slice, or a merged file's shards, are not every slice of one campaign
+    /// once ([`crate::nemesis::shards`]).
+    pub const SHARDS: &str = "nemesis_shards";
 }
 
 /// What checking a nemesis file found.
@@ -51,10 +56,19 @@ pub struct NemesisReport {
     pub fingerprint: Option<String>,
     /// Every disagreement, in file order.
     pub findings: Vec<Finding>,
+    /// On a shard file: the slice it holds (one part of a campaign, not the whole of it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// On a merged file: the fingerprint of each shard's signer, in slice order (each shard's
+    /// signature was checked over its slice of the trials).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merged_from: Option<Vec<String>>,
 }
 
 /// Checks `file`: under `KeyCheck::Pinned`, the file and every receipt must be signed by that key;
-/// self-attested, by the file's own `environment.signer`.
+/// self-attested, by the file's own `environment.signer`. A merged file's shards must be signed
+/// by the pinned key too ([`verify_nemesis_pinning`] allows others), and each trial's receipt by
+/// its shard's signer.
 ///
 /// In stages, each on what the one before accepted: the signature (under a pin, a file whose
 /// signature fails is not read further: nothing is derived from it); the plan's size against
@@ -62,10 +76,21 @@ pub struct NemesisReport {
 /// anything is built from it); then each trial, its receipt and its binding, the trial list
 /// against the plan, and the summary.
 pub fn verify_nemesis(file: &NemesisFile, key: &KeyCheck) -> NemesisReport {
+    verify_nemesis_pinning(file, key, &[])
+}
+
+/// [`verify_nemesis`], where under a pin the shards of a merged file may also be signed by any of
+/// `allowed` (the keys of an allowed-signers file); the merged file itself must be signed by the
+/// pinned key.
+pub fn verify_nemesis_pinning(
+    file: &NemesisFile,
+    key: &KeyCheck,
+    allowed: &[VerifyingKey],
+) -> NemesisReport {
     let read = |range: Range<usize>| -> Result<Cow<'_, [Trial]>, Infallible> {
         Ok(Cow::Borrowed(file.trials.get(range).unwrap_or_default()))
     };
-    let Ok(report) = verify_parts(file, file.trials.len(), read, key);
+    let Ok(report) = verify_parts(file, file.trials.len(), read, key, allowed);
     report
 }
 
@@ -78,6 +103,16 @@ pub fn verify_nemesis_text(
     file: &NemesisText<'_>,
     key: &KeyCheck,
 ) -> Result<NemesisReport, LoadError> {
+    verify_nemesis_text_pinning(file, key, &[])
+}
+
+/// [`verify_nemesis_text`] with the keys a merged file's shards may also be signed by under a
+/// pin ([`verify_nemesis_pinning`]).
+pub fn verify_nemesis_text_pinning(
+    file: &NemesisText<'_>,
+    key: &KeyCheck,
+    allowed: &[VerifyingKey],
+) -> Result<NemesisReport, LoadError> {
     let read = |range: Range<usize>| -> Result<Cow<'_, [Trial]>, LoadError> {
         let start = range.start;
         let texts = file.trials.get(range).unwrap_or_default();
@@ -88,7 +123,7 @@ pub fn verify_nemesis_text(
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Cow::Owned(trials))
     };
-    verify_parts(&file.head, file.trials.len(), read, key)
+    verify_parts(&file.head, file.trials.len(), read, key, allowed)
 }
 
 /// Trials read and checked at a time.
@@ -101,6 +136,7 @@ fn verify_parts<'t, E: Send>(
     count: usize,
     read: impl Fn(Range<usize>) -> Result<Cow<'t, [Trial]>, E> + Sync,
     key: &KeyCheck,
+    allowed: &[VerifyingKey],
 ) -> Result<NemesisReport, E> {
     let groups: Vec<Range<usize>> = (0..count)
         .step_by(TRIALS_PER_GROUP)
@@ -114,22 +150,28 @@ fn verify_parts<'t, E: Send>(
             format!("not an {NEMESIS_FORMAT} file"),
         ));
     }
+    // A merged file's shards: each shard's signature covers its slice of the trials.
+    let mut merged = MergedCheck::new(head, key, allowed, &mut f);
     // The signature covers every trial: a first pass reads each, hashes it and drops it.
     let mut violations = 0;
-    let hash = match sign::FileHasher::new(head) {
-        Ok(mut hasher) => {
-            let mut result = Ok(());
-            for range in &groups {
-                let trials = read(range.clone())?;
-                violations += trials.iter().filter(|t| t.violation).count();
-                for t in trials.iter() {
-                    result = result.and_then(|()| hasher.trial(t));
-                }
+    let mut hasher = sign::FileHasher::new(head);
+    let mut hashed = Ok(());
+    for range in &groups {
+        let trials = read(range.clone())?;
+        violations += trials.iter().filter(|t| t.violation).count();
+        for t in trials.iter() {
+            if let Ok(h) = hasher.as_mut() {
+                hashed = hashed.and_then(|()| h.trial(t));
             }
-            result.map(|()| hasher.finish())
+            if let Some(m) = merged.as_mut() {
+                m.trial(t, &mut f);
+            }
         }
-        Err(e) => Err(e),
-    };
+    }
+    let hash = hasher.and_then(|h| hashed.map(|()| h.finish()));
+    if let Some(m) = merged.as_mut() {
+        m.finish(head, &mut f);
+    }
     let signer = check_signature(head, hash, key, &mut f);
     let mut report = NemesisReport {
         ok: false,
@@ -142,6 +184,8 @@ fn verify_parts<'t, E: Send>(
         },
         fingerprint: checked_against(head, key, signer).map(|k| crate::fingerprint(&k)),
         findings: Vec::new(),
+        shard: head.plan.shard,
+        merged_from: merged.as_ref().map(MergedCheck::signers),
     };
     if matches!(key, KeyCheck::Pinned(_)) && !f.is_empty() {
         report.findings = f;
@@ -176,7 +220,10 @@ fn verify_parts<'t, E: Send>(
                     check_ground_truth(&base, t, &mut found);
                     check_clock_start(&base, t, clock_start, &mut found);
                     check_judgement(&base, t, max_in_flight_ms, &mut found);
-                    let receipt = check_receipt(&base, t, &receipt_key, &mut found);
+                    // A merged file's trial was run, and its receipt signed, by its shard.
+                    let shard_key = merged.as_ref().map(|m| m.key_for(t));
+                    let receipt_key = shard_key.as_ref().unwrap_or(&receipt_key);
+                    let receipt = check_receipt(&base, t, receipt_key, &mut found);
                     receipts += usize::from(receipt.is_some());
                     super::bind::check_trial_record(&base, t, receipt.as_ref(), &mut found);
                 }

@@ -19,11 +19,17 @@
 //!
 //! Whether a trial stayed **within the column's assumptions** is re-derived from its timeline
 //! by one rule for every column ([`rules::assumption_broken`]).
+//!
+//! A campaign may run in shards ([`shards`]): a shard file holds one slice of the plan, a merged
+//! file ([`merge`]) every trial and each shard's signed head, each shard's signature re-checked
+//! over its own trials.
 
 mod bind;
 pub mod check;
+pub mod merge;
 mod plan;
 pub mod rules;
+pub mod shards;
 pub mod sign;
 
 use crate::entry::ReceiptBundle;
@@ -62,7 +68,7 @@ pub struct NemesisFile {
 }
 
 /// The plan of a nemesis run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NemesisPlan {
     /// Nemesis names, in run order.
@@ -73,6 +79,55 @@ pub struct NemesisPlan {
     pub trials: u32,
     /// The run's seed; every trial's seed derives from it ([`rules::trial_seed`]).
     pub seed: u64,
+    /// On a shard file (`runner --nemesis ... --shard K/N`): the slice of this plan it holds
+    /// ([`shards::in_slice`]); everything else in the plan is the whole campaign's. Absent on a
+    /// whole run and on a merged file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// On a merged file (`runner merge`): the shards it was merged from, each with its signed
+    /// head. Absent on a whole run and on a shard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<Merged>,
+}
+
+/// One slice of a campaign: shard `index` (from 1) of `count`. Trial `i` of every nemesis and
+/// column belongs to shard `i mod count + 1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shard {
+    /// Which slice, from 1.
+    pub index: u32,
+    /// How many slices the campaign was cut into.
+    pub count: u32,
+}
+
+/// What a merged file keeps of its shards: enough to check each shard's signature over its own
+/// trials (which are in the merged trial list) without the shard files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Merged {
+    /// How many shards: every slice `1..=shards` is here once, in order.
+    pub shards: u32,
+    /// Each shard's head, in slice order.
+    pub parts: Vec<ShardHead>,
+}
+
+/// A shard file without its trials: with the merged file's `format`, `scenario` and plan (its
+/// `shard` set to [`ShardHead::shard`], no `merged`) and the shard's trials, it is the shard file
+/// its signature covers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardHead {
+    /// Which slice the shard holds.
+    pub shard: Shard,
+    /// When the shard finished.
+    pub generated: String,
+    /// What the shard ran against; its `signer` signed the shard.
+    pub environment: Environment,
+    /// The shard's own summary (over its trials only).
+    pub summary: Vec<NemesisSummary>,
+    /// The shard's signature.
+    pub signature: FileSignature,
 }
 
 /// One trial.

@@ -5,14 +5,15 @@
 
 use super::check::code;
 use super::rules::{parse_trial_id, summarize, trial_id, trial_seed};
-use super::{NemesisFile, NemesisPlan, NemesisSummary, Trial};
+use super::shards::{slice_len, well_formed};
+use super::{NemesisFile, NemesisPlan, NemesisSummary, Shard, Trial};
 use crate::finding::Finding;
 use crate::results::{Approval, Case, GroundTruth};
 use std::collections::BTreeSet;
 
-/// The trials must be exactly the plan: for each nemesis, each column, indices 0..trials, each
-/// with the seed the run's seed gives and the id that names it, walked one trial at a time in
-/// file order. The plan is well formed ([`check_plan_size`]): every step visits a trial, and the
+/// The trials must be exactly the plan: for each nemesis, each column, indices 0..trials (on a
+/// shard file, those of its slice), each with the seed the run's seed gives and the id that
+/// names it, walked one trial at a time in file order. The plan is well formed ([`check_plan_size`]): every step visits a trial, and the
 /// walk stops at the first one out of place, so it is linear in the trials whatever the plan
 /// says. The first trial out of place (or the first missing) is the finding.
 pub(super) struct PlanWalk<'p> {
@@ -22,17 +23,25 @@ pub(super) struct PlanWalk<'p> {
     /// Trials visited.
     k: usize,
     finding: Option<Finding>,
+    /// The first index of each nemesis x column, and the step to the next (a shard's slice).
+    first: u32,
+    step: u32,
 }
 
 impl<'p> PlanWalk<'p> {
     pub(super) fn new(plan: &'p NemesisPlan) -> PlanWalk<'p> {
-        let first = (!plan.nemeses.is_empty() && !plan.columns.is_empty() && plan.trials > 0)
-            .then_some((0, 0, 0));
+        let (first, step) = plan
+            .shard
+            .map_or((0, 1), |s| (s.index.saturating_sub(1), s.count.max(1)));
+        let start = (!plan.nemeses.is_empty() && !plan.columns.is_empty() && first < plan.trials)
+            .then_some((0, 0, first));
         PlanWalk {
             plan,
-            next: first,
+            next: start,
             k: 0,
             finding: None,
+            first,
+            step,
         }
     }
 
@@ -53,13 +62,14 @@ impl<'p> PlanWalk<'p> {
 
     fn advance(&mut self) {
         self.k += 1;
+        let (first, step) = (self.first, self.step);
         self.next = self.next.and_then(|(n, c, index)| {
-            if index + 1 < self.plan.trials {
-                Some((n, c, index + 1))
+            if index.saturating_add(step) < self.plan.trials {
+                Some((n, c, index + step))
             } else if c + 1 < self.plan.columns.len() {
-                Some((n, c + 1, 0))
+                Some((n, c + 1, first))
             } else if n + 1 < self.plan.nemeses.len() {
-                Some((n + 1, 0, 0))
+                Some((n + 1, 0, first))
             } else {
                 None
             }
@@ -117,6 +127,8 @@ pub(super) struct PairSummaries<'p> {
     pairs: Vec<(&'p String, &'p String)>,
     /// What the summary reads of the trials of the pair being filled ([`summary_view`]).
     pending: Vec<Trial>,
+    /// Trials of one pair in the file: the plan's, or its slice's on a shard file.
+    per_pair: usize,
     pub(super) derived: Vec<NemesisSummary>,
 }
 
@@ -128,17 +140,19 @@ impl<'p> PairSummaries<'p> {
             .iter()
             .flat_map(|n| plan.columns.iter().map(move |c| (n, c)))
             .collect();
+        let per_pair = per_pair(plan) as usize;
         PairSummaries {
             plan,
             pairs,
-            pending: Vec::with_capacity((plan.trials as usize).min(count)),
+            pending: Vec::with_capacity(per_pair.min(count)),
+            per_pair,
             derived: Vec::new(),
         }
     }
 
     pub(super) fn push(&mut self, t: &Trial) {
         self.pending.push(summary_view(t));
-        if self.pending.len() < self.plan.trials as usize {
+        if self.pending.len() < self.per_pair {
             return;
         }
         if let Some((nemesis, column)) = self.pairs.get(self.derived.len()) {
@@ -147,6 +161,8 @@ impl<'p> PairSummaries<'p> {
                 columns: vec![(*column).clone()],
                 trials: self.plan.trials,
                 seed: self.plan.seed,
+                shard: self.plan.shard,
+                merged: None,
             };
             self.derived.extend(summarize(&one, &self.pending));
         }
@@ -230,10 +246,17 @@ fn summary_view(t: &Trial) -> Trial {
     }
 }
 
-/// The plan must name each nemesis and column once and at least one trial each (well formed:
-/// the trial list can be walked against it, stopping at the first trial out of place, so within
-/// the trials the file holds), and exactly as many trials in all as the file holds (it fits: the
-/// summary, one entry per nemesis × column, is no larger than the trials). Returns both.
+/// Trials of one nemesis and column the file holds: the plan's, or on a shard file its slice's.
+fn per_pair(plan: &NemesisPlan) -> u32 {
+    plan.shard
+        .map_or(plan.trials, |s: Shard| slice_len(plan.trials, s))
+}
+
+/// The plan must name each nemesis and column once and at least one trial each, and a shard's
+/// slice must be one the plan can be cut into (well formed: the trial list can be walked against
+/// it, stopping at the first trial out of place, so within the trials the file holds), and
+/// exactly as many trials in all as the file holds (it fits: the summary, one entry per nemesis ×
+/// column, is no larger than the trials). Returns both.
 pub(super) fn check_plan_size(
     file: &NemesisFile,
     count: usize,
@@ -254,14 +277,28 @@ pub(super) fn check_plan_size(
         ));
         return (false, false);
     }
+    if let Some(shard) = plan.shard.filter(|s| !well_formed(*s, plan.trials)) {
+        f.push(Finding::mismatch(
+            "plan.shard",
+            code::SHARDS,
+            "the shard is not one slice of the plan (1 <= index <= count <= trials)",
+            format!("1..=count of 1..={}", plan.trials),
+            format!("{}/{}", shard.index, shard.count),
+        ));
+        return (false, false);
+    }
     let expected = (plan.nemeses.len() as u128)
         .saturating_mul(plan.columns.len() as u128)
-        .saturating_mul(u128::from(plan.trials));
+        .saturating_mul(u128::from(per_pair(plan)));
     if expected != count as u128 {
         f.push(Finding::mismatch(
             "trials",
             code::TRIALS_INCOMPLETE,
-            "the number of trials is not nemeses x columns x trials of the plan",
+            if plan.shard.is_some() {
+                "the number of trials is not nemeses x columns x trials of the shard's slice"
+            } else {
+                "the number of trials is not nemeses x columns x trials of the plan"
+            },
             expected.to_string(),
             count.to_string(),
         ));

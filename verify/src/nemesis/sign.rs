@@ -122,10 +122,16 @@ pub fn check(file: &NemesisFile) -> Result<VerifyingKey, SignError> {
 /// Checks the signature of a file whose hash ([`FileHasher`]) is `hash`; returns the key that
 /// signed. Only `file.signature` is read.
 pub fn check_hash(file: &NemesisFile, hash: &str) -> Result<VerifyingKey, SignError> {
-    if hash != file.signature.hash {
+    check_signature(&file.signature, hash)
+}
+
+/// Checks `signature` over a file whose hash ([`FileHasher`]) is `hash` (a whole file's, or a
+/// shard's rebuilt from a merged file); returns the key that signed.
+pub fn check_signature(signature: &FileSignature, hash: &str) -> Result<VerifyingKey, SignError> {
+    if hash != signature.hash {
         return Err(SignError::HashMismatch);
     }
-    let signer: [u8; 32] = hex::decode(&file.signature.signer)
+    let signer: [u8; 32] = hex::decode(&signature.signer)
         .ok()
         .and_then(|b| b.try_into().ok())
         .ok_or(SignError::Malformed("signer"))?;
@@ -133,12 +139,12 @@ pub fn check_hash(file: &NemesisFile, hash: &str) -> Result<VerifyingKey, SignEr
     if key.is_weak() {
         return Err(SignError::Malformed("signer"));
     }
-    let sig: [u8; 64] = hex::decode(&file.signature.sig)
+    let sig: [u8; 64] = hex::decode(&signature.sig)
         .ok()
         .and_then(|b| b.try_into().ok())
         .ok_or(SignError::Malformed("sig"))?;
     key.verify_strict(
-        format!("{NEMESIS_CONTEXT}{}", file.signature.hash).as_bytes(),
+        format!("{NEMESIS_CONTEXT}{}", signature.hash).as_bytes(),
         &Signature::from_bytes(&sig),
     )
     .map_err(|_| SignError::BadSignature)?;

@@ -34,6 +34,8 @@ pub fn nemesis_file_from(spec: &synthetic::Spec) -> (NemesisFile, SigningKey) {
         columns: columns.clone(),
         trials: per_column as u32,
         seed: SEED,
+        shard: None,
+        merged: None,
     };
     let max_in_flight_ms = results.environment.claim.max_in_flight_ms;
     let mut trials = Vec::new();
