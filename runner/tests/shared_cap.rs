@@ -258,3 +258,14 @@ fn two_hosts_without_a_database_journal_is_refused_with_the_reason() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--two-hosts needs --journal"), "{stderr}");
 }
+
+#[test]
+fn a_shared_cap_campaign_in_shards_is_refused_with_the_reason() {
+    let (output, _out) = run(&["--nemesis", "all", "--trials", "2", "--shard", "1/2"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--shard slices billing_credit's campaigns only"),
+        "{stderr}"
+    );
+}

@@ -67,6 +67,12 @@ pub fn run(args: &RunArgs, list: &str) -> Result<RunOutcome> {
     if args.every_step {
         bail!("--every-step is the matrix's; a nemesis draws its own steps (drop --every-step)");
     }
+    if args.shard.is_some() {
+        bail!(
+            "--shard slices billing_credit's campaigns only; a shared_cap campaign runs whole \
+             (drop --shard)"
+        );
+    }
     crate::results::check_writable(&args.out.join("nemesis")).map_err(|e| {
         anyhow!(
             "--out {}: cannot write the nemesis file there: {e}; pass a directory you can write",
