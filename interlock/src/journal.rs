@@ -565,6 +565,10 @@ struct Inner {
     durable: u64,
     /// A thread is carrying out a group commit (the others wait for it or for the next).
     leading: bool,
+    /// Per effect, the durability request of its last queued line or claim-record mark, while
+    /// not yet covered: a section of that effect waits for it before it reads the effect, so no
+    /// answer rests on a line a crash could still take away.
+    pending: HashMap<String, u64>,
 }
 
 /// A journal file opened for reading and appending.
@@ -635,10 +639,11 @@ impl Journal {
                 requested: 0,
                 durable: 0,
                 leading: false,
+                pending: HashMap::new(),
             }),
             committed: Condvar::new(),
         };
-        drop(journal.lock()?);
+        drop(journal.lock(None)?);
         Ok(journal)
     }
 
@@ -655,17 +660,18 @@ impl Journal {
         ts_ms: u64,
         key: &SigningKey,
     ) -> Result<Map<String, Value>, JournalError> {
-        self.lock()?.append(effect_id, kind, fields, ts_ms, key)
+        self.lock(Some(effect_id))?
+            .append(effect_id, kind, fields, ts_ms, key)
     }
 
     /// Every entry of one effect, in journal order, exactly as stored.
     pub fn entries(&self, effect_id: &str) -> Result<Vec<Value>, JournalError> {
-        self.lock()?.entries(effect_id)
+        self.lock(Some(effect_id))?.entries(effect_id)
     }
 
     /// Every effect id, in first-seen order.
     pub fn effect_ids(&self) -> Result<Vec<String>, JournalError> {
-        Ok(self.lock()?.index().effect_ids())
+        Ok(self.lock(None)?.index().effect_ids())
     }
 
     /// The journal file's path, as given.
@@ -687,8 +693,10 @@ impl Journal {
     /// Take the journal lock: this process's lock first (threads queue on a mutex), then, unless
     /// another thread of this process holds it already, the `flock` on a fresh descriptor of the
     /// journal file, waited for at most the configured bound; then read and check what other
-    /// processes appended since.
-    pub(crate) fn lock(&self) -> Result<Locked<'_>, JournalError> {
+    /// processes appended since. Then wait until what this process queued for `effect` (every
+    /// effect, for `None`) is durable: another thread's line may be indexed and not yet written,
+    /// and an answer that writes nothing (a duplicate, a status) must not rest on it.
+    pub(crate) fn lock(&self, effect: Option<&str>) -> Result<Locked<'_>, JournalError> {
         let mut inner = self.index();
         if inner.flock.is_none() {
             inner.flock = Some(self.take_file_lock()?);
@@ -718,6 +726,13 @@ impl Journal {
             locked.hold.marks = Some(Marks::open(&self.canonical)?);
         }
         locked.refresh()?;
+        let target = match effect {
+            Some(e) => locked.hold.pending.get(e).copied().unwrap_or(0),
+            None => locked.hold.requested,
+        };
+        if target > locked.hold.durable {
+            locked.wait_durable(target)?;
+        }
         Ok(locked)
     }
 
@@ -736,6 +751,15 @@ impl Journal {
             trusted: &self.trusted,
         };
         view.refresh()?;
+        // A reader sees only what is durable: wait for the group commit under way (it never
+        // leads one: it holds no lock).
+        let target = view.hold.requested;
+        while view.hold.durable < target {
+            if let Some(e) = view.poisoned() {
+                return Err(e);
+            }
+            view.hold.wait_for_commit();
+        }
         Ok(view)
     }
 
@@ -1020,6 +1044,7 @@ impl Locked<'_> {
         marks.record_written(effect_id, gen)?;
         inner.requested += 1;
         let ticket = inner.requested;
+        inner.pending.insert(effect_id.to_owned(), ticket);
         self.wait_durable(ticket)
     }
 
@@ -1148,6 +1173,7 @@ impl Locked<'_> {
         inner.index.lines += 1;
         inner.requested += 1;
         let ticket = inner.requested;
+        inner.pending.insert(effect_id.to_owned(), ticket);
         inner.queue.push_back(Queued {
             offset: at,
             bytes: line,
@@ -1241,6 +1267,7 @@ impl Locked<'_> {
             }
         }
         self.hold.durable = batch;
+        self.hold.pending.retain(|_, ticket| *ticket > batch);
         Ok(())
     }
 

@@ -131,7 +131,7 @@ impl Store {
     /// own lock (writers of other effects go on).
     pub fn lock(&self, effect_id: &str) -> Result<Section<'_>, JournalError> {
         match self {
-            Store::File { journal, .. } => journal.lock().map(Section::File),
+            Store::File { journal, .. } => journal.lock(Some(effect_id)).map(Section::File),
             Store::Pg(pg) => pg.lock(effect_id).map(Section::Pg),
         }
     }
