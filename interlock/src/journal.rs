@@ -1465,7 +1465,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.jsonl");
         let j = Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
-        let mut l = j.lock().unwrap();
+        let mut l = j.lock(None).unwrap();
         let proposed = json!({"agent": "x", "lease": "l", "premises": {}, "effect": {"n": 1},
             "budget": {"id": "order-1", "amount": 2000}});
         l.append("a", Kind::Proposed, fields(proposed), 1, &key())
@@ -1502,7 +1502,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.jsonl");
         let j = Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
-        let mut l = j.lock().unwrap();
+        let mut l = j.lock(None).unwrap();
         let a1 = l
             .append(
                 "a",
@@ -1540,7 +1540,7 @@ mod tests {
         );
         drop(l);
         let j2 = Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
-        let l2 = j2.lock().unwrap();
+        let l2 = j2.lock(None).unwrap();
         assert_eq!(
             l2.entries("a").unwrap(),
             vec![Value::Object(a1), Value::Object(a2)]
@@ -1558,7 +1558,7 @@ mod tests {
         let path = dir.path().join("j.jsonl");
         let j1 = Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
         let j2 = Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
-        j1.lock()
+        j1.lock(None)
             .unwrap()
             .append(
                 "a",
@@ -1569,7 +1569,7 @@ mod tests {
             )
             .unwrap();
         let e = j2
-            .lock()
+            .lock(None)
             .unwrap()
             .append(
                 "a",
@@ -1580,6 +1580,6 @@ mod tests {
             )
             .unwrap();
         assert!(e["prev"].is_string());
-        assert_eq!(j1.lock().unwrap().entries("a").unwrap().len(), 2);
+        assert_eq!(j1.lock(None).unwrap().entries("a").unwrap().len(), 2);
     }
 }
