@@ -42,9 +42,31 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use verify::entry::Kind;
 
+/// Holds the older gates' journal-wide lock shared on `client`'s session (bounded wait): gates
+/// from before schema version 5 take it exclusive around each append, so they cannot append
+/// while this session lives.
+fn exclude_older_gates(client: &mut Client, shown: &str, ns: i32) -> Result<(), JournalError> {
+    client
+        .execute(
+            "SELECT pg_advisory_lock_shared($1, $2)",
+            &[&ns, &OLD_JOURNAL_LOCK],
+        )
+        .map_err(db_err(
+            shown,
+            "hold the older gates' journal lock shared (a gate from before schema version 5 \
+             is appending: stop it)",
+        ))?;
+    Ok(())
+}
+
 /// Second key of the two-key advisory lock of migrations; the first is the journal's namespace.
 /// Claims, effects and budgets use the one-key (bigint) form, each key a hash of what it locks.
 const SCHEMA_LOCK: i32 = 2;
+/// Second key of the journal-wide lock gates before schema version 5 took around every append.
+/// Current gates hold it shared for their main session's life: an older gate then cannot
+/// append (its exclusive lock times out, `Busy`) while a current one runs, instead of admitting
+/// under a lock the current gates never take.
+const OLD_JOURNAL_LOCK: i32 = 1;
 const SCHEMA_VERSION: i32 = 5;
 
 const MIGRATION_1: &str = "
@@ -171,6 +193,8 @@ pub(crate) struct PgStore {
     lock_wait: Duration,
     /// How long after confirming a claim its holder may still send (L).
     send_window: Duration,
+    /// The journal's advisory-lock namespace (first key of the two-key locks).
+    ns: i32,
     main: Mutex<Main>,
     claims: Mutex<Claims>,
 }
@@ -287,6 +311,22 @@ impl PgStore {
             .tcp_user_timeout(Duration::from_secs(5))
             .application_name(&name);
         let mut client = config.connect(NoTls).map_err(db_err(shown, "connect"))?;
+        // A commit must be durable before the server acknowledges it (a URL option or a role's
+        // setting may turn that off: a lost DISPATCHED is a second send).
+        client
+            .batch_execute("SET synchronous_commit = on")
+            .map_err(db_err(shown, "turn synchronous commit on"))?;
+        let fsync = client
+            .query_one("SHOW fsync", &[])
+            .map_err(db_err(shown, "read the server's fsync setting"))?;
+        if column::<String>(&fsync, 0, shown, "fsync")? != "on" {
+            return Err(JournalError::Database {
+                what: format!("{shown}: the server runs with fsync off"),
+                detail: "a commit it acknowledges can be lost in a crash, and the gate would then \
+                         send an effect a second time; run the journal's server with fsync on"
+                    .into(),
+            });
+        }
         if session {
             // The server drops this session (and its claims) a few seconds after the host
             // stops answering: a partitioned holder loses its claims.
@@ -336,6 +376,7 @@ impl PgStore {
         };
         let ns = i32::try_from(key_of(&["interlock-journal", &schema]) & 0x7fff_ffff).unwrap_or(0);
         migrate(&mut client, &shown, ns)?;
+        exclude_older_gates(&mut client, &shown, ns)?;
         let claims = PgStore::connect(url, &shown, Some(&schema))?;
         let store = PgStore {
             schema,
@@ -344,6 +385,7 @@ impl PgStore {
             trusted,
             lock_wait,
             send_window,
+            ns,
             main: Mutex::new(Main {
                 client,
                 index: Index::default(),
@@ -378,6 +420,7 @@ impl PgStore {
         let mut main = self.main.lock().unwrap_or_else(|p| p.into_inner());
         if main.client.is_closed() {
             main.client = PgStore::connect_main(&self.url, &self.name(), self.lock_wait)?;
+            exclude_older_gates(&mut main.client, &self.name(), self.ns)?;
         }
         Ok(main)
     }
