@@ -236,9 +236,10 @@ fn nemesis_outcome(f: &NemesisFile, key: &KeyCheck, r: &NemesisReport, json: boo
             s.index, s.count
         ),
         (None, Some(signers)) => format!(
-            "nemesis merged from {} shards (each shard's signature checked; shard signers {})",
+            "nemesis merged from {} shards ({} distinct shard signer(s), each shard's signature \
+             checked; listed after the findings)",
             signers.len(),
-            signers.join(", ")
+            distinct_signers(signers).len()
         ),
         (None, None) => "nemesis".to_owned(),
     };
@@ -251,14 +252,60 @@ fn nemesis_outcome(f: &NemesisFile, key: &KeyCheck, r: &NemesisReport, json: boo
         // Under a pin, nothing is derived from a file whose signature failed.
         _ => format!("{kind}, {signature}, not read further"),
     };
-    let details = r.findings.iter().map(|x| format!("  {x}")).collect();
+    // The shard signers on lines of their own, after the findings: a long list never pushes
+    // the verdict, the file's signer or a finding off the summary line.
+    let details = r
+        .findings
+        .iter()
+        .map(|x| format!("  {x}"))
+        .chain(
+            distinct_signers(r.merged_from.as_deref().unwrap_or_default())
+                .into_iter()
+                .map(|(signer, shards)| format!("  shard signer {signer}: shard(s) {shards}")),
+        )
+        .collect();
     let mut outcome = Outcome::new(r.ok, summary, details, "nemesis", r, json);
     outcome.provenance = Provenance {
         signer: signer_of(key, r.fingerprint.clone()),
-        made: Made::Generated(f.generated.clone()),
+        made: Made::Generated(made_at(f)),
         commit: Some(f.environment.git_commit.clone()),
     };
     outcome
+}
+
+/// When a nemesis file's trials were made: its own `generated`, or for a merged file the
+/// earliest of it and its shards' (a merge must not make old trials look new to
+/// `--not-before`). A time that does not parse is taken as the earliest, so it is checked.
+fn made_at(f: &NemesisFile) -> String {
+    let parts = f.plan.merged.iter().flat_map(|m| m.parts.iter());
+    let mut earliest = f.generated.clone();
+    for p in parts {
+        let (a, b) = (
+            crate::provenance::parse_rfc3339(&p.generated),
+            crate::provenance::parse_rfc3339(&earliest),
+        );
+        if a.is_none() || matches!((a, b), (Some(a), Some(b)) if a < b) {
+            earliest = p.generated.clone();
+        }
+    }
+    earliest
+}
+
+/// Each distinct shard signer, in first-seen order, with the shards (1-based) it signed.
+fn distinct_signers(signers: &[String]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, s) in signers.iter().enumerate() {
+        match out.iter_mut().find(|(k, _)| k == s) {
+            Some((_, shards)) => shards.push(i + 1),
+            None => out.push((s.clone(), vec![i + 1])),
+        }
+    }
+    out.into_iter()
+        .map(|(k, shards)| {
+            let list: Vec<String> = shards.iter().map(usize::to_string).collect();
+            (k, list.join(", "))
+        })
+        .collect()
 }
 
 fn results_outcome(head: &ResultsFile, key: &KeyCheck, r: &ResultsReport, json: bool) -> Outcome {

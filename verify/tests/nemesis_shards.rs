@@ -459,3 +459,52 @@ fn the_verify_command_names_a_merged_file_and_a_shard_and_pins_every_signer() {
     assert!(out.contains("nemesis shard 2 of 4"), "{out}");
     assert!(out.contains("not complete"), "{out}");
 }
+
+/// From the forger's review: a lone shard claiming billions of shards made the merge allocate a
+/// slot per claimed shard before it counted the files; a merged file's own `generated` hid its
+/// shards' older times from `--not-before`; and the shard signers, listed first on the verdict
+/// line, pushed the verdict off it once there were many.
+#[test]
+fn merge_counts_files_first_not_before_reads_the_oldest_shard_and_signers_get_their_own_lines() {
+    let (whole, key) = whole();
+    let mut lone = shard(&whole, 1, 4, &key);
+    lone.plan.trials = u32::MAX;
+    lone.plan.shard = Some(Shard {
+        index: 1,
+        count: u32::MAX,
+    });
+    let err = merge(
+        inputs(vec![lone]),
+        "2026-11-30T13:00:00Z".into(),
+        &merge_key(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, MergeError::Missing { index: 2, .. }), "{err}");
+
+    let (_, _, merged) = merged();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("merged.json");
+    std::fs::write(&file, serde_json::to_vec(&merged).unwrap()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args(["--not-before", "2026-11-30T12:30:00Z"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("made before --not-before"), "{stdout}");
+    let out = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let first = stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("1 distinct shard signer(s)") && first.ends_with("OK"),
+        "{first}"
+    );
+    assert!(
+        stdout.contains("shard signer SHA256:") && stdout.contains("shard(s) 1, 2, 3, 4"),
+        "{stdout}"
+    );
+}

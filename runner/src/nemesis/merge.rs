@@ -37,6 +37,29 @@ pub fn merge_shards(args: &MergeArgs) -> Result<bool> {
         let file = verify::load::load_nemesis(&bytes)
             .map_err(|e| anyhow!("{name}: not a nemesis file: {e}"))?;
         drop(bytes);
+        // Names this runner's own plans use, and no other: they are printed and name the file.
+        if file.scenario != "billing_credit" {
+            bail!(
+                "{name}: a campaign of scenario {:?}; only billing_credit's are merged",
+                file.scenario
+            );
+        }
+        for n in &file.plan.nemeses {
+            super::Nemesis::parse(n).map_err(|_| {
+                anyhow!(
+                    "{name}: its plan names a nemesis this runner does not know ({:?})",
+                    n
+                )
+            })?;
+        }
+        for c in &file.plan.columns {
+            if scenarios::billing_credit::Column::ALL
+                .iter()
+                .all(|k| k.as_str() != c)
+            {
+                bail!("{name}: its plan names a column this runner does not know ({c:?})");
+            }
+        }
         // A whole run or a merged file is refused before the (long) check of its trials.
         let shard = shard_of_file(&file).map_err(|reason| anyhow!("{name}: {reason}"))?;
         let report = verify_nemesis(&file, &KeyCheck::SelfAttested);

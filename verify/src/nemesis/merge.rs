@@ -160,6 +160,28 @@ fn in_slice_order(shards: Vec<ShardInput>) -> Result<Vec<ShardInput>, MergeError
             ));
         }
     }
+    // Every slice once: as many files as the campaign has shards, checked before anything is
+    // sized by the count a file states.
+    if count as usize != shards.len() {
+        if (count as usize) > shards.len() {
+            let mut given: Vec<u32> = shards
+                .iter()
+                .filter_map(|s| s.file.plan.shard.map(|x| x.index))
+                .collect();
+            given.sort_unstable();
+            let index = (1..=count)
+                .find(|i| given.binary_search(i).is_err())
+                .unwrap_or(1);
+            return Err(MergeError::Missing { index, count });
+        }
+        return Err(refuse(
+            &first.name,
+            format!(
+                "{} files for a campaign of {count} shards: each slice once",
+                shards.len()
+            ),
+        ));
+    }
     let mut by_slice: Vec<Option<ShardInput>> = (0..count).map(|_| None).collect();
     for s in shards {
         let index = s.file.plan.shard.map_or(0, |s| s.index);
