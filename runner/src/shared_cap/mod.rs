@@ -198,8 +198,12 @@ impl Setup {
             .into(),
             max_in_flight_ms: settings.max_in_flight.as_millis() as u64,
             command: format!(
-                "runner --scenario shared_cap --seed {}{options}{}{}",
+                "runner --scenario shared_cap --seed {}{options}{}{}{}",
                 self.seed,
+                match args.jobs {
+                    Some(n) => format!(" --jobs {n}"),
+                    None => String::new(),
+                },
                 if self.hosts.is_some() {
                     " --two-hosts"
                 } else {
@@ -258,7 +262,18 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
         let label = format!("{}:{}:{}", spec.crash_point, spec.overlap, spec.column);
         (result, label, line)
     });
-    let environment = setup.environment(args, if args.every_step { " --every-step" } else { "" });
+    let environment = setup.environment(
+        args,
+        &format!(
+            "{}{}",
+            if args.every_step { " --every-step" } else { "" },
+            if args.repeat == 1 {
+                String::new()
+            } else {
+                format!(" --repeat {}", args.repeat)
+            }
+        ),
+    );
     let (signing_key, public) = setup.finish()?;
     let cells = collect(slots)?;
     let file = write_signed(args, environment, cells, &signing_key)?;

@@ -6,8 +6,9 @@
 //!
 //! Every trial is judged by the matrix's rules ([`super::judge`]), from what Stripe holds after
 //! every killed worker was restarted. No request is held at the service and nobody outside the
-//! two bots changes the order, so every trial lies within every column's assumptions: a
-//! violation here is a violation of the column itself.
+//! two bots changes the order. The one stated assumption a campaign can break is `hand_lock`'s
+//! (one host): on a two-host campaign its lock orders nothing across the hosts. No rule here
+//! labels trials within or beyond an assumption; the pages say which assumption a run breaks.
 
 pub mod check;
 pub mod draw;
