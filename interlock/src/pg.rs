@@ -260,6 +260,11 @@ fn shown_url(url: &str) -> String {
 }
 
 /// The first 8 bytes of SHA-256 of `parts`, as a bigint.
+/// The advisory-lock namespace of the journal in `schema` (the first key of its two-key locks).
+pub(crate) fn journal_namespace(schema: &str) -> i32 {
+    i32::try_from(key_of(&["interlock-journal", schema]) & 0x7fff_ffff).unwrap_or(0)
+}
+
 fn key_of(parts: &[&str]) -> i64 {
     use sha2::Digest;
     let mut h = sha2::Sha256::new();
@@ -374,7 +379,7 @@ impl PgStore {
                     .into(),
             });
         };
-        let ns = i32::try_from(key_of(&["interlock-journal", &schema]) & 0x7fff_ffff).unwrap_or(0);
+        let ns = journal_namespace(&schema);
         migrate(&mut client, &shown, ns)?;
         exclude_older_gates(&mut client, &shown, ns)?;
         let claims = PgStore::connect(url, &shown, Some(&schema))?;

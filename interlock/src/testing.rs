@@ -807,3 +807,9 @@ impl Target for FileTarget {
         })
     }
 }
+
+/// The advisory-lock namespace of a PostgreSQL journal kept in `schema`: the first key of its
+/// two-key advisory locks, for tests that look at the locks a gate holds.
+pub fn pg_journal_namespace(schema: &str) -> i32 {
+    crate::pg::journal_namespace(schema)
+}

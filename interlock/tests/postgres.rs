@@ -877,20 +877,20 @@ fn an_older_gates_journal_lock_cannot_be_taken_while_a_current_gate_runs() {
     let lax = Location::Postgres(format!("{url}%20-c%20synchronous_commit%3Doff"));
     let g = gate(&lax, MemTarget::new(Tier::Three, false));
     let mut other = client(&schema);
-    let held: Vec<(i64, String)> = other
+    let ns = interlock::testing::pg_journal_namespace(&schema);
+    let held: Vec<String> = other
         .query(
-            "SELECT classid::bigint, application_name FROM pg_locks JOIN pg_stat_activity USING (pid) \
-             WHERE locktype = 'advisory' AND mode = 'ShareLock' AND objid = 1 AND objsubid = 2",
-            &[],
+            "SELECT application_name FROM pg_locks JOIN pg_stat_activity USING (pid) \
+             WHERE locktype = 'advisory' AND mode = 'ShareLock' AND classid = $1::bigint::oid \
+             AND objid = 1 AND objsubid = 2",
+            &[&i64::from(ns)],
         )
         .unwrap()
         .iter()
-        .map(|r| (r.get(0), r.get(1)))
+        .map(|r| r.get(0))
         .collect();
-    assert_eq!(held.len(), 1, "{held:?}");
-    assert_eq!(held[0].1, "interlock-journal");
+    assert_eq!(held, ["interlock-journal"]);
     other.batch_execute("SET lock_timeout = 200").unwrap();
-    let ns = i32::try_from(held[0].0).unwrap();
     let taken = other.execute("SELECT pg_advisory_lock($1, 1)", &[&ns]);
     assert!(taken.is_err(), "an older gate's exclusive lock was granted");
     drop(g);
