@@ -112,6 +112,9 @@ fn four_shards_merged_hold_the_whole_runs_plan_and_trial_ids_and_verify() {
     // The report renders the merged file and says it was merged; a lone shard is not rendered.
     let page = site_page(&out.join("nemesis/billing_credit.json")).unwrap();
     assert!(page.contains("The campaign ran as 4 shards"), "{page}");
+    // Per-run shard keys, none in an allowed-signers file: the page does not let the merge key
+    // vouch for their trials.
+    assert!(page.contains("does not vouch for their trials"), "{page}");
     let err = site_page(&shards[1]).unwrap_err();
     assert!(err.contains("shard 2 of 4 of a campaign"), "{err}");
 

@@ -582,7 +582,23 @@ pub fn render(
         .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
         .map_or_else(|| "?".to_owned(), |k| verify::fingerprint(&k));
     let json_name = format!("{scenario}.nemesis.json");
-    let signer_label = crate::provenance::signer_label(results_dir, &file.environment.signer);
+    let mut signer_label = crate::provenance::signer_label(results_dir, &file.environment.signer);
+    // A merge key vouches for the merge, not for trials its shards' own keys signed.
+    if let Some(m) = &file.plan.merged {
+        let unlisted = m
+            .parts
+            .iter()
+            .filter(|p| !crate::provenance::is_listed(results_dir, &p.environment.signer))
+            .count();
+        if unlisted > 0 {
+            signer_label = format!(
+                "{signer_label}. That key merged the campaign; {unlisted} of its {} shards were \
+                 signed by keys not in results/{}, so it does not vouch for their trials",
+                m.parts.len(),
+                crate::provenance::SIGNERS_FILE
+            );
+        }
+    }
     let page_facts = facts(&file);
     let headline = crate::overview::nemesis_line(&file.plan.columns, &page_facts);
     let prose = crate::prose::render(&prose.0, &prose.1, &page_facts)?;

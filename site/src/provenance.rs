@@ -20,11 +20,7 @@ pub fn signer_label(results_dir: &Path, signer_hex: &str) -> String {
     let fingerprint = verify::entry::decode_lower_hex::<32>(signer_hex)
         .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
         .map_or_else(|| "no valid key".to_owned(), |k| verify::fingerprint(&k));
-    let listed = std::fs::read_to_string(results_dir.join(SIGNERS_FILE))
-        .ok()
-        .and_then(|text| verify::keys::parse_signers(&text).ok())
-        .is_some_and(|keys| keys.iter().any(|k| hex::encode(k.as_bytes()) == signer_hex));
-    if listed {
+    if is_listed(results_dir, signer_hex) {
         format!(
             "signed by the project's stable key {fingerprint}, listed in the repository's \
              results/{SIGNERS_FILE}; check it with verify --signers results/{SIGNERS_FILE}"
@@ -36,6 +32,14 @@ pub fn signer_label(results_dir: &Path, signer_hex: &str) -> String {
              results/{SIGNERS_FILE})"
         )
     }
+}
+
+/// Whether `signer_hex` is a key listed in the results directory's allowed-signers file.
+pub fn is_listed(results_dir: &Path, signer_hex: &str) -> bool {
+    std::fs::read_to_string(results_dir.join(SIGNERS_FILE))
+        .ok()
+        .and_then(|text| verify::keys::parse_signers(&text).ok())
+        .is_some_and(|keys| keys.iter().any(|k| hex::encode(k.as_bytes()) == signer_hex))
 }
 
 /// `gh attestation verify FILE -R REPO`: checks that the downloaded results file is, byte for
