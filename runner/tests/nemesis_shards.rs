@@ -140,6 +140,20 @@ fn four_shards_merged_hold_the_whole_runs_plan_and_trial_ids_and_verify() {
         err.contains(&foreign.display().to_string()) && err.contains("another plan"),
         "{err}"
     );
+    // A shard naming a nemesis this runner does not know (a control sequence, here) is refused
+    // before anything of it is printed or names a file.
+    let mut odd: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&shards[2]).unwrap()).unwrap();
+    odd["plan"]["nemeses"][0] = serde_json::json!("kill_at_step\u{1b}]0;title\u{7}");
+    let odd_path = dir.path().join("odd.json");
+    std::fs::write(&odd_path, serde_json::to_vec(&odd).unwrap()).unwrap();
+    let output = merge(&[&shards[0], &shards[1], &odd_path, &shards[3]], &refused);
+    assert_eq!(output.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&output.stderr).to_string();
+    assert!(
+        err.contains("names a nemesis this runner does not know") && !err.contains('\u{1b}'),
+        "{err}"
+    );
     assert!(!refused.join("nemesis/billing_credit.json").exists());
 }
 
