@@ -341,39 +341,20 @@ fn shared_cap_outcome(
     json: bool,
 ) -> Outcome {
     let held: u32 = r.summary.iter().map(|s| s.held).sum();
-    let hosts = match f.environment.hosts {
-        Some(n) => format!(" on {n} hosts"),
-        None => String::new(),
+    let counts = format!(
+        "{} cells ({} judged; the invariant held in {held}",
+        r.cells, r.judged
+    );
+    let run = CapRun {
+        kind: "shared_cap",
+        words: "shared_cap",
+        environment: &f.environment,
+        generated_at: &f.generated_at,
+        signed: r.signed,
+        findings: &r.findings,
+        ok: r.ok,
     };
-    let summary = if matches!(key, KeyCheck::Pinned(_)) && !r.signed {
-        // Under a pin, nothing is derived from a file whose signature failed.
-        format!("shared_cap{hosts}, signature check failed, not read further")
-    } else {
-        format!(
-            "shared_cap{hosts}, {} cells ({} judged; the invariant held in {held}: what the run \
-             found, re-derived from the data), {}",
-            r.cells,
-            r.judged,
-            if r.signed {
-                "signed"
-            } else {
-                "signature check failed"
-            }
-        )
-    };
-    let details = r.findings.iter().map(|x| format!("  {x}")).collect();
-    let mut outcome = Outcome::new(r.ok, summary, details, "shared_cap", r, json);
-    let named = hex::decode(&f.environment.public_key)
-        .ok()
-        .and_then(|b| <[u8; 32]>::try_from(b).ok())
-        .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
-        .map(|k| crate::fingerprint(&k));
-    outcome.provenance = Provenance {
-        signer: signer_of(key, named),
-        made: Made::Generated(f.generated_at.clone()),
-        commit: Some(f.environment.git_commit.clone()),
-    };
-    outcome
+    run.outcome(key, &counts, r, json)
 }
 
 fn shared_cap_nemesis_outcome(
@@ -383,38 +364,77 @@ fn shared_cap_nemesis_outcome(
     json: bool,
 ) -> Outcome {
     let held: u32 = r.summary.iter().map(|s| s.held).sum();
-    let hosts = match f.environment.hosts {
-        Some(n) => format!(" on {n} hosts"),
-        None => String::new(),
+    let counts = format!(
+        "{} trials ({} judged; the invariant held in {held}",
+        r.trials, r.judged
+    );
+    let run = CapRun {
+        kind: "shared_cap_nemesis",
+        words: "shared_cap nemesis",
+        environment: &f.environment,
+        generated_at: &f.generated_at,
+        signed: r.signed,
+        findings: &r.findings,
+        ok: r.ok,
     };
-    let summary = if matches!(key, KeyCheck::Pinned(_)) && !r.signed {
-        format!("shared_cap nemesis{hosts}, signature check failed, not read further")
-    } else {
-        format!(
-            "shared_cap nemesis{hosts}, {} trials ({} judged; the invariant held in {held}: \
-             what the run found, re-derived from the data), {}",
-            r.trials,
-            r.judged,
-            if r.signed {
-                "signed"
-            } else {
-                "signature check failed"
-            }
-        )
-    };
-    let details = r.findings.iter().map(|x| format!("  {x}")).collect();
-    let mut outcome = Outcome::new(r.ok, summary, details, "shared_cap_nemesis", r, json);
-    let named = hex::decode(&f.environment.public_key)
-        .ok()
-        .and_then(|b| <[u8; 32]>::try_from(b).ok())
-        .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
-        .map(|k| crate::fingerprint(&k));
-    outcome.provenance = Provenance {
-        signer: signer_of(key, named),
-        made: Made::Generated(f.generated_at.clone()),
-        commit: Some(f.environment.git_commit.clone()),
-    };
-    outcome
+    run.outcome(key, &counts, r, json)
+}
+
+/// What the verdict of a shared_cap file (matrix or nemesis) is made of.
+struct CapRun<'a> {
+    /// `shared_cap` or `shared_cap_nemesis`.
+    kind: &'static str,
+    /// What the verdict line calls it.
+    words: &'static str,
+    environment: &'a crate::shared_cap::record::CapEnvironment,
+    generated_at: &'a str,
+    signed: bool,
+    findings: &'a [String],
+    ok: bool,
+}
+
+impl CapRun<'_> {
+    /// The verdict line with `counts` (nothing counted under a pin when the signature fails),
+    /// the findings, and who signed it when.
+    fn outcome(
+        &self,
+        key: &KeyCheck,
+        counts: &str,
+        report: &impl serde::Serialize,
+        json: bool,
+    ) -> Outcome {
+        let what = self.words;
+        let hosts = match self.environment.hosts {
+            Some(n) => format!(" on {n} hosts"),
+            None => String::new(),
+        };
+        let summary = if matches!(key, KeyCheck::Pinned(_)) && !self.signed {
+            // Under a pin, nothing is derived from a file whose signature failed.
+            format!("{what}{hosts}, signature check failed, not read further")
+        } else {
+            format!(
+                "{what}{hosts}, {counts}: what the run found, re-derived from the data), {}",
+                if self.signed {
+                    "signed"
+                } else {
+                    "signature check failed"
+                }
+            )
+        };
+        let details = self.findings.iter().map(|x| format!("  {x}")).collect();
+        let mut outcome = Outcome::new(self.ok, summary, details, self.kind, report, json);
+        let named = hex::decode(&self.environment.public_key)
+            .ok()
+            .and_then(|b| <[u8; 32]>::try_from(b).ok())
+            .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
+            .map(|k| crate::fingerprint(&k));
+        outcome.provenance = Provenance {
+            signer: signer_of(key, named),
+            made: Made::Generated(self.generated_at.to_owned()),
+            commit: Some(self.environment.git_commit.clone()),
+        };
+        outcome
+    }
 }
 
 /// Unsigned content cannot pass under a pinned key: the original format has no signatures.

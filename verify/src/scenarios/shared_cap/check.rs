@@ -148,6 +148,14 @@ pub(crate) fn check_signature(
     false
 }
 
+/// How a file was checked, in the report's words: `pinned` or `self-attested`.
+pub(crate) fn key_name(key: &KeyCheck) -> &'static str {
+    match key {
+        KeyCheck::Pinned(_) => "pinned",
+        KeyCheck::SelfAttested => "self-attested",
+    }
+}
+
 /// A run on several hosts is a run of two (worker `a` on one, `b` on the other) whose journal
 /// both reach over the network: a file journal would be one host's disk.
 pub(crate) fn hosts_problem(env: &super::record::CapEnvironment) -> Option<String> {
@@ -273,10 +281,7 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
             &mut findings,
         )
     });
-    let key_name = match key {
-        KeyCheck::Pinned(_) => "pinned",
-        KeyCheck::SelfAttested => "self-attested",
-    };
+    let key_name = key_name(key);
     // Under a pin, a file that is not what the key signed is not read further: nothing is
     // derived or counted from it.
     if matches!(key, KeyCheck::Pinned(_)) && !signed {

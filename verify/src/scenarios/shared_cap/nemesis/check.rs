@@ -256,10 +256,7 @@ pub fn check(file: &CapNemesisFile, key: &KeyCheck) -> CapNemesisReport {
             &mut findings,
         )
     });
-    let key_name = match key {
-        KeyCheck::Pinned(_) => "pinned",
-        KeyCheck::SelfAttested => "self-attested",
-    };
+    let key_name = crate::shared_cap::check::key_name(key);
     // Under a pin, a file that is not what the key signed is not read further.
     if matches!(key, KeyCheck::Pinned(_)) && !signed {
         return CapNemesisReport {
