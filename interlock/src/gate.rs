@@ -1129,7 +1129,9 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     pub(crate) fn release(&self, claim: Claim<'_>, eid: &str) {
         let open = self
             .journal
-            .peek(|j| j.state(eid).is_some_and(|s| s.open.is_some()))
+            .peek(Some(eid), |j| {
+                j.state(eid).is_some_and(|s| s.open.is_some())
+            })
             .unwrap_or(true);
         if open {
             claim.release(&self.key);
@@ -1141,17 +1143,19 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     /// Every entry of one effect, in journal order, exactly as stored (empty if none). Reads
     /// without waiting for another process's journal lock.
     pub fn entries(&self, effect_id: &str) -> Result<Vec<Value>, GateError> {
-        Ok(self.journal.peek(|j| j.entries(effect_id))??)
+        Ok(self
+            .journal
+            .peek(Some(effect_id), |j| j.entries(effect_id))??)
     }
 
     /// Every effect id in the journal, in first-seen order.
     pub fn effect_ids(&self) -> Result<Vec<String>, GateError> {
-        Ok(self.journal.peek(|j| j.effect_ids())?)
+        Ok(self.journal.peek(None, |j| j.effect_ids())?)
     }
 
     /// Effects with an open dispatch (what [`Gate::recover`] will work on), first-seen order.
     pub fn open_effects(&self) -> Result<Vec<String>, GateError> {
-        Ok(self.journal.peek(|j| j.open_effects())?)
+        Ok(self.journal.peek(None, |j| j.open_effects())?)
     }
 
     /// The status the journal now records for an effect ([`status_of`](crate::status_of) of

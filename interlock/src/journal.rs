@@ -569,6 +569,9 @@ struct Inner {
     /// not yet covered: a section of that effect waits for it before it reads the effect, so no
     /// answer rests on a line a crash could still take away.
     pending: HashMap<String, u64>,
+    /// Waits for a group commit begun so far (for tests that order threads by them).
+    #[cfg(test)]
+    waits: usize,
 }
 
 /// A journal file opened for reading and appending.
@@ -583,7 +586,15 @@ pub struct Journal {
     inner: Mutex<Inner>,
     /// Signalled when a group commit ends (or the journal lock of this process is let go).
     committed: Condvar,
+    /// Called by a group commit's leader while it syncs the marks, its mutex let go (for tests
+    /// that order threads around that instant).
+    #[cfg(test)]
+    on_marks_sync: Mutex<Option<SyncHook>>,
 }
+
+/// See [`Journal::on_marks_sync`].
+#[cfg(test)]
+type SyncHook = Box<dyn Fn(&Journal) + Send>;
 
 impl std::fmt::Debug for Journal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -640,8 +651,12 @@ impl Journal {
                 durable: 0,
                 leading: false,
                 pending: HashMap::new(),
+                #[cfg(test)]
+                waits: 0,
             }),
             committed: Condvar::new(),
+            #[cfg(test)]
+            on_marks_sync: Mutex::new(None),
         };
         drop(journal.lock(None)?);
         Ok(journal)
@@ -726,20 +741,25 @@ impl Journal {
             locked.hold.marks = Some(Marks::open(&self.canonical)?);
         }
         locked.refresh()?;
-        let target = match effect {
-            Some(e) => locked.hold.pending.get(e).copied().unwrap_or(0),
-            None => locked.hold.requested,
-        };
-        if target > locked.hold.durable {
+        // Asked again after every wait: the mutex is let go while waiting, and another thread
+        // may meanwhile have indexed a later line of the same effect (its COMMITTED) that the
+        // commit waited for does not cover.
+        loop {
+            let target = match effect {
+                Some(e) => locked.hold.pending.get(e).copied().unwrap_or(0),
+                None => locked.hold.requested,
+            };
+            if target <= locked.hold.durable {
+                return Ok(locked);
+            }
             locked.wait_durable(target)?;
         }
-        Ok(locked)
     }
 
     /// Read, without the journal lock, what was appended since the last look (complete lines
     /// only, each checked as under the lock), and return a view of the index. Never waits for
     /// another process's lock: for [`Gate::status`](crate::Gate::status) and other readers.
-    pub(crate) fn view(&self) -> Result<Locked<'_>, JournalError> {
+    pub(crate) fn view(&self, effect: Option<&str>) -> Result<Locked<'_>, JournalError> {
         let inner = self.index();
         let mut view = Locked {
             hold: Hold {
@@ -751,10 +771,17 @@ impl Journal {
             trusted: &self.trusted,
         };
         view.refresh()?;
-        // A reader sees only what is durable: wait for the group commit under way (it never
-        // leads one: it holds no lock).
-        let target = view.hold.requested;
-        while view.hold.durable < target {
+        // A reader sees only what is durable: wait for the group commits under way (it never
+        // leads one: it holds no lock) until nothing of `effect` (of any effect, for `None`) is
+        // owed, asked again after every wait, as under the lock.
+        loop {
+            let target = match effect {
+                Some(e) => view.hold.pending.get(e).copied().unwrap_or(0),
+                None => view.hold.requested,
+            };
+            if view.hold.durable >= target {
+                break;
+            }
             if let Some(e) = view.poisoned() {
                 return Err(e);
             }
@@ -836,6 +863,12 @@ impl Hold<'_> {
     /// Wait, the mutex let go, until the next group commit ends.
     fn wait_for_commit(&mut self) {
         if let Some(g) = self.guard.take() {
+            #[cfg(test)]
+            let g = {
+                let mut g = g;
+                g.waits += 1;
+                g
+            };
             let g = self
                 .journal
                 .committed
@@ -1218,10 +1251,22 @@ impl Locked<'_> {
             None => None,
         };
         // The intents of the batch's lines are durable before any of the lines is written.
+        #[cfg(test)]
+        let journal = self.hold.journal;
         let synced = self.hold.unlocked(|| match &marks {
-            Some(m) => m
-                .sync_data()
-                .map_err(io_err("sync the marks file of", path)),
+            Some(m) => {
+                #[cfg(test)]
+                if let Some(hook) = journal
+                    .on_marks_sync
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .as_ref()
+                {
+                    hook(journal);
+                }
+                m.sync_data()
+                    .map_err(io_err("sync the marks file of", path))
+            }
             None => Ok(()),
         });
         if let Err(e) = synced {
@@ -1550,6 +1595,97 @@ mod tests {
             vec!["a".to_owned(), "b".to_owned()]
         );
         assert_eq!(read_all(&path).unwrap().len(), 3);
+    }
+
+    /// A section that waited for one group commit of its effect asks again before it reads:
+    /// while it slept, another thread indexed a later line of the same effect that the next
+    /// commit has not written yet (in CI: a duplicate was answered from a queued COMMITTED, and
+    /// a SIGKILL then left the effect ending in DISPATCHED). The threads are ordered by the
+    /// leader's pause while it syncs the marks, its mutex let go; no timing is assumed.
+    #[test]
+    fn a_section_never_reads_a_line_of_its_effect_that_is_not_yet_written() {
+        never_reads_an_unwritten_line(|j| j.lock(Some("e")).unwrap().index().count("e"));
+    }
+
+    /// The same for a lock-free reader ([`Journal::view`]).
+    #[test]
+    fn a_view_never_reads_a_line_of_its_effect_that_is_not_yet_written() {
+        never_reads_an_unwritten_line(|j| j.view(Some("e")).unwrap().index().count("e"));
+    }
+
+    /// Effect `e` gets a line and a claim-record mark; `read` (the entries of `e` that a reader
+    /// sees) runs while the mark's commit is under way, and a second line is appended before
+    /// the reader wakes.
+    fn never_reads_an_unwritten_line(read: impl Fn(&Journal) -> usize + Send + Sync) {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        let j = Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
+        let proposed = json!({"agent": "x", "lease": "l", "premises": {}, "effect": 1});
+        let mut a = j.lock(Some("e")).unwrap();
+        a.append("e", Kind::Proposed, fields(proposed), 1, &key())
+            .unwrap();
+        let syncs = Arc::new(AtomicUsize::new(0));
+        let first_sync = Arc::new(AtomicBool::new(false));
+        let reported = Arc::new(AtomicBool::new(false));
+        let until = |what: &str, done: &dyn Fn() -> bool| {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !done() {
+                assert!(Instant::now() < deadline, "never happened: {what}");
+                std::thread::yield_now();
+            }
+        };
+        {
+            let (syncs, first_sync, reported) = (
+                Arc::clone(&syncs),
+                Arc::clone(&first_sync),
+                Arc::clone(&reported),
+            );
+            *j.on_marks_sync.lock().unwrap() = Some(Box::new(move |j: &Journal| {
+                let waits = || j.index().waits;
+                match syncs.fetch_add(1, Ordering::SeqCst) {
+                    // The claim-record mark's commit: held until the other thread waits for it.
+                    0 => {
+                        first_sync.store(true, Ordering::SeqCst);
+                        until("the reader waits for the first commit", &|| waits() >= 1);
+                    }
+                    // AUTHORIZED's commit, before the line is written: held until the reader
+                    // either answered or waits again.
+                    1 => until("the reader answers or waits again", &|| {
+                        reported.load(Ordering::SeqCst) || waits() >= 2
+                    }),
+                    _ => {}
+                }
+            }));
+        }
+        std::thread::scope(|s| {
+            let reader = s.spawn(|| {
+                while !first_sync.load(Ordering::SeqCst) {
+                    std::thread::yield_now();
+                }
+                let indexed = read(&j);
+                let written = read_all(&path).unwrap().len();
+                reported.store(true, Ordering::SeqCst);
+                (indexed, written)
+            });
+            a.record_written("e", 1).unwrap();
+            a.append(
+                "e",
+                Kind::Authorized,
+                fields(json!({"lease": "l"})),
+                2,
+                &key(),
+            )
+            .unwrap();
+            drop(a);
+            let (indexed, written) = reader.join().unwrap();
+            assert_eq!(
+                indexed, written,
+                "the reader saw {indexed} entries of the effect while {written} were written"
+            );
+        });
+        assert_eq!(syncs.load(Ordering::SeqCst), 2);
     }
 
     #[test]

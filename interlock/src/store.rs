@@ -136,11 +136,16 @@ impl Store {
         }
     }
 
-    /// Catch up without waiting for another process's lock and call `f` on the view.
-    pub fn peek<R>(&self, f: impl FnOnce(&Section<'_>) -> R) -> Result<R, JournalError> {
+    /// Catch up without waiting for another process's lock and call `f` on the view, once what
+    /// `effect` (every effect, for `None`) has in the view is durable.
+    pub fn peek<R>(
+        &self,
+        effect: Option<&str>,
+        f: impl FnOnce(&Section<'_>) -> R,
+    ) -> Result<R, JournalError> {
         match self {
             Store::File { journal, .. } => {
-                let view = journal.view()?;
+                let view = journal.view(effect)?;
                 Ok(f(&Section::File(view)))
             }
             Store::Pg(pg) => {
