@@ -708,9 +708,10 @@ impl Journal {
     /// Take the journal lock: this process's lock first (threads queue on a mutex), then, unless
     /// another thread of this process holds it already, the `flock` on a fresh descriptor of the
     /// journal file, waited for at most the configured bound; then read and check what other
-    /// processes appended since. Then wait until what this process queued for `effect` (every
-    /// effect, for `None`) is durable: another thread's line may be indexed and not yet written,
-    /// and an answer that writes nothing (a duplicate, a status) must not rest on it.
+    /// processes appended since. Then wait until what this process queued for `effect` is
+    /// durable (for `None`, what it had queued on arrival; see [`owed`]): another thread's line
+    /// may be indexed and not yet written, and an answer that writes nothing (a duplicate, a
+    /// status) must not rest on it.
     pub(crate) fn lock(&self, effect: Option<&str>) -> Result<Locked<'_>, JournalError> {
         let mut inner = self.index();
         if inner.flock.is_none() {
@@ -741,18 +742,12 @@ impl Journal {
             locked.hold.marks = Some(Marks::open(&self.canonical)?);
         }
         locked.refresh()?;
-        // Asked again after every wait: the mutex is let go while waiting, and another thread
-        // may meanwhile have indexed a later line of the same effect (its COMMITTED) that the
-        // commit waited for does not cover.
+        let owed_on_arrival = locked.hold.requested;
         loop {
-            let target = match effect {
-                Some(e) => locked.hold.pending.get(e).copied().unwrap_or(0),
-                None => locked.hold.requested,
-            };
-            if target <= locked.hold.durable {
+            if owed(&locked.hold, effect, owed_on_arrival) <= locked.hold.durable {
                 return Ok(locked);
             }
-            locked.wait_durable(target)?;
+            locked.wait_durable(owed(&locked.hold, effect, owed_on_arrival))?;
         }
     }
 
@@ -771,15 +766,11 @@ impl Journal {
             trusted: &self.trusted,
         };
         view.refresh()?;
-        // A reader sees only what is durable: wait for the group commits under way (it never
-        // leads one: it holds no lock) until nothing of `effect` (of any effect, for `None`) is
-        // owed, asked again after every wait, as under the lock.
+        // A reader sees only what is durable of what it reads: wait for the group commits under
+        // way (it never leads one: it holds no lock), as a section does.
+        let owed_on_arrival = view.hold.requested;
         loop {
-            let target = match effect {
-                Some(e) => view.hold.pending.get(e).copied().unwrap_or(0),
-                None => view.hold.requested,
-            };
-            if view.hold.durable >= target {
+            if view.hold.durable >= owed(&view.hold, effect, owed_on_arrival) {
                 break;
             }
             if let Some(e) = view.poisoned() {
@@ -820,6 +811,20 @@ impl Journal {
             std::thread::sleep(nap.min(self.lock_wait.saturating_sub(waited)));
             nap = (nap * 2).min(Duration::from_millis(50));
         }
+    }
+}
+
+/// The durability request a section (or reader) of `effect` waits for before it reads.
+/// For one effect: the request of its last queued line, asked again after every wait (the
+/// mutex is let go while waiting, and another thread may meanwhile queue a later line of the
+/// effect, such as its COMMITTED, that the commit waited for did not cover); an effect has a
+/// handful of lines, so this ends. For the whole journal (`None`): what was requested when the
+/// section arrived, so that threads appending without pause cannot keep it waiting; what is
+/// queued during its wait is waited for by whoever then reads that effect.
+fn owed(inner: &Inner, effect: Option<&str>, owed_on_arrival: u64) -> u64 {
+    match effect {
+        Some(e) => inner.pending.get(e).copied().unwrap_or(0),
+        None => owed_on_arrival,
     }
 }
 

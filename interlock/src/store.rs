@@ -137,7 +137,8 @@ impl Store {
     }
 
     /// Catch up without waiting for another process's lock and call `f` on the view, once what
-    /// `effect` (every effect, for `None`) has in the view is durable.
+    /// this process queued for `effect` is durable (for `None`: what it had queued for any
+    /// effect when the view was asked for).
     pub fn peek<R>(
         &self,
         effect: Option<&str>,
