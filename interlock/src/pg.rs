@@ -317,10 +317,20 @@ impl PgStore {
             .application_name(&name);
         let mut client = config.connect(NoTls).map_err(db_err(shown, "connect"))?;
         // A commit must be durable before the server acknowledges it (a URL option or a role's
-        // setting may turn that off: a lost DISPATCHED is a second send).
+        // setting may turn that off: a lost DISPATCHED is a second send). Every statement reads
+        // what committed before it started (read committed): an effect's lock and its catch-up
+        // go in one round trip, and under repeatable read or serializable (a URL option or a
+        // role's default) the catch-up's snapshot would be taken before the lock was granted,
+        // missing the entry its last holder committed while this session waited (a dispatch
+        // settled REFUSED looked open, and recovery resent it).
         client
-            .batch_execute("SET synchronous_commit = on")
-            .map_err(db_err(shown, "turn synchronous commit on"))?;
+            .batch_execute(
+                "SET synchronous_commit = on; SET default_transaction_isolation = 'read committed'",
+            )
+            .map_err(db_err(
+                shown,
+                "turn synchronous commit on and set read-committed isolation",
+            ))?;
         let fsync = client
             .query_one("SHOW fsync", &[])
             .map_err(db_err(shown, "read the server's fsync setting"))?;
@@ -456,9 +466,9 @@ impl PgStore {
             effect: None,
             budget: None,
         };
-        // The lock and the catch-up in one round trip: two statements, so the catch-up's
-        // snapshot is taken after the lock was granted (it sees every row its last holder
-        // committed).
+        // The lock and the catch-up in one round trip: two statements, so under read committed
+        // (set at connect) the catch-up's snapshot is taken after the lock was granted (it sees
+        // every row its last holder committed).
         match section.refresh_after(Some(key)) {
             Ok(()) => {
                 section.effect = Some((effect_id.to_owned(), key));
