@@ -565,6 +565,8 @@ struct Inner {
     durable: u64,
     /// A thread is carrying out a group commit (the others wait for it or for the next).
     leading: bool,
+    /// A thread is waiting for the `flock` (with the mutex let go); the others wait for it.
+    acquiring: bool,
     /// Per effect, the durability request of its last queued line or claim-record mark, while
     /// not yet covered: a section of that effect waits for it before it reads the effect, so no
     /// answer rests on a line a crash could still take away.
@@ -584,7 +586,7 @@ pub struct Journal {
     /// A second descriptor of the journal file, for the group commit's fsync outside `inner`.
     sync_file: File,
     inner: Mutex<Inner>,
-    /// Signalled when a group commit ends (or the journal lock of this process is let go).
+    /// Signalled when a group commit ends, or an attempt to take the `flock` does.
     committed: Condvar,
     /// Called by a group commit's leader while it syncs the marks, its mutex let go (for tests
     /// that order threads around that instant).
@@ -650,6 +652,7 @@ impl Journal {
                 requested: 0,
                 durable: 0,
                 leading: false,
+                acquiring: false,
                 pending: HashMap::new(),
                 #[cfg(test)]
                 waits: 0,
@@ -705,28 +708,54 @@ impl Journal {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Take the journal lock: this process's lock first (threads queue on a mutex), then, unless
-    /// another thread of this process holds it already, the `flock` on a fresh descriptor of the
-    /// journal file, waited for at most the configured bound; then read and check what other
-    /// processes appended since. Then wait until what this process queued for `effect` is
+    /// Take the journal lock: unless another thread of this process holds it already, the
+    /// `flock` on a fresh descriptor of the journal file, waited for at most the configured
+    /// bound counted from this call (however many threads of the process wait too), with this
+    /// process's mutex let go meanwhile (one thread tries for the `flock`, the others wait for
+    /// it; lock-free readers go on); then read and check what other processes appended since. Then wait until what this process queued for `effect` is
     /// durable (for `None`, what it had queued on arrival; see [`owed`]): another thread's line
     /// may be indexed and not yet written, and an answer that writes nothing (a duplicate, a
     /// status) must not rest on it.
     pub(crate) fn lock(&self, effect: Option<&str>) -> Result<Locked<'_>, JournalError> {
+        let started = Instant::now();
         let mut inner = self.index();
-        if inner.flock.is_none() {
-            inner.flock = Some(self.take_file_lock()?);
-        } else {
-            // Held on by another thread's section: the path must still name the file opened,
-            // as each fresh acquisition checks.
-            let meta = std::fs::metadata(&self.path).map_err(io_err("inspect", &self.path))?;
-            if (meta.dev(), meta.ino()) != self.identity {
-                return Err(JournalError::Poisoned {
-                    path: self.path.clone(),
-                    reason: "the path now names a different file than the one opened (replaced or moved)"
-                        .into(),
-                });
+        loop {
+            if inner.flock.is_some() {
+                // Held on by another thread's section: the path must still name the file
+                // opened, as each fresh acquisition checks.
+                let meta = std::fs::metadata(&self.path).map_err(io_err("inspect", &self.path))?;
+                if (meta.dev(), meta.ino()) != self.identity {
+                    return Err(JournalError::Poisoned {
+                        path: self.path.clone(),
+                        reason: "the path now names a different file than the one opened (replaced or moved)"
+                            .into(),
+                    });
+                }
+                break;
             }
+            if !inner.acquiring {
+                // This thread waits for the `flock` with the mutex let go: readers of this
+                // process go on meanwhile, and its other threads wait for this acquisition
+                // rather than start their own.
+                inner.acquiring = true;
+                drop(inner);
+                let taken = self.take_file_lock(started);
+                inner = self.index();
+                inner.acquiring = false;
+                self.committed.notify_all();
+                inner.flock = Some(taken?);
+                break;
+            }
+            // Another thread of this process is acquiring it: wait for that, within this
+            // call's own bound (it may fail, and this thread then tries with what is left).
+            let left = self.lock_wait.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return Err(self.busy(started));
+            }
+            inner = match self.committed.wait_timeout(inner, left) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
         }
         inner.holders += 1;
         let mut locked = Locked {
@@ -781,7 +810,17 @@ impl Journal {
         Ok(view)
     }
 
-    fn take_file_lock(&self) -> Result<File, JournalError> {
+    /// The journal lock was not had within the bound, counted from `started`.
+    fn busy(&self, started: Instant) -> JournalError {
+        JournalError::Busy {
+            path: self.path.clone(),
+            waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// The `flock` on a fresh descriptor, tried until the bound counted from `started` (when
+    /// the caller asked for the journal lock) runs out.
+    fn take_file_lock(&self, started: Instant) -> Result<File, JournalError> {
         let file = File::open(&self.path).map_err(io_err("open for locking", &self.path))?;
         let meta = file.metadata().map_err(io_err("inspect", &self.path))?;
         if (meta.dev(), meta.ino()) != self.identity {
@@ -793,7 +832,6 @@ impl Journal {
             });
         }
         check_one_name(&file, &self.path)?;
-        let started = Instant::now();
         let mut nap = Duration::from_millis(1);
         loop {
             match file.try_lock() {
@@ -803,10 +841,7 @@ impl Journal {
             }
             let waited = started.elapsed();
             if waited >= self.lock_wait {
-                return Err(JournalError::Busy {
-                    path: self.path.clone(),
-                    waited_ms: u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
-                });
+                return Err(self.busy(started));
             }
             std::thread::sleep(nap.min(self.lock_wait.saturating_sub(waited)));
             nap = (nap * 2).min(Duration::from_millis(50));
