@@ -1534,6 +1534,8 @@ pub fn read_all(path: &Path) -> Result<Vec<Value>, JournalError> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
 
     fn key() -> SigningKey {
         SigningKey::from_bytes(&[3u8; 32])
@@ -1541,6 +1543,170 @@ mod tests {
 
     fn fields(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap_or_default()
+    }
+
+    /// Yield until `done`, failing the test after 30 s (a step that never comes).
+    fn until(what: &str, done: &dyn Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !done() {
+            assert!(Instant::now() < deadline, "never happened: {what}");
+            std::thread::yield_now();
+        }
+    }
+
+    /// Call `hook` with the group commit's number (from 0) each time a leader syncs the marks,
+    /// its mutex let go; returns the count of such syncs.
+    fn on_marks_sync(
+        j: &Journal,
+        hook: impl Fn(usize, &Journal) + Send + 'static,
+    ) -> Arc<AtomicUsize> {
+        let syncs = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&syncs);
+        *j.on_marks_sync.lock().unwrap() = Some(Box::new(move |j: &Journal| {
+            hook(counted.fetch_add(1, Ordering::SeqCst), j);
+        }));
+        syncs
+    }
+
+    fn proposed(effect: u64) -> Map<String, Value> {
+        fields(json!({"agent": "x", "lease": "l", "premises": {}, "effect": effect}))
+    }
+
+    /// The effect ids of the lines in the file now.
+    fn written_ids(path: &Path) -> Vec<String> {
+        read_all(path)
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["effect_id"].as_str().map(str::to_owned))
+            .collect()
+    }
+
+    /// A whole-journal reader (`None`) arriving while an effect's first line waits for its
+    /// commit does not list the effect until the line is written.
+    #[test]
+    fn a_whole_journal_reader_lists_no_effect_whose_line_is_not_yet_written() {
+        let readers: [fn(&Journal) -> Vec<String>; 2] = [
+            |j| j.effect_ids().unwrap(),
+            |j| j.view(None).unwrap().index().effect_ids(),
+        ];
+        for read in readers {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("j.jsonl");
+            let j =
+                Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
+            let paused = Arc::new(AtomicBool::new(false));
+            let reported = Arc::new(AtomicBool::new(false));
+            {
+                let (paused, reported) = (Arc::clone(&paused), Arc::clone(&reported));
+                on_marks_sync(&j, move |n, j| {
+                    if n == 0 {
+                        paused.store(true, Ordering::SeqCst);
+                        until("the reader answers or waits", &|| {
+                            reported.load(Ordering::SeqCst) || j.index().waits >= 1
+                        });
+                    }
+                });
+            }
+            let (listed, written) = std::thread::scope(|s| {
+                let reader = s.spawn(|| {
+                    until("the first commit pauses", &|| paused.load(Ordering::SeqCst));
+                    let listed = read(&j);
+                    let written = written_ids(&path);
+                    reported.store(true, Ordering::SeqCst);
+                    (listed, written)
+                });
+                j.append_entry("x", Kind::Proposed, proposed(1), 1, &key())
+                    .unwrap();
+                reader.join().unwrap()
+            });
+            assert!(
+                listed.iter().all(|id| written.contains(id)),
+                "listed {listed:?} while the file held {written:?}"
+            );
+        }
+    }
+
+    /// A thread joining the `flock` another thread of the process holds still checks that the
+    /// path names the journal opened: a file put in its place meanwhile is refused, not read.
+    #[test]
+    fn joining_the_held_lock_refuses_a_journal_replaced_meanwhile() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        let j = Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
+        let paused = Arc::new(AtomicBool::new(false));
+        let answered = Arc::new(AtomicBool::new(false));
+        {
+            let (paused, answered) = (Arc::clone(&paused), Arc::clone(&answered));
+            on_marks_sync(&j, move |n, _| {
+                if n == 0 {
+                    paused.store(true, Ordering::SeqCst);
+                    until("the other thread's lock answers", &|| {
+                        answered.load(Ordering::SeqCst)
+                    });
+                }
+            });
+        }
+        let joined = std::thread::scope(|s| {
+            let other = s.spawn(|| {
+                until("the first commit pauses", &|| paused.load(Ordering::SeqCst));
+                let aside = dir.path().join("other.jsonl");
+                std::fs::write(&aside, b"").unwrap();
+                std::fs::rename(&aside, &path).unwrap();
+                let joined = j.lock(Some("y")).map(|_| ());
+                answered.store(true, Ordering::SeqCst);
+                joined
+            });
+            // The append fails or not (its file was replaced under it); what matters is the
+            // other thread's answer.
+            let _ = j.append_entry("x", Kind::Proposed, proposed(1), 1, &key());
+            other.join().unwrap()
+        });
+        assert!(
+            matches!(joined, Err(JournalError::Poisoned { ref reason, .. }) if reason.contains("different file")),
+            "{joined:?}"
+        );
+    }
+
+    /// A group commit writes only the lines whose intents its marks sync covered: a line queued
+    /// while the leader synced the marks waits for the next commit (after a power loss, an
+    /// entry whose intent was not durable would stop the journal from opening).
+    #[test]
+    fn a_line_queued_during_the_marks_sync_waits_for_the_next_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        let j = Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
+        let paused = Arc::new(AtomicBool::new(false));
+        let at_second_sync = Arc::new(Mutex::new(Vec::new()));
+        let syncs = {
+            let (paused, at_second_sync, path) = (
+                Arc::clone(&paused),
+                Arc::clone(&at_second_sync),
+                path.clone(),
+            );
+            on_marks_sync(&j, move |n, j| match n {
+                0 => {
+                    paused.store(true, Ordering::SeqCst);
+                    until("the second line is queued and waits", &|| {
+                        j.index().waits >= 1
+                    });
+                }
+                1 => *at_second_sync.lock().unwrap() = written_ids(&path),
+                _ => {}
+            })
+        };
+        std::thread::scope(|s| {
+            let second = s.spawn(|| {
+                until("the first commit pauses", &|| paused.load(Ordering::SeqCst));
+                j.append_entry("y", Kind::Proposed, proposed(2), 2, &key())
+                    .unwrap();
+            });
+            j.append_entry("x", Kind::Proposed, proposed(1), 1, &key())
+                .unwrap();
+            second.join().unwrap();
+        });
+        assert_eq!(syncs.load(Ordering::SeqCst), 2);
+        assert_eq!(*at_second_sync.lock().unwrap(), vec!["x".to_owned()]);
+        assert_eq!(written_ids(&path), vec!["x".to_owned(), "y".to_owned()]);
     }
 
     #[test]
@@ -1657,8 +1823,6 @@ mod tests {
     /// sees) runs while the mark's commit is under way, and a second line is appended before
     /// the reader wakes.
     fn never_reads_an_unwritten_line(read: impl Fn(&Journal) -> usize + Send + Sync) {
-        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-        use std::sync::Arc;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.jsonl");
         let j = Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
@@ -1666,25 +1830,13 @@ mod tests {
         let mut a = j.lock(Some("e")).unwrap();
         a.append("e", Kind::Proposed, fields(proposed), 1, &key())
             .unwrap();
-        let syncs = Arc::new(AtomicUsize::new(0));
         let first_sync = Arc::new(AtomicBool::new(false));
         let reported = Arc::new(AtomicBool::new(false));
-        let until = |what: &str, done: &dyn Fn() -> bool| {
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while !done() {
-                assert!(Instant::now() < deadline, "never happened: {what}");
-                std::thread::yield_now();
-            }
-        };
-        {
-            let (syncs, first_sync, reported) = (
-                Arc::clone(&syncs),
-                Arc::clone(&first_sync),
-                Arc::clone(&reported),
-            );
-            *j.on_marks_sync.lock().unwrap() = Some(Box::new(move |j: &Journal| {
+        let syncs = {
+            let (first_sync, reported) = (Arc::clone(&first_sync), Arc::clone(&reported));
+            on_marks_sync(&j, move |n, j| {
                 let waits = || j.index().waits;
-                match syncs.fetch_add(1, Ordering::SeqCst) {
+                match n {
                     // The claim-record mark's commit: held until the other thread waits for it.
                     0 => {
                         first_sync.store(true, Ordering::SeqCst);
@@ -1697,8 +1849,8 @@ mod tests {
                     }),
                     _ => {}
                 }
-            }));
-        }
+            })
+        };
         std::thread::scope(|s| {
             let reader = s.spawn(|| {
                 while !first_sync.load(Ordering::SeqCst) {
