@@ -1286,9 +1286,14 @@ impl Locked<'_> {
         inner.leading = true;
         let batch = inner.requested;
         let lines = inner.queue.len();
-        let marks = match inner.marks.as_ref() {
-            Some(m) => Some(m.sync_handle()?),
-            None => None,
+        let marks = match inner.marks.as_ref().map(Marks::sync_handle).transpose() {
+            Ok(m) => m,
+            Err(e) => {
+                // Like a failed sync: the queued lines must not be written by a later commit
+                // after their appends were answered with this error.
+                self.poison(format!("the marks could not be opened for syncing ({e})"));
+                return Err(e);
+            }
         };
         // The intents of the batch's lines are durable before any of the lines is written.
         #[cfg(test)]
