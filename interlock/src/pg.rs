@@ -286,7 +286,7 @@ fn claim_key(schema: &str, effect_id: &str) -> i64 {
 
 /// The key of an effect's append lock (held on the main connection while a section of that
 /// effect reads and appends) in the journal of `schema`.
-fn effect_key(schema: &str, effect_id: &str) -> i64 {
+pub(crate) fn effect_key(schema: &str, effect_id: &str) -> i64 {
     key_of(&["interlock-effect", schema, effect_id])
 }
 
@@ -296,10 +296,9 @@ fn budget_key(schema: &str, budget_id: &str) -> i64 {
 }
 
 impl PgStore {
-    /// Connect. `claims_of`: the schema of the journal whose claims this session will hold (it
-    /// gets keepalives and a user timeout, and is named `interlock-claims <schema>`).
+    /// Connect (with keepalives and a user timeout on both sides). `claims_of`: the schema of
+    /// the journal whose claims this session will hold (named `interlock-claims <schema>`).
     fn connect(url: &str, shown: &str, claims_of: Option<&str>) -> Result<Client, JournalError> {
-        let session = claims_of.is_some();
         let name = match claims_of {
             Some(schema) => format!("interlock-claims {schema}"),
             None => "interlock-journal".to_owned(),
@@ -342,16 +341,16 @@ impl PgStore {
                     .into(),
             });
         }
-        if session {
-            // The server drops this session (and its claims) a few seconds after the host
-            // stops answering: a partitioned holder loses its claims.
-            client
-                .batch_execute(
-                    "SET tcp_keepalives_idle = 2; SET tcp_keepalives_interval = 1; \
+        // The server drops this session a few seconds after the host stops answering: a
+        // partitioned holder loses its claims, and the effect locks its main session holds or
+        // waits for (else another host's recovery of that effect stays blocked by them until
+        // the server's TCP gives up, which can take hours).
+        client
+            .batch_execute(
+                "SET tcp_keepalives_idle = 2; SET tcp_keepalives_interval = 1; \
                      SET tcp_keepalives_count = 3; SET tcp_user_timeout = 5000",
-                )
-                .map_err(db_err(shown, "set the session's keepalives"))?;
-        }
+            )
+            .map_err(db_err(shown, "set the session's keepalives"))?;
         Ok(client)
     }
 

@@ -813,3 +813,9 @@ impl Target for FileTarget {
 pub fn pg_journal_namespace(schema: &str) -> i32 {
     crate::pg::journal_namespace(schema)
 }
+
+/// The advisory-lock key of an effect's sections in a PostgreSQL journal kept in `schema`, for
+/// tests that hold it from another session.
+pub fn pg_effect_lock_key(schema: &str, effect_id: &str) -> i64 {
+    crate::pg::effect_key(schema, effect_id)
+}
