@@ -1573,6 +1573,32 @@ mod tests {
         syncs
     }
 
+    /// Hold the first group commit at its marks sync until `release` (asked with the journal)
+    /// holds; the flag returned is set once it is held there.
+    fn hold_first_commit_until(
+        j: &Journal,
+        what: &'static str,
+        release: impl Fn(&Journal) -> bool + Send + 'static,
+    ) -> Arc<AtomicBool> {
+        let paused = Arc::new(AtomicBool::new(false));
+        let held = Arc::clone(&paused);
+        on_marks_sync(j, move |n, j| {
+            if n == 0 {
+                held.store(true, Ordering::SeqCst);
+                until(what, &|| release(j));
+            }
+        });
+        paused
+    }
+
+    /// A journal in a fresh directory (kept alive by the returned guard).
+    fn fresh_journal() -> (tempfile::TempDir, PathBuf, Journal) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        let j = Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
+        (dir, path, j)
+    }
+
     fn proposed(effect: u64) -> Map<String, Value> {
         fields(json!({"agent": "x", "lease": "l", "premises": {}, "effect": effect}))
     }
@@ -1595,23 +1621,14 @@ mod tests {
             |j| j.view(None).unwrap().index().effect_ids(),
         ];
         for read in readers {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("j.jsonl");
-            let j =
-                Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
-            let paused = Arc::new(AtomicBool::new(false));
+            let (_dir, path, j) = fresh_journal();
             let reported = Arc::new(AtomicBool::new(false));
-            {
-                let (paused, reported) = (Arc::clone(&paused), Arc::clone(&reported));
-                on_marks_sync(&j, move |n, j| {
-                    if n == 0 {
-                        paused.store(true, Ordering::SeqCst);
-                        until("the reader answers or waits", &|| {
-                            reported.load(Ordering::SeqCst) || j.index().waits >= 1
-                        });
-                    }
-                });
-            }
+            let paused = {
+                let reported = Arc::clone(&reported);
+                hold_first_commit_until(&j, "the reader answers or waits", move |j| {
+                    reported.load(Ordering::SeqCst) || j.index().waits >= 1
+                })
+            };
             let (listed, written) = std::thread::scope(|s| {
                 let reader = s.spawn(|| {
                     until("the first commit pauses", &|| paused.load(Ordering::SeqCst));
@@ -1635,22 +1652,14 @@ mod tests {
     /// path names the journal opened: a file put in its place meanwhile is refused, not read.
     #[test]
     fn joining_the_held_lock_refuses_a_journal_replaced_meanwhile() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j.jsonl");
-        let j = Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
-        let paused = Arc::new(AtomicBool::new(false));
+        let (dir, path, j) = fresh_journal();
         let answered = Arc::new(AtomicBool::new(false));
-        {
-            let (paused, answered) = (Arc::clone(&paused), Arc::clone(&answered));
-            on_marks_sync(&j, move |n, _| {
-                if n == 0 {
-                    paused.store(true, Ordering::SeqCst);
-                    until("the other thread's lock answers", &|| {
-                        answered.load(Ordering::SeqCst)
-                    });
-                }
-            });
-        }
+        let paused = {
+            let answered = Arc::clone(&answered);
+            hold_first_commit_until(&j, "the other thread's lock answers", move |_| {
+                answered.load(Ordering::SeqCst)
+            })
+        };
         let joined = std::thread::scope(|s| {
             let other = s.spawn(|| {
                 until("the first commit pauses", &|| paused.load(Ordering::SeqCst));
@@ -1677,9 +1686,7 @@ mod tests {
     /// entry whose intent was not durable would stop the journal from opening).
     #[test]
     fn a_line_queued_during_the_marks_sync_waits_for_the_next_commit() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j.jsonl");
-        let j = Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
+        let (_dir, path, j) = fresh_journal();
         let paused = Arc::new(AtomicBool::new(false));
         let at_second_sync = Arc::new(Mutex::new(Vec::new()));
         let syncs = {
@@ -1828,9 +1835,7 @@ mod tests {
     /// sees) runs while the mark's commit is under way, and a second line is appended before
     /// the reader wakes.
     fn never_reads_an_unwritten_line(read: impl Fn(&Journal) -> usize + Send + Sync) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j.jsonl");
-        let j = Journal::open(&path, vec![key().verifying_key()], Duration::from_secs(5)).unwrap();
+        let (_dir, path, j) = fresh_journal();
         let proposed = json!({"agent": "x", "lease": "l", "premises": {}, "effect": 1});
         let mut a = j.lock(Some("e")).unwrap();
         a.append("e", Kind::Proposed, fields(proposed), 1, &key())

@@ -285,6 +285,15 @@ fn landed(state: &Path) -> usize {
         .len()
 }
 
+/// A sender on host 1 writes DISPATCHED and is SIGKILLed before it sends.
+fn sender_killed_after_dispatched(h: &Hosts, state: &Path) {
+    let sender = Probe::spawn(h.probe(1, "submit", state, &["--stop-at", "dispatched"]));
+    sender.wait_for("blocked_at");
+    let mut child = sender.child;
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
 /// Recover from host `net` until the effect resolves, sleeping until each stated instant.
 fn recover_until_resolved(h: &Hosts, net: u8, state: &Path) -> (String, Duration) {
     let started = Instant::now();
@@ -313,11 +322,7 @@ fn a_worker_host_killed_mid_send_is_recovered_from_another_host() {
         return;
     };
     let state = h.dir.path().join("target.json");
-    let sender = Probe::spawn(h.probe(1, "submit", &state, &["--stop-at", "dispatched"]));
-    sender.wait_for("blocked_at");
-    let mut child = sender.child;
-    child.kill().unwrap();
-    child.wait().unwrap();
+    sender_killed_after_dispatched(&h, &state);
     let (status, took) = recover_until_resolved(&h, 2, &state);
     assert_eq!(status, "REAPPLIED_AFTER_QUERY");
     assert_eq!(landed(&state), 1);
@@ -463,12 +468,7 @@ fn a_host_cut_off_while_waiting_for_an_effects_lock_does_not_block_its_recovery_
         return;
     };
     let state = h.dir.path().join("target.json");
-    // A sender on host 1 writes DISPATCHED and is SIGKILLed before it sends.
-    let sender = Probe::spawn(h.probe(1, "submit", &state, &["--stop-at", "dispatched"]));
-    sender.wait_for("blocked_at");
-    let mut child = sender.child;
-    child.kill().unwrap();
-    child.wait().unwrap();
+    sender_killed_after_dispatched(&h, &state);
     let eid = interlock::effect_id(&interlock::Proposal {
         agent: "crash-probe".into(),
         lease: serde_json::json!("lease-1"),
