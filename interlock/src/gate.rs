@@ -9,7 +9,7 @@ use crate::decide::{
 use crate::journal::{EffectState, JournalError};
 use crate::lease::{LeaseCheck, LeaseError, LeaseStore};
 use crate::proposal::{effect_id, Proposal};
-use crate::status::{status_of, RefusalCode, Status, Step, Submitted};
+use crate::status::{status_of, RefusalCode, Status, Step, Submitted, Via};
 use crate::store::{Claim, Location, Section, Store};
 use crate::target::{SendDeadline, Target, TargetError};
 use ed25519_dalek::{SigningKey, VerifyingKey};
@@ -275,6 +275,17 @@ struct SubmitRun<'g> {
     claim: Option<Claim<'g>>,
     /// The DISPATCHED hash, once written.
     dispatch: String,
+}
+
+/// How [`next_submit_step`] classes the target's answer to a send that left.
+fn send_answer(answer: &Result<Value, TargetError>) -> SendAnswer {
+    match answer {
+        Ok(_) => SendAnswer::Applied,
+        Err(TargetError::Rejected { .. }) => SendAnswer::Rejected,
+        // A request that did not leave is answered before this is asked.
+        Err(TargetError::Unknown { .. } | TargetError::NotSent { .. }) => SendAnswer::Unknown,
+        Err(TargetError::Replayed { .. }) => SendAnswer::Replayed,
+    }
 }
 
 /// Make target-supplied data recordable: floats and out-of-range integers become strings.
@@ -1005,25 +1016,14 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
 
     /// Step 6: send, and settle what [`next_submit_step`] makes of the answer.
     fn send(&self, prep: &Prepared<'_>, mut run: SubmitRun<'_>) -> Result<Submitted, GateError> {
-        let eid = &prep.eid;
         let dispatch = run.dispatch.clone();
-        // A holder that cannot confirm it still holds the claim (a lost database session) does
-        // not send: recovery settles the dispatch once the claim is free.
-        let deadline = match run.claim.as_ref().map(Claim::confirm) {
-            Some(Ok(deadline)) => deadline,
-            Some(Err(e)) => {
-                return Ok(prep.answer(
-                    Status::InFlight,
-                    Some(format!(
-                        "The claim could not be confirmed before the send ({e}); nothing was sent and recovery will settle the dispatch."
-                    )),
-                ))
-            }
-            None => SendDeadline::none(),
+        let deadline = match self.confirm_claim(prep, &run) {
+            Ok(deadline) => deadline,
+            Err(not_sent) => return Ok(not_sent),
         };
         let answer = self
             .target
-            .apply_before(eid, &prep.p.effect, &dispatch, deadline);
+            .apply_before(&prep.eid, &prep.p.effect, &dispatch, deadline);
         if let Err(TargetError::NotSent { reason }) = &answer {
             if let Some(claim) = run.claim.take() {
                 claim.release(&self.key);
@@ -1035,91 +1035,137 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 )),
             ));
         }
-        run.facts.sent = Some(match &answer {
-            Ok(_) => SendAnswer::Applied,
-            Err(TargetError::Rejected { .. }) => SendAnswer::Rejected,
-            // A request that did not leave was answered above.
-            Err(TargetError::Unknown { .. } | TargetError::NotSent { .. }) => SendAnswer::Unknown,
-            Err(TargetError::Replayed { .. }) => SendAnswer::Replayed,
-        });
+        run.facts.sent = Some(send_answer(&answer));
         let claim = run.claim.take();
         match (next_submit_step(&run.facts), answer) {
             (SubmitNext::Finish(SubmitEnd::Commit(via)), Ok(evidence)) => {
                 self.observe(Step::Sent);
-                let written = match self.append_if_open(
-                    eid,
-                    &dispatch,
-                    Kind::Committed,
-                    json!({"via": via.as_str(), "evidence": recordable(evidence)}),
-                    claim.as_ref(),
-                ) {
-                    Err(GateError::ClaimLost { reason, .. }) => {
-                        return Ok(prep.answer(
-                            Status::InFlight,
-                            Some(format!("The credit was sent, but the claim was lost before COMMITTED could be written ({reason}); recovery will settle the dispatch.")),
-                        ))
-                    }
-                    other => other?,
-                };
-                if written.is_none() {
-                    return Err(GateError::LostDispatch {
-                        effect_id: eid.clone(),
-                    });
-                }
-                if let Some(claim) = claim {
-                    claim.remove();
-                }
-                self.observe(Step::Committed);
-                Ok(prep.answer(Status::Committed, None))
+                self.commit_sent(prep, &dispatch, via, evidence, claim)
             }
             (
                 SubmitNext::Do(SubmitStep::LookupRejected)
                 | SubmitNext::Finish(SubmitEnd::Refuse(_)),
                 Err(TargetError::Rejected { reason }),
-            ) => match self.settle_rejected(
-                eid,
-                &dispatch,
-                &prep.p.effect,
-                &reason,
-                (None, claim.as_ref()),
-            ) {
-                Err(GateError::ClaimLost { reason, .. }) => Ok(prep.answer(
-                    Status::InFlight,
-                    Some(format!("The send was rejected, but the claim was lost before the dispatch could be settled ({reason}); recovery will settle it.")),
+            ) => self.settle_sent_rejection(prep, &dispatch, &reason, claim),
+            (_, answer) => Ok(self.leave_open(prep, &answer, claim)),
+        }
+    }
+
+    /// Before the send: the deadline the request must leave by. A holder that cannot confirm it
+    /// still holds the claim (a lost database session) does not send: its answer (IN_FLIGHT,
+    /// recovery settles the dispatch once the claim is free) is the error.
+    fn confirm_claim(
+        &self,
+        prep: &Prepared<'_>,
+        run: &SubmitRun<'_>,
+    ) -> Result<SendDeadline, Submitted> {
+        match run.claim.as_ref().map(Claim::confirm) {
+            Some(Ok(deadline)) => Ok(deadline),
+            Some(Err(e)) => Err(prep.answer(
+                Status::InFlight,
+                Some(format!(
+                    "The claim could not be confirmed before the send ({e}); nothing was sent and recovery will settle the dispatch."
                 )),
-                Err(e) => Err(e),
-                Ok(settled) => match settled {
-                Settled::Done(status, detail) => {
-                    if let Some(claim) = claim {
-                        claim.remove();
-                    }
-                    Ok(prep.answer(status, Some(detail)))
+            )),
+            None => Ok(SendDeadline::none()),
+        }
+    }
+
+    /// The target applied the effect: COMMITTED is written (unless the claim was lost meanwhile,
+    /// when recovery settles it) and the claim removed.
+    fn commit_sent(
+        &self,
+        prep: &Prepared<'_>,
+        dispatch: &str,
+        via: Via,
+        evidence: Value,
+        claim: Option<Claim<'_>>,
+    ) -> Result<Submitted, GateError> {
+        let written = match self.append_if_open(
+            &prep.eid,
+            dispatch,
+            Kind::Committed,
+            json!({"via": via.as_str(), "evidence": recordable(evidence)}),
+            claim.as_ref(),
+        ) {
+            Err(GateError::ClaimLost { reason, .. }) => {
+                return Ok(prep.answer(
+                    Status::InFlight,
+                    Some(format!("The credit was sent, but the claim was lost before COMMITTED could be written ({reason}); recovery will settle the dispatch.")),
+                ))
+            }
+            other => other?,
+        };
+        if written.is_none() {
+            return Err(GateError::LostDispatch {
+                effect_id: prep.eid.clone(),
+            });
+        }
+        if let Some(claim) = claim {
+            claim.remove();
+        }
+        self.observe(Step::Committed);
+        Ok(prep.answer(Status::Committed, None))
+    }
+
+    /// The target rejected the effect: settle by lookup ([`Gate::settle_rejected`]); the claim is
+    /// removed when the dispatch is settled, let go when it stays open.
+    fn settle_sent_rejection(
+        &self,
+        prep: &Prepared<'_>,
+        dispatch: &str,
+        reason: &str,
+        claim: Option<Claim<'_>>,
+    ) -> Result<Submitted, GateError> {
+        let settled = self.settle_rejected(
+            &prep.eid,
+            dispatch,
+            &prep.p.effect,
+            reason,
+            (None, claim.as_ref()),
+        );
+        match settled {
+            Err(GateError::ClaimLost { reason, .. }) => Ok(prep.answer(
+                Status::InFlight,
+                Some(format!("The send was rejected, but the claim was lost before the dispatch could be settled ({reason}); recovery will settle it.")),
+            )),
+            Err(e) => Err(e),
+            Ok(Settled::Done(status, detail)) => {
+                if let Some(claim) = claim {
+                    claim.remove();
                 }
-                Settled::Open(detail) => {
-                    if let Some(claim) = claim {
-                        claim.release(&self.key);
-                    }
-                    Ok(prep.answer(Status::InFlight, Some(detail)))
-                }
-                },
-            },
-            (_, answer) => {
-                // The send returned: nothing of this holder can still leave.
+                Ok(prep.answer(status, Some(detail)))
+            }
+            Ok(Settled::Open(detail)) => {
                 if let Some(claim) = claim {
                     claim.release(&self.key);
                 }
-                let why = match &answer {
-                    Err(e) => e.reason().to_owned(),
-                    Ok(_) => "the answer could not be used".to_owned(),
-                };
-                Ok(prep.answer(
-                    Status::InFlight,
-                    Some(format!(
-                        "The send's outcome is unknown ({why}); the dispatch stays open and recovery will settle it."
-                    )),
-                ))
+                Ok(prep.answer(Status::InFlight, Some(detail)))
             }
         }
+    }
+
+    /// The send's outcome cannot be used: the dispatch stays open for recovery. The send
+    /// returned, so nothing of this holder can still leave and the claim is let go.
+    fn leave_open(
+        &self,
+        prep: &Prepared<'_>,
+        answer: &Result<Value, TargetError>,
+        claim: Option<Claim<'_>>,
+    ) -> Submitted {
+        if let Some(claim) = claim {
+            claim.release(&self.key);
+        }
+        let why = match answer {
+            Err(e) => e.reason().to_owned(),
+            Ok(_) => "the answer could not be used".to_owned(),
+        };
+        prep.answer(
+            Status::InFlight,
+            Some(format!(
+                "The send's outcome is unknown ({why}); the dispatch stays open and recovery will settle it."
+            )),
+        )
     }
 
     /// Release a claim taken for an effect, with no send of this holder able to still leave:

@@ -22,6 +22,7 @@ mod recover;
 mod status;
 mod store;
 mod target;
+#[cfg(feature = "testing")]
 pub mod testing;
 
 pub use budget::{Budget, BudgetError, BudgetRecord, BudgetStore, Budgets, Counted};
