@@ -238,12 +238,6 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
             )
         })?;
     }
-    if args.outage_ms.is_some() && args.backend != crate::backend::BackendKind::Emulator {
-        bail!("--outage-ms sets how long the emulator's clock advances take; Stripe's take what they take (drop it with --backend stripe)");
-    }
-    if args.keep_emulator && args.backend != crate::backend::BackendKind::Emulator {
-        bail!("--keep-emulator keeps the embedded emulator serving; it needs --backend emulator");
-    }
     if args.backend == crate::backend::BackendKind::Stripe && args.seed.is_some() {
         eprintln!(
             "warning: --seed with --backend stripe repeats case ids, and so idempotency keys; \

@@ -6,7 +6,7 @@
 //! the run's key, and checks it.
 
 use super::cell::{run_spec, CellSpec};
-use super::{cell_line, collect, refuse_foreign_options, run_parallel, Setup};
+use super::{cell_line, collect, run_parallel, Setup};
 use crate::cli::RunArgs;
 use crate::run::RunOutcome;
 use anyhow::{anyhow, bail, Context, Result};
@@ -61,18 +61,6 @@ fn plan(seed: u64, nemeses: &[String], trials: u32) -> Result<Vec<(String, Strin
 /// Runs a shared_cap nemesis campaign.
 pub fn run(args: &RunArgs, list: &str) -> Result<RunOutcome> {
     let nemeses = parse_list(list)?;
-    let mut matrix_only = args.clone();
-    matrix_only.nemesis = None;
-    refuse_foreign_options(&matrix_only)?;
-    if args.every_step {
-        bail!("--every-step is the matrix's; a nemesis draws its own steps (drop --every-step)");
-    }
-    if args.shard.is_some() {
-        bail!(
-            "--shard slices billing_credit's campaigns only; a shared_cap campaign runs whole \
-             (drop --shard)"
-        );
-    }
     crate::results::check_writable(&args.out.join("nemesis")).map_err(|e| {
         anyhow!(
             "--out {}: cannot write the nemesis file there: {e}; pass a directory you can write",
