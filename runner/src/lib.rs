@@ -20,6 +20,7 @@ mod reconcile;
 mod results;
 mod row_decision;
 mod run;
+mod saved_decision;
 pub mod scenario;
 mod worker;
 
