@@ -139,7 +139,20 @@ pub fn run_cell(ctx: &CellContext<'_>, index: usize, spec: CellSpec) -> Result<C
     let decide = decide?;
     cell.worker_exit_signal = decide.signal;
     cell.worker_exit_code = decide.code;
-    cell.decision = bc::load_decision(&dir).ok();
+    cell.decision = match crate::saved_decision::saved_decision(&dir) {
+        Ok(decision) => decision,
+        Err(e) => {
+            return Ok(harness_error(
+                ctx,
+                cell,
+                &client,
+                &case,
+                &dir,
+                e.to_string(),
+                None,
+            ))
+        }
+    };
     cell.observations.decision = read_observed(&dir);
     let Some(killed_at) = decide.killed_at else {
         let why = decide

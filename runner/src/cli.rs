@@ -82,8 +82,9 @@ pub enum Internal {
     /// A worker process started by the runner (not for direct use).
     #[command(hide = true)]
     Worker(Box<WorkerArgs>),
+    /// A shared_cap worker process started by the runner (not for direct use).
     #[command(hide = true)]
-    CapWorker(Box<crate::shared_cap::worker::CapWorkerArgs>),
+    CapWorker(Box<crate::scenario::shared_cap::worker::CapWorkerArgs>),
     /// Re-read every Stripe object a results file names and compare it with the file.
     #[command(long_about = RECONCILE_ABOUT, after_help = RECONCILE_AFTER_HELP)]
     Reconcile(ReconcileArgs),
@@ -213,7 +214,7 @@ pub struct RunArgs {
     /// DIR/billing_credit.json), shared_cap (two bots refunding one order under one cap; writes
     /// DIR/shared_cap.json; its matrix is fixed, decided by the policy), or all (each in turn,
     /// then one site over both).
-    #[arg(long, required_unless_present = "replay", value_parser = ["billing_credit", "shared_cap", "all"])]
+    #[arg(long, required_unless_present = "replay", value_parser = crate::scenario::choices())]
     pub scenario: Option<String>,
 
     /// Run randomized nemesis trials instead of the matrix: `all` or a comma-separated list of

@@ -210,6 +210,48 @@ pub(crate) fn run_dir_and_key(
 /// [`Interrupted`] after Ctrl-C.
 pub fn run(args: &RunArgs) -> Result<RunOutcome> {
     let started = Instant::now();
+    let (plan, jobs) = checked_plan(args)?;
+    let run = Started::start(args)?;
+    let rows = match crate::decider::DecideMode::resolve(args.decide, args.decider) {
+        crate::decider::DecideMode::PerRow => {
+            Some(crate::row_decision::RowDecisions::new(&plan.cells))
+        }
+        crate::decider::DecideMode::PerCell => None,
+    };
+    let decider_args = decider_args(args);
+    let ctx = run.cell_context(args, rows.as_ref(), &decider_args);
+    let cells = run_cells(&ctx, args, &plan, jobs);
+    // The manifest is signed with the run's key; read it back before the file goes.
+    let signing_key = crate::keys::read_signing_key(run.key.path()).map_err(|e| anyhow!(e));
+    // The private key file is not needed any more, whatever happened.
+    run.key
+        .delete()
+        .context("cannot delete the run's private key file")?;
+    let signing_key = signing_key?;
+    let cells = collect_cells(cells, &run.cancel)?;
+    let environment = run.environment(args, jobs);
+    let harness_errors = cells.iter().filter(|c| c.outcome == HARNESS_ERROR).count();
+    let file = results::assemble(&plan, environment, cells, &signing_key)
+        .context("cannot sign the results file's manifest")?;
+    drop(signing_key);
+    let results_path = write_results(args, &file)?;
+    print_summary(&file, started.elapsed());
+    if let Some(note) = run.backend.rate_limit_note() {
+        println!("{note}");
+    }
+    println!("results: {}", results_path.display());
+    let verified = check_written(&results_path, &run.key.public());
+    publish(args, verified, &run, &results_path);
+    Ok(RunOutcome {
+        results_path,
+        harness_errors,
+        verified,
+    })
+}
+
+/// What a run checks before anything starts: the cells, the number of jobs, the decider's key,
+/// the output directories.
+fn checked_plan(args: &RunArgs) -> Result<(matrix::Plan, usize)> {
     let triples = if args.cells.is_empty() {
         None
     } else {
@@ -238,104 +280,155 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
             )
         })?;
     }
-    if args.outage_ms.is_some() && args.backend != crate::backend::BackendKind::Emulator {
-        bail!("--outage-ms sets how long the emulator's clock advances take; Stripe's take what they take (drop it with --backend stripe)");
-    }
-    if args.keep_emulator && args.backend != crate::backend::BackendKind::Emulator {
-        bail!("--keep-emulator keeps the embedded emulator serving; it needs --backend emulator");
-    }
     if args.backend == crate::backend::BackendKind::Stripe && args.seed.is_some() {
         eprintln!(
             "warning: --seed with --backend stripe repeats case ids, and so idempotency keys; \
              do not reuse a seed within 24 h"
         );
     }
-    // 53 bits: the seed is published in the results file, and every integer there must be one
-    // any JSON reader holds exactly.
-    let seed = args.seed.unwrap_or_else(|| rand::random::<u64>() >> 11);
-    let run_id = format!("{:08x}", rand::random::<u32>());
-    let journal = match &args.journal {
-        Some(url) => Some(journal_schema(url, &run_id)?),
-        None => None,
-    };
+    Ok((plan, jobs))
+}
 
-    let (run_dir, key) = run_dir_and_key("interlock-run-", args.signing_key.as_deref())?;
-    let cancel = Arc::new(AtomicBool::new(false));
-    install_signal_handler(cancel.clone())?;
+/// What a matrix run sets up before its first cell: the seed, the journal's schema, the run's
+/// directory and key, the signal handler, the backend.
+struct Started {
+    seed: u64,
+    run_id: String,
+    journal: Option<String>,
+    run_dir: tempfile::TempDir,
+    key: RunKey,
+    cancel: Arc<AtomicBool>,
+    backend: Backend,
+    exe: PathBuf,
+}
 
-    let backend = Backend::start(args.backend, &run_id).map_err(|e| anyhow!(e))?;
-    backend.prepare().map_err(|e| anyhow!(e))?;
-    let exe = std::env::current_exe().context("cannot find the runner's own binary")?;
-    let decider_args = vec![
+impl Started {
+    fn start(args: &RunArgs) -> Result<Started> {
+        // 53 bits: the seed is published in the results file, and every integer there must be
+        // one any JSON reader holds exactly.
+        let seed = args.seed.unwrap_or_else(|| rand::random::<u64>() >> 11);
+        let run_id = format!("{:08x}", rand::random::<u32>());
+        let journal = match &args.journal {
+            Some(url) => Some(journal_schema(url, &run_id)?),
+            None => None,
+        };
+        let (run_dir, key) = run_dir_and_key("interlock-run-", args.signing_key.as_deref())?;
+        let cancel = Arc::new(AtomicBool::new(false));
+        install_signal_handler(cancel.clone())?;
+        let backend = Backend::start(args.backend, &run_id).map_err(|e| anyhow!(e))?;
+        backend.prepare().map_err(|e| anyhow!(e))?;
+        let exe = std::env::current_exe().context("cannot find the runner's own binary")?;
+        Ok(Started {
+            seed,
+            run_id,
+            journal,
+            run_dir,
+            key,
+            cancel,
+            backend,
+            exe,
+        })
+    }
+
+    fn cell_context<'a>(
+        &'a self,
+        args: &RunArgs,
+        rows: Option<&'a crate::row_decision::RowDecisions>,
+        decider_args: &'a [String],
+    ) -> CellContext<'a> {
+        let settings = self.backend.scenario_settings();
+        let decide_timeout = match args.decider {
+            DeciderKind::Policy => Duration::from_secs(120),
+            DeciderKind::Anthropic => Duration::from_secs(900),
+        };
+        CellContext {
+            rows,
+            backend: &self.backend,
+            exe: &self.exe,
+            run_dir: self.run_dir.path(),
+            key_file: self.key.path(),
+            public_key: self.key.public(),
+            decider_args,
+            seed: self.seed,
+            clock_start: args.clock_start.unix(),
+            outage_ms: args.outage_ms,
+            cancel: &self.cancel,
+            decide_timeout,
+            restart_timeout: settings.claim_ttl + settings.max_in_flight + Duration::from_secs(120),
+            journal: self.journal.as_deref(),
+        }
+    }
+
+    /// The run's record of where and how it ran.
+    fn environment(&self, args: &RunArgs, jobs: usize) -> Environment {
+        let settings = self.backend.scenario_settings();
+        Environment {
+            backend: self.backend.name().into(),
+            stripe_api_version: stripe::API_VERSION.into(),
+            decider: DeciderInfo {
+                kind: args.decider.as_str().into(),
+                model: (args.decider == DeciderKind::Anthropic).then(|| args.model.clone()),
+            },
+            runner_version: env!("CARGO_PKG_VERSION").into(),
+            git_commit: git_commit(),
+            seed: self.seed,
+            claim: ClaimSettings {
+                max_in_flight_ms: settings.max_in_flight.as_millis() as u64,
+                claim_ttl_ms: settings.claim_ttl.as_millis() as u64,
+                dedup_window_ms: scenarios::billing_credit::DEDUP_WINDOW.as_millis() as u64,
+                dedup_margin_ms: interlock::GateConfig::default().dedup_margin.as_millis() as u64,
+            },
+            signer: self.key.public_hex(),
+            command: reproduce_command(self.seed, args.seed.is_some(), args.clock_start),
+            jobs: jobs as u32,
+            journal: args.journal.as_ref().map(|_| JOURNAL_POSTGRESQL.to_owned()),
+            clock_start: Some(args.clock_start.unix()),
+            outage_ms: args.outage_ms,
+        }
+    }
+}
+
+/// The decider's options for the workers.
+fn decider_args(args: &RunArgs) -> Vec<String> {
+    vec![
         "--decider".to_string(),
         args.decider.as_str().to_string(),
         "--model".to_string(),
         args.model.clone(),
         "--anthropic-base-url".to_string(),
         args.anthropic_base_url.clone(),
-    ];
-    let settings = backend.scenario_settings();
-    let decide_timeout = match args.decider {
-        DeciderKind::Policy => Duration::from_secs(120),
-        DeciderKind::Anthropic => Duration::from_secs(900),
-    };
-    let rows = match crate::decider::DecideMode::resolve(args.decide, args.decider) {
-        crate::decider::DecideMode::PerRow => {
-            Some(crate::row_decision::RowDecisions::new(&plan.cells))
-        }
-        crate::decider::DecideMode::PerCell => None,
-    };
-    let ctx = CellContext {
-        rows: rows.as_ref(),
-        backend: &backend,
-        exe: &exe,
-        run_dir: run_dir.path(),
-        key_file: key.path(),
-        public_key: key.public(),
-        decider_args: &decider_args,
-        seed,
-        clock_start: args.clock_start.unix(),
-        outage_ms: args.outage_ms,
-        cancel: &cancel,
-        decide_timeout,
-        restart_timeout: settings.claim_ttl + settings.max_in_flight + Duration::from_secs(120),
-        journal: journal.as_deref(),
-    };
+    ]
+}
 
+/// A cell's result, in its place in the plan (`None`: it never ran).
+type Slots = Vec<Option<Result<verify::results::Cell, CellAbort>>>;
+
+/// Runs the plan's cells on `jobs` threads, with a progress line each; a cell that cannot even
+/// open its case stops the run.
+fn run_cells(ctx: &CellContext<'_>, args: &RunArgs, plan: &matrix::Plan, jobs: usize) -> Slots {
     let progress = Progress::new(plan.cells.len());
     progress.println(&format!(
-        "runner: {} cell(s), {} job(s), backend {} ({}), decider {}, seed {seed}",
+        "runner: {} cell(s), {} job(s), backend {} ({}), decider {}, seed {}",
         plan.cells.len(),
         jobs.min(plan.cells.len()),
-        backend.name(),
-        backend.base_url(),
-        args.decider.as_str()
+        ctx.backend.name(),
+        ctx.backend.base_url(),
+        args.decider.as_str(),
+        ctx.seed
     ));
-    let slots: Mutex<Vec<Option<Result<verify::results::Cell, CellAbort>>>> =
-        Mutex::new((0..plan.cells.len()).map(|_| None).collect());
+    let slots: Mutex<Slots> = Mutex::new((0..plan.cells.len()).map(|_| None).collect());
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..jobs.min(plan.cells.len()) {
             s.spawn(|| loop {
-                if cancel.load(Ordering::SeqCst) {
+                if ctx.cancel.load(Ordering::SeqCst) {
                     break;
                 }
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(spec) = plan.cells.get(i).copied() else {
                     break;
                 };
-                let label = spec.label();
-                progress.cell_started(&label);
-                let result = cell::run_cell(&ctx, i, spec);
-                match &result {
-                    Ok(c) => progress.cell_done(&label, c),
-                    Err(CellAbort::Setup(e)) => {
-                        progress.cell_ended(&label);
-                        progress.println(&format!("{label}: could not run: {e}"));
-                        cancel.store(true, Ordering::SeqCst);
-                    }
-                    Err(CellAbort::Cancelled) => progress.cell_ended(&label),
-                }
+                let result = run_one(ctx, &progress, i, spec);
                 if let Ok(mut slots) = slots.lock() {
                     slots[i] = Some(result);
                 }
@@ -343,16 +436,33 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
         }
     });
     progress.finish();
+    slots.into_inner().unwrap_or_else(|e| e.into_inner())
+}
 
-    // The manifest is signed with the run's key; read it back before the file goes.
-    let signing_key = crate::keys::read_signing_key(key.path()).map_err(|e| anyhow!(e));
-    // The private key file is not needed any more, whatever happened.
-    key.delete()
-        .context("cannot delete the run's private key file")?;
-    let signing_key = signing_key?;
-    let slots = slots
-        .into_inner()
-        .map_err(|_| anyhow!("a cell thread panicked"))?;
+/// Runs cell `i` with its progress lines; a cell that could not run cancels the others.
+fn run_one(
+    ctx: &CellContext<'_>,
+    progress: &Progress,
+    i: usize,
+    spec: matrix::CellSpec,
+) -> Result<verify::results::Cell, CellAbort> {
+    let label = spec.label();
+    progress.cell_started(&label);
+    let result = cell::run_cell(ctx, i, spec);
+    match &result {
+        Ok(c) => progress.cell_done(&label, c),
+        Err(CellAbort::Setup(e)) => {
+            progress.cell_ended(&label);
+            progress.println(&format!("{label}: could not run: {e}"));
+            ctx.cancel.store(true, Ordering::SeqCst);
+        }
+        Err(CellAbort::Cancelled) => progress.cell_ended(&label),
+    }
+    result
+}
+
+/// The cells in plan order; an error when one could not run, or the run was interrupted.
+fn collect_cells(slots: Slots, cancel: &AtomicBool) -> Result<Vec<verify::results::Cell>> {
     let mut cells = Vec::with_capacity(slots.len());
     for slot in slots {
         match slot {
@@ -364,46 +474,21 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
     if cancel.load(Ordering::SeqCst) {
         return Err(Interrupted.into());
     }
+    Ok(cells)
+}
 
-    let environment = Environment {
-        backend: backend.name().into(),
-        stripe_api_version: stripe::API_VERSION.into(),
-        decider: DeciderInfo {
-            kind: args.decider.as_str().into(),
-            model: (args.decider == DeciderKind::Anthropic).then(|| args.model.clone()),
-        },
-        runner_version: env!("CARGO_PKG_VERSION").into(),
-        git_commit: git_commit(),
-        seed,
-        claim: ClaimSettings {
-            max_in_flight_ms: settings.max_in_flight.as_millis() as u64,
-            claim_ttl_ms: settings.claim_ttl.as_millis() as u64,
-            dedup_window_ms: scenarios::billing_credit::DEDUP_WINDOW.as_millis() as u64,
-            dedup_margin_ms: interlock::GateConfig::default().dedup_margin.as_millis() as u64,
-        },
-        signer: key.public_hex(),
-        command: reproduce_command(seed, args.seed.is_some(), args.clock_start),
-        jobs: jobs as u32,
-        journal: args.journal.as_ref().map(|_| JOURNAL_POSTGRESQL.to_owned()),
-        clock_start: Some(args.clock_start.unix()),
-        outage_ms: args.outage_ms,
-    };
-    let harness_errors = cells.iter().filter(|c| c.outcome == HARNESS_ERROR).count();
-    let file = results::assemble(&plan, environment, cells, &signing_key)
-        .context("cannot sign the results file's manifest")?;
-    drop(signing_key);
-    let bytes = results::to_bytes(&file).context("cannot serialize the results")?;
+/// Writes `DIR/billing_credit.json`; returns its path.
+fn write_results(args: &RunArgs, file: &ResultsFile) -> Result<PathBuf> {
+    let bytes = results::to_bytes(file).context("cannot serialize the results")?;
     let results_path = args.out.join("billing_credit.json");
     results::write_atomically(&results_path, &bytes)
         .with_context(|| format!("cannot write {}", results_path.display()))?;
-    drop(run_dir);
+    Ok(results_path)
+}
 
-    print_summary(&file, started.elapsed());
-    if let Some(note) = backend.rate_limit_note() {
-        println!("{note}");
-    }
-    println!("results: {}", results_path.display());
-    let verified = check_written(&results_path, &key.public());
+/// After a written run: the site when the file verifies (unless `--no-site`), and the emulator
+/// kept serving with `--keep-emulator`.
+fn publish(args: &RunArgs, verified: bool, run: &Started, results_path: &Path) {
     if !args.no_site {
         if verified {
             render_site(&args.out, &args.site_out);
@@ -412,13 +497,8 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
         }
     }
     if args.keep_emulator {
-        keep_serving(&backend, &run_id, &results_path, &cancel);
+        keep_serving(&run.backend, &run.run_id, results_path, &run.cancel);
     }
-    Ok(RunOutcome {
-        results_path,
-        harness_errors,
-        verified,
-    })
 }
 
 /// `--keep-emulator`: say where the run's emulator serves and how to reconcile against it, then

@@ -13,7 +13,7 @@ mod trial;
 mod workers;
 
 pub use merge::merge_shards;
-pub use run::{replay, run_nemesis, NemesisArgs};
+pub use run::{replay, run_nemesis, NemesisArgs, NemesisOutcome};
 
 use std::fmt;
 
@@ -137,20 +137,18 @@ impl Nemesis {
     }
 
     /// Parses a name.
-    pub fn parse(s: &str) -> Result<Nemesis, String> {
+    pub fn parse(s: &str) -> Result<Nemesis, NemesisListError> {
         Nemesis::ALL
             .into_iter()
             .find(|n| n.as_str() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown nemesis {s:?}; expected `all` or some of: {}",
-                    Nemesis::ALL.map(Nemesis::as_str).join(", ")
-                )
+            .ok_or_else(|| NemesisListError::Unknown {
+                name: s.to_owned(),
+                known: Nemesis::ALL.map(Nemesis::as_str).join(", "),
             })
     }
 
     /// `all` or a comma-separated list, in the order given, each at most once.
-    pub fn parse_list(list: &str) -> Result<Vec<Nemesis>, String> {
+    pub fn parse_list(list: &str) -> Result<Vec<Nemesis>, NemesisListError> {
         if list.trim() == "all" {
             return Ok(Nemesis::ALL.to_vec());
         }
@@ -162,10 +160,26 @@ impl Nemesis {
             }
         }
         if out.is_empty() {
-            return Err("--nemesis needs `all` or at least one name".into());
+            return Err(NemesisListError::Empty);
         }
         Ok(out)
     }
+}
+
+/// A `--nemesis` list (or a trial id's nemesis) that names no nemesis.
+#[derive(Debug, thiserror::Error)]
+pub enum NemesisListError {
+    /// A name that is not a nemesis.
+    #[error("unknown nemesis {name:?}; expected `all` or some of: {known}")]
+    Unknown {
+        /// The name given.
+        name: String,
+        /// Every nemesis's name, comma-separated.
+        known: String,
+    },
+    /// The list names nothing.
+    #[error("--nemesis needs `all` or at least one name")]
+    Empty,
 }
 
 impl fmt::Display for Nemesis {

@@ -93,6 +93,76 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
     })?;
     // The code that runs is the code at the start (files may change while a long run goes on).
     let git_commit = crate::run::git_commit();
+    let (plan, specs) = plan_trials(args)?;
+    let s = start(args.journal, args.signing_key)?;
+    super::storage::preflight(&args.nemeses, s.dir.path()).map_err(|e| anyhow!(e))?;
+    // Ctrl-C / SIGTERM: no new trial starts; running trials end (every worker wait is bounded)
+    // and nothing is written.
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    crate::run::install_signal_handler(cancel.clone())?;
+    let ctx = TrialContext {
+        backend: &s.backend,
+        exe: &s.exe,
+        run_dir: s.dir.path(),
+        key_file: s.key.path(),
+        journal: s.journal.as_deref(),
+        clock_start: args.clock_start.unix(),
+        outage_ms: args.outage_ms,
+    };
+    eprintln!(
+        "runner: nemesis {} x 3 columns x {} trials{} = {} trials, {} jobs, seed {}",
+        plan.nemeses.join(","),
+        args.trials,
+        args.shard
+            .map(|s| format!(", shard {} of {}", s.index, s.count))
+            .unwrap_or_default(),
+        specs.len(),
+        args.jobs,
+        plan.seed
+    );
+    let slots = run_trials(&ctx, &specs, args.jobs, &cancel);
+    if cancel.load(Ordering::SeqCst) {
+        return Err(crate::run::Interrupted.into());
+    }
+    let trials = collect_trials(slots)?;
+    let signing = crate::keys::read_signing_key(s.key.path()).map_err(|e| anyhow!(e));
+    s.key
+        .delete()
+        .context("cannot delete the run's private key file")?;
+    let signing = signing?;
+    let summary = summarize(&plan, &trials);
+    let mut file = NemesisFile {
+        format: NEMESIS_FORMAT.into(),
+        scenario: "billing_credit".into(),
+        generated: crate::results::now_rfc3339(),
+        environment: environment(args, &s, plan.seed, git_commit),
+        plan,
+        trials,
+        summary,
+        signature: FileSignature::default(),
+    };
+    verify::nemesis::sign::sign(&mut file, &signing).map_err(|e| anyhow!(e))?;
+    let path = write(args, &file)?;
+    print_summary(&file, wall.elapsed().as_secs_f64());
+    let report = verify::nemesis::check::verify_nemesis(
+        &file,
+        &verify::receipt::KeyCheck::Pinned(s.key.public()),
+    );
+    print_verified(&report, "signed by the run's key");
+    println!("results: {}", path.display());
+    Ok(NemesisOutcome {
+        path,
+        verified: report.ok,
+        harness_errors: file
+            .trials
+            .iter()
+            .filter(|t| t.outcome == verify::scenarios::billing_credit::HARNESS_ERROR)
+            .count(),
+    })
+}
+
+/// The campaign's plan (the seed drawn when not given) and its trials, a shard's slice only.
+fn plan_trials(args: &NemesisArgs<'_>) -> Result<(NemesisPlan, Vec<TrialSpec>)> {
     let seed = args.seed.unwrap_or_else(|| rand::random::<u64>() >> 11);
     let plan = NemesisPlan {
         nemeses: args.nemeses.iter().map(|n| n.as_str().to_owned()).collect(),
@@ -129,37 +199,25 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
             }
         }
     }
-    let s = start(args.journal, args.signing_key)?;
-    super::storage::preflight(&args.nemeses, s.dir.path()).map_err(|e| anyhow!(e))?;
-    // Ctrl-C / SIGTERM: no new trial starts; running trials end (every worker wait is bounded)
-    // and nothing is written.
-    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    crate::run::install_signal_handler(cancel.clone())?;
-    let ctx = TrialContext {
-        backend: &s.backend,
-        exe: &s.exe,
-        run_dir: s.dir.path(),
-        key_file: s.key.path(),
-        journal: s.journal.as_deref(),
-        clock_start: args.clock_start.unix(),
-        outage_ms: args.outage_ms,
-    };
-    eprintln!(
-        "runner: nemesis {} x 3 columns x {} trials{} = {} trials, {} jobs, seed {seed}",
-        plan.nemeses.join(","),
-        args.trials,
-        args.shard
-            .map(|s| format!(", shard {} of {}", s.index, s.count))
-            .unwrap_or_default(),
-        specs.len(),
-        args.jobs
-    );
+    Ok((plan, specs))
+}
+
+/// A trial's result, in its place in the plan (`None`: it never ran).
+type Slots = Vec<Option<Result<Trial, String>>>;
+
+/// Runs the trials on `jobs` threads behind a progress bar, printing each violation's replay
+/// command; no new trial starts once `cancel` is set.
+fn run_trials(
+    ctx: &TrialContext<'_>,
+    specs: &[TrialSpec],
+    jobs: usize,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> Slots {
     let bar = progress(specs.len());
-    let slots: Mutex<Vec<Option<Result<Trial, String>>>> =
-        Mutex::new((0..specs.len()).map(|_| None).collect());
+    let slots: Mutex<Slots> = Mutex::new((0..specs.len()).map(|_| None).collect());
     let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
-        for _ in 0..args.jobs.max(1).min(specs.len().max(1)) {
+        for _ in 0..jobs.max(1).min(specs.len().max(1)) {
             scope.spawn(|| loop {
                 if cancel.load(Ordering::SeqCst) {
                     break;
@@ -168,7 +226,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
                 let Some(spec) = specs.get(i).copied() else {
                     break;
                 };
-                let result = run_trial(&ctx, spec);
+                let result = run_trial(ctx, spec);
                 if let Ok(t) = &result {
                     if t.violation {
                         bar.println(format!(
@@ -185,77 +243,83 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
         }
     });
     bar.finish_and_clear();
-    if cancel.load(Ordering::SeqCst) {
-        return Err(crate::run::Interrupted.into());
-    }
-    let mut trials = Vec::with_capacity(specs.len());
-    for slot in slots
-        .into_inner()
-        .map_err(|_| anyhow!("a trial thread panicked"))?
-    {
+    slots.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The trials in plan order; an error when one could not run.
+fn collect_trials(slots: Slots) -> Result<Vec<Trial>> {
+    let mut trials = Vec::with_capacity(slots.len());
+    for slot in slots {
         match slot {
             Some(Ok(t)) => trials.push(t),
             Some(Err(e)) => bail!("the run could not continue: {e}"),
             None => bail!("a trial did not run"),
         }
     }
-    let signing = crate::keys::read_signing_key(s.key.path()).map_err(|e| anyhow!(e));
-    s.key
-        .delete()
-        .context("cannot delete the run's private key file")?;
-    let signing = signing?;
+    Ok(trials)
+}
+
+/// The campaign's record of where and how it ran, with the command that runs it again.
+fn environment(
+    args: &NemesisArgs<'_>,
+    s: &Started,
+    seed: u64,
+    git_commit: Option<String>,
+) -> Environment {
     let settings = s.backend.scenario_settings();
-    let summary = summarize(&plan, &trials);
-    let mut file = NemesisFile {
-        format: NEMESIS_FORMAT.into(),
-        scenario: "billing_credit".into(),
-        generated: crate::results::now_rfc3339(),
-        environment: Environment {
-            backend: s.backend.name().into(),
-            stripe_api_version: stripe::API_VERSION.into(),
-            decider: DeciderInfo { kind: "policy".into(), model: None },
-            runner_version: env!("CARGO_PKG_VERSION").into(),
-            git_commit,
-            seed,
-            claim: ClaimSettings {
-                max_in_flight_ms: settings.max_in_flight.as_millis() as u64,
-                claim_ttl_ms: settings.claim_ttl.as_millis() as u64,
-                dedup_window_ms: scenarios::billing_credit::DEDUP_WINDOW.as_millis() as u64,
-                dedup_margin_ms: interlock::GateConfig::default().dedup_margin.as_millis() as u64,
-            },
-            signer: s.key.public_hex(),
-            command: format!(
-                "cargo run --release -p runner -- --scenario billing_credit --nemesis {} --trials {} --seed {seed} --jobs {} --clock-start {}{}{}{}",
-                plan.nemeses.join(","),
-                args.trials,
-                args.jobs,
-                args.clock_start,
-                args.outage_ms
-                    .map(|ms| format!(" --outage-ms {ms}"))
-                    .unwrap_or_default(),
-                args.journal
-                    .map(|url| format!(" --journal {}", crate::run::without_password(url)))
-                    .unwrap_or_default(),
-                // Last, so that a merge can name the whole campaign's command without it.
-                args.shard
-                    .map(|s| format!(" --shard {}/{}", s.index, s.count))
-                    .unwrap_or_default()
-            ),
-            jobs: args.jobs as u32,
-            journal: args
-                .journal
-                .map(|_| crate::run::JOURNAL_POSTGRESQL.to_owned()),
-            clock_start: Some(args.clock_start.unix()),
-            outage_ms: args.outage_ms,
+    Environment {
+        backend: s.backend.name().into(),
+        stripe_api_version: stripe::API_VERSION.into(),
+        decider: DeciderInfo {
+            kind: "policy".into(),
+            model: None,
         },
-        plan,
-        trials,
-        summary,
-        signature: FileSignature::default(),
-    };
-    verify::nemesis::sign::sign(&mut file, &signing).map_err(|e| anyhow!(e))?;
-    // Compact: a run of a few thousand trials is tens of megabytes pretty-printed.
-    let mut bytes = serde_json::to_vec(&file).context("cannot serialize the results")?;
+        runner_version: env!("CARGO_PKG_VERSION").into(),
+        git_commit,
+        seed,
+        claim: ClaimSettings {
+            max_in_flight_ms: settings.max_in_flight.as_millis() as u64,
+            claim_ttl_ms: settings.claim_ttl.as_millis() as u64,
+            dedup_window_ms: scenarios::billing_credit::DEDUP_WINDOW.as_millis() as u64,
+            dedup_margin_ms: interlock::GateConfig::default().dedup_margin.as_millis() as u64,
+        },
+        signer: s.key.public_hex(),
+        command: command(args, seed),
+        jobs: args.jobs as u32,
+        journal: args
+            .journal
+            .map(|_| crate::run::JOURNAL_POSTGRESQL.to_owned()),
+        clock_start: Some(args.clock_start.unix()),
+        outage_ms: args.outage_ms,
+    }
+}
+
+/// The command that runs the campaign (or its shard) again.
+fn command(args: &NemesisArgs<'_>, seed: u64) -> String {
+    let nemeses: Vec<&str> = args.nemeses.iter().map(|n| n.as_str()).collect();
+    format!(
+        "cargo run --release -p runner -- --scenario billing_credit --nemesis {} --trials {} --seed {seed} --jobs {} --clock-start {}{}{}{}",
+        nemeses.join(","),
+        args.trials,
+        args.jobs,
+        args.clock_start,
+        args.outage_ms
+            .map(|ms| format!(" --outage-ms {ms}"))
+            .unwrap_or_default(),
+        args.journal
+            .map(|url| format!(" --journal {}", crate::run::without_password(url)))
+            .unwrap_or_default(),
+        // Last, so that a merge can name the whole campaign's command without it.
+        args.shard
+            .map(|s| format!(" --shard {}/{}", s.index, s.count))
+            .unwrap_or_default()
+    )
+}
+
+/// Writes the campaign (compact: a run of a few thousand trials is tens of megabytes
+/// pretty-printed) to `DIR/nemesis/`, as the whole file or a shard's; returns its path.
+fn write(args: &NemesisArgs<'_>, file: &NemesisFile) -> Result<PathBuf> {
+    let mut bytes = serde_json::to_vec(file).context("cannot serialize the results")?;
     bytes.push(b'\n');
     let path = args.out.join("nemesis").join(match args.shard {
         Some(s) => shard_file_name(s),
@@ -263,22 +327,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
     });
     crate::results::write_atomically(&path, &bytes)
         .with_context(|| format!("cannot write {}", path.display()))?;
-    print_summary(&file, wall.elapsed().as_secs_f64());
-    let report = verify::nemesis::check::verify_nemesis(
-        &file,
-        &verify::receipt::KeyCheck::Pinned(s.key.public()),
-    );
-    print_verified(&report, "signed by the run's key");
-    println!("results: {}", path.display());
-    Ok(NemesisOutcome {
-        path,
-        verified: report.ok,
-        harness_errors: file
-            .trials
-            .iter()
-            .filter(|t| t.outcome == verify::scenarios::billing_credit::HARNESS_ERROR)
-            .count(),
-    })
+    Ok(path)
 }
 
 /// What Stripe held after a trial, without its ids: every amount, and every creation time as

@@ -200,7 +200,10 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
         timeline.runner_fault("disk", "space freed before the final restart");
     }
     // decides_again is judged against the first decision, which its restart replaces.
-    trial.decision = bc::load_decision(&o.dir).ok();
+    trial.decision = match crate::saved_decision::saved_decision(&o.dir) {
+        Ok(decision) => decision,
+        Err(e) => return Ok(harness(trial, &o, (&timeline, ctx), e.to_string())),
+    };
     let extra: Vec<String> = plan
         .decide_again_pct
         .map(|p| vec!["--decide-again-pct".to_owned(), p.to_string()])

@@ -9,8 +9,10 @@ pub mod hosts;
 pub mod nemesis;
 pub mod worker;
 
+use super::{RunKind, ScenarioOption, ScenarioRun};
 use crate::backend::Backend;
 use crate::cli::RunArgs;
+use crate::job::Outcome;
 use crate::run::{git_commit, install_signal_handler, Interrupted, RunOutcome};
 use anyhow::{anyhow, bail, Context, Result};
 use cell::{run_cell, CapContext};
@@ -22,50 +24,50 @@ use verify::shared_cap::plan::{every_step_plan, plan, PlannedCell, COLUMNS};
 use verify::shared_cap::record::{CapEnvironment, CapResults, SCENARIO};
 use verify::shared_cap::summary::summarize;
 
-/// Options billing_credit has and shared_cap does not: refused with a reason, not ignored.
-pub(crate) fn refuse_foreign_options(args: &RunArgs) -> Result<()> {
-    let foreign = [
-        (!args.cells.is_empty(), "--cells"),
-        (
-            args.decider != crate::decider::DeciderKind::Policy,
-            "--decider",
-        ),
-        (args.decide.is_some(), "--decide"),
-        (args.outage_ms.is_some(), "--outage-ms"),
-        (args.keep_emulator, "--keep-emulator"),
-        (args.nemesis.is_some(), "--nemesis"),
-    ];
-    if args.two_hosts && args.scenario.as_deref() != Some("shared_cap") {
-        bail!("--two-hosts belongs to --scenario shared_cap (pass that, or drop --two-hosts)");
+/// The shared_cap scenario.
+pub struct SharedCap;
+
+impl ScenarioRun for SharedCap {
+    fn name(&self) -> &'static str {
+        SCENARIO
     }
-    if args.two_hosts && args.journal.is_none() {
-        bail!(
-            "--two-hosts needs --journal postgres://...: the hosts share no disk, so the \
-             interlock column's journal must be a database both reach"
-        );
+
+    fn takes(&self, option: ScenarioOption, kind: RunKind) -> bool {
+        matches!(
+            (option, kind),
+            (ScenarioOption::TwoHosts, _) | (ScenarioOption::EveryStep, RunKind::Matrix)
+        )
     }
-    if args.two_hosts && args.backend != crate::backend::BackendKind::Emulator {
-        bail!(
-            "--two-hosts runs against the embedded emulator only (its hosts reach services \
-             through relays on this machine); drop --backend stripe"
-        );
+
+    fn refusal(&self, option: ScenarioOption, _kind: RunKind) -> String {
+        let flag = option.flag();
+        match option {
+            ScenarioOption::EveryStep => {
+                "--every-step is the matrix's; a nemesis draws its own steps (drop --every-step)"
+                    .into()
+            }
+            ScenarioOption::Shard => "--shard slices billing_credit's campaigns only; a \
+                                      shared_cap campaign runs whole (drop --shard)"
+                .into(),
+            _ => format!(
+                "{flag} is not available with --scenario shared_cap: its matrix is every crash \
+                 point x overlap x column, decided by the policy (drop {flag})"
+            ),
+        }
     }
-    if args.every_step && args.scenario.as_deref() != Some("shared_cap") {
-        bail!("--every-step belongs to --scenario shared_cap (pass that, or drop --every-step)");
+
+    fn matrix(&self, args: &RunArgs) -> Result<RunOutcome> {
+        run(args)
     }
-    if let Some((_, name)) = foreign.iter().find(|(given, _)| *given) {
-        bail!(
-            "{name} is not available with --scenario shared_cap: its matrix is every crash \
-             point x overlap x column, decided by the policy (drop {name})"
-        );
+
+    fn nemesis(&self, args: &RunArgs, list: &str) -> Result<Outcome> {
+        nemesis::run(args, list).map(Outcome::Cells)
     }
-    Ok(())
 }
 
 /// What a run checks before any cell runs: the plan, the number of jobs, the output
 /// directories.
 fn checked_plan(args: &RunArgs) -> Result<(Vec<PlannedCell>, usize)> {
-    refuse_foreign_options(args)?;
     let cells_plan = if args.every_step {
         every_step_plan(args.repeat)
     } else {

@@ -6,7 +6,7 @@
 //! the run's key, and checks it.
 
 use super::cell::{run_spec, CellSpec};
-use super::{cell_line, collect, refuse_foreign_options, run_parallel, Setup};
+use super::{cell_line, collect, run_parallel, Setup};
 use crate::cli::RunArgs;
 use crate::run::RunOutcome;
 use anyhow::{anyhow, bail, Context, Result};
@@ -58,21 +58,12 @@ fn plan(seed: u64, nemeses: &[String], trials: u32) -> Result<Vec<(String, Strin
     Ok(out)
 }
 
+/// A campaign's trial in plan order: nemesis, column, index, draw.
+type Planned = (String, String, u32, Draw);
+
 /// Runs a shared_cap nemesis campaign.
 pub fn run(args: &RunArgs, list: &str) -> Result<RunOutcome> {
     let nemeses = parse_list(list)?;
-    let mut matrix_only = args.clone();
-    matrix_only.nemesis = None;
-    refuse_foreign_options(&matrix_only)?;
-    if args.every_step {
-        bail!("--every-step is the matrix's; a nemesis draws its own steps (drop --every-step)");
-    }
-    if args.shard.is_some() {
-        bail!(
-            "--shard slices billing_credit's campaigns only; a shared_cap campaign runs whole \
-             (drop --shard)"
-        );
-    }
     crate::results::check_writable(&args.out.join("nemesis")).map_err(|e| {
         anyhow!(
             "--out {}: cannot write the nemesis file there: {e}; pass a directory you can write",
@@ -83,11 +74,11 @@ pub fn run(args: &RunArgs, list: &str) -> Result<RunOutcome> {
     let setup = Setup::new(args)?;
     let ctx = setup.context();
     let seed = ctx.seed;
-    let trials = plan(seed, &nemeses, args.trials)?;
+    let planned = plan(seed, &nemeses, args.trials)?;
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
-        .clamp(1, trials.len().max(1));
+        .clamp(1, planned.len().max(1));
     setup.announce(
         &format!(
             "nemesis {} x {} columns x {} trials",
@@ -97,37 +88,7 @@ pub fn run(args: &RunArgs, list: &str) -> Result<RunOutcome> {
         ),
         jobs,
     );
-    let slots = run_parallel(&ctx, trials.len(), jobs, |i| {
-        let (nemesis, column, index, d) = &trials[i];
-        let id = trial_id(seed, nemesis, column, *index);
-        let spec = CellSpec {
-            column,
-            overlap: &d.overlap,
-            kill_a: d.kill_a.as_deref(),
-            kill_b: d.kill_b.as_deref(),
-            kill_restart: d.kill_restart.as_deref(),
-        };
-        let result = run_spec(&ctx, i, &id, &spec).map(|outcome| {
-            let mut cell = outcome.cell;
-            if let Some(k) = &d.kill_a {
-                cell.crash_point = k.clone();
-            }
-            cell.repeat = *index;
-            CapTrial {
-                id: id.clone(),
-                nemesis: nemesis.clone(),
-                index: *index,
-                draw: d.clone(),
-                restart_killed_at: outcome.restart_killed_at,
-                cell,
-            }
-        });
-        let line = match &result {
-            Ok(t) => cell_line(&t.cell),
-            Err(abort) => format!("{abort:?}"),
-        };
-        (result, id, line)
-    });
+    let slots = run_parallel(&ctx, planned.len(), jobs, |i| run_one(&ctx, i, &planned[i]));
     let options = format!(" --nemesis {} --trials {}", nemeses.join(","), args.trials);
     let environment = setup.environment(args, &options);
     let (signing_key, public) = setup.finish()?;
@@ -150,7 +111,60 @@ pub fn run(args: &RunArgs, list: &str) -> Result<RunOutcome> {
     };
     sign(&mut file, &signing_key).context("cannot sign the nemesis file")?;
     drop(signing_key);
-    let mut bytes = serde_json::to_vec_pretty(&file).context("cannot serialize the trials")?;
+    let path = write(args, &file)?;
+    print_summary(&file, started.elapsed());
+    println!("results: {}", path.display());
+    let verified = check_written(&file, &public);
+    Ok(RunOutcome {
+        harness_errors: file
+            .trials
+            .iter()
+            .filter(|t| t.cell.harness_error.is_some())
+            .count(),
+        results_path: path,
+        verified,
+    })
+}
+
+/// Runs trial `i` of the plan through the matrix's cell code; gives its result, id and line.
+fn run_one(
+    ctx: &super::cell::CapContext<'_>,
+    i: usize,
+    (nemesis, column, index, d): &Planned,
+) -> (Result<CapTrial, crate::cell::CellAbort>, String, String) {
+    let id = trial_id(ctx.seed, nemesis, column, *index);
+    let spec = CellSpec {
+        column,
+        overlap: &d.overlap,
+        kill_a: d.kill_a.as_deref(),
+        kill_b: d.kill_b.as_deref(),
+        kill_restart: d.kill_restart.as_deref(),
+    };
+    let result = run_spec(ctx, i, &id, &spec).map(|outcome| {
+        let mut cell = outcome.cell;
+        if let Some(k) = &d.kill_a {
+            cell.crash_point = k.clone();
+        }
+        cell.repeat = *index;
+        CapTrial {
+            id: id.clone(),
+            nemesis: nemesis.clone(),
+            index: *index,
+            draw: d.clone(),
+            restart_killed_at: outcome.restart_killed_at,
+            cell,
+        }
+    });
+    let line = match &result {
+        Ok(t) => cell_line(&t.cell),
+        Err(abort) => format!("{abort:?}"),
+    };
+    (result, id, line)
+}
+
+/// Writes `DIR/nemesis/<run name>.json`; returns its path.
+fn write(args: &RunArgs, file: &CapNemesisFile) -> Result<std::path::PathBuf> {
+    let mut bytes = serde_json::to_vec_pretty(file).context("cannot serialize the trials")?;
     bytes.push(b'\n');
     let path = args
         .out
@@ -158,9 +172,12 @@ pub fn run(args: &RunArgs, list: &str) -> Result<RunOutcome> {
         .join(format!("{}.json", run_name(&file.environment)));
     crate::results::write_atomically(&path, &bytes)
         .with_context(|| format!("cannot write {}", path.display()))?;
-    print_summary(&file, started.elapsed());
-    println!("results: {}", path.display());
-    let report = check(&file, &KeyCheck::Pinned(public));
+    Ok(path)
+}
+
+/// Checks the written campaign with verify's rules against the run's key; prints the verdict.
+fn check_written(file: &CapNemesisFile, public: &ed25519_dalek::VerifyingKey) -> bool {
+    let report = check(file, &KeyCheck::Pinned(*public));
     if report.ok {
         println!(
             "verify: ok ({} trials, signed by the run's key)",
@@ -172,15 +189,7 @@ pub fn run(args: &RunArgs, list: &str) -> Result<RunOutcome> {
             eprintln!("  {f}");
         }
     }
-    Ok(RunOutcome {
-        harness_errors: file
-            .trials
-            .iter()
-            .filter(|t| t.cell.harness_error.is_some())
-            .count(),
-        results_path: path,
-        verified: report.ok,
-    })
+    report.ok
 }
 
 fn print_summary(file: &CapNemesisFile, wall: std::time::Duration) {

@@ -1,0 +1,372 @@
+//! What the runner was asked to do: clap's options turned once into a checked [`Job`]. Every
+//! option combination is refused here, before anything runs; the runs themselves check only
+//! values (a `--cells` spec, `--jobs 0`, a directory that cannot be written).
+
+use crate::backend::BackendKind;
+use crate::cli::{Cli, Internal, KeygenArgs, MergeArgs, ReconcileArgs, RunArgs};
+use crate::clock::ClockStart;
+use crate::nemesis::NemesisOutcome;
+use crate::run::RunOutcome;
+use crate::scenario::shared_cap::worker::CapWorkerArgs;
+use crate::scenario::{RunKind, ScenarioOption, ScenarioRun, ALL, SCENARIOS};
+use crate::worker::WorkerArgs;
+use std::process::ExitCode;
+
+/// A command line the runner refuses before anything runs; exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(String);
+
+/// One checked thing to do.
+pub enum Job {
+    /// A billing_credit worker process (started by the runner).
+    Worker(Box<WorkerArgs>),
+    /// A shared_cap worker process (started by the runner).
+    CapWorker(Box<CapWorkerArgs>),
+    /// `runner reconcile`.
+    Reconcile(ReconcileArgs),
+    /// `runner merge`.
+    Merge(MergeArgs),
+    /// `runner keygen`.
+    Keygen(KeygenArgs),
+    /// `runner --replay ID`.
+    Replay(Replay),
+    /// One scenario's matrix.
+    Matrix {
+        /// The scenario.
+        scenario: &'static dyn ScenarioRun,
+        /// The run's options, checked.
+        args: RunArgs,
+    },
+    /// One scenario's nemesis campaign.
+    Nemesis {
+        /// The scenario.
+        scenario: &'static dyn ScenarioRun,
+        /// `--nemesis LIST`, parsed by the scenario.
+        list: String,
+        /// The run's options, checked.
+        args: RunArgs,
+    },
+    /// `--scenario all`: every scenario's matrix, then one site.
+    All(RunArgs),
+}
+
+/// `runner --replay ID [--at STEP]`: one billing_credit nemesis trial again.
+pub struct Replay {
+    /// The trial's id.
+    pub id: String,
+    /// `--at STEP`.
+    pub at: Option<String>,
+    /// `--clock-start`.
+    pub clock_start: ClockStart,
+    /// `--outage-ms`.
+    pub outage_ms: Option<u64>,
+}
+
+/// What a job ended with, for its exit code.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Exit with this code; the job has said what there was to say.
+    Exit(u8),
+    /// A results file of cells was written (a matrix, or a shared_cap campaign).
+    Cells(RunOutcome),
+    /// A billing_credit nemesis file was written.
+    Trials(NemesisOutcome),
+}
+
+impl Outcome {
+    /// The exit code (cli.rs's "Exit status"): 0 when every cell or trial was judged and the
+    /// file verifies, 1 when not (the HARNESS_ERROR count printed).
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            Outcome::Exit(code) => ExitCode::from(*code),
+            Outcome::Cells(o) => {
+                if o.harness_errors > 0 {
+                    eprintln!(
+                        "{} cell(s) are HARNESS_ERROR: see harness_error in {}",
+                        o.harness_errors,
+                        o.results_path.display()
+                    );
+                }
+                pass_or_fail(o.verified && o.harness_errors == 0)
+            }
+            Outcome::Trials(o) => {
+                if o.harness_errors > 0 {
+                    eprintln!(
+                        "{} trial(s) are HARNESS_ERROR: see {}",
+                        o.harness_errors,
+                        o.path.display()
+                    );
+                }
+                pass_or_fail(o.verified && o.harness_errors == 0)
+            }
+        }
+    }
+}
+
+fn pass_or_fail(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+impl TryFrom<Cli> for Job {
+    type Error = Refused;
+
+    fn try_from(cli: Cli) -> Result<Job, Refused> {
+        Ok(match cli.command {
+            Some(Internal::Worker(args)) => Job::Worker(args),
+            Some(Internal::CapWorker(args)) => Job::CapWorker(args),
+            Some(Internal::Reconcile(args)) => Job::Reconcile(args),
+            Some(Internal::Merge(args)) => Job::Merge(args),
+            Some(Internal::Keygen(args)) => Job::Keygen(args),
+            None => return run_job(cli.run),
+        })
+    }
+}
+
+/// The job of a command line without a subcommand: a replay, a campaign, a matrix or all.
+fn run_job(args: RunArgs) -> Result<Job, Refused> {
+    if let Some(id) = &args.replay {
+        return Ok(Job::Replay(Replay {
+            id: id.clone(),
+            at: args.at.clone(),
+            clock_start: args.clock_start,
+            outage_ms: args.outage_ms,
+        }));
+    }
+    let name = args.scenario.as_deref().unwrap_or_default();
+    let scenario = SCENARIOS.iter().copied().find(|s| s.name() == name);
+    let kind = match args.nemesis {
+        Some(_) => RunKind::Nemesis,
+        None => RunKind::Matrix,
+    };
+    let runs: Vec<&'static dyn ScenarioRun> = match (scenario, kind) {
+        (Some(s), _) => vec![s],
+        (None, RunKind::Matrix) if name == ALL => SCENARIOS.to_vec(),
+        _ => return Err(Refused(one_scenario_please(kind))),
+    };
+    for option in ScenarioOption::ALL.into_iter().filter(|o| o.given(&args)) {
+        if let Some(s) = runs.iter().find(|s| !s.takes(option, kind)) {
+            return Err(Refused(s.refusal(option, kind)));
+        }
+    }
+    refuse_unmet_needs(&args)?;
+    Ok(match (scenario, args.nemesis.clone()) {
+        (Some(scenario), Some(list)) => Job::Nemesis {
+            scenario,
+            list,
+            args,
+        },
+        (Some(scenario), None) => Job::Matrix { scenario, args },
+        (None, _) => Job::All(args),
+    })
+}
+
+/// What `--scenario` must be: one scenario for a campaign (`all` runs matrices only).
+fn one_scenario_please(kind: RunKind) -> String {
+    let names: Vec<String> = SCENARIOS
+        .iter()
+        .map(|s| format!("--scenario {}", s.name()))
+        .collect();
+    match kind {
+        RunKind::Nemesis => format!(
+            "--nemesis runs one scenario's trials: pass {}",
+            names.join(" or ")
+        ),
+        RunKind::Matrix => format!("--scenario: pass {} or --scenario {ALL}", names.join(", ")),
+    }
+}
+
+/// Options that need another option or a backend.
+fn refuse_unmet_needs(args: &RunArgs) -> Result<(), Refused> {
+    let emulator = args.backend == BackendKind::Emulator;
+    let unmet = [
+        (
+            args.two_hosts && args.journal.is_none(),
+            "--two-hosts needs --journal postgres://...: the hosts share no disk, so the \
+             interlock column's journal must be a database both reach",
+        ),
+        (
+            args.two_hosts && !emulator,
+            "--two-hosts runs against the embedded emulator only (its hosts reach services \
+             through relays on this machine); drop --backend stripe",
+        ),
+        (
+            args.outage_ms.is_some() && !emulator,
+            "--outage-ms sets how long the emulator's clock advances take; Stripe's take what \
+             they take (drop it with --backend stripe)",
+        ),
+        (
+            args.keep_emulator && !emulator,
+            "--keep-emulator keeps the embedded emulator serving; it needs --backend emulator",
+        ),
+    ];
+    match unmet.into_iter().find(|(unmet, _)| *unmet) {
+        Some((_, why)) => Err(Refused(why.to_owned())),
+        None => Ok(()),
+    }
+}
+
+impl Job {
+    /// Runs the job. Errors are the run's: it could not start or go on (exit 2), or it was
+    /// interrupted ([`crate::run::Interrupted`], exit 130 or 143).
+    pub fn run(self) -> anyhow::Result<Outcome> {
+        match self {
+            Job::Worker(args) => Ok(exit_with(crate::worker::main(&args))),
+            Job::CapWorker(args) => Ok(exit_with(crate::scenario::shared_cap::worker::main(&args))),
+            Job::Reconcile(args) => Ok(Outcome::Exit(crate::reconcile::command(&args))),
+            Job::Merge(args) => crate::nemesis::merge_shards(&args).map(passed),
+            Job::Keygen(args) => keygen(&args),
+            Job::Replay(r) => {
+                crate::nemesis::replay(&r.id, r.at.as_deref(), r.clock_start, r.outage_ms)
+                    .map(passed)
+            }
+            Job::Matrix { scenario, args } => scenario.matrix(&args).map(Outcome::Cells),
+            Job::Nemesis {
+                scenario,
+                list,
+                args,
+            } => scenario.nemesis(&args, &list),
+            Job::All(args) => run_all(&args).map(Outcome::Cells),
+        }
+    }
+}
+
+/// A worker's exit code as the process's (1 when it does not fit).
+fn exit_with(code: i32) -> Outcome {
+    Outcome::Exit(u8::try_from(code).unwrap_or(1))
+}
+
+/// 0 when a merge's or a replay's check passed, 1 when not.
+fn passed(ok: bool) -> Outcome {
+    Outcome::Exit(if ok { 0 } else { 1 })
+}
+
+/// `runner keygen FILE`: writes the key and prints its allowed-signers line.
+fn keygen(args: &KeygenArgs) -> anyhow::Result<Outcome> {
+    let public = crate::keys::keygen(&args.file).map_err(|e| {
+        anyhow::anyhow!("{e}; pass the path of a new file in an existing directory")
+    })?;
+    println!("{public} {}", args.comment);
+    Ok(Outcome::Exit(0))
+}
+
+/// `--scenario all`: every scenario's matrix into one `--out`, then one site over all of them.
+fn run_all(args: &RunArgs) -> anyhow::Result<RunOutcome> {
+    let mut each = args.clone();
+    each.no_site = true;
+    let mut total = RunOutcome {
+        results_path: args.out.clone(),
+        harness_errors: 0,
+        verified: true,
+    };
+    for scenario in SCENARIOS {
+        let one = scenario.matrix(&each)?;
+        total.harness_errors += one.harness_errors;
+        total.verified &= one.verified;
+    }
+    if !args.no_site {
+        if total.verified {
+            crate::run::render_site(&args.out, &args.site_out);
+        } else {
+            eprintln!("site: not rendered, because a results file does not verify");
+        }
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn job(args: &[&str]) -> Result<Job, Refused> {
+        let cli = Cli::try_parse_from(std::iter::once("runner").chain(args.iter().copied()))
+            .map_err(|e| Refused(e.to_string()))?;
+        Job::try_from(cli)
+    }
+
+    fn refusal(args: &[&str]) -> String {
+        match job(args) {
+            Err(Refused(why)) => why,
+            Ok(_) => panic!("{args:?} was not refused"),
+        }
+    }
+
+    #[test]
+    fn each_scenario_refuses_the_options_it_does_not_take_before_anything_runs() {
+        assert_eq!(
+            refusal(&["--scenario", "billing_credit", "--two-hosts"]),
+            "--two-hosts belongs to --scenario shared_cap (pass that, or drop --two-hosts)"
+        );
+        assert!(refusal(&["--scenario", "billing_credit", "--every-step"])
+            .starts_with("--every-step belongs to --scenario shared_cap"));
+        assert!(refusal(&["--scenario", "shared_cap", "--outage-ms", "5"])
+            .starts_with("--outage-ms is not available with --scenario shared_cap"));
+        assert!(refusal(&["--scenario", "all", "--cells", "*:*:*"])
+            .starts_with("--cells is not available with --scenario shared_cap"));
+        assert!(refusal(&["--scenario", "all", "--every-step"])
+            .starts_with("--every-step belongs to --scenario shared_cap"));
+    }
+
+    #[test]
+    fn a_campaign_is_of_one_scenario_and_takes_only_its_options() {
+        assert!(refusal(&["--scenario", "all", "--nemesis", "all"])
+            .starts_with("--nemesis runs one scenario's trials: pass --scenario billing_credit"));
+        assert!(refusal(&[
+            "--scenario",
+            "shared_cap",
+            "--nemesis",
+            "all",
+            "--every-step"
+        ])
+        .starts_with("--every-step is the matrix's"));
+        assert!(refusal(&[
+            "--scenario",
+            "shared_cap",
+            "--nemesis",
+            "all",
+            "--shard",
+            "1/2"
+        ])
+        .starts_with("--shard slices billing_credit's campaigns only"));
+        assert!(matches!(
+            job(&["--scenario", "shared_cap", "--nemesis", "kill_both"]),
+            Ok(Job::Nemesis { .. })
+        ));
+    }
+
+    #[test]
+    fn options_that_need_another_are_refused_without_it() {
+        assert!(refusal(&["--scenario", "shared_cap", "--two-hosts"])
+            .starts_with("--two-hosts needs --journal"));
+        assert!(refusal(&[
+            "--scenario",
+            "billing_credit",
+            "--keep-emulator",
+            "--backend",
+            "stripe"
+        ])
+        .starts_with("--keep-emulator keeps the embedded emulator serving"));
+    }
+
+    #[test]
+    fn a_valid_command_line_is_the_job_it_names() {
+        assert!(matches!(
+            job(&["--scenario", "billing_credit"]),
+            Ok(Job::Matrix { scenario, .. }) if scenario.name() == "billing_credit"
+        ));
+        assert!(matches!(job(&["--scenario", "all"]), Ok(Job::All(_))));
+        assert!(matches!(
+            job(&["--replay", "kill_random:interlock:00000000000001"]),
+            Ok(Job::Replay(_))
+        ));
+        assert!(matches!(
+            job(&["keygen", "/tmp/never-written"]),
+            Ok(Job::Keygen(_))
+        ));
+    }
+}

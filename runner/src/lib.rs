@@ -1,0 +1,28 @@
+//! `runner`: runs the Interlock experiment matrix with real SIGKILLs, writes the results file,
+//! verifies it and renders the report. See `README.md` in this crate.
+//!
+//! The binary is a thin `main` over [`Job`]: clap parses the command line into [`cli::Cli`],
+//! [`Job::try_from`] checks every option combination once, [`Job::run`] runs it, and
+//! [`Outcome::exit_code`] says how it ended. The scenarios are the registry in [`scenario`].
+
+mod backend;
+mod cell;
+pub mod cli;
+mod clock;
+mod decider;
+pub mod job;
+mod judge;
+mod keys;
+mod matrix;
+mod nemesis;
+mod progress;
+mod reconcile;
+mod results;
+mod row_decision;
+mod run;
+mod saved_decision;
+pub mod scenario;
+mod worker;
+
+pub use job::{Job, Outcome, Refused};
+pub use run::{interrupted_exit_code, Interrupted};

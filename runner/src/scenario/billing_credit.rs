@@ -1,0 +1,42 @@
+//! `--scenario billing_credit` (DESIGN §4.1): one approved credit racing a billing run. Its
+//! matrix is `crate::run`, its nemesis campaign `crate::nemesis`.
+
+use super::{RunKind, ScenarioOption, ScenarioRun};
+use crate::cli::RunArgs;
+use crate::job::Outcome;
+use crate::run::RunOutcome;
+
+/// The billing_credit scenario.
+pub struct BillingCredit;
+
+impl ScenarioRun for BillingCredit {
+    fn name(&self) -> &'static str {
+        "billing_credit"
+    }
+
+    fn takes(&self, option: ScenarioOption, _kind: RunKind) -> bool {
+        !matches!(option, ScenarioOption::TwoHosts | ScenarioOption::EveryStep)
+    }
+
+    fn matrix(&self, args: &RunArgs) -> anyhow::Result<RunOutcome> {
+        crate::run::run(args)
+    }
+
+    fn nemesis(&self, args: &RunArgs, list: &str) -> anyhow::Result<Outcome> {
+        let run = crate::nemesis::NemesisArgs {
+            nemeses: crate::nemesis::Nemesis::parse_list(list)?,
+            trials: args.trials,
+            seed: args.seed,
+            // Trials mostly wait (on the in-flight bound, on held requests), so more than the
+            // cores.
+            jobs: args.jobs.unwrap_or(32),
+            out: &args.out,
+            journal: args.journal.as_deref(),
+            clock_start: args.clock_start,
+            outage_ms: args.outage_ms,
+            shard: args.shard,
+            signing_key: args.signing_key.as_deref(),
+        };
+        crate::nemesis::run_nemesis(&run).map(Outcome::Trials)
+    }
+}
