@@ -541,6 +541,9 @@ pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<Strin
         Ok(b) => b,
         Err(e) => return could_not_check(&name, &format!("cannot read: {e}")),
     };
+    if let Some(head) = crate::contract::read_head(&bytes) {
+        return registered_outcome(&name, &head, &bytes, options);
+    }
     let doc = match load_for_check(&bytes) {
         Ok(Loaded::Results(file)) => {
             let signer = Some(file.head.environment.signer.as_str());
@@ -630,6 +633,65 @@ pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<Strin
         }
     };
     finish(&name, outcome, options)
+}
+
+/// A file of a scenario on the contract ([`crate::contract::FORMAT`]), checked by the pipeline
+/// of the scenario its file names in the registry.
+fn registered_outcome(
+    name: &str,
+    head: &crate::contract::FileHead,
+    bytes: &[u8],
+    options: &Options<'_>,
+) -> (Status, Vec<String>, FileJson) {
+    let Some(scenario) = crate::scenarios::registered(&head.scenario) else {
+        let known: Vec<&str> = crate::scenarios::REGISTRY
+            .iter()
+            .map(|s| s.name())
+            .collect();
+        let why = format!(
+            "scenario {:?} is not one this verifier knows on {} (known: {}); a newer verify may know it",
+            crate::display::shorten(&head.scenario, 80),
+            crate::contract::FORMAT,
+            if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+        );
+        return could_not_check(name, &why);
+    };
+    let key = match key_for(
+        head.signer.as_deref(),
+        "signature.signer",
+        false,
+        options.pinned,
+    ) {
+        Ok(k) => k,
+        Err(why) => return not_allowed(name, &why),
+    };
+    let r = match scenario.check_text(bytes, &key) {
+        Ok(r) => r,
+        Err(why) => return could_not_check(name, &why),
+    };
+    let summary = if r.read {
+        format!(
+            "{} run, {} cells ({} judged), {} receipts: what the run found, re-derived from the data, {}",
+            r.scenario,
+            r.cells,
+            r.judged,
+            r.receipts,
+            if r.signed { "signed" } else { "signature check failed" }
+        )
+    } else {
+        format!(
+            "{} run, signature check failed, not read further",
+            r.scenario
+        )
+    };
+    let details = r.findings.iter().map(|f| format!("  {f}")).collect();
+    let mut outcome = Outcome::new(r.ok, summary, details, r.scenario, &r, options.json);
+    outcome.provenance = Provenance {
+        signer: signer_of(&key, r.fingerprint.clone()),
+        made: Made::Generated(head.generated_at.clone()),
+        commit: Some(head.commit.clone()),
+    };
+    finish(name, outcome, options)
 }
 
 /// A checked file: its verdict, what its verdict line says, its further lines, its kind, who

@@ -16,6 +16,7 @@ pub mod budget;
 pub mod check;
 pub mod cli;
 mod compact;
+pub mod contract;
 pub mod display;
 pub mod entry;
 pub mod finding;

@@ -44,7 +44,8 @@ struct Args {
     #[arg(long, value_name = "TIME")]
     not_before: Option<String>,
     /// Receipt bundles (`interlock-receipt/1` or original), results files
-    /// (`interlock-results/2` or original).
+    /// (`interlock-results/2` or original, shared_cap's, nemesis files) and files of the scenarios
+    /// on the contract (`interlock-scenario/1`).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
 }

@@ -1,0 +1,153 @@
+//! The contract seen without its types: what the loader, the command line and the site's index
+//! need of every registered scenario.
+
+use super::file::ScenarioFile;
+use super::stages::{check, Report};
+use super::Scenario;
+use crate::finding::Finding;
+use crate::receipt::KeyCheck;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::marker::PhantomData;
+
+/// A registered scenario, by name.
+pub trait Registered: Sync {
+    /// [`Scenario::NAME`].
+    fn name(&self) -> &'static str;
+    /// Reads a file of this scenario from its JSON text and runs the pipeline over it. `Err`
+    /// names where the text is not a file of this scenario.
+    fn check_text(&self, text: &[u8], key: &KeyCheck) -> Result<ScenarioReport, String>;
+}
+
+/// A registry line: `&Entry::<MyScenario>::NEW`.
+pub struct Entry<S>(PhantomData<fn() -> S>);
+
+impl<S> Entry<S> {
+    /// The line's value.
+    pub const NEW: Entry<S> = Entry(PhantomData);
+}
+
+impl<S: Scenario> Registered for Entry<S> {
+    fn name(&self) -> &'static str {
+        S::NAME
+    }
+
+    fn check_text(&self, text: &[u8], key: &KeyCheck) -> Result<ScenarioReport, String> {
+        let mut de = serde_json::Deserializer::from_slice(text);
+        let file: ScenarioFile<S> = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let why = format!("{}: {}", e.path(), e.inner());
+            crate::display::shorten(&why, crate::finding::SHOWN_CHARS)
+        })?;
+        de.end().map_err(|e| e.to_string())?;
+        Ok(match check(file, key) {
+            Ok(verified) => ScenarioReport::from(verified.report()),
+            Err(report) => ScenarioReport::from(&*report),
+        })
+    }
+}
+
+/// [`Report`] without the scenario's types: the summary as JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScenarioReport {
+    /// The scenario.
+    pub scenario: &'static str,
+    /// `pinned` or `self-attested`.
+    pub key: &'static str,
+    /// The key checked against (hex), once accepted.
+    pub signer: Option<String>,
+    /// Its fingerprint.
+    pub fingerprint: Option<String>,
+    /// The file's and every receipt's signatures verify.
+    pub signed: bool,
+    /// Read past the signature.
+    pub read: bool,
+    /// Cells in the file.
+    pub cells: usize,
+    /// Cells judged.
+    pub judged: usize,
+    /// Receipts verified.
+    pub receipts: usize,
+    /// No finding.
+    pub ok: bool,
+    /// Every finding (capped).
+    pub findings: Vec<Finding>,
+    /// The derived summary.
+    pub summary: Option<serde_json::Value>,
+}
+
+impl<S: Scenario> From<&Report<S>> for ScenarioReport {
+    fn from(r: &Report<S>) -> ScenarioReport {
+        ScenarioReport {
+            scenario: r.scenario,
+            key: r.key,
+            signer: r.signer.clone(),
+            fingerprint: r.fingerprint.clone(),
+            signed: r.signed,
+            read: r.read,
+            cells: r.cells,
+            judged: r.judged,
+            receipts: r.receipts,
+            ok: r.ok,
+            findings: r.findings.clone(),
+            summary: r
+                .summary
+                .as_ref()
+                .and_then(|s| serde_json::to_value(s).ok()),
+        }
+    }
+}
+
+/// What a command needs of a scenario file before checking it: which scenario, who it names
+/// as signer, when and from which commit it was made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileHead {
+    /// The scenario the file states.
+    pub scenario: String,
+    /// The signer the file names (`signature.signer`).
+    pub signer: Option<String>,
+    /// `generated_at`.
+    pub generated_at: String,
+    /// `environment.git_commit` (`None` when not recorded).
+    pub commit: Option<String>,
+}
+
+/// The head of a file on the contract ([`super::FORMAT`]); `None` for any other text, which is
+/// then read as one of the older formats.
+pub fn read_head(text: &[u8]) -> Option<FileHead> {
+    #[derive(Deserialize)]
+    struct Signature {
+        signer: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct Head {
+        format: String,
+        scenario: Option<String>,
+        generated_at: Option<String>,
+        environment: Option<Value>,
+        signature: Option<Signature>,
+    }
+    // Only a text that names the format at all is parsed here: the older formats go on to their
+    // own readers without a second parse.
+    let named = text
+        .windows(super::FORMAT.len())
+        .any(|w| w == super::FORMAT.as_bytes());
+    if !named {
+        return None;
+    }
+    let head: Head = serde_json::from_slice(text).ok()?;
+    if head.format != super::FORMAT {
+        return None;
+    }
+    let commit = head
+        .environment
+        .as_ref()
+        .and_then(|e| e.get("git_commit"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    Some(FileHead {
+        scenario: head.scenario.unwrap_or_default(),
+        signer: head.signature.and_then(|s| s.signer),
+        generated_at: head.generated_at.unwrap_or_default(),
+        commit,
+    })
+}
