@@ -7,6 +7,7 @@
 //! Two so far: [`billing_credit`] and [`shared_cap`].
 
 pub mod billing_credit;
+pub mod pr_merge;
 pub mod receipt_proof;
 pub mod shared_cap;
 
@@ -16,7 +17,7 @@ use crate::contract::Registered;
 /// `&crate::contract::Entry::<name::Scenario>::NEW`. The loader, the command line and the site
 /// find a scenario here by the name its file states. billing_credit and shared_cap still have
 /// formats of their own and are not listed yet.
-pub static REGISTRY: &[&dyn Registered] = &[];
+pub static REGISTRY: &[&dyn Registered] = &[&crate::contract::Entry::<pr_merge::PrMerge>::NEW];
 
 /// The registered scenario of this name.
 pub fn registered(name: &str) -> Option<&'static dyn Registered> {
