@@ -667,7 +667,7 @@ fn registered_outcome(
     };
     let r = match scenario.check_text(bytes, &key) {
         Ok(r) => r,
-        Err(why) => return could_not_check(name, &why),
+        Err(why) => return could_not_check(name, &why.to_string()),
     };
     let summary = if r.read {
         format!(

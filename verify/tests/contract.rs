@@ -64,9 +64,9 @@ impl Scenario for Coin {
     type Judgement = Judgement;
     type Summary = Summary;
 
-    fn plan(p: &Params) -> Result<Vec<Planned>, String> {
+    fn plan(p: &Params) -> Result<Vec<Planned>, contract::PlanError> {
         if p.repeats == 0 {
-            return Err("repeats must be at least 1".into());
+            return Err(contract::PlanError::NoRepeats);
         }
         Ok(p.columns
             .iter()

@@ -25,12 +25,14 @@
 //! is what a renderer receives.
 
 pub mod codes;
+mod errors;
 mod evidence;
 mod file;
 mod registry;
 pub mod signature;
 mod stages;
 
+pub use errors::{PlanError, ReadError};
 pub use evidence::{Evidence, Exit, HarnessError, Ticket};
 pub use file::{file_hash, sign, FileSignature, ScenarioFile, SigningError, FORMAT};
 pub use registry::{read_head, Entry, FileHead, Registered, ScenarioReport};
@@ -61,7 +63,7 @@ pub trait Scenario: 'static + Send + Sync {
 
     /// The cells a run with these parameters holds, in order; `Err` names what is wrong with the
     /// parameters.
-    fn plan(params: &Self::Params) -> Result<Vec<Self::Planned>, String>;
+    fn plan(params: &Self::Params) -> Result<Vec<Self::Planned>, PlanError>;
     /// The cell's planned part.
     fn planned(cell: &Self::Cell) -> &Self::Planned;
     /// What the cell records that the trusted core binds: tickets, receipts, exits, harness

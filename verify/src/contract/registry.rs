@@ -1,6 +1,7 @@
 //! The contract seen without its types: what the loader, the command line and the site's index
 //! need of every registered scenario.
 
+use super::errors::ReadError;
 use super::file::ScenarioFile;
 use super::stages::{check, Report};
 use super::Scenario;
@@ -16,7 +17,7 @@ pub trait Registered: Sync {
     fn name(&self) -> &'static str;
     /// Reads a file of this scenario from its JSON text and runs the pipeline over it. `Err`
     /// names where the text is not a file of this scenario.
-    fn check_text(&self, text: &[u8], key: &KeyCheck) -> Result<ScenarioReport, String>;
+    fn check_text(&self, text: &[u8], key: &KeyCheck) -> Result<ScenarioReport, ReadError>;
 }
 
 /// A registry line: `&Entry::<MyScenario>::NEW`.
@@ -32,13 +33,14 @@ impl<S: Scenario> Registered for Entry<S> {
         S::NAME
     }
 
-    fn check_text(&self, text: &[u8], key: &KeyCheck) -> Result<ScenarioReport, String> {
+    fn check_text(&self, text: &[u8], key: &KeyCheck) -> Result<ScenarioReport, ReadError> {
         let mut de = serde_json::Deserializer::from_slice(text);
-        let file: ScenarioFile<S> = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-            let why = format!("{}: {}", e.path(), e.inner());
-            crate::display::shorten(&why, crate::finding::SHOWN_CHARS)
-        })?;
-        de.end().map_err(|e| e.to_string())?;
+        let file: ScenarioFile<S> =
+            serde_path_to_error::deserialize(&mut de).map_err(|e| ReadError::Shape {
+                path: crate::display::shorten(&e.path().to_string(), 120),
+                why: crate::display::shorten(&e.inner().to_string(), crate::finding::SHOWN_CHARS),
+            })?;
+        de.end().map_err(|e| ReadError::Trailing(e.to_string()))?;
         Ok(match check(file, key) {
             Ok(verified) => ScenarioReport::from(verified.report()),
             Err(report) => ScenarioReport::from(&*report),

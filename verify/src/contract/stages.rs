@@ -208,7 +208,11 @@ fn plan_stage<S: Scenario>(file: &ScenarioFile<S>, findings: &mut Findings) {
     let plan = match S::plan(&file.params) {
         Ok(plan) => plan,
         Err(why) => {
-            findings.push(Finding::new("params", Plan::BadParams.as_str(), why));
+            findings.push(Finding::new(
+                "params",
+                Plan::BadParams.as_str(),
+                why.to_string(),
+            ));
             return;
         }
     };

@@ -17,7 +17,7 @@ pub use plan::{plan, Params, Planned, COLUMNS, CRASH_POINTS, OUTAGES};
 pub use record::{Branch, Cell, RefUpdate, RepoTruth, TicketRecord, WorkerExit};
 pub use summary::{summarize, ColumnSummary, Summary};
 
-use crate::contract::{Evidence, Exit, HarnessError, Scenario, Ticket};
+use crate::contract::{Evidence, Exit, HarnessError, PlanError, Scenario, Ticket};
 use crate::finding::Finding;
 use crate::receipt::ReceiptReport;
 
@@ -32,7 +32,7 @@ impl Scenario for PrMerge {
     type Judgement = Judgement;
     type Summary = Summary;
 
-    fn plan(params: &Params) -> Result<Vec<Planned>, String> {
+    fn plan(params: &Params) -> Result<Vec<Planned>, PlanError> {
         plan(params)
     }
 

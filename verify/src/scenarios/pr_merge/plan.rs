@@ -1,5 +1,6 @@
 //! Which cells a pr_merge run has.
 
+use crate::contract::PlanError;
 use serde::{Deserialize, Serialize};
 
 /// Where the worker is SIGKILLed: right before or right after its merge request.
@@ -55,12 +56,12 @@ pub struct Planned {
 
 /// Every repeat × crash point × outage × column, in that nesting (columns innermost, so a row's
 /// columns sit together); `Err` names a value that is not known or listed twice.
-pub fn plan(p: &Params) -> Result<Vec<Planned>, String> {
-    known("crash_points", &p.crash_points, &CRASH_POINTS)?;
-    known("outages", &p.outages, &OUTAGES)?;
-    known("columns", &p.columns, &COLUMNS)?;
+pub fn plan(p: &Params) -> Result<Vec<Planned>, PlanError> {
+    PlanError::check_names("crash_points", &p.crash_points, &CRASH_POINTS)?;
+    PlanError::check_names("outages", &p.outages, &OUTAGES)?;
+    PlanError::check_names("columns", &p.columns, &COLUMNS)?;
     if p.repeats == 0 {
-        return Err("params.repeats: a run has at least one repeat".into());
+        return Err(PlanError::NoRepeats);
     }
     let mut out = Vec::new();
     for repeat in 0..p.repeats {
@@ -78,23 +79,4 @@ pub fn plan(p: &Params) -> Result<Vec<Planned>, String> {
         }
     }
     Ok(out)
-}
-
-fn known(field: &str, given: &[String], allowed: &[&str]) -> Result<(), String> {
-    if given.is_empty() {
-        return Err(format!("params.{field}: empty"));
-    }
-    for (i, g) in given.iter().enumerate() {
-        if !allowed.contains(&g.as_str()) {
-            return Err(format!(
-                "params.{field}[{i}]: {:?} is not one of {}",
-                crate::display::shorten(g, 80),
-                allowed.join(", ")
-            ));
-        }
-        if given[..i].contains(g) {
-            return Err(format!("params.{field}[{i}]: {g:?} is listed twice"));
-        }
-    }
-    Ok(())
 }

@@ -170,10 +170,10 @@ fn the_default_plan_has_every_crash_point_outage_and_column_and_refuses_unknown_
     assert_eq!(p.len(), 2 * 4 * 4);
     let mut bad = Params::default();
     bad.columns.push("yolo".into());
-    assert!(plan(&bad).is_err_and(|e| e.contains("columns[4]")));
+    assert!(plan(&bad).is_err_and(|e| e.to_string().contains("columns[4]")));
     let mut twice = Params::default();
     twice.outages.push("none".into());
-    assert!(plan(&twice).is_err_and(|e| e.contains("twice")));
+    assert!(plan(&twice).is_err_and(|e| matches!(e, PlanError::Twice { index: 4, .. })));
     assert!(plan(&Params {
         repeats: 0,
         ..Params::default()
