@@ -13,10 +13,9 @@ use crate::facts::{Fact, Facts};
 use crate::pages::{Nav, VERSION};
 use crate::prose::Section;
 use crate::shared_cap::{page, receipt_pages, ReceiptsOf};
+use crate::verification::{load_verified, Accepted, Wanted};
 use askama::Template;
 use std::path::{Path, PathBuf};
-use verify::receipt::KeyCheck;
-use verify::shared_cap::nemesis::check::check;
 use verify::shared_cap::nemesis::record::{CapNemesisFile, CapTrial};
 use verify::shared_cap::nemesis::summary::{all_kills_landed, NemesisSummary};
 use verify::shared_cap::nemesis::{describe, draw::restart_steps};
@@ -100,6 +99,8 @@ struct NemesisPage<'a> {
     violations: Vec<ViolationView<'a>>,
     prose: Section,
     json_name: &'a str,
+    /// How the signer key was checked.
+    key: crate::provenance::KeyPolicy,
 }
 
 fn int(n: u32) -> Fact {
@@ -313,24 +314,14 @@ pub fn render(
     if !path.is_file() {
         return Ok(None);
     }
-    let bytes = std::fs::read(&path).map_err(|e| SiteError::io("reading", &path, e))?;
-    let doc = verify::load::load_document(&bytes)
-        .map_err(|e| crate::shared_cap::unreadable(&path, e.to_string()))?;
-    let verify::load::Document::SharedCapNemesis(file) = doc else {
-        return Err(crate::shared_cap::unreadable(
-            &path,
-            "not a shared_cap nemesis file".into(),
-        ));
-    };
-    let key = pinned.map_or(KeyCheck::SelfAttested, |k| KeyCheck::Pinned(*k));
-    let report = check(&file, &key);
-    if !report.ok {
-        let lines: Vec<&str> = report.findings.iter().take(5).map(String::as_str).collect();
-        return Err(SiteError::Unverified {
+    let key = crate::verification::key_check(pinned);
+    let (accepted, bytes) = load_verified(&path, Wanted::SharedCapNemesis, &key)?;
+    let Accepted::SharedCapNemesis { file, report } = accepted else {
+        return Err(SiteError::Unreadable {
             path,
-            problem: lines.join("; "),
+            problem: "not a shared_cap nemesis file".into(),
         });
-    }
+    };
     if run_name(&file.environment) != name {
         return Err(SiteError::Data {
             path,
@@ -433,6 +424,7 @@ pub fn render(
             violations,
             prose,
             json_name: &json_name,
+            key: crate::provenance::KeyPolicy::of(pinned.is_some()),
         },
     )?;
     Ok(Some(Rendered {

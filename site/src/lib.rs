@@ -29,7 +29,9 @@ pub mod shared_cap;
 pub mod verification;
 
 pub use error::SiteError;
+
 pub use prose::ProseSource;
+use verification::{Accepted, Wanted};
 
 use std::path::{Path, PathBuf};
 
@@ -40,6 +42,9 @@ pub struct BuildReport {
     pub index: PathBuf,
     /// Every HTML page written, the front page included.
     pub pages: Vec<PathBuf>,
+    /// Files beside the results that were not shown under the build's key policy, each with
+    /// why (an unsigned reference run under a pinned key).
+    pub withheld: Vec<String>,
 }
 
 /// Options of a build.
@@ -81,6 +86,8 @@ struct Rendered {
     facts: facts::Facts,
     emulator_vs_stripe: Option<conformance_page::Rendered>,
     nemesis: Option<nemesis_page::Rendered>,
+    /// Why a file beside this one was not shown, if one was not.
+    withheld: Option<String>,
 }
 
 /// Build with explicit options.
@@ -101,17 +108,39 @@ pub fn build_with(
     let files = results_files(results_dir)?;
     let mut rendered = Vec::new();
     let mut caps = Vec::new();
+    let key = verification::key_check(pinned.as_ref());
     for path in files {
-        let bytes = std::fs::read(&path).map_err(|e| SiteError::io("reading", &path, e))?;
-        if shared_cap::is_shared_cap(&bytes) {
-            caps.push(shared_cap::render(
-                &path,
-                bytes,
-                pinned.as_ref(),
-                &options.prose,
-            )?);
-        } else {
-            rendered.push(render_file(&path, bytes, options, pinned.as_ref())?);
+        let (accepted, bytes) = verification::load_verified(&path, Wanted::Results, &key)?;
+        match accepted {
+            Accepted::Results(verified) => {
+                rendered.push(render_file(
+                    &path,
+                    bytes,
+                    &verified,
+                    options,
+                    pinned.as_ref(),
+                )?);
+            }
+            Accepted::SharedCap { file, report } => {
+                let checked = shared_cap::Checked {
+                    path: &path,
+                    bytes,
+                    file: &file,
+                    report,
+                };
+                caps.push(shared_cap::render(
+                    checked,
+                    pinned.as_ref(),
+                    &options.prose,
+                )?);
+            }
+            // `load_verified` hands a results file over as one of the two above.
+            _ => {
+                return Err(SiteError::Unreadable {
+                    path,
+                    problem: "not a results file".into(),
+                })
+            }
         }
     }
     one_folder_per_run(&caps)?;
@@ -182,12 +211,17 @@ pub fn build_with(
     for c in &caps {
         pages.extend(write_shared_cap(out_dir, &data, c)?);
     }
+    let withheld = rendered.iter().filter_map(|r| r.withheld.clone()).collect();
     let reports: Vec<model::Report> = rendered.into_iter().map(|r| r.report).collect();
     let cap_entries: Vec<shared_cap::IndexEntry> = caps.into_iter().map(|c| c.index).collect();
     let index = out_dir.join("index.html");
     write(&index, pages::index(&reports, &cap_entries)?.as_bytes())?;
     pages.insert(0, index.clone());
-    Ok(BuildReport { index, pages })
+    Ok(BuildReport {
+        index,
+        pages,
+        withheld,
+    })
 }
 
 /// The `*.json` results files of a directory, sorted (JSON Schema files excluded).
@@ -268,10 +302,10 @@ fn write_shared_cap(
 fn render_file(
     path: &Path,
     bytes: Vec<u8>,
+    verified: &verification::Verified,
     options: &BuildOptions,
     pinned: Option<&ed25519_dalek::VerifyingKey>,
 ) -> Result<Rendered, SiteError> {
-    let verified = verification::verify_file(path, &bytes, pinned)?;
     let data_err = |problem: String| SiteError::Data {
         path: path.to_path_buf(),
         problem,
@@ -287,15 +321,18 @@ fn render_file(
         )));
     }
     let json_name = format!("{scenario}.json");
-    let mut report = model::build(&verified, &json_name).map_err(data_err)?;
+    let mut report = model::build(verified, &json_name).map_err(data_err)?;
     let results_dir = path.parent().unwrap_or_else(|| Path::new("."));
-    report.env.signer_label = provenance::signer_label(results_dir, &report.env.signer);
+    report.env.key = provenance::KeyPolicy::of(pinned.is_some());
+    report.env.signer_label =
+        provenance::signer_label(results_dir, &report.env.signer, report.env.key);
     report.env.attest_command =
         provenance::attest_command(&json_name, options.repository.as_deref());
     // Every page's header links the scenario's other pages: know which exist before rendering.
     report.nemesis = nemesis_page::nemesis_path(results_dir, scenario).is_file();
-    report.emulator_vs_stripe = conformance_page::reference_path(path, scenario).is_file();
-    let emulator_vs_stripe = conformance_page::render(path, &verified.file, &report)?;
+    let reference = conformance_page::Reference::of(path, scenario, pinned.is_some());
+    report.emulator_vs_stripe = matches!(reference, conformance_page::Reference::Shown(_));
+    let emulator_vs_stripe = conformance_page::render(&reference, &verified.file, &report)?;
     report.emulator_vs_stripe = emulator_vs_stripe.is_some();
     let prose_files = prose::load(scenario, &options.prose)?;
     let nemesis = nemesis_page::render(
@@ -345,6 +382,7 @@ fn render_file(
         facts,
         emulator_vs_stripe,
         nemesis,
+        withheld: reference.withheld_note(),
     })
 }
 

@@ -10,10 +10,10 @@ use crate::error::SiteError;
 use crate::facts::{Fact, Facts};
 use crate::pages::VERSION;
 use crate::prose::Section;
+use crate::verification::{load_verified, Accepted, Wanted};
 use askama::Template;
 use std::path::{Path, PathBuf};
 use verify::nemesis::{NemesisFile, NemesisSummary, Trial};
-use verify::receipt::KeyCheck;
 
 /// File name of the page, beside the scenario's report.
 pub const PAGE: &str = "nemesis.html";
@@ -539,27 +539,22 @@ pub fn render(
     if !path.is_file() {
         return Ok(None);
     }
-    let bytes = std::fs::read(&path).map_err(|e| SiteError::io("reading", &path, e))?;
+    let key = crate::verification::key_check(pinned);
+    let (accepted, bytes) = load_verified(&path, Wanted::Nemesis, &key)?;
+    let Accepted::Nemesis {
+        file,
+        report: checked,
+    } = accepted
+    else {
+        return Err(SiteError::Unreadable {
+            path,
+            problem: "not a nemesis results file".into(),
+        });
+    };
     let unverified = |problem: String| SiteError::Unverified {
         path: path.clone(),
         problem,
     };
-    let file = verify::load::load_nemesis(&bytes).map_err(|e| SiteError::Unreadable {
-        path: path.clone(),
-        problem: e.to_string(),
-    })?;
-    // One slice of a campaign is not the campaign: its rates are of some trials only.
-    if let Some(shard) = file.plan.shard {
-        return Err(unverified(format!(
-            "it is shard {} of {} of a campaign, not the whole campaign; merge every shard with `runner merge --out DIR SHARD.json...` and publish the merged file",
-            shard.index, shard.count
-        )));
-    }
-    let key = pinned.map_or(KeyCheck::SelfAttested, |k| KeyCheck::Pinned(*k));
-    let checked = verify::nemesis::check::verify_nemesis(&file, &key);
-    if let Some(first) = checked.findings.first() {
-        return Err(unverified(first.to_string()));
-    }
     let template_err = |page: String| move |source| SiteError::Template { page, source };
     let rows: Vec<Row<'_>> = file
         .summary
@@ -582,7 +577,9 @@ pub fn render(
         .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
         .map_or_else(|| "?".to_owned(), |k| verify::fingerprint(&k));
     let json_name = format!("{scenario}.nemesis.json");
-    let mut signer_label = crate::provenance::signer_label(results_dir, &file.environment.signer);
+    let policy = crate::provenance::KeyPolicy::of(pinned.is_some());
+    let mut signer_label =
+        crate::provenance::signer_label(results_dir, &file.environment.signer, policy);
     // A merge key vouches for the merge, not for trials its shards' own keys signed.
     if let Some(m) = &file.plan.merged {
         let unlisted = m
@@ -745,11 +742,10 @@ pub fn render(
             replay_args: replay_args.clone(),
             signer_label: &signer_label,
             timeline_svg: crate::nemesis_figures::trial_timeline(t),
-            receipt: t.receipt.as_ref().and_then(|b| {
-                verify::receipt::verify_bundles(std::slice::from_ref(b), &key)
-                    .first()
-                    .map(crate::verification::summarize)
-            }),
+            receipt: t
+                .receipt
+                .as_ref()
+                .map(|b| crate::verification::receipt_check(b, &key, &file.environment.signer)),
             nav: nav(
                 "trial",
                 vec![

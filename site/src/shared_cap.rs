@@ -13,11 +13,11 @@ use crate::facts::{Fact, Facts};
 use crate::model::{backend_words, decider_words};
 use crate::pages::{Nav, VERSION};
 use crate::prose::{self, Section};
-use crate::verification::{entry_checks, summarize, EntryCheck, ReceiptCheck};
+use crate::verification::{receipt_check, EntryCheck, ReceiptCheck};
 use askama::Template;
 use std::path::Path;
-use verify::receipt::{verify_bundle, KeyCheck};
-use verify::shared_cap::check::check;
+use verify::receipt::KeyCheck;
+use verify::shared_cap::check::CapReport;
 use verify::shared_cap::plan::COLUMNS;
 use verify::shared_cap::record::{run_name, CapCell, CapEnvironment, CapResults, SCENARIO};
 use verify::shared_cap::summary::ColumnSummary;
@@ -125,6 +125,8 @@ struct ReportPage<'a> {
     file: &'a CapResults,
     json_name: &'a str,
     backend_label: String,
+    /// How the signer key was checked.
+    key: crate::provenance::KeyPolicy,
 }
 
 #[derive(Template)]
@@ -167,18 +169,6 @@ pub(crate) fn page(name: &str, t: &impl Template) -> Result<String, SiteError> {
         page: name.to_owned(),
         source,
     })
-}
-
-/// Whether `bytes` hold a shared_cap results file (by its `format`), without reading it all.
-pub fn is_shared_cap(bytes: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Head {
-        format: Option<String>,
-    }
-    serde_json::from_slice::<Head>(bytes)
-        .ok()
-        .and_then(|h| h.format)
-        .is_some_and(|f| f == verify::shared_cap::check::FORMAT)
 }
 
 fn verdict_line(summary: &[ColumnSummary]) -> String {
@@ -340,11 +330,11 @@ pub(crate) fn receipt_pages(
     for c in cells {
         for t in &c.cell.tickets {
             let Some(bundle) = &t.receipt else { continue };
-            let checked = summarize(&verify_bundle(bundle, key));
+            let checked = receipt_check(bundle, key, public_key);
             let entries = bundle
                 .entries
                 .iter()
-                .zip(entry_checks(bundle, public_key))
+                .zip(checked.entries.iter().cloned())
                 .enumerate()
                 .map(|(i, (e, check))| entry_view(i, e, check))
                 .collect();
@@ -412,35 +402,32 @@ pub(crate) fn ran_line(env: &CapEnvironment) -> Result<String, String> {
     Ok(ran)
 }
 
-/// A file at `path` that could not be read as the shared_cap document it should be.
-pub(crate) fn unreadable(path: &Path, problem: String) -> SiteError {
-    SiteError::Unreadable {
-        path: path.to_path_buf(),
-        problem,
-    }
+/// A shared_cap results file that `verify` accepted ([`crate::verification::load_verified`]).
+pub struct Checked<'a> {
+    /// Where it was read from.
+    pub path: &'a Path,
+    /// Its bytes (published under `data/`).
+    pub bytes: Vec<u8>,
+    /// The file.
+    pub file: &'a CapResults,
+    /// What `verify` derived from it.
+    pub report: CapReport,
 }
 
-/// Renders a shared_cap file: verified first (refused with the checker's findings otherwise).
-/// Its Nemesis page is rendered too when `nemesis/<run name>.json` is beside it.
+/// Renders a shared_cap file `verify` accepted under the build's key (`pinned`, or the file's
+/// own). Its Nemesis page is rendered too when `nemesis/<run name>.json` is beside it.
 pub fn render(
-    path: &Path,
-    bytes: Vec<u8>,
+    checked: Checked<'_>,
     pinned: Option<&ed25519_dalek::VerifyingKey>,
     prose_source: &prose::ProseSource,
 ) -> Result<Rendered, SiteError> {
-    let doc = verify::load::load_document(&bytes).map_err(|e| unreadable(path, e.to_string()))?;
-    let verify::load::Document::SharedCap(file) = doc else {
-        return Err(unreadable(path, "not a shared_cap results file".into()));
-    };
-    let key = pinned.map_or(KeyCheck::SelfAttested, |k| KeyCheck::Pinned(*k));
-    let report = check(&file, &key);
-    if !report.ok {
-        let lines: Vec<&str> = report.findings.iter().take(5).map(String::as_str).collect();
-        return Err(SiteError::Unverified {
-            path: path.to_path_buf(),
-            problem: lines.join("; "),
-        });
-    }
+    let Checked {
+        path,
+        bytes,
+        file,
+        report,
+    } = checked;
+    let key = crate::verification::key_check(pinned);
     let data_err = |problem: String| SiteError::Data {
         path: path.to_path_buf(),
         problem,
@@ -451,7 +438,7 @@ pub fn render(
     let json_name = format!("{name}.json");
     let summary = report.summary.clone();
     let verdict_line = verdict_line(&summary);
-    let facts = facts(&summary, &file);
+    let facts = facts(&summary, file);
     let files = prose::load(name, prose_source)?;
     let verdict = prose::render(&files.verdict.0, &files.verdict.1, &facts)?;
     let setup = prose::render(&files.setup.0, &files.setup.1, &facts)?;
@@ -481,7 +468,7 @@ pub fn render(
         &files.nemesis,
         &|up, current, crumbs, here| nav(up, current, crumbs, here),
     )?;
-    let row_views = rows(&file);
+    let row_views = rows(file);
     let report_html = page(
         &format!("{name}/index.html"),
         &ReportPage {
@@ -496,9 +483,10 @@ pub fn render(
             nemesis: nemesis.as_ref().map(|n| n.headline.as_str()),
             rows: &row_views,
             columns: &COLUMNS,
-            file: &file,
+            file,
             json_name: &json_name,
             backend_label,
+            key: crate::provenance::KeyPolicy::of(pinned.is_some()),
         },
     )?;
     let cells: Vec<CellView> = file.cells.iter().map(cell_view).collect();
