@@ -52,6 +52,8 @@ pub struct Rendered {
 /// One nemesis × column, formatted.
 struct RowView<'a> {
     s: &'a NemesisSummary,
+    /// Judged trials in which the cap did not hold.
+    not_held: u32,
     /// The 95% upper bound on the violation rate ([`crate::nemesis_page::bound`]).
     bound: String,
     /// The heat map's class of the violation rate.
@@ -335,26 +337,31 @@ pub fn render(
     let page_facts = facts(&file, summary);
     let prose = crate::prose::render(&prose.0, &prose.1, &page_facts)?;
     let headline = headline(&file, summary);
-    let nemeses =
-        file.plan
-            .nemeses
-            .iter()
-            .map(|n| NemesisView {
-                name: n,
-                what: sentence(describe(n)),
-                rows: summary
-                    .iter()
-                    .filter(|s| &s.nemesis == n)
-                    .map(|s| RowView {
+    let nemeses = file
+        .plan
+        .nemeses
+        .iter()
+        .map(|n| NemesisView {
+            name: n,
+            what: sentence(describe(n)),
+            rows: summary
+                .iter()
+                .filter(|s| &s.nemesis == n)
+                .map(|s| {
+                    let not_held = s.judged.saturating_sub(s.held);
+                    RowView {
                         s,
+                        not_held,
                         bound: crate::nemesis_page::bound(s.violation_upper95_ppm, s.judged),
-                        heat: crate::nemesis_figures::heat_band((s.judged > 0).then(|| {
-                            u64::from(s.judged - s.held) * 1_000_000 / u64::from(s.judged)
-                        })),
-                    })
-                    .collect(),
-            })
-            .collect();
+                        heat: crate::nemesis_figures::heat_band(
+                            (s.judged > 0)
+                                .then(|| u64::from(not_held) * 1_000_000 / u64::from(s.judged)),
+                        ),
+                    }
+                })
+                .collect(),
+        })
+        .collect();
     let broke: Vec<&CapTrial> = file
         .trials
         .iter()

@@ -50,11 +50,31 @@ pub struct IndexEntry {
     /// What the run ran against.
     pub ran: String,
     /// The per-column summary, as verify derived it.
-    pub summary: Vec<ColumnSummary>,
+    pub summary: Vec<SummaryRow>,
     /// The results file's name under `data/`.
     pub json_name: String,
     /// The run's campaign in one sentence, when it has a Nemesis page.
     pub nemesis_line: Option<String>,
+}
+
+/// One column's summary as verify derived it, with the figures the tables print beside it.
+#[derive(Debug, Clone)]
+pub struct SummaryRow {
+    /// The summary.
+    pub s: ColumnSummary,
+    /// Cells judged (not harness errors): the denominator of the column's ratios.
+    pub judged: u32,
+}
+
+/// Each column's [`SummaryRow`], in the summary's order.
+pub fn summary_rows(summary: &[ColumnSummary]) -> Vec<SummaryRow> {
+    summary
+        .iter()
+        .map(|s| SummaryRow {
+            s: s.clone(),
+            judged: s.cells.saturating_sub(s.harness_errors),
+        })
+        .collect()
 }
 
 /// Everything written for one shared_cap file.
@@ -116,7 +136,7 @@ struct ReportPage<'a> {
     nav: Option<Nav>,
     title: &'a str,
     verdict_line: &'a str,
-    summary: &'a [ColumnSummary],
+    summary: &'a [SummaryRow],
     verdict: &'a Section,
     setup: &'a Section,
     nemesis: Option<&'a str>,
@@ -171,11 +191,10 @@ pub(crate) fn page(name: &str, t: &impl Template) -> Result<String, SiteError> {
     })
 }
 
-fn verdict_line(summary: &[ColumnSummary]) -> String {
+fn verdict_line(summary: &[SummaryRow]) -> String {
     let parts: Vec<String> = summary
         .iter()
-        .map(|s| {
-            let judged = s.cells - s.harness_errors;
+        .map(|SummaryRow { s, judged }| {
             format!(
                 "{} held the cap in {}/{judged} (worker a killed in {} of them)",
                 s.column, s.held, s.killed
@@ -185,7 +204,7 @@ fn verdict_line(summary: &[ColumnSummary]) -> String {
     format!("{}.", parts.join("; "))
 }
 
-fn facts(summary: &[ColumnSummary], file: &CapResults) -> Facts {
+fn facts(summary: &[SummaryRow], file: &CapResults) -> Facts {
     let mut f = Facts::new();
     f.insert("payment".into(), Fact::Cents(PAYMENT_CENTS));
     f.insert("cap".into(), Fact::Cents(CAP_CENTS));
@@ -195,8 +214,8 @@ fn facts(summary: &[ColumnSummary], file: &CapResults) -> Facts {
         "stripe_api_version".into(),
         Fact::Text(file.environment.stripe_api_version.clone()),
     );
-    for s in summary {
-        let judged = s.cells - s.harness_errors;
+    for SummaryRow { s, judged } in summary {
+        let judged = *judged;
         f.insert(format!("held.{}", s.column), Fact::Ratio(s.held, judged));
         f.insert(
             format!("killed.{}", s.column),
@@ -436,7 +455,7 @@ pub fn render(
     let backend_label = backend_words(&file.environment.backend).map_err(data_err)?;
     let ran = ran_line(&file.environment).map_err(data_err)?;
     let json_name = format!("{name}.json");
-    let summary = report.summary.clone();
+    let summary = summary_rows(&report.summary);
     let verdict_line = verdict_line(&summary);
     let facts = facts(&summary, file);
     let files = prose::load(name, prose_source)?;
