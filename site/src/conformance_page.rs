@@ -11,8 +11,8 @@
 
 use crate::conformance::{compare, Comparison};
 use crate::error::SiteError;
-use crate::model::Report;
 use crate::pages::VERSION;
+use crate::report_view::Report;
 use crate::verification::{load_verified, Accepted, Wanted};
 use askama::Template;
 use serde_json::Value;
@@ -143,7 +143,7 @@ pub fn render(
         clock_start: file
             .environment
             .clock_start
-            .map(|s| crate::model::clock_start_label(Some(s))),
+            .map(|s| crate::report_view::clock_start_label(Some(s))),
         nav: Some(crate::pages::Nav::new(
             report,
             "",

@@ -17,7 +17,6 @@ pub mod conformance_page;
 pub mod error;
 pub mod facts;
 pub mod format;
-pub mod model;
 pub mod nemesis_figures;
 pub mod nemesis_page;
 pub mod overview;
@@ -25,6 +24,7 @@ pub mod pages;
 pub mod placeholders;
 pub mod prose;
 pub mod provenance;
+pub mod report_view;
 pub mod shared_cap;
 pub mod verification;
 
@@ -78,7 +78,7 @@ pub fn build(results_dir: &Path, out_dir: &Path) -> Result<BuildReport, SiteErro
 
 /// One rendered scenario, before it is written.
 struct Rendered {
-    report: model::Report,
+    report: report_view::Report,
     bytes: Vec<u8>,
     report_html: String,
     ids_html: String,
@@ -212,7 +212,7 @@ pub fn build_with(
         pages.extend(write_shared_cap(out_dir, &data, c)?);
     }
     let withheld = rendered.iter().filter_map(|r| r.withheld.clone()).collect();
-    let reports: Vec<model::Report> = rendered.into_iter().map(|r| r.report).collect();
+    let reports: Vec<report_view::Report> = rendered.into_iter().map(|r| r.report).collect();
     let cap_entries: Vec<shared_cap::IndexEntry> = caps.into_iter().map(|c| c.index).collect();
     let index = out_dir.join("index.html");
     write(&index, pages::index(&reports, &cap_entries)?.as_bytes())?;
@@ -321,7 +321,7 @@ fn render_file(
         )));
     }
     let json_name = format!("{scenario}.json");
-    let mut report = model::build(verified, &json_name).map_err(data_err)?;
+    let mut report = report_view::build(verified, &json_name).map_err(data_err)?;
     let results_dir = path.parent().unwrap_or_else(|| Path::new("."));
     report.env.key = provenance::KeyPolicy::of(pinned.is_some());
     report.env.signer_label =

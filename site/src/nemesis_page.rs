@@ -529,7 +529,7 @@ fn percent(ppm: u32) -> String {
 /// Reads, re-verifies and renders the nemesis file of `scenario`, if there is one.
 pub fn render(
     results_dir: &Path,
-    report: &crate::model::Report,
+    report: &crate::report_view::Report,
     pinned: Option<&ed25519_dalek::VerifyingKey>,
     prose: &(String, String),
     repository: Option<&str>,
@@ -625,10 +625,11 @@ pub fn render(
         .collect();
     let kills = kill_rows(&file);
     // The nemesis pages say what the nemesis run ran against (its own file), not the matrix.
-    let ran = crate::model::ran_line(&file.environment).map_err(|problem| SiteError::Data {
-        path: path.clone(),
-        problem,
-    })?;
+    let ran =
+        crate::report_view::ran_line(&file.environment).map_err(|problem| SiteError::Data {
+            path: path.clone(),
+            problem,
+        })?;
     let nav = |current: &'static str, crumbs: Vec<(String, String)>, here: String, up: &str| {
         let mut nav = crate::pages::Nav::new(report, up, current, crumbs, here);
         nav.ran = ran.clone();
@@ -713,7 +714,7 @@ pub fn render(
     {
         replay_args.push_str(&format!(
             " --clock-start {}",
-            crate::model::clock_start_label(Some(start))
+            crate::report_view::clock_start_label(Some(start))
         ));
     }
     if let Some(ms) = env.outage_ms {

@@ -10,9 +10,9 @@
 
 use crate::error::SiteError;
 use crate::facts::{Fact, Facts};
-use crate::model::{backend_words, decider_words};
 use crate::pages::{Nav, VERSION};
 use crate::prose::{self, Section};
+use crate::report_view::{backend_words, decider_words};
 use crate::verification::{receipt_check, EntryCheck, ReceiptCheck};
 use askama::Template;
 use std::path::Path;
