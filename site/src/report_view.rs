@@ -845,48 +845,7 @@ fn receipt_views(verified: &Verified, repeats: u32) -> Result<Vec<ReceiptView>, 
             .iter()
             .zip(summary.entries.iter().cloned())
             .enumerate()
-            .map(|(index, (e, chk))| {
-                let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-                let fields = e
-                    .as_object()
-                    .map(|o| {
-                        o.iter()
-                            .filter(|(k, _)| {
-                                !matches!(
-                                    k.as_str(),
-                                    "v" | "ts_ms"
-                                        | "kind"
-                                        | "effect_id"
-                                        | "prev"
-                                        | "hash"
-                                        | "sig"
-                                        | "signer"
-                                )
-                            })
-                            .map(|(k, v)| (k.clone(), v.to_string()))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                EntryView {
-                    index,
-                    kind: s("kind"),
-                    time: e
-                        .get("ts_ms")
-                        .and_then(Value::as_i64)
-                        .map_or("unknown".into(), utc_ms),
-                    fields,
-                    hash: s("hash"),
-                    prev: e
-                        .get("prev")
-                        .and_then(Value::as_str)
-                        .unwrap_or("null")
-                        .to_owned(),
-                    hash_ok: chk.hash_ok,
-                    prev_ok: chk.prev_ok,
-                    signature: chk.signature,
-                    signature_ok: chk.signature_ok,
-                }
-            })
+            .map(|(index, (e, chk))| entry_view(index, e, chk))
             .collect::<Vec<EntryView>>();
         let anchors = anchor_words(c, &entries);
         out.push(ReceiptView {
@@ -903,6 +862,46 @@ fn receipt_views(verified: &Verified, repeats: u32) -> Result<Vec<ReceiptView>, 
         });
     }
     Ok(out)
+}
+
+/// One entry of a receipt page: its fields but the chain's own, and its marks as `verify` found
+/// them.
+fn entry_view(index: usize, e: &Value, chk: crate::verification::EntryCheck) -> EntryView {
+    let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    let chain_field = |k: &str| {
+        matches!(
+            k,
+            "v" | "ts_ms" | "kind" | "effect_id" | "prev" | "hash" | "sig" | "signer"
+        )
+    };
+    let fields = e
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .filter(|(k, _)| !chain_field(k))
+                .map(|(k, v)| (k.clone(), v.to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    EntryView {
+        index,
+        kind: s("kind"),
+        time: e
+            .get("ts_ms")
+            .and_then(Value::as_i64)
+            .map_or("unknown".into(), utc_ms),
+        fields,
+        hash: s("hash"),
+        prev: e
+            .get("prev")
+            .and_then(Value::as_str)
+            .unwrap_or("null")
+            .to_owned(),
+        hash_ok: chk.hash_ok,
+        prev_ok: chk.prev_ok,
+        signature: chk.signature,
+        signature_ok: chk.signature_ok,
+    }
 }
 
 /// Per column, the judged cells (not HARNESS_ERROR).

@@ -321,6 +321,9 @@ fn rows(file: &CapResults) -> Vec<RowView> {
         .collect()
 }
 
+/// A receipt's page as written: its file stem (the effect id), its HTML, its bundle JSON.
+pub type ReceiptFiles = (String, String, String);
+
 pub(crate) type NavFn<'a> =
     dyn Fn(&str, &'static str, Vec<(String, String)>, String) -> Option<Nav> + 'a;
 
@@ -433,6 +436,66 @@ pub struct Checked<'a> {
     pub report: CapReport,
 }
 
+/// The header of a run's pages: `nav(up, current, crumbs, here)`, the run's report first in
+/// the breadcrumb of every other page.
+fn run_nav<'a>(
+    name: &'a str,
+    has_nemesis: bool,
+    ran: &'a str,
+) -> impl Fn(&str, &'static str, Vec<(String, String)>, String) -> Option<Nav> + 'a {
+    move |up, current, crumbs, here| {
+        let mut all = Vec::new();
+        if current != "report" {
+            all.push((format!("{up}index.html"), name.to_owned()));
+        }
+        all.extend(crumbs);
+        Some(Nav {
+            up: up.to_owned(),
+            scenario: name.to_owned(),
+            nemesis: has_nemesis,
+            emulator_vs_stripe: false,
+            current,
+            crumbs: all,
+            here,
+            ran: ran.to_owned(),
+        })
+    }
+}
+
+/// The run's ids page and one page per receipt of its cells (each checked by `verify` against
+/// `key`): the ids page's HTML, and per receipt its file stem, page and bundle JSON.
+fn ids_and_receipts(
+    name: &str,
+    file: &CapResults,
+    key: &KeyCheck,
+    json_name: &str,
+    nav: &NavFn<'_>,
+) -> Result<(String, Vec<ReceiptFiles>), SiteError> {
+    let cells: Vec<CellView> = file.cells.iter().map(cell_view).collect();
+    let ids_html = page(
+        &format!("{name}/ids.html"),
+        &IdsPage {
+            root: "../",
+            version: VERSION,
+            nav: nav("", "ids", Vec::new(), "Ids and receipts".into()),
+            name,
+            cells: &cells,
+        },
+    )?;
+    let of: Vec<ReceiptsOf<'_>> = cells
+        .iter()
+        .map(|c| ReceiptsOf {
+            cell: &c.cell,
+            of: "cell",
+            href: format!("../ids.html#{}", c.anchor),
+            label: c.label.clone(),
+            crumb: ("../ids.html".into(), "Ids and receipts".into()),
+        })
+        .collect();
+    let receipts = receipt_pages(name, &of, &file.environment.public_key, key, json_name, nav)?;
+    Ok((ids_html, receipts))
+}
+
 /// Renders a shared_cap file `verify` accepted under the build's key (`pinned`, or the file's
 /// own). Its Nemesis page is rendered too when `nemesis/<run name>.json` is beside it.
 pub fn render(
@@ -463,23 +526,7 @@ pub fn render(
     let setup = prose::render(&files.setup.0, &files.setup.1, &facts)?;
     let results_dir = path.parent().unwrap_or_else(|| Path::new("."));
     let has_nemesis = crate::cap_nemesis::nemesis_path(results_dir, name).is_file();
-    let nav = |up: &str, current: &'static str, crumbs: Vec<(String, String)>, here: String| {
-        let mut all = Vec::new();
-        if current != "report" {
-            all.push((format!("{up}index.html"), name.to_owned()));
-        }
-        all.extend(crumbs);
-        Some(Nav {
-            up: up.to_owned(),
-            scenario: name.to_owned(),
-            nemesis: has_nemesis,
-            emulator_vs_stripe: false,
-            current,
-            crumbs: all,
-            here,
-            ran: ran.clone(),
-        })
-    };
+    let nav = run_nav(name, has_nemesis, &ran);
     let nemesis = crate::cap_nemesis::render(
         results_dir,
         name,
@@ -508,35 +555,7 @@ pub fn render(
             key: crate::provenance::KeyPolicy::of(pinned.is_some()),
         },
     )?;
-    let cells: Vec<CellView> = file.cells.iter().map(cell_view).collect();
-    let ids_html = page(
-        &format!("{name}/ids.html"),
-        &IdsPage {
-            root: "../",
-            version: VERSION,
-            nav: nav("", "ids", Vec::new(), "Ids and receipts".into()),
-            name,
-            cells: &cells,
-        },
-    )?;
-    let of: Vec<ReceiptsOf<'_>> = cells
-        .iter()
-        .map(|c| ReceiptsOf {
-            cell: &c.cell,
-            of: "cell",
-            href: format!("../ids.html#{}", c.anchor),
-            label: c.label.clone(),
-            crumb: ("../ids.html".into(), "Ids and receipts".into()),
-        })
-        .collect();
-    let mut receipts = receipt_pages(
-        name,
-        &of,
-        &file.environment.public_key,
-        &key,
-        &json_name,
-        &nav,
-    )?;
+    let (ids_html, mut receipts) = ids_and_receipts(name, file, &key, &json_name, &nav)?;
     if let Some(n) = &nemesis {
         receipts.extend(n.receipts.iter().cloned());
     }
@@ -545,7 +564,7 @@ pub fn render(
             scenario: name.to_owned(),
             title: title(name).to_owned(),
             verdict_line,
-            ran,
+            ran: ran.clone(),
             summary,
             json_name,
             nemesis_line: nemesis.as_ref().map(|n| n.headline.clone()),
