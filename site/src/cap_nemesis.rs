@@ -13,10 +13,9 @@ use crate::facts::{Fact, Facts};
 use crate::pages::{Nav, VERSION};
 use crate::prose::Section;
 use crate::shared_cap::{page, receipt_pages, ReceiptsOf};
+use crate::verification::{load_verified, Accepted, Wanted};
 use askama::Template;
 use std::path::{Path, PathBuf};
-use verify::receipt::KeyCheck;
-use verify::shared_cap::nemesis::check::check;
 use verify::shared_cap::nemesis::record::{CapNemesisFile, CapTrial};
 use verify::shared_cap::nemesis::summary::{all_kills_landed, NemesisSummary};
 use verify::shared_cap::nemesis::{describe, draw::restart_steps};
@@ -53,6 +52,8 @@ pub struct Rendered {
 /// One nemesis × column, formatted.
 struct RowView<'a> {
     s: &'a NemesisSummary,
+    /// Judged trials in which the cap did not hold.
+    not_held: u32,
     /// The 95% upper bound on the violation rate ([`crate::nemesis_page::bound`]).
     bound: String,
     /// The heat map's class of the violation rate.
@@ -100,6 +101,8 @@ struct NemesisPage<'a> {
     violations: Vec<ViolationView<'a>>,
     prose: Section,
     json_name: &'a str,
+    /// How the signer key was checked.
+    key: crate::provenance::KeyPolicy,
 }
 
 fn int(n: u32) -> Fact {
@@ -300,6 +303,82 @@ fn anchor(t: &CapTrial) -> String {
     format!("trial-{}", t.id)
 }
 
+/// Per nemesis, what it does and its row of each column: the trials over the cap, of those
+/// judged, and the bound.
+fn nemesis_views<'a>(
+    file: &'a CapNemesisFile,
+    summary: &'a [NemesisSummary],
+) -> Vec<NemesisView<'a>> {
+    file.plan
+        .nemeses
+        .iter()
+        .map(|n| NemesisView {
+            name: n,
+            what: sentence(describe(n)),
+            rows: summary
+                .iter()
+                .filter(|s| &s.nemesis == n)
+                .map(|s| {
+                    let not_held = s.judged.saturating_sub(s.held);
+                    RowView {
+                        s,
+                        not_held,
+                        bound: crate::nemesis_page::bound(s.violation_upper95_ppm, s.judged),
+                        heat: crate::nemesis_figures::heat_band(
+                            (s.judged > 0)
+                                .then(|| u64::from(not_held) * 1_000_000 / u64::from(s.judged)),
+                        ),
+                    }
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// One page per receipt of the trials in which the cap did not hold (each checked by `verify`
+/// against `key`), linked back to the trial on the campaign's page.
+fn trial_receipts(
+    name: &str,
+    broke: &[&CapTrial],
+    public_key: &str,
+    key: &verify::receipt::KeyCheck,
+    nav: &crate::shared_cap::NavFn<'_>,
+) -> Result<Vec<crate::shared_cap::ReceiptFiles>, SiteError> {
+    let of: Vec<ReceiptsOf<'_>> = broke
+        .iter()
+        .map(|t| ReceiptsOf {
+            cell: &t.cell,
+            of: "trial",
+            href: format!("../{PAGE}#{}", anchor(t)),
+            label: t.id.clone(),
+            crumb: (format!("../{PAGE}"), "Nemesis".into()),
+        })
+        .collect();
+    receipt_pages(name, &of, public_key, key, &json_name(name), nav)
+}
+
+/// A trial in which the cap did not hold, as the page lists it.
+fn violation_view<'a>(t: &'a CapTrial) -> ViolationView<'a> {
+    ViolationView {
+        t,
+        anchor: anchor(t),
+        draw: draw_words(t),
+        refunded: crate::format::dollars(t.cell.truth.refunded_cents()),
+        tickets: t
+            .cell
+            .tickets
+            .iter()
+            .map(|x| {
+                (
+                    x.name.clone(),
+                    x.status.clone(),
+                    x.receipt.as_ref().map(|r| r.effect_id.clone()),
+                )
+            })
+            .collect(),
+    }
+}
+
 /// Reads, checks and renders the campaign of the run `name`, if `nemesis/<name>.json` exists;
 /// `nav` builds the run's header (as its other pages have it).
 pub fn render(
@@ -313,24 +392,14 @@ pub fn render(
     if !path.is_file() {
         return Ok(None);
     }
-    let bytes = std::fs::read(&path).map_err(|e| SiteError::io("reading", &path, e))?;
-    let doc = verify::load::load_document(&bytes)
-        .map_err(|e| crate::shared_cap::unreadable(&path, e.to_string()))?;
-    let verify::load::Document::SharedCapNemesis(file) = doc else {
-        return Err(crate::shared_cap::unreadable(
-            &path,
-            "not a shared_cap nemesis file".into(),
-        ));
-    };
-    let key = pinned.map_or(KeyCheck::SelfAttested, |k| KeyCheck::Pinned(*k));
-    let report = check(&file, &key);
-    if !report.ok {
-        let lines: Vec<&str> = report.findings.iter().take(5).map(String::as_str).collect();
-        return Err(SiteError::Unverified {
+    let key = crate::verification::key_check(pinned);
+    let (accepted, bytes) = load_verified(&path, Wanted::SharedCapNemesis, &key)?;
+    let Accepted::SharedCapNemesis { file, report } = accepted else {
+        return Err(SiteError::Unreadable {
             path,
-            problem: lines.join("; "),
+            problem: "not a shared_cap nemesis file".into(),
         });
-    }
+    };
     if run_name(&file.environment) != name {
         return Err(SiteError::Data {
             path,
@@ -344,71 +413,15 @@ pub fn render(
     let page_facts = facts(&file, summary);
     let prose = crate::prose::render(&prose.0, &prose.1, &page_facts)?;
     let headline = headline(&file, summary);
-    let nemeses =
-        file.plan
-            .nemeses
-            .iter()
-            .map(|n| NemesisView {
-                name: n,
-                what: sentence(describe(n)),
-                rows: summary
-                    .iter()
-                    .filter(|s| &s.nemesis == n)
-                    .map(|s| RowView {
-                        s,
-                        bound: crate::nemesis_page::bound(s.violation_upper95_ppm, s.judged),
-                        heat: crate::nemesis_figures::heat_band((s.judged > 0).then(|| {
-                            u64::from(s.judged - s.held) * 1_000_000 / u64::from(s.judged)
-                        })),
-                    })
-                    .collect(),
-            })
-            .collect();
+    let nemeses = nemesis_views(&file, summary);
     let broke: Vec<&CapTrial> = file
         .trials
         .iter()
         .filter(|t| t.cell.harness_error.is_none() && !t.cell.invariant_held)
         .collect();
-    let violations = broke
-        .iter()
-        .map(|t| ViolationView {
-            t,
-            anchor: anchor(t),
-            draw: draw_words(t),
-            refunded: crate::format::dollars(t.cell.truth.refunded_cents()),
-            tickets: t
-                .cell
-                .tickets
-                .iter()
-                .map(|x| {
-                    (
-                        x.name.clone(),
-                        x.status.clone(),
-                        x.receipt.as_ref().map(|r| r.effect_id.clone()),
-                    )
-                })
-                .collect(),
-        })
-        .collect();
-    let of: Vec<ReceiptsOf<'_>> = broke
-        .iter()
-        .map(|t| ReceiptsOf {
-            cell: &t.cell,
-            of: "trial",
-            href: format!("../{PAGE}#{}", anchor(t)),
-            label: t.id.clone(),
-            crumb: (format!("../{PAGE}"), "Nemesis".into()),
-        })
-        .collect();
+    let violations = broke.iter().map(|t| violation_view(t)).collect();
     let json_name = json_name(name);
-    let receipts = receipt_pages(
-        name,
-        &of,
-        &file.environment.public_key,
-        &key,
-        &json_name,
-        nav,
-    )?;
+    let receipts = trial_receipts(name, &broke, &file.environment.public_key, &key, nav)?;
     let mut header = nav("", "nemesis", Vec::new(), "Nemesis".into());
     // The page says what the campaign ran against (its own file), not the matrix.
     if let Some(h) = header.as_mut() {
@@ -433,6 +446,7 @@ pub fn render(
             violations,
             prose,
             json_name: &json_name,
+            key: crate::provenance::KeyPolicy::of(pinned.is_some()),
         },
     )?;
     Ok(Some(Rendered {

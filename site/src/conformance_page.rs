@@ -4,11 +4,16 @@
 //! The original file sits beside the results as `reference/<scenario>.original.json`. It is
 //! re-verified (its receipts, by the `verify` crate's original-format check) before anything
 //! from it is shown; a scenario without one gets no page.
+//!
+//! The original format carries no signatures, so `verify --key` refuses it: under a pinned key
+//! ([`Reference::Withheld`]) the page is not rendered, not linked, and the file not published,
+//! since nothing in it is vouched for by that key.
 
 use crate::conformance::{compare, Comparison};
 use crate::error::SiteError;
-use crate::model::Report;
 use crate::pages::VERSION;
+use crate::report_view::Report;
+use crate::verification::{load_verified, Accepted, Wanted};
 use askama::Template;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -50,33 +55,42 @@ pub fn reference_path(results_file: &Path, scenario: &str) -> PathBuf {
         .join(format!("{scenario}.original.json"))
 }
 
-/// Reads and re-verifies the reference run, if there is one: its JSON and its bytes.
-pub fn load_reference(path: &Path) -> Result<Option<(Value, Vec<u8>)>, SiteError> {
-    if !path.is_file() {
-        return Ok(None);
-    }
-    let bytes = std::fs::read(path).map_err(|e| SiteError::io("reading", path, e))?;
-    let unverified = |problem: String| SiteError::Unverified {
-        path: path.to_path_buf(),
-        problem,
-    };
-    let value = match verify::load::load_document(&bytes) {
-        Ok(verify::load::Document::OriginalResults(v)) => v,
-        Ok(_) => {
-            return Err(unverified(
-                "not a results file of the original implementation".into(),
-            ))
+/// What a build does with a scenario's reference run, by the build's key policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reference {
+    /// No reference run beside the results file: no page.
+    Absent,
+    /// A reference run exists, but the build pins a key and the reference is unsigned: no page,
+    /// no link, the file not published (`verify --key` refuses it too).
+    Withheld(PathBuf),
+    /// A reference run exists and the build is self-attested: the page is rendered from it once
+    /// it verifies.
+    Shown(PathBuf),
+}
+
+impl Reference {
+    /// The reference run of `results_file`'s scenario and what the build does with it; `pinned`
+    /// when the build pins a signer key.
+    pub fn of(results_file: &Path, scenario: &str, pinned: bool) -> Reference {
+        let path = reference_path(results_file, scenario);
+        match (path.is_file(), pinned) {
+            (false, _) => Reference::Absent,
+            (true, true) => Reference::Withheld(path),
+            (true, false) => Reference::Shown(path),
         }
-        Err(e) => return Err(unverified(e.to_string())),
-    };
-    let report = verify::original::verify_original_results(&value);
-    if let Some(first) = report.findings.first() {
-        return Err(unverified(format!(
-            "{}: {} ({})",
-            first.path, first.message, first.code
-        )));
     }
-    Ok(Some((value, bytes)))
+
+    /// Why a withheld reference is not shown, naming it; `None` unless withheld.
+    pub fn withheld_note(&self) -> Option<String> {
+        match self {
+            Reference::Withheld(path) => Some(format!(
+                "{}: not shown: the original Python format carries no signatures, so nothing in \
+                 it is signed by the pinned key (verify --key refuses it for the same reason)",
+                path.display()
+            )),
+            _ => None,
+        }
+    }
 }
 
 /// A rendered page and the reference file it shows, to publish beside the results JSON.
@@ -90,15 +104,24 @@ pub struct Rendered {
     pub reference_bytes: Vec<u8>,
 }
 
-/// The page for one scenario, when a reference run exists beside its results file.
+/// The page for one scenario, when its reference run is to be shown ([`Reference::Shown`]).
 pub fn render(
-    results_file: &Path,
+    reference: &Reference,
     file: &ResultsFile,
     report: &Report,
 ) -> Result<Option<Rendered>, SiteError> {
-    let path = reference_path(results_file, &file.scenario);
-    let Some((original, reference_bytes)) = load_reference(&path)? else {
+    let Reference::Shown(path) = reference else {
         return Ok(None);
+    };
+    let path = path.clone();
+    // A self-attested build: the reference is checked as `verify` checks it without a key.
+    let key = crate::verification::key_check(None);
+    let (accepted, reference_bytes) = load_verified(&path, Wanted::Reference, &key)?;
+    let Accepted::Reference(original) = accepted else {
+        return Err(SiteError::Unverified {
+            path,
+            problem: "not a results file of the original implementation".into(),
+        });
     };
     let data_err = |problem: String| SiteError::Data {
         path: path.clone(),
@@ -120,7 +143,7 @@ pub fn render(
         clock_start: file
             .environment
             .clock_start
-            .map(|s| crate::model::clock_start_label(Some(s))),
+            .map(|s| crate::report_view::clock_start_label(Some(s))),
         nav: Some(crate::pages::Nav::new(
             report,
             "",

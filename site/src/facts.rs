@@ -23,7 +23,7 @@
 //! | `candidate_right.K`, `candidate_wrong_rows.K` | ratio, text | rows where candidate K was right, and the rows where it was wrong |
 
 use crate::format::{dollars, seconds};
-use crate::model::{
+use crate::report_view::{
     candidate_rows, differing_rows, judged_by_column, row_label, Report, CANDIDATES,
 };
 use std::collections::{BTreeMap, BTreeSet};
@@ -236,7 +236,7 @@ pub fn compute(
         );
         put(
             format!("sent.{col}"),
-            Fact::Int(i64::from(count(&|c| crate::model::sent(&c.outcome)))),
+            Fact::Int(i64::from(count(&|c| crate::report_view::sent(&c.outcome)))),
         );
         put(
             format!("refused.{col}"),

@@ -17,7 +17,6 @@ pub mod conformance_page;
 pub mod error;
 pub mod facts;
 pub mod format;
-pub mod model;
 pub mod nemesis_figures;
 pub mod nemesis_page;
 pub mod overview;
@@ -25,11 +24,14 @@ pub mod pages;
 pub mod placeholders;
 pub mod prose;
 pub mod provenance;
+pub mod report_view;
 pub mod shared_cap;
 pub mod verification;
 
 pub use error::SiteError;
+
 pub use prose::ProseSource;
+use verification::{Accepted, Wanted};
 
 use std::path::{Path, PathBuf};
 
@@ -40,6 +42,9 @@ pub struct BuildReport {
     pub index: PathBuf,
     /// Every HTML page written, the front page included.
     pub pages: Vec<PathBuf>,
+    /// Files beside the results that were not shown under the build's key policy, each with
+    /// why (an unsigned reference run under a pinned key).
+    pub withheld: Vec<String>,
 }
 
 /// Options of a build.
@@ -73,7 +78,7 @@ pub fn build(results_dir: &Path, out_dir: &Path) -> Result<BuildReport, SiteErro
 
 /// One rendered scenario, before it is written.
 struct Rendered {
-    report: model::Report,
+    report: report_view::Report,
     bytes: Vec<u8>,
     report_html: String,
     ids_html: String,
@@ -81,9 +86,12 @@ struct Rendered {
     facts: facts::Facts,
     emulator_vs_stripe: Option<conformance_page::Rendered>,
     nemesis: Option<nemesis_page::Rendered>,
+    /// Why a file beside this one was not shown, if one was not.
+    withheld: Option<String>,
 }
 
-/// Build with explicit options.
+/// Build with explicit options: every results file is read, verified and rendered before the
+/// output directory is touched; then the pages and data are written.
 pub fn build_with(
     results_dir: &Path,
     out_dir: &Path,
@@ -98,22 +106,7 @@ pub fn build_with(
         ),
         None => None,
     };
-    let files = results_files(results_dir)?;
-    let mut rendered = Vec::new();
-    let mut caps = Vec::new();
-    for path in files {
-        let bytes = std::fs::read(&path).map_err(|e| SiteError::io("reading", &path, e))?;
-        if shared_cap::is_shared_cap(&bytes) {
-            caps.push(shared_cap::render(
-                &path,
-                bytes,
-                pinned.as_ref(),
-                &options.prose,
-            )?);
-        } else {
-            rendered.push(render_file(&path, bytes, options, pinned.as_ref())?);
-        }
-    }
+    let (rendered, caps) = render_all(&results_files(results_dir)?, options, pinned.as_ref())?;
     one_folder_per_run(&caps)?;
     // Everything rendered: only now touch the output directory.
     let mut pages = Vec::new();
@@ -124,70 +117,128 @@ pub fn build_with(
     let schema = serde_json::to_string_pretty(&verify::results::json_schema()).unwrap_or_default();
     write(&data.join("results.schema.json"), schema.as_bytes())?;
     for r in &rendered {
-        write(&data.join(&r.report.json_name), &r.bytes)?;
-        let dir = out_dir.join(&r.report.scenario);
-        let receipts_dir = dir.join("receipts");
-        mkdir(&dir)?;
-        mkdir(&receipts_dir)?;
-        remove_stale_receipts(&receipts_dir)?;
-        let page = dir.join("index.html");
-        write(&page, r.report_html.as_bytes())?;
-        pages.push(page);
-        let page = dir.join("ids.html");
-        write(&page, r.ids_html.as_bytes())?;
-        pages.push(page);
-        if let Some(c) = &r.emulator_vs_stripe {
-            let page = dir.join(conformance_page::PAGE);
-            write(&page, c.html.as_bytes())?;
-            write(&data.join(&c.reference_name), &c.reference_bytes)?;
-            pages.push(page);
-        }
-        if let Some(n) = &r.nemesis {
-            let page = dir.join(nemesis_page::PAGE);
-            write(&page, n.html.as_bytes())?;
-            write(&data.join(&n.json_name), &n.bytes)?;
-            pages.push(page);
-            let trials = dir.join(nemesis_page::TRIALS_DIR);
-            mkdir(&trials)?;
-            for (name, html) in &n.trials {
-                let page = trials.join(name);
-                write(&page, html.as_bytes())?;
-                pages.push(page);
-            }
-            let nemeses = dir.join(nemesis_page::NEMESES_DIR);
-            mkdir(&nemeses)?;
-            for (name, html) in &n.nemeses {
-                let page = nemeses.join(name);
-                write(&page, html.as_bytes())?;
-                pages.push(page);
-            }
-        }
-        for (name, html, json) in &r.receipts {
-            let page = receipts_dir.join(format!("{name}.html"));
-            write(&page, html.as_bytes())?;
-            write(&receipts_dir.join(format!("{name}.json")), json.as_bytes())?;
-            pages.push(page);
-        }
-        let facts: serde_json::Map<String, serde_json::Value> = r
-            .facts
-            .iter()
-            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.to_string())))
-            .collect();
-        let facts = serde_json::to_string_pretty(&facts).unwrap_or_default();
-        write(
-            &data.join(format!("{}.facts.json", r.report.scenario)),
-            facts.as_bytes(),
-        )?;
+        pages.extend(write_scenario(out_dir, &data, r)?);
     }
     for c in &caps {
         pages.extend(write_shared_cap(out_dir, &data, c)?);
     }
-    let reports: Vec<model::Report> = rendered.into_iter().map(|r| r.report).collect();
+    let withheld = rendered.iter().filter_map(|r| r.withheld.clone()).collect();
+    let reports: Vec<report_view::Report> = rendered.into_iter().map(|r| r.report).collect();
     let cap_entries: Vec<shared_cap::IndexEntry> = caps.into_iter().map(|c| c.index).collect();
     let index = out_dir.join("index.html");
     write(&index, pages::index(&reports, &cap_entries)?.as_bytes())?;
     pages.insert(0, index.clone());
-    Ok(BuildReport { index, pages })
+    Ok(BuildReport {
+        index,
+        pages,
+        withheld,
+    })
+}
+
+/// Every results file read, verified under the build's key and rendered: billing_credit's and
+/// shared_cap's, apart.
+fn render_all(
+    files: &[PathBuf],
+    options: &BuildOptions,
+    pinned: Option<&ed25519_dalek::VerifyingKey>,
+) -> Result<(Vec<Rendered>, Vec<shared_cap::Rendered>), SiteError> {
+    let mut rendered = Vec::new();
+    let mut caps = Vec::new();
+    let key = verification::key_check(pinned);
+    for path in files {
+        let (accepted, bytes) = verification::load_verified(path, Wanted::Results, &key)?;
+        match accepted {
+            Accepted::Results(verified) => {
+                rendered.push(render_file(path, bytes, &verified, options, pinned)?);
+            }
+            Accepted::SharedCap { file, report } => {
+                let checked = shared_cap::Checked {
+                    path,
+                    bytes,
+                    file: &file,
+                    report,
+                };
+                caps.push(shared_cap::render(checked, pinned, &options.prose)?);
+            }
+            // `load_verified` hands a results file over as one of the two above.
+            _ => {
+                return Err(SiteError::Unreadable {
+                    path: path.clone(),
+                    problem: "not a results file".into(),
+                })
+            }
+        }
+    }
+    Ok((rendered, caps))
+}
+
+/// Writes a billing_credit scenario's pages and data; returns the pages written.
+fn write_scenario(out_dir: &Path, data: &Path, r: &Rendered) -> Result<Vec<PathBuf>, SiteError> {
+    let mut pages = Vec::new();
+    write(&data.join(&r.report.json_name), &r.bytes)?;
+    let dir = out_dir.join(&r.report.scenario);
+    let receipts_dir = dir.join("receipts");
+    mkdir(&dir)?;
+    mkdir(&receipts_dir)?;
+    remove_stale_receipts(&receipts_dir)?;
+    for (name, html) in [("index.html", &r.report_html), ("ids.html", &r.ids_html)] {
+        let page = dir.join(name);
+        write(&page, html.as_bytes())?;
+        pages.push(page);
+    }
+    if let Some(c) = &r.emulator_vs_stripe {
+        let page = dir.join(conformance_page::PAGE);
+        write(&page, c.html.as_bytes())?;
+        write(&data.join(&c.reference_name), &c.reference_bytes)?;
+        pages.push(page);
+    }
+    if let Some(n) = &r.nemesis {
+        pages.extend(write_nemesis(&dir, data, n)?);
+    }
+    for (name, html, json) in &r.receipts {
+        let page = receipts_dir.join(format!("{name}.html"));
+        write(&page, html.as_bytes())?;
+        write(&receipts_dir.join(format!("{name}.json")), json.as_bytes())?;
+        pages.push(page);
+    }
+    let facts: serde_json::Map<String, serde_json::Value> = r
+        .facts
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.to_string())))
+        .collect();
+    let facts = serde_json::to_string_pretty(&facts).unwrap_or_default();
+    write(
+        &data.join(format!("{}.facts.json", r.report.scenario)),
+        facts.as_bytes(),
+    )?;
+    Ok(pages)
+}
+
+/// Writes a billing_credit campaign's page, its trial and nemesis pages, and its data into the
+/// scenario's folder `dir`; returns the pages written.
+fn write_nemesis(
+    dir: &Path,
+    data: &Path,
+    n: &nemesis_page::Rendered,
+) -> Result<Vec<PathBuf>, SiteError> {
+    let mut pages = Vec::new();
+    let page = dir.join(nemesis_page::PAGE);
+    write(&page, n.html.as_bytes())?;
+    write(&data.join(&n.json_name), &n.bytes)?;
+    pages.push(page);
+    for (sub, files) in [
+        (nemesis_page::TRIALS_DIR, &n.trials),
+        (nemesis_page::NEMESES_DIR, &n.nemeses),
+    ] {
+        let folder = dir.join(sub);
+        mkdir(&folder)?;
+        for (name, html) in files {
+            let page = folder.join(name);
+            write(&page, html.as_bytes())?;
+            pages.push(page);
+        }
+    }
+    Ok(pages)
 }
 
 /// The `*.json` results files of a directory, sorted (JSON Schema files excluded).
@@ -268,10 +319,10 @@ fn write_shared_cap(
 fn render_file(
     path: &Path,
     bytes: Vec<u8>,
+    verified: &verification::Verified,
     options: &BuildOptions,
     pinned: Option<&ed25519_dalek::VerifyingKey>,
 ) -> Result<Rendered, SiteError> {
-    let verified = verification::verify_file(path, &bytes, pinned)?;
     let data_err = |problem: String| SiteError::Data {
         path: path.to_path_buf(),
         problem,
@@ -287,15 +338,18 @@ fn render_file(
         )));
     }
     let json_name = format!("{scenario}.json");
-    let mut report = model::build(&verified, &json_name).map_err(data_err)?;
+    let mut report = report_view::build(verified, &json_name).map_err(data_err)?;
     let results_dir = path.parent().unwrap_or_else(|| Path::new("."));
-    report.env.signer_label = provenance::signer_label(results_dir, &report.env.signer);
+    report.env.key = provenance::KeyPolicy::of(pinned.is_some());
+    report.env.signer_label =
+        provenance::signer_label(results_dir, &report.env.signer, report.env.key);
     report.env.attest_command =
         provenance::attest_command(&json_name, options.repository.as_deref());
     // Every page's header links the scenario's other pages: know which exist before rendering.
     report.nemesis = nemesis_page::nemesis_path(results_dir, scenario).is_file();
-    report.emulator_vs_stripe = conformance_page::reference_path(path, scenario).is_file();
-    let emulator_vs_stripe = conformance_page::render(path, &verified.file, &report)?;
+    let reference = conformance_page::Reference::of(path, scenario, pinned.is_some());
+    report.emulator_vs_stripe = matches!(reference, conformance_page::Reference::Shown(_));
+    let emulator_vs_stripe = conformance_page::render(&reference, &verified.file, &report)?;
     report.emulator_vs_stripe = emulator_vs_stripe.is_some();
     let prose_files = prose::load(scenario, &options.prose)?;
     let nemesis = nemesis_page::render(
@@ -309,24 +363,7 @@ fn render_file(
     report.nemesis_line = nemesis.as_ref().map(|n| n.headline.clone());
     let facts = facts::compute(&verified.file, &verified.summary, &report);
     report.verdict_line = overview::verdict_line(&report.columns, &facts);
-    let verdict = prose::render(&prose_files.verdict.0, &prose_files.verdict.1, &facts)?;
-    let setup = prose::render(&prose_files.setup.0, &prose_files.setup.1, &facts)?;
-    let crashes: Vec<String> = verified.file.rows.iter().map(|r| r.crash.clone()).collect();
-    let outages: Vec<String> = verified
-        .file
-        .rows
-        .iter()
-        .map(|r| r.outage.clone())
-        .collect();
-    let rows = prose::render_rows(
-        &prose_files.rows.0,
-        &prose_files.rows.1,
-        &facts,
-        &crashes,
-        &outages,
-    )?;
-    let chart = chart::timing_panels(&verified.file);
-    let report_html = pages::report(&report, &verdict, &setup, &rows, &chart)?;
+    let report_html = report_page(&report, &verified.file, &prose_files, &facts)?;
     let ids_html = pages::ids(&report)?;
     let mut receipts = Vec::new();
     for rc in &report.receipts {
@@ -345,7 +382,30 @@ fn render_file(
         facts,
         emulator_vs_stripe,
         nemesis,
+        withheld: reference.withheld_note(),
     })
+}
+
+/// The report page, its prose (Verdict, Setup, Rows) filled from the facts.
+fn report_page(
+    report: &report_view::Report,
+    file: &verify::results::ResultsFile,
+    prose_files: &prose::ProseFiles,
+    facts: &facts::Facts,
+) -> Result<String, SiteError> {
+    let verdict = prose::render(&prose_files.verdict.0, &prose_files.verdict.1, facts)?;
+    let setup = prose::render(&prose_files.setup.0, &prose_files.setup.1, facts)?;
+    let crashes: Vec<String> = file.rows.iter().map(|r| r.crash.clone()).collect();
+    let outages: Vec<String> = file.rows.iter().map(|r| r.outage.clone()).collect();
+    let rows = prose::render_rows(
+        &prose_files.rows.0,
+        &prose_files.rows.1,
+        facts,
+        &crashes,
+        &outages,
+    )?;
+    let chart = chart::timing_panels(file);
+    pages::report(report, &verdict, &setup, &rows, &chart)
 }
 
 /// Remove receipt pages and bundles of an earlier build (another run's effects) from a

@@ -117,6 +117,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 ),
                 e => e.into(),
             })?;
+            for note in &report.withheld {
+                eprintln!("site: {note}");
+            }
             println!("{}", report.index.display());
             eprintln!(
                 "site: wrote {} pages into {}",

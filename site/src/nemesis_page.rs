@@ -10,10 +10,10 @@ use crate::error::SiteError;
 use crate::facts::{Fact, Facts};
 use crate::pages::VERSION;
 use crate::prose::Section;
+use crate::verification::{load_verified, Accepted, Wanted};
 use askama::Template;
 use std::path::{Path, PathBuf};
 use verify::nemesis::{NemesisFile, NemesisSummary, Trial};
-use verify::receipt::KeyCheck;
 
 /// File name of the page, beside the scenario's report.
 pub const PAGE: &str = "nemesis.html";
@@ -526,43 +526,122 @@ fn percent(ppm: u32) -> String {
     format!("{}.{:02}%", hundredths / 100, hundredths % 100)
 }
 
-/// Reads, re-verifies and renders the nemesis file of `scenario`, if there is one.
+/// What every page of a campaign shares: the file as verify accepted it, where its pages
+/// hang, how its signer reads, and the key its receipts were checked against.
+struct Campaign<'a> {
+    /// Where the file was read from.
+    path: &'a Path,
+    /// The file, accepted by `verify`.
+    file: &'a NemesisFile,
+    /// The scenario's report (its header links).
+    report: &'a crate::report_view::Report,
+    /// What the nemesis run ran against, in one line (its own file's, not the matrix's).
+    ran: String,
+    /// Per-run key or the project's stable key, in words.
+    signer_label: String,
+    /// The key the build checks receipts against.
+    key: verify::receipt::KeyCheck,
+}
+
+impl Campaign<'_> {
+    /// The scenario header of one of the campaign's pages.
+    fn nav(
+        &self,
+        current: &'static str,
+        crumbs: Vec<(String, String)>,
+        here: String,
+        up: &str,
+    ) -> Option<crate::pages::Nav> {
+        let mut nav = crate::pages::Nav::new(self.report, up, current, crumbs, here);
+        nav.ran = self.ran.clone();
+        Some(nav)
+    }
+}
+
+fn template_err(page: String) -> impl FnOnce(askama::Error) -> SiteError {
+    move |source| SiteError::Template { page, source }
+}
+
+/// Reads, re-verifies and renders the nemesis file of `scenario`, if there is one: step 1
+/// loads what `verify` accepts; steps 2–4 render the campaign's page, one page per nemesis and
+/// one per trial that is not a plain pass.
 pub fn render(
     results_dir: &Path,
-    report: &crate::model::Report,
+    report: &crate::report_view::Report,
     pinned: Option<&ed25519_dalek::VerifyingKey>,
     prose: &(String, String),
     repository: Option<&str>,
 ) -> Result<Option<Rendered>, SiteError> {
-    let scenario = report.scenario.as_str();
-    let path = nemesis_path(results_dir, scenario);
+    let path = nemesis_path(results_dir, &report.scenario);
     if !path.is_file() {
         return Ok(None);
     }
-    let bytes = std::fs::read(&path).map_err(|e| SiteError::io("reading", &path, e))?;
-    let unverified = |problem: String| SiteError::Unverified {
-        path: path.clone(),
-        problem,
+    let key = crate::verification::key_check(pinned);
+    let (accepted, bytes) = load_verified(&path, Wanted::Nemesis, &key)?;
+    let Accepted::Nemesis {
+        file,
+        report: checked,
+    } = accepted
+    else {
+        return Err(SiteError::Unreadable {
+            path,
+            problem: "not a nemesis results file".into(),
+        });
     };
-    let file = verify::load::load_nemesis(&bytes).map_err(|e| SiteError::Unreadable {
-        path: path.clone(),
-        problem: e.to_string(),
-    })?;
-    // One slice of a campaign is not the campaign: its rates are of some trials only.
-    if let Some(shard) = file.plan.shard {
-        return Err(unverified(format!(
-            "it is shard {} of {} of a campaign, not the whole campaign; merge every shard with `runner merge --out DIR SHARD.json...` and publish the merged file",
-            shard.index, shard.count
-        )));
-    }
-    let key = pinned.map_or(KeyCheck::SelfAttested, |k| KeyCheck::Pinned(*k));
-    let checked = verify::nemesis::check::verify_nemesis(&file, &key);
-    if let Some(first) = checked.findings.first() {
-        return Err(unverified(first.to_string()));
-    }
-    let template_err = |page: String| move |source| SiteError::Template { page, source };
-    let rows: Vec<Row<'_>> = file
-        .summary
+    let policy = crate::provenance::KeyPolicy::of(pinned.is_some());
+    let campaign = Campaign {
+        path: &path,
+        file: &file,
+        report,
+        ran: crate::report_view::ran_line(&file.environment).map_err(|problem| {
+            SiteError::Data {
+                path: path.clone(),
+                problem,
+            }
+        })?,
+        signer_label: signer_label(results_dir, &file, policy),
+        key,
+    };
+    let rows = table_rows(&file);
+    let page_facts = facts(&file);
+    let headline = crate::overview::nemesis_line(&file.plan.columns, &page_facts);
+    let prose = crate::prose::render(&prose.0, &prose.1, &page_facts)?;
+    let kills = kill_rows(&file);
+    let nemeses = nemesis_pages(&campaign, &rows, &kills)?;
+    let json_name = format!("{}.nemesis.json", report.scenario);
+    let page = NemesisPage {
+        prose,
+        root: "../",
+        version: VERSION,
+        f: &file,
+        heat: heat_rows(&file, &rows),
+        rows,
+        headline: &headline,
+        nav: campaign.nav("nemesis", vec![], "Nemesis".into(), ""),
+        kills,
+        fingerprint: fingerprint(&file.environment.signer),
+        shard_signers: checked.merged_from.clone().unwrap_or_default(),
+        signer_label: &campaign.signer_label,
+        attest_command: crate::provenance::attest_command(&json_name, repository),
+        json_name: json_name.clone(),
+    };
+    let html = page
+        .render()
+        .map_err(template_err(format!("{}/{PAGE}", report.scenario)))?;
+    let trials = trial_pages(&campaign)?;
+    Ok(Some(Rendered {
+        html,
+        trials,
+        nemeses,
+        json_name,
+        bytes,
+        headline,
+    }))
+}
+
+/// The main table's rows, one per nemesis and column, in the summary's (plan) order.
+fn table_rows(file: &NemesisFile) -> Vec<Row<'_>> {
+    file.summary
         .iter()
         .map(|s| Row {
             s,
@@ -577,33 +656,46 @@ pub fn render(
                 .filter_map(|t| listed_kind(t).map(|k| (t.id.as_str(), trial_file(&t.id), k)))
                 .collect(),
         })
-        .collect();
-    let fingerprint = verify::entry::decode_lower_hex::<32>(&file.environment.signer)
+        .collect()
+}
+
+/// A signer's fingerprint as `verify` prints it, or `?` when the hex names no key.
+fn fingerprint(signer: &str) -> String {
+    verify::entry::decode_lower_hex::<32>(signer)
         .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
-        .map_or_else(|| "?".to_owned(), |k| verify::fingerprint(&k));
-    let json_name = format!("{scenario}.nemesis.json");
-    let mut signer_label = crate::provenance::signer_label(results_dir, &file.environment.signer);
-    // A merge key vouches for the merge, not for trials its shards' own keys signed.
-    if let Some(m) = &file.plan.merged {
-        let unlisted = m
-            .parts
-            .iter()
-            .filter(|p| !crate::provenance::is_listed(results_dir, &p.environment.signer))
-            .count();
-        if unlisted > 0 {
-            signer_label = format!(
-                "{signer_label}. That key merged the campaign; {unlisted} of its {} shards were \
-                 signed by keys not in results/{}, so it does not vouch for their trials",
-                m.parts.len(),
-                crate::provenance::SIGNERS_FILE
-            );
-        }
+        .map_or_else(|| "?".to_owned(), |k| verify::fingerprint(&k))
+}
+
+/// The campaign's signer in words; a merge key vouches for the merge, not for trials its
+/// shards' own keys signed, and the label says so when a shard's key is not listed.
+fn signer_label(
+    results_dir: &Path,
+    file: &NemesisFile,
+    policy: crate::provenance::KeyPolicy,
+) -> String {
+    let label = crate::provenance::signer_label(results_dir, &file.environment.signer, policy);
+    let Some(m) = &file.plan.merged else {
+        return label;
+    };
+    let unlisted = m
+        .parts
+        .iter()
+        .filter(|p| !crate::provenance::is_listed(results_dir, &p.environment.signer))
+        .count();
+    if unlisted == 0 {
+        return label;
     }
-    let page_facts = facts(&file);
-    let headline = crate::overview::nemesis_line(&file.plan.columns, &page_facts);
-    let prose = crate::prose::render(&prose.0, &prose.1, &page_facts)?;
-    let heat = file
-        .plan
+    format!(
+        "{label}. That key merged the campaign; {unlisted} of its {} shards were \
+         signed by keys not in results/{}, so it does not vouch for their trials",
+        m.parts.len(),
+        crate::provenance::SIGNERS_FILE
+    )
+}
+
+/// The heat map: per nemesis, each column's cell of the table (plan order).
+fn heat_rows(file: &NemesisFile, rows: &[Row<'_>]) -> Vec<HeatRow> {
+    file.plan
         .nemeses
         .iter()
         .map(|n| HeatRow {
@@ -625,18 +717,16 @@ pub fn render(
                 })
                 .collect(),
         })
-        .collect();
-    let kills = kill_rows(&file);
-    // The nemesis pages say what the nemesis run ran against (its own file), not the matrix.
-    let ran = crate::model::ran_line(&file.environment).map_err(|problem| SiteError::Data {
-        path: path.clone(),
-        problem,
-    })?;
-    let nav = |current: &'static str, crumbs: Vec<(String, String)>, here: String, up: &str| {
-        let mut nav = crate::pages::Nav::new(report, up, current, crumbs, here);
-        nav.ran = ran.clone();
-        Some(nav)
-    };
+        .collect()
+}
+
+/// Step 3: one page per nemesis, its rows, kill histogram and settle chart: (file name, HTML).
+fn nemesis_pages(
+    campaign: &Campaign<'_>,
+    rows: &[Row<'_>],
+    kills: &[KillRow],
+) -> Result<Vec<(String, String)>, SiteError> {
+    let file = campaign.file;
     let mut nemeses = Vec::new();
     for (i, n) in file.plan.nemeses.iter().enumerate() {
         if n.is_empty()
@@ -644,25 +734,13 @@ pub fn render(
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         {
-            return Err(unverified(format!(
-                "nemesis name {n:?} cannot be a file name"
-            )));
+            return Err(SiteError::Unverified {
+                path: campaign.path.to_path_buf(),
+                problem: format!("nemesis name {n:?} cannot be a file name"),
+            });
         }
         let mine: Vec<&Row<'_>> = rows.iter().filter(|r| &r.s.nemesis == n).collect();
-        let prefix = format!("{n}: ");
-        let restart_prefix = format!("{n}, a restart: ");
-        let hist: Vec<(String, Vec<u32>)> = kills
-            .iter()
-            .filter_map(|k| {
-                if let Some(step) = k.step.strip_prefix(&prefix) {
-                    Some((step.to_owned(), k.counts.clone()))
-                } else {
-                    k.step
-                        .strip_prefix(&restart_prefix)
-                        .map(|step| (format!("a restart: {step}"), k.counts.clone()))
-                }
-            })
-            .collect();
+        let hist = kill_histogram_rows(n, kills);
         let summaries: Vec<&NemesisSummary> = mine.iter().map(|r| r.s).collect();
         let html = OneNemesisPage {
             root: "../../",
@@ -677,8 +755,8 @@ pub fn render(
             }),
             settle_svg: crate::nemesis_figures::settle_chart(&format!("settle-{i}"), &summaries),
             rows: mine,
-            signer_label: &signer_label,
-            nav: nav(
+            signer_label: &campaign.signer_label,
+            nav: campaign.nav(
                 "nemesis-one",
                 vec![("../nemesis.html".into(), "Nemesis".into())],
                 n.clone(),
@@ -686,42 +764,56 @@ pub fn render(
             ),
         }
         .render()
-        .map_err(template_err(format!("{scenario}/{NEMESES_DIR}/{n}.html")))?;
+        .map_err(template_err(format!(
+            "{}/{NEMESES_DIR}/{n}.html",
+            campaign.report.scenario
+        )))?;
         nemeses.push((format!("{n}.html"), html));
     }
-    let page = NemesisPage {
-        prose,
-        root: "../",
-        version: VERSION,
-        f: &file,
-        rows,
-        heat,
-        headline: &headline,
-        nav: nav("nemesis", vec![], "Nemesis".into(), ""),
-        kills,
-        fingerprint,
-        shard_signers: checked.merged_from.clone().unwrap_or_default(),
-        signer_label: &signer_label,
-        attest_command: crate::provenance::attest_command(&json_name, repository),
-        json_name: json_name.clone(),
-    };
-    let html = page
-        .render()
-        .map_err(template_err(format!("{scenario}/{PAGE}")))?;
-    let env = &file.environment;
-    let mut replay_args = String::new();
+    Ok(nemeses)
+}
+
+/// The kill rows of nemesis `n`, their step without the nemesis's name (a restart's marked).
+fn kill_histogram_rows(n: &str, kills: &[KillRow]) -> Vec<(String, Vec<u32>)> {
+    let prefix = format!("{n}: ");
+    let restart_prefix = format!("{n}, a restart: ");
+    kills
+        .iter()
+        .filter_map(|k| {
+            if let Some(step) = k.step.strip_prefix(&prefix) {
+                Some((step.to_owned(), k.counts.clone()))
+            } else {
+                k.step
+                    .strip_prefix(&restart_prefix)
+                    .map(|step| (format!("a restart: {step}"), k.counts.clone()))
+            }
+        })
+        .collect()
+}
+
+/// The run's settings a replay must repeat (`--clock-start`, `--outage-ms`), as arguments.
+fn replay_args(env: &verify::results::Environment) -> String {
+    let mut args = String::new();
     if let Some(start) = env
         .clock_start
         .filter(|s| *s != verify::scenarios::billing_credit::DEFAULT_CLOCK_START)
     {
-        replay_args.push_str(&format!(
+        args.push_str(&format!(
             " --clock-start {}",
-            crate::model::clock_start_label(Some(start))
+            crate::report_view::clock_start_label(Some(start))
         ));
     }
     if let Some(ms) = env.outage_ms {
-        replay_args.push_str(&format!(" --outage-ms {ms}"));
+        args.push_str(&format!(" --outage-ms {ms}"));
     }
+    args
+}
+
+/// Step 4: one page per trial that is not a plain pass, with its timeline, replay command and
+/// receipt as `verify` checks it: (file name, HTML).
+fn trial_pages(campaign: &Campaign<'_>) -> Result<Vec<(String, String)>, SiteError> {
+    let file = campaign.file;
+    let replay_args = replay_args(&file.environment);
     let mut trials = Vec::new();
     for (t, kind) in file
         .trials
@@ -743,14 +835,12 @@ pub fn render(
             timeline: timeline_rows(t),
             kind,
             replay_args: replay_args.clone(),
-            signer_label: &signer_label,
+            signer_label: &campaign.signer_label,
             timeline_svg: crate::nemesis_figures::trial_timeline(t),
-            receipt: t.receipt.as_ref().and_then(|b| {
-                verify::receipt::verify_bundles(std::slice::from_ref(b), &key)
-                    .first()
-                    .map(crate::verification::summarize)
+            receipt: t.receipt.as_ref().map(|b| {
+                crate::verification::receipt_check(b, &campaign.key, &file.environment.signer)
             }),
-            nav: nav(
+            nav: campaign.nav(
                 "trial",
                 vec![
                     ("../nemesis.html".into(), "Nemesis".into()),
@@ -764,17 +854,13 @@ pub fn render(
             ),
         }
         .render()
-        .map_err(template_err(format!("{scenario}/{TRIALS_DIR}/{name}")))?;
+        .map_err(template_err(format!(
+            "{}/{TRIALS_DIR}/{name}",
+            campaign.report.scenario
+        )))?;
         trials.push((name, html));
     }
-    Ok(Some(Rendered {
-        html,
-        trials,
-        nemeses,
-        json_name,
-        bytes,
-        headline,
-    }))
+    Ok(trials)
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
-//! The pages: askama templates (in the workspace's `templates/`) filled from the view model, and
-//! the files written beside them.
+//! The pages: askama templates (in the workspace's `templates/`) filled from the report views
+//! ([`crate::report_view`]), and the files written beside them.
 
 use crate::error::SiteError;
-use crate::model::{Report, CANDIDATES};
 use crate::prose::{RowsProse, Section};
+use crate::report_view::{Report, CANDIDATES};
 use askama::Template;
 
 /// Version of this crate, shown in page footers.
@@ -143,7 +143,7 @@ pub struct ReceiptPage<'a> {
     /// Crate version.
     pub version: &'a str,
     /// The receipt.
-    pub rc: &'a crate::model::ReceiptView,
+    pub rc: &'a crate::report_view::ReceiptView,
     /// The run's published signer key.
     pub signer: &'a str,
     /// Its fingerprint, as `verify` prints it.
@@ -259,7 +259,7 @@ pub fn ids(r: &Report) -> Result<String, SiteError> {
 }
 
 /// Render one receipt page.
-pub fn receipt(r: &Report, rc: &crate::model::ReceiptView) -> Result<String, SiteError> {
+pub fn receipt(r: &Report, rc: &crate::report_view::ReceiptView) -> Result<String, SiteError> {
     render(
         &format!("{}/receipts/{}", r.scenario, rc.page),
         &ReceiptPage {

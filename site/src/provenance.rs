@@ -5,8 +5,67 @@
 //! other key is a per-run key, made for the run and deleted after it, which proves only that the
 //! file was not changed since. Every page says which. The report page also shows the
 //! `gh attestation verify` command that checks the results file against the CI attestation.
+//!
+//! Every page also says how the file was checked ([`KeyPolicy`]): against a key pinned when the
+//! site was built (`site build --key`), or against the key the file names itself.
 
 use std::path::Path;
+
+/// How a build checked each file's signer key: the build's one key policy, as `verify` has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyPolicy {
+    /// Against the key given to the build (`--key`): what it signed, and nothing else, is shown.
+    Pinned,
+    /// Against the key each file names itself: it shows that nothing changed after signing,
+    /// not who signed.
+    SelfAttested,
+}
+
+impl KeyPolicy {
+    /// The policy of a build that pins a key (`pinned`) or not.
+    pub fn of(pinned: bool) -> KeyPolicy {
+        if pinned {
+            KeyPolicy::Pinned
+        } else {
+            KeyPolicy::SelfAttested
+        }
+    }
+
+    /// Whether a key was pinned.
+    pub fn pinned(self) -> bool {
+        self == KeyPolicy::Pinned
+    }
+
+    /// What the signer key shown beside these words is, as checked.
+    pub fn key_note(self) -> &'static str {
+        match self {
+            KeyPolicy::Pinned => {
+                "pinned: the key this site was built with (--key); the file and every receipt \
+                 were checked against it"
+            }
+            KeyPolicy::SelfAttested => "named by the file itself",
+        }
+    }
+
+    /// What a reader should do to learn who signed; `None` when the build pinned a key.
+    pub fn advice(self) -> Option<&'static str> {
+        match self {
+            KeyPolicy::Pinned => None,
+            KeyPolicy::SelfAttested => {
+                Some("pin a key you got from the publisher to check who signed")
+            }
+        }
+    }
+
+    /// The key receipts were checked against, in words (a constant without markup, shown as
+    /// is: its apostrophe is not escaped).
+    pub fn checked_against(self) -> &'static str {
+        match self {
+            KeyPolicy::Pinned => "the key this site was built with (--key)",
+            KeyPolicy::SelfAttested => "the run's published key",
+        }
+    }
+}
 
 /// The allowed-signers file's name inside the results directory.
 pub const SIGNERS_FILE: &str = "SIGNERS";
@@ -15,8 +74,18 @@ pub const SIGNERS_FILE: &str = "SIGNERS";
 pub const UNKNOWN_REPOSITORY: &str = "OWNER/REPO";
 
 /// The label of `signer_hex` (a results or nemesis file's `environment.signer`), read against
-/// `results_dir/SIGNERS` when the file exists and lists keys.
-pub fn signer_label(results_dir: &Path, signer_hex: &str) -> String {
+/// `results_dir/SIGNERS` when the file exists and lists keys, and saying so when the build
+/// pinned it.
+pub fn signer_label(results_dir: &Path, signer_hex: &str, policy: KeyPolicy) -> String {
+    let label = listed_label(results_dir, signer_hex);
+    match policy {
+        KeyPolicy::Pinned => format!("{label}; {}", KeyPolicy::Pinned.key_note()),
+        KeyPolicy::SelfAttested => label,
+    }
+}
+
+/// Per-run key or the project's stable key, in words.
+fn listed_label(results_dir: &Path, signer_hex: &str) -> String {
     let fingerprint = verify::entry::decode_lower_hex::<32>(signer_hex)
         .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
         .map_or_else(|| "no valid key".to_owned(), |k| verify::fingerprint(&k));

@@ -10,14 +10,14 @@
 
 use crate::error::SiteError;
 use crate::facts::{Fact, Facts};
-use crate::model::{backend_words, decider_words};
 use crate::pages::{Nav, VERSION};
 use crate::prose::{self, Section};
-use crate::verification::{entry_checks, summarize, EntryCheck, ReceiptCheck};
+use crate::report_view::{backend_words, decider_words};
+use crate::verification::{receipt_check, EntryCheck, ReceiptCheck};
 use askama::Template;
 use std::path::Path;
-use verify::receipt::{verify_bundle, KeyCheck};
-use verify::shared_cap::check::check;
+use verify::receipt::KeyCheck;
+use verify::shared_cap::check::CapReport;
 use verify::shared_cap::plan::COLUMNS;
 use verify::shared_cap::record::{run_name, CapCell, CapEnvironment, CapResults, SCENARIO};
 use verify::shared_cap::summary::ColumnSummary;
@@ -50,11 +50,31 @@ pub struct IndexEntry {
     /// What the run ran against.
     pub ran: String,
     /// The per-column summary, as verify derived it.
-    pub summary: Vec<ColumnSummary>,
+    pub summary: Vec<SummaryRow>,
     /// The results file's name under `data/`.
     pub json_name: String,
     /// The run's campaign in one sentence, when it has a Nemesis page.
     pub nemesis_line: Option<String>,
+}
+
+/// One column's summary as verify derived it, with the figures the tables print beside it.
+#[derive(Debug, Clone)]
+pub struct SummaryRow {
+    /// The summary.
+    pub s: ColumnSummary,
+    /// Cells judged (not harness errors): the denominator of the column's ratios.
+    pub judged: u32,
+}
+
+/// Each column's [`SummaryRow`], in the summary's order.
+pub fn summary_rows(summary: &[ColumnSummary]) -> Vec<SummaryRow> {
+    summary
+        .iter()
+        .map(|s| SummaryRow {
+            s: s.clone(),
+            judged: s.cells.saturating_sub(s.harness_errors),
+        })
+        .collect()
 }
 
 /// Everything written for one shared_cap file.
@@ -116,7 +136,7 @@ struct ReportPage<'a> {
     nav: Option<Nav>,
     title: &'a str,
     verdict_line: &'a str,
-    summary: &'a [ColumnSummary],
+    summary: &'a [SummaryRow],
     verdict: &'a Section,
     setup: &'a Section,
     nemesis: Option<&'a str>,
@@ -125,6 +145,8 @@ struct ReportPage<'a> {
     file: &'a CapResults,
     json_name: &'a str,
     backend_label: String,
+    /// How the signer key was checked.
+    key: crate::provenance::KeyPolicy,
 }
 
 #[derive(Template)]
@@ -169,23 +191,10 @@ pub(crate) fn page(name: &str, t: &impl Template) -> Result<String, SiteError> {
     })
 }
 
-/// Whether `bytes` hold a shared_cap results file (by its `format`), without reading it all.
-pub fn is_shared_cap(bytes: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Head {
-        format: Option<String>,
-    }
-    serde_json::from_slice::<Head>(bytes)
-        .ok()
-        .and_then(|h| h.format)
-        .is_some_and(|f| f == verify::shared_cap::check::FORMAT)
-}
-
-fn verdict_line(summary: &[ColumnSummary]) -> String {
+fn verdict_line(summary: &[SummaryRow]) -> String {
     let parts: Vec<String> = summary
         .iter()
-        .map(|s| {
-            let judged = s.cells - s.harness_errors;
+        .map(|SummaryRow { s, judged }| {
             format!(
                 "{} held the cap in {}/{judged} (worker a killed in {} of them)",
                 s.column, s.held, s.killed
@@ -195,7 +204,7 @@ fn verdict_line(summary: &[ColumnSummary]) -> String {
     format!("{}.", parts.join("; "))
 }
 
-fn facts(summary: &[ColumnSummary], file: &CapResults) -> Facts {
+fn facts(summary: &[SummaryRow], file: &CapResults) -> Facts {
     let mut f = Facts::new();
     f.insert("payment".into(), Fact::Cents(PAYMENT_CENTS));
     f.insert("cap".into(), Fact::Cents(CAP_CENTS));
@@ -205,8 +214,8 @@ fn facts(summary: &[ColumnSummary], file: &CapResults) -> Facts {
         "stripe_api_version".into(),
         Fact::Text(file.environment.stripe_api_version.clone()),
     );
-    for s in summary {
-        let judged = s.cells - s.harness_errors;
+    for SummaryRow { s, judged } in summary {
+        let judged = *judged;
         f.insert(format!("held.{}", s.column), Fact::Ratio(s.held, judged));
         f.insert(
             format!("killed.{}", s.column),
@@ -312,6 +321,9 @@ fn rows(file: &CapResults) -> Vec<RowView> {
         .collect()
 }
 
+/// A receipt's page as written: its file stem (the effect id), its HTML, its bundle JSON.
+pub type ReceiptFiles = (String, String, String);
+
 pub(crate) type NavFn<'a> =
     dyn Fn(&str, &'static str, Vec<(String, String)>, String) -> Option<Nav> + 'a;
 
@@ -340,11 +352,11 @@ pub(crate) fn receipt_pages(
     for c in cells {
         for t in &c.cell.tickets {
             let Some(bundle) = &t.receipt else { continue };
-            let checked = summarize(&verify_bundle(bundle, key));
+            let checked = receipt_check(bundle, key, public_key);
             let entries = bundle
                 .entries
                 .iter()
-                .zip(entry_checks(bundle, public_key))
+                .zip(checked.entries.iter().cloned())
                 .enumerate()
                 .map(|(i, (e, check))| entry_view(i, e, check))
                 .collect();
@@ -412,52 +424,26 @@ pub(crate) fn ran_line(env: &CapEnvironment) -> Result<String, String> {
     Ok(ran)
 }
 
-/// A file at `path` that could not be read as the shared_cap document it should be.
-pub(crate) fn unreadable(path: &Path, problem: String) -> SiteError {
-    SiteError::Unreadable {
-        path: path.to_path_buf(),
-        problem,
-    }
+/// A shared_cap results file that `verify` accepted ([`crate::verification::load_verified`]).
+pub struct Checked<'a> {
+    /// Where it was read from.
+    pub path: &'a Path,
+    /// Its bytes (published under `data/`).
+    pub bytes: Vec<u8>,
+    /// The file.
+    pub file: &'a CapResults,
+    /// What `verify` derived from it.
+    pub report: CapReport,
 }
 
-/// Renders a shared_cap file: verified first (refused with the checker's findings otherwise).
-/// Its Nemesis page is rendered too when `nemesis/<run name>.json` is beside it.
-pub fn render(
-    path: &Path,
-    bytes: Vec<u8>,
-    pinned: Option<&ed25519_dalek::VerifyingKey>,
-    prose_source: &prose::ProseSource,
-) -> Result<Rendered, SiteError> {
-    let doc = verify::load::load_document(&bytes).map_err(|e| unreadable(path, e.to_string()))?;
-    let verify::load::Document::SharedCap(file) = doc else {
-        return Err(unreadable(path, "not a shared_cap results file".into()));
-    };
-    let key = pinned.map_or(KeyCheck::SelfAttested, |k| KeyCheck::Pinned(*k));
-    let report = check(&file, &key);
-    if !report.ok {
-        let lines: Vec<&str> = report.findings.iter().take(5).map(String::as_str).collect();
-        return Err(SiteError::Unverified {
-            path: path.to_path_buf(),
-            problem: lines.join("; "),
-        });
-    }
-    let data_err = |problem: String| SiteError::Data {
-        path: path.to_path_buf(),
-        problem,
-    };
-    let name = run_name(&file.environment);
-    let backend_label = backend_words(&file.environment.backend).map_err(data_err)?;
-    let ran = ran_line(&file.environment).map_err(data_err)?;
-    let json_name = format!("{name}.json");
-    let summary = report.summary.clone();
-    let verdict_line = verdict_line(&summary);
-    let facts = facts(&summary, &file);
-    let files = prose::load(name, prose_source)?;
-    let verdict = prose::render(&files.verdict.0, &files.verdict.1, &facts)?;
-    let setup = prose::render(&files.setup.0, &files.setup.1, &facts)?;
-    let results_dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let has_nemesis = crate::cap_nemesis::nemesis_path(results_dir, name).is_file();
-    let nav = |up: &str, current: &'static str, crumbs: Vec<(String, String)>, here: String| {
+/// The header of a run's pages: `nav(up, current, crumbs, here)`, the run's report first in
+/// the breadcrumb of every other page.
+fn run_nav<'a>(
+    name: &'a str,
+    has_nemesis: bool,
+    ran: &'a str,
+) -> impl Fn(&str, &'static str, Vec<(String, String)>, String) -> Option<Nav> + 'a {
+    move |up, current, crumbs, here| {
         let mut all = Vec::new();
         if current != "report" {
             all.push((format!("{up}index.html"), name.to_owned()));
@@ -471,36 +457,20 @@ pub fn render(
             current,
             crumbs: all,
             here,
-            ran: ran.clone(),
+            ran: ran.to_owned(),
         })
-    };
-    let nemesis = crate::cap_nemesis::render(
-        results_dir,
-        name,
-        pinned,
-        &files.nemesis,
-        &|up, current, crumbs, here| nav(up, current, crumbs, here),
-    )?;
-    let row_views = rows(&file);
-    let report_html = page(
-        &format!("{name}/index.html"),
-        &ReportPage {
-            root: "../",
-            version: VERSION,
-            nav: nav("", "report", Vec::new(), name.to_owned()),
-            title: title(name),
-            verdict_line: &verdict_line,
-            summary: &summary,
-            verdict: &verdict,
-            setup: &setup,
-            nemesis: nemesis.as_ref().map(|n| n.headline.as_str()),
-            rows: &row_views,
-            columns: &COLUMNS,
-            file: &file,
-            json_name: &json_name,
-            backend_label,
-        },
-    )?;
+    }
+}
+
+/// The run's ids page and one page per receipt of its cells (each checked by `verify` against
+/// `key`): the ids page's HTML, and per receipt its file stem, page and bundle JSON.
+fn ids_and_receipts(
+    name: &str,
+    file: &CapResults,
+    key: &KeyCheck,
+    json_name: &str,
+    nav: &NavFn<'_>,
+) -> Result<(String, Vec<ReceiptFiles>), SiteError> {
     let cells: Vec<CellView> = file.cells.iter().map(cell_view).collect();
     let ids_html = page(
         &format!("{name}/ids.html"),
@@ -522,14 +492,70 @@ pub fn render(
             crumb: ("../ids.html".into(), "Ids and receipts".into()),
         })
         .collect();
-    let mut receipts = receipt_pages(
+    let receipts = receipt_pages(name, &of, &file.environment.public_key, key, json_name, nav)?;
+    Ok((ids_html, receipts))
+}
+
+/// Renders a shared_cap file `verify` accepted under the build's key (`pinned`, or the file's
+/// own). Its Nemesis page is rendered too when `nemesis/<run name>.json` is beside it.
+pub fn render(
+    checked: Checked<'_>,
+    pinned: Option<&ed25519_dalek::VerifyingKey>,
+    prose_source: &prose::ProseSource,
+) -> Result<Rendered, SiteError> {
+    let Checked {
+        path,
+        bytes,
+        file,
+        report,
+    } = checked;
+    let key = crate::verification::key_check(pinned);
+    let data_err = |problem: String| SiteError::Data {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let name = run_name(&file.environment);
+    let backend_label = backend_words(&file.environment.backend).map_err(data_err)?;
+    let ran = ran_line(&file.environment).map_err(data_err)?;
+    let json_name = format!("{name}.json");
+    let summary = summary_rows(&report.summary);
+    let verdict_line = verdict_line(&summary);
+    let facts = facts(&summary, file);
+    let files = prose::load(name, prose_source)?;
+    let verdict = prose::render(&files.verdict.0, &files.verdict.1, &facts)?;
+    let setup = prose::render(&files.setup.0, &files.setup.1, &facts)?;
+    let results_dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let has_nemesis = crate::cap_nemesis::nemesis_path(results_dir, name).is_file();
+    let nav = run_nav(name, has_nemesis, &ran);
+    let nemesis = crate::cap_nemesis::render(
+        results_dir,
         name,
-        &of,
-        &file.environment.public_key,
-        &key,
-        &json_name,
-        &nav,
+        pinned,
+        &files.nemesis,
+        &|up, current, crumbs, here| nav(up, current, crumbs, here),
     )?;
+    let row_views = rows(file);
+    let report_html = page(
+        &format!("{name}/index.html"),
+        &ReportPage {
+            root: "../",
+            version: VERSION,
+            nav: nav("", "report", Vec::new(), name.to_owned()),
+            title: title(name),
+            verdict_line: &verdict_line,
+            summary: &summary,
+            verdict: &verdict,
+            setup: &setup,
+            nemesis: nemesis.as_ref().map(|n| n.headline.as_str()),
+            rows: &row_views,
+            columns: &COLUMNS,
+            file,
+            json_name: &json_name,
+            backend_label,
+            key: crate::provenance::KeyPolicy::of(pinned.is_some()),
+        },
+    )?;
+    let (ids_html, mut receipts) = ids_and_receipts(name, file, &key, &json_name, &nav)?;
     if let Some(n) = &nemesis {
         receipts.extend(n.receipts.iter().cloned());
     }
@@ -538,7 +564,7 @@ pub fn render(
             scenario: name.to_owned(),
             title: title(name).to_owned(),
             verdict_line,
-            ran,
+            ran: ran.clone(),
             summary,
             json_name,
             nemesis_line: nemesis.as_ref().map(|n| n.headline.clone()),

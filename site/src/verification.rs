@@ -1,18 +1,26 @@
 //! The one place where a results file is verified before anything is rendered from it.
 //!
-//! [`verify_file`] calls the `verify` crate's checker and turns its report
-//! into the small, display-ready summaries the pages need. Nothing else in the site parses a
-//! results file or judges a receipt.
+//! [`load_verified`] reads a file, calls the `verify` crate's checker of its format under the
+//! build's key policy, and hands over what that checker accepted and derived, with each receipt's
+//! report turned into the small, display-ready summary the pages need ([`summarize`]). Nothing
+//! else in the site reads a results file or judges a receipt or a signature.
 
 use crate::error::SiteError;
-use ed25519_dalek::{Signature, Verifier, VerifyingKey};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use verify::check::verify_results;
-use verify::entry::{compute_hash, signing_message, ReceiptBundle};
+use verify::entry::ReceiptBundle;
+use verify::load::{load_document, Document};
+use verify::nemesis::check::NemesisReport;
+use verify::nemesis::{NemesisFile, NEMESIS_FORMAT};
+use verify::problem::code;
 use verify::receipt::{KeyCheck, ReceiptReport};
-use verify::results::{ColumnSummary, ResultsFile};
+use verify::results::{ColumnSummary, ResultsFile, RESULTS_FORMAT};
+use verify::shared_cap::check::CapReport;
+use verify::shared_cap::nemesis::check::CapNemesisReport;
+use verify::shared_cap::nemesis::record::CapNemesisFile;
+use verify::shared_cap::record::CapResults;
 
 /// A results file that passed verification, with every receipt's re-derived summary.
 #[derive(Debug, Clone)]
@@ -59,6 +67,8 @@ pub struct ReceiptCheck {
     pub journal_kinds: Vec<String>,
     /// Problems found (empty when the receipt verifies).
     pub problems: Vec<String>,
+    /// Each entry's hash, link and signature, as `verify` found them.
+    pub entries: Vec<EntryCheck>,
 }
 
 impl ReceiptCheck {
@@ -78,44 +88,151 @@ pub struct EntryCheck {
     pub prev_ok: bool,
     /// Human-readable signature status.
     pub signature: String,
-    /// The signature is valid and by the run's published key.
+    /// The signature is valid and by the key the receipt was checked against.
     pub signature_ok: bool,
 }
 
-/// Verify a results file's bytes with the `verify` crate (the same code as the `verify` binary);
-/// refuse, naming the first problems, a file that fails. `pinned` pins the signer key; without it
-/// the key the file publishes is used (self-attested).
-pub fn verify_file(
+/// The key rule of a build: every receipt signed by the pinned key, or (none pinned) by the key
+/// each file names itself.
+pub fn key_check(pinned: Option<&ed25519_dalek::VerifyingKey>) -> KeyCheck {
+    pinned.map_or(KeyCheck::SelfAttested, |k| KeyCheck::Pinned(*k))
+}
+
+/// Which kind of file a build expects at a path: it refuses any other before checking it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wanted {
+    /// A scenario's results file: billing_credit's or shared_cap's.
+    Results,
+    /// A billing_credit nemesis campaign (`nemesis/<scenario>.json`), whole (not a shard).
+    Nemesis,
+    /// A shared_cap nemesis campaign (`nemesis/<run name>.json`).
+    SharedCapNemesis,
+    /// A reference run of the original implementation (`reference/<scenario>.original.json`).
+    Reference,
+}
+
+/// A file `verify` accepted under the build's key policy: the file as `verify` read it, and
+/// what `verify` derived from it.
+pub enum Accepted {
+    /// A billing_credit results file.
+    Results(Box<Verified>),
+    /// A billing_credit nemesis campaign.
+    Nemesis {
+        /// The file.
+        file: Box<NemesisFile>,
+        /// What `verify` found and derived.
+        report: NemesisReport,
+    },
+    /// A shared_cap results file.
+    SharedCap {
+        /// The file.
+        file: Box<CapResults>,
+        /// What `verify` found and derived (the summary the pages show).
+        report: CapReport,
+    },
+    /// A shared_cap nemesis campaign.
+    SharedCapNemesis {
+        /// The file.
+        file: Box<CapNemesisFile>,
+        /// What `verify` found and derived (the summary the pages show).
+        report: CapNemesisReport,
+    },
+    /// A reference run of the original implementation (unsigned: accepted only self-attested).
+    Reference(Value),
+}
+
+/// Read the file at `path`, refuse it unless it is the `wanted` kind, and check it with the
+/// `verify` crate's checker of its format under `key` (the same code, and the same key rule, as
+/// the `verify` binary); refuse, naming the first problems, a file that fails. Returns what was
+/// accepted and the file's bytes (to publish). The only place the site reads or checks a file.
+pub fn load_verified(
     path: &Path,
-    bytes: &[u8],
-    pinned: Option<&VerifyingKey>,
-) -> Result<Verified, SiteError> {
+    wanted: Wanted,
+    key: &KeyCheck,
+) -> Result<(Accepted, Vec<u8>), SiteError> {
+    let bytes = std::fs::read(path).map_err(|e| SiteError::io("reading", path, e))?;
+    let unreadable = |problem: String| SiteError::Unreadable {
+        path: path.to_path_buf(),
+        problem,
+    };
     let unverified = |problem: String| SiteError::Unverified {
         path: path.to_path_buf(),
         problem,
     };
-    let file = verify::load::load_results(bytes).map_err(|e| SiteError::Unreadable {
-        path: path.to_path_buf(),
-        problem: e.to_string(),
-    })?;
-    let key = pinned.map_or(KeyCheck::SelfAttested, |k| KeyCheck::Pinned(*k));
-    let report = verify_results(&file, &key);
-    if !report.ok {
-        let findings = report.first_findings();
-        let mut lines: Vec<String> = findings.iter().take(5).map(ToString::to_string).collect();
-        if findings.len() > 5 {
-            lines.push(format!("and {} more", findings.len() - 5));
+    let doc = match (wanted, load_document(&bytes)) {
+        (_, Ok(doc)) => doc,
+        // As before, a reference that does not read is one that did not verify.
+        (Wanted::Reference, Err(e)) => return Err(unverified(e.to_string())),
+        (_, Err(e)) => return Err(unreadable(e.to_string())),
+    };
+    let accepted = match (wanted, doc) {
+        (Wanted::Results, Document::Results(file)) => {
+            Accepted::Results(Box::new(accept_results(*file, key).map_err(unverified)?))
         }
-        return Err(unverified(lines.join("; ")));
+        (Wanted::Results, Document::SharedCap(file)) => {
+            let report = verify::shared_cap::check::check(&file, key);
+            first_lines(report.ok, &report.findings).map_err(unverified)?;
+            Accepted::SharedCap { file, report }
+        }
+        (Wanted::Nemesis, Document::Nemesis(file)) => {
+            let report = accept_nemesis(&file, key).map_err(unverified)?;
+            Accepted::Nemesis { file, report }
+        }
+        (Wanted::SharedCapNemesis, Document::SharedCapNemesis(file)) => {
+            let report = verify::shared_cap::nemesis::check::check(&file, key);
+            first_lines(report.ok, &report.findings).map_err(unverified)?;
+            Accepted::SharedCapNemesis { file, report }
+        }
+        (Wanted::Reference, Document::OriginalResults(value)) => {
+            Accepted::Reference(accept_reference(value, key).map_err(unverified)?)
+        }
+        (Wanted::Reference, _) => {
+            return Err(unverified(
+                "not a results file of the original implementation".into(),
+            ))
+        }
+        (Wanted::Results, _) => {
+            return Err(unreadable(format!(
+                "not a results file ({RESULTS_FORMAT} or {})",
+                verify::shared_cap::check::FORMAT
+            )))
+        }
+        (Wanted::Nemesis, _) => {
+            return Err(unreadable(format!(
+                "not a nemesis results file ({NEMESIS_FORMAT})"
+            )))
+        }
+        (Wanted::SharedCapNemesis, _) => {
+            return Err(unreadable("not a shared_cap nemesis file".into()))
+        }
+    };
+    Ok((accepted, bytes))
+}
+
+/// The first five findings of a report that is not `ok`, as one line.
+fn first_lines(ok: bool, findings: &[impl ToString]) -> Result<(), String> {
+    if ok {
+        return Ok(());
     }
-    let mut receipts = BTreeMap::new();
-    for r in report
+    let mut lines: Vec<String> = findings.iter().take(5).map(ToString::to_string).collect();
+    if findings.len() > 5 {
+        lines.push(format!("and {} more", findings.len() - 5));
+    }
+    Err(lines.join("; "))
+}
+
+/// A billing_credit results file checked by `verify::check::verify_results`, with each
+/// receipt's report as that check made it.
+fn accept_results(file: ResultsFile, key: &KeyCheck) -> Result<Verified, String> {
+    let report = verify_results(&file, key);
+    first_lines(report.ok, &report.first_findings())?;
+    let signer = &file.environment.signer;
+    let receipts = report
         .cell_reports
         .iter()
         .filter_map(|c| c.receipt.as_ref())
-    {
-        receipts.insert(r.effect_id.clone(), summarize(r));
-    }
+        .map(|r| (r.effect_id.clone(), summarize(r, signer)))
+        .collect();
     Ok(Verified {
         file,
         receipts,
@@ -124,13 +241,58 @@ pub fn verify_file(
     })
 }
 
+/// A whole nemesis campaign checked by `verify::nemesis::check::verify_nemesis`.
+fn accept_nemesis(file: &NemesisFile, key: &KeyCheck) -> Result<NemesisReport, String> {
+    // One slice of a campaign is not the campaign: its rates are of some trials only.
+    if let Some(shard) = file.plan.shard {
+        return Err(format!(
+            "it is shard {} of {} of a campaign, not the whole campaign; merge every shard with `runner merge --out DIR SHARD.json...` and publish the merged file",
+            shard.index, shard.count
+        ));
+    }
+    let report = verify::nemesis::check::verify_nemesis(file, key);
+    match report.findings.first() {
+        Some(first) => Err(first.to_string()),
+        None => Ok(report),
+    }
+}
+
+/// A reference run: refused under a pinned key, as `verify --key` refuses it (its format carries
+/// no signatures, so nothing in it is signed by that key); otherwise checked by
+/// `verify::original::verify_original_results`.
+fn accept_reference(value: Value, key: &KeyCheck) -> Result<Value, String> {
+    if let KeyCheck::Pinned(_) = key {
+        return Err(format!(
+            "the original Python format carries no signatures, so nothing in it is signed by the pinned key ({})",
+            verify::cli::code::UNSIGNED_UNDER_PINNED_KEY
+        ));
+    }
+    let report = verify::original::verify_original_results(&value);
+    match report.findings.first() {
+        Some(first) => Err(format!(
+            "{}: {} ({})",
+            first.path, first.message, first.code
+        )),
+        None => Ok(value),
+    }
+}
+
+/// The display summary of one receipt checked by `verify::receipt::verify_bundle`, for a file
+/// whose report does not hand over its receipts' reports (shared_cap's, a nemesis trial's);
+/// `published` is the key the file names (hex).
+pub fn receipt_check(bundle: &ReceiptBundle, key: &KeyCheck, published: &str) -> ReceiptCheck {
+    summarize(&verify::receipt::verify_bundle(bundle, key), published)
+}
+
 fn yes_no_na(v: Option<bool>, none: &str) -> String {
     v.map_or(none.to_owned(), |b| b.to_string())
 }
 
-/// The display summary of a receipt report.
-pub fn summarize(r: &ReceiptReport) -> ReceiptCheck {
+/// The display summary of a receipt report, each entry's status as `verify` found it;
+/// `published` is the key the results file names (hex).
+pub fn summarize(r: &ReceiptReport, published: &str) -> ReceiptCheck {
     ReceiptCheck {
+        entries: entry_checks(r, published),
         valid: r.valid,
         chain_consistent: r.chain_consistent,
         signed: yes_no_na(r.signed, "unsigned"),
@@ -151,54 +313,53 @@ pub fn summarize(r: &ReceiptReport) -> ReceiptCheck {
     }
 }
 
-/// Per-entry hash, link and signature status of a bundle, checked against the published key.
-pub fn entry_checks(bundle: &ReceiptBundle, published_signer: &str) -> Vec<EntryCheck> {
-    let mut prev: Option<String> = None;
-    bundle
-        .entries
+/// Per-entry hash, link and signature status, read from the problems `verify` reported for
+/// each entry (its check is strict: weak and torsion keys refused, `verify_strict`). An entry
+/// is marked only by what `verify` found; when `verify` left problems unlisted (a receipt with
+/// very many), no entry is marked good.
+fn entry_checks(r: &ReceiptReport, published: &str) -> Vec<EntryCheck> {
+    let all_listed = !r
+        .problems
         .iter()
-        .map(|entry| {
-            let obj = entry.as_object();
-            let stored = obj.and_then(|o| o.get("hash")).and_then(Value::as_str);
-            let hash_ok = match (obj, stored) {
-                (Some(o), Some(h)) => compute_hash(o).map(|c| c == h).unwrap_or(false),
-                _ => false,
+        .any(|p| p.code == code::PROBLEMS_NOT_LISTED);
+    let found = |i: usize, codes: &[&str]| {
+        !all_listed
+            || r.problems
+                .iter()
+                .any(|p| p.entry == Some(i) && codes.contains(&p.code.as_str()))
+    };
+    let by = match r.key.as_str() {
+        "pinned" => "the pinned key",
+        _ => "the run's published key",
+    };
+    let signed_format = r.key != "none";
+    let signer_is_published = r.signer.as_deref() == Some(published);
+    (0..r.journal_kinds.len())
+        .map(|i| {
+            let bad_signature = found(i, &[code::BAD_SIGNER, code::WEAK_KEY, code::BAD_SIGNATURE]);
+            let other_signer =
+                !signer_is_published || found(i, &[code::WRONG_SIGNER, code::MIXED_SIGNERS]);
+            let (signature, signature_ok) = match (signed_format, bad_signature, other_signer) {
+                (false, _, _) => ("unsigned".to_owned(), false),
+                (true, true, _) => ("INVALID".to_owned(), false),
+                (true, false, true) => {
+                    ("valid, but by a key other than the run's".to_owned(), false)
+                }
+                (true, false, false) => (format!("valid, by {by}"), true),
             };
-            let stored_prev = obj.and_then(|o| o.get("prev")).and_then(Value::as_str);
-            let prev_ok = stored_prev == prev.as_deref();
-            prev = stored.map(str::to_owned);
-            let (signature, signature_ok) = signature_status(entry, published_signer);
             EntryCheck {
-                hash_ok,
-                prev_ok,
+                hash_ok: !found(
+                    i,
+                    &[
+                        code::HASH_MISMATCH,
+                        code::UNCANONICAL_ENTRY,
+                        code::MALFORMED_ENTRY,
+                    ],
+                ),
+                prev_ok: !found(i, &[code::BROKEN_LINK]),
                 signature,
                 signature_ok,
             }
         })
         .collect()
-}
-
-fn signature_status(entry: &Value, published_signer: &str) -> (String, bool) {
-    let field = |k: &str| entry.get(k).and_then(Value::as_str);
-    let (Some(signer), Some(sig), Some(hash)) = (field("signer"), field("sig"), field("hash"))
-    else {
-        return ("unsigned".to_owned(), false);
-    };
-    let key = hex::decode(signer)
-        .ok()
-        .and_then(|b| <[u8; 32]>::try_from(b).ok())
-        .and_then(|b| VerifyingKey::from_bytes(&b).ok());
-    let sig = hex::decode(sig)
-        .ok()
-        .and_then(|b| <[u8; 64]>::try_from(b).ok())
-        .map(|b| Signature::from_bytes(&b));
-    let valid = match (key, sig) {
-        (Some(k), Some(s)) => k.verify(&signing_message(hash), &s).is_ok(),
-        _ => false,
-    };
-    match (valid, signer == published_signer) {
-        (true, true) => ("valid, by the run's published key".to_owned(), true),
-        (true, false) => ("valid, but by a key other than the run's".to_owned(), false),
-        (false, _) => ("INVALID".to_owned(), false),
-    }
 }

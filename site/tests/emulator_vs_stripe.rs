@@ -105,3 +105,66 @@ fn a_reference_whose_receipts_fail_verification_is_refused() {
     let err = site::build(results_dir(Some(&reference)).path(), out.path()).unwrap_err();
     assert!(matches!(err, site::SiteError::Unverified { .. }), "{err}");
 }
+
+/// The fixture's own signer, as `site build --key` would be given it by the publisher.
+fn genuine_key() -> [u8; 32] {
+    let signer = fixture().environment.signer;
+    verify::entry::decode_lower_hex::<32>(&signer).unwrap()
+}
+
+#[test]
+fn under_a_pinned_key_the_unsigned_reference_is_never_rendered() {
+    // A forger's reference: every Stripe answer changed, so no cell is identical any more.
+    let mut reference = original();
+    for cell in reference["cells"].as_array_mut().unwrap() {
+        cell["ground_truth"]["customer_balance"] = Value::from(-999_999);
+    }
+    let dir = results_dir(Some(&reference));
+    let out = tempfile::tempdir().unwrap();
+    let options = site::BuildOptions {
+        pinned_key: Some(genuine_key()),
+        ..site::BuildOptions::default()
+    };
+    let built = site::build_with(dir.path(), out.path(), &options).unwrap();
+    let read = |p: &str| std::fs::read_to_string(out.path().join(p)).unwrap_or_default();
+    assert!(!out
+        .path()
+        .join("billing_credit/emulator-vs-stripe.html")
+        .exists());
+    assert!(!out
+        .path()
+        .join("data/billing_credit.original.json")
+        .exists());
+    for page in [
+        "index.html",
+        "billing_credit/index.html",
+        "billing_credit/ids.html",
+    ] {
+        assert!(
+            !read(page).contains("emulator-vs-stripe.html"),
+            "{page} links the page"
+        );
+    }
+    assert_eq!(built.withheld.len(), 1, "{:?}", built.withheld);
+    assert!(
+        built.withheld[0].contains("billing_credit.original.json"),
+        "{:?}",
+        built.withheld
+    );
+}
+
+#[test]
+fn without_a_pinned_key_the_reference_page_is_still_rendered() {
+    let dir = results_dir(Some(&original()));
+    let out = tempfile::tempdir().unwrap();
+    let built = site::build(dir.path(), out.path()).unwrap();
+    assert!(out
+        .path()
+        .join("billing_credit/emulator-vs-stripe.html")
+        .is_file());
+    assert!(out
+        .path()
+        .join("data/billing_credit.original.json")
+        .is_file());
+    assert!(built.withheld.is_empty());
+}

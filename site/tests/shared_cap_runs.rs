@@ -169,3 +169,51 @@ fn a_one_host_campaign_does_not_join_the_two_host_run() {
     let err = site::build(dir.path(), out.path()).unwrap_err().to_string();
     assert!(err.contains("cannot join"), "{err}");
 }
+
+/// The key a fixture names itself (`environment.public_key`), as its publisher would hand it out.
+fn key_of(fixture: &str) -> [u8; 32] {
+    let value: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(cap_fixture(fixture)).unwrap()).unwrap();
+    let hex = value["environment"]["public_key"].as_str().unwrap();
+    verify::entry::decode_lower_hex::<32>(hex).unwrap()
+}
+
+#[test]
+fn a_pinned_shared_cap_report_says_its_key_was_pinned_not_named_by_the_file() {
+    let dir = results(&[("shared_cap.json", "shared_cap.json")]);
+    let out = tempfile::tempdir().unwrap();
+    let options = site::BuildOptions {
+        pinned_key: Some(key_of("shared_cap.json")),
+        ..site::BuildOptions::default()
+    };
+    site::build_with(dir.path(), out.path(), &options).unwrap();
+    let report = read(&out.path().join("shared_cap/index.html"));
+    assert!(!report.contains("named by the file itself"), "{report}");
+    assert!(report.contains("(pinned:"), "{report}");
+    let unpinned = tempfile::tempdir().unwrap();
+    site::build(dir.path(), unpinned.path()).unwrap();
+    let report = read(&unpinned.path().join("shared_cap/index.html"));
+    assert!(report.contains("named by the file itself"), "{report}");
+}
+
+#[test]
+fn a_pinned_shared_cap_campaign_page_says_its_key_was_pinned_not_named_by_the_file() {
+    let dir = results(&[("nemesis/shared_cap.json", "nemesis/shared_cap.json")]);
+    let key = ed25519_dalek::VerifyingKey::from_bytes(&key_of("nemesis/shared_cap.json")).unwrap();
+    let prose = site::prose::load("shared_cap", &site::ProseSource::Embedded).unwrap();
+    let page = site::cap_nemesis::render(
+        dir.path(),
+        "shared_cap",
+        Some(&key),
+        &prose.nemesis,
+        &|_, _, _, _| None,
+    )
+    .unwrap()
+    .unwrap();
+    assert!(
+        !page.html.contains("named by the file itself"),
+        "{}",
+        page.html
+    );
+    assert!(page.html.contains("(pinned:"), "{}", page.html);
+}

@@ -5,7 +5,7 @@
 //! was not SIGKILLed, a decider claimed as a model without a model name), building the model fails.
 
 use crate::format::{dollars, ratio, seconds, utc_ms};
-use crate::verification::{entry_checks, ReceiptCheck, Verified};
+use crate::verification::{ReceiptCheck, Verified};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use verify::results::{Candidates, Cell, ResultsFile};
@@ -96,6 +96,8 @@ pub struct EnvView {
     pub signer_fingerprint: String,
     /// Per-run key or the project's stable key, in words ([`crate::provenance::signer_label`]).
     pub signer_label: String,
+    /// How the signer key was checked: pinned by the build or named by the file.
+    pub key: crate::provenance::KeyPolicy,
     /// The `gh attestation verify` command for the published results file.
     pub attest_command: String,
     /// The command that reproduces the run.
@@ -664,6 +666,7 @@ fn env_view(f: &ResultsFile) -> Result<EnvView, String> {
             .map_or_else(|| "no valid key".into(), |k| verify::fingerprint(&k)),
         // Filled by the build, which knows the results directory and the repository.
         signer_label: String::new(),
+        key: crate::provenance::KeyPolicy::SelfAttested,
         attest_command: String::new(),
         command: e.command.clone(),
         seed: e.seed,
@@ -837,54 +840,12 @@ fn receipt_views(verified: &Verified, repeats: u32) -> Result<Vec<ReceiptView>, 
             .get(eid)
             .cloned()
             .ok_or_else(|| format!("receipt {eid} was not verified"))?;
-        let checks = entry_checks(bundle, &f.environment.signer);
         let entries = bundle
             .entries
             .iter()
-            .zip(checks)
+            .zip(summary.entries.iter().cloned())
             .enumerate()
-            .map(|(index, (e, chk))| {
-                let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-                let fields = e
-                    .as_object()
-                    .map(|o| {
-                        o.iter()
-                            .filter(|(k, _)| {
-                                !matches!(
-                                    k.as_str(),
-                                    "v" | "ts_ms"
-                                        | "kind"
-                                        | "effect_id"
-                                        | "prev"
-                                        | "hash"
-                                        | "sig"
-                                        | "signer"
-                                )
-                            })
-                            .map(|(k, v)| (k.clone(), v.to_string()))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                EntryView {
-                    index,
-                    kind: s("kind"),
-                    time: e
-                        .get("ts_ms")
-                        .and_then(Value::as_i64)
-                        .map_or("unknown".into(), utc_ms),
-                    fields,
-                    hash: s("hash"),
-                    prev: e
-                        .get("prev")
-                        .and_then(Value::as_str)
-                        .unwrap_or("null")
-                        .to_owned(),
-                    hash_ok: chk.hash_ok,
-                    prev_ok: chk.prev_ok,
-                    signature: chk.signature,
-                    signature_ok: chk.signature_ok,
-                }
-            })
+            .map(|(index, (e, chk))| entry_view(index, e, chk))
             .collect::<Vec<EntryView>>();
         let anchors = anchor_words(c, &entries);
         out.push(ReceiptView {
@@ -901,6 +862,46 @@ fn receipt_views(verified: &Verified, repeats: u32) -> Result<Vec<ReceiptView>, 
         });
     }
     Ok(out)
+}
+
+/// One entry of a receipt page: its fields but the chain's own, and its marks as `verify` found
+/// them.
+fn entry_view(index: usize, e: &Value, chk: crate::verification::EntryCheck) -> EntryView {
+    let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    let chain_field = |k: &str| {
+        matches!(
+            k,
+            "v" | "ts_ms" | "kind" | "effect_id" | "prev" | "hash" | "sig" | "signer"
+        )
+    };
+    let fields = e
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .filter(|(k, _)| !chain_field(k))
+                .map(|(k, v)| (k.clone(), v.to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    EntryView {
+        index,
+        kind: s("kind"),
+        time: e
+            .get("ts_ms")
+            .and_then(Value::as_i64)
+            .map_or("unknown".into(), utc_ms),
+        fields,
+        hash: s("hash"),
+        prev: e
+            .get("prev")
+            .and_then(Value::as_str)
+            .unwrap_or("null")
+            .to_owned(),
+        hash_ok: chk.hash_ok,
+        prev_ok: chk.prev_ok,
+        signature: chk.signature,
+        signature_ok: chk.signature_ok,
+    }
 }
 
 /// Per column, the judged cells (not HARNESS_ERROR).
@@ -933,7 +934,7 @@ mod tests {
             .cell_reports
             .iter()
             .filter_map(|c| c.receipt.as_ref())
-            .map(|r| (r.effect_id.clone(), summarize(r)))
+            .map(|r| (r.effect_id.clone(), summarize(r, &f.environment.signer)))
             .collect();
         Verified {
             file: f,
