@@ -25,6 +25,7 @@ pub mod placeholders;
 pub mod prose;
 pub mod provenance;
 pub mod report_view;
+pub mod scenarios;
 pub mod shared_cap;
 pub mod verification;
 
@@ -106,7 +107,11 @@ pub fn build_with(
         ),
         None => None,
     };
-    let (rendered, caps) = render_all(&results_files(results_dir)?, options, pinned.as_ref())?;
+    let RenderedAll {
+        rendered,
+        caps,
+        contracts,
+    } = render_all(&results_files(results_dir)?, options, pinned.as_ref())?;
     one_folder_per_run(&caps)?;
     // Everything rendered: only now touch the output directory.
     let mut pages = Vec::new();
@@ -122,11 +127,19 @@ pub fn build_with(
     for c in &caps {
         pages.extend(write_shared_cap(out_dir, &data, c)?);
     }
+    for c in &contracts {
+        pages.push(write_contract(out_dir, &data, c)?);
+    }
     let withheld = rendered.iter().filter_map(|r| r.withheld.clone()).collect();
     let reports: Vec<report_view::Report> = rendered.into_iter().map(|r| r.report).collect();
     let cap_entries: Vec<shared_cap::IndexEntry> = caps.into_iter().map(|c| c.index).collect();
     let index = out_dir.join("index.html");
-    write(&index, pages::index(&reports, &cap_entries)?.as_bytes())?;
+    let contract_entries: Vec<scenarios::IndexEntry> =
+        contracts.into_iter().map(|c| c.index).collect();
+    write(
+        &index,
+        pages::index(&reports, &cap_entries, &contract_entries)?.as_bytes(),
+    )?;
     pages.insert(0, index.clone());
     Ok(BuildReport {
         index,
@@ -141,15 +154,19 @@ fn render_all(
     files: &[PathBuf],
     options: &BuildOptions,
     pinned: Option<&ed25519_dalek::VerifyingKey>,
-) -> Result<(Vec<Rendered>, Vec<shared_cap::Rendered>), SiteError> {
-    let mut rendered = Vec::new();
-    let mut caps = Vec::new();
+) -> Result<RenderedAll, SiteError> {
+    let mut all = RenderedAll {
+        rendered: Vec::new(),
+        caps: Vec::new(),
+        contracts: Vec::new(),
+    };
     let key = verification::key_check(pinned);
     for path in files {
         let (accepted, bytes) = verification::load_verified(path, Wanted::Results, &key)?;
         match accepted {
             Accepted::Results(verified) => {
-                rendered.push(render_file(path, bytes, &verified, options, pinned)?);
+                all.rendered
+                    .push(render_file(path, bytes, &verified, options, pinned)?);
             }
             Accepted::SharedCap { file, report } => {
                 let checked = shared_cap::Checked {
@@ -158,8 +175,10 @@ fn render_all(
                     file: &file,
                     report,
                 };
-                caps.push(shared_cap::render(checked, pinned, &options.prose)?);
+                all.caps
+                    .push(shared_cap::render(checked, pinned, &options.prose)?);
             }
+            Accepted::Contract(site) => all.contracts.push(site.render(path, &bytes, &key)?),
             // `load_verified` hands a results file over as one of the two above.
             _ => {
                 return Err(SiteError::Unreadable {
@@ -169,7 +188,28 @@ fn render_all(
             }
         }
     }
-    Ok((rendered, caps))
+    Ok(all)
+}
+
+/// Every results file rendered, by kind.
+struct RenderedAll {
+    rendered: Vec<Rendered>,
+    caps: Vec<shared_cap::Rendered>,
+    contracts: Vec<scenarios::Rendered>,
+}
+
+/// Writes a scenario on the contract: its report page and its data; returns the page.
+fn write_contract(
+    out_dir: &Path,
+    data: &Path,
+    c: &scenarios::Rendered,
+) -> Result<PathBuf, SiteError> {
+    let dir = out_dir.join(&c.folder);
+    mkdir(&dir)?;
+    let page = dir.join("index.html");
+    write(&page, c.html.as_bytes())?;
+    write(&data.join(&c.json_name), &c.bytes)?;
+    Ok(page)
 }
 
 /// Writes a billing_credit scenario's pages and data; returns the pages written.

@@ -75,6 +75,8 @@ pub struct IndexPage<'a> {
     pub reports: Vec<&'a Report>,
     /// Every shared_cap report.
     pub caps: &'a [crate::shared_cap::IndexEntry],
+    /// Every report of a scenario on the contract.
+    pub contracts: &'a [crate::scenarios::IndexEntry],
     /// No scenario header on the front page.
     pub nav: Option<Nav>,
 }
@@ -173,6 +175,7 @@ fn render(page: &str, t: &impl Template) -> Result<String, SiteError> {
 pub fn index(
     reports: &[Report],
     caps: &[crate::shared_cap::IndexEntry],
+    contracts: &[crate::scenarios::IndexEntry],
 ) -> Result<String, SiteError> {
     render(
         "index.html",
@@ -181,6 +184,7 @@ pub fn index(
             version: VERSION,
             reports: reports.iter().collect(),
             caps,
+            contracts,
             nav: None,
         },
     )

@@ -114,6 +114,9 @@ pub enum Wanted {
 /// A file `verify` accepted under the build's key policy: the file as `verify` read it, and
 /// what `verify` derived from it.
 pub enum Accepted {
+    /// A file of a scenario on the contract (`interlock-scenario/1`): the scenario that renders
+    /// it, which has `verify` read and check it ([`crate::scenarios::ScenarioSite::render`]).
+    Contract(&'static dyn crate::scenarios::ScenarioSite),
     /// A billing_credit results file.
     Results(Box<Verified>),
     /// A billing_credit nemesis campaign.
@@ -159,6 +162,21 @@ pub fn load_verified(
         path: path.to_path_buf(),
         problem,
     };
+    if let Some(head) = verify::contract::read_head(&bytes) {
+        let site = crate::scenarios::registered(&head.scenario);
+        return match (wanted, site) {
+            (Wanted::Results, Some(site)) => Ok((Accepted::Contract(site), bytes)),
+            (Wanted::Results, None) => Err(unreadable(format!(
+                "scenario {:?} of {} is not one this site renders",
+                verify::display::shorten(&head.scenario, 80),
+                verify::contract::FORMAT
+            ))),
+            _ => Err(unreadable(format!(
+                "a scenario results file ({}), not the kind wanted here",
+                verify::contract::FORMAT
+            ))),
+        };
+    }
     let doc = match (wanted, load_document(&bytes)) {
         (_, Ok(doc)) => doc,
         // As before, a reference that does not read is one that did not verify.

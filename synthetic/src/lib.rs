@@ -7,6 +7,8 @@
 //! benchmark). Every derived field is computed with the same rules `verify` re-derives, so a file
 //! straight from [`generate`] verifies, and any single edit of it should not.
 
+pub mod pr_merge;
+
 use ed25519_dalek::SigningKey;
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};

@@ -35,7 +35,9 @@ mod stages;
 pub use errors::{PlanError, ReadError};
 pub use evidence::{Evidence, Exit, HarnessError, Ticket};
 pub use file::{file_hash, sign, FileSignature, ScenarioFile, SigningError, FORMAT};
-pub use registry::{read_head, Entry, FileHead, Registered, ScenarioReport};
+pub use registry::{
+    read, read_and_check, read_head, Entry, FileHead, Refused, Registered, ScenarioReport,
+};
 pub use stages::{check, Report, Verified, MAX_FINDINGS};
 
 use crate::finding::Finding;

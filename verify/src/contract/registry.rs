@@ -34,18 +34,42 @@ impl<S: Scenario> Registered for Entry<S> {
     }
 
     fn check_text(&self, text: &[u8], key: &KeyCheck) -> Result<ScenarioReport, ReadError> {
-        let mut de = serde_json::Deserializer::from_slice(text);
-        let file: ScenarioFile<S> =
-            serde_path_to_error::deserialize(&mut de).map_err(|e| ReadError::Shape {
-                path: crate::display::shorten(&e.path().to_string(), 120),
-                why: crate::display::shorten(&e.inner().to_string(), crate::finding::SHOWN_CHARS),
-            })?;
-        de.end().map_err(|e| ReadError::Trailing(e.to_string()))?;
-        Ok(match check(file, key) {
+        Ok(match check(read::<S>(text)?, key) {
             Ok(verified) => ScenarioReport::from(verified.report()),
             Err(report) => ScenarioReport::from(&*report),
         })
     }
+}
+
+/// Reads a file of scenario `S` from its JSON text, strictly (no unknown member).
+pub fn read<S: Scenario>(text: &[u8]) -> Result<ScenarioFile<S>, ReadError> {
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let file: ScenarioFile<S> =
+        serde_path_to_error::deserialize(&mut de).map_err(|e| ReadError::Shape {
+            path: crate::display::shorten(&e.path().to_string(), 120),
+            why: crate::display::shorten(&e.inner().to_string(), crate::finding::SHOWN_CHARS),
+        })?;
+    de.end().map_err(|e| ReadError::Trailing(e.to_string()))?;
+    Ok(file)
+}
+
+/// Why a text did not become a [`super::Verified`].
+#[derive(Debug)]
+pub enum Refused<S: Scenario> {
+    /// It is not a file of the scenario.
+    Unreadable(ReadError),
+    /// It is one, and the pipeline found problems (the report names them).
+    Unverified(Box<Report<S>>),
+}
+
+/// Reads a file of scenario `S` and runs the pipeline over it: what a renderer calls, so that
+/// it renders only what passed.
+pub fn read_and_check<S: Scenario>(
+    text: &[u8],
+    key: &KeyCheck,
+) -> Result<super::Verified<S>, Refused<S>> {
+    let file = read::<S>(text).map_err(Refused::Unreadable)?;
+    check(file, key).map_err(Refused::Unverified)
 }
 
 /// [`Report`] without the scenario's types: the summary as JSON.

@@ -1,0 +1,203 @@
+//! The scenarios on the contract (`interlock-scenario/1`), one line each in [`REGISTRY`]: the
+//! site finds a file's scenario here by the name the file states, has `verify` read and check
+//! it ([`verify::contract::read_and_check`]), and maps the [`Verified`] value it gets to one
+//! report page through the scenario's [`Views`]. Nothing here reads a file, checks or counts.
+
+pub mod pr_merge;
+
+use crate::error::SiteError;
+use crate::pages::VERSION;
+use crate::provenance::KeyPolicy;
+use askama::Template;
+use std::marker::PhantomData;
+use std::path::Path;
+use verify::contract::{read_and_check, Refused, Scenario, Verified};
+use verify::receipt::KeyCheck;
+
+/// Every scenario on the contract the site renders.
+pub static REGISTRY: &[&dyn ScenarioSite] = &[&Pages::<verify::scenarios::pr_merge::PrMerge>::NEW];
+
+/// The registered scenario of this name.
+pub fn registered(name: &str) -> Option<&'static dyn ScenarioSite> {
+    REGISTRY.iter().copied().find(|s| s.name() == name)
+}
+
+/// A table a page shows: its caption, column headers and rows of cells, all text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    /// What the table shows.
+    pub caption: String,
+    /// The column headers.
+    pub headers: Vec<String>,
+    /// The rows; each row's first cell is its header.
+    pub rows: Vec<Vec<String>>,
+}
+
+/// How a scenario's verified results become views: the figures are `verify`'s, the words are
+/// the scenario's; a view only formats.
+pub trait Views: Scenario + Sized {
+    /// The report's title.
+    const TITLE: &'static str;
+    /// One sentence: what the scenario tests.
+    const ABOUT: &'static str;
+    /// The per-column table (from the derived summary).
+    fn summary(v: &Verified<Self>) -> Table;
+    /// Every cell, with its derived judgement.
+    fn cells(v: &Verified<Self>) -> Table;
+}
+
+/// A scenario the site renders, without its types.
+pub trait ScenarioSite: Sync {
+    /// The scenario's name.
+    fn name(&self) -> &'static str;
+    /// Has `verify` read and check the file's text under `key`, then renders its report;
+    /// refuses, naming the first problems, a file that does not pass.
+    fn render(&self, path: &Path, text: &[u8], key: &KeyCheck) -> Result<Rendered, SiteError>;
+}
+
+/// A registry line: `&Pages::<MyScenario>::NEW`.
+pub struct Pages<S>(PhantomData<fn() -> S>);
+
+impl<S> Pages<S> {
+    /// The line's value.
+    pub const NEW: Pages<S> = Pages(PhantomData);
+}
+
+/// One scenario run rendered, before it is written.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// The folder of its pages (the file's stem, e.g. `pr_merge`).
+    pub folder: String,
+    /// The report page.
+    pub html: String,
+    /// The file's name under `data/`.
+    pub json_name: String,
+    /// The file's bytes, published under `data/`.
+    pub bytes: Vec<u8>,
+    /// Its entry on the front page.
+    pub index: IndexEntry,
+}
+
+/// A scenario run's entry on the front page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexEntry {
+    /// The report's title.
+    pub title: String,
+    /// The folder of its pages.
+    pub folder: String,
+    /// What the scenario tests.
+    pub about: String,
+    /// Cells and judged cells, as words.
+    pub counts: String,
+    /// The per-column table.
+    pub summary: Table,
+}
+
+/// The report page of a scenario on the contract.
+#[derive(Template)]
+#[template(path = "scenario.html")]
+struct ReportPage<'a> {
+    root: &'a str,
+    version: &'a str,
+    nav: Option<crate::pages::Nav>,
+    title: &'a str,
+    about: &'a str,
+    counts: &'a str,
+    summary: &'a Table,
+    cells: &'a Table,
+    environment: Vec<(String, String)>,
+    generated_at: &'a str,
+    signer: &'a str,
+    key: KeyPolicy,
+    json_name: &'a str,
+}
+
+impl<S: Views> ScenarioSite for Pages<S> {
+    fn name(&self) -> &'static str {
+        S::NAME
+    }
+
+    fn render(&self, path: &Path, text: &[u8], key: &KeyCheck) -> Result<Rendered, SiteError> {
+        let verified = read_and_check::<S>(text, key).map_err(|refused| match refused {
+            Refused::Unreadable(e) => SiteError::Unreadable {
+                path: path.to_path_buf(),
+                problem: e.to_string(),
+            },
+            Refused::Unverified(report) => SiteError::Unverified {
+                path: path.to_path_buf(),
+                problem: first_findings(&report.findings),
+            },
+        })?;
+        let folder = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| S::NAME.to_owned());
+        let json_name = format!("{folder}.json");
+        let report = verified.report();
+        let counts = format!(
+            "{} cells, {} judged, {} receipts verified",
+            report.cells, report.judged, report.receipts
+        );
+        let summary = S::summary(&verified);
+        let cells = S::cells(&verified);
+        let file = verified.file();
+        let environment = match &file.environment {
+            serde_json::Value::Object(m) => m
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.as_str().map_or_else(|| v.to_string(), str::to_owned),
+                    )
+                })
+                .collect(),
+            other => vec![("environment".into(), other.to_string())],
+        };
+        let page = ReportPage {
+            root: "../",
+            version: VERSION,
+            nav: None,
+            title: S::TITLE,
+            about: S::ABOUT,
+            counts: &counts,
+            summary: &summary,
+            cells: &cells,
+            environment,
+            generated_at: &file.generated_at,
+            signer: report.signer.as_deref().unwrap_or_default(),
+            key: KeyPolicy::of(matches!(key, KeyCheck::Pinned(_))),
+            json_name: &json_name,
+        };
+        let html = page.render().map_err(|source| SiteError::Template {
+            page: format!("{folder}/index.html"),
+            source,
+        })?;
+        Ok(Rendered {
+            index: IndexEntry {
+                title: S::TITLE.to_owned(),
+                folder: folder.clone(),
+                about: S::ABOUT.to_owned(),
+                counts,
+                summary,
+            },
+            folder,
+            html,
+            json_name,
+            bytes: text.to_vec(),
+        })
+    }
+}
+
+/// The first findings of a refused file, for the error.
+fn first_findings(findings: &[verify::finding::Finding]) -> String {
+    let shown: Vec<String> = findings.iter().take(3).map(ToString::to_string).collect();
+    if findings.len() > shown.len() {
+        format!(
+            "{} (and {} more)",
+            shown.join("; "),
+            findings.len() - shown.len()
+        )
+    } else {
+        shown.join("; ")
+    }
+}
