@@ -7,7 +7,7 @@ use super::record::{CapCell, CapResults, SCENARIO};
 use super::summary::{summarize, ColumnSummary};
 use crate::canonical::{self, CanonicalError};
 use crate::receipt::KeyCheck;
-use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
 use serde::Serialize;
 use sha2::Digest as _;
 use std::collections::HashSet;
@@ -85,22 +85,20 @@ pub fn sign(file: &mut CapResults, key: &SigningKey) -> Result<(), SigningError>
 }
 
 /// The key a file is checked against: the pinned one (a finding when the file names another),
-/// or the one the file names (`public_key`, hex).
+/// or the one the file names (`public_key`: 64 lowercase hex characters of a key that may sign,
+/// the rule of every whole-file format, [`crate::signatures::published_key`]).
 pub(crate) fn file_key(
     public_key: &str,
     key: &KeyCheck,
     findings: &mut Vec<String>,
 ) -> Option<VerifyingKey> {
-    let named = hex::decode(public_key)
-        .ok()
-        .and_then(|b| <[u8; 32]>::try_from(b).ok())
-        .and_then(|b| VerifyingKey::from_bytes(&b).ok());
+    let named = crate::signatures::published_key(public_key);
     match (key, named) {
         (KeyCheck::Pinned(k), Some(n)) if *k == n => Some(*k),
         (KeyCheck::Pinned(k), _) => {
             findings.push(format!(
                 "environment.public_key: the file names {}, not the pinned key {}",
-                public_key,
+                crate::display::shorten(public_key, 80),
                 hex::encode(k.as_bytes())
             ));
             Some(*k)
@@ -108,8 +106,8 @@ pub(crate) fn file_key(
         (KeyCheck::SelfAttested, Some(n)) => Some(n),
         (KeyCheck::SelfAttested, None) => {
             findings.push(
-                "environment.public_key: not an ed25519 public key in hex; nothing can be checked \
-                 against it"
+                "environment.public_key: not an acceptable ed25519 public key (64 lowercase hex \
+                 characters of a key of prime order); nothing can be checked against it"
                     .into(),
             );
             None
@@ -117,33 +115,40 @@ pub(crate) fn file_key(
     }
 }
 
-/// Whether `signature` (hex) verifies over `message` under `key`; a finding when not.
+/// Whether `signature` verifies over `message` under `key` by the one rule of every whole-file
+/// signature ([`crate::signatures::check_file_signature`]: lowercase hex, strict); a finding
+/// when not.
 pub(crate) fn check_signature(
     signature: Option<&str>,
     message: Result<Vec<u8>, SigningError>,
     key: &VerifyingKey,
     findings: &mut Vec<String>,
 ) -> bool {
+    use crate::signatures::{check_file_signature, FileSignatureError};
     let Some(sig) = signature else {
         findings.push("signature: missing; the file as a whole is not signed".into());
         return false;
     };
-    let sig = hex::decode(sig)
-        .ok()
-        .and_then(|b| <[u8; 64]>::try_from(b).ok())
-        .map(|b| Signature::from_bytes(&b));
-    let Some(sig) = sig else {
-        findings.push("signature: not 64 bytes of hex".into());
-        return false;
+    let message = match message {
+        Ok(m) => m,
+        Err(e) => {
+            findings.push(format!("signature: {e}"));
+            return false;
+        }
     };
-    match message {
-        Ok(message) if key.verify(&message, &sig).is_ok() => return true,
-        Ok(_) => findings.push(
+    match check_file_signature(key, &message, sig) {
+        Ok(()) => return true,
+        Err(FileSignatureError::Malformed) => {
+            findings.push("signature: not 128 lowercase hex characters".into())
+        }
+        Err(FileSignatureError::Key) => {
+            findings.push(format!("signature: {}", FileSignatureError::Key))
+        }
+        Err(FileSignatureError::Invalid) => findings.push(
             "signature: does not verify under the key: a member of the file changed after it \
              was signed, or another key signed it"
                 .into(),
         ),
-        Err(e) => findings.push(format!("signature: {e}")),
     }
     false
 }
