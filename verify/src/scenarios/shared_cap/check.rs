@@ -236,14 +236,6 @@ pub(crate) fn check_judgement(
             d.answer_matches,
         );
         differs(findings, &what("proof"), t.proof, d.proof);
-        if let Some(r) = &t.receipt {
-            if t.effect_id.as_deref() != Some(r.effect_id.as_str()) {
-                findings.push(format!(
-                    "{at}: tickets[{j}]'s receipt is of effect {}, not of its effect_id",
-                    r.effect_id
-                ));
-            }
-        }
     }
     if !c.truth.consistent() {
         findings.push(format!(
@@ -328,6 +320,7 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
                 c.tickets.len()
             ));
         }
+        super::bind::check_tickets(&label(i, c), c, resolved.as_ref(), &mut findings);
         if c.harness_error.is_some() {
             continue;
         }

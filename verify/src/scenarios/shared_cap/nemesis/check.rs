@@ -276,17 +276,14 @@ pub fn check(file: &CapNemesisFile, key: &KeyCheck) -> CapNemesisReport {
     let mut judged = 0;
     for (i, t) in file.trials.iter().enumerate() {
         check_kills(i, t, &mut findings);
+        let at = format!("trials[{i}] ({})", t.id);
+        crate::shared_cap::bind::check_tickets(&at, &t.cell, resolved.as_ref(), &mut findings);
         if t.cell.harness_error.is_some() {
             continue;
         }
         judged += 1;
         if let Some(k) = &resolved {
-            check_judgement(
-                &format!("trials[{i}] ({})", t.id),
-                &t.cell,
-                k,
-                &mut findings,
-            );
+            check_judgement(&at, &t.cell, k, &mut findings);
         }
     }
     let summary = match plan_known(&file.plan) {
