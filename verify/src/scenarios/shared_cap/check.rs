@@ -153,6 +153,50 @@ pub(crate) fn check_signature(
     false
 }
 
+/// How many characters of an id from the file (an order id, a trial id) a finding quotes.
+pub(crate) const ID_CHARS: usize = 80;
+
+/// At most this many budget problems are listed per cell; the rest are counted.
+pub(crate) const LISTED_PER_CELL: usize = 16;
+
+/// At most this many findings are listed per file, each at most
+/// [`crate::finding::MESSAGE_CHARS`] characters; the rest are counted in one last finding. So a
+/// small file full of problems never costs megabytes of findings, in text or in `--json`.
+pub const LISTED_FINDINGS: usize = 200;
+
+/// What a list of findings keeps as it grows: [`keep_listed`] after each cell or trial.
+#[derive(Debug, Default)]
+pub(crate) struct Listing {
+    /// Findings cut from the list so far.
+    left_out: usize,
+}
+
+impl Listing {
+    /// Cuts `findings` to [`LISTED_FINDINGS`], each to its length, counting what is cut.
+    pub(crate) fn keep_listed(&mut self, findings: &mut Vec<String>) {
+        if findings.len() > LISTED_FINDINGS {
+            self.left_out += findings.len() - LISTED_FINDINGS;
+            findings.truncate(LISTED_FINDINGS);
+        }
+        for f in findings.iter_mut() {
+            if f.len() > crate::finding::MESSAGE_CHARS {
+                *f = crate::display::shorten(f, crate::finding::MESSAGE_CHARS);
+            }
+        }
+    }
+
+    /// Cuts the list a last time and says how many findings were left out.
+    pub(crate) fn finish(mut self, findings: &mut Vec<String>) {
+        self.keep_listed(findings);
+        if self.left_out > 0 {
+            findings.push(format!(
+                "{} more findings are not listed (the first {LISTED_FINDINGS} are)",
+                self.left_out
+            ));
+        }
+    }
+}
+
 /// How a file was checked, in the report's words: `pinned` or `self-attested`.
 pub(crate) fn key_name(key: &KeyCheck) -> &'static str {
     match key {
@@ -169,7 +213,7 @@ pub(crate) fn hosts_problem(env: &super::record::CapEnvironment) -> Option<Strin
         Some(2) if env.journal == "postgresql" => None,
         Some(2) => Some(format!(
             "two hosts with a {:?} journal; two hosts share only a database journal",
-            env.journal
+            crate::display::shorten(&env.journal, ID_CHARS)
         )),
         Some(n) => Some(format!("{n} hosts; a run has one host (absent) or two")),
     }
@@ -251,8 +295,20 @@ pub(crate) fn check_judgement(
             .iter()
             .filter_map(|t| t.receipt.as_ref())
             .collect();
-        for problem in super::admissions::check_budget_of(&c.order.order_id, &chains) {
-            findings.push(format!("{at}: budget {}: {problem}", c.order.order_id));
+        let problems = super::admissions::check_budget_of(&c.order.order_id, &chains);
+        let order = crate::display::shorten(&c.order.order_id, ID_CHARS);
+        for problem in problems.iter().take(LISTED_PER_CELL) {
+            let problem = crate::display::shorten(problem, 400);
+            findings.push(format!("{at}: budget {order}: {problem}"));
+        }
+        if let Some(more) = problems
+            .len()
+            .checked_sub(LISTED_PER_CELL)
+            .filter(|m| *m > 0)
+        {
+            findings.push(format!(
+                "{at}: budget {order}: {more} more problems not listed (the first {LISTED_PER_CELL} are)"
+            ));
         }
     }
 }
@@ -263,7 +319,8 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
     if file.format != FORMAT || file.scenario != SCENARIO {
         findings.push(format!(
             "format {:?}, scenario {:?}: expected {FORMAT:?} and {SCENARIO:?}",
-            file.format, file.scenario
+            crate::display::shorten(&file.format, ID_CHARS),
+            crate::display::shorten(&file.scenario, ID_CHARS)
         ));
     }
     if let Some(why) = hosts_problem(&file.environment) {
@@ -297,7 +354,9 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
     }
     let mut seen = HashSet::new();
     let mut judged = 0;
+    let mut listing = Listing::default();
     for (i, c) in file.cells.iter().enumerate() {
+        listing.keep_listed(&mut findings);
         if !seen.insert((&c.crash_point, &c.overlap, &c.column, c.repeat)) {
             findings.push(format!(
                 "{}: a second cell with the same labels",
@@ -334,6 +393,7 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
         findings
             .push("summary: differs from the summary the cells give (re-derived by verify)".into());
     }
+    listing.finish(&mut findings);
     CapReport {
         ok: findings.is_empty(),
         key: key_name.into(),
