@@ -313,6 +313,36 @@ pub(crate) fn check_judgement(
     }
 }
 
+/// The cells seen so far, by their labels.
+type Seen<'f> = HashSet<(&'f String, &'f String, &'f String, u32)>;
+
+/// Cell `i`'s labels: no other cell has them, its column is known and passes its crash point,
+/// and it has two tickets.
+fn check_labels<'f>(i: usize, c: &'f CapCell, seen: &mut Seen<'f>, findings: &mut Vec<String>) {
+    if !seen.insert((&c.crash_point, &c.overlap, &c.column, c.repeat)) {
+        findings.push(format!(
+            "{}: a second cell with the same labels",
+            label(i, c)
+        ));
+    }
+    if !COLUMNS.contains(&c.column.as_str()) {
+        findings.push(format!("{}: unknown column", label(i, c)));
+    } else if !super::plan::is_kill_step(&c.column, &c.crash_point) {
+        findings.push(format!(
+            "{}: {} is not a step this column passes",
+            label(i, c),
+            c.crash_point
+        ));
+    }
+    if c.tickets.len() != 2 {
+        findings.push(format!(
+            "{}: {} tickets, expected 2",
+            label(i, c),
+            c.tickets.len()
+        ));
+    }
+}
+
 /// Checks a shared_cap results file against `key`.
 pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
     let mut findings = Vec::new();
@@ -357,28 +387,7 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
     let mut listing = Listing::default();
     for (i, c) in file.cells.iter().enumerate() {
         listing.keep_listed(&mut findings);
-        if !seen.insert((&c.crash_point, &c.overlap, &c.column, c.repeat)) {
-            findings.push(format!(
-                "{}: a second cell with the same labels",
-                label(i, c)
-            ));
-        }
-        if !COLUMNS.contains(&c.column.as_str()) {
-            findings.push(format!("{}: unknown column", label(i, c)));
-        } else if !super::plan::is_kill_step(&c.column, &c.crash_point) {
-            findings.push(format!(
-                "{}: {} is not a step this column passes",
-                label(i, c),
-                c.crash_point
-            ));
-        }
-        if c.tickets.len() != 2 {
-            findings.push(format!(
-                "{}: {} tickets, expected 2",
-                label(i, c),
-                c.tickets.len()
-            ));
-        }
+        check_labels(i, c, &mut seen, &mut findings);
         super::bind::check_tickets(&label(i, c), c, resolved.as_ref(), &mut findings);
         if c.harness_error.is_some() {
             continue;
