@@ -423,10 +423,7 @@ impl CapRun<'_> {
         };
         let details = self.findings.iter().map(|x| format!("  {x}")).collect();
         let mut outcome = Outcome::new(self.ok, summary, details, self.kind, report, json);
-        let named = hex::decode(&self.environment.public_key)
-            .ok()
-            .and_then(|b| <[u8; 32]>::try_from(b).ok())
-            .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
+        let named = crate::signatures::published_key(&self.environment.public_key)
             .map(|k| crate::fingerprint(&k));
         outcome.provenance = Provenance {
             signer: signer_of(key, named),

@@ -2,10 +2,27 @@
 //! character (so it cannot move the cursor, recolour, or overwrite a FAILED line with a fake OK),
 //! and a long value is cut to a stated length.
 
-/// Characters that are escaped even though they print: they reorder or hide text on screen
-/// (bidirectional overrides and isolates, zero-width characters, the byte-order mark).
+/// Characters that are escaped even though they are not control characters: they reorder, hide
+/// or break text on screen. Every format character (Unicode general category Cf: bidirectional
+/// marks, overrides and isolates, zero-width characters, the soft hyphen, the byte-order mark,
+/// interlinear annotation, tags), the line and paragraph separators, and the characters that
+/// print as nothing (fillers, variation selectors, the combining grapheme joiner).
 fn is_deceptive(c: char) -> bool {
-    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+    matches!(c,
+        // Cf.
+        '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}'
+        | '\u{890}'..='\u{891}' | '\u{8e2}' | '\u{180e}' | '\u{200b}'..='\u{200f}'
+        | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206f}'
+        | '\u{feff}' | '\u{fff9}'..='\u{fffb}' | '\u{110bd}' | '\u{110cd}'
+        | '\u{13430}'..='\u{1343f}' | '\u{1bca0}'..='\u{1bca3}' | '\u{1d173}'..='\u{1d17a}'
+        | '\u{e0001}' | '\u{e0020}'..='\u{e007f}'
+        // Line and paragraph separators (Zl, Zp).
+        | '\u{2028}' | '\u{2029}'
+        // Invisible but not Cf: combining grapheme joiner, Hangul and Khmer fillers, Mongolian
+        // and other variation selectors.
+        | '\u{34f}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}' | '\u{180b}'..='\u{180f}'
+        | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{ffa0}' | '\u{e0100}'..='\u{e01ef}'
+    )
 }
 
 /// `s` with every control character (C0, DEL, C1, newlines included) and every deceptive
@@ -45,7 +62,11 @@ pub fn json_safe(json: &str) -> String {
     for c in json.chars() {
         if (c.is_control() && !matches!(c, '\n' | '\t' | '\r')) || is_deceptive(c) {
             // serde_json already escapes C0 inside strings; this catches DEL, C1 and the rest.
-            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+            // A character beyond U+FFFF is written as its UTF-16 surrogate pair, as JSON spells it.
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
         } else {
             out.push(c);
         }
@@ -125,6 +146,54 @@ mod tests {
         );
         assert!(shown.contains("\\u{001b}"));
         assert_eq!(escape("a\\u{1b}"), "a\\\\u{1b}");
+    }
+
+    /// Every format character (Cf) and other invisible or line-breaking character is escaped on
+    /// the terminal and in JSON; U+061C (the Arabic letter mark) was not.
+    #[test]
+    fn format_and_invisible_characters_are_escaped() {
+        let hidden = [
+            '\u{ad}',
+            '\u{600}',
+            '\u{61c}',
+            '\u{6dd}',
+            '\u{70f}',
+            '\u{180e}',
+            '\u{200b}',
+            '\u{200e}',
+            '\u{202a}',
+            '\u{202e}',
+            '\u{2060}',
+            '\u{2064}',
+            '\u{2066}',
+            '\u{2069}',
+            '\u{206f}',
+            '\u{feff}',
+            '\u{fff9}',
+            '\u{110bd}',
+            '\u{1d173}',
+            '\u{e0001}',
+            '\u{e007f}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{34f}',
+            '\u{115f}',
+            '\u{3164}',
+            '\u{fe0f}',
+            '\u{e0100}',
+        ];
+        for c in hidden {
+            let text = format!("a{c}b");
+            assert!(!escape(&text).contains(c), "{:04x}", u32::from(c));
+            let json = json_safe(&serde_json::json!({ "v": text }).to_string());
+            assert!(!json.contains(c), "{:04x}", u32::from(c));
+            let back: serde_json::Value = serde_json::from_str(&json).unwrap_or_default();
+            assert_eq!(back["v"], text);
+        }
+        // Letters, marks and symbols that print are kept.
+        for text in ["caf\u{e9}", "\u{5d0}\u{5d1}", "\u{1f600}", "\u{301}x"] {
+            assert_eq!(escape(text), text);
+        }
     }
 
     #[test]

@@ -27,6 +27,41 @@ pub const SHOWN_CHARS: usize = 300;
 /// credit id), and a file must not make every finding carry a long one.
 pub const MESSAGE_CHARS: usize = 600;
 
+/// A list of findings of one kind that a file can repeat (one per case credit, say): at most
+/// [`crate::problem::LISTED_PER_CODE`] are kept, the rest only counted ([`Capped::finish`]).
+#[derive(Debug, Default)]
+pub struct Capped {
+    listed: usize,
+    left_out: usize,
+}
+
+impl Capped {
+    /// Adds the finding `make` builds to `f`, or counts it once the list is full.
+    pub fn push(&mut self, f: &mut Vec<Finding>, make: impl FnOnce() -> Finding) {
+        if self.listed < crate::problem::LISTED_PER_CODE {
+            self.listed += 1;
+            f.push(make());
+        } else {
+            self.left_out += 1;
+        }
+    }
+
+    /// Says, at `path` with `code`, how many findings were left out (`what`: what they are).
+    pub fn finish(self, f: &mut Vec<Finding>, path: String, code: &str, what: &str) {
+        if self.left_out > 0 {
+            f.push(Finding::new(
+                path,
+                code,
+                format!(
+                    "{} more {what} (not listed; the first {} are)",
+                    self.left_out,
+                    crate::problem::LISTED_PER_CODE
+                ),
+            ));
+        }
+    }
+}
+
 impl Finding {
     /// A finding without a comparison.
     pub fn new(path: impl Into<String>, code: &str, message: impl Into<String>) -> Finding {

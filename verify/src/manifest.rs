@@ -18,7 +18,7 @@ use crate::canonical::{self, CanonicalError};
 use crate::entry;
 use crate::finding::{code as fcode, Finding};
 use crate::results::{Cell, Manifest, ResultsFile};
-use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
@@ -190,9 +190,8 @@ pub fn check(file: &ResultsFile, cells: usize, key: &VerifyingKey, findings: &mu
         ),
         Err(e) => bad("hash", e.to_string()),
     }
-    let sig = entry::decode_lower_hex::<64>(&m.sig).map(|b| Signature::from_bytes(&b));
-    let verified = sig.is_some_and(|s| key.verify_strict(&signing_message(&m.hash), &s).is_ok());
-    if !verified {
+    let verified = crate::signatures::check_file_signature(key, &signing_message(&m.hash), &m.sig);
+    if verified.is_err() {
         bad(
             "sig",
             "the manifest's signature does not verify for the key".into(),

@@ -215,6 +215,15 @@ fn every_edit_of_a_merged_file_is_a_finding_even_re_signed_by_the_pinned_merge_k
             "plan.merged.parts[2].signature",
         ),
         (
+            "a shard's signature spelled in uppercase hex (the matrix format refuses it)",
+            Box::new(|f| {
+                let part = &mut f.plan.merged.as_mut().unwrap().parts[3];
+                part.signature.sig = part.signature.sig.to_ascii_uppercase();
+            }),
+            code::SIGNATURE,
+            "plan.merged.parts[3].signature",
+        ),
+        (
             "a shard's K changed",
             Box::new(|f| f.plan.merged.as_mut().unwrap().parts[1].shard.index = 3),
             code::SHARDS,

@@ -5,9 +5,13 @@
 //!
 //! Memory is measured in this process (this file holds one test, so nothing else runs here): the
 //! peak resident size is reset through `/proc/self/clear_refs` before each input and read from
-//! `VmHWM` after loading and checking it. Output is measured on the `verify` binary itself, in text
-//! and in `--json` mode. The largest input of each shape ([`extremes`]) is checked before the
-//! random ones.
+//! `VmHWM` after loading and checking it; and on the `verify` binary itself, whose peak resident
+//! size (the largest of any run so far, as `getrusage` reports for children) must stay under the
+//! same bound in text and in `--json` mode, where the report is serialized and cut. Output is
+//! measured on the binary too, in both modes, and must hold no control or format character (Cf,
+//! bidirectional or invisible) from the file. The largest input of each shape ([`extremes`]) is
+//! checked before the random ones: every format (results, receipt, nemesis, shared_cap matrix and
+//! nemesis, the original format) has at least one.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -62,21 +66,176 @@ fn check_in_process(bytes: &[u8]) -> usize {
     peak_rss_bytes().unwrap_or(0).saturating_sub(before)
 }
 
+/// Where GNU time is: it measures the binary's own peak resident size (a child started by this
+/// process would report this process's peak too, inherited through the spawn).
+const TIME: &str = "/usr/bin/time";
+
+/// Runs the `verify` binary on `path` with `args`: its exit code, what it printed (standard
+/// output and error), and its peak resident size in bytes (`None` without GNU time).
+fn run_binary(
+    args: &[&str],
+    path: &std::path::Path,
+) -> (Option<i32>, Vec<u8>, Vec<u8>, Option<usize>) {
+    let dir = tempfile::tempdir().unwrap();
+    let measured = dir.path().join("rss");
+    let out = if std::path::Path::new(TIME).exists() {
+        Command::new(TIME)
+            .arg("-f")
+            .arg("%M")
+            .arg("-o")
+            .arg(&measured)
+            .arg(env!("CARGO_BIN_EXE_verify"))
+            .args(args)
+            .arg(path)
+            .output()
+            .unwrap()
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_verify"))
+            .args(args)
+            .arg(path)
+            .output()
+            .unwrap()
+    };
+    let peak = std::fs::read_to_string(&measured)
+        .ok()
+        .and_then(|t| t.lines().last()?.trim().parse::<usize>().ok())
+        .map(|kb| kb * 1024);
+    (out.status.code(), out.stdout, out.stderr, peak)
+}
+
+/// What the binary printed for `bytes` with `args`: its size. Asserts that it ran (exit 0 to 2),
+/// stayed under 64 MB, and printed no character a terminal or a JSON reader would act on or hide.
 fn output_bytes(args: &[&str], bytes: &[u8]) -> usize {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("input.json");
     std::fs::write(&p, bytes).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_verify"))
-        .args(args)
-        .arg(&p)
-        .output()
-        .unwrap();
-    assert!(
-        matches!(out.status.code(), Some(0..=2)),
-        "crashed: {:?}",
-        out.status
+    let (code, stdout, stderr, peak) = run_binary(args, &p);
+    assert!(matches!(code, Some(0..=2)), "crashed: {code:?}");
+    if let Some(peak) = peak {
+        if std::env::var_os("VERIFY_SHOW_PEAKS").is_some() {
+            eprintln!("binary {args:?}: {} MB", peak / MB);
+        }
+        assert!(
+            peak <= 64 * MB,
+            "the binary used {} MB ({args:?})",
+            peak / MB
+        );
+    }
+    for stream in [&stdout, &stderr] {
+        let text = String::from_utf8_lossy(stream);
+        let shown = text
+            .chars()
+            .find(|c| (c.is_control() && *c != '\n') || hidden(*c));
+        assert_eq!(shown, None, "printed unescaped ({args:?})");
+    }
+    stdout.len() + stderr.len()
+}
+
+/// A character that hides, reorders or breaks text on screen: a format character (Cf) or a line
+/// or paragraph separator (the checker's own list is not trusted here).
+fn hidden(c: char) -> bool {
+    matches!(c, '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}'
+        | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}'
+        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206f}' | '\u{feff}'
+        | '\u{fff9}'..='\u{fffb}' | '\u{e0001}' | '\u{e0020}'..='\u{e007f}')
+}
+
+fn fixture(name: &str) -> Value {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// A shared_cap nemesis file of one trial with a 60 000-character id and 2 000 tickets, each
+/// restating its judgement: every finding of the trial would quote the id.
+fn shared_cap_nemesis_long_id() -> Vec<u8> {
+    let mut d = fixture("shared_cap_nemesis.json");
+    let trials = d["trials"].as_array().unwrap();
+    let mut t = trials
+        .iter()
+        .find(|t| t["cell"]["column"] == "no_check")
+        .unwrap()
+        .clone();
+    t["id"] = json!("t".repeat(60_000));
+    let mut ticket = t["cell"]["tickets"][1].clone();
+    ticket["answer_matches"] = json!(!ticket["answer_matches"].as_bool().unwrap());
+    ticket["proof"] = json!(true);
+    let first = t["cell"]["tickets"][0].clone();
+    let mut tickets = vec![first];
+    tickets.extend(std::iter::repeat_n(ticket, 2_000));
+    t["cell"]["tickets"] = json!(tickets);
+    d["trials"] = json!([t]);
+    serde_json::to_vec(&d).unwrap()
+}
+
+/// A shared_cap matrix file of one interlock cell with a 60 000-character order id and 2 000
+/// tickets restating their judgement, each a kill its exit does not record.
+fn shared_cap_long_order_id() -> Vec<u8> {
+    let mut d = fixture("shared_cap.json");
+    let cells = d["cells"].as_array().unwrap();
+    let mut c = cells
+        .iter()
+        .find(|c| c["column"] == "hand_check")
+        .unwrap()
+        .clone();
+    c["order"]["order_id"] = json!("o".repeat(60_000));
+    let mut ticket = c["tickets"][1].clone();
+    ticket["answer_matches"] = json!(!ticket["answer_matches"].as_bool().unwrap());
+    ticket["killed_at"] = c["crash_point"].clone();
+    ticket["log"] = Value::Null;
+    let first = c["tickets"][0].clone();
+    let mut tickets = vec![first];
+    tickets.extend(std::iter::repeat_n(ticket, 2_000));
+    c["tickets"] = json!(tickets);
+    d["cells"] = json!([c]);
+    serde_json::to_vec(&d).unwrap()
+}
+
+/// A results file whose interlock cell lists 12 000 credits sent for another effect than its
+/// receipt's: one finding per credit, before the list was capped.
+fn credits_of_another_effect() -> Vec<u8> {
+    let mut d = synthetic();
+    let cells = d["cells"].as_array_mut().unwrap();
+    let c = cells.iter_mut().find(|c| !c["receipt"].is_null()).unwrap();
+    let credit = json!({"id": "", "amount": 0, "created": 0, "effect_id": "x", "dispatch": null});
+    c["ground_truth"]["case_credits"] = json!(vec![credit; 12_000]);
+    serde_json::to_vec(&d).unwrap()
+}
+
+/// Format characters (Cf) and other hidden ones in a value each format echoes in a finding.
+fn hidden_characters() -> Vec<(&'static str, Vec<u8>)> {
+    let hidden = "\u{61c}\u{ad}\u{2066}\u{200b}\u{2028}\u{feff}\u{e0041}OK";
+    let mut results = synthetic();
+    results["cells"][0]["outcome"] = json!(hidden);
+    let mut nemesis = nemesis();
+    nemesis["trials"][0]["outcome"] = json!(hidden);
+    nemesis["trials"][1]["id"] = json!(hidden);
+    let mut cap = fixture("shared_cap.json");
+    cap["cells"][0]["tickets"][0]["first_exit"] = json!(hidden);
+    cap["environment"]["public_key"] = json!(hidden);
+    let mut cap_nemesis = fixture("shared_cap_nemesis.json");
+    cap_nemesis["trials"][0]["id"] = json!(hidden);
+    cap_nemesis["environment"]["journal"] = json!(hidden);
+    cap_nemesis["environment"]["hosts"] = json!(2);
+    let receipt = receipt(
+        vec![json!({"kind": hidden, "effect_id": hidden})],
+        hidden.into(),
     );
-    out.stdout.len() + out.stderr.len()
+    let mut original: Value = serde_json::from_slice(ORIGINAL).unwrap();
+    original["cells"][0]["outcome"] = json!(hidden);
+    [
+        ("hidden characters in a results file", results),
+        ("hidden characters in a nemesis file", nemesis),
+        ("hidden characters in a shared_cap file", cap),
+        (
+            "hidden characters in a shared_cap nemesis file",
+            cap_nemesis,
+        ),
+        ("hidden characters in a receipt", receipt),
+        ("hidden characters in an original results file", original),
+    ]
+    .into_iter()
+    .map(|(name, v)| (name, serde_json::to_vec(&v).unwrap()))
+    .collect()
 }
 
 fn receipt(entries: Vec<Value>, eid: String) -> Value {
@@ -162,7 +321,7 @@ fn extremes() -> Vec<(&'static str, Vec<u8>)> {
     results["columns"] = names("c", n);
     results["cells"] = json!([]);
     results["summary"] = json!({});
-    vec![
+    let mut shapes = vec![
         (
             "a receipt of 320 000 empty entries",
             serde_json::to_vec(&receipt(vec![json!({}); 320_000], "a".repeat(64))).unwrap(),
@@ -182,7 +341,21 @@ fn extremes() -> Vec<(&'static str, Vec<u8>)> {
             "a trial with a 60 000-character id and 14 000 credits anchored to no dispatch",
             long_id_many_anchors(),
         ),
-    ]
+        (
+            "a shared_cap nemesis trial with a 60 000-character id and 2 000 tickets",
+            shared_cap_nemesis_long_id(),
+        ),
+        (
+            "a shared_cap cell with a 60 000-character order id and 2 000 tickets",
+            shared_cap_long_order_id(),
+        ),
+        (
+            "a results cell with 12 000 credits sent for another effect",
+            credits_of_another_effect(),
+        ),
+    ];
+    shapes.extend(hidden_characters());
+    shapes
 }
 
 /// Adversarial inputs, each under 1 MB.
@@ -289,6 +462,37 @@ fn adversarial() -> impl Strategy<Value = Vec<u8>> {
                 t["outcome"] = json!("\u{1b}[2K OK");
                 trials.push(t);
             }
+            serde_json::to_vec(&d).unwrap()
+        }),
+        // A shared_cap matrix: its cells repeated, each restating its judgement, the order id
+        // long.
+        (1usize..40, 0usize..20_000).prop_map(|(n, len)| {
+            let mut d = fixture("shared_cap.json");
+            let cells = d["cells"].as_array().unwrap().clone();
+            let mut out = Vec::new();
+            for k in 0..n {
+                let mut c = cells[k % cells.len()].clone();
+                c["invariant_held"] = json!(!c["invariant_held"].as_bool().unwrap_or(false));
+                c["order"]["order_id"] = json!("\u{61c}".repeat(len));
+                out.push(c);
+            }
+            d["cells"] = json!(out);
+            serde_json::to_vec(&d).unwrap()
+        }),
+        // A shared_cap nemesis file: its trials repeated with a long id, each restating its
+        // judgement.
+        (1usize..40, 0usize..20_000).prop_map(|(n, len)| {
+            let mut d = fixture("shared_cap_nemesis.json");
+            let trials = d["trials"].as_array().unwrap().clone();
+            let mut out = Vec::new();
+            for k in 0..n {
+                let mut t = trials[k % trials.len()].clone();
+                t["id"] = json!("\u{202e}".repeat(len));
+                t["cell"]["answers_match"] =
+                    json!(!t["cell"]["answers_match"].as_bool().unwrap_or(false));
+                out.push(t);
+            }
+            d["trials"] = json!(out);
             serde_json::to_vec(&d).unwrap()
         }),
         // The original format, with its cells repeated and edited.

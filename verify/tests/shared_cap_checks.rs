@@ -85,8 +85,8 @@ fn a_kill_of_worker_b_or_at_another_point_is_a_finding() {
 
 #[test]
 fn the_json_report_stays_within_its_budget_after_escaping() {
-    // Long strings of a character escaped to six bytes, in a field the report repeats.
-    // The order id is repeated in every budget finding of an interlock cell.
+    // Long strings of a character escaped to six bytes, in a field the report quotes: the order
+    // id, named in every budget finding of an interlock cell.
     let mut v = genuine();
     let t = v["cells"]
         .as_array()
@@ -96,8 +96,7 @@ fn the_json_report_stays_within_its_budget_after_escaping() {
         .unwrap()
         .clone();
     let mut cells = Vec::new();
-    // Two findings per cell repeat it: 10 x 40 KB of text fits the budget, 10 x 120 KB escaped
-    // does not.
+    // Quoted whole, two findings per cell would be 10 x 40 KB of text, 10 x 120 KB escaped.
     for i in 0..5 {
         let mut c = t.clone();
         c["repeat"] = json!(i);
@@ -121,8 +120,10 @@ fn the_json_report_stays_within_its_budget_after_escaping() {
         "{} > {budget}",
         out.stdout.len()
     );
+    // Findings quote the order id cut (80 characters), so the report needs no cutting at all.
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["truncated"], json!(true), "cut to fit once escaped");
+    assert_eq!(report["truncated"], Value::Null);
+    assert!(out.stdout.len() < 20_000, "{}", out.stdout.len());
 }
 
 #[test]
@@ -177,4 +178,119 @@ fn under_a_pinned_key_a_matrix_whose_signature_fails_is_not_read_further() {
         stdout.contains("not read further") && !stdout.contains("held in"),
         "{stdout}"
     );
+}
+
+/// The index of the first cell of `column` whose ticket `j` has status `status`.
+fn cell_with(v: &Value, column: &str, j: usize, status: &str) -> usize {
+    v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|c| c["column"] == column && c["tickets"][j]["status"] == status)
+        .unwrap()
+}
+
+fn has(f: &[String], text: &str) -> bool {
+    f.iter().any(|x| x.contains(text))
+}
+
+#[test]
+fn an_interlock_tickets_status_is_the_one_its_receipt_gives() {
+    // Both statuses say the refund went out: only the receipt tells them apart.
+    let mut v = genuine();
+    let i = cell_with(&v, "interlock", 0, "COMMITTED_BY_RETRY");
+    v["cells"][i]["tickets"][0]["status"] = json!("COMMITTED");
+    let f = findings(&v);
+    assert!(
+        has(
+            &f,
+            "tickets[0]: status COMMITTED is not what the receipt's final entry"
+        ),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn an_interlock_tickets_journal_kinds_and_effect_are_its_receipts() {
+    let mut v = genuine();
+    let i = cell_with(&v, "interlock", 1, "REFUSED:over_budget");
+    v["cells"][i]["tickets"][1]["journal_kinds"] = json!(["PROPOSED", "REFUSED"]);
+    let f = findings(&v);
+    assert!(
+        has(&f, "tickets[1]: journal_kinds are not the receipt's"),
+        "{f:?}"
+    );
+    // Another ticket's refusal, carried with its effect id: a receipt of another effect.
+    let mut v = genuine();
+    let other = v["cells"][i]["tickets"][1].clone();
+    let k = (0..v["cells"].as_array().unwrap().len())
+        .find(|&k| {
+            k != i
+                && v["cells"][k]["column"] == "interlock"
+                && v["cells"][k]["tickets"][1]["status"] == "REFUSED:over_budget"
+        })
+        .unwrap();
+    for field in ["receipt", "effect_id"] {
+        v["cells"][k]["tickets"][1][field] = other[field].clone();
+    }
+    let f = findings(&v);
+    assert!(has(&f, "tickets[1]: the receipt is of effect"), "{f:?}");
+}
+
+#[test]
+fn an_interlock_ticket_of_a_judged_cell_may_not_omit_its_receipt() {
+    let mut v = genuine();
+    let i = cell_with(&v, "interlock", 1, "REFUSED:over_budget");
+    let t = &mut v["cells"][i]["tickets"][1];
+    t["receipt"] = Value::Null;
+    t["effect_id"] = Value::Null;
+    t["journal_kinds"] = json!([]);
+    t["proof"] = json!(false);
+    let f = findings(&v);
+    assert!(
+        has(
+            &f,
+            "tickets[1]: an interlock ticket of a judged cell carries no receipt"
+        ),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn a_receipt_outside_the_interlock_column_is_refused() {
+    let mut v = genuine();
+    let i = cell_with(&v, "interlock", 1, "REFUSED:over_budget");
+    let receipt = v["cells"][i]["tickets"][1]["receipt"].clone();
+    let k = cell_with(&v, "no_check", 1, "REFUNDED");
+    v["cells"][k]["tickets"][1]["receipt"] = receipt;
+    let f = findings(&v);
+    assert!(has(&f, "a no_check ticket carries a receipt"), "{f:?}");
+}
+
+#[test]
+fn a_harness_error_says_why() {
+    let mut v = genuine();
+    v["cells"][0]["harness_error"] = json!("  ");
+    let f = findings(&v);
+    assert!(has(&f, "a harness error without the reason"), "{f:?}");
+}
+
+#[test]
+fn killed_at_is_bound_to_the_first_exit() {
+    // Recorded as killed at its row's crash point, but the worker finished by itself.
+    let mut v = genuine();
+    v["cells"][0]["tickets"][1]["killed_at"] = v["cells"][0]["crash_point"].clone();
+    let f = findings(&v);
+    assert!(has(&f, "does not fit its first exit"), "{f:?}");
+    // Killed, but the exit recorded is another step's.
+    let mut v = genuine();
+    let i = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|c| !c["tickets"][0]["killed_at"].is_null())
+        .unwrap();
+    v["cells"][i]["tickets"][0]["first_exit"] = json!("SIGKILLed by the runner at elsewhere");
+    let f = findings(&v);
+    assert!(has(&f, "does not fit its first exit"), "{f:?}");
 }

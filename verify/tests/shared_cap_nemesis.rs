@@ -76,7 +76,7 @@ fn the_genuine_campaign_verifies_self_attested_and_under_its_key() {
     assert!(check(&f, &KeyCheck::Pinned(genuine_key())).ok);
     assert_eq!(f.trials.len(), 12);
     // Re-signed under another key, the file keeps receipts of the genuine gate key: every
-    // interlock ticket's proof then fails, and nothing else does.
+    // interlock ticket's receipt then does not verify and its proof fails, and nothing else does.
     let resigned = check(&forged(&genuine()), &KeyCheck::SelfAttested).findings;
     let interlock_tickets = f
         .trials
@@ -84,10 +84,11 @@ fn the_genuine_campaign_verifies_self_attested_and_under_its_key() {
         .filter(|t| t.cell.column == "interlock")
         .count()
         * 2;
-    assert_eq!(resigned.len(), interlock_tickets, "{resigned:?}");
-    assert!(resigned
-        .iter()
-        .all(|x| x.contains("proof is recorded as true")));
+    assert_eq!(resigned.len(), 2 * interlock_tickets, "{resigned:?}");
+    let proof = |x: &&String| x.contains("proof is recorded as true");
+    let receipt = |x: &&String| x.contains("the receipt does not verify under the run's key");
+    assert_eq!(resigned.iter().filter(proof).count(), interlock_tickets);
+    assert_eq!(resigned.iter().filter(receipt).count(), interlock_tickets);
 }
 
 #[test]
@@ -249,4 +250,63 @@ fn under_a_pinned_key_a_file_whose_signature_fails_is_not_read_further() {
         "{:?}",
         r.findings
     );
+}
+
+/// The index of the first trial of `column` whose ticket `j` has status `status`.
+fn trial_with(v: &Value, column: &str, j: usize, status: &str) -> usize {
+    v["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|t| t["cell"]["column"] == column && t["cell"]["tickets"][j]["status"] == status)
+        .unwrap()
+}
+
+#[test]
+fn a_trials_tickets_are_bound_to_their_receipts_and_exits() {
+    // An interlock ticket's status is the one its receipt gives.
+    let mut v = genuine();
+    let i = trial_with(&v, "interlock", 1, "REFUSED:over_budget");
+    v["trials"][i]["cell"]["tickets"][1]["status"] = json!("REFUSED:over_cap");
+    let f = findings(&v);
+    assert!(
+        has(
+            &f,
+            "tickets[1]: status REFUSED:over_cap is not what the receipt"
+        ),
+        "{f:?}"
+    );
+    // It may not omit its receipt.
+    let mut v = genuine();
+    let t = &mut v["trials"][i]["cell"]["tickets"][1];
+    for field in ["receipt", "effect_id"] {
+        t[field] = Value::Null;
+    }
+    t["journal_kinds"] = json!([]);
+    t["proof"] = json!(false);
+    let f = findings(&v);
+    assert!(has(&f, "carries no receipt"), "{f:?}");
+    // Another column's ticket carries none.
+    let mut v = genuine();
+    let receipt = v["trials"][i]["cell"]["tickets"][1]["receipt"].clone();
+    let k = v["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|t| t["cell"]["column"] != "interlock")
+        .unwrap();
+    v["trials"][k]["cell"]["tickets"][0]["receipt"] = receipt;
+    let f = findings(&v);
+    assert!(has(&f, "ticket carries a receipt"), "{f:?}");
+    // A worker recorded as killed was SIGKILLed there.
+    let mut v = genuine();
+    let k = v["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|t| !t["cell"]["tickets"][0]["killed_at"].is_null())
+        .unwrap();
+    v["trials"][k]["cell"]["tickets"][0]["first_exit"] = json!("finished by itself");
+    let f = findings(&v);
+    assert!(has(&f, "does not fit its first exit"), "{f:?}");
 }

@@ -52,22 +52,7 @@ pub(super) fn check_interlock(
             cell.effect_id.as_deref().unwrap_or("null"),
         ));
     }
-    for (k, credit) in gt.case_credits.iter().enumerate() {
-        if let Some(e) = &credit.effect_id {
-            if e != &report.effect_id {
-                f.push(Finding::mismatch(
-                    format!("{base}.ground_truth.case_credits[{k}].effect_id"),
-                    fcode::RECEIPT_NOT_BOUND,
-                    format!(
-                        "cell {i}: credit {} was sent for another effect than the receipt's",
-                        credit.id
-                    ),
-                    &report.effect_id,
-                    e,
-                ));
-            }
-        }
-    }
+    check_credit_effects(i, base, gt, report, f);
     crate::binding::check_cell(i, base, cell, bundle, f);
     check_proposal(i, &rpath, cell, bundle.entries.first(), harness_error, f);
     check_grants(i, &rpath, cell, &bundle.entries, f);
@@ -114,6 +99,42 @@ pub(super) fn check_interlock(
             ));
         }
     }
+}
+
+/// Every credit the ground truth ties to an effect is tied to the receipt's (at most
+/// [`crate::problem::LISTED_PER_CODE`] listed per cell, the rest counted).
+fn check_credit_effects(
+    i: usize,
+    base: &str,
+    gt: &crate::results::GroundTruth,
+    report: &ReceiptReport,
+    f: &mut Vec<Finding>,
+) {
+    let mut capped = crate::finding::Capped::default();
+    for (k, credit) in gt.case_credits.iter().enumerate() {
+        if let Some(e) = &credit.effect_id {
+            if e != &report.effect_id {
+                capped.push(f, || {
+                    Finding::mismatch(
+                        format!("{base}.ground_truth.case_credits[{k}].effect_id"),
+                        fcode::RECEIPT_NOT_BOUND,
+                        format!(
+                            "cell {i}: credit {} was sent for another effect than the receipt's",
+                            crate::display::shorten(&credit.id, 80)
+                        ),
+                        &report.effect_id,
+                        e,
+                    )
+                });
+            }
+        }
+    }
+    capped.finish(
+        f,
+        format!("{base}.ground_truth.case_credits"),
+        fcode::RECEIPT_NOT_BOUND,
+        &format!("cell {i}: credits sent for another effect than the receipt's"),
+    );
 }
 
 /// The receipt's first PROPOSED must be this cell's request, approval and decision.
@@ -246,15 +267,22 @@ pub(super) fn check_evidence_amount(
         return;
     };
     let gt = &cell.ground_truth;
+    let mut capped = crate::finding::Capped::default();
     for (k, c) in gt.case_credits.iter().enumerate() {
         if c.id == credit && c.amount.checked_neg() != Some(amount) {
-            f.push(Finding::mismatch(
+            capped.push(f, || Finding::mismatch(
                 format!("{base}.ground_truth.case_credits[{k}].amount"),
                 fcode::SIGNED_FACT_MISMATCH,
-                format!("cell {i}: credit {} has another amount than the receipt's COMMITTED evidence signed", c.id),
+                format!("cell {i}: credit {} has another amount than the receipt's COMMITTED evidence signed", crate::display::shorten(&c.id, 80)),
                 amount.saturating_neg(),
                 c.amount,
             ));
         }
     }
+    capped.finish(
+        f,
+        format!("{base}.ground_truth.case_credits"),
+        fcode::SIGNED_FACT_MISMATCH,
+        &format!("cell {i}: credits with another amount than the COMMITTED evidence signed"),
+    );
 }

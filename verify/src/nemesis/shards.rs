@@ -137,8 +137,7 @@ impl MergedCheck {
                     ),
                 ));
             }
-            let signer = crate::entry::decode_lower_hex::<32>(&head.signature.signer)
-                .and_then(|b| VerifyingKey::from_bytes(&b).ok());
+            let signer = crate::signatures::published_key(&head.signature.signer);
             if let (KeyCheck::Pinned(pinned), Some(k)) = (key, signer) {
                 if k != *pinned && !allowed.contains(&k) {
                     f.push(Finding::new(

@@ -5,7 +5,8 @@
 use super::{FileSignature, NemesisFile, Trial};
 use crate::canonical;
 use crate::entry;
-use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use crate::signatures::FileSignatureError;
+use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -21,7 +22,8 @@ pub enum SignError {
     /// `hash` is not the hash of the file.
     #[error("signature.hash is not the hash of the file")]
     HashMismatch,
-    /// `signer` or `sig` is not valid hex of the right length, or the key is not usable.
+    /// `signer` or `sig` is not lowercase hex of the right length, or the key may not sign
+    /// ([`crate::signatures::key_is_acceptable`]).
     #[error("signature.{0} is malformed")]
     Malformed(&'static str),
     /// The signature does not verify under the signer.
@@ -131,22 +133,17 @@ pub fn check_signature(signature: &FileSignature, hash: &str) -> Result<Verifyin
     if hash != signature.hash {
         return Err(SignError::HashMismatch);
     }
-    let signer: [u8; 32] = hex::decode(&signature.signer)
-        .ok()
-        .and_then(|b| b.try_into().ok())
+    // The one rule of every whole-file signature: a published key in lowercase hex that may
+    // sign, and a strict signature in lowercase hex.
+    let key = crate::signatures::published_key(&signature.signer)
         .ok_or(SignError::Malformed("signer"))?;
-    let key = VerifyingKey::from_bytes(&signer).map_err(|_| SignError::Malformed("signer"))?;
-    if key.is_weak() {
-        return Err(SignError::Malformed("signer"));
-    }
-    let sig: [u8; 64] = hex::decode(&signature.sig)
-        .ok()
-        .and_then(|b| b.try_into().ok())
-        .ok_or(SignError::Malformed("sig"))?;
-    key.verify_strict(
-        format!("{NEMESIS_CONTEXT}{}", signature.hash).as_bytes(),
-        &Signature::from_bytes(&sig),
-    )
-    .map_err(|_| SignError::BadSignature)?;
+    let message = format!("{NEMESIS_CONTEXT}{}", signature.hash);
+    crate::signatures::check_file_signature(&key, message.as_bytes(), &signature.sig).map_err(
+        |e| match e {
+            FileSignatureError::Malformed => SignError::Malformed("sig"),
+            FileSignatureError::Key => SignError::Malformed("signer"),
+            FileSignatureError::Invalid => SignError::BadSignature,
+        },
+    )?;
     Ok(key)
 }

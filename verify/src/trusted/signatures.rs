@@ -10,14 +10,57 @@
 //!   that can satisfy the equation is the identity, so [`r_is_identity`] rejects its encodings
 //!   up front, before any batch.
 
+use crate::trusted::entry::decode_lower_hex;
 use ed25519_dalek::{Signature, VerifyingKey};
 
 /// Signatures per batch: large enough for the batch speed-up, small enough to spread over threads.
 pub const BATCH_SIZE: usize = 256;
 
-/// A key may sign records: it is not of small order and has no torsion component.
+/// A key may sign records: it is not of small order, has no torsion component, and is written in
+/// its one canonical encoding (a `y` below the field's prime, no sign bit on a point whose `x` is
+/// zero), so one key has one spelling.
 pub fn key_is_acceptable(key: &VerifyingKey) -> bool {
-    !key.is_weak() && key.to_edwards().is_torsion_free()
+    let point = key.to_edwards();
+    !key.is_weak() && point.is_torsion_free() && point.compress().to_bytes() == key.to_bytes()
+}
+
+/// Why a signature over a whole file does not hold ([`check_file_signature`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FileSignatureError {
+    /// The key is not one [`key_is_acceptable`] allows.
+    #[error("the signer is not an acceptable ed25519 public key (small order, torsion or a non-canonical encoding)")]
+    Key,
+    /// The signature is not 128 lowercase hex characters.
+    #[error("the signature is not 128 lowercase hex characters")]
+    Malformed,
+    /// It does not verify, strictly, under the key.
+    #[error("the signature does not verify under the key")]
+    Invalid,
+}
+
+/// A signer's key as a whole-file format publishes it: 64 lowercase hex characters of a key that
+/// [`key_is_acceptable`] allows; `None` for any other text.
+pub fn published_key(hex: &str) -> Option<VerifyingKey> {
+    decode_lower_hex::<32>(hex)
+        .and_then(|b| VerifyingKey::from_bytes(&b).ok())
+        .filter(key_is_acceptable)
+}
+
+/// The one rule for a signature over a whole file, whatever the format (a results file's
+/// manifest, a nemesis file, each shard of a merged one, a shared_cap matrix or nemesis file):
+/// `key` is acceptable ([`key_is_acceptable`]), `sig` is 128 lowercase hex characters, and it
+/// verifies over `message` with `verify_strict`.
+pub fn check_file_signature(
+    key: &VerifyingKey,
+    message: &[u8],
+    sig: &str,
+) -> Result<(), FileSignatureError> {
+    if !key_is_acceptable(key) {
+        return Err(FileSignatureError::Key);
+    }
+    let sig = decode_lower_hex::<64>(sig).ok_or(FileSignatureError::Malformed)?;
+    key.verify_strict(message, &Signature::from_bytes(&sig))
+        .map_err(|_| FileSignatureError::Invalid)
 }
 
 /// Whether the `R` half of a signature encodes the identity point (y = 1, or its non-canonical

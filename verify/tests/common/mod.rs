@@ -137,3 +137,46 @@ pub fn committed_trial(file: &NemesisFile) -> usize {
         })
         .unwrap()
 }
+
+/// The identity point's encoding (y = 1): a small-order "public key" under which a non-strict
+/// verifier accepts [`identity_key_forgery`] for every message.
+pub const IDENTITY_KEY: &str = "0100000000000000000000000000000000000000000000000000000000000000";
+
+/// A signature, 128 lowercase hex characters, that plain (non-strict) ed25519 verification
+/// accepts for ANY message under [`IDENTITY_KEY`]: `R = [s]B` and `s` in range, so
+/// `[s]B - [k]·identity = R` whatever `k` is. A verifier that refuses weak keys refuses it.
+pub fn identity_key_forgery() -> String {
+    use sha2::Digest as _;
+    // The group order l, little-endian.
+    const L: [u8; 32] = [
+        0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde,
+        0x14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
+    ];
+    let seed = [7u8; 32];
+    let public = SigningKey::from_bytes(&seed).verifying_key().to_bytes();
+    // The secret scalar a (public = [a]B), clamped as ed25519 derives it, then reduced mod l.
+    let h = sha2::Sha512::digest(seed);
+    let mut a: [u8; 32] = h[..32].try_into().unwrap();
+    a[0] &= 248;
+    a[31] &= 127;
+    a[31] |= 64;
+    let at_least_l = |x: &[u8; 32]| {
+        for i in (0..32).rev() {
+            if x[i] != L[i] {
+                return x[i] > L[i];
+            }
+        }
+        true
+    };
+    while at_least_l(&a) {
+        let mut borrow = 0i16;
+        for i in 0..32 {
+            let d = i16::from(a[i]) - i16::from(L[i]) - borrow;
+            borrow = i16::from(d < 0);
+            a[i] = (d + 256 * borrow) as u8;
+        }
+    }
+    let mut sig = public.to_vec();
+    sig.extend_from_slice(&a);
+    hex::encode(sig)
+}

@@ -7,7 +7,7 @@ use super::record::{CapCell, CapResults, SCENARIO};
 use super::summary::{summarize, ColumnSummary};
 use crate::canonical::{self, CanonicalError};
 use crate::receipt::KeyCheck;
-use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
 use serde::Serialize;
 use sha2::Digest as _;
 use std::collections::HashSet;
@@ -85,22 +85,20 @@ pub fn sign(file: &mut CapResults, key: &SigningKey) -> Result<(), SigningError>
 }
 
 /// The key a file is checked against: the pinned one (a finding when the file names another),
-/// or the one the file names (`public_key`, hex).
+/// or the one the file names (`public_key`: 64 lowercase hex characters of a key that may sign,
+/// the rule of every whole-file format, [`crate::signatures::published_key`]).
 pub(crate) fn file_key(
     public_key: &str,
     key: &KeyCheck,
     findings: &mut Vec<String>,
 ) -> Option<VerifyingKey> {
-    let named = hex::decode(public_key)
-        .ok()
-        .and_then(|b| <[u8; 32]>::try_from(b).ok())
-        .and_then(|b| VerifyingKey::from_bytes(&b).ok());
+    let named = crate::signatures::published_key(public_key);
     match (key, named) {
         (KeyCheck::Pinned(k), Some(n)) if *k == n => Some(*k),
         (KeyCheck::Pinned(k), _) => {
             findings.push(format!(
                 "environment.public_key: the file names {}, not the pinned key {}",
-                public_key,
+                crate::display::shorten(public_key, 80),
                 hex::encode(k.as_bytes())
             ));
             Some(*k)
@@ -108,8 +106,8 @@ pub(crate) fn file_key(
         (KeyCheck::SelfAttested, Some(n)) => Some(n),
         (KeyCheck::SelfAttested, None) => {
             findings.push(
-                "environment.public_key: not an ed25519 public key in hex; nothing can be checked \
-                 against it"
+                "environment.public_key: not an acceptable ed25519 public key (64 lowercase hex \
+                 characters of a key of prime order); nothing can be checked against it"
                     .into(),
             );
             None
@@ -117,35 +115,86 @@ pub(crate) fn file_key(
     }
 }
 
-/// Whether `signature` (hex) verifies over `message` under `key`; a finding when not.
+/// Whether `signature` verifies over `message` under `key` by the one rule of every whole-file
+/// signature ([`crate::signatures::check_file_signature`]: lowercase hex, strict); a finding
+/// when not.
 pub(crate) fn check_signature(
     signature: Option<&str>,
     message: Result<Vec<u8>, SigningError>,
     key: &VerifyingKey,
     findings: &mut Vec<String>,
 ) -> bool {
+    use crate::signatures::{check_file_signature, FileSignatureError};
     let Some(sig) = signature else {
         findings.push("signature: missing; the file as a whole is not signed".into());
         return false;
     };
-    let sig = hex::decode(sig)
-        .ok()
-        .and_then(|b| <[u8; 64]>::try_from(b).ok())
-        .map(|b| Signature::from_bytes(&b));
-    let Some(sig) = sig else {
-        findings.push("signature: not 64 bytes of hex".into());
-        return false;
+    let message = match message {
+        Ok(m) => m,
+        Err(e) => {
+            findings.push(format!("signature: {e}"));
+            return false;
+        }
     };
-    match message {
-        Ok(message) if key.verify(&message, &sig).is_ok() => return true,
-        Ok(_) => findings.push(
+    match check_file_signature(key, &message, sig) {
+        Ok(()) => return true,
+        Err(FileSignatureError::Malformed) => {
+            findings.push("signature: not 128 lowercase hex characters".into())
+        }
+        Err(FileSignatureError::Key) => {
+            findings.push(format!("signature: {}", FileSignatureError::Key))
+        }
+        Err(FileSignatureError::Invalid) => findings.push(
             "signature: does not verify under the key: a member of the file changed after it \
              was signed, or another key signed it"
                 .into(),
         ),
-        Err(e) => findings.push(format!("signature: {e}")),
     }
     false
+}
+
+/// How many characters of an id from the file (an order id, a trial id) a finding quotes.
+pub(crate) const ID_CHARS: usize = 80;
+
+/// At most this many budget problems are listed per cell; the rest are counted.
+pub(crate) const LISTED_PER_CELL: usize = 16;
+
+/// At most this many findings are listed per file, each at most
+/// [`crate::finding::MESSAGE_CHARS`] characters; the rest are counted in one last finding. So a
+/// small file full of problems never costs megabytes of findings, in text or in `--json`.
+pub const LISTED_FINDINGS: usize = 200;
+
+/// What a list of findings keeps as it grows: [`keep_listed`] after each cell or trial.
+#[derive(Debug, Default)]
+pub(crate) struct Listing {
+    /// Findings cut from the list so far.
+    left_out: usize,
+}
+
+impl Listing {
+    /// Cuts `findings` to [`LISTED_FINDINGS`], each to its length, counting what is cut.
+    pub(crate) fn keep_listed(&mut self, findings: &mut Vec<String>) {
+        if findings.len() > LISTED_FINDINGS {
+            self.left_out += findings.len() - LISTED_FINDINGS;
+            findings.truncate(LISTED_FINDINGS);
+        }
+        for f in findings.iter_mut() {
+            if f.len() > crate::finding::MESSAGE_CHARS {
+                *f = crate::display::shorten(f, crate::finding::MESSAGE_CHARS);
+            }
+        }
+    }
+
+    /// Cuts the list a last time and says how many findings were left out.
+    pub(crate) fn finish(mut self, findings: &mut Vec<String>) {
+        self.keep_listed(findings);
+        if self.left_out > 0 {
+            findings.push(format!(
+                "{} more findings are not listed (the first {LISTED_FINDINGS} are)",
+                self.left_out
+            ));
+        }
+    }
 }
 
 /// How a file was checked, in the report's words: `pinned` or `self-attested`.
@@ -164,7 +213,7 @@ pub(crate) fn hosts_problem(env: &super::record::CapEnvironment) -> Option<Strin
         Some(2) if env.journal == "postgresql" => None,
         Some(2) => Some(format!(
             "two hosts with a {:?} journal; two hosts share only a database journal",
-            env.journal
+            crate::display::shorten(&env.journal, ID_CHARS)
         )),
         Some(n) => Some(format!("{n} hosts; a run has one host (absent) or two")),
     }
@@ -231,14 +280,6 @@ pub(crate) fn check_judgement(
             d.answer_matches,
         );
         differs(findings, &what("proof"), t.proof, d.proof);
-        if let Some(r) = &t.receipt {
-            if t.effect_id.as_deref() != Some(r.effect_id.as_str()) {
-                findings.push(format!(
-                    "{at}: tickets[{j}]'s receipt is of effect {}, not of its effect_id",
-                    r.effect_id
-                ));
-            }
-        }
     }
     if !c.truth.consistent() {
         findings.push(format!(
@@ -254,9 +295,51 @@ pub(crate) fn check_judgement(
             .iter()
             .filter_map(|t| t.receipt.as_ref())
             .collect();
-        for problem in super::admissions::check_budget_of(&c.order.order_id, &chains) {
-            findings.push(format!("{at}: budget {}: {problem}", c.order.order_id));
+        let problems = super::admissions::check_budget_of(&c.order.order_id, &chains);
+        let order = crate::display::shorten(&c.order.order_id, ID_CHARS);
+        for problem in problems.iter().take(LISTED_PER_CELL) {
+            let problem = crate::display::shorten(problem, 400);
+            findings.push(format!("{at}: budget {order}: {problem}"));
         }
+        if let Some(more) = problems
+            .len()
+            .checked_sub(LISTED_PER_CELL)
+            .filter(|m| *m > 0)
+        {
+            findings.push(format!(
+                "{at}: budget {order}: {more} more problems not listed (the first {LISTED_PER_CELL} are)"
+            ));
+        }
+    }
+}
+
+/// The cells seen so far, by their labels.
+type Seen<'f> = HashSet<(&'f String, &'f String, &'f String, u32)>;
+
+/// Cell `i`'s labels: no other cell has them, its column is known and passes its crash point,
+/// and it has two tickets.
+fn check_labels<'f>(i: usize, c: &'f CapCell, seen: &mut Seen<'f>, findings: &mut Vec<String>) {
+    if !seen.insert((&c.crash_point, &c.overlap, &c.column, c.repeat)) {
+        findings.push(format!(
+            "{}: a second cell with the same labels",
+            label(i, c)
+        ));
+    }
+    if !COLUMNS.contains(&c.column.as_str()) {
+        findings.push(format!("{}: unknown column", label(i, c)));
+    } else if !super::plan::is_kill_step(&c.column, &c.crash_point) {
+        findings.push(format!(
+            "{}: {} is not a step this column passes",
+            label(i, c),
+            c.crash_point
+        ));
+    }
+    if c.tickets.len() != 2 {
+        findings.push(format!(
+            "{}: {} tickets, expected 2",
+            label(i, c),
+            c.tickets.len()
+        ));
     }
 }
 
@@ -266,7 +349,8 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
     if file.format != FORMAT || file.scenario != SCENARIO {
         findings.push(format!(
             "format {:?}, scenario {:?}: expected {FORMAT:?} and {SCENARIO:?}",
-            file.format, file.scenario
+            crate::display::shorten(&file.format, ID_CHARS),
+            crate::display::shorten(&file.scenario, ID_CHARS)
         ));
     }
     if let Some(why) = hosts_problem(&file.environment) {
@@ -300,29 +384,11 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
     }
     let mut seen = HashSet::new();
     let mut judged = 0;
+    let mut listing = Listing::default();
     for (i, c) in file.cells.iter().enumerate() {
-        if !seen.insert((&c.crash_point, &c.overlap, &c.column, c.repeat)) {
-            findings.push(format!(
-                "{}: a second cell with the same labels",
-                label(i, c)
-            ));
-        }
-        if !COLUMNS.contains(&c.column.as_str()) {
-            findings.push(format!("{}: unknown column", label(i, c)));
-        } else if !super::plan::is_kill_step(&c.column, &c.crash_point) {
-            findings.push(format!(
-                "{}: {} is not a step this column passes",
-                label(i, c),
-                c.crash_point
-            ));
-        }
-        if c.tickets.len() != 2 {
-            findings.push(format!(
-                "{}: {} tickets, expected 2",
-                label(i, c),
-                c.tickets.len()
-            ));
-        }
+        listing.keep_listed(&mut findings);
+        check_labels(i, c, &mut seen, &mut findings);
+        super::bind::check_tickets(&label(i, c), c, resolved.as_ref(), &mut findings);
         if c.harness_error.is_some() {
             continue;
         }
@@ -336,6 +402,7 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
         findings
             .push("summary: differs from the summary the cells give (re-derived by verify)".into());
     }
+    listing.finish(&mut findings);
     CapReport {
         ok: findings.is_empty(),
         key: key_name.into(),

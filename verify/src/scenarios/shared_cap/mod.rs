@@ -8,6 +8,7 @@
 //! the site renders what they derived.
 
 pub mod admissions;
+pub mod bind;
 pub mod check;
 pub mod judge;
 pub mod nemesis;

@@ -177,14 +177,17 @@ fn check_plan(file: &CapNemesisFile, findings: &mut Vec<String>) {
         if t.nemesis != *n || t.cell.column != *c || t.index != index || t.id != want_id {
             findings.push(format!(
                 "trials[{i}]: is {} ({}, {}, #{}); the plan's trial here is {want_id}",
-                t.id, t.nemesis, t.cell.column, t.index
+                crate::display::shorten(&t.id, crate::shared_cap::check::ID_CHARS),
+                t.nemesis,
+                t.cell.column,
+                t.index
             ));
             continue;
         }
         if draw(p.seed, n, c, index).as_ref() != Some(&t.draw) {
             findings.push(format!(
-                "trials[{i}] ({}): its draw is not what the seed draws for it",
-                t.id
+                "{}: its draw is not what the seed draws for it",
+                trial_label(i, t)
             ));
         }
     }
@@ -194,7 +197,7 @@ fn check_plan(file: &CapNemesisFile, findings: &mut Vec<String>) {
 /// `a`'s restart at `kill_restart` and only after `a` was killed; the cell's overlap and
 /// repeat are the draw's and the index.
 fn check_kills(i: usize, t: &CapTrial, findings: &mut Vec<String>) {
-    let at = format!("trials[{i}] ({})", t.id);
+    let at = trial_label(i, t);
     let want_crash = t.draw.kill_a.as_deref().unwrap_or(NO_KILL);
     if t.cell.crash_point != want_crash
         || t.cell.overlap != t.draw.overlap
@@ -235,13 +238,22 @@ fn check_kills(i: usize, t: &CapTrial, findings: &mut Vec<String>) {
     }
 }
 
+/// How findings name trial `i`: its index and its id, cut.
+fn trial_label(i: usize, t: &CapTrial) -> String {
+    format!(
+        "trials[{i}] ({})",
+        crate::display::shorten(&t.id, crate::shared_cap::check::ID_CHARS)
+    )
+}
+
 /// Checks a shared_cap nemesis file against `key`.
 pub fn check(file: &CapNemesisFile, key: &KeyCheck) -> CapNemesisReport {
     let mut findings = Vec::new();
     if file.format != FORMAT || file.scenario != SCENARIO {
         findings.push(format!(
             "format {:?}, scenario {:?}: expected {FORMAT:?} and {SCENARIO:?}",
-            file.format, file.scenario
+            crate::display::shorten(&file.format, crate::shared_cap::check::ID_CHARS),
+            crate::display::shorten(&file.scenario, crate::shared_cap::check::ID_CHARS)
         ));
     }
     if let Some(why) = crate::shared_cap::check::hosts_problem(&file.environment) {
@@ -274,19 +286,19 @@ pub fn check(file: &CapNemesisFile, key: &KeyCheck) -> CapNemesisReport {
     }
     check_plan(file, &mut findings);
     let mut judged = 0;
+    let mut listing = crate::shared_cap::check::Listing::default();
+    listing.keep_listed(&mut findings);
     for (i, t) in file.trials.iter().enumerate() {
+        listing.keep_listed(&mut findings);
         check_kills(i, t, &mut findings);
+        let at = trial_label(i, t);
+        crate::shared_cap::bind::check_tickets(&at, &t.cell, resolved.as_ref(), &mut findings);
         if t.cell.harness_error.is_some() {
             continue;
         }
         judged += 1;
         if let Some(k) = &resolved {
-            check_judgement(
-                &format!("trials[{i}] ({})", t.id),
-                &t.cell,
-                k,
-                &mut findings,
-            );
+            check_judgement(&at, &t.cell, k, &mut findings);
         }
     }
     let summary = match plan_known(&file.plan) {
@@ -298,6 +310,7 @@ pub fn check(file: &CapNemesisFile, key: &KeyCheck) -> CapNemesisReport {
             "summary: differs from the summary the trials give (re-derived by verify)".into(),
         );
     }
+    listing.finish(&mut findings);
     CapNemesisReport {
         ok: findings.is_empty(),
         key: key_name.into(),
