@@ -5,26 +5,24 @@ use super::file::{signing_message, FileSignature};
 use crate::entry::decode_lower_hex;
 use crate::finding::Finding;
 use crate::receipt::KeyCheck;
-use crate::trusted::signatures::key_is_acceptable;
-use ed25519_dalek::{Signature, VerifyingKey};
+use crate::trusted::signatures::{check_file_signature, published_key, FileSignatureError};
+use ed25519_dalek::VerifyingKey;
 
-/// A key named in a file, by the rule every whole-file signature follows: 64 lowercase hex
-/// characters of a point on the curve that [`key_is_acceptable`] accepts (not of small order,
-/// no torsion component).
+/// A key named in a file, by the rule every whole-file signature follows
+/// ([`published_key`]: 64 lowercase hex characters of a key that
+/// [`crate::trusted::signatures::key_is_acceptable`] allows).
 pub fn accepted_key(hex: &str) -> Result<VerifyingKey, Code> {
-    let bytes = decode_lower_hex::<32>(hex).ok_or(Code::Malformed)?;
-    let key = VerifyingKey::from_bytes(&bytes).map_err(|_| Code::KeyRefused)?;
-    if key_is_acceptable(&key) {
-        Ok(key)
-    } else {
-        Err(Code::KeyRefused)
+    match published_key(hex) {
+        Some(key) => Ok(key),
+        None if decode_lower_hex::<32>(hex).is_none() => Err(Code::Malformed),
+        None => Err(Code::KeyRefused),
     }
 }
 
 /// Checks `signature` over a file whose hash, as it stands, is `hash`: the signer by
 /// [`accepted_key`] (and, under a pin, equal to the pinned key), the stated hash equal to
-/// `hash`, the signature 128 lowercase hex characters that verify with `verify_strict`. Returns
-/// the key every receipt of the file must then be signed by.
+/// `hash`, the signature by the trusted core's one rule for whole files
+/// ([`check_file_signature`]). Returns the key every receipt of the file must then be signed by.
 pub fn check(
     signature: &FileSignature,
     hash: &str,
@@ -42,7 +40,7 @@ pub fn check(
             code,
             "signer",
             "the signer is not 64 lowercase hex characters of an acceptable ed25519 key (not of \
-             small order, no torsion component)"
+             small order, no torsion component, canonically encoded)"
                 .into(),
         )
     })?;
@@ -66,23 +64,13 @@ pub fn check(
             "the file is not what its key signed: a member changed after the signature".into(),
         ));
     }
-    let sig = decode_lower_hex::<64>(&signature.sig)
-        .map(|b| Signature::from_bytes(&b))
-        .ok_or_else(|| {
-            fail(
-                Code::Malformed,
-                "sig",
-                "not 128 lowercase hex characters".into(),
-            )
-        })?;
-    named
-        .verify_strict(&signing_message(hash), &sig)
-        .map_err(|_| {
-            fail(
-                Code::BadSignature,
-                "sig",
-                "the signature does not verify under the signer's key".into(),
-            )
-        })?;
+    check_file_signature(&named, &signing_message(hash), &signature.sig).map_err(|e| {
+        let code = match e {
+            FileSignatureError::Key => Code::KeyRefused,
+            FileSignatureError::Malformed => Code::Malformed,
+            FileSignatureError::Invalid => Code::BadSignature,
+        };
+        fail(code, "sig", e.to_string())
+    })?;
     Ok(named)
 }
