@@ -141,7 +141,7 @@ pub fn facts(file: &CapNemesisFile, summary: &[NemesisSummary]) -> Facts {
     let not_landed = file
         .trials
         .iter()
-        .filter(|t| t.cell.harness_error.is_none() && !all_kills_landed(t))
+        .filter(|t| t.cell.judged() && !all_kills_landed(t))
         .count();
     f.insert(
         "not_landed".into(),
@@ -417,7 +417,7 @@ pub fn render(
     let broke: Vec<&CapTrial> = file
         .trials
         .iter()
-        .filter(|t| t.cell.harness_error.is_none() && !t.cell.invariant_held)
+        .filter(|t| t.cell.judged() && !t.cell.invariant_held)
         .collect();
     let violations = broke.iter().map(|t| violation_view(t)).collect();
     let json_name = json_name(name);

@@ -9,7 +9,6 @@
 use crate::format::seconds;
 use std::fmt::Write as _;
 use verify::results::ResultsFile;
-use verify::scenarios::billing_credit::HARNESS_ERROR;
 
 const WIDTH: u64 = 760;
 const LABEL_W: u64 = 250;
@@ -60,7 +59,7 @@ pub struct Panel {
 /// A cell's time on the chart: crash → settled, never shorter than its outage.
 fn extent(c: &verify::results::Cell) -> Option<u64> {
     match c.timings {
-        Some(t) if c.outcome != HARNESS_ERROR => Some(t.crash_to_settled_ms.max(t.outage_ms)),
+        Some(t) if c.judged() => Some(t.crash_to_settled_ms.max(t.outage_ms)),
         _ => None,
     }
 }
@@ -143,7 +142,7 @@ fn panel_svg(f: &ResultsFile, id: &str, keep: &dyn Fn(&verify::results::Cell) ->
                 esc(&name)
             );
             match c.timings {
-                Some(t) if c.outcome != HARNESS_ERROR => {
+                Some(t) if c.judged() => {
                     let total = scale(t.crash_to_settled_ms).max(1);
                     let outage = scale(t.outage_ms).min(total);
                     let title = format!(

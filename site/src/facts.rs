@@ -29,7 +29,6 @@ use crate::report_view::{
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use verify::results::{median_ms, ColumnSummary, ResultsFile};
-use verify::scenarios::billing_credit::HARNESS_ERROR;
 
 /// A fact's value. Comparisons are only defined between values of the same type.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -274,7 +273,7 @@ pub fn compute(
                 .cells
                 .iter()
                 .filter(|c| c.crash == row.crash && c.outage == row.outage && &c.column == col)
-                .filter(|c| c.outcome != HARNESS_ERROR)
+                .filter(|c| c.judged())
                 .collect();
             if cells.is_empty() {
                 continue;

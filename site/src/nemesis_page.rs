@@ -224,11 +224,7 @@ pub fn facts(file: &NemesisFile) -> Facts {
     );
     facts.insert(
         "harness_errors".into(),
-        int(file
-            .trials
-            .iter()
-            .filter(|t| t.outcome == verify::scenarios::billing_credit::HARNESS_ERROR)
-            .count()),
+        int(file.trials.iter().filter(|t| t.is_harness_error()).count()),
     );
     for column in &file.plan.columns {
         column_facts(file, column, &mut facts);
@@ -252,11 +248,7 @@ fn list_or_none(items: Vec<String>) -> Fact {
 /// The facts of one column: within / beyond its assumptions, and per nemesis.
 fn column_facts(file: &NemesisFile, column: &str, facts: &mut Facts) {
     // Judged trials only: one with nothing decided or a harness error is no pass of the column.
-    let of = |t: &&Trial| {
-        t.column == column
-            && t.outcome != verify::nemesis::rules::NOT_DECIDED
-            && t.outcome != verify::scenarios::billing_credit::HARNESS_ERROR
-    };
+    let of = |t: &&Trial| t.column == column && t.judged();
     let judged: Vec<&Trial> = file.trials.iter().filter(of).collect();
     let (within, beyond): (Vec<&Trial>, Vec<&Trial>) =
         judged.iter().partition(|t| t.assumption.is_none());
@@ -403,9 +395,7 @@ fn column_facts(file: &NemesisFile, column: &str, facts: &mut Facts) {
 
 /// What a trial is when it is not a plain pass (judged trials only).
 pub fn listed_kind(t: &Trial) -> Option<&'static str> {
-    let judged = t.outcome != verify::nemesis::rules::NOT_DECIDED
-        && t.outcome != verify::scenarios::billing_credit::HARNESS_ERROR;
-    if !judged {
+    if !t.judged() {
         return None;
     }
     if t.violation {

@@ -206,7 +206,7 @@ pub fn report(
                 .cells
                 .iter()
                 .flatten()
-                .filter(|c| c.harness_error.is_none())
+                .filter(|c| c.judged)
                 .map(|c| c.want_count)
                 .collect();
             RowLine {

@@ -9,7 +9,7 @@ use crate::verification::{ReceiptCheck, Verified};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use verify::results::{Candidates, Cell, ResultsFile};
-use verify::scenarios::billing_credit::{status_says_sent, HARNESS_ERROR};
+use verify::scenarios::billing_credit::status_says_sent;
 
 /// The three premise candidates, in the order the reference page shows them.
 pub const CANDIDATES: [&str; 3] = [
@@ -157,6 +157,8 @@ pub struct CellView {
     pub outcome: String,
     /// Why the harness could not run the cell as designed.
     pub harness_error: Option<String>,
+    /// The cell ran to a judgement (verify's [`Cell::judged`]).
+    pub judged: bool,
     /// Interlock `via`.
     pub via: Option<String>,
     /// Case credits in Stripe.
@@ -349,21 +351,17 @@ pub struct EntryView {
 pub fn build(verified: &Verified, json_name: &str) -> Result<Report, String> {
     let f = &verified.file;
     let env = env_view(f)?;
-    let judged = f
-        .cells
-        .iter()
-        .filter(|c| c.outcome != HARNESS_ERROR)
-        .count();
+    let judged = f.cells.iter().filter(|c| c.judged()).count();
     let harness_errors = f.cells.len() - judged;
     let sigkilled = f
         .cells
         .iter()
-        .filter(|c| c.outcome != HARNESS_ERROR && c.worker_exit_signal == Some(9))
+        .filter(|c| c.judged() && c.worker_exit_signal == Some(9))
         .count();
     if let Some(c) = f
         .cells
         .iter()
-        .find(|c| c.outcome != HARNESS_ERROR && c.worker_exit_signal != Some(9))
+        .find(|c| c.judged() && c.worker_exit_signal != Some(9))
     {
         return Err(format!(
             "cell {} is judged but its worker did not end by SIGKILL (signal {:?}, exit code {:?}); the page would claim a crash that did not happen",
@@ -698,10 +696,11 @@ fn cell_view(c: &Cell, repeats: u32, receipt_href: Option<String>) -> CellView {
         label: label(c, repeats),
         column: c.column.clone(),
         outcome: c.outcome.clone(),
-        harness_error: c
-            .harness_error
-            .clone()
-            .or_else(|| (c.outcome == HARNESS_ERROR).then(|| "no detail recorded".to_owned())),
+        judged: c.judged(),
+        harness_error: c.harness_error.clone().or_else(|| {
+            c.is_harness_error()
+                .then(|| "no detail recorded".to_owned())
+        }),
         via: c.via.clone(),
         credits: c.ground_truth.case_credit_count,
         credits_dollars: dollars(c.ground_truth.case_credit_cents),
@@ -724,17 +723,13 @@ pub fn differing_rows(f: &ResultsFile, a: &str, b: &str, repeats: u32) -> Option
         return None;
     }
     let mut out = Vec::new();
-    for ca in f
-        .cells
-        .iter()
-        .filter(|c| c.column == a && c.outcome != HARNESS_ERROR)
-    {
+    for ca in f.cells.iter().filter(|c| c.column == a && c.judged()) {
         let partner = f.cells.iter().find(|c| {
             c.column == b
                 && c.crash == ca.crash
                 && c.outage == ca.outage
                 && c.repeat == ca.repeat
-                && c.outcome != HARNESS_ERROR
+                && c.judged()
         });
         if let Some(cb) = partner {
             if ca.invariant_held != cb.invariant_held {
@@ -761,7 +756,7 @@ pub fn candidate_rows(f: &ResultsFile) -> Vec<CandidateRow> {
         let cells: Vec<(&Cell, Candidates, Option<Candidates>, Candidates)> = f
             .cells
             .iter()
-            .filter(|c| c.crash == r.crash && c.outage == r.outage && c.outcome != HARNESS_ERROR)
+            .filter(|c| c.crash == r.crash && c.outage == r.outage && c.judged())
             .filter_map(|c| {
                 let o = &c.observations;
                 Some((c, o.decision?, o.crash, o.restart?))
@@ -910,7 +905,7 @@ pub fn judged_by_column(f: &ResultsFile) -> BTreeMap<&str, Vec<&Cell>> {
     for col in &f.columns {
         m.insert(col.as_str(), Vec::new());
     }
-    for c in f.cells.iter().filter(|c| c.outcome != HARNESS_ERROR) {
+    for c in f.cells.iter().filter(|c| c.judged()) {
         m.entry(c.column.as_str()).or_default().push(c);
     }
     m
@@ -1003,7 +998,7 @@ mod tests {
     fn a_harness_error_is_shown_not_judged() {
         let mut f = synthetic();
         let c = &mut f.cells[0];
-        c.outcome = HARNESS_ERROR.into();
+        c.outcome = verify::scenarios::billing_credit::HARNESS_ERROR.into();
         c.harness_error = Some("worker exited with code 1: boom".into());
         c.worker_exit_signal = None;
         c.worker_exit_code = Some(1);

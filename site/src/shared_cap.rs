@@ -244,9 +244,11 @@ fn facts(summary: &[SummaryRow], file: &CapResults) -> Facts {
 /// The rows (crash point, overlap) in which `column` went over the cap, in file order, or `none`.
 fn over_rows(file: &CapResults, column: &str) -> Fact {
     let mut rows: Vec<String> = Vec::new();
-    for c in file.cells.iter().filter(|c| {
-        c.column == column && c.harness_error.is_none() && c.truth.refunded_cents() > CAP_CENTS
-    }) {
+    for c in file
+        .cells
+        .iter()
+        .filter(|c| c.column == column && c.judged() && c.truth.refunded_cents() > CAP_CENTS)
+    {
         let row = format!("{}, {}", c.crash_point, c.overlap);
         if !rows.contains(&row) {
             rows.push(row);

@@ -212,6 +212,19 @@ pub struct Cell {
     pub restart: Option<FreeForm>,
 }
 
+impl Cell {
+    /// The cell ran to a judgement: it is not a harness error. The one definition of "judged"
+    /// for a billing_credit cell.
+    pub fn judged(&self) -> bool {
+        !self.is_harness_error()
+    }
+
+    /// The cell is a harness error (its outcome is `HARNESS_ERROR`).
+    pub fn is_harness_error(&self) -> bool {
+        self.outcome == crate::scenarios::billing_credit::HARNESS_ERROR
+    }
+}
+
 /// A free-form JSON value (a worker's output line, a log line), kept as its text: it costs its
 /// size in memory, where a tree of JSON values can cost twenty times that. At most
 /// [`FREE_FORM_MAX_BYTES`] of text; read a part of it with [`FreeForm::read`].

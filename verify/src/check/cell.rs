@@ -14,7 +14,7 @@ use super::*;
 pub(super) fn check_cell(i: usize, cell: &Cell, receipt: Option<ReceiptReport>) -> CellReport {
     let base = format!("cells[{i}]");
     let mut f: Vec<Finding> = Vec::new();
-    let harness_error = cell.outcome == billing_credit::HARNESS_ERROR;
+    let harness_error = cell.is_harness_error();
 
     check_ground_truth(&base, cell, &mut f);
 

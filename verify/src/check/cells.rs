@@ -29,7 +29,8 @@ pub(super) struct CellFacts {
     pub(super) decider: Option<crate::results::DeciderInfo>,
     /// The decision, for the per-row replay check ([`crate::replayed`]).
     pub(super) decision: Option<crate::results::Decision>,
-    pub(super) outcome: String,
+    /// The cell ran to a judgement ([`Cell::judged`]).
+    pub(super) ran_to_judgement: bool,
     pub(super) timings: Option<crate::results::Timings>,
     /// Whether the cell's receipt is signed; `None` without one.
     pub(super) receipt: Option<bool>,
@@ -64,7 +65,7 @@ impl CellFacts {
             incident: cell.case.incident.clone(),
             decider: cell.decision.as_ref().map(|d| d.decider.clone()),
             decision: cell.decision.clone(),
-            outcome: cell.outcome.clone(),
+            ran_to_judgement: cell.judged(),
             timings: cell.timings,
             receipt: report.receipt.as_ref().map(|r| r.signed == Some(true)),
             ok: report.ok,

@@ -32,7 +32,7 @@ pub(super) fn check_summary(
     // Derived from the verifier's own judgements, by the one summary rule (linear time).
     let tallies = facts.iter().map(|c| billing_credit::Tally {
         column: &c.column,
-        outcome: &c.outcome,
+        judged: c.ran_to_judgement,
         timings: c.timings,
         held: c.judged.0,
         answer_matches: c.judged.1,

@@ -82,7 +82,7 @@ pub(super) fn check_trial_record(
         ));
     }
     // A harness error or a failed restart gave no status of the column's to agree with.
-    if t.outcome == HARNESS_ERROR || t.outcome == RESTART_FAILED {
+    if t.is_harness_error() || t.outcome == RESTART_FAILED {
         return;
     }
     let final_code = bundle
@@ -113,7 +113,7 @@ pub(super) fn check_trial_record(
 /// `harness_error` is set exactly on `HARNESS_ERROR` trials, and says why.
 fn check_harness_error(base: &str, t: &Trial, f: &mut Vec<Finding>) {
     let path = format!("{base}.harness_error");
-    match (t.outcome == HARNESS_ERROR, t.harness_error.as_deref()) {
+    match (t.is_harness_error(), t.harness_error.as_deref()) {
         (true, reason) if reason.is_none_or(|r| r.trim().is_empty()) => f.push(Finding::new(
             path,
             fcode::CRASH_NOT_PROVEN,

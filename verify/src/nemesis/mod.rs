@@ -198,6 +198,20 @@ pub struct Trial {
     pub restart_error: Option<String>,
 }
 
+impl Trial {
+    /// The trial measured its column: something was decided and it is not a harness error. The
+    /// one definition of "judged" for a billing_credit nemesis trial; only judged trials are in
+    /// a rate.
+    pub fn judged(&self) -> bool {
+        self.outcome != rules::NOT_DECIDED && !self.is_harness_error()
+    }
+
+    /// The trial is a harness error.
+    pub fn is_harness_error(&self) -> bool {
+        self.outcome == crate::scenarios::billing_credit::HARNESS_ERROR
+    }
+}
+
 /// A fault set by the runner.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

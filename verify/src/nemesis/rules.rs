@@ -4,9 +4,7 @@
 
 use super::{Event, NemesisPlan, NemesisSummary, Trial};
 use crate::results::{Approval, GroundTruth, Want};
-use crate::scenarios::billing_credit::{
-    answer_matches, invariant_held, want_for_decision, HARNESS_ERROR,
-};
+use crate::scenarios::billing_credit::{answer_matches, invariant_held, want_for_decision};
 
 /// Largest trial seed: 2^53 - 1, so every seed is an integer any JSON reader holds exactly.
 pub const MAX_TRIAL_SEED: u64 = (1 << 53) - 1;
@@ -215,7 +213,7 @@ pub fn summarize(plan: &NemesisPlan, trials: &[Trial]) -> Vec<NemesisSummary> {
             let count = |f: &dyn Fn(&Trial) -> bool| these.iter().filter(|t| f(t)).count() as u32;
             // A trial with nothing decided had nothing to recover, and a harness error measured
             // nothing: neither is a pass of the column, so neither is in a rate.
-            let judged = |t: &Trial| t.outcome != NOT_DECIDED && t.outcome != HARNESS_ERROR;
+            let judged = |t: &Trial| t.judged();
             let n = count(&|t| judged(t));
             let violations = count(&|t| judged(t) && t.violation);
             let within = count(&|t| judged(t) && t.assumption.is_none());
@@ -253,7 +251,7 @@ pub fn summarize(plan: &NemesisPlan, trials: &[Trial]) -> Vec<NemesisSummary> {
                 wrong_answers: count(&|t| judged(t) && !t.answer_matches && !t.unresolved),
                 unresolved: count(&|t| judged(t) && t.unresolved),
                 ambiguous: count(&|t| t.ambiguous),
-                harness_errors: count(&|t| t.outcome == HARNESS_ERROR),
+                harness_errors: count(&|t| t.is_harness_error()),
                 settle_p50_ms: percentile(&settle, 50),
                 settle_p95_ms: percentile(&settle, 95),
                 settle_max_ms: settle.last().copied(),

@@ -2,7 +2,6 @@
 //! runner writes it with [`summarize`]; `verify` re-derives it from its own judgements with
 //! [`summarize_tallies`]; the site renders the summary `verify` derived.
 
-use super::answer::HARNESS_ERROR;
 use crate::results::{median_ms, Cell, ColumnSummary, Timings};
 use std::collections::BTreeMap;
 
@@ -28,7 +27,7 @@ pub fn summarize_with(
             let (held, answer_matches, proof) = judged(i, cell);
             Tally {
                 column: &cell.column,
-                outcome: &cell.outcome,
+                judged: cell.judged(),
                 timings: cell.timings,
                 held,
                 answer_matches,
@@ -43,8 +42,9 @@ pub fn summarize_with(
 pub struct Tally<'a> {
     /// The cell's column.
     pub column: &'a str,
-    /// The cell's outcome (`HARNESS_ERROR` cells are counted apart).
-    pub outcome: &'a str,
+    /// The cell ran to a judgement ([`crate::results::Cell::judged`]); the others are
+    /// counted apart, as harness errors.
+    pub judged: bool,
     /// The cell's timings, if any.
     pub timings: Option<Timings>,
     /// The cell's (judged) `invariant_held`.
@@ -91,7 +91,7 @@ pub fn summarize_tallies<'a>(
         let Some(a) = acc.get_mut(cell.column) else {
             continue;
         };
-        if cell.outcome == HARNESS_ERROR {
+        if !cell.judged {
             bump(&mut a.summary.harness_errors, true);
             continue;
         }

@@ -46,7 +46,7 @@ pub(crate) fn check_tickets(
     key: Option<&VerifyingKey>,
     findings: &mut Vec<String>,
 ) {
-    let judged = c.harness_error.is_none();
+    let judged = c.judged();
     if c.harness_error
         .as_deref()
         .is_some_and(|r| r.trim().is_empty())

@@ -102,6 +102,12 @@ pub struct CapCell {
 }
 
 impl CapCell {
+    /// The cell (or trial) ran to a judgement: it is not a harness error. The one definition of
+    /// "judged" for shared_cap.
+    pub fn judged(&self) -> bool {
+        self.harness_error.is_none()
+    }
+
     /// Worker `a` was SIGKILLed at the row's crash point.
     pub fn a_killed(&self) -> bool {
         self.tickets

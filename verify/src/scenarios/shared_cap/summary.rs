@@ -48,7 +48,7 @@ pub fn summarize(cells: &[CapCell], columns: &[&str]) -> Vec<ColumnSummary> {
             };
             for c in mine {
                 s.cells += 1;
-                if c.harness_error.is_some() {
+                if !c.judged() {
                     s.harness_errors += 1;
                     continue;
                 }

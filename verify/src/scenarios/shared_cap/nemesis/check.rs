@@ -293,7 +293,7 @@ pub fn check(file: &CapNemesisFile, key: &KeyCheck) -> CapNemesisReport {
         check_kills(i, t, &mut findings);
         let at = trial_label(i, t);
         crate::shared_cap::bind::check_tickets(&at, &t.cell, resolved.as_ref(), &mut findings);
-        if t.cell.harness_error.is_some() {
+        if !t.cell.judged() {
             continue;
         }
         judged += 1;

@@ -67,7 +67,7 @@ pub fn summarize(
                 .filter(|t| t.nemesis == *nemesis && t.cell.column == *column)
             {
                 s.trials += 1;
-                if t.cell.harness_error.is_some() {
+                if !t.cell.judged() {
                     s.harness_errors += 1;
                     continue;
                 }
