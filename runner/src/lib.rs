@@ -23,6 +23,7 @@ mod run;
 mod saved_decision;
 pub mod scenario;
 mod worker;
+mod worker_error;
 
 pub use job::{Job, Outcome, Refused};
 pub use run::{interrupted_exit_code, Interrupted};
