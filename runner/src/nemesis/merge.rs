@@ -22,11 +22,10 @@ pub fn merge_shards(args: &MergeArgs) -> Result<bool> {
             out_dir.display()
         )
     })?;
-    let signing =
-        match crate::keys::stable_key(args.signing_key.as_deref()).map_err(|e| anyhow!(e))? {
-            Some(k) => k,
-            None => crate::keys::fresh_key().context("cannot create the merge's signing key")?,
-        };
+    let signing = match crate::keys::stable_key(args.signing_key.as_deref())? {
+        Some(k) => k,
+        None => crate::keys::fresh_key().context("cannot create the merge's signing key")?,
+    };
     let mut inputs = Vec::with_capacity(args.shards.len());
     let mut shard_keys: Vec<VerifyingKey> = Vec::new();
     for path in &args.shards {

@@ -5,6 +5,7 @@
 use super::faults::{describe, draw_for, Draw, WorldFault, DISK_KIB, STOP_AT};
 use super::storage::{self, SmallDisk};
 use super::timeline::Timeline;
+use super::trial_error::TrialError;
 use super::workers::{continue_at, DecideEnd, RestartEnd, Workers};
 use super::Nemesis;
 use crate::backend::Backend;
@@ -76,7 +77,7 @@ struct Opened {
 }
 
 /// Runs a trial. Errors only when the case cannot even be opened (the backend is unusable).
-pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, String> {
+pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, TrialError> {
     let id = trial_id(spec.nemesis.as_str(), spec.column.as_str(), spec.seed);
     let mut plan = draw_for(spec.nemesis, spec.column, spec.seed);
     if let Some(at) = spec.at {
@@ -119,14 +120,13 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     // The world change, if one is drawn, is made while the worker is paused mid-check.
     let mut world_at: Option<Instant> = None;
     let mut world_record = None;
-    let mut world = || -> Result<(), String> {
+    let mut world = || -> Result<(), TrialError> {
         let from = Instant::now();
         world_at = Some(from);
         let made = change_world(&plan, spec.seed, &o, (&timeline, from), emulator);
         let ok = made.is_ok();
         world_record = Some(made);
-        ok.then_some(())
-            .ok_or_else(|| "the world fault failed".to_owned())
+        ok.then_some(()).ok_or(TrialError::WorldFaultFailed)
     };
     let mut stopped = None;
     let decide = match plan.stop_ms {
@@ -135,7 +135,7 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
                 stopped = Some(s);
                 Ok(DecideEnd::pending())
             }
-            Err(why) => Ok(DecideEnd::problem(why)),
+            Err(why) => Ok(DecideEnd::problem(why.to_string())),
         },
         None => w.run_decide(&plan, faults.as_ref().zip(rule), &mut world),
     };
@@ -149,7 +149,7 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
             first_fault = world_at;
         }
         Some(Err(why)) => {
-            let why = format!("the world fault failed: {why}");
+            let why = TrialError::WorldFault(Box::new(why)).to_string();
             return Ok(harness(trial, &o, (&timeline, ctx), why));
         }
         None => {}
@@ -169,10 +169,10 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     // hurt as drawn, and the world moves on.
     let restart_env = match after_the_kill(&plan, &o, faults.as_ref(), &mut trial, &timeline) {
         Ok(env) => env,
-        Err(why) => return Ok(harness(trial, &o, (&timeline, ctx), why)),
+        Err(why) => return Ok(harness(trial, &o, (&timeline, ctx), why.to_string())),
     };
     if let Err(why) = outage(&plan, spec.seed, &o, &mut trial, (&timeline, emulator)) {
-        return Ok(harness(trial, &o, (&timeline, ctx), why));
+        return Ok(harness(trial, &o, (&timeline, ctx), why.to_string()));
     }
     // A killed trial's POST may have been on its way when the kill landed and counted by the
     // service only since: its replay position follows the service's final count (nothing else
@@ -195,7 +195,7 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     }
     if let Some(disk) = &o.disk {
         if let Err(why) = disk.free() {
-            return Ok(harness(trial, &o, (&timeline, ctx), why));
+            return Ok(harness(trial, &o, (&timeline, ctx), why.to_string()));
         }
         timeline.runner_fault("disk", "space freed before the final restart");
     }
@@ -260,13 +260,15 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
             trial.restart_error = last_line(&o.logs.join("restart.stderr"));
             None
         }
-        Err(RestartEnd::Harness(why)) => return Ok(harness(trial, &o, (&timeline, ctx), why)),
+        Err(RestartEnd::Harness(why)) => {
+            return Ok(harness(trial, &o, (&timeline, ctx), why.to_string()))
+        }
     };
     wait_for_held_request(&plan, decide.held_from.unwrap_or(decide_ended));
     let truth = match bc::ground_truth(&o.client, &o.case) {
         Ok(t) => t,
         Err(e) => {
-            let why = format!("ground truth: {e}");
+            let why = TrialError::GroundTruth(e).to_string();
             return Ok(harness(trial, &o, (&timeline, ctx), why));
         }
     };
@@ -313,7 +315,7 @@ fn after_the_kill(
     faults: Option<&FaultHandle>,
     trial: &mut Trial,
     timeline: &Timeline,
-) -> Result<Vec<(&'static str, String)>, String> {
+) -> Result<Vec<(&'static str, String)>, TrialError> {
     if let Some(permille) = plan.tear_permille {
         let record = match trial.column.as_str() {
             "interlock" => Some(bc::JOURNAL_FILE),
@@ -328,7 +330,7 @@ fn after_the_kill(
             // A line cut mid-write was never durable, so the gate never marked it (the mark
             // follows the entry's fsync): take its mark back as that crash leaves it.
             interlock::marks::unmark_torn_entry(&o.dir.join(name), hash)
-                .map_err(|e| format!("cannot take back the torn entry's mark: {e}"))?;
+                .map_err(TrialError::Unmark)?;
         }
         let detail = match torn {
             Some((name, (line, kept, _))) => {
@@ -347,9 +349,8 @@ fn after_the_kill(
     let Some(seconds) = plan.dedup_passed_s else {
         return Ok(Vec::new());
     };
-    let handle = faults.ok_or("dedup_expired needs the embedded emulator")?;
-    let library = storage::faketime_library()
-        .ok_or("dedup_expired needs libfaketime (Debian's package `faketime`)")?;
+    let handle = faults.ok_or(TrialError::NeedsEmulator("dedup_expired needs"))?;
+    let library = storage::faketime_library().ok_or(TrialError::NoFaketime)?;
     handle.pass_idempotency_time(&o.api_key);
     timeline.runner_fault("dedup", "the service forgot the account's idempotency keys");
     trial.faults.push(Fault {
@@ -374,21 +375,27 @@ fn last_line(path: &Path) -> Option<String> {
 
 /// The trial's directory (naming the journal store, if any) and its case, opened at the service.
 /// For disk_full the case's directory is a small tmpfs inside it, filled once the case is saved.
-fn open(ctx: &TrialContext<'_>, spec: TrialSpec, id: &str, plan: &Draw) -> Result<Opened, String> {
+fn open(
+    ctx: &TrialContext<'_>,
+    spec: TrialSpec,
+    id: &str,
+    plan: &Draw,
+) -> Result<Opened, TrialError> {
+    let opening = || TrialError::opening(id);
     let logs = ctx.run_dir.join(format!("trial{:05}", spec.slot));
-    fs::create_dir_all(&logs).map_err(|e| format!("trial {id}: {e}"))?;
+    fs::create_dir_all(&logs).map_err(|e| opening()(e.into()))?;
     let (dir, disk) = match plan.disk_free_pages {
         Some(_) => {
             let dir = logs.join("disk");
-            fs::create_dir_all(&dir).map_err(|e| format!("trial {id}: {e}"))?;
-            let disk = SmallDisk::mount(&dir, DISK_KIB).map_err(|e| format!("trial {id}: {e}"))?;
+            fs::create_dir_all(&dir).map_err(|e| opening()(e.into()))?;
+            let disk = SmallDisk::mount(&dir, DISK_KIB).map_err(|e| opening()(e.into()))?;
             (dir, Some(disk))
         }
         None => (logs.clone(), None),
     };
     if let Some(url) = ctx.journal {
         fs::write(dir.join(bc::JOURNAL_LOCATION_FILE), url)
-            .map_err(|e| format!("trial {id}: name the journal store: {e}"))?;
+            .map_err(|e| opening()(TrialError::NameJournal(e)))?;
     }
     let api_key = ctx.backend.api_key(spec.slot);
     let client = ctx.backend.client(&api_key)?;
@@ -401,11 +408,10 @@ fn open(ctx: &TrialContext<'_>, spec: TrialSpec, id: &str, plan: &Draw) -> Resul
         ctx.clock_start,
         &mut rng,
     )
-    .map_err(|e| format!("trial {id}: open the case: {e}"))?;
-    case.save(&dir).map_err(|e| format!("trial {id}: {e}"))?;
+    .map_err(|e| opening()(TrialError::OpenCase(e)))?;
+    case.save(&dir).map_err(|e| opening()(e.into()))?;
     if let (Some(disk), Some(pages)) = (&disk, plan.disk_free_pages) {
-        disk.fill_until(pages)
-            .map_err(|e| format!("trial {id}: {e}"))?;
+        disk.fill_until(pages).map_err(|e| opening()(e.into()))?;
     }
     Ok(Opened {
         dir,
@@ -424,13 +430,13 @@ fn service_rule(
     plan: &Draw,
     faults: Option<&FaultHandle>,
     api_key: &str,
-) -> Result<Option<FaultId>, String> {
+) -> Result<Option<FaultId>, TrialError> {
     let action = match &plan.service {
         Some(a) => a.clone(),
         None if plan.decide_kill_ms.is_some() => FaultAction::Delay { ms: 0 },
         None => return Ok(None),
     };
-    let handle = faults.ok_or("service nemeses need the embedded emulator")?;
+    let handle = faults.ok_or(TrialError::NeedsEmulator("service nemeses need"))?;
     let times = if plan.service.is_some() {
         plan.service_times
     } else {
@@ -453,7 +459,7 @@ fn advance_rule(
     faults: Option<&FaultHandle>,
     api_key: &str,
     trial: &mut Trial,
-) -> Result<Option<FaultId>, String> {
+) -> Result<Option<FaultId>, TrialError> {
     let hold = match plan.service {
         Some(FaultAction::Delay { ms }) if ms > 0 && nemesis != Nemesis::LateBeyondBound => {
             Some(ms + 500)
@@ -463,7 +469,9 @@ fn advance_rule(
     let Some(ms) = hold.max(ctx.outage_ms) else {
         return Ok(None);
     };
-    let handle = faults.ok_or("--outage-ms and held requests need the embedded emulator")?;
+    let handle = faults.ok_or(TrialError::NeedsEmulator(
+        "--outage-ms and held requests need",
+    ))?;
     let why = match hold {
         Some(h) if Some(h) == Some(ms) => {
             "longer than the held request, as a Stripe advance of seconds would be"
@@ -489,7 +497,7 @@ fn change_world(
     o: &Opened,
     (timeline, from): (&Timeline, Instant),
     emulator: Option<&stripe::emulator::RunningEmulator>,
-) -> Result<(Fault, Option<bc::CaseFile>), String> {
+) -> Result<(Fault, Option<bc::CaseFile>), TrialError> {
     let paused = match (plan.pause_at, plan.world_at_us) {
         (Some(step), _) => format!("while the worker was paused at {step}"),
         (None, Some(us)) => format!(
@@ -509,8 +517,7 @@ fn change_world(
         Some(WorldFault::CreditNote) => {
             let mut outage_rng = StdRng::seed_from_u64(seed ^ OUTAGE_SEED);
             let outage = bc::Outage::BillingCredit;
-            let (_, changes) = bc::run_outage_timed(&o.client, &o.case, outage, &mut outage_rng)
-                .map_err(|e| e.to_string())?;
+            let (_, changes) = bc::run_outage_timed(&o.client, &o.case, outage, &mut outage_rng)?;
             timeline.outage(outage.as_str(), from);
             for c in changes {
                 timeline.changed(c.fact, c.from, c.until);
@@ -519,7 +526,7 @@ fn change_world(
                 format!("billing's renewal and credit note for the case's incident ran {paused}");
             Ok((world_fault("credit_note", what), None))
         }
-        None => Err("a pause was drawn without a world fault".into()),
+        None => Err(TrialError::NoWorldFault),
     }
 }
 
@@ -531,24 +538,22 @@ fn outage(
     o: &Opened,
     trial: &mut Trial,
     (timeline, emulator): (&Timeline, Option<&stripe::emulator::RunningEmulator>),
-) -> Result<(), String> {
+) -> Result<(), TrialError> {
     if plan.world == Some(WorldFault::CreditNote) {
         return Ok(());
     }
     let mut outage_rng = StdRng::seed_from_u64(seed ^ OUTAGE_SEED);
     let from = Instant::now();
     let (record, changes) = bc::run_outage_timed(&o.client, &o.case, plan.outage, &mut outage_rng)
-        .map_err(|e| format!("the outage failed: {e}"))?;
+        .map_err(TrialError::Outage)?;
     timeline.outage(plan.outage.as_str(), from);
     for c in changes {
         timeline.changed(c.fact, c.from, c.until);
     }
     if plan.revoke_in_outage {
-        let at = record
-            .clock_time
-            .ok_or("the revocation failed: the outage recorded no clock time")?;
+        let at = record.clock_time.ok_or(TrialError::NoClockTime)?;
         let (revoked, at) =
-            revoke(o, emulator, at, timeline).map_err(|e| format!("the revocation failed: {e}"))?;
+            revoke(o, emulator, at, timeline).map_err(|e| TrialError::Revocation(Box::new(e)))?;
         trial.case = revoked.to_results_case();
         trial.faults.push(world_fault(
             "revocation",
@@ -583,18 +588,20 @@ fn revoke(
     emulator: Option<&stripe::emulator::RunningEmulator>,
     at: i64,
     timeline: &Timeline,
-) -> Result<(bc::CaseFile, i64), String> {
-    let mut case = bc::CaseFile::load(&o.dir).map_err(|e| e.to_string())?;
+) -> Result<(bc::CaseFile, i64), TrialError> {
+    let mut case = bc::CaseFile::load(&o.dir)?;
     let mut write = |at: i64| {
         case.approval.revoked = Some(verify::results::Revocation {
             by: bc::APPROVER.to_owned(),
             clock_time: Some(at),
         });
-        case.save_timed(&o.dir).map_err(|e| e.to_string())
+        case.save_timed(&o.dir)
     };
     let at = match emulator {
         Some(emu) => {
-            let (written, at) = emu.step_clock_around(&o.api_key, &o.case.clock, &mut write)?;
+            let (written, at) = emu
+                .step_clock_around(&o.api_key, &o.case.clock, &mut write)
+                .map_err(TrialError::EmulatorClock)?;
             let (from, until) = written?;
             timeline.changed("approval", from, until);
             at
@@ -602,7 +609,7 @@ fn revoke(
         None => {
             let (from, until) = write(at)?;
             timeline.changed("approval", from, until);
-            bc::advance_one_second(&o.client, &o.case, at).map_err(|e| e.to_string())?;
+            bc::advance_one_second(&o.client, &o.case, at)?;
             at
         }
     };
@@ -621,8 +628,8 @@ fn world_fault(kind: &str, what: String) -> Fault {
 }
 
 /// The case's test-clock time now.
-fn clock_now(client: &stripe::Client, case: &bc::CaseFile) -> Result<i64, String> {
-    bc::clock_time(client, case).map_err(|e| e.to_string())
+fn clock_now(client: &stripe::Client, case: &bc::CaseFile) -> Result<i64, TrialError> {
+    Ok(bc::clock_time(client, case)?)
 }
 
 fn blank_trial(id: &str, spec: TrialSpec, plan: &Draw, case: &bc::CaseFile) -> Trial {

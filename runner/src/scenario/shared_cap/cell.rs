@@ -369,7 +369,10 @@ fn open_cell(
     std::fs::create_dir_all(&dir)
         .map_err(|e| CellAbort::Setup(format!("cannot create {}: {e}", dir.display())))?;
     let api_key = ctx.backend.api_key(index);
-    let client = ctx.backend.client(&api_key).map_err(CellAbort::Setup)?;
+    let client = ctx
+        .backend
+        .client(&api_key)
+        .map_err(|e| CellAbort::Setup(e.to_string()))?;
     let mut rng = StdRng::seed_from_u64(cell_seed(ctx.seed, index));
     let order = cap::open_order(&client, &mut rng).map_err(|e| CellAbort::Setup(e.to_string()))?;
     for ticket in ["a", "b"] {
