@@ -7,6 +7,7 @@
 
 mod backend;
 mod cell;
+mod cell_error;
 pub mod cli;
 mod clock;
 mod decider;
