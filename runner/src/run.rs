@@ -41,7 +41,7 @@ pub(crate) fn install_signal_handler(cancel: Arc<AtomicBool>) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot build the signal-handling runtime")?;
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<()>>();
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
@@ -50,14 +50,14 @@ pub(crate) fn install_signal_handler(cancel: Arc<AtomicBool>) -> Result<()> {
                 let mut int = match signal(SignalKind::interrupt()) {
                     Ok(s) => s,
                     Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
+                        let _ = ready_tx.send(Err(e));
                         return;
                     }
                 };
                 let mut term = match signal(SignalKind::terminate()) {
                     Ok(s) => s,
                     Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
+                        let _ = ready_tx.send(Err(e));
                         return;
                     }
                 };
