@@ -88,8 +88,57 @@ pub fn cell_seed(seed: u64, index: usize) -> u64 {
     seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
+/// Why a cell stopped before its end: a HARNESS_ERROR (the cell is still recorded, with why and
+/// the timings measured so far) or an abort of the run.
+enum Stop {
+    /// The cell could not run as designed.
+    Harness(String, Option<Timings>),
+    /// The run was interrupted, or the cell could not even be set up.
+    Abort(CellAbort),
+}
+
+impl From<CellAbort> for Stop {
+    fn from(a: CellAbort) -> Stop {
+        Stop::Abort(a)
+    }
+}
+
+impl Stop {
+    /// A HARNESS_ERROR before the restart ran (no timings yet).
+    fn harness(why: impl std::fmt::Display) -> Stop {
+        Stop::Harness(why.to_string(), None)
+    }
+}
+
+/// A cell's case, opened at the service.
+struct OpenCell {
+    dir: PathBuf,
+    api_key: String,
+    client: stripe::Client,
+    case: bc::CaseFile,
+}
+
 /// Runs one cell to a judged (or HARNESS_ERROR) results cell.
 pub fn run_cell(ctx: &CellContext<'_>, index: usize, spec: CellSpec) -> Result<Cell, CellAbort> {
+    let (o, outage_rng) = open_cell(ctx, index, spec)?;
+    let mut cell = blank_cell(spec, &o.case);
+    match cell_steps(ctx, index, spec, outage_rng, (&o, &mut cell)) {
+        Ok(()) => Ok(cell),
+        Err(Stop::Harness(why, timings)) => Ok(harness_error(
+            ctx, cell, &o.client, &o.case, &o.dir, why, timings,
+        )),
+        Err(Stop::Abort(a)) => Err(a),
+    }
+}
+
+/// The cell's directory (naming the journal store, if any) and its case, opened at the
+/// service, with the cell's random source after the case took what it needed (the outage
+/// draws on it). `Err`: the backend is unusable.
+fn open_cell(
+    ctx: &CellContext<'_>,
+    index: usize,
+    spec: CellSpec,
+) -> Result<(OpenCell, StdRng), CellAbort> {
     let dir = ctx.run_dir.join(format!(
         "cell{index:03}-{}-{}-{}-r{}",
         spec.crash, spec.outage, spec.column, spec.repeat
@@ -116,113 +165,130 @@ pub fn run_cell(ctx: &CellContext<'_>, index: usize, spec: CellSpec) -> Result<C
     let case = bc::open_case(&client, &prices, &label, ctx.clock_start, &mut rng)
         .map_err(|e| setup("open the case", &e))?;
     case.save(&dir).map_err(|e| setup("save case.json", &e))?;
+    let opened = OpenCell {
+        dir,
+        api_key,
+        client,
+        case,
+    };
+    Ok((opened, rng))
+}
 
-    let mut cell = blank_cell(spec, &case);
-    // Per-row decisions: the row's deciding cell publishes its decision (or why it has none)
-    // whatever happens to it; the others replay it.
-    let replay = match ctx
-        .rows
-        .map(|r| r.for_cell(index, ctx.cancel))
-        .transpose()?
-    {
-        Some(Some(Err(why))) => {
-            let why = format!("the row's decision could not be made: {why}");
-            return Ok(harness_error(ctx, cell, &client, &case, &dir, why, None));
-        }
-        Some(Some(Ok(found))) => Some(found),
-        _ => None,
-    };
-    let decide = run_decide(ctx, &dir, &api_key, spec, replay.as_ref());
-    if let Some(rows) = ctx.rows {
-        let problem = decide.as_ref().map(|d| d.problem.as_deref());
-        rows.publish_saved(index, &dir.join(bc::DECISION_FILE), &spec.label(), problem);
-    }
-    let decide = decide?;
-    cell.worker_exit_signal = decide.signal;
-    cell.worker_exit_code = decide.code;
-    cell.decision = match crate::saved_decision::saved_decision(&dir) {
-        Ok(decision) => decision,
-        Err(e) => {
-            return Ok(harness_error(
-                ctx,
-                cell,
-                &client,
-                &case,
-                &dir,
-                e.to_string(),
-                None,
-            ))
-        }
-    };
-    cell.observations.decision = read_observed(&dir);
-    let Some(killed_at) = decide.killed_at else {
-        let why = decide
-            .problem
-            .unwrap_or_else(|| "the decide worker was not killed".into());
-        return Ok(harness_error(ctx, cell, &client, &case, &dir, why, None));
-    };
+/// The cell from its decide worker to its judgement.
+fn cell_steps(
+    ctx: &CellContext<'_>,
+    index: usize,
+    spec: CellSpec,
+    mut outage_rng: StdRng,
+    (o, cell): (&OpenCell, &mut Cell),
+) -> Result<(), Stop> {
+    let replay = row_decision(ctx, index)?;
+    let killed_at = decide_step(ctx, index, spec, o, replay.as_ref(), cell)?;
 
     // The worker is dead: observe, run the outage, observe again.
-    let mut outage_rng = rng;
-    let steps = (|| -> Result<(Candidates, OutageRecord, Candidates), bc::ScenarioError> {
-        let at_crash = bc::observations(&client, &case)?;
-        if let (Some(ms), Some(faults)) = (ctx.outage_ms, ctx.backend.faults()) {
-            faults.add(slow_advance_rule(&api_key, ms));
-        }
-        let record = bc::run_outage(&client, &case, spec.outage, &mut outage_rng)?;
-        let at_restart = bc::observations(&client, &case)?;
-        Ok((at_crash, record, at_restart))
-    })();
-    let (at_crash, record, at_restart) = match steps {
-        Ok(v) => v,
-        Err(e) => {
-            let why = CellError::WhileDead(e).to_string();
-            return Ok(harness_error(ctx, cell, &client, &case, &dir, why, None));
-        }
-    };
+    let (at_crash, record, at_restart) = while_dead(ctx, spec, o, &mut outage_rng)
+        .map_err(|e| Stop::harness(CellError::WhileDead(e)))?;
     cell.observations.crash = Some(at_crash);
     cell.observations.restart = Some(at_restart);
     cell.outage_record = record;
     let outage_ms = ms(killed_at.elapsed());
 
     let restart_at = Instant::now();
-    let restart = run_restart(ctx, &dir, &api_key, spec)?;
+    let restart = run_restart(ctx, &o.dir, &o.api_key, spec)?;
     let settled_at = Instant::now();
     let timings = Timings {
         crash_to_settled_ms: ms(settled_at - killed_at),
         restart_to_settled_ms: ms(settled_at - restart_at),
         outage_ms,
     };
-    let (report, raw) = match restart {
-        Ok(r) => r,
-        Err(why) => {
-            return Ok(harness_error(
-                ctx,
-                cell,
-                &client,
-                &case,
-                &dir,
-                why.to_string(),
-                Some(timings),
-            ))
-        }
-    };
-    let truth = match bc::ground_truth(&client, &case) {
-        Ok(t) => t,
-        Err(e) => {
-            let why = format!("reading the ground truth after the restart failed: {e}");
-            return Ok(harness_error(
-                ctx,
-                cell,
-                &client,
-                &case,
-                &dir,
-                why.to_string(),
-                Some(timings),
-            ));
-        }
-    };
+    let (report, raw) = restart.map_err(|why| Stop::Harness(why.to_string(), Some(timings)))?;
+    let truth = bc::ground_truth(&o.client, &o.case).map_err(|e| {
+        let why = format!("reading the ground truth after the restart failed: {e}");
+        Stop::Harness(why, Some(timings))
+    })?;
     cell.timings = Some(timings);
+    record_restart(cell, spec, &o.dir, &report, &raw);
+    cell.stripe_ids = bc::stripe_ids(&o.case, &truth);
+    cell.ground_truth = truth;
+    judge::judge(cell, &ctx.public_key);
+    Ok(())
+}
+
+/// Per-row decisions: the row's decision this cell replays (waited for), if it replays one.
+fn row_decision(ctx: &CellContext<'_>, index: usize) -> Result<Option<(PathBuf, String)>, Stop> {
+    match ctx
+        .rows
+        .map(|r| r.for_cell(index, ctx.cancel))
+        .transpose()?
+    {
+        Some(Some(Err(why))) => Err(Stop::harness(format!(
+            "the row's decision could not be made: {why}"
+        ))),
+        Some(Some(Ok(found))) => Ok(Some(found)),
+        _ => Ok(None),
+    }
+}
+
+/// The decide worker, killed at its crash point; records how it ended and what it decided.
+/// Returns when the runner saw it gone. The row's deciding cell publishes its decision (or why
+/// it has none) whatever happens to it.
+fn decide_step(
+    ctx: &CellContext<'_>,
+    index: usize,
+    spec: CellSpec,
+    o: &OpenCell,
+    replay: Option<&(PathBuf, String)>,
+    cell: &mut Cell,
+) -> Result<Instant, Stop> {
+    let decide = run_decide(ctx, &o.dir, &o.api_key, spec, replay);
+    if let Some(rows) = ctx.rows {
+        let problem = decide.as_ref().map(|d| d.problem.as_deref());
+        rows.publish_saved(
+            index,
+            &o.dir.join(bc::DECISION_FILE),
+            &spec.label(),
+            problem,
+        );
+    }
+    let decide = decide?;
+    cell.worker_exit_signal = decide.signal;
+    cell.worker_exit_code = decide.code;
+    cell.decision = crate::saved_decision::saved_decision(&o.dir).map_err(Stop::harness)?;
+    cell.observations.decision = read_observed(&o.dir);
+    decide.killed_at.ok_or_else(|| {
+        Stop::harness(
+            decide
+                .problem
+                .unwrap_or_else(|| "the decide worker was not killed".into()),
+        )
+    })
+}
+
+/// While the worker is dead: the premises as it left them, the outage (slowed by
+/// `--outage-ms`), and the premises the restart will find.
+fn while_dead(
+    ctx: &CellContext<'_>,
+    spec: CellSpec,
+    o: &OpenCell,
+    outage_rng: &mut StdRng,
+) -> Result<(Candidates, OutageRecord, Candidates), bc::ScenarioError> {
+    let at_crash = bc::observations(&o.client, &o.case)?;
+    if let (Some(ms), Some(faults)) = (ctx.outage_ms, ctx.backend.faults()) {
+        faults.add(slow_advance_rule(&o.api_key, ms));
+    }
+    let record = bc::run_outage(&o.client, &o.case, spec.outage, outage_rng)?;
+    let at_restart = bc::observations(&o.client, &o.case)?;
+    Ok((at_crash, record, at_restart))
+}
+
+/// What the restart reported, into the cell.
+fn record_restart(
+    cell: &mut Cell,
+    spec: CellSpec,
+    dir: &Path,
+    report: &bc::RestartReport,
+    raw: &Value,
+) {
     cell.outcome = report.status.clone();
     cell.via = report.via.clone();
     cell.effect_id = report.effect_id.clone();
@@ -231,15 +297,11 @@ pub fn run_cell(ctx: &CellContext<'_>, index: usize, spec: CellSpec) -> Result<C
     cell.hand_check_log = match spec.column {
         Column::HandCheck => Some(free_form_lines(match &report.hand_check_log {
             Some(log) => log.clone(),
-            None => bc::read_hand_check_log(&dir).unwrap_or_default(),
+            None => bc::read_hand_check_log(dir).unwrap_or_default(),
         })),
         _ => None,
     };
-    cell.restart = Some(FreeForm::from_value(&raw));
-    cell.stripe_ids = bc::stripe_ids(&case, &truth);
-    cell.ground_truth = truth;
-    judge::judge(&mut cell, &ctx.public_key);
-    Ok(cell)
+    cell.restart = Some(FreeForm::from_value(raw));
 }
 
 /// A cell with every field set to "nothing happened yet".

@@ -276,14 +276,27 @@ fn by_id<T: PartialEq + Debug>(
     }
 }
 
+/// Why `runner reconcile`'s results file could not be read.
+#[derive(Debug, thiserror::Error)]
+enum UnreadableResults {
+    /// The file could not be read.
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
+    /// The file is not a results file.
+    #[error(transparent)]
+    Load(#[from] verify::load::LoadError),
+}
+
+/// Reads and parses a results file.
+fn read_results(path: &std::path::Path) -> Result<ResultsFile, UnreadableResults> {
+    Ok(verify::load::load_results(&std::fs::read(path)?)?)
+}
+
 /// `runner reconcile`: 0 every object matches, 1 a difference (each printed) or the file does
 /// not verify, 2 the file or Stripe could not be read, or bad arguments.
 pub fn command(args: &crate::cli::ReconcileArgs) -> u8 {
     let shown = args.results.display().to_string();
-    let file = match std::fs::read(&args.results)
-        .map_err(|e| e.to_string())
-        .and_then(|b| verify::load::load_results(&b).map_err(|e| e.to_string()))
-    {
+    let file = match read_results(&args.results) {
         Ok(f) => f,
         Err(e) => {
             eprintln!(
