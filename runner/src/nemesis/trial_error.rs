@@ -141,3 +141,35 @@ pub(crate) enum ReplayError {
     #[error("--at request_held needs a trial whose credit POST is held")]
     NotHeld,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trial_error_reads_as_the_harness_error_text_it_always_was() {
+        let malformed = ScenarioError::Malformed {
+            what: "create the customer".into(),
+            detail: "no id".into(),
+        };
+        let opening = TrialError::opening("t1")(TrialError::OpenCase(malformed));
+        assert_eq!(
+            opening.to_string(),
+            "trial t1: open the case: create the customer: unexpected Stripe object: no id"
+        );
+        let revocation = TrialError::Revocation(Box::new(TrialError::NoWorldFault));
+        assert_eq!(
+            revocation.to_string(),
+            "the revocation failed: a pause was drawn without a world fault"
+        );
+        assert_eq!(
+            TrialError::NeedsEmulator("dedup_expired needs").to_string(),
+            "dedup_expired needs the embedded emulator"
+        );
+        let world = TrialError::WorldFault(Box::new(TrialError::NoClockTime));
+        assert_eq!(
+            world.to_string(),
+            "the world fault failed: the revocation failed: the outage recorded no clock time"
+        );
+    }
+}
