@@ -40,16 +40,48 @@ pub const STRIPE_KEY_ENV: &str = "STRIPE_SECRET_KEY";
 /// limit. The Stripe client retries the 429s with backoff inside its request timeout.
 pub const EMULATOR_RATE_LIMIT_ENV: &str = "INTERLOCK_EMULATOR_RATE_LIMIT";
 
+/// Why the backend could not be started or used, and how to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// [`EMULATOR_RATE_LIMIT_ENV`] is set to something else than a positive number.
+    #[error(
+        "{EMULATOR_RATE_LIMIT_ENV} must be a positive number of requests per second, got {0:?}"
+    )]
+    RateLimit(String),
+    /// The embedded emulator could not start.
+    #[error("cannot start the embedded Stripe emulator: {0}")]
+    Emulator(#[source] stripe::emulator::EmulatorError),
+    /// `--backend stripe` without [`STRIPE_KEY_ENV`].
+    #[error(
+        "--backend stripe needs {STRIPE_KEY_ENV} set to a Stripe test-mode key \
+         (sk_test_... or rk_test_...); or use the default --backend emulator"
+    )]
+    NoStripeKey,
+    /// [`STRIPE_KEY_ENV`] is not a test-mode key; `shown` is its first 8 characters only.
+    #[error(
+        "{STRIPE_KEY_ENV} must be a Stripe TEST key (sk_test_... or rk_test_...); got a key \
+         starting {shown:?}. The runner never uses live mode: use a test-mode key from the \
+         Stripe dashboard, or the default --backend emulator, which needs no key"
+    )]
+    NotATestKey {
+        /// The key's first 8 characters (never the whole key).
+        shown: String,
+    },
+    /// A cell's Stripe client could not be built.
+    #[error(transparent)]
+    Client(#[from] stripe::StripeError),
+    /// The plan prices could not be ensured.
+    #[error(transparent)]
+    Prices(#[from] bc::ScenarioError),
+}
+
 /// The emulator's rate limit from [`EMULATOR_RATE_LIMIT_ENV`], if set.
-fn emulator_rate_limit() -> Result<Option<stripe::emulator::RateLimit>, String> {
+fn emulator_rate_limit() -> Result<Option<stripe::emulator::RateLimit>, BackendError> {
     match std::env::var(EMULATOR_RATE_LIMIT_ENV) {
         Err(_) => Ok(None),
         Ok(v) => match v.trim().parse::<u32>() {
             Ok(n) if n > 0 => Ok(Some(stripe::emulator::RateLimit::per_second(n))),
-            _ => Err(format!(
-                "{EMULATOR_RATE_LIMIT_ENV} must be a positive number of requests per second, \
-                 got {v:?}"
-            )),
+            _ => Err(BackendError::RateLimit(v)),
         },
     }
 }
@@ -85,22 +117,19 @@ impl std::fmt::Debug for Backend {
 }
 
 /// Checks a Stripe key is a test key, with an error that says how to fix it.
-pub fn check_stripe_key(key: &str) -> Result<(), String> {
+pub fn check_stripe_key(key: &str) -> Result<(), BackendError> {
     let key = key.trim();
     if key.starts_with("sk_test_") || key.starts_with("rk_test_") {
         return Ok(());
     }
-    let shown: String = key.chars().take(8).collect();
-    Err(format!(
-        "{STRIPE_KEY_ENV} must be a Stripe TEST key (sk_test_... or rk_test_...); got a key \
-         starting {shown:?}. The runner never uses live mode: use a test-mode key from the \
-         Stripe dashboard, or the default --backend emulator, which needs no key"
-    ))
+    Err(BackendError::NotATestKey {
+        shown: key.chars().take(8).collect(),
+    })
 }
 
 impl Backend {
     /// Starts the backend. `run_id` makes emulator keys unique to the run.
-    pub fn start(kind: BackendKind, run_id: &str) -> Result<Backend, String> {
+    pub fn start(kind: BackendKind, run_id: &str) -> Result<Backend, BackendError> {
         match kind {
             BackendKind::Emulator => {
                 let rate_limit = emulator_rate_limit()?;
@@ -115,8 +144,8 @@ impl Backend {
                     rate_limit,
                     ..stripe::emulator::EmulatorConfig::default()
                 };
-                let emulator = stripe::emulator::Emulator::start(config)
-                    .map_err(|e| format!("cannot start the embedded Stripe emulator: {e}"))?;
+                let emulator =
+                    stripe::emulator::Emulator::start(config).map_err(BackendError::Emulator)?;
                 let base_url = emulator.base_url();
                 Ok(Backend {
                     kind,
@@ -132,12 +161,7 @@ impl Backend {
                 })
             }
             BackendKind::Stripe => {
-                let key = std::env::var(STRIPE_KEY_ENV).map_err(|_| {
-                    format!(
-                        "--backend stripe needs {STRIPE_KEY_ENV} set to a Stripe test-mode key \
-                         (sk_test_... or rk_test_...); or use the default --backend emulator"
-                    )
-                })?;
+                let key = std::env::var(STRIPE_KEY_ENV).map_err(|_| BackendError::NoStripeKey)?;
                 check_stripe_key(&key)?;
                 Ok(Backend {
                     kind,
@@ -210,29 +234,28 @@ impl Backend {
     }
 
     /// A client for `api_key`.
-    pub fn client(&self, api_key: &str) -> Result<stripe::Client, String> {
-        stripe::Client::new(
+    pub fn client(&self, api_key: &str) -> Result<stripe::Client, BackendError> {
+        Ok(stripe::Client::new(
             stripe::ClientConfig::new(&self.base_url, api_key).with_timeout(self.request_timeout),
-        )
-        .map_err(|e| e.to_string())
+        )?)
     }
 
     /// The plan prices for a cell's client: per key on the emulator, once per run on Stripe.
-    pub fn prices(&self, client: &stripe::Client) -> Result<bc::Prices, String> {
+    pub fn prices(&self, client: &stripe::Client) -> Result<bc::Prices, BackendError> {
         match self.kind {
-            BackendKind::Emulator => bc::ensure_prices(client).map_err(|e| e.to_string()),
+            BackendKind::Emulator => Ok(bc::ensure_prices(client)?),
             BackendKind::Stripe => {
                 if let Some(p) = self.shared_prices.get() {
                     return Ok(p.clone());
                 }
-                let p = bc::ensure_prices(client).map_err(|e| e.to_string())?;
+                let p = bc::ensure_prices(client)?;
                 Ok(self.shared_prices.get_or_init(|| p).clone())
             }
         }
     }
 
     /// On Stripe, ensures the prices once before cells run in parallel (no duplicate creation).
-    pub fn prepare(&self) -> Result<(), String> {
+    pub fn prepare(&self) -> Result<(), BackendError> {
         if self.kind == BackendKind::Stripe {
             let client = self.client(&self.api_key(0))?;
             self.prices(&client)?;
@@ -249,7 +272,9 @@ mod tests {
     fn only_test_keys_are_accepted() {
         assert!(check_stripe_key("sk_test_abc").is_ok());
         assert!(check_stripe_key("rk_test_abc").is_ok());
-        let e = check_stripe_key("sk_live_abcdefgh").unwrap_err();
+        let e = check_stripe_key("sk_live_abcdefgh")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("TEST key") && e.contains("sk_live_"), "{e}");
         assert!(!e.contains("abcdefgh"), "never print the whole key: {e}");
         assert!(check_stripe_key("pk_test_abc").is_err());

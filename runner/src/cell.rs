@@ -7,6 +7,7 @@
 //! before the case exists (the backend is unusable) abort the run.
 
 use crate::backend::Backend;
+use crate::cell_error::CellError;
 use crate::judge;
 use crate::matrix::{CellSpec, Column};
 use crate::row_decision::RowDecisions;
@@ -87,8 +88,57 @@ pub fn cell_seed(seed: u64, index: usize) -> u64 {
     seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
+/// Why a cell stopped before its end: a HARNESS_ERROR (the cell is still recorded, with why and
+/// the timings measured so far) or an abort of the run.
+enum Stop {
+    /// The cell could not run as designed.
+    Harness(String, Option<Timings>),
+    /// The run was interrupted, or the cell could not even be set up.
+    Abort(CellAbort),
+}
+
+impl From<CellAbort> for Stop {
+    fn from(a: CellAbort) -> Stop {
+        Stop::Abort(a)
+    }
+}
+
+impl Stop {
+    /// A HARNESS_ERROR before the restart ran (no timings yet).
+    fn harness(why: impl std::fmt::Display) -> Stop {
+        Stop::Harness(why.to_string(), None)
+    }
+}
+
+/// A cell's case, opened at the service.
+struct OpenCell {
+    dir: PathBuf,
+    api_key: String,
+    client: stripe::Client,
+    case: bc::CaseFile,
+}
+
 /// Runs one cell to a judged (or HARNESS_ERROR) results cell.
 pub fn run_cell(ctx: &CellContext<'_>, index: usize, spec: CellSpec) -> Result<Cell, CellAbort> {
+    let (o, outage_rng) = open_cell(ctx, index, spec)?;
+    let mut cell = blank_cell(spec, &o.case);
+    match cell_steps(ctx, index, spec, outage_rng, (&o, &mut cell)) {
+        Ok(()) => Ok(cell),
+        Err(Stop::Harness(why, timings)) => Ok(harness_error(
+            ctx, cell, &o.client, &o.case, &o.dir, why, timings,
+        )),
+        Err(Stop::Abort(a)) => Err(a),
+    }
+}
+
+/// The cell's directory (naming the journal store, if any) and its case, opened at the
+/// service, with the cell's random source after the case took what it needed (the outage
+/// draws on it). `Err`: the backend is unusable.
+fn open_cell(
+    ctx: &CellContext<'_>,
+    index: usize,
+    spec: CellSpec,
+) -> Result<(OpenCell, StdRng), CellAbort> {
     let dir = ctx.run_dir.join(format!(
         "cell{index:03}-{}-{}-{}-r{}",
         spec.crash, spec.outage, spec.column, spec.repeat
@@ -115,114 +165,130 @@ pub fn run_cell(ctx: &CellContext<'_>, index: usize, spec: CellSpec) -> Result<C
     let case = bc::open_case(&client, &prices, &label, ctx.clock_start, &mut rng)
         .map_err(|e| setup("open the case", &e))?;
     case.save(&dir).map_err(|e| setup("save case.json", &e))?;
+    let opened = OpenCell {
+        dir,
+        api_key,
+        client,
+        case,
+    };
+    Ok((opened, rng))
+}
 
-    let mut cell = blank_cell(spec, &case);
-    // Per-row decisions: the row's deciding cell publishes its decision (or why it has none)
-    // whatever happens to it; the others replay it.
-    let replay = match ctx
-        .rows
-        .map(|r| r.for_cell(index, ctx.cancel))
-        .transpose()?
-    {
-        Some(Some(Err(why))) => {
-            let why = format!("the row's decision could not be made: {why}");
-            return Ok(harness_error(ctx, cell, &client, &case, &dir, why, None));
-        }
-        Some(Some(Ok(found))) => Some(found),
-        _ => None,
-    };
-    let decide = run_decide(ctx, &dir, &api_key, spec, replay.as_ref());
-    if let Some(rows) = ctx.rows {
-        let problem = decide.as_ref().map(|d| d.problem.as_deref());
-        rows.publish_saved(index, &dir.join(bc::DECISION_FILE), &spec.label(), problem);
-    }
-    let decide = decide?;
-    cell.worker_exit_signal = decide.signal;
-    cell.worker_exit_code = decide.code;
-    cell.decision = match crate::saved_decision::saved_decision(&dir) {
-        Ok(decision) => decision,
-        Err(e) => {
-            return Ok(harness_error(
-                ctx,
-                cell,
-                &client,
-                &case,
-                &dir,
-                e.to_string(),
-                None,
-            ))
-        }
-    };
-    cell.observations.decision = read_observed(&dir);
-    let Some(killed_at) = decide.killed_at else {
-        let why = decide
-            .problem
-            .unwrap_or_else(|| "the decide worker was not killed".into());
-        return Ok(harness_error(ctx, cell, &client, &case, &dir, why, None));
-    };
+/// The cell from its decide worker to its judgement.
+fn cell_steps(
+    ctx: &CellContext<'_>,
+    index: usize,
+    spec: CellSpec,
+    mut outage_rng: StdRng,
+    (o, cell): (&OpenCell, &mut Cell),
+) -> Result<(), Stop> {
+    let replay = row_decision(ctx, index)?;
+    let killed_at = decide_step(ctx, index, spec, o, replay.as_ref(), cell)?;
 
     // The worker is dead: observe, run the outage, observe again.
-    let mut outage_rng = rng;
-    let steps = (|| -> Result<(Candidates, OutageRecord, Candidates), String> {
-        let at_crash = bc::observations(&client, &case).map_err(|e| e.to_string())?;
-        if let (Some(ms), Some(faults)) = (ctx.outage_ms, ctx.backend.faults()) {
-            faults.add(slow_advance_rule(&api_key, ms));
-        }
-        let record = bc::run_outage(&client, &case, spec.outage, &mut outage_rng)
-            .map_err(|e| e.to_string())?;
-        let at_restart = bc::observations(&client, &case).map_err(|e| e.to_string())?;
-        Ok((at_crash, record, at_restart))
-    })();
-    let (at_crash, record, at_restart) = match steps {
-        Ok(v) => v,
-        Err(e) => {
-            let why = format!("the runner's reads or outage failed while the worker was dead: {e}");
-            return Ok(harness_error(ctx, cell, &client, &case, &dir, why, None));
-        }
-    };
+    let (at_crash, record, at_restart) = while_dead(ctx, spec, o, &mut outage_rng)
+        .map_err(|e| Stop::harness(CellError::WhileDead(e)))?;
     cell.observations.crash = Some(at_crash);
     cell.observations.restart = Some(at_restart);
     cell.outage_record = record;
     let outage_ms = ms(killed_at.elapsed());
 
     let restart_at = Instant::now();
-    let restart = run_restart(ctx, &dir, &api_key, spec)?;
+    let restart = run_restart(ctx, &o.dir, &o.api_key, spec)?;
     let settled_at = Instant::now();
     let timings = Timings {
         crash_to_settled_ms: ms(settled_at - killed_at),
         restart_to_settled_ms: ms(settled_at - restart_at),
         outage_ms,
     };
-    let (report, raw) = match restart {
-        Ok(r) => r,
-        Err(why) => {
-            return Ok(harness_error(
-                ctx,
-                cell,
-                &client,
-                &case,
-                &dir,
-                why,
-                Some(timings),
-            ))
-        }
-    };
-    let truth = match bc::ground_truth(&client, &case) {
-        Ok(t) => t,
-        Err(e) => {
-            let why = format!("reading the ground truth after the restart failed: {e}");
-            return Ok(harness_error(
-                ctx,
-                cell,
-                &client,
-                &case,
-                &dir,
-                why,
-                Some(timings),
-            ));
-        }
-    };
+    let (report, raw) = restart.map_err(|why| Stop::Harness(why.to_string(), Some(timings)))?;
+    let truth = bc::ground_truth(&o.client, &o.case).map_err(|e| {
+        let why = format!("reading the ground truth after the restart failed: {e}");
+        Stop::Harness(why, Some(timings))
+    })?;
     cell.timings = Some(timings);
+    record_restart(cell, spec, &o.dir, &report, &raw);
+    cell.stripe_ids = bc::stripe_ids(&o.case, &truth);
+    cell.ground_truth = truth;
+    judge::judge(cell, &ctx.public_key);
+    Ok(())
+}
+
+/// Per-row decisions: the row's decision this cell replays (waited for), if it replays one.
+fn row_decision(ctx: &CellContext<'_>, index: usize) -> Result<Option<(PathBuf, String)>, Stop> {
+    match ctx
+        .rows
+        .map(|r| r.for_cell(index, ctx.cancel))
+        .transpose()?
+    {
+        Some(Some(Err(why))) => Err(Stop::harness(format!(
+            "the row's decision could not be made: {why}"
+        ))),
+        Some(Some(Ok(found))) => Ok(Some(found)),
+        _ => Ok(None),
+    }
+}
+
+/// The decide worker, killed at its crash point; records how it ended and what it decided.
+/// Returns when the runner saw it gone. The row's deciding cell publishes its decision (or why
+/// it has none) whatever happens to it.
+fn decide_step(
+    ctx: &CellContext<'_>,
+    index: usize,
+    spec: CellSpec,
+    o: &OpenCell,
+    replay: Option<&(PathBuf, String)>,
+    cell: &mut Cell,
+) -> Result<Instant, Stop> {
+    let decide = run_decide(ctx, &o.dir, &o.api_key, spec, replay);
+    if let Some(rows) = ctx.rows {
+        let problem = decide.as_ref().map(|d| d.problem.as_deref());
+        rows.publish_saved(
+            index,
+            &o.dir.join(bc::DECISION_FILE),
+            &spec.label(),
+            problem,
+        );
+    }
+    let decide = decide?;
+    cell.worker_exit_signal = decide.signal;
+    cell.worker_exit_code = decide.code;
+    cell.decision = crate::saved_decision::saved_decision(&o.dir).map_err(Stop::harness)?;
+    cell.observations.decision = read_observed(&o.dir);
+    decide.killed_at.ok_or_else(|| {
+        Stop::harness(
+            decide
+                .problem
+                .unwrap_or_else(|| "the decide worker was not killed".into()),
+        )
+    })
+}
+
+/// While the worker is dead: the premises as it left them, the outage (slowed by
+/// `--outage-ms`), and the premises the restart will find.
+fn while_dead(
+    ctx: &CellContext<'_>,
+    spec: CellSpec,
+    o: &OpenCell,
+    outage_rng: &mut StdRng,
+) -> Result<(Candidates, OutageRecord, Candidates), bc::ScenarioError> {
+    let at_crash = bc::observations(&o.client, &o.case)?;
+    if let (Some(ms), Some(faults)) = (ctx.outage_ms, ctx.backend.faults()) {
+        faults.add(slow_advance_rule(&o.api_key, ms));
+    }
+    let record = bc::run_outage(&o.client, &o.case, spec.outage, outage_rng)?;
+    let at_restart = bc::observations(&o.client, &o.case)?;
+    Ok((at_crash, record, at_restart))
+}
+
+/// What the restart reported, into the cell.
+fn record_restart(
+    cell: &mut Cell,
+    spec: CellSpec,
+    dir: &Path,
+    report: &bc::RestartReport,
+    raw: &Value,
+) {
     cell.outcome = report.status.clone();
     cell.via = report.via.clone();
     cell.effect_id = report.effect_id.clone();
@@ -231,15 +297,11 @@ pub fn run_cell(ctx: &CellContext<'_>, index: usize, spec: CellSpec) -> Result<C
     cell.hand_check_log = match spec.column {
         Column::HandCheck => Some(free_form_lines(match &report.hand_check_log {
             Some(log) => log.clone(),
-            None => bc::read_hand_check_log(&dir).unwrap_or_default(),
+            None => bc::read_hand_check_log(dir).unwrap_or_default(),
         })),
         _ => None,
     };
-    cell.restart = Some(FreeForm::from_value(&raw));
-    cell.stripe_ids = bc::stripe_ids(&case, &truth);
-    cell.ground_truth = truth;
-    judge::judge(&mut cell, &ctx.public_key);
-    Ok(cell)
+    cell.restart = Some(FreeForm::from_value(raw));
 }
 
 /// A cell with every field set to "nothing happened yet".
@@ -402,10 +464,12 @@ fn spawn_worker(
     spec: CellSpec,
     stdin: Stdio,
     extra: &[std::ffi::OsString],
-) -> Result<Child, String> {
+) -> Result<Child, CellError> {
     let stderr_path = dir.join(format!("{phase}.stderr"));
-    let stderr = fs::File::create(&stderr_path)
-        .map_err(|e| format!("cannot create {}: {e}", stderr_path.display()))?;
+    let stderr = fs::File::create(&stderr_path).map_err(|source| CellError::CreateLog {
+        path: stderr_path,
+        source,
+    })?;
     let mut cmd = Command::new(ctx.exe);
     cmd.arg("worker")
         .arg(phase)
@@ -432,8 +496,11 @@ fn spawn_worker(
         .stdout(Stdio::piped())
         .stderr(Stdio::from(stderr))
         .process_group(0);
-    cmd.spawn()
-        .map_err(|e| format!("cannot start the {phase} worker {}: {e}", ctx.exe.display()))
+    cmd.spawn().map_err(|source| CellError::Spawn {
+        name: phase.to_owned(),
+        exe: ctx.exe.to_owned(),
+        source,
+    })
 }
 
 /// Reads a child's stdout lines on a thread; `Line::Eof` when it closes.
@@ -472,6 +539,8 @@ pub(crate) fn describe_exit(status: &ExitStatus) -> String {
     }
 }
 
+/// The decide worker, run to its crash point and SIGKILLed there; what ended it, and why the
+/// cell cannot be judged if it cannot.
 fn run_decide(
     ctx: &CellContext<'_>,
     dir: &Path,
@@ -486,7 +555,32 @@ fn run_decide(
         problem: Some(problem),
     };
     // stdin is a pipe the runner never writes: the worker blocks on it at the crash point.
-    let extra: Vec<std::ffi::OsString> = match replay {
+    let extra = replay_args(replay);
+    let mut child = match spawn_worker(ctx, dir, api_key, "decide", spec, Stdio::piped(), &extra) {
+        Ok(c) => c,
+        Err(e) => return Ok(failed(e.to_string())),
+    };
+    let (announced, other_output) = await_crash_point(ctx, &mut child)?;
+    let status = end_decide(&mut child, announced.is_ok());
+    let killed_at = Instant::now();
+    drop(child.stdin.take());
+    let Some(status) = status else {
+        return Ok(failed(
+            "could not collect the decide worker's exit status".into(),
+        ));
+    };
+    let problem = decide_problem(dir, spec, announced, &status, &other_output);
+    Ok(DecideOutcome {
+        killed_at: problem.is_none().then_some(killed_at),
+        signal: status.signal(),
+        code: status.code(),
+        problem,
+    })
+}
+
+/// Per-row decisions: the arguments that make a decide worker replay the row's decision.
+fn replay_args(replay: Option<&(PathBuf, String)>) -> Vec<std::ffi::OsString> {
+    match replay {
         Some((path, label)) => vec![
             "--decision-from".into(),
             path.into(),
@@ -494,17 +588,21 @@ fn run_decide(
             label.into(),
         ],
         None => Vec::new(),
-    };
-    let mut child = match spawn_worker(ctx, dir, api_key, "decide", spec, Stdio::piped(), &extra) {
-        Ok(c) => c,
-        Err(e) => return Ok(failed(e)),
-    };
-    let lines = line_reader(&mut child);
+    }
+}
+
+/// Reads the decide worker's stdout until it announces its crash point (the point), closes it
+/// or runs past `--decide-timeout` (why not); with every other line it printed.
+fn await_crash_point(
+    ctx: &CellContext<'_>,
+    child: &mut Child,
+) -> Result<(Result<String, CellError>, Vec<String>), CellAbort> {
+    let lines = line_reader(child);
     let deadline = Instant::now() + ctx.decide_timeout;
     let mut other_output = Vec::new();
-    let announced: Result<String, String> = loop {
+    let announced = loop {
         if ctx.cancel.load(Ordering::SeqCst) {
-            kill_and_reap(&mut child);
+            kill_and_reap(child);
             return Err(CellAbort::Cancelled);
         }
         match lines.recv_timeout(Duration::from_millis(50)) {
@@ -513,85 +611,73 @@ fn run_decide(
                 None => other_output.push(l),
             },
             Ok(Line::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => {
-                break Err(
-                    "the decide worker closed its stdout without announcing a crash point".into(),
-                )
+                break Err(CellError::NoCrashPoint)
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if Instant::now() > deadline {
-                    break Err(format!(
-                        "the decide worker did not reach its crash point within {} s",
-                        ctx.decide_timeout.as_secs()
-                    ));
+                    break Err(CellError::CrashPointTimeout {
+                        secs: ctx.decide_timeout.as_secs(),
+                    });
                 }
             }
         }
     };
-    // Deliver SIGKILL (Child::kill sends SIGKILL on Unix) and confirm it was what ended the worker.
-    let status = match &announced {
-        Ok(_) => {
-            let _ = child.kill();
-            child.wait().ok()
+    Ok((announced, other_output))
+}
+
+/// SIGKILLs a worker that announced its crash point (Child::kill sends SIGKILL on Unix); gives
+/// one that did not a moment to exit by itself, so its real exit status is recorded rather than
+/// our kill. The status that ended it, if it could be collected.
+fn end_decide(child: &mut Child, announced: bool) -> Option<ExitStatus> {
+    if announced {
+        let _ = child.kill();
+        return child.wait().ok();
+    }
+    let grace = Instant::now() + Duration::from_secs(2);
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) if Instant::now() < grace => std::thread::sleep(Duration::from_millis(10)),
+            _ => return kill_and_reap(child),
         }
-        Err(_) => {
-            // Give a worker that is exiting by itself a moment to finish, so its real exit
-            // status is recorded rather than our kill.
-            let grace = Instant::now() + Duration::from_secs(2);
-            loop {
-                match child.try_wait() {
-                    Ok(Some(s)) => break Some(s),
-                    Ok(None) if Instant::now() < grace => {
-                        std::thread::sleep(Duration::from_millis(10))
-                    }
-                    _ => break kill_and_reap(&mut child),
-                }
-            }
-        }
-    };
-    let killed_at = Instant::now();
-    drop(child.stdin.take());
-    let Some(status) = status else {
-        return Ok(failed(
-            "could not collect the decide worker's exit status".into(),
-        ));
-    };
-    let signal = status.signal();
-    let code = status.code();
-    let status_line = other_output
-        .iter()
-        .rev()
-        .find_map(|l| l.strip_prefix(STATUS_LINE_PREFIX))
-        .map(|s| format!(" (it returned status {})", s.trim()))
-        .unwrap_or_default();
+    }
+}
+
+/// Why the decide worker did not end as designed (SIGKILLed at `spec`'s crash point), if it
+/// did not.
+fn decide_problem(
+    dir: &Path,
+    spec: CellSpec,
+    announced: Result<String, CellError>,
+    status: &ExitStatus,
+    other_output: &[String],
+) -> Option<String> {
     let returned = other_output
         .iter()
         .rev()
         .find_map(|l| l.strip_prefix(STATUS_LINE_PREFIX))
         .map(str::trim);
-    let problem = match announced {
+    let status_line = returned
+        .map(|s| format!(" (it returned status {s})"))
+        .unwrap_or_default();
+    match announced {
         // A careful column refused a decision the approval never covered before it reached the
         // send: a judged outcome (DESIGN §4.6), not a harness failure.
-        Err(_) if code == Some(3) && refused_uncovered(dir, returned) => None,
+        Err(_) if status.code() == Some(3) && refused_uncovered(dir, returned) => None,
         Ok(point) if point != spec.crash.as_str() => Some(format!(
             "the decide worker announced crash point `{point}`, expected `{}`",
             spec.crash
         )),
-        Ok(_) if signal == Some(libc::SIGKILL) => None,
+        Ok(_) if status.signal() == Some(libc::SIGKILL) => None,
         Ok(_) => Some(format!(
             "the decide worker was sent SIGKILL but {}",
-            describe_exit(&status)
+            describe_exit(status)
         )),
-        Err(why) => Some(format!("{why}; it {}{status_line}", describe_exit(&status))),
-    };
-    Ok(DecideOutcome {
-        killed_at: problem.is_none().then_some(killed_at),
-        signal,
-        code,
-        problem,
-    })
+        Err(why) => Some(format!("{why}; it {}{status_line}", describe_exit(status))),
+    }
 }
 
-type RestartResult = Result<(bc::RestartReport, Value), String>;
+type RestartResult = Result<(bc::RestartReport, Value), CellError>;
 
 fn run_restart(
     ctx: &CellContext<'_>,
@@ -617,38 +703,30 @@ fn run_restart(
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if Instant::now() > deadline {
                     kill_and_reap(&mut child);
-                    return Ok(Err(format!(
-                        "the restart worker did not finish within {} s and was killed",
-                        ctx.restart_timeout.as_secs()
-                    )));
+                    return Ok(Err(CellError::RestartTimeout {
+                        secs: ctx.restart_timeout.as_secs(),
+                    }));
                 }
             }
         }
     }
     let status = match child.wait() {
         Ok(s) => s,
-        Err(e) => {
-            return Ok(Err(format!(
-                "could not collect the restart worker's exit: {e}"
-            )))
-        }
+        Err(e) => return Ok(Err(CellError::RestartWait(e))),
     };
     if !status.success() {
-        return Ok(Err(format!(
-            "the restart worker {}",
-            describe_exit(&status)
-        )));
+        return Ok(Err(CellError::RestartExit(describe_exit(&status))));
     }
     let Some(last) = output.iter().rev().find(|l| !l.trim().is_empty()) else {
-        return Ok(Err("the restart worker printed nothing".into()));
+        return Ok(Err(CellError::RestartSilent));
     };
     let report: bc::RestartReport = match serde_json::from_str(last) {
         Ok(r) => r,
-        Err(e) => {
-            return Ok(Err(format!(
-                "the restart worker's last line is not a restart report ({e}): {}",
-                last.chars().take(300).collect::<String>()
-            )))
+        Err(source) => {
+            return Ok(Err(CellError::RestartReport {
+                source,
+                line: last.chars().take(300).collect(),
+            }))
         }
     };
     let mut raw: Value = serde_json::from_str(last).unwrap_or(Value::Null);

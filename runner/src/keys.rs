@@ -88,31 +88,101 @@ pub fn fresh_key() -> std::io::Result<SigningKey> {
     Ok(SigningKey::from_bytes(&secret))
 }
 
+/// Why a signing key could not be read or made: what failed, which file, how to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// A key file could not be read.
+    #[error("cannot read the signing key {path}: {source}")]
+    Read {
+        /// The key file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A key's text is not hex.
+    #[error("signing key {what} is not hex: {source}")]
+    NotHex {
+        /// The file or environment variable the key came from.
+        what: String,
+        /// Why.
+        source: hex::FromHexError,
+    },
+    /// A key's text is hex of the wrong length.
+    #[error("signing key {what} has {len} bytes, expected 32")]
+    Length {
+        /// The file or environment variable the key came from.
+        what: String,
+        /// How many bytes it has.
+        len: usize,
+    },
+    /// The operating system gave no randomness for a new key.
+    #[error(transparent)]
+    Random(std::io::Error),
+    /// `runner keygen`'s file exists or its directory does not.
+    #[error("cannot create {path} (it is never overwritten): {source}")]
+    Create {
+        /// The new key file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `runner keygen`'s file could not be written.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The new key file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `--signing-key`'s file cannot be looked at.
+    #[error("--signing-key {path}: cannot read it: {source}")]
+    Stat {
+        /// The key file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `--signing-key`'s file is readable by others than its owner.
+    #[error(
+        "--signing-key {path}: the key file is readable by group or others (mode {mode:04o}); \
+         anyone who can read it can sign as this key. Run `chmod 600 {path}` and try again"
+    )]
+    NotPrivate {
+        /// The key file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+}
+
 /// Reads a signing key file written by [`RunKey::generate`] (used by workers).
-pub fn read_signing_key(path: &Path) -> Result<SigningKey, String> {
-    let text = fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the signing key {}: {e}", path.display()))?;
+pub fn read_signing_key(path: &Path) -> Result<SigningKey, KeyError> {
+    let text = fs::read_to_string(path).map_err(|source| KeyError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
     key_from_hex(&text, &path.display().to_string())
 }
 
 /// Make a stable key: write the private key (hex) to `path` with mode 0600, refusing to overwrite
 /// anything; returns the public key as hex (the allowed-signers line's first word).
-pub fn keygen(path: &Path) -> Result<String, String> {
-    let key = fresh_key().map_err(|e| e.to_string())?;
+pub fn keygen(path: &Path) -> Result<String, KeyError> {
+    let key = fresh_key().map_err(KeyError::Random)?;
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(path)
-        .map_err(|e| {
-            format!(
-                "cannot create {} (it is never overwritten): {e}",
-                path.display()
-            )
+        .map_err(|source| KeyError::Create {
+            path: path.to_owned(),
+            source,
         })?;
     file.write_all(hex::encode(key.to_bytes()).as_bytes())
         .and_then(|()| file.sync_all())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        .map_err(|source| KeyError::Write {
+            path: path.to_owned(),
+            source,
+        })?;
     Ok(hex::encode(key.verifying_key().as_bytes()))
 }
 
@@ -122,19 +192,19 @@ pub const SIGNING_KEY_ENV: &str = "INTERLOCK_SIGNING_KEY";
 /// The stable key a run is signed with: `--signing-key FILE`, else [`SIGNING_KEY_ENV`], else
 /// `None` (a per-run key). A key file readable by group or others is refused: anyone who can
 /// read it can sign as the project.
-pub fn stable_key(file: Option<&Path>) -> Result<Option<SigningKey>, String> {
+pub fn stable_key(file: Option<&Path>) -> Result<Option<SigningKey>, KeyError> {
     use std::os::unix::fs::PermissionsExt;
     if let Some(path) = file {
-        let meta = fs::metadata(path)
-            .map_err(|e| format!("--signing-key {}: cannot read it: {e}", path.display()))?;
+        let meta = fs::metadata(path).map_err(|source| KeyError::Stat {
+            path: path.to_owned(),
+            source,
+        })?;
         let mode = meta.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
-            return Err(format!(
-                "--signing-key {}: the key file is readable by group or others (mode {mode:04o}); \
-                 anyone who can read it can sign as this key. Run `chmod 600 {}` and try again",
-                path.display(),
-                path.display()
-            ));
+            return Err(KeyError::NotPrivate {
+                path: path.to_owned(),
+                mode,
+            });
         }
         return read_signing_key(path).map(Some);
     }
@@ -144,12 +214,15 @@ pub fn stable_key(file: Option<&Path>) -> Result<Option<SigningKey>, String> {
     }
 }
 
-fn key_from_hex(text: &str, what: &str) -> Result<SigningKey, String> {
-    let bytes =
-        hex::decode(text.trim()).map_err(|e| format!("signing key {what} is not hex: {e}"))?;
-    let bytes: [u8; 32] = bytes
-        .try_into()
-        .map_err(|b: Vec<u8>| format!("signing key {what} has {} bytes, expected 32", b.len()))?;
+fn key_from_hex(text: &str, what: &str) -> Result<SigningKey, KeyError> {
+    let bytes = hex::decode(text.trim()).map_err(|source| KeyError::NotHex {
+        what: what.to_owned(),
+        source,
+    })?;
+    let bytes: [u8; 32] = bytes.try_into().map_err(|b: Vec<u8>| KeyError::Length {
+        what: what.to_owned(),
+        len: b.len(),
+    })?;
     Ok(SigningKey::from_bytes(&bytes))
 }
 
@@ -191,7 +264,7 @@ mod tests {
         let key = SigningKey::from_bytes(&[5; 32]);
         fs::write(&p, hex::encode(key.to_bytes())).unwrap();
         fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
-        let e = stable_key(Some(&p)).unwrap_err();
+        let e = stable_key(Some(&p)).unwrap_err().to_string();
         assert!(
             e.contains("readable by group or others") && e.contains("chmod 600"),
             "{e}"
@@ -216,7 +289,10 @@ mod tests {
         );
         let key = stable_key(Some(&p)).unwrap().unwrap();
         assert_eq!(hex::encode(key.verifying_key().as_bytes()), public);
-        assert!(keygen(&p).unwrap_err().contains("never overwritten"));
+        assert!(keygen(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("never overwritten"));
     }
 
     #[test]
@@ -233,8 +309,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("k");
         fs::write(&p, "zz").unwrap();
-        assert!(read_signing_key(&p).unwrap_err().contains("not hex"));
+        assert!(read_signing_key(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("not hex"));
         fs::write(&p, "abcd").unwrap();
-        assert!(read_signing_key(&p).unwrap_err().contains("2 bytes"));
+        assert!(read_signing_key(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("2 bytes"));
     }
 }

@@ -7,6 +7,7 @@
 
 mod backend;
 mod cell;
+mod cell_error;
 pub mod cli;
 mod clock;
 mod decider;
@@ -23,6 +24,7 @@ mod run;
 mod saved_decision;
 pub mod scenario;
 mod worker;
+mod worker_error;
 
 pub use job::{Job, Outcome, Refused};
 pub use run::{interrupted_exit_code, Interrupted};

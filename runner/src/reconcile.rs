@@ -43,13 +43,30 @@ pub enum ReconcileError {
         source: scenarios::billing_credit::ScenarioError,
     },
     /// No client could be made for a cell.
-    #[error("{cell}: {message}")]
+    #[error("{cell}: {source}")]
     Client {
         /// The cell.
         cell: String,
         /// Why.
-        message: String,
+        source: stripe::StripeError,
     },
+}
+
+/// Why the account a file's cells live in cannot be reached (exit 2), and how to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum AccountError {
+    /// The emulator's address or run id is missing.
+    #[error(
+        "reconcile against the emulator needs --base-url and --emulator-run, \
+         both printed by `runner --keep-emulator` when the run ends"
+    )]
+    EmulatorArgs,
+    /// Stripe's key is missing.
+    #[error("reconcile against Stripe needs {STRIPE_KEY_ENV}: a test-mode key of the run's account; a read-only restricted key (rk_test_...) is enough")]
+    NoStripeKey,
+    /// Stripe's key is not a test-mode key.
+    #[error(transparent)]
+    NotATestKey(#[from] crate::backend::BackendError),
 }
 
 /// How to reach the account a file's cells live in.
@@ -79,7 +96,7 @@ impl Account {
         file: &ResultsFile,
         base_url: Option<&str>,
         run_id: Option<&str>,
-    ) -> Result<Account, String> {
+    ) -> Result<Account, AccountError> {
         let backend = backend.unwrap_or(if file.environment.backend == "emulator" {
             BackendKind::Emulator
         } else {
@@ -88,11 +105,7 @@ impl Account {
         match backend {
             BackendKind::Emulator => {
                 let (Some(base_url), Some(run_id)) = (base_url, run_id) else {
-                    return Err(
-                        "reconcile against the emulator needs --base-url and --emulator-run, \
-                         both printed by `runner --keep-emulator` when the run ends"
-                            .into(),
-                    );
+                    return Err(AccountError::EmulatorArgs);
                 };
                 Ok(Account::Emulator {
                     base_url: base_url.to_owned(),
@@ -100,9 +113,7 @@ impl Account {
                 })
             }
             BackendKind::Stripe => {
-                let key = std::env::var(STRIPE_KEY_ENV).map_err(|_| {
-                    format!("reconcile against Stripe needs {STRIPE_KEY_ENV}: a test-mode key of the run's account; a read-only restricted key (rk_test_...) is enough")
-                })?;
+                let key = std::env::var(STRIPE_KEY_ENV).map_err(|_| AccountError::NoStripeKey)?;
                 check_stripe_key(&key)?;
                 Ok(Account::Shared {
                     base_url: base_url
@@ -114,7 +125,7 @@ impl Account {
         }
     }
 
-    fn client(&self, index: usize) -> Result<stripe::Client, String> {
+    fn client(&self, index: usize) -> Result<stripe::Client, stripe::StripeError> {
         let (base_url, key) = match self {
             Account::Shared { base_url, key } => (base_url, key.clone()),
             Account::Emulator { base_url, run_id } => {
@@ -122,7 +133,7 @@ impl Account {
             }
         };
         let config = stripe::ClientConfig::new(base_url, key).with_timeout(STRIPE_REQUEST_TIMEOUT);
-        stripe::Client::new(config).map_err(|e| e.to_string())
+        stripe::Client::new(config)
     }
 }
 
@@ -141,12 +152,10 @@ pub fn reconcile(file: &ResultsFile, account: &Account) -> Result<Vec<Difference
         if cell.stripe_ids.customer.is_empty() {
             continue; // the case was never opened (a harness error before it): nothing to read
         }
-        let client = account
-            .client(i)
-            .map_err(|message| ReconcileError::Client {
-                cell: name.clone(),
-                message,
-            })?;
+        let client = account.client(i).map_err(|source| ReconcileError::Client {
+            cell: name.clone(),
+            source,
+        })?;
         let case = CaseFile {
             case_id: cell.case.case_id.clone(),
             incident: cell.case.incident.clone(),
@@ -267,14 +276,27 @@ fn by_id<T: PartialEq + Debug>(
     }
 }
 
+/// Why `runner reconcile`'s results file could not be read.
+#[derive(Debug, thiserror::Error)]
+enum UnreadableResults {
+    /// The file could not be read.
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
+    /// The file is not a results file.
+    #[error(transparent)]
+    Load(#[from] verify::load::LoadError),
+}
+
+/// Reads and parses a results file.
+fn read_results(path: &std::path::Path) -> Result<ResultsFile, UnreadableResults> {
+    Ok(verify::load::load_results(&std::fs::read(path)?)?)
+}
+
 /// `runner reconcile`: 0 every object matches, 1 a difference (each printed) or the file does
 /// not verify, 2 the file or Stripe could not be read, or bad arguments.
 pub fn command(args: &crate::cli::ReconcileArgs) -> u8 {
     let shown = args.results.display().to_string();
-    let file = match std::fs::read(&args.results)
-        .map_err(|e| e.to_string())
-        .and_then(|b| verify::load::load_results(&b).map_err(|e| e.to_string()))
-    {
+    let file = match read_results(&args.results) {
         Ok(f) => f,
         Err(e) => {
             eprintln!(

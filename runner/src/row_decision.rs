@@ -10,7 +10,21 @@ use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 /// A row's decision: the deciding cell's `decision.json` and label, or why it has none.
-type RowDecision = Result<(PathBuf, String), String>;
+type RowDecision = Result<(PathBuf, String), NoRowDecision>;
+
+/// Why a row has no decision to replay (the row's other cells are HARNESS_ERRORs that say so).
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum NoRowDecision {
+    /// The deciding cell's decide worker did not end as designed; its problem.
+    #[error("{0}")]
+    Worker(String),
+    /// The deciding cell's worker ended well but saved no decision.
+    #[error("cell {0} saved no decision")]
+    Unsaved(String),
+    /// The deciding cell could not run.
+    #[error("cell {0} did not run")]
+    DidNotRun(String),
+}
 
 /// Per-row decisions: the first cell of each row (in plan order) asks the decider; the row's
 /// other cells wait for its saved decision and replay it (DESIGN §4.6, issue: one decision per
@@ -67,13 +81,12 @@ impl RowDecisions {
         if self.source.get(index) != Some(&index) {
             return;
         }
-        let result =
-            match decide {
-                Ok(_) if path.is_file() => Ok((path.to_path_buf(), label.to_owned())),
-                Ok(problem) => Err(problem
-                    .map_or_else(|| format!("cell {label} saved no decision"), str::to_owned)),
-                Err(_) => Err(format!("cell {label} did not run")),
-            };
+        let result = match decide {
+            Ok(_) if path.is_file() => Ok((path.to_path_buf(), label.to_owned())),
+            Ok(Some(problem)) => Err(NoRowDecision::Worker(problem.to_owned())),
+            Ok(None) => Err(NoRowDecision::Unsaved(label.to_owned())),
+            Err(_) => Err(NoRowDecision::DidNotRun(label.to_owned())),
+        };
         self.publish(index, result);
     }
 
@@ -90,7 +103,7 @@ impl RowDecisions {
         &self,
         source: usize,
         cancel: &AtomicBool,
-    ) -> Result<Result<(PathBuf, String), String>, CellAbort> {
+    ) -> Result<RowDecision, CellAbort> {
         let mut map = self
             .published
             .lock()

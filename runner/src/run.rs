@@ -41,7 +41,7 @@ pub(crate) fn install_signal_handler(cancel: Arc<AtomicBool>) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot build the signal-handling runtime")?;
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<()>>();
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
@@ -50,14 +50,14 @@ pub(crate) fn install_signal_handler(cancel: Arc<AtomicBool>) -> Result<()> {
                 let mut int = match signal(SignalKind::interrupt()) {
                     Ok(s) => s,
                     Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
+                        let _ = ready_tx.send(Err(e));
                         return;
                     }
                 };
                 let mut term = match signal(SignalKind::terminate()) {
                     Ok(s) => s,
                     Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
+                        let _ = ready_tx.send(Err(e));
                         return;
                     }
                 };
@@ -198,7 +198,7 @@ pub(crate) fn run_dir_and_key(
         .prefix(prefix)
         .tempdir()
         .context("cannot create the run's temporary directory")?;
-    let key = match crate::keys::stable_key(signing_key).map_err(|e| anyhow!(e))? {
+    let key = match crate::keys::stable_key(signing_key)? {
         Some(stable) => RunKey::save(run_dir.path(), stable),
         None => RunKey::generate(run_dir.path()),
     }
@@ -222,7 +222,7 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
     let ctx = run.cell_context(args, rows.as_ref(), &decider_args);
     let cells = run_cells(&ctx, args, &plan, jobs);
     // The manifest is signed with the run's key; read it back before the file goes.
-    let signing_key = crate::keys::read_signing_key(run.key.path()).map_err(|e| anyhow!(e));
+    let signing_key = crate::keys::read_signing_key(run.key.path()).map_err(anyhow::Error::from);
     // The private key file is not needed any more, whatever happened.
     run.key
         .delete()
@@ -315,8 +315,8 @@ impl Started {
         let (run_dir, key) = run_dir_and_key("interlock-run-", args.signing_key.as_deref())?;
         let cancel = Arc::new(AtomicBool::new(false));
         install_signal_handler(cancel.clone())?;
-        let backend = Backend::start(args.backend, &run_id).map_err(|e| anyhow!(e))?;
-        backend.prepare().map_err(|e| anyhow!(e))?;
+        let backend = Backend::start(args.backend, &run_id)?;
+        backend.prepare()?;
         let exe = std::env::current_exe().context("cannot find the runner's own binary")?;
         Ok(Started {
             seed,

@@ -13,6 +13,7 @@
 use crate::decider::{self, CaseBrief, DeciderKind, DeciderSettings, ToolBox};
 use crate::keys::read_signing_key;
 use crate::matrix::{Column, CrashPoint};
+use crate::worker_error::WorkerError;
 use scenarios::billing_credit as bc;
 use serde_json::json;
 use std::io::{Read, Write};
@@ -143,7 +144,7 @@ pub fn main(args: &WorkerArgs) -> i32 {
 /// backoff);
 /// interlock's gate settles every unknown answer itself, by lookup or resend, so its client
 /// retries only what the service invites.
-fn client(args: &WorkerArgs) -> Result<stripe::Client, String> {
+fn client(args: &WorkerArgs) -> Result<stripe::Client, WorkerError> {
     let sdk_retries = column(args)? != Column::Interlock;
     stripe_client(&args.base_url, args.request_timeout_ms, sdk_retries)
 }
@@ -154,15 +155,14 @@ pub(crate) fn stripe_client(
     base_url: &str,
     request_timeout_ms: u64,
     sdk_retries: bool,
-) -> Result<stripe::Client, String> {
-    let key = std::env::var(STRIPE_KEY_ENV)
-        .map_err(|_| format!("{STRIPE_KEY_ENV} is not set (workers are started by the runner)"))?;
+) -> Result<stripe::Client, WorkerError> {
+    let key = std::env::var(STRIPE_KEY_ENV).map_err(|_| WorkerError::NoStripeKey)?;
     let mut config = stripe::ClientConfig::new(base_url, key)
         .with_timeout(Duration::from_millis(request_timeout_ms));
     if sdk_retries {
         config = config.with_retry(stripe::RetryPolicy::stripe_sdk());
     }
-    stripe::Client::new(config).map_err(|e| e.to_string())
+    Ok(stripe::Client::new(config)?)
 }
 
 fn settings(args: &WorkerArgs) -> bc::ScenarioSettings {
@@ -172,8 +172,8 @@ fn settings(args: &WorkerArgs) -> bc::ScenarioSettings {
     }
 }
 
-fn column(args: &WorkerArgs) -> Result<bc::Column, String> {
-    Column::parse(&args.column).map_err(|e| e.to_string())
+fn column(args: &WorkerArgs) -> Result<bc::Column, WorkerError> {
+    Ok(Column::parse(&args.column)?)
 }
 
 /// The crash hook: announce on stdout, flush, block on stdin until SIGKILLed.
@@ -228,17 +228,16 @@ fn step_hook(kill_at: Option<CrashPoint>, pause_at: Option<CrashPoint>) -> bc::C
     })
 }
 
-fn step_arg(name: Option<&str>) -> Result<Option<CrashPoint>, String> {
-    name.map(|n| CrashPoint::step(n).map_err(|e| e.to_string()))
-        .transpose()
+fn step_arg(name: Option<&str>) -> Result<Option<CrashPoint>, WorkerError> {
+    Ok(name.map(CrashPoint::step).transpose()?)
 }
 
-fn decide(args: &WorkerArgs) -> Result<i32, String> {
+fn decide(args: &WorkerArgs) -> Result<i32, WorkerError> {
     let dir = args.cell_dir.as_path();
     let column = column(args)?;
     let every = args.crash == EVERY_STEP;
     if !every && (args.kill_at.is_some() || args.pause_at.is_some()) {
-        return Err("--kill-at and --pause-at need --crash every".into());
+        return Err(WorkerError::StepsNeedEvery);
     }
     let crash = match args.crash.as_str() {
         NO_CRASH => None,
@@ -249,10 +248,7 @@ fn decide(args: &WorkerArgs) -> Result<i32, String> {
                 step_arg(args.pause_at.as_deref())?,
             ),
         )),
-        other => Some((
-            CrashPoint::parse(other).map_err(|e| e.to_string())?,
-            crash_hook(),
-        )),
+        other => Some((CrashPoint::parse(other)?, crash_hook())),
     };
     if let Some((_, hook)) = crash.as_ref().filter(|_| every) {
         hook(CrashPoint::Started);
@@ -260,7 +256,7 @@ fn decide(args: &WorkerArgs) -> Result<i32, String> {
     let key = read_signing_key(&args.key_file)?;
     let client = client(args)?;
     let started = bc::monotonic_us();
-    let case = bc::CaseFile::load(dir).map_err(|e| e.to_string())?;
+    let case = bc::CaseFile::load(dir)?;
     // The decision is made under the approval as read now (its cap bounds the amount).
     bc::announce_read("approval", started);
     match std::env::var(FAULT_ENV).as_deref() {
@@ -274,7 +270,7 @@ fn decide(args: &WorkerArgs) -> Result<i32, String> {
         }
         _ => {}
     }
-    let account = bc::read_account(&client, &case).map_err(|e| e.to_string())?;
+    let account = bc::read_account(&client, &case)?;
     write_small_json(&dir.join(OBSERVED_FILE), &account.observed)?;
 
     let decision = match &args.decision_from {
@@ -290,8 +286,7 @@ fn decide(args: &WorkerArgs) -> Result<i32, String> {
         crash.clone(),
         &key,
         &settings(args),
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     println!("{STATUS_LINE_PREFIX}{status}");
     let Some((crash, _)) = crash.filter(|_| !every) else {
         return Ok(0);
@@ -311,15 +306,20 @@ fn replayed_decision(
     label: Option<&str>,
     case: &bc::CaseFile,
     account: &bc::Account,
-) -> Result<verify::results::Decision, String> {
-    let source: verify::results::Decision = serde_json::from_slice(
-        &std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?,
-    )
-    .map_err(|e| format!("{} is not a decision: {e}", path.display()))?;
+) -> Result<verify::results::Decision, WorkerError> {
+    let bytes = std::fs::read(path).map_err(|source| WorkerError::ReadDecision {
+        path: path.to_owned(),
+        source,
+    })?;
+    let source: verify::results::Decision =
+        serde_json::from_slice(&bytes).map_err(|source| WorkerError::NotADecision {
+            path: path.to_owned(),
+            source,
+        })?;
     let source_dir = path
         .parent()
-        .ok_or_else(|| format!("{} names no directory", path.display()))?;
-    let source_case = bc::CaseFile::load(source_dir).map_err(|e| e.to_string())?;
+        .ok_or_else(|| WorkerError::NoDirectory(path.to_owned()))?;
+    let source_case = bc::CaseFile::load(source_dir)?;
     Ok(verify::results::Decision {
         amount: source.amount,
         description: decider::replay_description(
@@ -338,13 +338,13 @@ fn ask_decider(
     args: &WorkerArgs,
     case: &bc::CaseFile,
     account: &bc::Account,
-) -> Result<verify::results::Decision, String> {
+) -> Result<verify::results::Decision, WorkerError> {
     let decider = decider::build(&DeciderSettings {
         kind: args.decider,
         model: args.model.clone(),
         base_url: args.anthropic_base_url.clone(),
     })
-    .map_err(|e| e.to_string())?;
+    .map_err(WorkerError::DeciderSetup)?;
     let brief = CaseBrief {
         case_id: case.case_id.clone(),
         incident: case.incident.clone(),
@@ -363,7 +363,10 @@ fn ask_decider(
     let mut tools = ToolBox::new(account_json, case.approval.max_cents);
     let proposed = decider
         .decide(&brief, &mut tools)
-        .map_err(|e| format!("the {} decider failed: {e}", args.decider.as_str()))?;
+        .map_err(|source| WorkerError::Decider {
+            kind: args.decider,
+            source,
+        })?;
     Ok(verify::results::Decision {
         amount: proposed.amount,
         description: proposed.description,
@@ -378,7 +381,7 @@ fn ask_decider(
 /// Interlock with a decision but no dispatch the gate can recover (killed before DISPATCHED):
 /// submit the saved decision again (the gate re-checks lease and premises), then recover. Every
 /// other case: the column's own restart.
-fn resume(args: &WorkerArgs) -> Result<i32, String> {
+fn resume(args: &WorkerArgs) -> Result<i32, WorkerError> {
     let column = column(args)?;
     let crash = match args.crash.as_str() {
         NO_CRASH => None,
@@ -387,7 +390,7 @@ fn resume(args: &WorkerArgs) -> Result<i32, String> {
             hook(CrashPoint::Started);
             Some((CrashPoint::Every, hook))
         }
-        other => return Err(format!("--crash {other}: a resume takes `none` or `every`")),
+        other => return Err(WorkerError::ResumeCrash(other.to_owned())),
     };
     let key = read_signing_key(&args.key_file)?;
     let client = client(args)?;
@@ -416,8 +419,8 @@ fn resume(args: &WorkerArgs) -> Result<i32, String> {
         match restart(crash.clone()) {
             Ok(r) => r,
             Err(first) if column == bc::Column::Interlock => {
-                let case = bc::CaseFile::load(dir).map_err(|e| e.to_string())?;
-                let decision = bc::load_decision(dir).map_err(|e| e.to_string())?;
+                let case = bc::CaseFile::load(dir)?;
+                let decision = bc::load_decision(dir)?;
                 eprintln!("worker: recovery found nothing to recover ({first}); submitting the saved decision");
                 bc::decide_and_send(
                     column,
@@ -428,17 +431,16 @@ fn resume(args: &WorkerArgs) -> Result<i32, String> {
                     crash.clone(),
                     &key,
                     &settings(args),
-                )
-                .map_err(|e| e.to_string())?;
-                restart(crash).map_err(|e| e.to_string())?
+                )?;
+                restart(crash)?
             }
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         }
     };
-    let line = serde_json::to_string(&report).map_err(|e| e.to_string())?;
+    let line = serde_json::to_string(&report)?;
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{line}").map_err(|e| e.to_string())?;
-    out.flush().map_err(|e| e.to_string())?;
+    writeln!(out, "{line}")?;
+    out.flush()?;
     Ok(0)
 }
 
@@ -453,12 +455,12 @@ fn decide_again(
     dir: &Path,
     pct: u8,
     crash: Option<bc::Crash>,
-) -> Result<(), String> {
+) -> Result<(), WorkerError> {
     let column = column(args)?;
-    let case = bc::CaseFile::load(dir).map_err(|e| e.to_string())?;
-    let first = bc::load_decision(dir).map_err(|e| e.to_string())?;
+    let case = bc::CaseFile::load(dir)?;
+    let first = bc::load_decision(dir)?;
     bc::announce_read("approval", bc::monotonic_us());
-    let account = bc::read_account(client, &case).map_err(|e| e.to_string())?;
+    let account = bc::read_account(client, &case)?;
     let amount = (first.amount * i64::from(pct) / 100).max(1);
     let again = verify::results::Decision {
         amount,
@@ -482,35 +484,38 @@ fn decide_again(
             crash,
             &key,
             &settings(args),
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         eprintln!("worker: the gate answered the second decision with {status}");
         return Ok(());
     }
-    bc::save_decision(dir, &again).map_err(|e| e.to_string())
+    Ok(bc::save_decision(dir, &again)?)
 }
 
 /// The status of a trial whose worker was killed before any decision was saved.
 pub const NOT_DECIDED: &str = "NOT_DECIDED";
 
-fn restart(args: &WorkerArgs) -> Result<i32, String> {
+fn restart(args: &WorkerArgs) -> Result<i32, WorkerError> {
     let column = column(args)?;
     let key = read_signing_key(&args.key_file)?;
     let client = client(args)?;
-    let report = bc::restart(column, &client, &args.cell_dir, &key, &settings(args))
-        .map_err(|e| e.to_string())?;
-    let line = serde_json::to_string(&report).map_err(|e| e.to_string())?;
+    let report = bc::restart(column, &client, &args.cell_dir, &key, &settings(args))?;
+    let line = serde_json::to_string(&report)?;
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{line}").map_err(|e| e.to_string())?;
-    out.flush().map_err(|e| e.to_string())?;
+    writeln!(out, "{line}")?;
+    out.flush()?;
     Ok(0)
 }
 
-fn write_small_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), String> {
-    let bytes = serde_json::to_vec(value).map_err(|e| e.to_string())?;
-    let mut f = std::fs::File::create(path)
-        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+fn write_small_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), WorkerError> {
+    let bytes = serde_json::to_vec(value)?;
+    let mut f = std::fs::File::create(path).map_err(|source| WorkerError::Create {
+        path: path.to_owned(),
+        source,
+    })?;
     f.write_all(&bytes)
         .and_then(|_| f.sync_all())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        .map_err(|source| WorkerError::Write {
+            path: path.to_owned(),
+            source,
+        })
 }

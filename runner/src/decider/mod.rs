@@ -118,7 +118,7 @@ impl ToolBox {
                     amount,
                     description,
                 },
-                Err(e) => ToolOutcome::Error(e),
+                Err(e) => ToolOutcome::Error(e.to_string()),
             },
             other => ToolOutcome::Error(format!(
                 "unknown tool `{other}`; the tools are get_account and issue_credit"
@@ -163,33 +163,58 @@ pub fn tool_definitions(max_cents: i64) -> Value {
 /// and refusing it is the columns' job (hand_check checks the approval, interlock's lease store
 /// does; no_check sends it). The judge counts the outcome. `max_cents` only names the cap in the
 /// message for a non-positive amount.
-pub fn validate_issue_credit(input: &Value, max_cents: i64) -> Result<(i64, String), String> {
-    let raw = input.get("amount_cents").ok_or("amount_cents is missing")?;
+pub fn validate_issue_credit(
+    input: &Value,
+    max_cents: i64,
+) -> Result<(i64, String), InvalidCredit> {
+    let raw = input.get("amount_cents").ok_or(InvalidCredit::NoAmount)?;
     let amount = match raw {
         Value::Number(n) if n.is_i64() || n.is_u64() => n
             .as_i64()
-            .ok_or_else(|| format!("amount_cents {n} is out of range"))?,
-        other => {
-            return Err(format!(
-                "amount_cents must be an integer number of cents, got {other}"
-            ))
-        }
+            .ok_or_else(|| InvalidCredit::OutOfRange(n.clone()))?,
+        other => return Err(InvalidCredit::NotCents(other.clone())),
     };
     if amount <= 0 {
-        return Err(format!(
-            "amount_cents {amount} is not a credit: it must be a positive number of cents (the approval's cap is {max_cents})"
-        ));
+        return Err(InvalidCredit::NotACredit { amount, max_cents });
     }
     let description = input
         .get("description")
         .and_then(Value::as_str)
-        .ok_or("description must be a string")?
+        .ok_or(InvalidCredit::DescriptionNotText)?
         .trim();
     if description.is_empty() {
-        return Err("description is blank".into());
+        return Err(InvalidCredit::BlankDescription);
     }
     let description: String = description.chars().take(MAX_DESCRIPTION_CHARS).collect();
     Ok((amount, description.trim_end().to_string()))
+}
+
+/// Why an `issue_credit` input is refused: the tool's answer to the model, saying what to fix.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum InvalidCredit {
+    /// No `amount_cents`.
+    #[error("amount_cents is missing")]
+    NoAmount,
+    /// An integer too large for cents.
+    #[error("amount_cents {0} is out of range")]
+    OutOfRange(serde_json::Number),
+    /// Not an integer (a float, string or bool).
+    #[error("amount_cents must be an integer number of cents, got {0}")]
+    NotCents(Value),
+    /// Zero or negative.
+    #[error("amount_cents {amount} is not a credit: it must be a positive number of cents (the approval's cap is {max_cents})")]
+    NotACredit {
+        /// The amount asked for.
+        amount: i64,
+        /// The approval's cap.
+        max_cents: i64,
+    },
+    /// `description` missing or not a string.
+    #[error("description must be a string")]
+    DescriptionNotText,
+    /// `description` only blanks.
+    #[error("description is blank")]
+    BlankDescription,
 }
 
 /// Which decider to use.

@@ -1,6 +1,7 @@
 //! A trial's random choices, drawn from its seed alone (so a replay draws the same): the outage,
 //! the service fault, and the kill instants.
 
+use super::trial_error::ReplayError;
 use super::Nemesis;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use scenarios::billing_credit::{Column, Outage};
@@ -424,24 +425,22 @@ pub const POSITIONS: [&str; 15] = [
 impl Draw {
     /// The same trial with its decide kill moved to `position` (`runner --replay ID --at STEP`):
     /// the faults stay as drawn; a timed kill becomes a kill at that step (`finished`: no kill).
-    pub fn replayed_at(mut self, position: &str) -> Result<Draw, String> {
+    pub fn replayed_at(mut self, position: &str) -> Result<Draw, ReplayError> {
         let Some(at) = POSITIONS.into_iter().find(|p| *p == position) else {
-            return Err(format!(
-                "--at {position:?} is not a step; expected one of: {}",
-                POSITIONS.join(", ")
-            ));
+            return Err(ReplayError::NotAStep {
+                position: position.to_owned(),
+                expected: POSITIONS.join(", "),
+            });
         };
         if self.pause_at.is_some()
             || self.decide_at_before_send
             || self.world_at_us.is_some()
             || self.stop_ms.is_some()
         {
-            return Err(
-                "--at applies to trials whose decide kill is timed or at a step; this trial's decide worker is paused or killed at a fixed point already".into(),
-            );
+            return Err(ReplayError::FixedPoint);
         }
         if at == "request_held" && !matches!(self.service, Some(FaultAction::Delay { .. })) {
-            return Err("--at request_held needs a trial whose credit POST is held".into());
+            return Err(ReplayError::NotHeld);
         }
         self.decide_kill_ms = None;
         self.kill_jitter_us = 0;

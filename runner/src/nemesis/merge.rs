@@ -22,65 +22,16 @@ pub fn merge_shards(args: &MergeArgs) -> Result<bool> {
             out_dir.display()
         )
     })?;
-    let signing =
-        match crate::keys::stable_key(args.signing_key.as_deref()).map_err(|e| anyhow!(e))? {
-            Some(k) => k,
-            None => crate::keys::fresh_key().context("cannot create the merge's signing key")?,
-        };
+    let signing = match crate::keys::stable_key(args.signing_key.as_deref())? {
+        Some(k) => k,
+        None => crate::keys::fresh_key().context("cannot create the merge's signing key")?,
+    };
     let mut inputs = Vec::with_capacity(args.shards.len());
     let mut shard_keys: Vec<VerifyingKey> = Vec::new();
     for path in &args.shards {
-        let name = path.display().to_string();
-        let bytes = std::fs::read(path).with_context(|| {
-            format!("{name}: cannot read it; pass the path of a shard file (DIR/nemesis/billing_credit.shard-K-of-N.json)")
-        })?;
-        let file = verify::load::load_nemesis(&bytes)
-            .map_err(|e| anyhow!("{name}: not a nemesis file: {e}"))?;
-        drop(bytes);
-        // Names this runner's own plans use, and no other: they are printed and name the file.
-        if file.scenario != "billing_credit" {
-            bail!(
-                "{name}: a campaign of scenario {:?}; only billing_credit's are merged",
-                file.scenario
-            );
-        }
-        for n in &file.plan.nemeses {
-            super::Nemesis::parse(n).map_err(|_| {
-                anyhow!(
-                    "{name}: its plan names a nemesis this runner does not know ({:?})",
-                    n
-                )
-            })?;
-        }
-        for c in &file.plan.columns {
-            if scenarios::billing_credit::Column::ALL
-                .iter()
-                .all(|k| k.as_str() != c)
-            {
-                bail!("{name}: its plan names a column this runner does not know ({c:?})");
-            }
-        }
-        // A whole run or a merged file is refused before the (long) check of its trials.
-        let shard = shard_of_file(&file).map_err(|reason| anyhow!("{name}: {reason}"))?;
-        let report = verify_nemesis(&file, &KeyCheck::SelfAttested);
-        if let Some(first) = report.findings.first() {
-            bail!(
-                "{name}: does not verify on its own, so it is not merged: {first} ({} finding(s); run `verify {name}` for all)",
-                report.findings.len()
-            );
-        }
-        let signer = verify::entry::decode_lower_hex::<32>(&file.signature.signer)
-            .and_then(|b| VerifyingKey::from_bytes(&b).ok())
-            .ok_or_else(|| anyhow!("{name}: its signer is not a usable key"))?;
-        eprintln!(
-            "merge: {name}: shard {} of {}, {} trials, signed by {}",
-            shard.index,
-            shard.count,
-            file.trials.len(),
-            verify::fingerprint(&signer)
-        );
+        let (input, signer) = read_shard(path)?;
         shard_keys.push(signer);
-        inputs.push(ShardInput { name, file });
+        inputs.push(input);
     }
     let merged = merge(inputs, crate::results::now_rfc3339(), &signing).map_err(|e| anyhow!(e))?;
     let mut bytes = serde_json::to_vec(&merged).context("cannot serialize the merged file")?;
@@ -105,4 +56,60 @@ pub fn merge_shards(args: &MergeArgs) -> Result<bool> {
     );
     println!("results: {}", path.display());
     Ok(report.ok)
+}
+
+/// Reads one shard and checks it can be merged: a billing_credit nemesis file whose plan names
+/// only what this runner knows, that is a shard, verifies on its own and has a usable signer.
+/// Returns it with its signer's key.
+fn read_shard(path: &std::path::Path) -> Result<(ShardInput, VerifyingKey)> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).with_context(|| {
+        format!("{name}: cannot read it; pass the path of a shard file (DIR/nemesis/billing_credit.shard-K-of-N.json)")
+    })?;
+    let file = verify::load::load_nemesis(&bytes)
+        .map_err(|e| anyhow!("{name}: not a nemesis file: {e}"))?;
+    drop(bytes);
+    // Names this runner's own plans use, and no other: they are printed and name the file.
+    if file.scenario != "billing_credit" {
+        bail!(
+            "{name}: a campaign of scenario {:?}; only billing_credit's are merged",
+            file.scenario
+        );
+    }
+    for n in &file.plan.nemeses {
+        super::Nemesis::parse(n).map_err(|_| {
+            anyhow!(
+                "{name}: its plan names a nemesis this runner does not know ({:?})",
+                n
+            )
+        })?;
+    }
+    for c in &file.plan.columns {
+        if scenarios::billing_credit::Column::ALL
+            .iter()
+            .all(|k| k.as_str() != c)
+        {
+            bail!("{name}: its plan names a column this runner does not know ({c:?})");
+        }
+    }
+    // A whole run or a merged file is refused before the (long) check of its trials.
+    let shard = shard_of_file(&file).map_err(|reason| anyhow!("{name}: {reason}"))?;
+    let report = verify_nemesis(&file, &KeyCheck::SelfAttested);
+    if let Some(first) = report.findings.first() {
+        bail!(
+            "{name}: does not verify on its own, so it is not merged: {first} ({} finding(s); run `verify {name}` for all)",
+            report.findings.len()
+        );
+    }
+    let signer = verify::entry::decode_lower_hex::<32>(&file.signature.signer)
+        .and_then(|b| VerifyingKey::from_bytes(&b).ok())
+        .ok_or_else(|| anyhow!("{name}: its signer is not a usable key"))?;
+    eprintln!(
+        "merge: {name}: shard {} of {}, {} trials, signed by {}",
+        shard.index,
+        shard.count,
+        file.trials.len(),
+        verify::fingerprint(&signer)
+    );
+    Ok((ShardInput { name, file }, signer))
 }

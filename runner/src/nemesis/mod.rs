@@ -10,6 +10,7 @@ mod run;
 mod storage;
 mod timeline;
 mod trial;
+mod trial_error;
 mod workers;
 
 pub use merge::merge_shards;

@@ -69,8 +69,8 @@ fn start(journal: Option<&str>, signing_key: Option<&Path>) -> Result<Started> {
     let journal = journal
         .map(|url| crate::run::journal_schema(url, &run_id))
         .transpose()?;
-    let backend = Backend::start(BackendKind::Emulator, &run_id).map_err(|e| anyhow!(e))?;
-    backend.prepare().map_err(|e| anyhow!(e))?;
+    let backend = Backend::start(BackendKind::Emulator, &run_id)?;
+    backend.prepare()?;
     let exe = std::env::current_exe().context("cannot find the runner's own binary")?;
     Ok(Started {
         backend,
@@ -95,7 +95,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
     let git_commit = crate::run::git_commit();
     let (plan, specs) = plan_trials(args)?;
     let s = start(args.journal, args.signing_key)?;
-    super::storage::preflight(&args.nemeses, s.dir.path()).map_err(|e| anyhow!(e))?;
+    super::storage::preflight(&args.nemeses, s.dir.path())?;
     // Ctrl-C / SIGTERM: no new trial starts; running trials end (every worker wait is bounded)
     // and nothing is written.
     let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -125,7 +125,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
         return Err(crate::run::Interrupted.into());
     }
     let trials = collect_trials(slots)?;
-    let signing = crate::keys::read_signing_key(s.key.path()).map_err(|e| anyhow!(e));
+    let signing = crate::keys::read_signing_key(s.key.path()).map_err(anyhow::Error::from);
     s.key
         .delete()
         .context("cannot delete the run's private key file")?;
@@ -203,7 +203,7 @@ fn plan_trials(args: &NemesisArgs<'_>) -> Result<(NemesisPlan, Vec<TrialSpec>)> 
 }
 
 /// A trial's result, in its place in the plan (`None`: it never ran).
-type Slots = Vec<Option<Result<Trial, String>>>;
+type Slots = Vec<Option<Result<Trial, super::trial_error::TrialError>>>;
 
 /// Runs the trials on `jobs` threads behind a progress bar, printing each violation's replay
 /// command; no new trial starts once `cancel` is set.
@@ -465,7 +465,7 @@ pub fn replay(
     let nemesis = Nemesis::parse(nemesis).map_err(|e| anyhow!(e))?;
     let column = Column::parse(column).map_err(|e| anyhow!(e.to_string()))?;
     let s = start(None, None)?;
-    super::storage::preflight(&[nemesis], s.dir.path()).map_err(|e| anyhow!(e))?;
+    super::storage::preflight(&[nemesis], s.dir.path())?;
     let ctx = TrialContext {
         backend: &s.backend,
         exe: &s.exe,
@@ -497,8 +497,7 @@ pub fn replay(
                 })
                 .transpose()?,
         },
-    )
-    .map_err(|e| anyhow!(e))?;
+    )?;
     s.key
         .delete()
         .context("cannot delete the run's private key file")?;

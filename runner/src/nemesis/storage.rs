@@ -7,6 +7,66 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Why a storage fault could not be made, or this machine cannot make it (and how to fix that).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StorageError {
+    /// A file or directory could not be read, opened, cut, created or filled.
+    #[error("cannot {action} {path}: {source}")]
+    File {
+        /// What was being done ("read", "tear", "create", "fill", "free").
+        action: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A record could not be opened to cut its last line.
+    #[error("cannot open {path} to tear it: {source}")]
+    OpenToTear {
+        /// The record.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `mount` could not be run at all.
+    #[error("cannot run mount: {0}")]
+    RunMount(std::io::Error),
+    /// `mount` refused the tmpfs.
+    #[error("cannot mount a {kib} KiB tmpfs on {dir} (disk_full needs root): {stderr}")]
+    Mount {
+        /// The tmpfs's size.
+        kib: u64,
+        /// Where.
+        dir: PathBuf,
+        /// What `mount` said.
+        stderr: String,
+    },
+    /// The tmpfs's free space could not be read.
+    #[error("cannot stat {dir}: {source}")]
+    Stat {
+        /// The tmpfs.
+        dir: PathBuf,
+        /// Why.
+        source: rustix::io::Errno,
+    },
+    /// disk_full cannot run on this machine.
+    #[error("{0}; run as root, or leave disk_full out of --nemesis")]
+    NoTmpfs(#[source] Box<StorageError>),
+    /// dedup_expired cannot run on this machine.
+    #[error("dedup_expired runs its restart with libfaketime, which is not installed: `apt-get install faketime`, or leave dedup_expired out of --nemesis")]
+    NoFaketime,
+}
+
+/// A [`StorageError::File`] for `action` on `path`.
+fn file_error(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> StorageError {
+    let path = path.to_owned();
+    move |source| StorageError::File {
+        action,
+        path,
+        source,
+    }
+}
+
 /// Cuts the last line of `path` so that `permille` thousandths of its bytes stay (its newline
 /// always goes): what a writer killed in the middle of its append leaves. Returns the line's
 /// length, how many of its bytes stayed and, for a journal entry, its hash; `None` when the file
@@ -14,11 +74,11 @@ use std::process::Command;
 pub(super) fn tear_last_line(
     path: &Path,
     permille: u32,
-) -> Result<Option<(u64, u64, Option<String>)>, String> {
+) -> Result<Option<(u64, u64, Option<String>)>, StorageError> {
     let bytes = match fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(e) => return Err(file_error("read", path)(e)),
     };
     let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
     if body.is_empty() {
@@ -33,10 +93,13 @@ pub(super) fn tear_last_line(
     let file = fs::OpenOptions::new()
         .write(true)
         .open(path)
-        .map_err(|e| format!("cannot open {} to tear it: {e}", path.display()))?;
+        .map_err(|source| StorageError::OpenToTear {
+            path: path.to_owned(),
+            source,
+        })?;
     file.set_len(start as u64 + kept)
         .and_then(|()| file.sync_all())
-        .map_err(|e| format!("cannot tear {}: {e}", path.display()))?;
+        .map_err(file_error("tear", path))?;
     Ok(Some((line, kept, hash)))
 }
 
@@ -51,7 +114,7 @@ const PAGE: u64 = 4096;
 
 impl SmallDisk {
     /// Mounts a `kib` KiB tmpfs on `dir` (which must exist and be empty). Needs root.
-    pub(super) fn mount(dir: &Path, kib: u64) -> Result<SmallDisk, String> {
+    pub(super) fn mount(dir: &Path, kib: u64) -> Result<SmallDisk, StorageError> {
         let out = Command::new("mount")
             .args([
                 "-t",
@@ -62,13 +125,13 @@ impl SmallDisk {
             ])
             .arg(dir)
             .output()
-            .map_err(|e| format!("cannot run mount: {e}"))?;
+            .map_err(StorageError::RunMount)?;
         if !out.status.success() {
-            return Err(format!(
-                "cannot mount a {kib} KiB tmpfs on {} (disk_full needs root): {}",
-                dir.display(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
+            return Err(StorageError::Mount {
+                kib,
+                dir: dir.to_owned(),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            });
         }
         Ok(SmallDisk {
             dir: dir.to_path_buf(),
@@ -77,32 +140,30 @@ impl SmallDisk {
     }
 
     /// Free pages now.
-    pub(super) fn free_pages(&self) -> Result<u64, String> {
-        let st = rustix::fs::statvfs(&self.dir)
-            .map_err(|e| format!("cannot stat {}: {e}", self.dir.display()))?;
+    pub(super) fn free_pages(&self) -> Result<u64, StorageError> {
+        let st = rustix::fs::statvfs(&self.dir).map_err(|source| StorageError::Stat {
+            dir: self.dir.clone(),
+            source,
+        })?;
         Ok(st.f_bavail.saturating_mul(st.f_frsize) / PAGE)
     }
 
     /// Fills the disk until `pages` pages are free (or fewer, if fewer already are).
-    pub(super) fn fill_until(&self, pages: u64) -> Result<u64, String> {
+    pub(super) fn fill_until(&self, pages: u64) -> Result<u64, StorageError> {
         let free = self.free_pages()?;
         let fill = free.saturating_sub(pages) * PAGE;
-        let mut f = fs::File::create(&self.filler)
-            .map_err(|e| format!("cannot create {}: {e}", self.filler.display()))?;
+        let mut f = fs::File::create(&self.filler).map_err(file_error("create", &self.filler))?;
         let chunk = vec![0u8; PAGE as usize];
         for _ in 0..fill / PAGE {
-            f.write_all(&chunk)
-                .map_err(|e| format!("cannot fill {}: {e}", self.dir.display()))?;
+            f.write_all(&chunk).map_err(file_error("fill", &self.dir))?;
         }
-        f.sync_all()
-            .map_err(|e| format!("cannot fill {}: {e}", self.dir.display()))?;
+        f.sync_all().map_err(file_error("fill", &self.dir))?;
         self.free_pages()
     }
 
     /// Frees the space the filler took (as an operator would before restarting).
-    pub(super) fn free(&self) -> Result<(), String> {
-        fs::remove_file(&self.filler)
-            .map_err(|e| format!("cannot free {}: {e}", self.dir.display()))
+    pub(super) fn free(&self) -> Result<(), StorageError> {
+        fs::remove_file(&self.filler).map_err(file_error("free", &self.dir))
     }
 }
 
@@ -116,15 +177,14 @@ impl Drop for SmallDisk {
 /// Whether this machine can run `nemeses`, before any trial starts: disk_full mounts a tmpfs
 /// (root only), dedup_expired runs a restart's clock ahead with libfaketime. `Err` says what is
 /// missing and how to get it.
-pub(super) fn preflight(nemeses: &[super::Nemesis], scratch: &Path) -> Result<(), String> {
+pub(super) fn preflight(nemeses: &[super::Nemesis], scratch: &Path) -> Result<(), StorageError> {
     if nemeses.contains(&super::Nemesis::DiskFull) {
         let dir = scratch.join("disk-preflight");
-        fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        SmallDisk::mount(&dir, 64)
-            .map_err(|e| format!("{e}; run as root, or leave disk_full out of --nemesis"))?;
+        fs::create_dir_all(&dir).map_err(file_error("create", &dir))?;
+        SmallDisk::mount(&dir, 64).map_err(|e| StorageError::NoTmpfs(Box::new(e)))?;
     }
     if nemeses.contains(&super::Nemesis::DedupExpired) && faketime_library().is_none() {
-        return Err("dedup_expired runs its restart with libfaketime, which is not installed: `apt-get install faketime`, or leave dedup_expired out of --nemesis".into());
+        return Err(StorageError::NoFaketime);
     }
     Ok(())
 }

@@ -5,7 +5,8 @@
 use super::faults::{describe, draw_for, Draw, WorldFault, DISK_KIB, STOP_AT};
 use super::storage::{self, SmallDisk};
 use super::timeline::Timeline;
-use super::workers::{continue_at, DecideEnd, RestartEnd, Workers};
+use super::trial_error::TrialError;
+use super::workers::{continue_at, DecideEnd, RestartEnd, Stopped, Workers};
 use super::Nemesis;
 use crate::backend::Backend;
 use crate::cell::{empty_truth, stderr_tail};
@@ -75,8 +76,54 @@ struct Opened {
     disk: Option<SmallDisk>,
 }
 
+/// Why a trial stopped before its end: a HARNESS_ERROR (the trial is still recorded, with why)
+/// or an error that stops the run.
+enum Stop {
+    /// The trial could not run as designed: record it as a HARNESS_ERROR saying why.
+    Harness(String),
+    /// The run cannot go on.
+    Abort(TrialError),
+}
+
+impl From<TrialError> for Stop {
+    fn from(e: TrialError) -> Stop {
+        Stop::Abort(e)
+    }
+}
+
+/// What every step of an opened trial works with.
+struct Steps<'a> {
+    ctx: &'a TrialContext<'a>,
+    spec: TrialSpec,
+    plan: &'a Draw,
+    o: &'a Opened,
+    timeline: &'a Timeline,
+    rules: Rules,
+}
+
+/// The emulator's fault rules set for a trial.
+struct Rules {
+    /// The emulator's fault rules (`None` off the embedded emulator).
+    faults: Option<FaultHandle>,
+    /// The service fault on the case's credit POST, if one was set.
+    service: Option<FaultId>,
+    /// The slow outage advance, if one was set.
+    advance: Option<FaultId>,
+}
+
+/// How the decide worker ended, and what the steps after it need to know about it.
+struct Decided<'w> {
+    end: DecideEnd,
+    /// stop_holder: the decide worker, stopped, to be continued during the final restart.
+    stopped: Option<Stopped<'w>>,
+    /// When the first fault landed, if one has.
+    first_fault: Option<Instant>,
+    /// When the decide worker ended (or the runner stopped watching it).
+    ended: Instant,
+}
+
 /// Runs a trial. Errors only when the case cannot even be opened (the backend is unusable).
-pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, String> {
+pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, TrialError> {
     let id = trial_id(spec.nemesis.as_str(), spec.column.as_str(), spec.seed);
     let mut plan = draw_for(spec.nemesis, spec.column, spec.seed);
     if let Some(at) = spec.at {
@@ -84,6 +131,32 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
     }
     let o = open(ctx, spec, &id, &plan)?;
     let mut trial = blank_trial(&id, spec, &plan, &o.case);
+    let rules = set_faults(ctx, spec, &plan, &o, &mut trial)?;
+    let timeline = Timeline::new();
+    let steps = Steps {
+        ctx,
+        spec,
+        plan: &plan,
+        o: &o,
+        timeline: &timeline,
+        rules,
+    };
+    match steps.run(&mut trial) {
+        Ok(()) => Ok(trial),
+        Err(Stop::Harness(why)) => Ok(harness(trial, &o, (&timeline, ctx), why)),
+        Err(Stop::Abort(e)) => Err(e),
+    }
+}
+
+/// The trial's faults set before any worker runs: disk_full's record, the service fault and
+/// the slow outage advance. Returns the emulator's fault rules and the two rules' ids.
+fn set_faults(
+    ctx: &TrialContext<'_>,
+    spec: TrialSpec,
+    plan: &Draw,
+    o: &Opened,
+    trial: &mut Trial,
+) -> Result<Rules, TrialError> {
     if let Some(disk) = &o.disk {
         let free = disk.free_pages()?;
         trial.faults.push(Fault {
@@ -96,192 +169,234 @@ pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, Strin
         });
     }
     let faults = ctx.backend.faults();
-    let rule = service_rule(&plan, faults.as_ref(), &o.api_key)?;
-    let advance = advance_rule(
-        ctx,
-        spec.nemesis,
-        &plan,
-        faults.as_ref(),
-        &o.api_key,
-        &mut trial,
-    )?;
-    let timeline = Timeline::new();
-    let emulator = ctx.backend.emulator();
-    let w = Workers {
-        ctx,
-        dir: &o.dir,
-        logs: &o.logs,
-        api_key: &o.api_key,
-        column: spec.column,
-        timeline: &timeline,
-    };
+    let service = service_rule(plan, faults.as_ref(), &o.api_key)?;
+    let advance = advance_rule(ctx, spec.nemesis, plan, faults.as_ref(), &o.api_key, trial)?;
+    Ok(Rules {
+        faults,
+        service,
+        advance,
+    })
+}
 
-    // The world change, if one is drawn, is made while the worker is paused mid-check.
-    let mut world_at: Option<Instant> = None;
-    let mut world_record = None;
-    let mut world = || -> Result<(), String> {
-        let from = Instant::now();
-        world_at = Some(from);
-        let made = change_world(&plan, spec.seed, &o, (&timeline, from), emulator);
-        let ok = made.is_ok();
-        world_record = Some(made);
-        ok.then_some(())
-            .ok_or_else(|| "the world fault failed".to_owned())
-    };
-    let mut stopped = None;
-    let decide = match plan.stop_ms {
-        Some(_) => match w.decide_stopped(STOP_AT) {
-            Ok(s) => {
-                stopped = Some(s);
-                Ok(DecideEnd::pending())
+impl Steps<'_> {
+    /// The trial from its decide worker to its judgement.
+    fn run(&self, trial: &mut Trial) -> Result<(), Stop> {
+        let w = Workers {
+            ctx: self.ctx,
+            dir: &self.o.dir,
+            logs: &self.o.logs,
+            api_key: &self.o.api_key,
+            column: self.spec.column,
+            timeline: self.timeline,
+        };
+        let mut decided = self.decide(&w, trial)?;
+        let restart_env = self.while_dead(&w, trial, &mut decided.first_fault)?;
+        let final_restart = self.final_restart(&w, trial, &mut decided, &restart_env)?;
+        let settled = Instant::now();
+        self.remove_rules(trial);
+        let report = match final_restart {
+            Ok(r) => Some(r),
+            Err(RestartEnd::Failed) => {
+                trial.restart_error = last_line(&self.o.logs.join("restart.stderr"));
+                None
             }
-            Err(why) => Ok(DecideEnd::problem(why)),
-        },
-        None => w.run_decide(&plan, faults.as_ref().zip(rule), &mut world),
-    };
-    let mut first_fault: Option<Instant> = stopped.as_ref().map(|s| s.at);
-    match world_record {
-        Some(Ok((fault, revoked))) => {
-            if let Some(revoked) = revoked {
-                trial.case = revoked.to_results_case();
+            Err(RestartEnd::Harness(why)) => return Err(Stop::Harness(why.to_string())),
+        };
+        let held_from = decided.end.held_from;
+        wait_for_held_request(self.plan, held_from.unwrap_or(decided.ended));
+        let truth = bc::ground_truth(&self.o.client, &self.o.case)
+            .map_err(|e| Stop::Harness(TrialError::GroundTruth(e).to_string()))?;
+        trial.settle_ms = Some(ms(settled - decided.first_fault.unwrap_or(decided.ended)));
+        match report {
+            Some(r) => {
+                trial.outcome = r.status;
+                trial.journal_kinds = r.journal_kinds;
+                trial.receipt = r.receipt;
             }
-            trial.faults.push(fault);
-            first_fault = world_at;
+            None => trial.outcome = RESTART_FAILED.into(),
         }
-        Some(Err(why)) => {
-            let why = format!("the world fault failed: {why}");
-            return Ok(harness(trial, &o, (&timeline, ctx), why));
-        }
-        None => {}
-    }
-    let decide = decide?;
-    trial.replay_at = decide.replay_at.clone();
-    trial.kills.extend(decide.kill.clone());
-    if decide.kill.as_ref().is_some_and(|k| k.delivered) {
-        first_fault = decide.ended;
-    }
-    let decide_ended = decide.ended.unwrap_or_else(Instant::now);
-    if let Some(problem) = decide.problem {
-        return Ok(harness(trial, &o, (&timeline, ctx), problem));
+        finish(trial, truth);
+        label(trial, self.timeline, self.ctx, held_from);
+        Ok(())
     }
 
-    // The worker is dead (or finished, or stopped): its files and the service's memory are
-    // hurt as drawn, and the world moves on.
-    let restart_env = match after_the_kill(&plan, &o, faults.as_ref(), &mut trial, &timeline) {
-        Ok(env) => env,
-        Err(why) => return Ok(harness(trial, &o, (&timeline, ctx), why)),
-    };
-    if let Err(why) = outage(&plan, spec.seed, &o, &mut trial, (&timeline, emulator)) {
-        return Ok(harness(trial, &o, (&timeline, ctx), why));
-    }
-    // A killed trial's POST may have been on its way when the kill landed and counted by the
-    // service only since: its replay position follows the service's final count (nothing else
-    // sends the case's credit between the kill and the restart).
-    if let (Some(at), Some((handle, id))) = (trial.replay_at.as_deref(), faults.as_ref().zip(rule))
-    {
-        if handle.fired(id) > 0 {
-            trial.replay_at = Some(super::workers::after_a_late_arrival(
-                at,
-                super::workers::held_at_service(&plan),
-            ));
-        }
-    }
-    for (k, step) in plan.restart_kill_steps.iter().enumerate() {
-        let kill = w.kill_restart(k + 1, step)?;
-        if kill.delivered && first_fault.is_none() {
-            first_fault = Some(Instant::now());
-        }
-        trial.kills.push(kill);
-    }
-    if let Some(disk) = &o.disk {
-        if let Err(why) = disk.free() {
-            return Ok(harness(trial, &o, (&timeline, ctx), why));
-        }
-        timeline.runner_fault("disk", "space freed before the final restart");
-    }
-    // decides_again is judged against the first decision, which its restart replaces.
-    trial.decision = match crate::saved_decision::saved_decision(&o.dir) {
-        Ok(decision) => decision,
-        Err(e) => return Ok(harness(trial, &o, (&timeline, ctx), e.to_string())),
-    };
-    let extra: Vec<String> = plan
-        .decide_again_pct
-        .map(|p| vec!["--decide-again-pct".to_owned(), p.to_string()])
-        .unwrap_or_default();
-    let (final_restart, decide) = match stopped {
-        None => (w.final_restart(&extra, &restart_env), decide),
-        Some(stopped) => {
-            let (until, pid) = (
-                stopped.at + Duration::from_millis(plan.stop_ms.unwrap_or(0)),
-                stopped.pid(),
-            );
-            let (restarted, continued) = std::thread::scope(|s| {
-                let cont = s.spawn(|| continue_at(pid, until, &timeline));
-                let restarted = w.final_restart(&extra, &restart_env);
-                (restarted, cont.join().unwrap_or(false))
-            });
-            trial.faults.push(Fault {
-                kind: "stop".into(),
-                detail: format!(
-                    "the decide worker was stopped (SIGSTOP) at {STOP_AT} for {} ms, past the {} ms claim TTL; the outage and the final restart ran meanwhile, then SIGCONT",
-                    plan.stop_ms.unwrap_or(0),
-                    ms(ctx.backend.scenario_settings().claim_ttl)
-                ),
-                fired: u32::from(continued),
-                held_ms: None,
-            });
-            let end = stopped.finish();
-            if let Some(problem) = end.problem {
-                return Ok(harness(trial, &o, (&timeline, ctx), problem));
+    /// The decide worker, killed, paused or stopped as drawn; the world change, if one is
+    /// drawn, is made while the worker is paused mid-check.
+    fn decide<'w>(&self, w: &'w Workers<'_>, trial: &mut Trial) -> Result<Decided<'w>, Stop> {
+        let (plan, o, emulator) = (self.plan, self.o, self.ctx.backend.emulator());
+        let mut world_at: Option<Instant> = None;
+        let mut world_record = None;
+        let mut world = || -> Result<(), TrialError> {
+            let from = Instant::now();
+            world_at = Some(from);
+            let made = change_world(plan, self.spec.seed, o, (self.timeline, from), emulator);
+            let ok = made.is_ok();
+            world_record = Some(made);
+            ok.then_some(()).ok_or(TrialError::WorldFaultFailed)
+        };
+        let mut stopped = None;
+        let decide = match plan.stop_ms {
+            Some(_) => match w.decide_stopped(STOP_AT) {
+                Ok(s) => {
+                    stopped = Some(s);
+                    Ok(DecideEnd::pending())
+                }
+                Err(why) => Ok(DecideEnd::problem(why.to_string())),
+            },
+            None => w.run_decide(
+                plan,
+                self.rules.faults.as_ref().zip(self.rules.service),
+                &mut world,
+            ),
+        };
+        let mut first_fault: Option<Instant> = stopped.as_ref().map(|s| s.at);
+        match world_record {
+            Some(Ok((fault, revoked))) => {
+                if let Some(revoked) = revoked {
+                    trial.case = revoked.to_results_case();
+                }
+                trial.faults.push(fault);
+                first_fault = world_at;
             }
-            (restarted, end)
+            Some(Err(why)) => {
+                return Err(Stop::Harness(
+                    TrialError::WorldFault(Box::new(why)).to_string(),
+                ))
+            }
+            None => {}
         }
-    };
-    let settled = Instant::now();
-    if let (Some(handle), Some(rule)) = (&faults, rule) {
-        // The service rule is the first fault recorded (a revocation comes after it); a zero
-        // hold only watched.
-        if plan.service.is_some() {
-            if let Some(f) = trial.faults.first_mut() {
-                f.fired = handle.fired(rule);
+        let decide = decide?;
+        trial.replay_at = decide.replay_at.clone();
+        trial.kills.extend(decide.kill.clone());
+        if decide.kill.as_ref().is_some_and(|k| k.delivered) {
+            first_fault = decide.ended;
+        }
+        let ended = decide.ended.unwrap_or_else(Instant::now);
+        if let Some(problem) = decide.problem.clone() {
+            return Err(Stop::Harness(problem));
+        }
+        Ok(Decided {
+            end: decide,
+            stopped,
+            first_fault,
+            ended,
+        })
+    }
+
+    /// The worker is dead (or finished, or stopped): its files and the service's memory are
+    /// hurt as drawn, the world moves on, the restarts are killed as drawn and the disk is
+    /// freed. Returns the final restart's environment.
+    fn while_dead(
+        &self,
+        w: &Workers<'_>,
+        trial: &mut Trial,
+        first_fault: &mut Option<Instant>,
+    ) -> Result<Vec<(&'static str, String)>, Stop> {
+        let (plan, o, ctx, timeline) = (self.plan, self.o, self.ctx, self.timeline);
+        let restart_env = after_the_kill(plan, o, self.rules.faults.as_ref(), trial, timeline)
+            .map_err(|why| Stop::Harness(why.to_string()))?;
+        outage(
+            plan,
+            self.spec.seed,
+            o,
+            trial,
+            (timeline, ctx.backend.emulator()),
+        )
+        .map_err(|why| Stop::Harness(why.to_string()))?;
+        // A killed trial's POST may have been on its way when the kill landed and counted by
+        // the service only since: its replay position follows the service's final count
+        // (nothing else sends the case's credit between the kill and the restart).
+        if let (Some(at), Some((handle, id))) = (
+            trial.replay_at.as_deref(),
+            self.rules.faults.as_ref().zip(self.rules.service),
+        ) {
+            if handle.fired(id) > 0 {
+                trial.replay_at = Some(super::workers::after_a_late_arrival(
+                    at,
+                    super::workers::held_at_service(plan),
+                ));
             }
         }
-        handle.remove(rule);
+        for (k, step) in plan.restart_kill_steps.iter().enumerate() {
+            let kill = w.kill_restart(k + 1, step)?;
+            if kill.delivered && first_fault.is_none() {
+                *first_fault = Some(Instant::now());
+            }
+            trial.kills.push(kill);
+        }
+        if let Some(disk) = &o.disk {
+            disk.free().map_err(|why| Stop::Harness(why.to_string()))?;
+            timeline.runner_fault("disk", "space freed before the final restart");
+        }
+        // decides_again is judged against the first decision, which its restart replaces.
+        trial.decision = crate::saved_decision::saved_decision(&o.dir)
+            .map_err(|e| Stop::Harness(e.to_string()))?;
+        Ok(restart_env)
     }
-    if let (Some(handle), Some(advance)) = (&faults, advance) {
-        if let Some(f) = trial.faults.iter_mut().find(|f| f.kind == "slow_advance") {
-            f.fired = handle.fired(advance);
+
+    /// The final restart; for stop_holder, with the stopped decide worker continued when its
+    /// stop is over (its end replaces the decide worker's in `decided`).
+    fn final_restart(
+        &self,
+        w: &Workers<'_>,
+        trial: &mut Trial,
+        decided: &mut Decided<'_>,
+        restart_env: &[(&'static str, String)],
+    ) -> Result<Result<bc::RestartReport, RestartEnd>, Stop> {
+        let plan = self.plan;
+        let extra: Vec<String> = plan
+            .decide_again_pct
+            .map(|p| vec!["--decide-again-pct".to_owned(), p.to_string()])
+            .unwrap_or_default();
+        let Some(stopped) = decided.stopped.take() else {
+            return Ok(w.final_restart(&extra, restart_env));
+        };
+        let (until, pid) = (
+            stopped.at + Duration::from_millis(plan.stop_ms.unwrap_or(0)),
+            stopped.pid(),
+        );
+        let (restarted, continued) = std::thread::scope(|s| {
+            let cont = s.spawn(|| continue_at(pid, until, self.timeline));
+            let restarted = w.final_restart(&extra, restart_env);
+            (restarted, cont.join().unwrap_or(false))
+        });
+        trial.faults.push(Fault {
+            kind: "stop".into(),
+            detail: format!(
+                "the decide worker was stopped (SIGSTOP) at {STOP_AT} for {} ms, past the {} ms claim TTL; the outage and the final restart ran meanwhile, then SIGCONT",
+                plan.stop_ms.unwrap_or(0),
+                ms(self.ctx.backend.scenario_settings().claim_ttl)
+            ),
+            fired: u32::from(continued),
+            held_ms: None,
+        });
+        let end = stopped.finish();
+        if let Some(problem) = end.problem {
+            return Err(Stop::Harness(problem));
         }
-        handle.remove(advance);
+        decided.end = end;
+        Ok(restarted)
     }
-    let report = match final_restart {
-        Ok(r) => Some(r),
-        Err(RestartEnd::Failed) => {
-            trial.restart_error = last_line(&o.logs.join("restart.stderr"));
-            None
+
+    /// Records how often the service fault and the slow advance fired, and removes both.
+    fn remove_rules(&self, trial: &mut Trial) {
+        if let (Some(handle), Some(rule)) = (&self.rules.faults, self.rules.service) {
+            // The service rule is the first fault recorded (a revocation comes after it); a
+            // zero hold only watched.
+            if self.plan.service.is_some() {
+                if let Some(f) = trial.faults.first_mut() {
+                    f.fired = handle.fired(rule);
+                }
+            }
+            handle.remove(rule);
         }
-        Err(RestartEnd::Harness(why)) => return Ok(harness(trial, &o, (&timeline, ctx), why)),
-    };
-    wait_for_held_request(&plan, decide.held_from.unwrap_or(decide_ended));
-    let truth = match bc::ground_truth(&o.client, &o.case) {
-        Ok(t) => t,
-        Err(e) => {
-            let why = format!("ground truth: {e}");
-            return Ok(harness(trial, &o, (&timeline, ctx), why));
+        if let (Some(handle), Some(advance)) = (&self.rules.faults, self.rules.advance) {
+            if let Some(f) = trial.faults.iter_mut().find(|f| f.kind == "slow_advance") {
+                f.fired = handle.fired(advance);
+            }
+            handle.remove(advance);
         }
-    };
-    trial.settle_ms = Some(ms(settled - first_fault.unwrap_or(decide_ended)));
-    match report {
-        Some(r) => {
-            trial.outcome = r.status;
-            trial.journal_kinds = r.journal_kinds;
-            trial.receipt = r.receipt;
-        }
-        None => trial.outcome = RESTART_FAILED.into(),
     }
-    finish(&mut trial, truth);
-    label(&mut trial, &timeline, ctx, decide.held_from);
-    Ok(trial)
 }
 
 /// The trial's timeline, and the within-assumptions label verify's rule derives from it.
@@ -313,7 +428,7 @@ fn after_the_kill(
     faults: Option<&FaultHandle>,
     trial: &mut Trial,
     timeline: &Timeline,
-) -> Result<Vec<(&'static str, String)>, String> {
+) -> Result<Vec<(&'static str, String)>, TrialError> {
     if let Some(permille) = plan.tear_permille {
         let record = match trial.column.as_str() {
             "interlock" => Some(bc::JOURNAL_FILE),
@@ -328,7 +443,7 @@ fn after_the_kill(
             // A line cut mid-write was never durable, so the gate never marked it (the mark
             // follows the entry's fsync): take its mark back as that crash leaves it.
             interlock::marks::unmark_torn_entry(&o.dir.join(name), hash)
-                .map_err(|e| format!("cannot take back the torn entry's mark: {e}"))?;
+                .map_err(TrialError::Unmark)?;
         }
         let detail = match torn {
             Some((name, (line, kept, _))) => {
@@ -347,9 +462,8 @@ fn after_the_kill(
     let Some(seconds) = plan.dedup_passed_s else {
         return Ok(Vec::new());
     };
-    let handle = faults.ok_or("dedup_expired needs the embedded emulator")?;
-    let library = storage::faketime_library()
-        .ok_or("dedup_expired needs libfaketime (Debian's package `faketime`)")?;
+    let handle = faults.ok_or(TrialError::NeedsEmulator("dedup_expired needs"))?;
+    let library = storage::faketime_library().ok_or(TrialError::NoFaketime)?;
     handle.pass_idempotency_time(&o.api_key);
     timeline.runner_fault("dedup", "the service forgot the account's idempotency keys");
     trial.faults.push(Fault {
@@ -374,21 +488,27 @@ fn last_line(path: &Path) -> Option<String> {
 
 /// The trial's directory (naming the journal store, if any) and its case, opened at the service.
 /// For disk_full the case's directory is a small tmpfs inside it, filled once the case is saved.
-fn open(ctx: &TrialContext<'_>, spec: TrialSpec, id: &str, plan: &Draw) -> Result<Opened, String> {
+fn open(
+    ctx: &TrialContext<'_>,
+    spec: TrialSpec,
+    id: &str,
+    plan: &Draw,
+) -> Result<Opened, TrialError> {
+    let opening = || TrialError::opening(id);
     let logs = ctx.run_dir.join(format!("trial{:05}", spec.slot));
-    fs::create_dir_all(&logs).map_err(|e| format!("trial {id}: {e}"))?;
+    fs::create_dir_all(&logs).map_err(|e| opening()(e.into()))?;
     let (dir, disk) = match plan.disk_free_pages {
         Some(_) => {
             let dir = logs.join("disk");
-            fs::create_dir_all(&dir).map_err(|e| format!("trial {id}: {e}"))?;
-            let disk = SmallDisk::mount(&dir, DISK_KIB).map_err(|e| format!("trial {id}: {e}"))?;
+            fs::create_dir_all(&dir).map_err(|e| opening()(e.into()))?;
+            let disk = SmallDisk::mount(&dir, DISK_KIB).map_err(|e| opening()(e.into()))?;
             (dir, Some(disk))
         }
         None => (logs.clone(), None),
     };
     if let Some(url) = ctx.journal {
         fs::write(dir.join(bc::JOURNAL_LOCATION_FILE), url)
-            .map_err(|e| format!("trial {id}: name the journal store: {e}"))?;
+            .map_err(|e| opening()(TrialError::NameJournal(e)))?;
     }
     let api_key = ctx.backend.api_key(spec.slot);
     let client = ctx.backend.client(&api_key)?;
@@ -401,11 +521,10 @@ fn open(ctx: &TrialContext<'_>, spec: TrialSpec, id: &str, plan: &Draw) -> Resul
         ctx.clock_start,
         &mut rng,
     )
-    .map_err(|e| format!("trial {id}: open the case: {e}"))?;
-    case.save(&dir).map_err(|e| format!("trial {id}: {e}"))?;
+    .map_err(|e| opening()(TrialError::OpenCase(e)))?;
+    case.save(&dir).map_err(|e| opening()(e.into()))?;
     if let (Some(disk), Some(pages)) = (&disk, plan.disk_free_pages) {
-        disk.fill_until(pages)
-            .map_err(|e| format!("trial {id}: {e}"))?;
+        disk.fill_until(pages).map_err(|e| opening()(e.into()))?;
     }
     Ok(Opened {
         dir,
@@ -424,13 +543,13 @@ fn service_rule(
     plan: &Draw,
     faults: Option<&FaultHandle>,
     api_key: &str,
-) -> Result<Option<FaultId>, String> {
+) -> Result<Option<FaultId>, TrialError> {
     let action = match &plan.service {
         Some(a) => a.clone(),
         None if plan.decide_kill_ms.is_some() => FaultAction::Delay { ms: 0 },
         None => return Ok(None),
     };
-    let handle = faults.ok_or("service nemeses need the embedded emulator")?;
+    let handle = faults.ok_or(TrialError::NeedsEmulator("service nemeses need"))?;
     let times = if plan.service.is_some() {
         plan.service_times
     } else {
@@ -453,7 +572,7 @@ fn advance_rule(
     faults: Option<&FaultHandle>,
     api_key: &str,
     trial: &mut Trial,
-) -> Result<Option<FaultId>, String> {
+) -> Result<Option<FaultId>, TrialError> {
     let hold = match plan.service {
         Some(FaultAction::Delay { ms }) if ms > 0 && nemesis != Nemesis::LateBeyondBound => {
             Some(ms + 500)
@@ -463,7 +582,9 @@ fn advance_rule(
     let Some(ms) = hold.max(ctx.outage_ms) else {
         return Ok(None);
     };
-    let handle = faults.ok_or("--outage-ms and held requests need the embedded emulator")?;
+    let handle = faults.ok_or(TrialError::NeedsEmulator(
+        "--outage-ms and held requests need",
+    ))?;
     let why = match hold {
         Some(h) if Some(h) == Some(ms) => {
             "longer than the held request, as a Stripe advance of seconds would be"
@@ -489,7 +610,7 @@ fn change_world(
     o: &Opened,
     (timeline, from): (&Timeline, Instant),
     emulator: Option<&stripe::emulator::RunningEmulator>,
-) -> Result<(Fault, Option<bc::CaseFile>), String> {
+) -> Result<(Fault, Option<bc::CaseFile>), TrialError> {
     let paused = match (plan.pause_at, plan.world_at_us) {
         (Some(step), _) => format!("while the worker was paused at {step}"),
         (None, Some(us)) => format!(
@@ -509,8 +630,7 @@ fn change_world(
         Some(WorldFault::CreditNote) => {
             let mut outage_rng = StdRng::seed_from_u64(seed ^ OUTAGE_SEED);
             let outage = bc::Outage::BillingCredit;
-            let (_, changes) = bc::run_outage_timed(&o.client, &o.case, outage, &mut outage_rng)
-                .map_err(|e| e.to_string())?;
+            let (_, changes) = bc::run_outage_timed(&o.client, &o.case, outage, &mut outage_rng)?;
             timeline.outage(outage.as_str(), from);
             for c in changes {
                 timeline.changed(c.fact, c.from, c.until);
@@ -519,7 +639,7 @@ fn change_world(
                 format!("billing's renewal and credit note for the case's incident ran {paused}");
             Ok((world_fault("credit_note", what), None))
         }
-        None => Err("a pause was drawn without a world fault".into()),
+        None => Err(TrialError::NoWorldFault),
     }
 }
 
@@ -531,24 +651,22 @@ fn outage(
     o: &Opened,
     trial: &mut Trial,
     (timeline, emulator): (&Timeline, Option<&stripe::emulator::RunningEmulator>),
-) -> Result<(), String> {
+) -> Result<(), TrialError> {
     if plan.world == Some(WorldFault::CreditNote) {
         return Ok(());
     }
     let mut outage_rng = StdRng::seed_from_u64(seed ^ OUTAGE_SEED);
     let from = Instant::now();
     let (record, changes) = bc::run_outage_timed(&o.client, &o.case, plan.outage, &mut outage_rng)
-        .map_err(|e| format!("the outage failed: {e}"))?;
+        .map_err(TrialError::Outage)?;
     timeline.outage(plan.outage.as_str(), from);
     for c in changes {
         timeline.changed(c.fact, c.from, c.until);
     }
     if plan.revoke_in_outage {
-        let at = record
-            .clock_time
-            .ok_or("the revocation failed: the outage recorded no clock time")?;
+        let at = record.clock_time.ok_or(TrialError::NoClockTime)?;
         let (revoked, at) =
-            revoke(o, emulator, at, timeline).map_err(|e| format!("the revocation failed: {e}"))?;
+            revoke(o, emulator, at, timeline).map_err(|e| TrialError::Revocation(Box::new(e)))?;
         trial.case = revoked.to_results_case();
         trial.faults.push(world_fault(
             "revocation",
@@ -583,18 +701,20 @@ fn revoke(
     emulator: Option<&stripe::emulator::RunningEmulator>,
     at: i64,
     timeline: &Timeline,
-) -> Result<(bc::CaseFile, i64), String> {
-    let mut case = bc::CaseFile::load(&o.dir).map_err(|e| e.to_string())?;
+) -> Result<(bc::CaseFile, i64), TrialError> {
+    let mut case = bc::CaseFile::load(&o.dir)?;
     let mut write = |at: i64| {
         case.approval.revoked = Some(verify::results::Revocation {
             by: bc::APPROVER.to_owned(),
             clock_time: Some(at),
         });
-        case.save_timed(&o.dir).map_err(|e| e.to_string())
+        case.save_timed(&o.dir)
     };
     let at = match emulator {
         Some(emu) => {
-            let (written, at) = emu.step_clock_around(&o.api_key, &o.case.clock, &mut write)?;
+            let (written, at) = emu
+                .step_clock_around(&o.api_key, &o.case.clock, &mut write)
+                .map_err(TrialError::EmulatorClock)?;
             let (from, until) = written?;
             timeline.changed("approval", from, until);
             at
@@ -602,7 +722,7 @@ fn revoke(
         None => {
             let (from, until) = write(at)?;
             timeline.changed("approval", from, until);
-            bc::advance_one_second(&o.client, &o.case, at).map_err(|e| e.to_string())?;
+            bc::advance_one_second(&o.client, &o.case, at)?;
             at
         }
     };
@@ -621,8 +741,8 @@ fn world_fault(kind: &str, what: String) -> Fault {
 }
 
 /// The case's test-clock time now.
-fn clock_now(client: &stripe::Client, case: &bc::CaseFile) -> Result<i64, String> {
-    bc::clock_time(client, case).map_err(|e| e.to_string())
+fn clock_now(client: &stripe::Client, case: &bc::CaseFile) -> Result<i64, TrialError> {
+    Ok(bc::clock_time(client, case)?)
 }
 
 fn blank_trial(id: &str, spec: TrialSpec, plan: &Draw, case: &bc::CaseFile) -> Trial {

@@ -4,6 +4,7 @@
 use super::faults::Draw;
 use super::timeline::Timeline;
 use super::trial::{ms, TrialContext};
+use super::trial_error::TrialError;
 use crate::worker::{
     self, CONTINUE_LINE, CRASH_LINE_PREFIX, EVERY_STEP, NO_CRASH, PAUSE_LINE_PREFIX,
     STEP_LINE_PREFIX, STRIPE_KEY_ENV,
@@ -60,8 +61,8 @@ struct Running<'t> {
 fn decide_paused(
     mut run: Running<'_>,
     step: &str,
-    world: &mut dyn FnMut() -> Result<(), String>,
-) -> Result<DecideEnd, String> {
+    world: &mut dyn FnMut() -> Result<(), TrialError>,
+) -> Result<DecideEnd, TrialError> {
     let paused = run.lines.wait_for(PAUSE_LINE_PREFIX, run.deadline);
     if paused.is_some() {
         world()?;
@@ -98,8 +99,8 @@ fn decide_exposed(
     mut run: Running<'_>,
     fact: &str,
     at: u64,
-    world: &mut dyn FnMut() -> Result<(), String>,
-) -> Result<DecideEnd, String> {
+    world: &mut dyn FnMut() -> Result<(), TrialError>,
+) -> Result<DecideEnd, TrialError> {
     let read = format!("{}read {fact} ", bc::EVENT_LINE_PREFIX);
     // From the end of the read as the worker stamped it (`read <fact> <start> <end>`), not from
     // when the runner got the line.
@@ -225,7 +226,7 @@ pub(super) enum RestartEnd {
     /// The column's restart ended in an error (a measured outcome).
     Failed,
     /// The harness could not run it.
-    Harness(String),
+    Harness(TrialError),
 }
 
 impl Workers<'_> {
@@ -235,7 +236,7 @@ impl Workers<'_> {
         crash: &str,
         stderr_name: &str,
         extra: &[String],
-    ) -> Result<Child, String> {
+    ) -> Result<Child, TrialError> {
         self.spawn_in(phase, crash, stderr_name, extra, &[])
     }
 
@@ -246,14 +247,17 @@ impl Workers<'_> {
         stderr_name: &str,
         extra: &[String],
         env: &[(&str, String)],
-    ) -> Result<Child, String> {
+    ) -> Result<Child, TrialError> {
         let backend = self.ctx.backend;
         let settings = backend.scenario_settings();
         let stderr = fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(self.logs.join(stderr_name))
-            .map_err(|e| format!("cannot open {stderr_name}: {e}"))?;
+            .map_err(|source| TrialError::OpenLog {
+                name: stderr_name.to_owned(),
+                source,
+            })?;
         Command::new(self.ctx.exe)
             .arg("worker")
             .arg(phase)
@@ -281,7 +285,10 @@ impl Workers<'_> {
             .stderr(Stdio::from(stderr))
             .process_group(0)
             .spawn()
-            .map_err(|e| format!("cannot start a {phase} worker: {e}"))
+            .map_err(|source| TrialError::Spawn {
+                phase: phase.to_owned(),
+                source,
+            })
     }
 
     /// The decide worker, killed or paused as drawn. `world` makes the drawn world change while
@@ -290,8 +297,8 @@ impl Workers<'_> {
         &self,
         plan: &Draw,
         rule: Option<(&FaultHandle, FaultId)>,
-        world: &mut dyn FnMut() -> Result<(), String>,
-    ) -> Result<DecideEnd, String> {
+        world: &mut dyn FnMut() -> Result<(), TrialError>,
+    ) -> Result<DecideEnd, TrialError> {
         if plan.decide_at_before_send {
             return self.decide_cooperative();
         }
@@ -397,7 +404,7 @@ impl Workers<'_> {
         mut run: Running<'_>,
         plan: &Draw,
         rule: Option<(&FaultHandle, FaultId)>,
-    ) -> Result<DecideEnd, String> {
+    ) -> Result<DecideEnd, TrialError> {
         let mut second = match plan.second_worker {
             true => {
                 let mut child = self.spawn("decide", NO_CRASH, "decide-2.stderr", &[])?;
@@ -436,7 +443,7 @@ impl Workers<'_> {
     /// stop_holder: the worker pauses at `step` (its last before the POST), the runner stops it
     /// there with SIGSTOP and writes its `continue` (read once it runs again). `Err`: why the
     /// trial is a HARNESS_ERROR.
-    pub(super) fn decide_stopped(&self, step: &str) -> Result<Stopped<'_>, String> {
+    pub(super) fn decide_stopped(&self, step: &str) -> Result<Stopped<'_>, TrialError> {
         let mut child = self.spawn_steps(None, Some(step))?;
         let started = Instant::now();
         let mut run = Running {
@@ -451,15 +458,15 @@ impl Workers<'_> {
             .is_none()
         {
             let status = wait_until(&mut run.child, Instant::now());
-            return Err(format!(
-                "the decide worker {} before its stop at {step}",
-                describe_exit(status)
-            ));
+            return Err(TrialError::EndedBeforeStop {
+                exit: describe_exit(status),
+                step: step.to_owned(),
+            });
         }
         self.timeline.signalled("stop", "decide");
         if !signal(run.child.id(), rustix::process::Signal::STOP) {
             reap(&mut run.child);
-            return Err("could not SIGSTOP the decide worker".into());
+            return Err(TrialError::Sigstop);
         }
         let at = Instant::now();
         let told = run.child.stdin.as_mut().map(|stdin| {
@@ -469,16 +476,14 @@ impl Workers<'_> {
         });
         if !matches!(told, Some(Ok(()))) {
             reap(&mut run.child);
-            return Err(format!(
-                "could not queue `{CONTINUE_LINE}` for the stopped worker"
-            ));
+            return Err(TrialError::QueueContinue);
         }
         Ok(Stopped { run, at })
     }
 
     /// Cooperative: the worker announces `before_send` and blocks there (kill_recovery's and
     /// revoke_in_outage's base).
-    fn decide_cooperative(&self) -> Result<DecideEnd, String> {
+    fn decide_cooperative(&self) -> Result<DecideEnd, TrialError> {
         let mut child = self.spawn("decide", "before_send", "decide.stderr", &[])?;
         let deadline = Instant::now() + WORKER_TIMEOUT;
         let mut lines = Lines::new(&mut child, "decide", self.timeline);
@@ -495,7 +500,11 @@ impl Workers<'_> {
 
     /// A decide worker that announces every step (`--crash every`), blocking at `kill_at` or
     /// pausing at `pause_at`.
-    fn spawn_steps(&self, kill_at: Option<&str>, pause_at: Option<&str>) -> Result<Child, String> {
+    fn spawn_steps(
+        &self,
+        kill_at: Option<&str>,
+        pause_at: Option<&str>,
+    ) -> Result<Child, TrialError> {
         let mut extra = Vec::new();
         if let Some(step) = kill_at {
             extra.extend(["--kill-at".to_owned(), step.to_owned()]);
@@ -540,7 +549,7 @@ impl Workers<'_> {
 
     /// Restart `n`, announcing its recovery steps and blocking at `step` until SIGKILLed there;
     /// a restart that ends before it reaches `step` is not killed (the kill is not delivered).
-    pub(super) fn kill_restart(&self, n: usize, step: &str) -> Result<Kill, String> {
+    pub(super) fn kill_restart(&self, n: usize, step: &str) -> Result<Kill, TrialError> {
         let extra = ["--kill-at".to_owned(), step.to_owned()];
         let mut child = self.spawn("resume", EVERY_STEP, "restart.stderr", &extra)?;
         let actor = format!("restart-{n}");
@@ -578,24 +587,18 @@ impl Workers<'_> {
                 Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
                 Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() > deadline => {
                     reap(&mut child);
-                    return Err(RestartEnd::Harness(
-                        "the final restart did not finish in time".into(),
-                    ));
+                    return Err(RestartEnd::Harness(TrialError::FinalRestartTimeout));
                 }
                 Err(_) => {}
             }
         }
-        let status = child
-            .wait()
-            .map_err(|e| RestartEnd::Harness(e.to_string()))?;
+        let status = child.wait().map_err(|e| RestartEnd::Harness(e.into()))?;
         if !status.success() {
             return Err(RestartEnd::Failed);
         }
-        let line =
-            last.ok_or_else(|| RestartEnd::Harness("the final restart printed nothing".into()))?;
-        serde_json::from_str(&line).map_err(|e| {
-            RestartEnd::Harness(format!("the final restart's report does not parse: {e}"))
-        })
+        let line = last.ok_or(RestartEnd::Harness(TrialError::FinalRestartSilent))?;
+        serde_json::from_str(&line)
+            .map_err(|e| RestartEnd::Harness(TrialError::FinalRestartReport(e)))
     }
 }
 

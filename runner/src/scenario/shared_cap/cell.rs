@@ -7,6 +7,7 @@ use crate::backend::Backend;
 use crate::cell::{
     cell_seed, describe_exit, kill_and_reap, line_reader, ms, stderr_tail, CellAbort, Line,
 };
+use crate::cell_error::CellError;
 use crate::worker::{CRASH_LINE_PREFIX, STRIPE_KEY_ENV};
 use rand::{rngs::StdRng, SeedableRng};
 use scenarios::billing_credit::RestartReport;
@@ -74,7 +75,12 @@ struct Worker<'a> {
     wait_go: bool,
 }
 
-fn spawn(ctx: &CapContext<'_>, dir: &Path, api_key: &str, w: &Worker<'_>) -> Result<Child, String> {
+fn spawn(
+    ctx: &CapContext<'_>,
+    dir: &Path,
+    api_key: &str,
+    w: &Worker<'_>,
+) -> Result<Child, CellError> {
     let Worker {
         column,
         ticket,
@@ -84,8 +90,10 @@ fn spawn(ctx: &CapContext<'_>, dir: &Path, api_key: &str, w: &Worker<'_>) -> Res
     } = *w;
     let name = format!("{}-{ticket}", phase.as_str());
     let stderr_path = dir.join(format!("{name}.stderr"));
-    let stderr = std::fs::File::create(&stderr_path)
-        .map_err(|e| format!("cannot create {}: {e}", stderr_path.display()))?;
+    let stderr = std::fs::File::create(&stderr_path).map_err(|source| CellError::CreateLog {
+        path: stderr_path,
+        source,
+    })?;
     let settings = ctx.backend.scenario_settings();
     // Worker `a` runs on host `a`, `b` on host `b` (restarts included).
     let host = ctx.hosts.and_then(|h| h.view(ticket));
@@ -124,8 +132,11 @@ fn spawn(ctx: &CapContext<'_>, dir: &Path, api_key: &str, w: &Worker<'_>) -> Res
     if wait_go {
         cmd.arg("--wait-go");
     }
-    cmd.spawn()
-        .map_err(|e| format!("cannot start the {name} worker {}: {e}", ctx.exe.display()))
+    cmd.spawn().map_err(|source| CellError::Spawn {
+        name,
+        exe: ctx.exe.to_owned(),
+        source,
+    })
 }
 
 /// Watches a worker to its end: SIGKILLs it when it announces `crash` (confirming signal 9),
@@ -203,14 +214,14 @@ fn watch(
     })
 }
 
-fn go(child: &mut Child) -> Result<(), String> {
+fn go(child: &mut Child) -> Result<(), CellError> {
     let Some(stdin) = child.stdin.as_mut() else {
-        return Err("a worker has no stdin to start it with".into());
+        return Err(CellError::NoStdin);
     };
     stdin
         .write_all(b"go\n")
         .and_then(|()| stdin.flush())
-        .map_err(|e| format!("cannot start a worker: {e}"))
+        .map_err(CellError::Go)
 }
 
 fn ticket_record(
@@ -274,7 +285,7 @@ fn together(
     dir: &Path,
     api_key: &str,
     workers: &[Worker<'_>],
-) -> Result<Result<Vec<Ended>, String>, CellAbort> {
+) -> Result<Result<Vec<Ended>, CellError>, CellAbort> {
     let mut children = Vec::new();
     for w in workers {
         match spawn(ctx, dir, api_key, w) {
@@ -317,7 +328,7 @@ fn together(
     for e in ended {
         match e {
             Ok(r) => out.push(r?),
-            Err(_) => return Ok(Err("a worker's watcher panicked".into())),
+            Err(_) => return Ok(Err(CellError::WatcherPanicked)),
         }
     }
     Ok(Ok(out))
@@ -329,7 +340,7 @@ fn first_phases(
     dir: &Path,
     api_key: &str,
     spec: &CellSpec<'_>,
-) -> Result<Result<(Ended, Ended), String>, CellAbort> {
+) -> Result<Result<(Ended, Ended), CellError>, CellAbort> {
     let concurrent = spec.overlap != "sequential";
     let send = |ticket, crash| Worker {
         column: spec.column,
@@ -354,7 +365,7 @@ fn first_phases(
         let mut v = v.into_iter();
         match (v.next(), v.next()) {
             (Some(a), Some(b)) => Ok((a, b)),
-            _ => Err("a worker's end went unrecorded".into()),
+            _ => Err(CellError::Unrecorded),
         }
     }))
 }
@@ -369,7 +380,10 @@ fn open_cell(
     std::fs::create_dir_all(&dir)
         .map_err(|e| CellAbort::Setup(format!("cannot create {}: {e}", dir.display())))?;
     let api_key = ctx.backend.api_key(index);
-    let client = ctx.backend.client(&api_key).map_err(CellAbort::Setup)?;
+    let client = ctx
+        .backend
+        .client(&api_key)
+        .map_err(|e| CellAbort::Setup(e.to_string()))?;
     let mut rng = StdRng::seed_from_u64(cell_seed(ctx.seed, index));
     let order = cap::open_order(&client, &mut rng).map_err(|e| CellAbort::Setup(e.to_string()))?;
     for ticket in ["a", "b"] {
@@ -431,7 +445,7 @@ fn final_reports(
     let ended = match together(ctx, dir, api_key, &workers)? {
         Ok(e) => e,
         Err(e) => {
-            harness.get_or_insert(e);
+            harness.get_or_insert(e.to_string());
             return Ok((reports, None));
         }
     };
@@ -445,7 +459,7 @@ fn final_reports(
                 };
                 match together(ctx, dir, api_key, &[last])? {
                     Ok(mut e) => e.pop().unwrap_or(Ended::Failed("no final restart".into())),
-                    Err(e) => Ended::Failed(e),
+                    Err(e) => Ended::Failed(e.to_string()),
                 }
             }
             other => other,
@@ -480,7 +494,7 @@ pub fn run_spec(
     let started = Instant::now();
     let (ended_a, ended_b) = match first_phases(ctx, &dir, &api_key, spec)? {
         Ok(pair) => pair,
-        Err(e) => (Ended::Failed(e.clone()), Ended::Failed(e)),
+        Err(e) => (Ended::Failed(e.to_string()), Ended::Failed(e.to_string())),
     };
     let mut harness = None;
     let ([report_a, report_b], restart_killed_at) = final_reports(

@@ -125,7 +125,7 @@ impl Setup {
             crate::run::run_dir_and_key("interlock-shared-cap-", args.signing_key.as_deref())?;
         let cancel = Arc::new(AtomicBool::new(false));
         install_signal_handler(cancel.clone())?;
-        let backend = Backend::start(args.backend, &run_id).map_err(|e| anyhow!(e))?;
+        let backend = Backend::start(args.backend, &run_id)?;
         let hosts = match (&journal, args.two_hosts) {
             (Some(url), true) => Some(hosts::Hosts::make(backend.base_url(), url)?),
             _ => None,
@@ -224,7 +224,8 @@ impl Setup {
     /// key and its public half.
     pub(crate) fn finish(self) -> Result<(ed25519_dalek::SigningKey, ed25519_dalek::VerifyingKey)> {
         drop(self.hosts);
-        let signing_key = crate::keys::read_signing_key(self.key.path()).map_err(|e| anyhow!(e));
+        let signing_key =
+            crate::keys::read_signing_key(self.key.path()).map_err(anyhow::Error::from);
         let public = self.key.public();
         self.key
             .delete()

@@ -9,6 +9,7 @@
 
 use crate::keys::read_signing_key;
 use crate::worker::{crash_hook, stripe_client, NO_CRASH};
+use crate::worker_error::WorkerError;
 use scenarios::billing_credit as bc;
 use scenarios::shared_cap::{self as cap, Column};
 use std::io::BufRead;
@@ -83,11 +84,8 @@ pub fn main(args: &CapWorkerArgs) -> i32 {
     }
 }
 
-fn run(args: &CapWorkerArgs) -> Result<(), String> {
-    let column: Column = args
-        .column
-        .parse()
-        .map_err(|e: bc::ScenarioError| e.to_string())?;
+fn run(args: &CapWorkerArgs) -> Result<(), WorkerError> {
+    let column: Column = args.column.parse()?;
     let client = stripe_client(
         &args.base_url,
         args.request_timeout_ms,
@@ -98,17 +96,16 @@ fn run(args: &CapWorkerArgs) -> Result<(), String> {
         max_in_flight: Duration::from_millis(args.max_in_flight_ms),
         claim_ttl: Duration::from_millis(args.claim_ttl_ms),
     };
-    let err = |e: bc::ScenarioError| e.to_string();
     let crash = match args.crash.as_str() {
         NO_CRASH => None,
-        name => Some((bc::CrashPoint::step(name).map_err(err)?, crash_hook())),
+        name => Some((bc::CrashPoint::step(name)?, crash_hook())),
     };
     if args.wait_go {
         let mut line = String::new();
         std::io::stdin()
             .lock()
             .read_line(&mut line)
-            .map_err(|e| format!("cannot read the start signal: {e}"))?;
+            .map_err(WorkerError::StartSignal)?;
     }
     let report = match args.phase {
         CapPhase::Send => {
@@ -120,8 +117,7 @@ fn run(args: &CapWorkerArgs) -> Result<(), String> {
                 crash,
                 &key,
                 &settings,
-            )
-            .map_err(err)?;
+            )?;
             cap::finished(
                 column,
                 &client,
@@ -130,8 +126,7 @@ fn run(args: &CapWorkerArgs) -> Result<(), String> {
                 status,
                 &key,
                 &settings,
-            )
-            .map_err(err)?
+            )?
         }
         CapPhase::Restart => cap::restart(
             column,
@@ -141,11 +136,9 @@ fn run(args: &CapWorkerArgs) -> Result<(), String> {
             &key,
             &settings,
             crash,
-        )
-        .map_err(err)?,
+        )?,
     };
-    let line =
-        serde_json::to_string(&report).map_err(|e| format!("cannot render the report: {e}"))?;
+    let line = serde_json::to_string(&report).map_err(WorkerError::Report)?;
     println!("{line}");
     Ok(())
 }
