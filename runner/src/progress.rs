@@ -121,7 +121,7 @@ pub fn running_message(running: &[String], queued: usize) -> String {
 
 /// One-line description of a judged cell.
 pub fn describe(cell: &Cell) -> String {
-    if cell.outcome == verify::scenarios::billing_credit::HARNESS_ERROR {
+    if cell.is_harness_error() {
         let why = cell
             .harness_error
             .as_deref()

@@ -15,7 +15,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use verify::results::{ClaimSettings, DeciderInfo, Environment, ResultsFile};
-use verify::scenarios::billing_credit::HARNESS_ERROR;
 
 /// The run was interrupted (Ctrl-C or SIGTERM): workers were killed, nothing was written.
 #[derive(Debug, thiserror::Error)]
@@ -230,7 +229,7 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
     let signing_key = signing_key?;
     let cells = collect_cells(cells, &run.cancel)?;
     let environment = run.environment(args, jobs);
-    let harness_errors = cells.iter().filter(|c| c.outcome == HARNESS_ERROR).count();
+    let harness_errors = cells.iter().filter(|c| c.is_harness_error()).count();
     let file = results::assemble(&plan, environment, cells, &signing_key)
         .context("cannot sign the results file's manifest")?;
     drop(signing_key);

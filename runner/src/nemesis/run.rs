@@ -153,11 +153,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
     Ok(NemesisOutcome {
         path,
         verified: report.ok,
-        harness_errors: file
-            .trials
-            .iter()
-            .filter(|t| t.outcome == verify::scenarios::billing_credit::HARNESS_ERROR)
-            .count(),
+        harness_errors: file.trials.iter().filter(|t| t.is_harness_error()).count(),
     })
 }
 
@@ -532,5 +528,5 @@ pub fn replay(
             .unwrap_or_default()
     );
     println!("{}", amounts_line(&trial.ground_truth, clock_start));
-    Ok(trial.outcome != verify::scenarios::billing_credit::HARNESS_ERROR)
+    Ok(!trial.is_harness_error())
 }

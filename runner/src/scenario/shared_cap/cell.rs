@@ -543,7 +543,7 @@ pub fn run_spec(
         harness_error: harness,
         wall_ms,
     };
-    if cell.harness_error.is_none() {
+    if cell.judged() {
         verify::shared_cap::judge::judge(&mut cell, &ctx.public_key);
     }
     Ok(Outcome {

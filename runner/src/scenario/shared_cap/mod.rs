@@ -286,11 +286,7 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
     println!("results: {}", path.display());
     let verified = check_written(args, &file, &public);
     Ok(RunOutcome {
-        harness_errors: file
-            .cells
-            .iter()
-            .filter(|c| c.harness_error.is_some())
-            .count(),
+        harness_errors: file.cells.iter().filter(|c| !c.judged()).count(),
         results_path: path,
         verified,
     })

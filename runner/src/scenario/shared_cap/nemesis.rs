@@ -116,11 +116,7 @@ pub fn run(args: &RunArgs, list: &str) -> Result<RunOutcome> {
     println!("results: {}", path.display());
     let verified = check_written(&file, &public);
     Ok(RunOutcome {
-        harness_errors: file
-            .trials
-            .iter()
-            .filter(|t| t.cell.harness_error.is_some())
-            .count(),
+        harness_errors: file.trials.iter().filter(|t| !t.cell.judged()).count(),
         results_path: path,
         verified,
     })
