@@ -549,14 +549,7 @@ async fn process(
     let request_id = app.request_id();
     let method = method.as_str().to_string();
     let path = uri.path().to_string();
-    let idem_key = if method == "POST" {
-        headers
-            .get("idempotency-key")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    } else {
-        None
-    };
+    let idem_key = idempotency_key(&method, &headers);
     let key_ref = idem_key.as_deref();
     // Checked after authentication, as at Stripe; until then (and when it is
     // refused) answers say the account default.
@@ -564,36 +557,17 @@ async fn process(
     let version = asked_version
         .as_ref()
         .map_or(versions::default_version(), |v| *v);
-    let fail = |e: ApiError| {
-        respond(
-            &Answer::error(&e, key_ref, &request_id),
-            &request_id,
-            version,
-        )
-    };
+    let answer = |a: &Answer| respond(a, &request_id, version);
 
     // Turned away before the idempotency layer: nothing is saved.
-    let api_key = match api_key(&headers) {
-        Ok(k) => k,
-        Err(e) => return fail(e),
+    let admitted = admit(&app, &headers, asked_version.err(), &method, &uri, &body);
+    let (api_key, params) = match admitted {
+        Ok(admitted) => admitted,
+        Err(e) => return answer(&Answer::error(&e, key_ref, &request_id)),
     };
-    let api_key = match read_only_account(&api_key, &method) {
-        Ok(k) => k,
-        Err(e) => return fail(e),
-    };
-    if let Err(e) = asked_version {
-        return fail(e);
-    }
-    let params = match params(&uri, &method, &body) {
-        Ok(p) => p,
-        Err(e) => return fail(e),
-    };
-    if !app.limiter.admit(&method, &path) {
-        return fail(ApiError::rate_limited());
-    }
     let fault = app.faults.take(&method, &path, Some(&api_key));
-    if let Some(answer) = fault_in_front(fault.as_ref(), key_ref, &request_id) {
-        return respond(&answer, &request_id, version);
+    if let Some(a) = fault_in_front(fault.as_ref(), key_ref, &request_id) {
+        return answer(&a);
     }
     let account = app.account(&api_key);
     if let Some(before) = app.faults.keys_forgotten_before(&api_key) {
@@ -601,36 +575,78 @@ async fn process(
     }
     if let Some(k) = key_ref {
         let endpoint = format!("{method} {path}");
-        if let Some(answer) = reserve_key(&app, &account, k, &endpoint, &params, &request_id) {
-            return respond(&answer, &request_id, version);
+        if let Some(a) = reserve_key(&app, &account, k, &endpoint, &params, &request_id) {
+            return answer(&a);
         }
     }
     if let Some(FaultAction::Delay { ms }) = fault {
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
-    let answer = {
-        let mut guard = lock(&account);
-        if let Some(FaultAction::SlowAdvance { ms }) = fault {
-            guard.next_advance_takes = Some(Duration::from_millis(ms));
-        }
-        let call = Call {
-            method: &method,
-            path: &path,
-            params: &params,
-            version,
-            key: key_ref,
-            request_id: &request_id,
-        };
-        let (answer, executed) = execute(&mut guard, &call, fault.as_ref());
-        if let Some(k) = key_ref {
-            settle_key(&mut guard, k, &answer, executed, &request_id);
-        }
-        answer
+    let call = Call {
+        method: &method,
+        path: &path,
+        params: &params,
+        version,
+        key: key_ref,
+        request_id: &request_id,
     };
+    let settled = run_and_settle(&account, &call, fault.as_ref());
     if fault == Some(FaultAction::CommitThenDrop) {
         conn.kill.store(true, Ordering::SeqCst);
     }
-    respond(&answer, &request_id, version)
+    answer(&settled)
+}
+
+/// A POST's `Idempotency-Key` (other methods' keys are ignored).
+fn idempotency_key(method: &str, headers: &HeaderMap) -> Option<String> {
+    if method != "POST" {
+        return None;
+    }
+    headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+/// The checks in front of the API, in Stripe's order: the API key (a
+/// restricted key reads its account), the asked version (its refusal, if
+/// any), the parameters, the rate limit. Returns the account's key and the
+/// parameters.
+fn admit(
+    app: &App,
+    headers: &HeaderMap,
+    version_refused: Option<ApiError>,
+    method: &str,
+    uri: &Uri,
+    body: &Bytes,
+) -> Result<(String, Map<String, Value>), ApiError> {
+    let api_key = read_only_account(&api_key(headers)?, method)?;
+    if let Some(e) = version_refused {
+        return Err(e);
+    }
+    let params = params(uri, method, body)?;
+    if !app.limiter.admit(method, uri.path()) {
+        return Err(ApiError::rate_limited());
+    }
+    Ok((api_key, params))
+}
+
+/// Runs the endpoint with the account locked (a `SlowAdvance` fault slows
+/// the clock advance it may start) and settles the idempotency key.
+fn run_and_settle(
+    account: &Mutex<Account>,
+    call: &Call<'_>,
+    fault: Option<&FaultAction>,
+) -> Answer {
+    let mut guard = lock(account);
+    if let Some(FaultAction::SlowAdvance { ms }) = fault {
+        guard.next_advance_takes = Some(Duration::from_millis(*ms));
+    }
+    let (answer, executed) = execute(&mut guard, call, fault);
+    if let Some(k) = call.key {
+        settle_key(&mut guard, k, &answer, executed, call.request_id);
+    }
+    answer
 }
 
 /// Seed for request ids of one emulator instance.
