@@ -176,7 +176,7 @@ pub fn generate(spec: &Spec) -> ResultsFile {
     let summary = verify::scenarios::billing_credit::summarize(&spec.columns, &cells);
     let mut file = ResultsFile {
         format: RESULTS_FORMAT.into(),
-        scenario: "billing_credit".into(),
+        scenario: verify::scenarios::Scenario::BillingCredit.as_str().into(),
         generated: "2026-11-29T12:00:00Z".into(),
         environment: Environment {
             backend: "emulator".into(),
