@@ -290,7 +290,7 @@ fn issue(a: &mut Account, r: NoteRequest) -> Value {
             Metadata::new(),
         )
     });
-    let lines = note_lines(a, r.lines, r.amount, &r.memo);
+    let lines = note_lines(a, r.lines, r.amount, r.memo.as_deref());
     credit_invoice(a, inv_id, r.pre, r.post, now);
     let cn = CreditNote {
         id: id.clone(),
@@ -330,12 +330,12 @@ fn note_lines(
     a: &mut Account,
     mut requested: Vec<LineRequest>,
     amount: i64,
-    memo: &Option<String>,
+    memo: Option<&str>,
 ) -> Vec<CreditNoteLine> {
     if requested.is_empty() {
         requested.push(LineRequest {
             amount,
-            description: memo.clone().or_else(|| Some("Credit".into())),
+            description: Some(memo.unwrap_or("Credit").to_string()),
             item: None,
         });
     }
