@@ -338,29 +338,7 @@ impl Client {
         path: &str,
         request: reqwest::blocking::RequestBuilder,
     ) -> Result<Response, Attempt> {
-        let transport = |e: reqwest::Error| {
-            let error = if e.is_timeout() {
-                StripeError::Timeout {
-                    method: method.into(),
-                    path: path.into(),
-                    timeout_ms: self.timeout.as_millis(),
-                }
-            } else {
-                StripeError::Connection {
-                    method: method.into(),
-                    path: path.into(),
-                    detail: error_chain(&e),
-                }
-            };
-            if self.retry.retries_transport() {
-                Attempt::Retryable {
-                    error,
-                    retry_after: None,
-                }
-            } else {
-                Attempt::Final(error)
-            }
-        };
+        let transport = |e: reqwest::Error| self.transport_failure(method, path, &e);
         let answer = request
             .basic_auth(&self.api_key, Some(""))
             .header("Stripe-Version", crate::API_VERSION)
@@ -390,38 +368,13 @@ impl Client {
                 })),
             };
         }
-        let error = parsed
-            .ok()
-            .and_then(|body| body.get("error").cloned())
-            .filter(|e| e.is_object());
-        let error = match error {
-            Some(e) => {
-                let field = |name: &str| e.get(name).and_then(|v| v.as_str()).map(str::to_string);
-                StripeError::Api(Box::new(ApiFailure {
-                    method: method.into(),
-                    path: path.into(),
-                    status,
-                    error_type: field("type").unwrap_or_else(|| "unknown".into()),
-                    code: field("code"),
-                    param: field("param"),
-                    message: field("message").unwrap_or_default(),
-                    request_id,
-                    replayed,
-                    original_request: header(&headers, "original-request"),
-                    should_retry: header(&headers, "stripe-should-retry")
-                        .map(|v| v.trim() == "true"),
-                }))
-            }
-            None => StripeError::InvalidResponse {
-                method: method.into(),
-                path: path.into(),
-                status,
-                detail: format!(
-                    "no Stripe error envelope in the body: {:?}",
-                    String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
-                ),
-            },
+        let call = FailedCall {
+            method,
+            path,
+            status,
+            headers: &headers,
         };
+        let error = call.error(parsed.ok(), &bytes);
         let should_retry = header(&headers, "stripe-should-retry");
         if self
             .retry
@@ -434,6 +387,76 @@ impl Client {
         } else {
             Err(Attempt::Final(error))
         }
+    }
+
+    /// A request that got no answer: a timeout or a connection failure,
+    /// retried when the retry policy retries transport failures.
+    fn transport_failure(&self, method: &str, path: &str, e: &reqwest::Error) -> Attempt {
+        let error = if e.is_timeout() {
+            StripeError::Timeout {
+                method: method.into(),
+                path: path.into(),
+                timeout_ms: self.timeout.as_millis(),
+            }
+        } else {
+            StripeError::Connection {
+                method: method.into(),
+                path: path.into(),
+                detail: error_chain(e),
+            }
+        };
+        if self.retry.retries_transport() {
+            Attempt::Retryable {
+                error,
+                retry_after: None,
+            }
+        } else {
+            Attempt::Final(error)
+        }
+    }
+}
+
+/// A request answered with a status outside 2xx.
+struct FailedCall<'a> {
+    method: &'a str,
+    path: &'a str,
+    status: u16,
+    headers: &'a HeaderMap,
+}
+
+impl FailedCall<'_> {
+    /// The error the answer holds: Stripe's error envelope in `body`, or, when
+    /// there is none, the start of the raw body `bytes`.
+    fn error(&self, body: Option<serde_json::Value>, bytes: &[u8]) -> StripeError {
+        let (method, path, status, headers) = (self.method, self.path, self.status, self.headers);
+        let envelope = body
+            .and_then(|body| body.get("error").cloned())
+            .filter(|e| e.is_object());
+        let Some(e) = envelope else {
+            return StripeError::InvalidResponse {
+                method: method.into(),
+                path: path.into(),
+                status,
+                detail: format!(
+                    "no Stripe error envelope in the body: {:?}",
+                    String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
+                ),
+            };
+        };
+        let field = |name: &str| e.get(name).and_then(|v| v.as_str()).map(str::to_string);
+        StripeError::Api(Box::new(ApiFailure {
+            method: method.into(),
+            path: path.into(),
+            status,
+            error_type: field("type").unwrap_or_else(|| "unknown".into()),
+            code: field("code"),
+            param: field("param"),
+            message: field("message").unwrap_or_default(),
+            request_id: header(headers, "request-id"),
+            replayed: header(headers, "idempotent-replayed").as_deref() == Some("true"),
+            original_request: header(headers, "original-request"),
+            should_retry: header(headers, "stripe-should-retry").map(|v| v.trim() == "true"),
+        }))
     }
 }
 

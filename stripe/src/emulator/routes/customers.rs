@@ -7,19 +7,21 @@ use crate::emulator::render;
 use crate::emulator::state::{apply_metadata, wall_now, Account, Customer, Metadata};
 use serde_json::Value;
 
+const CUSTOMER_PARAMS: [&str; 10] = [
+    "name",
+    "email",
+    "description",
+    "phone",
+    "metadata",
+    "balance",
+    "test_clock",
+    "payment_method",
+    "invoice_settings",
+    "expand",
+];
+
 pub(super) fn create_customer(a: &mut Account, form: &Form<'_>) -> Result<Value, ApiError> {
-    form.allow(&[
-        "name",
-        "email",
-        "description",
-        "phone",
-        "metadata",
-        "balance",
-        "test_clock",
-        "payment_method",
-        "invoice_settings",
-        "expand",
-    ])?;
+    form.allow(&CUSTOMER_PARAMS)?;
     let settings = form.sub("invoice_settings")?;
     settings.allow(&["default_payment_method"])?;
     let name = form.text("name", 256)?;
@@ -45,14 +47,7 @@ pub(super) fn create_customer(a: &mut Account, form: &Form<'_>) -> Result<Value,
         .as_ref()
         .and_then(|c| a.clocks.get(c))
         .map_or_else(wall_now, |c| c.frozen_time);
-    // Attaching a test payment method (e.g. pm_card_visa) gives the customer its
-    // own copy with a new id, which then stands for the original in defaults.
-    let attached = payment_method.map(|_| a.new_id("pm"));
-    let default_payment_method = match (default_pm, payment_method, &attached) {
-        (Some(d), Some(p), Some(new)) if d == p => Some(new.clone()),
-        (Some(d), _, _) => Some(d.to_string()),
-        _ => None,
-    };
+    let default_payment_method = attach_payment_method(a, payment_method, default_pm);
     let id = a.new_id("cus");
     let seq = a.next_seq();
     let prefix = a.token(8);
@@ -89,6 +84,22 @@ pub(super) fn create_customer(a: &mut Account, form: &Form<'_>) -> Result<Value,
         );
     }
     a.customer(&id, "id").map(render::customer)
+}
+
+/// Attaching a test payment method (e.g. pm_card_visa) gives the customer its
+/// own copy with a new id, which then stands for the original in defaults:
+/// the customer's default payment method.
+fn attach_payment_method(
+    a: &mut Account,
+    payment_method: Option<&str>,
+    default_pm: Option<&str>,
+) -> Option<String> {
+    let attached = payment_method.map(|_| a.new_id("pm"));
+    match (default_pm, payment_method, &attached) {
+        (Some(d), Some(p), Some(new)) if d == p => Some(new.clone()),
+        (Some(d), _, _) => Some(d.to_string()),
+        _ => None,
+    }
 }
 
 pub(super) fn update_customer(

@@ -41,6 +41,21 @@ fn with_list<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     all
 }
 
+/// One request as the routes see it.
+struct Request<'r, 'f> {
+    method: &'r str,
+    path: &'r str,
+    form: &'r Form<'f>,
+    version: AcceptedVersion,
+}
+
+impl Request<'_, '_> {
+    /// The answer to a method and path no route takes.
+    fn unrecognized(&self) -> Result<Value, ApiError> {
+        Err(ApiError::unrecognized_url(self.method, self.path))
+    }
+}
+
 /// Answers one API request against an account, in API version `version`.
 /// `expand` is applied here.
 pub(crate) fn dispatch(
@@ -51,40 +66,73 @@ pub(crate) fn dispatch(
     version: AcceptedVersion,
 ) -> Result<Value, ApiError> {
     let segs: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
-    let mut value = match (method, segs.as_slice()) {
-        ("POST", ["v1", "test_helpers", "test_clocks"]) => clock::create(a, form),
-        ("GET", ["v1", "test_helpers", "test_clocks"]) => list_clocks(a, form),
-        ("GET", ["v1", "test_helpers", "test_clocks", id]) => {
+    let r = Request {
+        method,
+        path,
+        form,
+        version,
+    };
+    let mut value = match segs.as_slice() {
+        ["v1", "test_helpers", "test_clocks", rest @ ..] => clock_routes(a, &r, rest),
+        ["v1", "customers", rest @ ..] => customer_routes(a, &r, rest),
+        ["v1", "products" | "prices", ..] => catalog_routes(a, &r, &segs[1..]),
+        ["v1", "subscriptions" | "invoices", ..] => billing_routes(a, &r, &segs[1..]),
+        ["v1", "credit_notes", rest @ ..] => credit_note_routes(a, &r, rest),
+        ["v1", "payment_intents" | "charges" | "refunds", ..] => payment_routes(a, &r, &segs[1..]),
+        _ => r.unrecognized(),
+    }?;
+    let expand = form.strings("expand")?;
+    render::expand(a, &mut value, &expand)?;
+    Ok(value)
+}
+
+/// `/v1/test_helpers/test_clocks/...`.
+fn clock_routes(a: &mut Account, r: &Request<'_, '_>, rest: &[&str]) -> Result<Value, ApiError> {
+    let form = r.form;
+    match (r.method, rest) {
+        ("POST", []) => clock::create(a, form),
+        ("GET", []) => list_clocks(a, form),
+        ("GET", [id]) => {
             form.allow(&["expand"])?;
             clock::retrieve(a, id)
         }
-        ("DELETE", ["v1", "test_helpers", "test_clocks", id]) => {
+        ("DELETE", [id]) => {
             form.allow(&[])?;
             clock::delete(a, id)
         }
-        ("POST", ["v1", "test_helpers", "test_clocks", id, "advance"]) => {
-            clock::advance(a, id, form)
-        }
-        ("POST", ["v1", "customers"]) => create_customer(a, form),
-        ("GET", ["v1", "customers"]) => list_customers(a, form),
-        ("GET", ["v1", "customers", id]) => {
+        ("POST", [id, "advance"]) => clock::advance(a, id, form),
+        _ => r.unrecognized(),
+    }
+}
+
+/// `/v1/customers/...`, with their balance transactions.
+fn customer_routes(a: &mut Account, r: &Request<'_, '_>, rest: &[&str]) -> Result<Value, ApiError> {
+    let form = r.form;
+    match (r.method, rest) {
+        ("POST", []) => create_customer(a, form),
+        ("GET", []) => list_customers(a, form),
+        ("GET", [id]) => {
             form.allow(&["expand"])?;
             a.customer(id, "id").map(render::customer)
         }
-        ("POST", ["v1", "customers", id]) => update_customer(a, id, form),
-        ("POST", ["v1", "customers", id, "balance_transactions"]) => {
-            create_balance_txn(a, id, form)
-        }
-        ("GET", ["v1", "customers", id, "balance_transactions"]) => list_balance_txns(a, id, form),
-        ("GET", ["v1", "customers", id, "balance_transactions", txn]) => {
+        ("POST", [id]) => update_customer(a, id, form),
+        ("POST", [id, "balance_transactions"]) => create_balance_txn(a, id, form),
+        ("GET", [id, "balance_transactions"]) => list_balance_txns(a, id, form),
+        ("GET", [id, "balance_transactions", txn]) => {
             form.allow(&["expand"])?;
             balance_txn(a, id, txn).map(render::balance_txn)
         }
-        ("POST", ["v1", "customers", id, "balance_transactions", txn]) => {
-            update_balance_txn(a, id, txn, form)
-        }
-        ("POST", ["v1", "products"]) => create_product(a, form),
-        ("GET", ["v1", "products"]) => {
+        ("POST", [id, "balance_transactions", txn]) => update_balance_txn(a, id, txn, form),
+        _ => r.unrecognized(),
+    }
+}
+
+/// `/v1/products/...` and `/v1/prices/...`.
+fn catalog_routes(a: &mut Account, r: &Request<'_, '_>, segs: &[&str]) -> Result<Value, ApiError> {
+    let form = r.form;
+    match (r.method, segs) {
+        ("POST", ["products"]) => create_product(a, form),
+        ("GET", ["products"]) => {
             form.allow(&with_list(&["active"]))?;
             let active = form.bool("active")?;
             let items = newest_first(
@@ -95,35 +143,43 @@ pub(crate) fn dispatch(
             );
             page(form, "product", items, "/v1/products")
         }
-        ("GET", ["v1", "products", id]) => {
+        ("GET", ["products", id]) => {
             form.allow(&["expand"])?;
             a.products
                 .get(*id)
                 .map(render::product)
                 .ok_or_else(|| ApiError::no_such("product", id, "id"))
         }
-        ("POST", ["v1", "prices"]) => create_price(a, form),
-        ("GET", ["v1", "prices"]) => list_prices(a, form),
-        ("GET", ["v1", "prices", id]) => {
+        ("POST", ["prices"]) => create_price(a, form),
+        ("GET", ["prices"]) => list_prices(a, form),
+        ("GET", ["prices", id]) => {
             form.allow(&["expand"])?;
             a.price(id, "price").map(render::price)
         }
-        ("POST", ["v1", "subscriptions"]) => create_subscription(a, form),
-        ("GET", ["v1", "subscriptions"]) => list_subscriptions(a, form),
-        ("GET", ["v1", "subscriptions", id]) => {
+        _ => r.unrecognized(),
+    }
+}
+
+/// `/v1/subscriptions/...` and `/v1/invoices/...`.
+fn billing_routes(a: &mut Account, r: &Request<'_, '_>, segs: &[&str]) -> Result<Value, ApiError> {
+    let form = r.form;
+    match (r.method, segs) {
+        ("POST", ["subscriptions"]) => create_subscription(a, form),
+        ("GET", ["subscriptions"]) => list_subscriptions(a, form),
+        ("GET", ["subscriptions", id]) => {
             form.allow(&["expand"])?;
             let s = a.subscription(id, "id")?;
             Ok(render::subscription(a, s))
         }
-        ("POST", ["v1", "subscriptions", id]) => update_subscription(a, id, form, version),
-        ("DELETE", ["v1", "subscriptions", id]) => cancel_subscription(a, id, form),
-        ("GET", ["v1", "invoices"]) => list_invoices(a, form),
-        ("GET", ["v1", "invoices", id]) => {
+        ("POST", ["subscriptions", id]) => update_subscription(a, id, form, r.version),
+        ("DELETE", ["subscriptions", id]) => cancel_subscription(a, id, form),
+        ("GET", ["invoices"]) => list_invoices(a, form),
+        ("GET", ["invoices", id]) => {
             form.allow(&["expand"])?;
             let inv = a.invoice(id, "invoice")?;
             Ok(render::invoice(a, inv))
         }
-        ("GET", ["v1", "invoices", id, "lines"]) => {
+        ("GET", ["invoices", id, "lines"]) => {
             form.allow(&LIST)?;
             let inv = a.invoice(id, "invoice")?;
             let items = inv.lines.iter().map(|l| render::line(&inv.id, l)).collect();
@@ -134,15 +190,27 @@ pub(crate) fn dispatch(
                 &format!("/v1/invoices/{id}/lines"),
             )
         }
-        ("POST", ["v1", "invoices", id, "finalize"]) => finalize_invoice(a, id, form),
-        ("POST", ["v1", "invoices", id, "pay"]) => pay_invoice(a, id, form),
-        ("POST", ["v1", "credit_notes"]) => create_credit_note(a, form),
-        ("GET", ["v1", "credit_notes"]) => list_credit_notes(a, form),
-        ("GET", ["v1", "credit_notes", id]) => {
+        ("POST", ["invoices", id, "finalize"]) => finalize_invoice(a, id, form),
+        ("POST", ["invoices", id, "pay"]) => pay_invoice(a, id, form),
+        _ => r.unrecognized(),
+    }
+}
+
+/// `/v1/credit_notes/...`.
+fn credit_note_routes(
+    a: &mut Account,
+    r: &Request<'_, '_>,
+    rest: &[&str],
+) -> Result<Value, ApiError> {
+    let form = r.form;
+    match (r.method, rest) {
+        ("POST", []) => create_credit_note(a, form),
+        ("GET", []) => list_credit_notes(a, form),
+        ("GET", [id]) => {
             form.allow(&["expand"])?;
             credit_note(a, id).map(render::credit_note)
         }
-        ("GET", ["v1", "credit_notes", id, "lines"]) => {
+        ("GET", [id, "lines"]) => {
             form.allow(&LIST)?;
             let cn = credit_note(a, id)?;
             page(
@@ -152,28 +220,33 @@ pub(crate) fn dispatch(
                 &format!("/v1/credit_notes/{id}/lines"),
             )
         }
-        ("POST", ["v1", "credit_notes", id, "void"]) => void_credit_note(a, id, form),
-        ("POST", ["v1", "payment_intents"]) => create_payment_intent(a, form, version),
-        ("GET", ["v1", "payment_intents", id]) => {
+        ("POST", [id, "void"]) => void_credit_note(a, id, form),
+        _ => r.unrecognized(),
+    }
+}
+
+/// `/v1/payment_intents/...`, `/v1/charges/...` and `/v1/refunds/...`.
+fn payment_routes(a: &mut Account, r: &Request<'_, '_>, segs: &[&str]) -> Result<Value, ApiError> {
+    let form = r.form;
+    match (r.method, segs) {
+        ("POST", ["payment_intents"]) => create_payment_intent(a, form, r.version),
+        ("GET", ["payment_intents", id]) => {
             form.allow(&["expand"])?;
             retrieve_payment_intent(a, id)
         }
-        ("GET", ["v1", "charges", id]) => {
+        ("GET", ["charges", id]) => {
             form.allow(&["expand"])?;
             retrieve_charge(a, id)
         }
-        ("GET", ["v1", "charges", id, "refunds"]) => list_charge_refunds(a, id, form),
-        ("POST", ["v1", "refunds"]) => create_refund(a, form),
-        ("GET", ["v1", "refunds"]) => list_refunds(a, form),
-        ("GET", ["v1", "refunds", id]) => {
+        ("GET", ["charges", id, "refunds"]) => list_charge_refunds(a, id, form),
+        ("POST", ["refunds"]) => create_refund(a, form),
+        ("GET", ["refunds"]) => list_refunds(a, form),
+        ("GET", ["refunds", id]) => {
             form.allow(&["expand"])?;
             retrieve_refund(a, id)
         }
-        _ => Err(ApiError::unrecognized_url(method, path)),
-    }?;
-    let expand = form.strings("expand")?;
-    render::expand(a, &mut value, &expand)?;
-    Ok(value)
+        _ => r.unrecognized(),
+    }
 }
 
 /// A list's `created` filter: `created=T`, or any of `created[gt]`,

@@ -199,34 +199,7 @@ fn confirm(a: &mut Account, id: &str, return_url: bool) -> Result<(), ApiError> 
         .get(id)
         .cloned()
         .ok_or_else(|| ApiError::no_such("payment_intent", id, "id"))?;
-    let with_intent = |e: ApiError, intent: &PaymentIntent| {
-        e.with_field("payment_intent", render::payment_intent(intent))
-            .executed()
-    };
-    let (Some(card), Some(payment_method)) = (intent.card, intent.payment_method.clone()) else {
-        return Err(with_intent(
-            ApiError::bad_request(
-                "You cannot confirm this PaymentIntent because it's missing a payment method. \
-                 You can either update the PaymentIntent with a payment method and then confirm \
-                 it again, or confirm it again directly with a payment method.",
-            )
-            .with_code("payment_intent_unexpected_state"),
-            &intent,
-        ));
-    };
-    if intent.automatic == Some((true, "always")) && !return_url {
-        return Err(with_intent(
-            ApiError::bad_request(
-                "This PaymentIntent is configured to accept payment methods enabled in your \
-                 Dashboard. Because some of these payment methods might redirect your customer \
-                 off of your page, you must provide a `return_url`. If you don't want to accept \
-                 redirect-based payment methods, set `automatic_payment_methods[enabled]` to \
-                 `true` and `automatic_payment_methods[allow_redirects]` to `never` when \
-                 creating Setup Intents and Payment Intents.",
-            ),
-            &intent,
-        ));
-    }
+    let (card, payment_method) = confirmable(&intent, return_url)?;
     let charge_id = a.new_id("ch");
     let balance_transaction = card.decline.is_none().then(|| a.new_id("txn"));
     a.charges.insert(
@@ -278,6 +251,37 @@ fn confirm(a: &mut Account, id: &str, return_url: bool) -> Result<(), ApiError> 
         .with_field("decline_code", json!(d.decline_code))
         .with_field("payment_intent", rendered)
         .executed())
+}
+
+/// The card and payment method a PaymentIntent is confirmed with; an intent
+/// without one, or one that may redirect without a `return_url`, is refused
+/// (with the intent in the error, as executed).
+fn confirmable(intent: &PaymentIntent, return_url: bool) -> Result<(TestCard, String), ApiError> {
+    let with_intent = |e: ApiError| {
+        e.with_field("payment_intent", render::payment_intent(intent))
+            .executed()
+    };
+    let (Some(card), Some(payment_method)) = (intent.card, intent.payment_method.clone()) else {
+        return Err(with_intent(
+            ApiError::bad_request(
+                "You cannot confirm this PaymentIntent because it's missing a payment method. \
+                 You can either update the PaymentIntent with a payment method and then confirm \
+                 it again, or confirm it again directly with a payment method.",
+            )
+            .with_code("payment_intent_unexpected_state"),
+        ));
+    };
+    if intent.automatic == Some((true, "always")) && !return_url {
+        return Err(with_intent(ApiError::bad_request(
+            "This PaymentIntent is configured to accept payment methods enabled in your \
+             Dashboard. Because some of these payment methods might redirect your customer \
+             off of your page, you must provide a `return_url`. If you don't want to accept \
+             redirect-based payment methods, set `automatic_payment_methods[enabled]` to \
+             `true` and `automatic_payment_methods[allow_redirects]` to `never` when \
+             creating Setup Intents and Payment Intents.",
+        )));
+    }
+    Ok((card, payment_method))
 }
 
 /// `GET /v1/payment_intents/{id}`.

@@ -38,20 +38,25 @@ pub(super) fn create_product(a: &mut Account, form: &Form<'_>) -> Result<Value, 
     Ok(out)
 }
 
+const PRICE_PARAMS: [&str; 11] = [
+    "currency",
+    "unit_amount",
+    "product",
+    "product_data",
+    "recurring",
+    "lookup_key",
+    "transfer_lookup_key",
+    "nickname",
+    "active",
+    "metadata",
+    "expand",
+];
+
+/// `POST /v1/prices`. The product (given, or created from `product_data`) and
+/// the lookup key (taken from its holder with `transfer_lookup_key`) are
+/// settled before the last parameters are read, as at Stripe.
 pub(super) fn create_price(a: &mut Account, form: &Form<'_>) -> Result<Value, ApiError> {
-    form.allow(&[
-        "currency",
-        "unit_amount",
-        "product",
-        "product_data",
-        "recurring",
-        "lookup_key",
-        "transfer_lookup_key",
-        "nickname",
-        "active",
-        "metadata",
-        "expand",
-    ])?;
+    form.allow(&PRICE_PARAMS)?;
     let currency = currency(form, "currency")?;
     let unit_amount = form.req_int("unit_amount")?;
     if unit_amount < 0 {
@@ -60,96 +65,14 @@ pub(super) fn create_price(a: &mut Account, form: &Form<'_>) -> Result<Value, Ap
             "Invalid unit_amount: must be at least 0",
         ));
     }
-    let recurring_form = form.sub("recurring")?;
-    recurring_form.allow(&["interval", "interval_count", "usage_type"])?;
-    let recurring = if form.has("recurring") {
-        let interval = recurring_form.req_str("interval")?;
-        let interval = Interval::parse(interval).ok_or_else(|| {
-            ApiError::invalid_enum(
-                "recurring[interval]",
-                interval,
-                &["day", "week", "month", "year"],
-            )
-        })?;
-        let count = recurring_form.int("interval_count")?.unwrap_or(1);
-        let interval_count = u32::try_from(count)
-            .ok()
-            .filter(|c| (1..=365).contains(c))
-            .ok_or_else(|| {
-                ApiError::invalid(
-                    "recurring[interval_count]",
-                    "Invalid recurring[interval_count]: must be a positive integer",
-                )
-            })?;
-        recurring_form.choice("usage_type", &["licensed"])?;
-        Some(Recurring {
-            interval,
-            interval_count,
-        })
-    } else {
-        None
-    };
+    let recurring = parse_recurring(form)?;
     let lookup_key = form.text("lookup_key", 200)?;
     let transfer = form.bool("transfer_lookup_key")?.unwrap_or(false);
     let nickname = form.text("nickname", 5000)?;
     let active = form.bool("active")?.unwrap_or(true);
-    let product_data = form.sub("product_data")?;
-    product_data.allow(&["name", "metadata", "active"])?;
-    let product = match (form.str("product")?, form.has("product_data")) {
-        (Some(p), false) => {
-            if !a.products.contains_key(p) {
-                return Err(ApiError::no_such("product", p, "product"));
-            }
-            p.to_string()
-        }
-        (None, true) => {
-            let name = product_data.req_str("name")?.to_string();
-            let mut meta = Metadata::new();
-            apply_metadata(&mut meta, product_data.metadata()?);
-            let id = a.new_id("prod");
-            let seq = a.next_seq();
-            a.products.insert(
-                id.clone(),
-                Product {
-                    id: id.clone(),
-                    seq,
-                    created: wall_now(),
-                    name,
-                    description: None,
-                    active: product_data.bool("active")?.unwrap_or(true),
-                    metadata: meta,
-                },
-            );
-            id
-        }
-        (Some(_), true) => {
-            return Err(ApiError::bad_request(
-                "You may only specify one of these parameters: product, product_data.",
-            ))
-        }
-        (None, false) => return Err(ApiError::missing("product")),
-    };
+    let product = price_product(a, form)?;
     if let Some(key) = &lookup_key {
-        let holder = a
-            .prices
-            .values()
-            .find(|p| p.lookup_key.as_ref() == Some(key))
-            .map(|p| p.id.clone());
-        if let Some(holder) = holder {
-            if !transfer {
-                return Err(ApiError::invalid(
-                    "lookup_key",
-                    format!(
-                        "A price ({holder}) already uses that lookup key. Pass \
-                         transfer_lookup_key=true to move it to this price."
-                    ),
-                )
-                .executed());
-            }
-            if let Some(p) = a.prices.get_mut(&holder) {
-                p.lookup_key = None;
-            }
-        }
+        claim_lookup_key(a, key, transfer)?;
     }
     let mut meta = Metadata::new();
     apply_metadata(&mut meta, form.metadata()?);
@@ -171,6 +94,105 @@ pub(super) fn create_price(a: &mut Account, form: &Form<'_>) -> Result<Value, Ap
     let out = render::price(&p);
     a.prices.insert(id, p);
     Ok(out)
+}
+
+/// `recurring[interval]` and `recurring[interval_count]` (1 to 365), when
+/// `recurring` is given.
+fn parse_recurring(form: &Form<'_>) -> Result<Option<Recurring>, ApiError> {
+    let recurring_form = form.sub("recurring")?;
+    recurring_form.allow(&["interval", "interval_count", "usage_type"])?;
+    if !form.has("recurring") {
+        return Ok(None);
+    }
+    let interval = recurring_form.req_str("interval")?;
+    let interval = Interval::parse(interval).ok_or_else(|| {
+        ApiError::invalid_enum(
+            "recurring[interval]",
+            interval,
+            &["day", "week", "month", "year"],
+        )
+    })?;
+    let count = recurring_form.int("interval_count")?.unwrap_or(1);
+    let interval_count = u32::try_from(count)
+        .ok()
+        .filter(|c| (1..=365).contains(c))
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "recurring[interval_count]",
+                "Invalid recurring[interval_count]: must be a positive integer",
+            )
+        })?;
+    recurring_form.choice("usage_type", &["licensed"])?;
+    Ok(Some(Recurring {
+        interval,
+        interval_count,
+    }))
+}
+
+/// The price's product: `product` (which must exist) or a new one made from
+/// `product_data`, exactly one of them.
+fn price_product(a: &mut Account, form: &Form<'_>) -> Result<String, ApiError> {
+    let product_data = form.sub("product_data")?;
+    product_data.allow(&["name", "metadata", "active"])?;
+    match (form.str("product")?, form.has("product_data")) {
+        (Some(p), false) => {
+            if !a.products.contains_key(p) {
+                return Err(ApiError::no_such("product", p, "product"));
+            }
+            Ok(p.to_string())
+        }
+        (None, true) => {
+            let name = product_data.req_str("name")?.to_string();
+            let mut meta = Metadata::new();
+            apply_metadata(&mut meta, product_data.metadata()?);
+            let id = a.new_id("prod");
+            let seq = a.next_seq();
+            a.products.insert(
+                id.clone(),
+                Product {
+                    id: id.clone(),
+                    seq,
+                    created: wall_now(),
+                    name,
+                    description: None,
+                    active: product_data.bool("active")?.unwrap_or(true),
+                    metadata: meta,
+                },
+            );
+            Ok(id)
+        }
+        (Some(_), true) => Err(ApiError::bad_request(
+            "You may only specify one of these parameters: product, product_data.",
+        )),
+        (None, false) => Err(ApiError::missing("product")),
+    }
+}
+
+/// Frees lookup key `key` for a new price: a price holding it gives it up
+/// with `transfer_lookup_key=true`, else the request is refused.
+fn claim_lookup_key(a: &mut Account, key: &str, transfer: bool) -> Result<(), ApiError> {
+    let holder = a
+        .prices
+        .values()
+        .find(|p| p.lookup_key.as_deref() == Some(key))
+        .map(|p| p.id.clone());
+    let Some(holder) = holder else {
+        return Ok(());
+    };
+    if !transfer {
+        return Err(ApiError::invalid(
+            "lookup_key",
+            format!(
+                "A price ({holder}) already uses that lookup key. Pass \
+                 transfer_lookup_key=true to move it to this price."
+            ),
+        )
+        .executed());
+    }
+    if let Some(p) = a.prices.get_mut(&holder) {
+        p.lookup_key = None;
+    }
+    Ok(())
 }
 
 pub(super) fn list_prices(a: &Account, form: &Form<'_>) -> Result<Value, ApiError> {
