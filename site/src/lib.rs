@@ -113,6 +113,7 @@ pub fn build_with(
         contracts,
     } = render_all(&results_files(results_dir)?, options, pinned.as_ref())?;
     one_folder_per_run(&caps)?;
+    contracts_apart(&rendered, &caps, &contracts)?;
     // Everything rendered: only now touch the output directory.
     let mut pages = Vec::new();
     mkdir(out_dir)?;
@@ -196,6 +197,48 @@ struct RenderedAll {
     rendered: Vec<Rendered>,
     caps: Vec<shared_cap::Rendered>,
     contracts: Vec<scenarios::Rendered>,
+}
+
+/// A run of a scenario on the contract writes `<stem>/index.html` and `data/<stem>.json`:
+/// refused when that folder is another run's, or that data file's name one another run writes.
+fn contracts_apart(
+    rendered: &[Rendered],
+    caps: &[shared_cap::Rendered],
+    contracts: &[scenarios::Rendered],
+) -> Result<(), SiteError> {
+    let mut folders: Vec<String> = Vec::new();
+    let mut data: Vec<String> = Vec::new();
+    for r in rendered {
+        folders.push(r.report.scenario.clone());
+        data.push(r.report.json_name.clone());
+        data.push(format!("{}.facts.json", r.report.scenario));
+        data.extend(r.nemesis.iter().map(|n| n.json_name.clone()));
+        data.extend(
+            r.emulator_vs_stripe
+                .iter()
+                .map(|c| c.reference_name.clone()),
+        );
+    }
+    for c in caps {
+        folders.push(c.index.scenario.clone());
+        data.push(c.index.json_name.clone());
+        data.extend(c.nemesis.iter().map(|n| n.json_name.clone()));
+    }
+    for c in contracts {
+        if folders.contains(&c.folder) || data.contains(&c.json_name) {
+            return Err(SiteError::Data {
+                path: PathBuf::from(&c.json_name),
+                problem: format!(
+                    "its page would go to {}/ and its data to data/{}, which another run's \
+                     pages or data use; rename the file",
+                    c.folder, c.json_name
+                ),
+            });
+        }
+        folders.push(c.folder.clone());
+        data.push(c.json_name.clone());
+    }
+    Ok(())
 }
 
 /// Writes a scenario on the contract: its report page and its data; returns the page.

@@ -72,7 +72,7 @@ fn a_pr_merge_file_signed_by_another_key_is_refused_under_the_pin_with_verifys_f
 #[test]
 fn a_pr_merge_file_changed_after_signing_is_refused_and_nothing_is_written() {
     let mut file = synthetic::pr_merge::signed_file(&key());
-    file.cells[0].tickets[0].status = "REFUSED:lease".into();
+    file.cells[0].ticket.status = "REFUSED:lease".into();
     let dir = results(&serde_json::to_vec(&file).unwrap());
     let out = tempfile::tempdir().unwrap();
     let result = build_with(dir.path(), out.path(), &BuildOptions::default());
@@ -90,5 +90,37 @@ fn a_scenario_file_of_a_name_the_site_does_not_render_is_refused_as_unreadable()
             assert!(problem.contains("not one this site renders"), "{problem}")
         }
         other => panic!("not refused as unreadable: {:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn the_front_page_entry_of_a_scenario_run_says_who_signed_it_and_how_that_was_checked() {
+    let dir = results(&genuine());
+    let out = build(dir.path(), None).unwrap();
+    let index = std::fs::read_to_string(out.path().join("index.html")).unwrap();
+    let fingerprint = verify::fingerprint(&key().verifying_key());
+    assert!(
+        index.contains(&format!("signer {fingerprint} (named by the file itself")),
+        "{index}"
+    );
+}
+
+#[test]
+fn a_scenario_run_whose_folder_or_data_another_run_uses_is_refused() {
+    // A pr_merge file named as the committed billing_credit run: its page would replace
+    // billing_credit's report and its data billing_credit's.
+    let dir = results(&genuine());
+    std::fs::rename(
+        dir.path().join("pr_merge.json"),
+        dir.path().join("billing_credit.json"),
+    )
+    .unwrap();
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/billing_credit.json");
+    std::fs::copy(committed, dir.path().join("run.json")).unwrap();
+    match build(dir.path(), None) {
+        Err(SiteError::Data { problem, .. }) => {
+            assert!(problem.contains("another run's"), "{problem}")
+        }
+        other => panic!("not refused: {:?}", other.map(|_| ())),
     }
 }

@@ -39,7 +39,7 @@ pub fn receipt(key: &SigningKey, case: &str) -> verify::entry::ReceiptBundle {
 /// interlock column's tickets with their sealed receipts.
 pub fn signed_file(key: &SigningKey) -> ScenarioFile<PrMerge> {
     let params = Params::default();
-    let cells: Vec<Cell> = plan(&params)
+    let cells: Vec<Cell> = plan(&params, usize::MAX)
         .unwrap_or_default()
         .into_iter()
         .enumerate()
@@ -53,14 +53,13 @@ pub fn signed_file(key: &SigningKey) -> ScenarioFile<PrMerge> {
             let gated = planned.column == "interlock";
             let receipt = gated.then(|| receipt(key, &format!("pr-{index}")));
             let mut cell = Cell {
-                index,
                 pull: 1,
                 truth: RepoTruth {
                     reviewed_head: H.into(),
                     outage_merge: other.then(|| merge.commit.clone()),
                     updates: vec![merge],
                 },
-                tickets: vec![TicketRecord {
+                ticket: TicketRecord {
                     status: if gated { "COMMITTED" } else { MERGED }.into(),
                     effect_id: receipt.as_ref().map(|r| r.effect_id.clone()),
                     journal_kinds: receipt.as_ref().map(|_| {
@@ -71,7 +70,7 @@ pub fn signed_file(key: &SigningKey) -> ScenarioFile<PrMerge> {
                     receipt,
                     killed_at: None,
                     first_exit: None,
-                }],
+                },
                 planned,
                 harness_error: None,
                 worker_output: None,

@@ -102,7 +102,7 @@ impl Finding {
         Finding {
             path,
             code: p.code.clone(),
-            message: p.message.clone(),
+            message: crate::display::shorten(&p.message, MESSAGE_CHARS),
             entry: p.entry,
             expected: None,
             found: None,

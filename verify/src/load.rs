@@ -379,6 +379,16 @@ fn typed_tracked<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, LoadEr
     Ok(value)
 }
 
+/// The checks every document passes before anything is built from it: UTF-8, at most one value
+/// per [`MIN_BYTES_PER_VALUE`] bytes, syntax, no duplicate key, no string over
+/// [`MAX_STRING_BYTES`], no integer beyond 2^53. Returns the text.
+pub fn within_limits(bytes: &[u8]) -> Result<&str, LoadError> {
+    let text = text(bytes)?;
+    values_within_density(text)?;
+    scan(text)?;
+    Ok(text)
+}
+
 /// Detect what a file is and read it.
 pub fn load_document(bytes: &[u8]) -> Result<Document, LoadError> {
     let text = text(bytes)?;

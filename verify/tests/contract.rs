@@ -64,7 +64,7 @@ impl Scenario for Coin {
     type Judgement = Judgement;
     type Summary = Summary;
 
-    fn plan(p: &Params) -> Result<Vec<Planned>, contract::PlanError> {
+    fn plan(p: &Params, _at_most: usize) -> Result<Vec<Planned>, contract::PlanError> {
         if p.repeats == 0 {
             return Err(contract::PlanError::NoRepeats);
         }
@@ -87,7 +87,7 @@ impl Scenario for Coin {
             .iter()
             .enumerate()
             .map(|(j, t)| Ticket {
-                path: format!("cells[?].tickets[{j}]"),
+                path: format!("tickets[{j}]"),
                 gated: cell.planned.column == "gated",
                 status: &t.status,
                 effect_id: t.effect_id.as_deref(),
@@ -181,7 +181,7 @@ fn genuine(key: &SigningKey) -> ScenarioFile<Coin> {
         columns: vec!["plain".into(), "gated".into()],
         repeats: 2,
     };
-    let cells: Vec<Cell> = Coin::plan(&params)
+    let cells: Vec<Cell> = Coin::plan(&params, usize::MAX)
         .unwrap_or_default()
         .into_iter()
         .enumerate()

@@ -73,3 +73,72 @@ fn a_scenario_the_registry_does_not_list_cannot_be_checked() {
     );
     assert!(out.contains("known: pr_merge"), "{out}");
 }
+
+/// `verify` on a text written as it is (not a serialized file).
+fn run_text(text: &[u8], args: &[&str]) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("pr_merge.json");
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+    let out = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args(args)
+        .arg(&path)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.code(), text)
+}
+
+#[test]
+fn a_duplicate_member_in_a_map_or_the_environment_is_refused_under_the_pin() {
+    // The forged entry comes first: a map keeps the last, so the signed hash would not see it.
+    let text = serde_json::to_string(&file(&key())).unwrap_or_else(|e| panic!("{e}"));
+    let key_hex = hex::encode(key().verifying_key().as_bytes());
+    for (genuine, forged) in [
+        (
+            "\"summary\":{\"hand_check\":",
+            "\"summary\":{\"interlock\":{\"judged\":8,\"held\":0,\"over\":8,\"under\":0,\"unreviewed\":8,\"wrong_answers\":8},\"hand_check\":",
+        ),
+        (
+            "\"environment\":{",
+            "\"environment\":{\"backend\":\"real GitHub\",",
+        ),
+    ] {
+        assert!(text.contains(genuine), "{genuine}");
+        let forged_text = text.replacen(genuine, forged, 1);
+        let (code, out) = run_text(forged_text.as_bytes(), &["--key", &key_hex]);
+        assert_eq!(code, Some(2), "{out}");
+        assert!(out.contains("duplicate key"), "{out}");
+    }
+}
+
+#[test]
+fn a_plan_of_billions_of_cells_is_refused_before_it_is_built() {
+    let mut f = file(&key());
+    f.params.repeats = u32::MAX;
+    contract::sign(&mut f, &SigningKey::from_bytes(&[23; 32])).unwrap_or_else(|e| panic!("{e}"));
+    let (code, out) = run(&f, &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("plan more than 32 cells"), "{out}");
+}
+
+#[test]
+fn a_long_effect_id_or_a_dense_environment_is_refused_before_anything_is_built() {
+    let text = serde_json::to_string(&file(&key())).unwrap_or_else(|e| panic!("{e}"));
+    let long_id = format!("\"effect_id\":\"{}\"", "a".repeat(900_000));
+    let forged = text.replacen("\"effect_id\":\"", &format!("{long_id},\"x\":\""), 1);
+    let (code, out) = run_text(forged.as_bytes(), &[]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("longer than the limit"), "{out}");
+    assert!(out.len() < 4_000, "{} bytes of output", out.len());
+
+    let dense = format!("[{}]", vec!["[]"; 300_000].join(","));
+    let forged = text.replacen(
+        "\"environment\":{",
+        &format!("\"environment\":{{\"x\":{dense},"),
+        1,
+    );
+    let (code, out) = run_text(forged.as_bytes(), &[]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("values"), "{out}");
+}

@@ -89,6 +89,8 @@ pub struct IndexEntry {
     pub about: String,
     /// Cells and judged cells, as words.
     pub counts: String,
+    /// Who signed the run and how that was checked, as words.
+    pub signed_by: String,
     /// The per-column table.
     pub summary: Table,
 }
@@ -153,6 +155,16 @@ impl<S: Views> ScenarioSite for Pages<S> {
                 .collect(),
             other => vec![("environment".into(), other.to_string())],
         };
+        let policy = KeyPolicy::of(matches!(key, KeyCheck::Pinned(_)));
+        let signed_by = format!(
+            "signer {} ({}{})",
+            report.fingerprint.as_deref().unwrap_or_default(),
+            policy.key_note(),
+            policy
+                .advice()
+                .map(|a| format!("; {a}"))
+                .unwrap_or_default()
+        );
         let page = ReportPage {
             root: "../",
             version: VERSION,
@@ -165,7 +177,7 @@ impl<S: Views> ScenarioSite for Pages<S> {
             environment,
             generated_at: &file.generated_at,
             signer: report.signer.as_deref().unwrap_or_default(),
-            key: KeyPolicy::of(matches!(key, KeyCheck::Pinned(_))),
+            key: policy,
             json_name: &json_name,
         };
         let html = page.render().map_err(|source| SiteError::Template {
@@ -178,6 +190,7 @@ impl<S: Views> ScenarioSite for Pages<S> {
                 folder: folder.clone(),
                 about: S::ABOUT.to_owned(),
                 counts,
+                signed_by,
                 summary,
             },
             folder,

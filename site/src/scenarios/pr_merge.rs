@@ -49,7 +49,7 @@ impl Views for PrMerge {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let status = c.tickets.first().map_or("", |t| t.status.as_str());
+                let status = c.ticket.status.as_str();
                 let judged = match v.judgement(i) {
                     Some(j) => format!(
                         "{}: {} merge(s), want {}{}",

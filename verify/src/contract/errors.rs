@@ -34,9 +34,25 @@ pub enum PlanError {
     /// No repeat.
     #[error("params.repeats: a run has at least one repeat")]
     NoRepeats,
+    /// The plan has more cells than the file holds (or than a run can hold).
+    #[error("the parameters plan more than {at_most} cells")]
+    TooLarge {
+        /// The most cells the plan may have.
+        at_most: usize,
+    },
 }
 
 impl PlanError {
+    /// The number of cells of a plan that multiplies `factors` (each list's length, the
+    /// repeats), refused when it is over `at_most`, before anything is built.
+    pub fn count_within(factors: &[usize], at_most: usize) -> Result<usize, PlanError> {
+        factors
+            .iter()
+            .try_fold(1usize, |n, f| n.checked_mul(*f))
+            .filter(|n| *n <= at_most)
+            .ok_or(PlanError::TooLarge { at_most })
+    }
+
     /// Checks that `given` names only `allowed` names, each once, and at least one.
     pub fn check_names(
         field: &'static str,
@@ -79,6 +95,9 @@ pub enum ReadError {
         /// What was wrong there, cut to a few hundred characters.
         why: String,
     },
+    /// The text is past a limit every document is read under (or is not JSON).
+    #[error("{0}")]
+    Limits(String),
     /// Something follows the file's JSON value.
     #[error("the text goes on after the file's JSON value: {0}")]
     Trailing(String),

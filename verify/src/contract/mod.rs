@@ -64,15 +64,17 @@ pub trait Scenario: 'static + Send + Sync {
     type Summary: Serialize + DeserializeOwned + Clone + PartialEq + Debug + Send + Sync;
 
     /// The cells a run with these parameters holds, in order; `Err` names what is wrong with the
-    /// parameters.
-    fn plan(params: &Self::Params) -> Result<Vec<Self::Planned>, PlanError>;
+    /// parameters. A plan of more than `at_most` cells is refused before it is built
+    /// ([`PlanError::TooLarge`]): the verifier passes the number of cells the file holds.
+    fn plan(params: &Self::Params, at_most: usize) -> Result<Vec<Self::Planned>, PlanError>;
     /// The cell's planned part.
     fn planned(cell: &Self::Cell) -> &Self::Planned;
     /// What the cell records that the trusted core binds: tickets, receipts, exits, harness
-    /// error ([`Evidence`]).
+    /// error ([`Evidence`]). Ticket paths are relative to the cell (`ticket`, `tickets[1]`).
     fn evidence(cell: &Self::Cell) -> Evidence<'_>;
     /// The judgement the rules derive from the cell's ground truth (and its verified
-    /// receipts' reports, in ticket order); findings when the ground truth does not add up.
+    /// receipts' reports, in ticket order); findings (their paths relative to the cell) when
+    /// the ground truth does not add up.
     fn judge(
         cell: &Self::Cell,
         receipts: &[Option<&crate::receipt::ReceiptReport>],

@@ -41,8 +41,13 @@ impl<S: Scenario> Registered for Entry<S> {
     }
 }
 
-/// Reads a file of scenario `S` from its JSON text, strictly (no unknown member).
+/// Reads a file of scenario `S` from its JSON text, strictly (no unknown member, no duplicate
+/// key, within the limits of [`crate::load::within_limits`]).
 pub fn read<S: Scenario>(text: &[u8]) -> Result<ScenarioFile<S>, ReadError> {
+    // The limits every older format is read under, before anything is built: no duplicate key
+    // (a map or an environment read twice would keep only its last), no long string, no file
+    // denser than the runner writes.
+    crate::load::within_limits(text).map_err(|e| ReadError::Limits(e.to_string()))?;
     let mut de = serde_json::Deserializer::from_slice(text);
     let file: ScenarioFile<S> =
         serde_path_to_error::deserialize(&mut de).map_err(|e| ReadError::Shape {

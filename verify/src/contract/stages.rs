@@ -205,7 +205,7 @@ pub fn check<S: Scenario>(
 
 /// Stage 2: the cells are the plan, in order.
 fn plan_stage<S: Scenario>(file: &ScenarioFile<S>, findings: &mut Findings) {
-    let plan = match S::plan(&file.params) {
+    let plan = match S::plan(&file.params, file.cells.len()) {
         Ok(plan) => plan,
         Err(why) => {
             findings.push(Finding::new(
@@ -265,7 +265,8 @@ fn cells_stage<S: Scenario>(
         let evidence = S::evidence(cell);
         let harness = evidence.harness_error;
         if let Some(h) = harness {
-            if h.reason.trim().is_empty() || h.output.is_none() {
+            let blank = |s: &str| s.trim().is_empty();
+            if blank(h.reason) || h.output.is_none_or(blank) {
                 findings.push(Finding::new(
                     format!("cells[{i}].harness_error"),
                     Cells::HarnessErrorWithoutEvidence.as_str(),
@@ -276,7 +277,11 @@ fn cells_stage<S: Scenario>(
             }
         }
         let mut reports = Vec::with_capacity(evidence.tickets.len());
-        for ticket in &evidence.tickets {
+        for relative in &evidence.tickets {
+            let ticket = &Ticket {
+                path: format!("cells[{i}].{}", relative.path),
+                ..relative.clone()
+            };
             let report = ticket.receipt.map(|b| verify_bundle(b, &pinned));
             let signed_by_file_key =
                 |r: &ReceiptReport| r.signed == Some(true) && r.signer.as_ref() == Some(&signer);
@@ -411,9 +416,11 @@ fn rejudge<S: Scenario>(
         Ok(j) => j,
         Err(problems) => {
             for mut f in problems {
-                if f.path.is_empty() {
-                    f.path = format!("cells[{i}]");
-                }
+                f.path = if f.path.is_empty() {
+                    format!("cells[{i}]")
+                } else {
+                    format!("cells[{i}].{}", f.path)
+                };
                 f.code = Cells::GroundTruth.as_str().to_owned();
                 findings.push(f);
             }

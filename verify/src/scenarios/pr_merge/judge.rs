@@ -66,7 +66,6 @@ pub fn want(truth: &RepoTruth) -> u32 {
 /// The ground truth is read as recorded: an outage merge is one of the updates, and is a merge.
 fn consistent(cell: &Cell) -> Vec<Finding> {
     let truth = &cell.truth;
-    let at = format!("cells[{}].truth", cell.index);
     let mut out = Vec::new();
     if let Some(m) = &truth.outage_merge {
         let recorded = truth
@@ -75,23 +74,17 @@ fn consistent(cell: &Cell) -> Vec<Finding> {
             .any(|u| &u.commit == m && u.branch == Branch::Base && u.merged_head.is_some());
         if !recorded {
             out.push(Finding::new(
-                format!("{at}.outage_merge"),
+                "truth.outage_merge",
                 crate::finding::code::GROUND_TRUTH_INCONSISTENT,
-                format!(
-                    "cell {}: the outage's merge is not a merge on the base branch",
-                    cell.index
-                ),
+                "the outage's merge is not a merge on the base branch",
             ));
         }
     }
     if (truth.outage_merge.is_some()) != (cell.planned.outage == "merged_by_other") {
         out.push(Finding::new(
-            format!("{at}.outage_merge"),
+            "truth.outage_merge",
             crate::finding::code::GROUND_TRUTH_INCONSISTENT,
-            format!(
-                "cell {}: an outage merge is recorded exactly when the outage is merged_by_other",
-                cell.index
-            ),
+            "an outage merge is recorded exactly when the outage is merged_by_other",
         ));
     }
     out
@@ -114,10 +107,7 @@ pub fn judge(cell: &Cell) -> Result<Judgement, Vec<Finding>> {
     });
     let want = want(truth);
     let count = u32::try_from(merges.len()).unwrap_or(u32::MAX);
-    let says_merged = cell
-        .tickets
-        .first()
-        .is_some_and(|t| status_says_merged(&t.status));
+    let says_merged = status_says_merged(&cell.ticket.status);
     Ok(Judgement {
         want,
         merges: count,

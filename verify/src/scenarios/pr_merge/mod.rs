@@ -32,8 +32,8 @@ impl Scenario for PrMerge {
     type Judgement = Judgement;
     type Summary = Summary;
 
-    fn plan(params: &Params) -> Result<Vec<Planned>, PlanError> {
-        plan(params)
+    fn plan(params: &Params, at_most: usize) -> Result<Vec<Planned>, PlanError> {
+        plan(params, at_most)
     }
 
     fn planned(cell: &Cell) -> &Planned {
@@ -41,29 +41,25 @@ impl Scenario for PrMerge {
     }
 
     fn evidence(cell: &Cell) -> Evidence<'_> {
-        let tickets = cell
-            .tickets
-            .iter()
-            .enumerate()
-            .map(|(j, t)| Ticket {
-                path: format!("cells[{}].tickets[{j}]", cell.index),
-                gated: cell.planned.column == "interlock",
-                status: &t.status,
-                effect_id: t.effect_id.as_deref(),
-                journal_kinds: t.journal_kinds.as_deref(),
-                receipt: t.receipt.as_ref(),
-                killed_at: t.killed_at.as_deref(),
-                first_exit: t.first_exit.as_ref().map(|e| match e.signal {
-                    Some(signal) => Exit::Signal {
-                        signal,
-                        at: e.at.as_deref(),
-                    },
-                    None => Exit::Code(e.code.unwrap_or(-1)),
-                }),
-            })
-            .collect();
+        let t = &cell.ticket;
+        let ticket = Ticket {
+            path: "ticket".into(),
+            gated: cell.planned.column == "interlock",
+            status: &t.status,
+            effect_id: t.effect_id.as_deref(),
+            journal_kinds: t.journal_kinds.as_deref(),
+            receipt: t.receipt.as_ref(),
+            killed_at: t.killed_at.as_deref(),
+            first_exit: t.first_exit.as_ref().map(|e| match e.signal {
+                Some(signal) => Exit::Signal {
+                    signal,
+                    at: e.at.as_deref(),
+                },
+                None => Exit::Code(e.code.unwrap_or(-1)),
+            }),
+        };
         Evidence {
-            tickets,
+            tickets: vec![ticket],
             harness_error: cell.harness_error.as_deref().map(|reason| HarnessError {
                 reason,
                 output: cell.worker_output.as_deref(),

@@ -55,15 +55,23 @@ pub struct Planned {
 }
 
 /// Every repeat × crash point × outage × column, in that nesting (columns innermost, so a row's
-/// columns sit together); `Err` names a value that is not known or listed twice.
-pub fn plan(p: &Params) -> Result<Vec<Planned>, PlanError> {
+/// columns sit together); `Err` names a value that is not known or listed twice, or a plan of
+/// more than `at_most` cells (refused before it is built).
+pub fn plan(p: &Params, at_most: usize) -> Result<Vec<Planned>, PlanError> {
     PlanError::check_names("crash_points", &p.crash_points, &CRASH_POINTS)?;
     PlanError::check_names("outages", &p.outages, &OUTAGES)?;
     PlanError::check_names("columns", &p.columns, &COLUMNS)?;
     if p.repeats == 0 {
         return Err(PlanError::NoRepeats);
     }
-    let mut out = Vec::new();
+    let repeats = usize::try_from(p.repeats).unwrap_or(usize::MAX);
+    let factors = [
+        repeats,
+        p.crash_points.len(),
+        p.outages.len(),
+        p.columns.len(),
+    ];
+    let mut out = Vec::with_capacity(PlanError::count_within(&factors, at_most)?);
     for repeat in 0..p.repeats {
         for crash_point in &p.crash_points {
             for outage in &p.outages {

@@ -9,16 +9,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Cell {
-    /// The cell's index in the file (named in findings).
-    pub index: usize,
     /// What the plan puts here.
     pub planned: Planned,
     /// The pull request's number in the run's repository.
     pub pull: u64,
     /// What the repository holds, read back with git after the restart exited.
     pub truth: RepoTruth,
-    /// The worker's ticket (one: one merge is asked for per case).
-    pub tickets: Vec<TicketRecord>,
+    /// The worker's ticket (one merge is asked for per case).
+    pub ticket: TicketRecord,
     /// Why the cell did not run to its end.
     pub harness_error: Option<String>,
     /// The failing worker's stderr tail, kept with a harness error.

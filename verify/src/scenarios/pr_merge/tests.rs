@@ -1,4 +1,5 @@
 use super::*;
+use crate::contract::PlanError;
 
 const H: &str = "1111111111111111111111111111111111111111";
 const PUSHED: &str = "2222222222222222222222222222222222222222";
@@ -30,7 +31,6 @@ fn base(commit: &str) -> RefUpdate {
 
 fn cell(outage: &str, status: &str, updates: Vec<RefUpdate>, outage_merge: Option<&str>) -> Cell {
     Cell {
-        index: 0,
         planned: Planned {
             crash_point: "after_send".into(),
             outage: outage.into(),
@@ -43,14 +43,14 @@ fn cell(outage: &str, status: &str, updates: Vec<RefUpdate>, outage_merge: Optio
             updates,
             outage_merge: outage_merge.map(String::from),
         },
-        tickets: vec![TicketRecord {
+        ticket: TicketRecord {
             status: status.into(),
             effect_id: None,
             journal_kinds: None,
             receipt: None,
             killed_at: None,
             first_exit: None,
-        }],
+        },
         harness_error: None,
         worker_output: None,
         judgement: None,
@@ -166,17 +166,31 @@ fn an_outage_merge_that_is_not_a_recorded_merge_is_inconsistent_ground_truth() {
 
 #[test]
 fn the_default_plan_has_every_crash_point_outage_and_column_and_refuses_unknown_names() {
-    let p = plan(&Params::default()).unwrap_or_default();
+    let p = plan(&Params::default(), usize::MAX).unwrap_or_default();
     assert_eq!(p.len(), 2 * 4 * 4);
     let mut bad = Params::default();
     bad.columns.push("yolo".into());
-    assert!(plan(&bad).is_err_and(|e| e.to_string().contains("columns[4]")));
+    assert!(plan(&bad, usize::MAX).is_err_and(|e| e.to_string().contains("columns[4]")));
     let mut twice = Params::default();
     twice.outages.push("none".into());
-    assert!(plan(&twice).is_err_and(|e| matches!(e, PlanError::Twice { index: 4, .. })));
-    assert!(plan(&Params {
+    assert!(plan(&twice, usize::MAX).is_err_and(|e| matches!(e, PlanError::Twice { index: 4, .. })));
+    let none = Params {
         repeats: 0,
         ..Params::default()
-    })
-    .is_err());
+    };
+    assert_eq!(plan(&none, usize::MAX), Err(PlanError::NoRepeats));
+}
+
+#[test]
+fn a_plan_larger_than_the_file_is_refused_before_it_is_built() {
+    let huge = Params {
+        repeats: u32::MAX,
+        ..Params::default()
+    };
+    assert_eq!(plan(&huge, 32), Err(PlanError::TooLarge { at_most: 32 }));
+    assert_eq!(
+        plan(&Params::default(), 31),
+        Err(PlanError::TooLarge { at_most: 31 })
+    );
+    assert_eq!(plan(&Params::default(), 32).map(|p| p.len()), Ok(32));
 }
