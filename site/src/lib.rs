@@ -225,6 +225,24 @@ fn contracts_apart(
         data.extend(c.nemesis.iter().map(|n| n.json_name.clone()));
     }
     for c in contracts {
+        // A plain name: letters, digits, `_` and `-`, not starting with `-` (`.` or `..` would
+        // put the report on the front page's place, `data` into the data folder).
+        let plain = !c.folder.is_empty()
+            && !c.folder.starts_with('-')
+            && c.folder != "data"
+            && c.folder
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !plain {
+            return Err(SiteError::Data {
+                path: PathBuf::from(&c.json_name),
+                problem: format!(
+                    "a results file's name must be letters, digits, '_' or '-' before .json \
+                     (its pages go to a folder of that name), not {:?}; rename the file",
+                    verify::display::shorten(&c.folder, 80)
+                ),
+            });
+        }
         if folders.contains(&c.folder) || data.contains(&c.json_name) {
             return Err(SiteError::Data {
                 path: PathBuf::from(&c.json_name),

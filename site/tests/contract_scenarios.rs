@@ -124,3 +124,17 @@ fn a_scenario_run_whose_folder_or_data_another_run_uses_is_refused() {
         other => panic!("not refused: {:?}", other.map(|_| ())),
     }
 }
+
+#[test]
+fn a_scenario_run_whose_file_name_is_not_a_plain_name_is_refused() {
+    for name in ["..json", "data.json", ".hidden.json"] {
+        let dir = results(&genuine());
+        std::fs::rename(dir.path().join("pr_merge.json"), dir.path().join(name)).unwrap();
+        match build(dir.path(), None) {
+            Err(SiteError::Data { problem, .. }) => {
+                assert!(problem.contains("rename the file"), "{name}: {problem}")
+            }
+            other => panic!("{name} not refused: {:?}", other.map(|_| ())),
+        }
+    }
+}

@@ -450,3 +450,23 @@ fn findings_are_capped_whatever_the_file_holds() {
         Some("findings_left_out")
     );
 }
+
+#[test]
+fn a_receipt_whose_effect_id_is_not_64_lowercase_hex_is_refused_before_it_is_checked() {
+    let mut file = genuine(&key());
+    if let Some(r) = file.cells[2].tickets[0].receipt.as_mut() {
+        r.effect_id = "a".repeat(28_000);
+        r.entries = vec![json!({"ts_ms": 1}); 100];
+    }
+    let report = refused(resigned(file, &key()), &pinned());
+    let at_id: Vec<&str> = report
+        .findings
+        .iter()
+        .filter(|f| f.path.ends_with(".receipt.effect_id"))
+        .map(|f| f.code.as_str())
+        .collect();
+    assert_eq!(at_id, [codes::Cells::ReceiptInvalid.as_str()]);
+    // Nothing from the receipt's entries: it was not checked.
+    assert!(report.findings.iter().all(|f| f.entry.is_none()));
+    assert!(!report.signed);
+}

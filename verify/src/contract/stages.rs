@@ -282,7 +282,26 @@ fn cells_stage<S: Scenario>(
                 path: format!("cells[{i}].{}", relative.path),
                 ..relative.clone()
             };
-            let report = ticket.receipt.map(|b| verify_bundle(b, &pinned));
+            // A receipt of no effect the gate could write is refused before it is checked: every
+            // problem the check finds would quote its id.
+            let shaped = ticket.receipt.filter(|b| {
+                let ok = crate::entry::decode_lower_hex::<32>(&b.effect_id).is_some();
+                if !ok {
+                    out.receipts_signed = false;
+                    findings.push(Finding::new(
+                        format!("{}.receipt.effect_id", ticket.path),
+                        Cells::ReceiptInvalid.as_str(),
+                        format!(
+                            "{}: the receipt's effect id is not 64 lowercase hex characters \
+                             ({} bytes)",
+                            ticket.path,
+                            b.effect_id.len()
+                        ),
+                    ));
+                }
+                ok
+            });
+            let report = shaped.map(|b| verify_bundle(b, &pinned));
             let signed_by_file_key =
                 |r: &ReceiptReport| r.signed == Some(true) && r.signer.as_ref() == Some(&signer);
             if report.as_ref().is_some_and(|r| !signed_by_file_key(r)) {
