@@ -13,18 +13,8 @@ fn key() -> SigningKey {
 }
 
 fn run(file: &ScenarioFile<PrMerge>, args: &[&str]) -> (Option<i32>, String) {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let path = dir.path().join("pr_merge.json");
     let text = serde_json::to_vec(file).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
-    let out = Command::new(env!("CARGO_BIN_EXE_verify"))
-        .args(args)
-        .arg(&path)
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    (out.status.code(), text)
+    run_text(&text, args)
 }
 
 #[test]

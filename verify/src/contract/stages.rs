@@ -140,35 +140,9 @@ pub fn check<S: Scenario>(
         findings: Vec::new(),
         summary: None,
     };
-    if file.format != super::FORMAT || file.scenario != S::NAME {
-        findings.push(Finding::mismatch(
-            "format",
-            Plan::BadParams.as_str(),
-            "the file is not of this scenario's format",
-            format!("{} {}", super::FORMAT, S::NAME),
-            format!("{} {}", file.format, file.scenario),
-        ));
-    }
-    // Stage 1: the signature.
-    let stated = match file_hash(&file) {
-        Ok(hash) => signature::check(&file.signature, &hash, key),
-        Err(e) => Err(Box::new(Finding::new(
-            "signature.hash",
-            super::codes::Signature::HashMismatch.as_str(),
-            e.to_string(),
-        ))),
-    };
-    let file_key = match stated {
-        Ok(k) if findings.is_empty() => k,
-        Ok(_) => {
-            report.findings = findings.into_vec();
-            return Err(Box::new(report));
-        }
-        Err(f) => {
-            findings.push(*f);
-            report.findings = findings.into_vec();
-            return Err(Box::new(report));
-        }
+    let Some(file_key) = signature_stage(&file, key, &mut findings) else {
+        report.findings = findings.into_vec();
+        return Err(Box::new(report));
     };
     report.signer = Some(crate::entry::lower_hex(file_key.as_bytes()));
     report.fingerprint = Some(crate::fingerprint(&file_key));
@@ -201,6 +175,40 @@ pub fn check<S: Scenario>(
         receipts: checked.receipts,
         summary,
     })
+}
+
+/// Stage 1: the format and the signature. The key every receipt must be signed by, or `None`
+/// (with the findings) when the file is read no further.
+fn signature_stage<S: Scenario>(
+    file: &ScenarioFile<S>,
+    key: &KeyCheck,
+    findings: &mut Findings,
+) -> Option<ed25519_dalek::VerifyingKey> {
+    if file.format != super::FORMAT || file.scenario != S::NAME {
+        findings.push(Finding::mismatch(
+            "format",
+            Plan::BadParams.as_str(),
+            "the file is not of this scenario's format",
+            format!("{} {}", super::FORMAT, S::NAME),
+            format!("{} {}", file.format, file.scenario),
+        ));
+    }
+    let stated = match file_hash(file) {
+        Ok(hash) => signature::check(&file.signature, &hash, key),
+        Err(e) => Err(Box::new(Finding::new(
+            "signature.hash",
+            super::codes::Signature::HashMismatch.as_str(),
+            e.to_string(),
+        ))),
+    };
+    match stated {
+        Ok(k) if findings.is_empty() => Some(k),
+        Ok(_) => None,
+        Err(f) => {
+            findings.push(*f);
+            None
+        }
+    }
 }
 
 /// Stage 2: the cells are the plan, in order.
