@@ -11,6 +11,7 @@ use verify::receipt::KeyCheck;
 use verify::results::*;
 use verify::scenarios::billing_credit;
 use verify::scenarios::billing_credit::billing_credit_effect_id;
+use verify::scenarios::billing_credit::outage;
 
 const DAY: i64 = 86_400;
 const APPROVED: i64 = 1000;
@@ -88,7 +89,7 @@ impl<'a> Story<'a> {
         let renewal_at = t0 + 30 * DAY;
         let outage_at = renewal_at + 3 * 3600;
         let before = crash == "before_send";
-        let compensated = outage == "billing_credit";
+        let compensated = outage == outage::BILLING_CREDIT;
         // What each column did, from the story.
         let credited = match column {
             "no_check" => true,
@@ -162,7 +163,7 @@ impl<'a> Story<'a> {
     /// The subscription's two invoices, newest first; the renewal starts from the case's credit
     /// when it landed before the renewal.
     fn invoices(&self, starting_balance: i64) -> Vec<InvoiceTruth> {
-        let total = if self.outage == "proration" {
+        let total = if self.outage == outage::PRORATION {
             2000
         } else {
             3000
@@ -194,7 +195,7 @@ impl<'a> Story<'a> {
     /// The credit note an outage of credits issued on the renewal invoice, with its balance
     /// transaction; none for the other outages.
     fn outage_note(&self) -> Option<(CreditNoteTruth, BalanceTxnTruth, NoteRecord)> {
-        if self.outage != "billing_credit" && self.outage != "unrelated_credit" {
+        if self.outage != outage::BILLING_CREDIT && self.outage != outage::UNRELATED_CREDIT {
             return None;
         }
         let note_incident = if self.compensated {
@@ -391,7 +392,8 @@ impl<'a> Story<'a> {
             renewal_invoice: Some(self.renewal_invoice.clone()),
             credit_note: note_record.0,
             credit_note_incident: note_record.1,
-            downgraded_to_price: (self.outage == "proration").then(|| self.ids.id("price", 8)),
+            downgraded_to_price: (self.outage == outage::PRORATION)
+                .then(|| self.ids.id("price", 8)),
             clock_time: Some(self.outage_at),
         }
     }

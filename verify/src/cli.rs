@@ -346,8 +346,8 @@ fn shared_cap_outcome(
         r.cells, r.judged
     );
     let run = CapRun {
-        kind: "shared_cap",
-        words: "shared_cap",
+        kind: crate::shared_cap::record::SCENARIO,
+        words: crate::shared_cap::record::SCENARIO,
         environment: &f.environment,
         generated_at: &f.generated_at,
         signed: r.signed,
@@ -468,7 +468,7 @@ fn key_for(
     place: &str,
     original: bool,
     pinned: &Pinned,
-) -> Result<KeyCheck, String> {
+) -> Result<KeyCheck, SignerNotAllowed> {
     let keys = match pinned {
         Pinned::None => return Ok(KeyCheck::SelfAttested),
         Pinned::Keys(k) if k.len() == 1 => return Ok(KeyCheck::Pinned(k[0])),
@@ -478,13 +478,23 @@ fn key_for(
     match keys.iter().find(|k| Some(k.to_bytes()) == named) {
         Some(k) => Ok(KeyCheck::Pinned(*k)),
         None if original => Ok(KeyCheck::Pinned(keys[0])),
-        None => Err(format!(
-            "{place} names signer {}, which is not in the allowed-signers file",
-            named
+        None => Err(SignerNotAllowed {
+            place: place.to_owned(),
+            signer: named
                 .and_then(|b| VerifyingKey::from_bytes(&b).ok())
-                .map_or_else(|| "no valid key".to_owned(), |k| crate::fingerprint(&k))
-        )),
+                .map_or_else(|| "no valid key".to_owned(), |k| crate::fingerprint(&k)),
+        }),
     }
+}
+
+/// A document names a signer the allowed-signers file does not list.
+#[derive(Debug, thiserror::Error)]
+#[error("{place} names signer {signer}, which is not in the allowed-signers file")]
+struct SignerNotAllowed {
+    /// Where the document names it.
+    place: String,
+    /// Its fingerprint, or `no valid key`.
+    signer: String,
 }
 
 /// Every pinned key (none when nothing is pinned).
@@ -557,7 +567,7 @@ pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<Strin
                 Err(why) => {
                     if verify_results_text(&file, &KeyCheck::SelfAttested, Detail::Failing).is_ok()
                     {
-                        return not_allowed(&name, &why);
+                        return not_allowed(&name, &why.to_string());
                     }
                 }
             }
@@ -577,7 +587,7 @@ pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<Strin
                 }
                 Err(why) => {
                     if verify_nemesis_text(&file, &KeyCheck::SelfAttested).is_ok() {
-                        return not_allowed(&name, &why);
+                        return not_allowed(&name, &why.to_string());
                     }
                 }
             }
@@ -601,7 +611,7 @@ pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<Strin
         options.pinned,
     ) {
         Ok(k) => k,
-        Err(why) => return not_allowed(&name, &why),
+        Err(why) => return not_allowed(&name, &why.to_string()),
     };
     let outcome = match doc {
         Document::Receipt(b) => receipt_outcome(&b, &key, json),
@@ -660,7 +670,7 @@ fn registered_outcome(
         options.pinned,
     ) {
         Ok(k) => k,
-        Err(why) => return not_allowed(name, &why),
+        Err(why) => return not_allowed(name, &why.to_string()),
     };
     let r = match scenario.check_text(bytes, &key) {
         Ok(r) => r,

@@ -75,12 +75,20 @@ pub enum Document {
     SharedCapNemesis(Box<crate::shared_cap::nemesis::record::CapNemesisFile>),
 }
 
+/// A document's `format` member: a string, or the JSON text of any other value.
+enum FormatMember {
+    /// A string, as it should be.
+    Text(String),
+    /// Another value, as JSON text (for the message that refuses it).
+    Other(String),
+}
+
 /// What one pass over the whole document found at its top level.
 #[derive(Default)]
 struct TopLevel {
     is_object: bool,
-    /// `Some(Ok(s))` for a string `format`, `Some(Err(json))` for any other value.
-    format: Option<Result<String, String>>,
+    /// The document's `format` member, if it has one.
+    format: Option<FormatMember>,
     scenario: bool,
     cells: bool,
     effect_id: bool,
@@ -221,8 +229,8 @@ impl<'de> Visitor<'de> for Scan<'_> {
                 Some(t) if key == "format" => {
                     let v: Value = map.next_value()?;
                     t.format = Some(match v {
-                        Value::String(s) => Ok(s),
-                        other => Err(other.to_string()),
+                        Value::String(s) => FormatMember::Text(s),
+                        other => FormatMember::Other(other.to_string()),
                     });
                 }
                 Some(t) => {
@@ -401,8 +409,8 @@ pub fn load_document(bytes: &[u8]) -> Result<Document, LoadError> {
     }
     let format = match top.format {
         None => None,
-        Some(Ok(f)) => Some(f),
-        Some(Err(found)) => {
+        Some(FormatMember::Text(f)) => Some(f),
+        Some(FormatMember::Other(found)) => {
             return Err(LoadError::Shape {
                 path: "format".into(),
                 message: format!("expected a string, found {found}"),

@@ -223,6 +223,11 @@ impl Cell {
     pub fn is_harness_error(&self) -> bool {
         self.outcome == crate::scenarios::billing_credit::HARNESS_ERROR
     }
+
+    /// The cell's `harness_error` is set exactly when its outcome is `HARNESS_ERROR`.
+    pub fn harness_error_consistent(&self) -> bool {
+        self.is_harness_error() == self.harness_error.is_some()
+    }
 }
 
 /// A free-form JSON value (a worker's output line, a log line), kept as its text: it costs its

@@ -164,13 +164,13 @@ pub(crate) fn advance(a: &mut Account, id: &str, form: &Form<'_>) -> Result<Valu
 
 /// Finishes any advance of `id` still under way and returns its frozen time; `Err` names a
 /// clock the account does not have.
-pub(crate) fn settle_and_read(a: &mut Account, id: &str) -> Result<i64, String> {
+pub(crate) fn settle_and_read(a: &mut Account, id: &str) -> Result<i64, super::NoSuchClock> {
     finish_slow_advance(a, id, true);
     a.advancing.remove(id);
     a.clocks
         .get(id)
         .map(|c| c.frozen_time)
-        .ok_or_else(|| format!("no test clock {id} in this account"))
+        .ok_or_else(|| super::NoSuchClock(id.to_owned()))
 }
 
 /// Finishes a slow advance of the clock whose time has come (or, with `force`, any slow

@@ -75,6 +75,11 @@ pub enum EmulatorError {
     Runtime(std::io::Error),
 }
 
+/// A test clock the account does not have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no test clock {0} in this account")]
+pub struct NoSuchClock(pub String);
+
 /// Entry point: see [`Emulator::start`].
 #[derive(Debug)]
 pub struct Emulator;
@@ -197,7 +202,7 @@ impl RunningEmulator {
         api_key: &str,
         clock_id: &str,
         change: impl FnOnce(i64) -> R,
-    ) -> Result<(R, i64), String> {
+    ) -> Result<(R, i64), NoSuchClock> {
         self.app.step_clock_around(api_key, clock_id, change)
     }
 

@@ -52,7 +52,7 @@ pub(super) fn check_cell(i: usize, cell: &Cell, receipt: Option<ReceiptReport>) 
             cell.answer_matches,
         ));
     }
-    if harness_error != cell.harness_error.is_some() {
+    if !cell.harness_error_consistent() {
         f.push(Finding::new(
             format!("{base}.harness_error"),
             fcode::FILE_INCONSISTENT,
@@ -98,7 +98,11 @@ pub(super) fn check_cell(i: usize, cell: &Cell, receipt: Option<ReceiptReport>) 
         }
     }
     let proof = judged.proof.is_ok();
-    let why_not = judged.proof.err().unwrap_or_default();
+    let why_not = judged
+        .proof
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
     if proof != cell.proof {
         f.push(Finding::mismatch(
             format!("{base}.proof"),

@@ -125,7 +125,7 @@ fn in_slice_order(shards: Vec<ShardInput>) -> Result<Vec<ShardInput>, MergeError
         return Err(MergeError::NoShards);
     };
     for s in &shards {
-        shard_of_file(&s.file).map_err(|reason| refuse(&s.name, reason))?;
+        shard_of_file(&s.file).map_err(|reason| refuse(&s.name, reason.to_string()))?;
     }
     let campaign = |f: &NemesisFile| {
         (
@@ -212,29 +212,45 @@ fn in_slice_order(shards: Vec<ShardInput>) -> Result<Vec<ShardInput>, MergeError
     Ok(out)
 }
 
+/// Why a nemesis file cannot be one shard of a merge; its text follows the file's name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotAShard {
+    /// The file is of another format.
+    #[error("is not an {NEMESIS_FORMAT} file (its format is {0:?})")]
+    Format(String),
+    /// The file is a merge already.
+    #[error("is already a merged file; merge the shard files themselves")]
+    Merged,
+    /// The file is a whole run.
+    #[error("is a whole run, not a shard (its plan names no slice); only files written by `runner --nemesis ... --shard K/N` are merged")]
+    WholeRun,
+    /// The file names a slice its plan does not have.
+    #[error("names shard {}/{}, which is not a slice of its plan of {trials} trials per nemesis and column", shard.index, shard.count)]
+    NotASlice {
+        /// The slice it names.
+        shard: Shard,
+        /// Its plan's trials per nemesis and column.
+        trials: u32,
+    },
+}
+
 /// The slice `f` holds, if it can be one shard of a merge: a nemesis file of a slice of its plan,
 /// not a whole run and not already merged; else why not.
-pub fn shard_of_file(f: &NemesisFile) -> Result<Shard, String> {
+pub fn shard_of_file(f: &NemesisFile) -> Result<Shard, NotAShard> {
     if f.format != NEMESIS_FORMAT {
-        return Err(format!(
-            "is not an {NEMESIS_FORMAT} file (its format is {:?})",
-            f.format
-        ));
+        return Err(NotAShard::Format(f.format.clone()));
     }
     if f.plan.merged.is_some() {
-        return Err("is already a merged file; merge the shard files themselves".into());
+        return Err(NotAShard::Merged);
     }
     let Some(shard) = f.plan.shard else {
-        return Err(
-            "is a whole run, not a shard (its plan names no slice); only files written by `runner --nemesis ... --shard K/N` are merged"
-                .into(),
-        );
+        return Err(NotAShard::WholeRun);
     };
     if !well_formed(shard, f.plan.trials) {
-        return Err(format!(
-            "names shard {}/{}, which is not a slice of its plan of {} trials per nemesis and column",
-            shard.index, shard.count, f.plan.trials
-        ));
+        return Err(NotAShard::NotASlice {
+            shard,
+            trials: f.plan.trials,
+        });
     }
     Ok(shard)
 }

@@ -74,7 +74,7 @@ impl App {
         api_key: &str,
         clock_id: &str,
         change: impl FnOnce(i64) -> R,
-    ) -> Result<(R, i64), String> {
+    ) -> Result<(R, i64), super::NoSuchClock> {
         let account = self.account(api_key);
         let mut a = lock(&account);
         let before = super::clock::settle_and_read(&mut a, clock_id)?;

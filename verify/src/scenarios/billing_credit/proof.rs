@@ -12,7 +12,7 @@ use crate::receipt::ReceiptReport;
 use crate::results::{Cell, FreeForm, GroundTruth};
 use serde_json::Value;
 
-pub use crate::scenarios::receipt_proof::Proof;
+pub use crate::scenarios::receipt_proof::{Proof, Unproven};
 
 /// The proof rule for one cell, by its column. `receipt` is the report of the cell's receipt
 /// (interlock cells), checked against the key the run is judged by.
@@ -20,13 +20,13 @@ pub fn proof(cell: &Cell, receipt: Option<&ReceiptReport>) -> Proof {
     match cell.column.as_str() {
         "interlock" => match (&cell.receipt, receipt) {
             (Some(_), Some(report)) => interlock_proof(&cell.ground_truth, report),
-            _ => Err("the cell has no receipt".into()),
+            _ => Err(Unproven::NoReceipt),
         },
         "hand_check" => {
             let log = read_hand_check_log(cell.hand_check_log.as_deref(), &cell.ground_truth);
             hand_check_proof(&cell.ground_truth, &log)
         }
-        _ => Err("a column without a record proves nothing".to_owned()),
+        _ => Err(Unproven::NoRecord),
     }
 }
 
@@ -137,9 +137,9 @@ pub fn hand_check_proof(gt: &GroundTruth, log: &HandCheckLog) -> Proof {
     match &log.says {
         LogSays::Sent if exists => Ok(()),
         LogSays::NotSent if !exists => Ok(()),
-        LogSays::Sent => Err("the log says sent while Stripe holds no case credit".into()),
-        LogSays::NotSent => Err("the log says not sent while Stripe holds a case credit".into()),
-        LogSays::Unclear(why) => Err(why.clone()),
+        LogSays::Sent => Err(Unproven::LogSaysSent),
+        LogSays::NotSent => Err(Unproven::LogSaysNotSent),
+        LogSays::Unclear(why) => Err(Unproven::LogUnclear(why.clone())),
     }
 }
 
