@@ -1,0 +1,328 @@
+//! The limits every document is read under before anything is built from it: UTF-8, value
+//! density, syntax, no duplicate key, no long string, no integer beyond 2^53; and the one pass
+//! that finds what kind of document the text is.
+
+use super::*;
+
+/// A document's `format` member: a string, or the JSON text of any other value.
+pub(super) enum FormatMember {
+    /// A string, as it should be.
+    Text(String),
+    /// Another value, as JSON text (for the message that refuses it).
+    Other(String),
+}
+
+/// What one pass over the whole document found at its top level.
+#[derive(Default)]
+pub(super) struct TopLevel {
+    pub(super) is_object: bool,
+    /// The document's `format` member, if it has one.
+    pub(super) format: Option<FormatMember>,
+    pub(super) scenario: bool,
+    pub(super) cells: bool,
+    pub(super) effect_id: bool,
+    pub(super) entries: bool,
+}
+
+/// The longest string (value or object key) a document may hold, in bytes of its UTF-8 text.
+/// Nothing the runner or the gate writes comes near it (the longest are a case text and a worker's
+/// stderr tail); a longer string is refused (exit 2) before anything repeats it in a report.
+pub const MAX_STRING_BYTES: usize = 64 * 1024;
+
+/// Largest integer magnitude accepted anywhere in a document: 2^53 - 1, what every JSON reader
+/// (JavaScript's included) holds exactly.
+pub(super) const MAX_SAFE_INTEGER: i64 = crate::canonical::MAX_SAFE_INTEGER;
+
+/// Marks a scan error as a limit (not a syntax or shape error).
+pub(super) const LIMIT_PREFIX: &str = "limit: ";
+
+pub(super) fn check_string_len<E: de::Error>(v: &str) -> Result<(), E> {
+    if v.len() > MAX_STRING_BYTES {
+        return Err(de::Error::custom(format!(
+            "{LIMIT_PREFIX}a string of {} bytes is longer than the limit of {MAX_STRING_BYTES}",
+            v.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Objects with more members than this are checked for duplicate keys with a hash set.
+pub(super) const LINEAR_KEY_CHECK: usize = 32;
+
+/// One pass over the document that refuses duplicate object keys anywhere (a hashed entry with
+/// two `amount` keys would mean different things to different readers) and records the top-level
+/// keys that tell formats apart. Only the top level (`top` is `Some`) records anything.
+pub(super) struct Scan<'a> {
+    /// What the document holds at its top level, filled in when this is the top-level value.
+    pub(super) top: Option<&'a mut TopLevel>,
+    /// Arrays and objects this value may still open (serde_json's own limit applies too).
+    pub(super) depth: usize,
+}
+
+/// The scan of a value inside one that may still open `depth` levels.
+pub(super) fn inner<E: de::Error>(depth: usize) -> Result<Scan<'static>, E> {
+    match depth.checked_sub(1) {
+        Some(depth) => Ok(Scan { top: None, depth }),
+        None => Err(E::custom("nested too deeply")),
+    }
+}
+
+/// An object key, borrowed from the input when it has no escapes.
+pub(crate) struct Key<'de>(pub(crate) std::borrow::Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Scan<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Scan<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
+        if v.unsigned_abs() > MAX_SAFE_INTEGER.unsigned_abs() {
+            return Err(de::Error::custom(format!("{LIMIT_PREFIX}the integer {v} is outside +/-(2^53 - 1), which not every JSON reader holds exactly")));
+        }
+        Ok(())
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
+        if v > MAX_SAFE_INTEGER.unsigned_abs() {
+            return Err(de::Error::custom(format!("{LIMIT_PREFIX}the integer {v} is outside +/-(2^53 - 1), which not every JSON reader holds exactly")));
+        }
+        Ok(())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        check_string_len(v)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(inner(self.depth)?)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let depth = self.depth;
+        let mut top = self.top;
+        if let Some(t) = top.as_deref_mut() {
+            t.is_object = true;
+        }
+        let mut few: Vec<std::borrow::Cow<'de, str>> = Vec::new();
+        let mut many: HashSet<std::borrow::Cow<'de, str>> = HashSet::new();
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            check_string_len(&key)?;
+            let seen = if few.len() < LINEAR_KEY_CHECK {
+                few.contains(&key)
+            } else {
+                if many.is_empty() {
+                    many.extend(few.iter().cloned());
+                }
+                many.contains(&key)
+            };
+            if seen {
+                return Err(de::Error::custom(format!(
+                    "duplicate key {key:?} in one object"
+                )));
+            }
+            match top.as_deref_mut() {
+                Some(t) if key == "format" => {
+                    let v: Value = map.next_value()?;
+                    t.format = Some(match v {
+                        Value::String(s) => FormatMember::Text(s),
+                        other => FormatMember::Other(other.to_string()),
+                    });
+                }
+                Some(t) => {
+                    match key.as_ref() {
+                        "scenario" => t.scenario = true,
+                        "cells" => t.cells = true,
+                        "effect_id" => t.effect_id = true,
+                        "entries" => t.entries = true,
+                        _ => {}
+                    }
+                    map.next_value_seed(inner(depth)?)?;
+                }
+                None => map.next_value_seed(inner(depth)?)?,
+            }
+            if few.len() < LINEAR_KEY_CHECK {
+                few.push(key);
+            } else {
+                many.insert(key);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Scan the whole document once: syntax, duplicate keys (with their JSON path), top-level keys.
+///
+/// The pass runs without tracking JSON paths; only when it fails is it run again with tracking, to
+/// name where (the same input gives the same error either way).
+pub(super) fn scan(text: &str) -> Result<TopLevel, LoadError> {
+    let mut top = TopLevel::default();
+    let mut de = serde_json::Deserializer::from_str(text);
+    let fast = Scan {
+        top: Some(&mut top),
+        depth: usize::MAX,
+    }
+    .deserialize(&mut de)
+    .and_then(|()| de.end());
+    if fast.is_ok() {
+        return Ok(top);
+    }
+    scan_tracked(text)
+}
+
+/// [`scan`] with JSON path tracking, for the error.
+pub(super) fn scan_tracked(text: &str) -> Result<TopLevel, LoadError> {
+    let mut top = TopLevel::default();
+    let mut de = serde_json::Deserializer::from_str(text);
+    let mut track = serde_path_to_error::Track::new();
+    let result = Scan {
+        top: Some(&mut top),
+        depth: usize::MAX,
+    }
+    .deserialize(serde_path_to_error::Deserializer::new(&mut de, &mut track));
+    match result {
+        Ok(()) => {}
+        Err(e) if e.is_syntax() || e.is_eof() => return Err(syntax(&e)),
+        Err(e) => {
+            let message = e.to_string();
+            let path = track.path().to_string();
+            return Err(match message.strip_prefix(LIMIT_PREFIX) {
+                Some(m) => LoadError::Limit {
+                    path,
+                    message: m.to_owned(),
+                },
+                None => LoadError::Shape { path, message },
+            });
+        }
+    }
+    de.end().map_err(|e| syntax(&e))?;
+    Ok(top)
+}
+
+/// At most one JSON value per this many bytes of a document (plus [`VALUE_ALLOWANCE`]): the
+/// files the runner and the gate write hold one per 20 to 40 bytes; a document of bare small
+/// values (`[0,0,0,…]`, two bytes each) would make a tree many times its size in memory.
+pub const MIN_BYTES_PER_VALUE: usize = 8;
+/// Values any document may hold whatever its size.
+pub const VALUE_ALLOWANCE: usize = 4096;
+
+/// Refuses a document with more values than its size allows ([`MIN_BYTES_PER_VALUE`]), counted
+/// in one pass over its text before anything is built: every value but the first follows a `,`,
+/// a `[` or a `:` outside strings, so their count bounds the values.
+pub(super) fn values_within_density(text: &str) -> Result<(), LoadError> {
+    let (mut in_string, mut escaped, mut values) = (false, false, 1usize);
+    for b in text.bytes() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b',' | b'[' | b':' => values += 1,
+                _ => {}
+            }
+        }
+    }
+    let allowed = text.len() / MIN_BYTES_PER_VALUE + VALUE_ALLOWANCE;
+    if values > allowed {
+        return Err(LoadError::Limit {
+            path: "$".into(),
+            message: format!(
+                "about {values} JSON values in {} bytes: more than one per {MIN_BYTES_PER_VALUE} bytes (at most {allowed})",
+                text.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+pub(super) fn text(bytes: &[u8]) -> Result<&str, LoadError> {
+    std::str::from_utf8(bytes).map_err(|e| LoadError::Utf8 {
+        offset: e.valid_up_to(),
+    })
+}
+
+pub(super) fn syntax(e: &serde_json::Error) -> LoadError {
+    LoadError::Syntax {
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    }
+}
+
+/// Read the typed document. As in [`scan`], JSON paths are tracked only on a second pass after a
+/// failure.
+pub(super) fn typed<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, LoadError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    if let Ok(value) = T::deserialize(&mut de).and_then(|v| de.end().map(|()| v)) {
+        return Ok(value);
+    }
+    typed_tracked(text)
+}
+
+/// [`typed`] with JSON path tracking, for the error.
+pub(super) fn typed_tracked<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, LoadError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            syntax(&inner)
+        } else {
+            LoadError::Shape {
+                path,
+                message: inner.to_string(),
+            }
+        }
+    })?;
+    de.end().map_err(|e| syntax(&e))?;
+    Ok(value)
+}
+
+/// The checks every document passes before anything is built from it: UTF-8, at most one value
+/// per [`MIN_BYTES_PER_VALUE`] bytes, syntax, no duplicate key, no string over
+/// [`MAX_STRING_BYTES`], no integer beyond 2^53. Returns the text.
+pub fn within_limits(bytes: &[u8]) -> Result<&str, LoadError> {
+    let text = text(bytes)?;
+    values_within_density(text)?;
+    scan(text)?;
+    Ok(text)
+}

@@ -1,0 +1,188 @@
+//! Results and nemesis files read a part at a time: the head strictly, each cell or trial kept
+//! as text until it is checked.
+
+use super::*;
+
+/// A results file read for checking a group of cells at a time
+/// ([`crate::check::verify_results_text`]): never held as typed data all at once.
+pub struct ResultsText<'a> {
+    /// Every member of the file but its cells, read strictly (`head.cells` is empty).
+    pub head: ResultsFile,
+    /// Each cell's JSON text, in file order, read by [`read_cell`] when it is checked.
+    pub cells: Vec<&'a RawValue>,
+}
+
+/// A nemesis file read for checking a group of trials at a time
+/// ([`crate::nemesis::check::verify_nemesis_text`]): never held as typed data all at once.
+pub struct NemesisText<'a> {
+    /// Every member of the file but its trials, read strictly (`head.trials` is empty).
+    pub head: crate::nemesis::NemesisFile,
+    /// Each trial's JSON text, in file order, read by [`read_trial`] when it is needed.
+    pub trials: Vec<&'a RawValue>,
+}
+
+/// A file read for checking.
+pub enum Loaded<'a> {
+    /// An `interlock-results/2` file whose cells are still text.
+    Results(Box<ResultsText<'a>>),
+    /// An `interlock-nemesis/3` file whose trials are still text.
+    Nemesis(Box<NemesisText<'a>>),
+    /// Any other document, read whole by [`load_document`].
+    Document(Document),
+}
+
+/// Read a file for checking: an `interlock-results/2` file as a [`ResultsText`], an
+/// `interlock-nemesis/3` file as a [`NemesisText`], anything else (and any file that does not
+/// read cleanly that way) through [`load_document`], which names the error.
+pub fn load_for_check(bytes: &[u8]) -> Result<Loaded<'_>, LoadError> {
+    let text = text(bytes)?;
+    values_within_density(text)?;
+    if let Some(file) = results_text(text) {
+        return Ok(Loaded::Results(Box::new(file)));
+    }
+    if let Some(file) = nemesis_text(text) {
+        return Ok(Loaded::Nemesis(Box::new(file)));
+    }
+    load_document(bytes).map(Loaded::Document)
+}
+
+/// Nesting a cell's text may hold before [`read_cell`] gives up (the whole file's reader then
+/// applies the real limit, 128 levels counted from the top of the file).
+pub(crate) const CELL_DEPTH: usize = 100;
+
+/// One cell's text, read as [`load_document`] reads it inside the file: duplicate keys, limits,
+/// the typed shape, the receipt's effect id; with the hash of its canonical JSON
+/// ([`crate::manifest::text_hash`], `None` when it has none). The error is only a verdict; its
+/// path is relative to the cell, so a caller re-reads the whole file with [`load_document`] to
+/// name it.
+pub fn read_cell(index: usize, raw: &RawValue) -> Result<(Cell, Option<[u8; 32]>), LoadError> {
+    // The canonical writer refuses everything the scan refuses (and floats): when it gives a
+    // hash, the scan would pass; otherwise the scan decides.
+    let hash = crate::manifest::text_hash(raw.get());
+    let cell = read_cell_scanned(index, raw, hash.is_some())?;
+    Ok((cell, hash))
+}
+
+/// [`read_cell`] without the hash: `scanned` says the text is already known to pass the strict
+/// scan ([`crate::manifest::text_hash`] gave it a hash), which is then not run again.
+pub fn read_cell_scanned(index: usize, raw: &RawValue, scanned: bool) -> Result<Cell, LoadError> {
+    let text = raw.get();
+    if !scanned {
+        let mut de = serde_json::Deserializer::from_str(text);
+        Scan {
+            top: None,
+            depth: CELL_DEPTH,
+        }
+        .deserialize(&mut de)
+        .and_then(|()| de.end())
+        .map_err(|e| LoadError::Shape {
+            path: format!("cells[{index}]"),
+            message: e.to_string(),
+        })?;
+    }
+    let cell = typed::<Cell>(text)?;
+    if let Some(b) = &cell.receipt {
+        let path = format!("cells[{index}].receipt.effect_id");
+        effect_id_shape(&path, &b.effect_id, 64)?;
+    }
+    Ok(cell)
+}
+
+/// The top-level object's members as text, the array named `array` split into its elements.
+pub(super) struct Split<'de> {
+    array: &'static str,
+    members: Vec<(std::borrow::Cow<'de, str>, &'de RawValue)>,
+    elements: Option<Vec<&'de RawValue>>,
+}
+
+impl<'de> Visitor<'de> for Split<'de> {
+    type Value = Split<'de>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Split<'de>, A::Error> {
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let seen = self.members.iter().any(|(k, _)| *k == key);
+            if seen || (key == self.array && self.elements.is_some()) {
+                return Err(de::Error::custom("duplicate key"));
+            }
+            if key == self.array {
+                self.elements = Some(map.next_value()?);
+            } else {
+                self.members.push((key, map.next_value()?));
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// A file of `format` split into its head, read strictly (as [`load_document`] would) from a
+/// copy of the file whose `array` is empty, and the text of each element of `array`; `None` for
+/// any other document or any error.
+pub(super) fn split_file<'t, T: serde::de::DeserializeOwned>(
+    text: &'t str,
+    format: &str,
+    array: &'static str,
+) -> Option<(T, Vec<&'t RawValue>)> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let split = Split {
+        array,
+        members: Vec::new(),
+        elements: None,
+    };
+    let split = serde::Deserializer::deserialize_map(&mut de, split).ok()?;
+    de.end().ok()?;
+    let stated = split.members.iter().find(|(k, _)| k == "format")?;
+    if serde_json::from_str::<String>(stated.1.get()).ok()? != format {
+        return None;
+    }
+    // The same checks as the whole file's, over a small text.
+    let mut head = format!("{{\"{array}\":[]");
+    for (key, value) in &split.members {
+        head.push(',');
+        head.push_str(&serde_json::to_string(key).ok()?);
+        head.push(':');
+        head.push_str(value.get());
+    }
+    head.push('}');
+    scan(&head).ok()?;
+    let head = typed::<T>(&head).ok()?;
+    Some((head, split.elements?))
+}
+
+/// An `interlock-results/2` file split into its head and its cells' text.
+pub(super) fn results_text(text: &str) -> Option<ResultsText<'_>> {
+    let (head, cells) = split_file::<ResultsFile>(text, RESULTS_FORMAT, "cells")?;
+    Some(ResultsText { head, cells })
+}
+
+/// An `interlock-nemesis/3` file split into its head and its trials' text.
+pub(super) fn nemesis_text(text: &str) -> Option<NemesisText<'_>> {
+    let format = crate::nemesis::NEMESIS_FORMAT;
+    let (head, trials) = split_file::<crate::nemesis::NemesisFile>(text, format, "trials")?;
+    Some(NemesisText { head, trials })
+}
+
+/// One trial's text, read as [`load_document`] reads it inside the file: duplicate keys, limits,
+/// the typed shape, the receipt's effect id. The error is only a verdict; its path is relative
+/// to the trial, so a caller re-reads the whole file with [`load_document`] to name it.
+pub fn read_trial(index: usize, raw: &RawValue) -> Result<crate::nemesis::Trial, LoadError> {
+    let text = raw.get();
+    let mut de = serde_json::Deserializer::from_str(text);
+    Scan {
+        top: None,
+        depth: CELL_DEPTH,
+    }
+    .deserialize(&mut de)
+    .and_then(|()| de.end())
+    .map_err(|e| LoadError::Shape {
+        path: format!("trials[{index}]"),
+        message: e.to_string(),
+    })?;
+    let trial = typed::<crate::nemesis::Trial>(text)?;
+    if let Some(b) = &trial.receipt {
+        let path = format!("trials[{index}].receipt.effect_id");
+        effect_id_shape(&path, &b.effect_id, 64)?;
+    }
+    Ok(trial)
+}
