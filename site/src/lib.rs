@@ -17,6 +17,7 @@ pub mod conformance_page;
 pub mod error;
 pub mod facts;
 pub mod format;
+pub mod nemesis_facts;
 pub mod nemesis_figures;
 pub mod nemesis_page;
 pub mod overview;
@@ -439,7 +440,8 @@ fn render_file(
         )));
     }
     let json_name = format!("{scenario}.json");
-    let mut report = report_view::build(verified, &json_name).map_err(data_err)?;
+    let mut report =
+        report_view::build(verified, &json_name).map_err(|e| data_err(e.to_string()))?;
     let results_dir = path.parent().unwrap_or_else(|| Path::new("."));
     report.env.key = provenance::KeyPolicy::of(pinned.is_some());
     report.env.signer_label =

@@ -12,7 +12,7 @@ use crate::error::SiteError;
 use crate::facts::{Fact, Facts};
 use crate::pages::{Nav, VERSION};
 use crate::prose::{self, Section};
-use crate::report_view::{backend_words, decider_words};
+use crate::report_view::{backend_words, decider_words, ViewError};
 use crate::verification::{receipt_check, EntryCheck, ReceiptCheck};
 use askama::Template;
 use std::path::Path;
@@ -414,7 +414,7 @@ fn entry_view(i: usize, e: &serde_json::Value, check: EntryCheck) -> EntryView {
 
 /// What a shared_cap run ran against and who decided, in words (every page's header), and on
 /// how many hosts when it had two.
-pub(crate) fn ran_line(env: &CapEnvironment) -> Result<String, String> {
+pub(crate) fn ran_line(env: &CapEnvironment) -> Result<String, ViewError> {
     let backend_label = backend_words(&env.backend)?;
     let mut ran = format!(
         "Ran against {backend_label}; decided by {}. Where a page says Stripe, it means that backend.",
@@ -517,8 +517,9 @@ pub fn render(
         problem,
     };
     let name = run_name(&file.environment);
-    let backend_label = backend_words(&file.environment.backend).map_err(data_err)?;
-    let ran = ran_line(&file.environment).map_err(data_err)?;
+    let backend_label =
+        backend_words(&file.environment.backend).map_err(|e| data_err(e.to_string()))?;
+    let ran = ran_line(&file.environment).map_err(|e| data_err(e.to_string()))?;
     let json_name = format!("{name}.json");
     let summary = summary_rows(&report.summary);
     let verdict_line = verdict_line(&summary);
