@@ -410,7 +410,7 @@ fn preprocess(
                 "the digit `{d}` is written by hand; numbers may only come from placeholders ({{{{ fact }}}}) or code spans"
             )));
         }
-        out.push_str(&fill(line, facts).map_err(err)?);
+        out.push_str(&fill(line, facts).map_err(|e| err(e.to_string()))?);
         out.push('\n');
     }
     Ok((out, claims))

@@ -1,8 +1,8 @@
 //! The facts the Nemesis page's prose may use: every number it states, counted from the
 //! verified nemesis file (its trials and the summaries `verify` recomputed).
 
+use super::bound;
 use crate::facts::{Fact, Facts};
-use crate::nemesis_page::bound;
 use verify::nemesis::{NemesisFile, Trial};
 
 /// The facts the Nemesis page's prose may use, from the verified file (`C` a column, `N` a
