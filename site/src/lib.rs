@@ -32,9 +32,9 @@ pub mod verification;
 mod output;
 
 pub use error::SiteError;
+pub use prose::ProseSource;
 
 use output::{mkdir, write, write_contract, write_scenario, write_shared_cap};
-pub use prose::ProseSource;
 use verification::{Accepted, Wanted};
 
 use std::path::{Path, PathBuf};

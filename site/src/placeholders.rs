@@ -165,6 +165,24 @@ mod tests {
     }
 
     #[test]
+    fn each_refusal_quotes_the_placeholder_as_written() {
+        assert_eq!(
+            fill("{{Held}}", &facts()).unwrap_err().to_string(),
+            "malformed placeholder `{{Held}}`"
+        );
+        assert_eq!(
+            fill("x {{held.interlock", &facts())
+                .unwrap_err()
+                .to_string(),
+            "unclosed placeholder `{{held.interlock`"
+        );
+        assert_eq!(
+            fill("{{nobody}}", &facts()).unwrap_err().to_string(),
+            "unknown placeholder `{{nobody}}`"
+        );
+    }
+
+    #[test]
     fn handwritten_text_drops_placeholders_and_code() {
         assert_eq!(handwritten("a {{x.y}} b `v1` c ``x`y`` d"), "a  b  c  d");
         assert_eq!(handwritten("costs 10"), "costs 10");

@@ -231,7 +231,8 @@ pub fn load_verified(
 /// Why `verify` refused a file, as the site says it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
-    /// The first five findings of a report that is not `ok` (then how many more), as one line.
+    /// The findings of a report that is not `ok`, as one line: the first five (then how many
+    /// more), or a nemesis campaign's first.
     #[error("{0}")]
     Findings(String),
     /// One shard of a nemesis campaign: its rates are of some trials only.

@@ -555,4 +555,20 @@ mod tests {
             .backend_label
             .starts_with("Stripe test mode"));
     }
+
+    #[test]
+    fn a_refusal_names_the_value_the_page_cannot_show() {
+        let mut f = synthetic();
+        f.environment.backend = "stripe_live".into();
+        assert_eq!(
+            build(&verified(f), "x.json").unwrap_err().to_string(),
+            "environment.backend \"stripe_live\" is neither `emulator` nor `stripe_test_mode`"
+        );
+        let mut f = synthetic();
+        f.environment.journal = Some("sqlite".into());
+        assert_eq!(
+            build(&verified(f), "x.json").unwrap_err().to_string(),
+            "environment.journal \"sqlite\" is not `postgresql` (absent means JSONL files)"
+        );
+    }
 }
