@@ -425,11 +425,10 @@ pub fn render(
     let mut header = nav("", "nemesis", Vec::new(), "Nemesis".into());
     // The page says what the campaign ran against (its own file), not the matrix.
     if let Some(h) = header.as_mut() {
-        h.ran =
-            crate::shared_cap::ran_line(&file.environment).map_err(|problem| SiteError::Data {
-                path: path.clone(),
-                problem,
-            })?;
+        h.ran = crate::shared_cap::ran_line(&file.environment).map_err(|e| SiteError::Data {
+            path: path.clone(),
+            problem: e.to_string(),
+        })?;
     }
     let html = page(
         &format!("{name}/{PAGE}"),

@@ -94,6 +94,14 @@ pub fn timing_panels(f: &ResultsFile) -> Vec<Panel> {
     ]
 }
 
+/// Width of the bar area: what is left of the chart after the labels and the values.
+const BAR_W: u64 = WIDTH - LABEL_W - VALUE_W;
+
+/// `ms` as a bar length on an axis that ends at `max`.
+fn scaled(ms: u64, max: u64) -> u64 {
+    (ms.min(max) * BAR_W) / max
+}
+
 /// One panel as an `<svg>` element, over the cells `keep` selects (ids prefixed by `id`).
 fn panel_svg(f: &ResultsFile, id: &str, keep: &dyn Fn(&verify::results::Cell) -> bool) -> String {
     let max = f
@@ -104,8 +112,28 @@ fn panel_svg(f: &ResultsFile, id: &str, keep: &dyn Fn(&verify::results::Cell) ->
         .max()
         .unwrap_or(0)
         .max(1);
-    let bar_w = WIDTH - LABEL_W - VALUE_W;
-    let scale = |ms: u64| -> u64 { (ms.min(max) * bar_w) / max };
+    let (body, y) = bars(f, id, keep, max);
+    let axis = axis(max, y);
+    let legend = legend(&f.columns, id, y);
+    let height = y + 30;
+    format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {WIDTH} {height}" role="img" aria-labelledby="{id}-title">
+<title id="{id}-title">Seconds from the SIGKILL to the cell settled, per cell; the hatched part is the outage</title>
+<defs><pattern id="{id}-outage" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#ffffff" fill-opacity="0.55"/><line x1="0" y1="0" x2="0" y2="6" stroke="#333" stroke-width="2"/></pattern></defs>
+<g font-size="11" font-family="sans-serif">
+{axis}{body}{legend}</g>
+</svg>"##
+    )
+}
+
+/// The bars of the cells `keep` selects, grouped by row under the row's label, from the top;
+/// with the y below the last group.
+fn bars(
+    f: &ResultsFile,
+    id: &str,
+    keep: &dyn Fn(&verify::results::Cell) -> bool,
+    max: u64,
+) -> (String, u64) {
     let mut body = String::new();
     let mut y = TOP;
     for row in &f.rows {
@@ -130,62 +158,72 @@ fn panel_svg(f: &ResultsFile, id: &str, keep: &dyn Fn(&verify::results::Cell) ->
         );
         y += LINE_H;
         for c in cells {
-            let name = if c.repeat > 0 {
-                format!("{} #{}", c.column, c.repeat)
-            } else {
-                c.column.clone()
-            };
-            let _ = writeln!(
-                body,
-                "<text x=\"16\" y=\"{}\">{}</text>",
-                y + BAR_H - 2,
-                esc(&name)
-            );
-            match c.timings {
-                Some(t) if c.judged() => {
-                    let total = scale(t.crash_to_settled_ms).max(1);
-                    let outage = scale(t.outage_ms).min(total);
-                    let title = format!(
-                        "{}/{}/{}: {} crash to settled, of which outage {}, restart to settled {}",
-                        c.crash,
-                        c.outage,
-                        c.column,
-                        seconds(t.crash_to_settled_ms),
-                        seconds(t.outage_ms),
-                        seconds(t.restart_to_settled_ms)
-                    );
-                    let _ = write!(
-                        body,
-                        r#"<g><title>{}</title><rect x="{LABEL_W}" y="{y}" width="{total}" height="{BAR_H}" fill="{}"/><rect x="{LABEL_W}" y="{y}" width="{outage}" height="{BAR_H}" fill="url(#{id}-outage)"/></g>
-<text x="{}" y="{}">{} ({} after restart)</text>
-"#,
-                        esc(&title),
-                        colour(&c.column),
-                        LABEL_W + total + 6,
-                        y + BAR_H - 2,
-                        seconds(t.crash_to_settled_ms),
-                        seconds(t.restart_to_settled_ms)
-                    );
-                }
-                _ => {
-                    let _ = writeln!(
-                        body,
-                        "<text x=\"{LABEL_W}\" y=\"{}\">{}</text>",
-                        y + BAR_H - 2,
-                        esc(&c.outcome)
-                    );
-                }
-            }
+            cell_line(&mut body, c, id, y, max);
             y += LINE_H;
         }
         y += GROUP_GAP;
     }
-    // Axis with ticks.
+    (body, y)
+}
+
+/// One cell's line at height `y`: its name, then its bar (a judged, timed cell) or its outcome.
+fn cell_line(body: &mut String, c: &verify::results::Cell, id: &str, y: u64, max: u64) {
+    let name = if c.repeat > 0 {
+        format!("{} #{}", c.column, c.repeat)
+    } else {
+        c.column.clone()
+    };
+    let _ = writeln!(
+        body,
+        "<text x=\"16\" y=\"{}\">{}</text>",
+        y + BAR_H - 2,
+        esc(&name)
+    );
+    match c.timings {
+        Some(t) if c.judged() => {
+            let total = scaled(t.crash_to_settled_ms, max).max(1);
+            let outage = scaled(t.outage_ms, max).min(total);
+            let title = format!(
+                "{}/{}/{}: {} crash to settled, of which outage {}, restart to settled {}",
+                c.crash,
+                c.outage,
+                c.column,
+                seconds(t.crash_to_settled_ms),
+                seconds(t.outage_ms),
+                seconds(t.restart_to_settled_ms)
+            );
+            let _ = write!(
+                body,
+                r#"<g><title>{}</title><rect x="{LABEL_W}" y="{y}" width="{total}" height="{BAR_H}" fill="{}"/><rect x="{LABEL_W}" y="{y}" width="{outage}" height="{BAR_H}" fill="url(#{id}-outage)"/></g>
+<text x="{}" y="{}">{} ({} after restart)</text>
+"#,
+                esc(&title),
+                colour(&c.column),
+                LABEL_W + total + 6,
+                y + BAR_H - 2,
+                seconds(t.crash_to_settled_ms),
+                seconds(t.restart_to_settled_ms)
+            );
+        }
+        _ => {
+            let _ = writeln!(
+                body,
+                "<text x=\"{LABEL_W}\" y=\"{}\">{}</text>",
+                y + BAR_H - 2,
+                esc(&c.outcome)
+            );
+        }
+    }
+}
+
+/// The axis: a grid line down to `bottom` and a label per tick, up to `max`.
+fn axis(max: u64, bottom: u64) -> String {
+    let y = bottom;
     let mut axis = String::new();
     let step = tick_step(max);
     let mut t = 0;
     while t <= max {
-        let x = LABEL_W + scale(t);
+        let x = LABEL_W + scaled(t, max);
         let _ = write!(
             axis,
             r##"<line x1="{x}" y1="{}" x2="{x}" y2="{y}" stroke="#ccc"/>
@@ -197,11 +235,15 @@ fn panel_svg(f: &ResultsFile, id: &str, keep: &dyn Fn(&verify::results::Cell) ->
         );
         t += step;
     }
-    let height = y + 30;
-    let legend_y = y + 12;
+    axis
+}
+
+/// The legend below the bars (which end at `bottom`): a swatch per column, then the outage's.
+fn legend(columns: &[String], id: &str, bottom: u64) -> String {
+    let legend_y = bottom + 12;
     let mut legend = String::new();
     let mut x = 0;
-    for col in &f.columns {
+    for col in columns {
         let _ = write!(
             legend,
             r#"<rect x="{x}" y="{}" width="12" height="12" fill="{}"/>
@@ -225,14 +267,7 @@ fn panel_svg(f: &ResultsFile, id: &str, keep: &dyn Fn(&verify::results::Cell) ->
         legend_y - 10,
         x + 16
     );
-    format!(
-        r##"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {WIDTH} {height}" role="img" aria-labelledby="{id}-title">
-<title id="{id}-title">Seconds from the SIGKILL to the cell settled, per cell; the hatched part is the outage</title>
-<defs><pattern id="{id}-outage" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#ffffff" fill-opacity="0.55"/><line x1="0" y1="0" x2="0" y2="6" stroke="#333" stroke-width="2"/></pattern></defs>
-<g font-size="11" font-family="sans-serif">
-{axis}{body}{legend}</g>
-</svg>"##
-    )
+    legend
 }
 
 #[cfg(test)]

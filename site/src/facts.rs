@@ -28,7 +28,7 @@ use crate::report_view::{
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use verify::results::{median_ms, ColumnSummary, ResultsFile};
+use verify::results::{median_ms, Cell, ColumnSummary, ResultsFile};
 
 /// A fact's value. Comparisons are only defined between values of the same type.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,160 +113,216 @@ pub fn compute(
     report: &Report,
 ) -> Facts {
     let mut m = Facts::new();
-    let mut put = |k: String, v: Fact| {
-        m.insert(k, v);
-    };
-    let e = &report.env;
-    put("scenario".into(), Fact::Text(f.scenario.clone()));
-    put("backend".into(), Fact::Text(e.backend_label.clone()));
-    put("decider".into(), Fact::Text(e.decider_label.clone()));
-    put(
-        "stripe_api_version".into(),
-        Fact::Text(e.stripe_api_version.clone()),
-    );
-    put("run_date".into(), Fact::Text(e.generated.clone()));
-    put("git_commit".into(), Fact::Text(e.git_commit.clone()));
-    put("signer".into(), Fact::Text(e.signer.clone()));
-    put(
-        "clock_start".into(),
-        Fact::Text(e.clock_start_label.clone()),
-    );
-    put("rows".into(), Fact::Int(f.rows.len() as i64));
-    put("columns".into(), Fact::Int(f.columns.len() as i64));
-    put("cells".into(), Fact::Int(f.cells.len() as i64));
-    put("judged".into(), Fact::Int(report.judged as i64));
-    put(
-        "harness_errors".into(),
-        Fact::Int(report.harness_errors as i64),
-    );
-    put("repeats".into(), Fact::Int(i64::from(report.repeats)));
-    put("sigkills".into(), Fact::Int(report.sigkilled as i64));
-    put("receipts".into(), Fact::Int(report.receipts.len() as i64));
-    put(
-        "receipts_verified".into(),
-        Fact::Int(report.receipts.iter().filter(|r| r.summary.ok()).count() as i64),
-    );
-    let claim = &f.environment.claim;
-    put("max_in_flight".into(), Fact::Ms(claim.max_in_flight_ms));
-    put("claim_ttl".into(), Fact::Ms(claim.claim_ttl_ms));
-    let caps: BTreeSet<i64> = f.cells.iter().map(|c| c.case.approval.max_cents).collect();
-    if caps.len() == 1 {
-        if let Some(cap) = caps.first() {
-            put("approved".into(), Fact::Cents(*cap));
-        }
-    }
-
-    let by_col = judged_by_column(f);
-    for (col, cells) in &by_col {
+    environment_facts(&mut m, f, report);
+    matrix_facts(&mut m, f, report);
+    for (col, cells) in &judged_by_column(f) {
         let Some(s) = summary.get(*col) else {
             continue;
         };
-        let count = |p: &dyn Fn(&&verify::results::Cell) -> bool| {
-            cells.iter().filter(|c| p(c)).count() as u32
-        };
-        put(format!("held.{col}"), Fact::Ratio(s.held, s.cells));
-        put(
-            format!("answers.{col}"),
-            Fact::Ratio(s.answer_matches, s.cells),
-        );
-        put(format!("proof.{col}"), Fact::Ratio(s.proof, s.cells));
-        put(format!("held_count.{col}"), Fact::Int(i64::from(s.held)));
-        put(format!("proof_count.{col}"), Fact::Int(i64::from(s.proof)));
-        put(format!("cells.{col}"), Fact::Int(i64::from(s.cells)));
-        put(
-            format!("violated.{col}"),
-            Fact::Int(i64::from(s.cells.saturating_sub(s.held))),
-        );
-        let violated: Vec<String> = distinct(
-            cells
-                .iter()
-                .filter(|c| !c.invariant_held)
-                .map(|c| row_label(c, 1)),
-        );
-        put(format!("violated_rows.{col}"), list_or_none(&violated));
-        put(
-            format!("harness_errors.{col}"),
-            Fact::Int(i64::from(s.harness_errors)),
-        );
-        let crash: Vec<u64> = cells
-            .iter()
-            .filter_map(|c| c.timings.map(|t| t.crash_to_settled_ms))
-            .collect();
-        let restart: Vec<u64> = cells
-            .iter()
-            .filter_map(|c| c.timings.map(|t| t.restart_to_settled_ms))
-            .collect();
-        let outage: Vec<u64> = cells
-            .iter()
-            .filter_map(|c| c.timings.map(|t| t.outage_ms))
-            .collect();
-        put(
-            format!("median_crash.{col}"),
-            ms_or_na(s.median_crash_to_settled_ms),
-        );
-        put(
-            format!("median_restart.{col}"),
-            ms_or_na(s.median_restart_to_settled_ms),
-        );
-        put(format!("median_outage.{col}"), ms_or_na(median_ms(&outage)));
-        put(
-            format!("min_crash.{col}"),
-            ms_or_na(crash.iter().copied().min()),
-        );
-        put(
-            format!("max_crash.{col}"),
-            ms_or_na(crash.iter().copied().max()),
-        );
-        put(
-            format!("min_restart.{col}"),
-            ms_or_na(restart.iter().copied().min()),
-        );
-        put(
-            format!("max_restart.{col}"),
-            ms_or_na(restart.iter().copied().max()),
-        );
-        put(
-            format!("outcomes.{col}"),
-            counted(cells.iter().map(|c| c.outcome.clone())),
-        );
-        put(
-            format!("vias.{col}"),
-            counted(cells.iter().filter_map(|c| c.via.clone())),
-        );
-        put(
-            format!("sent.{col}"),
-            Fact::Int(i64::from(count(&|c| crate::report_view::sent(&c.outcome)))),
-        );
-        put(
-            format!("refused.{col}"),
-            Fact::Int(i64::from(count(&|c| c.outcome.starts_with("REFUSED")))),
-        );
-        put(
-            format!("ambiguous.{col}"),
-            Fact::Int(i64::from(count(&|c| c.outcome == "AMBIGUOUS"))),
-        );
-        let records: BTreeSet<&str> = cells.iter().map(|c| c.record.as_str()).collect();
-        put(
-            format!("record.{col}"),
-            Fact::Text(records.into_iter().collect::<Vec<_>>().join(", ")),
-        );
+        column_count_facts(&mut m, col, s, cells);
+        column_timing_facts(&mut m, col, s, cells);
+        column_outcome_facts(&mut m, col, cells);
     }
+    differ_facts(&mut m, f);
+    row_column_facts(&mut m, f);
+    candidate_facts(&mut m, f);
+    m
+}
+
+fn put(m: &mut Facts, k: impl Into<String>, v: Fact) {
+    m.insert(k.into(), v);
+}
+
+/// The environment, labelled as on the pages.
+fn environment_facts(m: &mut Facts, f: &ResultsFile, report: &Report) {
+    let e = &report.env;
+    put(m, "scenario", Fact::Text(f.scenario.clone()));
+    put(m, "backend", Fact::Text(e.backend_label.clone()));
+    put(m, "decider", Fact::Text(e.decider_label.clone()));
+    put(
+        m,
+        "stripe_api_version",
+        Fact::Text(e.stripe_api_version.clone()),
+    );
+    put(m, "run_date", Fact::Text(e.generated.clone()));
+    put(m, "git_commit", Fact::Text(e.git_commit.clone()));
+    put(m, "signer", Fact::Text(e.signer.clone()));
+    put(m, "clock_start", Fact::Text(e.clock_start_label.clone()));
+}
+
+/// The matrix's size, its receipts, the gate's settings and the approval cap.
+fn matrix_facts(m: &mut Facts, f: &ResultsFile, report: &Report) {
+    put(m, "rows", Fact::Int(f.rows.len() as i64));
+    put(m, "columns", Fact::Int(f.columns.len() as i64));
+    put(m, "cells", Fact::Int(f.cells.len() as i64));
+    put(m, "judged", Fact::Int(report.judged as i64));
+    put(m, "harness_errors", Fact::Int(report.harness_errors as i64));
+    put(m, "repeats", Fact::Int(i64::from(report.repeats)));
+    put(m, "sigkills", Fact::Int(report.sigkilled as i64));
+    put(m, "receipts", Fact::Int(report.receipts.len() as i64));
+    put(
+        m,
+        "receipts_verified",
+        Fact::Int(report.receipts.iter().filter(|r| r.summary.ok()).count() as i64),
+    );
+    let claim = &f.environment.claim;
+    put(m, "max_in_flight", Fact::Ms(claim.max_in_flight_ms));
+    put(m, "claim_ttl", Fact::Ms(claim.claim_ttl_ms));
+    let caps: BTreeSet<i64> = f.cells.iter().map(|c| c.case.approval.max_cents).collect();
+    if caps.len() == 1 {
+        if let Some(cap) = caps.first() {
+            put(m, "approved", Fact::Cents(*cap));
+        }
+    }
+}
+
+/// A column's ratios and counts (from `verify`'s summary) and the rows where it broke the
+/// invariant.
+fn column_count_facts(m: &mut Facts, col: &str, s: &ColumnSummary, cells: &[&Cell]) {
+    put(m, format!("held.{col}"), Fact::Ratio(s.held, s.cells));
+    put(
+        m,
+        format!("answers.{col}"),
+        Fact::Ratio(s.answer_matches, s.cells),
+    );
+    put(m, format!("proof.{col}"), Fact::Ratio(s.proof, s.cells));
+    put(m, format!("held_count.{col}"), Fact::Int(i64::from(s.held)));
+    put(
+        m,
+        format!("proof_count.{col}"),
+        Fact::Int(i64::from(s.proof)),
+    );
+    put(m, format!("cells.{col}"), Fact::Int(i64::from(s.cells)));
+    put(
+        m,
+        format!("violated.{col}"),
+        Fact::Int(i64::from(s.cells.saturating_sub(s.held))),
+    );
+    let violated: Vec<String> = distinct(
+        cells
+            .iter()
+            .filter(|c| !c.invariant_held)
+            .map(|c| row_label(c, 1)),
+    );
+    put(m, format!("violated_rows.{col}"), list_or_none(&violated));
+    put(
+        m,
+        format!("harness_errors.{col}"),
+        Fact::Int(i64::from(s.harness_errors)),
+    );
+}
+
+/// A column's timings over its judged cells: the medians `verify` derived, the outage's median,
+/// and the extremes.
+fn column_timing_facts(m: &mut Facts, col: &str, s: &ColumnSummary, cells: &[&Cell]) {
+    let crash: Vec<u64> = cells
+        .iter()
+        .filter_map(|c| c.timings.map(|t| t.crash_to_settled_ms))
+        .collect();
+    let restart: Vec<u64> = cells
+        .iter()
+        .filter_map(|c| c.timings.map(|t| t.restart_to_settled_ms))
+        .collect();
+    let outage: Vec<u64> = cells
+        .iter()
+        .filter_map(|c| c.timings.map(|t| t.outage_ms))
+        .collect();
+    put(
+        m,
+        format!("median_crash.{col}"),
+        ms_or_na(s.median_crash_to_settled_ms),
+    );
+    put(
+        m,
+        format!("median_restart.{col}"),
+        ms_or_na(s.median_restart_to_settled_ms),
+    );
+    put(
+        m,
+        format!("median_outage.{col}"),
+        ms_or_na(median_ms(&outage)),
+    );
+    put(
+        m,
+        format!("min_crash.{col}"),
+        ms_or_na(crash.iter().copied().min()),
+    );
+    put(
+        m,
+        format!("max_crash.{col}"),
+        ms_or_na(crash.iter().copied().max()),
+    );
+    put(
+        m,
+        format!("min_restart.{col}"),
+        ms_or_na(restart.iter().copied().min()),
+    );
+    put(
+        m,
+        format!("max_restart.{col}"),
+        ms_or_na(restart.iter().copied().max()),
+    );
+}
+
+/// A column's final statuses, vias and record kinds, and how many cells were sent, refused or
+/// ambiguous.
+fn column_outcome_facts(m: &mut Facts, col: &str, cells: &[&Cell]) {
+    let count = |p: &dyn Fn(&&Cell) -> bool| cells.iter().filter(|c| p(c)).count() as u32;
+    put(
+        m,
+        format!("outcomes.{col}"),
+        counted(cells.iter().map(|c| c.outcome.clone())),
+    );
+    put(
+        m,
+        format!("vias.{col}"),
+        counted(cells.iter().filter_map(|c| c.via.clone())),
+    );
+    put(
+        m,
+        format!("sent.{col}"),
+        Fact::Int(i64::from(count(&|c| crate::report_view::sent(&c.outcome)))),
+    );
+    put(
+        m,
+        format!("refused.{col}"),
+        Fact::Int(i64::from(count(&|c| c.outcome.starts_with("REFUSED")))),
+    );
+    put(
+        m,
+        format!("ambiguous.{col}"),
+        Fact::Int(i64::from(count(&|c| c.outcome == "AMBIGUOUS"))),
+    );
+    let records: BTreeSet<&str> = cells.iter().map(|c| c.record.as_str()).collect();
+    put(
+        m,
+        format!("record.{col}"),
+        Fact::Text(records.into_iter().collect::<Vec<_>>().join(", ")),
+    );
+}
+
+/// For every ordered pair of columns, the paired cells where they differ on the invariant.
+fn differ_facts(m: &mut Facts, f: &ResultsFile) {
     for a in &f.columns {
         for b in &f.columns {
             if a == b {
                 continue;
             }
             if let Some(rows) = differing_rows(f, a, b, 1) {
-                put(format!("differ.{a}.{b}"), Fact::Int(rows.len() as i64));
+                put(m, format!("differ.{a}.{b}"), Fact::Int(rows.len() as i64));
                 put(
+                    m,
                     format!("differ_rows.{a}.{b}"),
                     list_or_none(&distinct(rows.into_iter())),
                 );
             }
         }
     }
-    // Per row and column: `credited.<crash>.<outage>.<column>` (case credits Stripe holds, summed
-    // over repeats) and `outcome.<crash>.<outage>.<column>` (final statuses with counts).
+}
+
+/// Per row and column: `credited.<crash>.<outage>.<column>` (case credits Stripe holds, summed
+/// over repeats) and `outcome.<crash>.<outage>.<column>` (final statuses with counts).
+fn row_column_facts(m: &mut Facts, f: &ResultsFile) {
     for row in &f.rows {
         for col in &f.columns {
             let cells: Vec<_> = f
@@ -283,15 +339,19 @@ pub fn compute(
                 .iter()
                 .map(|c| i64::from(c.ground_truth.case_credit_count))
                 .sum();
-            put(format!("credited.{key}"), Fact::Int(credited));
+            put(m, format!("credited.{key}"), Fact::Int(credited));
             let outcome = if cells.len() == 1 {
                 Fact::Text(cells.iter().map(|c| c.outcome.clone()).collect())
             } else {
                 counted(cells.iter().map(|c| c.outcome.clone()))
             };
-            put(format!("outcome.{key}"), outcome);
+            put(m, format!("outcome.{key}"), outcome);
         }
     }
+}
+
+/// Per premise candidate, the rows where it was right and those where it was wrong.
+fn candidate_facts(m: &mut Facts, f: &ResultsFile) {
     let cand = candidate_rows(f);
     for (i, name) in CANDIDATES.iter().enumerate() {
         let right = cand
@@ -304,10 +364,14 @@ pub fn compute(
             .map(|r| r.label.clone())
             .collect();
         put(
+            m,
             format!("candidate_right.{name}"),
             Fact::Ratio(right, cand.len() as u32),
         );
-        put(format!("candidate_wrong_rows.{name}"), list_or_none(&wrong));
+        put(
+            m,
+            format!("candidate_wrong_rows.{name}"),
+            list_or_none(&wrong),
+        );
     }
-    m
 }

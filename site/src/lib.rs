@@ -29,9 +29,12 @@ pub mod scenarios;
 pub mod shared_cap;
 pub mod verification;
 
-pub use error::SiteError;
+mod output;
 
+pub use error::SiteError;
 pub use prose::ProseSource;
+
+use output::{mkdir, write, write_contract, write_scenario, write_shared_cap};
 use verification::{Accepted, Wanted};
 
 use std::path::{Path, PathBuf};
@@ -259,89 +262,6 @@ fn contracts_apart(
     Ok(())
 }
 
-/// Writes a scenario on the contract: its report page and its data; returns the page.
-fn write_contract(
-    out_dir: &Path,
-    data: &Path,
-    c: &scenarios::Rendered,
-) -> Result<PathBuf, SiteError> {
-    let dir = out_dir.join(&c.folder);
-    mkdir(&dir)?;
-    let page = dir.join("index.html");
-    write(&page, c.html.as_bytes())?;
-    write(&data.join(&c.json_name), &c.bytes)?;
-    Ok(page)
-}
-
-/// Writes a billing_credit scenario's pages and data; returns the pages written.
-fn write_scenario(out_dir: &Path, data: &Path, r: &Rendered) -> Result<Vec<PathBuf>, SiteError> {
-    let mut pages = Vec::new();
-    write(&data.join(&r.report.json_name), &r.bytes)?;
-    let dir = out_dir.join(&r.report.scenario);
-    let receipts_dir = dir.join("receipts");
-    mkdir(&dir)?;
-    mkdir(&receipts_dir)?;
-    remove_stale_receipts(&receipts_dir)?;
-    for (name, html) in [("index.html", &r.report_html), ("ids.html", &r.ids_html)] {
-        let page = dir.join(name);
-        write(&page, html.as_bytes())?;
-        pages.push(page);
-    }
-    if let Some(c) = &r.emulator_vs_stripe {
-        let page = dir.join(conformance_page::PAGE);
-        write(&page, c.html.as_bytes())?;
-        write(&data.join(&c.reference_name), &c.reference_bytes)?;
-        pages.push(page);
-    }
-    if let Some(n) = &r.nemesis {
-        pages.extend(write_nemesis(&dir, data, n)?);
-    }
-    for (name, html, json) in &r.receipts {
-        let page = receipts_dir.join(format!("{name}.html"));
-        write(&page, html.as_bytes())?;
-        write(&receipts_dir.join(format!("{name}.json")), json.as_bytes())?;
-        pages.push(page);
-    }
-    let facts: serde_json::Map<String, serde_json::Value> = r
-        .facts
-        .iter()
-        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.to_string())))
-        .collect();
-    let facts = serde_json::to_string_pretty(&facts).unwrap_or_default();
-    write(
-        &data.join(format!("{}.facts.json", r.report.scenario)),
-        facts.as_bytes(),
-    )?;
-    Ok(pages)
-}
-
-/// Writes a billing_credit campaign's page, its trial and nemesis pages, and its data into the
-/// scenario's folder `dir`; returns the pages written.
-fn write_nemesis(
-    dir: &Path,
-    data: &Path,
-    n: &nemesis_page::Rendered,
-) -> Result<Vec<PathBuf>, SiteError> {
-    let mut pages = Vec::new();
-    let page = dir.join(nemesis_page::PAGE);
-    write(&page, n.html.as_bytes())?;
-    write(&data.join(&n.json_name), &n.bytes)?;
-    pages.push(page);
-    for (sub, files) in [
-        (nemesis_page::TRIALS_DIR, &n.trials),
-        (nemesis_page::NEMESES_DIR, &n.nemeses),
-    ] {
-        let folder = dir.join(sub);
-        mkdir(&folder)?;
-        for (name, html) in files {
-            let page = folder.join(name);
-            write(&page, html.as_bytes())?;
-            pages.push(page);
-        }
-    }
-    Ok(pages)
-}
-
 /// The `*.json` results files of a directory, sorted (JSON Schema files excluded).
 fn results_files(dir: &Path) -> Result<Vec<PathBuf>, SiteError> {
     let entries = std::fs::read_dir(dir).map_err(|e| SiteError::io("reading directory", dir, e))?;
@@ -383,40 +303,6 @@ fn one_folder_per_run(caps: &[shared_cap::Rendered]) -> Result<(), SiteError> {
     Ok(())
 }
 
-/// Writes a shared_cap run's pages and data; returns the pages written.
-fn write_shared_cap(
-    out_dir: &Path,
-    data: &Path,
-    c: &shared_cap::Rendered,
-) -> Result<Vec<PathBuf>, SiteError> {
-    let mut pages = Vec::new();
-    write(&data.join(&c.index.json_name), &c.bytes)?;
-    let dir = out_dir.join(&c.index.scenario);
-    let receipts_dir = dir.join("receipts");
-    mkdir(&receipts_dir)?;
-    remove_stale_receipts(&receipts_dir)?;
-    for (name, html) in [("index.html", &c.report_html), ("ids.html", &c.ids_html)] {
-        let page = dir.join(name);
-        write(&page, html.as_bytes())?;
-        pages.push(page);
-    }
-    for (name, html, json) in &c.receipts {
-        let page = receipts_dir.join(format!("{name}.html"));
-        write(&page, html.as_bytes())?;
-        write(&receipts_dir.join(format!("{name}.json")), json.as_bytes())?;
-        if !pages.contains(&page) {
-            pages.push(page);
-        }
-    }
-    if let Some(n) = &c.nemesis {
-        let page = dir.join(cap_nemesis::PAGE);
-        write(&page, n.html.as_bytes())?;
-        write(&data.join(&n.json_name), &n.bytes)?;
-        pages.push(page);
-    }
-    Ok(pages)
-}
-
 fn render_file(
     path: &Path,
     bytes: Vec<u8>,
@@ -439,7 +325,8 @@ fn render_file(
         )));
     }
     let json_name = format!("{scenario}.json");
-    let mut report = report_view::build(verified, &json_name).map_err(data_err)?;
+    let mut report =
+        report_view::build(verified, &json_name).map_err(|e| data_err(e.to_string()))?;
     let results_dir = path.parent().unwrap_or_else(|| Path::new("."));
     report.env.key = provenance::KeyPolicy::of(pinned.is_some());
     report.env.signer_label =
@@ -507,32 +394,4 @@ fn report_page(
     )?;
     let chart = chart::timing_panels(file);
     pages::report(report, &verdict, &setup, &rows, &chart)
-}
-
-/// Remove receipt pages and bundles of an earlier build (another run's effects) from a
-/// `<scenario>/receipts/` directory this crate owns; nothing else in the output is deleted.
-fn remove_stale_receipts(dir: &Path) -> Result<(), SiteError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| SiteError::io("reading directory", dir, e))?;
-    for entry in entries {
-        let path = entry
-            .map_err(|e| SiteError::io("reading directory", dir, e))?
-            .path();
-        let ours = path.extension().is_some_and(|x| x == "html" || x == "json")
-            && path
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .is_some_and(|s| s.chars().all(|c| c.is_ascii_hexdigit()));
-        if ours && path.is_file() {
-            std::fs::remove_file(&path).map_err(|e| SiteError::io("removing", &path, e))?;
-        }
-    }
-    Ok(())
-}
-
-fn mkdir(path: &Path) -> Result<(), SiteError> {
-    std::fs::create_dir_all(path).map_err(|e| SiteError::io("creating directory", path, e))
-}
-
-fn write(path: &Path, bytes: &[u8]) -> Result<(), SiteError> {
-    std::fs::write(path, bytes).map_err(|e| SiteError::io("writing", path, e))
 }

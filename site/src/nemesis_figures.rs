@@ -7,7 +7,7 @@
 //! both from the verified summary.
 
 use std::fmt::Write as _;
-use verify::nemesis::{NemesisSummary, Trial};
+use verify::nemesis::{Event, NemesisSummary, Trial};
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -219,13 +219,33 @@ fn event_colour(kind: &str) -> &'static str {
     }
 }
 
+/// Width of the timeline.
+const TIMELINE_W: u64 = 760;
+/// Width of the timeline's row labels.
+const TIMELINE_LABEL: u64 = 280;
+/// Height of one timeline row.
+const TIMELINE_ROW: u64 = 16;
+/// Where the timeline's first row starts.
+const TIMELINE_TOP: u64 = 20;
+
+/// The timeline's time axis: `end` µs (the trial's last instant) spread over the plot's width.
+#[derive(Clone, Copy)]
+struct TimeAxis {
+    end: u64,
+}
+
+impl TimeAxis {
+    /// The x of an instant `us` µs after the trial began.
+    fn x(self, us: u64) -> u64 {
+        let plot = TIMELINE_W - TIMELINE_LABEL - 10;
+        TIMELINE_LABEL + us.min(self.end) * plot / self.end
+    }
+}
+
 /// A trial's timeline as a chart: one row per recorded event, in order, labelled with who and
 /// what; its position on a shared time axis (ms since the trial began); an interval (a read, a
 /// change, an outage, a POST the service held until it landed) as a bar, an instant as a mark.
 pub fn trial_timeline(t: &Trial) -> String {
-    const W: u64 = 760;
-    const LABEL: u64 = 280;
-    const ROW: u64 = 16;
     let end = t
         .timeline
         .iter()
@@ -233,18 +253,36 @@ pub fn trial_timeline(t: &Trial) -> String {
         .max()
         .unwrap_or(0)
         .max(1);
-    let plot = W - LABEL - 10;
-    let x = |us: u64| LABEL + us.min(end) * plot / end;
+    let axis = TimeAxis { end };
+    let bottom = TIMELINE_TOP + TIMELINE_ROW * t.timeline.len() as u64;
+    let mut body = timeline_ticks(axis, bottom);
+    let mut y = TIMELINE_TOP;
+    for e in &t.timeline {
+        timeline_event(&mut body, e, axis, y);
+        y += TIMELINE_ROW;
+    }
+    let h = bottom + 8;
+    let w = TIMELINE_W;
+    format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart timeline" viewBox="0 0 {w} {h}" role="img" aria-labelledby="timeline-title">
+<title id="timeline-title">Timeline of the trial: one row per event; bars are intervals (reads, changes, outages, a held POST), diamonds instants</title>
+<g font-size="11" font-family="sans-serif">
+{body}</g>
+</svg>"#
+    )
+}
+
+/// The axis: five ticks, each a grid line down to `bottom` and its time in ms.
+fn timeline_ticks(axis: TimeAxis, bottom: u64) -> String {
     let mut body = String::new();
-    // Axis: five ticks.
-    let top = 20;
-    let bottom = top + ROW * t.timeline.len() as u64;
+    let top = TIMELINE_TOP;
+    let end = axis.end;
     for i in 0..=4u64 {
         let us = end * i / 4;
         let _ = writeln!(
             body,
             r##"<line x1="{0}" y1="{1}" x2="{0}" y2="{bottom}" stroke="#ddd"/><text x="{0}" y="{2}" text-anchor="{3}">{4}.{5} ms</text>"##,
-            x(us),
+            axis.x(us),
             top - 6,
             top - 9,
             if i == 0 {
@@ -258,51 +296,46 @@ pub fn trial_timeline(t: &Trial) -> String {
             (us % 1000) / 100
         );
     }
-    let mut y = top;
-    for e in &t.timeline {
-        let label = format!("{}: {}", e.actor, event_label(&e.kind, &e.what));
-        let c = event_colour(&e.kind);
-        let at = format!("{}.{:03} ms", e.at_us / 1000, e.at_us % 1000);
-        let _ = write!(body, r#"<text x="0" y="{}">{}</text>"#, y + 11, esc(&label));
-        match e.until_us.filter(|u| *u > e.at_us) {
-            Some(until) => {
-                let w = (x(until) - x(e.at_us)).max(2);
-                let _ = writeln!(
-                    body,
-                    r#"<g><title>{} from {at} until {}.{:03} ms</title><rect x="{}" y="{}" width="{w}" height="10" fill="{c}"{}/></g>"#,
-                    esc(&label),
-                    until / 1000,
-                    until % 1000,
-                    x(e.at_us),
-                    y + 3,
-                    if e.kind == "outage" {
-                        r#" fill-opacity="0.5""#
-                    } else {
-                        ""
-                    }
-                );
-            }
-            None => {
-                let cx = x(e.at_us);
-                let _ = writeln!(
-                    body,
-                    r#"<g><title>{} at {at}</title><path d="M{} {} l5 5 l-5 5 l-5 -5 z" fill="{c}"/></g>"#,
-                    esc(&label),
-                    cx,
-                    y + 3
-                );
-            }
+    body
+}
+
+/// One event's row at height `y`: its label, then a bar for an interval or a diamond for an
+/// instant.
+fn timeline_event(body: &mut String, e: &Event, axis: TimeAxis, y: u64) {
+    let x = |us: u64| axis.x(us);
+    let label = format!("{}: {}", e.actor, event_label(&e.kind, &e.what));
+    let c = event_colour(&e.kind);
+    let at = format!("{}.{:03} ms", e.at_us / 1000, e.at_us % 1000);
+    let _ = write!(body, r#"<text x="0" y="{}">{}</text>"#, y + 11, esc(&label));
+    match e.until_us.filter(|u| *u > e.at_us) {
+        Some(until) => {
+            let w = (x(until) - x(e.at_us)).max(2);
+            let _ = writeln!(
+                body,
+                r#"<g><title>{} from {at} until {}.{:03} ms</title><rect x="{}" y="{}" width="{w}" height="10" fill="{c}"{}/></g>"#,
+                esc(&label),
+                until / 1000,
+                until % 1000,
+                x(e.at_us),
+                y + 3,
+                if e.kind == "outage" {
+                    r#" fill-opacity="0.5""#
+                } else {
+                    ""
+                }
+            );
         }
-        y += ROW;
+        None => {
+            let cx = x(e.at_us);
+            let _ = writeln!(
+                body,
+                r#"<g><title>{} at {at}</title><path d="M{} {} l5 5 l-5 5 l-5 -5 z" fill="{c}"/></g>"#,
+                esc(&label),
+                cx,
+                y + 3
+            );
+        }
     }
-    let h = bottom + 8;
-    format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart timeline" viewBox="0 0 {W} {h}" role="img" aria-labelledby="timeline-title">
-<title id="timeline-title">Timeline of the trial: one row per event; bars are intervals (reads, changes, outages, a held POST), diamonds instants</title>
-<g font-size="11" font-family="sans-serif">
-{body}</g>
-</svg>"#
-    )
 }
 
 #[cfg(test)]

@@ -6,8 +6,27 @@
 
 use crate::facts::Facts;
 
+/// A placeholder that cannot be filled; the message names it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlaceholderError {
+    /// `{{` with no `}}` after it (the rest of the line from the `{{`).
+    #[error("unclosed placeholder `{0}`")]
+    Unclosed(String),
+    /// A name with characters a fact name cannot have (what stood between the braces).
+    #[error("malformed placeholder `{{{{{0}}}}}`")]
+    Malformed(String),
+    /// A name no fact has, with a hint naming known facts that share its first part.
+    #[error("unknown placeholder `{{{{{name}}}}}`{hint}")]
+    Unknown {
+        /// The name.
+        name: String,
+        /// [`suggest`]'s hint (empty when nothing is close).
+        hint: String,
+    },
+}
+
 /// Replace every placeholder in `line`. Errors name the offending placeholder.
-pub fn fill(line: &str, facts: &Facts) -> Result<String, String> {
+pub fn fill(line: &str, facts: &Facts) -> Result<String, PlaceholderError> {
     let mut out = String::with_capacity(line.len());
     let mut rest = line;
     while let Some(start) = rest.find("{{") {
@@ -15,20 +34,18 @@ pub fn fill(line: &str, facts: &Facts) -> Result<String, String> {
         let after = &rest[start + 2..];
         let end = after
             .find("}}")
-            .ok_or_else(|| format!("unclosed placeholder `{}`", &rest[start..]))?;
+            .ok_or_else(|| PlaceholderError::Unclosed(rest[start..].to_owned()))?;
         let name = after[..end].trim();
         if name.is_empty()
             || !name
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.')
         {
-            return Err(format!("malformed placeholder `{{{{{}}}}}`", &after[..end]));
+            return Err(PlaceholderError::Malformed(after[..end].to_owned()));
         }
-        let value = facts.get(name).ok_or_else(|| {
-            format!(
-                "unknown placeholder `{{{{{name}}}}}`{}",
-                suggest(name, facts)
-            )
+        let value = facts.get(name).ok_or_else(|| PlaceholderError::Unknown {
+            name: name.to_owned(),
+            hint: suggest(name, facts),
         })?;
         out.push_str(&escape_markdown(&value.to_string()));
         rest = &after[end + 2..];
@@ -134,15 +151,35 @@ mod tests {
 
     #[test]
     fn refuses_unknown_and_unclosed() {
-        let e = fill("{{held.nobody}}", &facts()).unwrap_err();
+        let e = fill("{{held.nobody}}", &facts()).unwrap_err().to_string();
         assert!(e.contains("unknown placeholder `{{held.nobody}}`"), "{e}");
         assert!(e.contains("held.interlock"), "{e}");
         assert!(fill("x {{held.interlock", &facts())
             .unwrap_err()
+            .to_string()
             .contains("unclosed"));
         assert!(fill("{{Held}}", &facts())
             .unwrap_err()
+            .to_string()
             .contains("malformed"));
+    }
+
+    #[test]
+    fn each_refusal_quotes_the_placeholder_as_written() {
+        assert_eq!(
+            fill("{{Held}}", &facts()).unwrap_err().to_string(),
+            "malformed placeholder `{{Held}}`"
+        );
+        assert_eq!(
+            fill("x {{held.interlock", &facts())
+                .unwrap_err()
+                .to_string(),
+            "unclosed placeholder `{{held.interlock`"
+        );
+        assert_eq!(
+            fill("{{nobody}}", &facts()).unwrap_err().to_string(),
+            "unknown placeholder `{{nobody}}`"
+        );
     }
 
     #[test]

@@ -18,6 +18,8 @@ use crate::placeholders::{fill, handwritten};
 use pulldown_cmark::{html, Options, Parser};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use verify::scenarios::shared_cap::record::SCENARIO as SHARED_CAP;
+use verify::scenarios::Scenario::{self, BillingCredit, SharedCap};
 
 /// Where the Markdown prose comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,14 +96,17 @@ const EMBEDDED_SHARED_CAP_TWO_HOSTS: [(&str, &str); 2] = [
 
 /// Prose folders that hold only what differs from another's: (folder, the folder a file
 /// missing from it is read from).
-pub const FALLBACKS: [(&str, &str); 1] = [("shared_cap_two_hosts", "shared_cap")];
+pub const FALLBACKS: [(&str, &str); 1] = [(SHARED_CAP_TWO_HOSTS, SHARED_CAP)];
+
+/// The prose folder of a shared_cap run on two hosts (`verify`'s run name for it).
+const SHARED_CAP_TWO_HOSTS: &str = "shared_cap_two_hosts";
 
 fn embedded(scenario: &str) -> Option<&'static [(&'static str, &'static str)]> {
-    match scenario {
-        "billing_credit" => Some(&EMBEDDED_BILLING_CREDIT),
-        "shared_cap" => Some(&EMBEDDED_SHARED_CAP),
-        "shared_cap_two_hosts" => Some(&EMBEDDED_SHARED_CAP_TWO_HOSTS),
-        _ => None,
+    match Scenario::named(scenario) {
+        Some(BillingCredit) => Some(&EMBEDDED_BILLING_CREDIT),
+        Some(SharedCap) => Some(&EMBEDDED_SHARED_CAP),
+        None if scenario == SHARED_CAP_TWO_HOSTS => Some(&EMBEDDED_SHARED_CAP_TWO_HOSTS),
+        None => None,
     }
 }
 
@@ -225,16 +230,50 @@ pub fn render_rows(
     crashes: &[String],
     outages: &[String],
 ) -> Result<RowsProse, SiteError> {
-    let mut out = RowsProse::default();
+    let (intro, blocks) = split_rows(file, text)?;
+    let (md, claims) = preprocess(file, &intro, 0, facts)?;
+    let mut out = RowsProse {
+        intro: Section {
+            html: to_html(&md),
+            claims,
+        },
+        ..RowsProse::default()
+    };
+    for block in blocks {
+        describe(&mut out, file, block, facts)?;
+    }
+    require_descriptions(&out, file, crashes, outages)?;
+    Ok(out)
+}
+
+/// One `## crash <name>` or `## outage <name>` section of `rows.md`.
+struct RowsBlock {
+    /// `crash` or `outage`.
+    kind: String,
+    /// The crash point's or outage's name.
+    name: String,
+    /// Line number of the heading.
+    line: usize,
+    /// The lines under the heading.
+    body: String,
+}
+
+/// `rows.md` cut into the text before the first heading and one block per heading; any other
+/// `## ` heading is an error.
+fn split_rows(file: &str, text: &str) -> Result<(String, Vec<RowsBlock>), SiteError> {
     let mut intro = String::new();
-    // (kind, name, line number of the heading, body)
-    let mut blocks: Vec<(String, String, usize, String)> = Vec::new();
+    let mut blocks: Vec<RowsBlock> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if let Some(h) = line.strip_prefix("## ") {
             let parts: Vec<&str> = h.split_whitespace().collect();
             match parts.as_slice() {
                 [kind @ ("crash" | "outage"), name] => {
-                    blocks.push(((*kind).to_owned(), (*name).to_owned(), i + 1, String::new()));
+                    blocks.push(RowsBlock {
+                        kind: (*kind).to_owned(),
+                        name: (*name).to_owned(),
+                        line: i + 1,
+                        body: String::new(),
+                    });
                     continue;
                 }
                 _ => {
@@ -248,40 +287,60 @@ pub fn render_rows(
             }
         }
         let target = match blocks.last_mut() {
-            Some(b) => &mut b.3,
+            Some(b) => &mut b.body,
             None => &mut intro,
         };
         target.push_str(line);
         target.push('\n');
     }
-    let (md, claims) = preprocess(file, &intro, 0, facts)?;
-    out.intro = Section {
-        html: to_html(&md),
-        claims,
+    Ok((intro, blocks))
+}
+
+/// Render one block as inline HTML into its crash or outage map (its claims join the intro's);
+/// a name described twice is an error.
+fn describe(
+    out: &mut RowsProse,
+    file: &str,
+    block: RowsBlock,
+    facts: &Facts,
+) -> Result<(), SiteError> {
+    let RowsBlock {
+        kind,
+        name,
+        line,
+        body,
+    } = block;
+    let (md, claims) = preprocess(file, &body, line, facts)?;
+    out.intro.claims.extend(claims);
+    let html = to_html(&md);
+    let inline = html
+        .trim()
+        .strip_prefix("<p>")
+        .and_then(|s| s.strip_suffix("</p>"))
+        .map(str::to_owned)
+        .unwrap_or(html);
+    let map = if kind == "crash" {
+        &mut out.crash
+    } else {
+        &mut out.outage
     };
-    for (kind, name, line, body) in blocks {
-        let (md, claims) = preprocess(file, &body, line, facts)?;
-        out.intro.claims.extend(claims);
-        let html = to_html(&md);
-        let inline = html
-            .trim()
-            .strip_prefix("<p>")
-            .and_then(|s| s.strip_suffix("</p>"))
-            .map(str::to_owned)
-            .unwrap_or(html);
-        let map = if kind == "crash" {
-            &mut out.crash
-        } else {
-            &mut out.outage
-        };
-        if map.insert(name.clone(), inline).is_some() {
-            return Err(SiteError::Prose {
-                file: file.to_owned(),
-                line,
-                problem: format!("{kind} {name} is described twice"),
-            });
-        }
+    if map.insert(name.clone(), inline).is_some() {
+        return Err(SiteError::Prose {
+            file: file.to_owned(),
+            line,
+            problem: format!("{kind} {name} is described twice"),
+        });
     }
+    Ok(())
+}
+
+/// Every crash point and outage the data has must be described.
+fn require_descriptions(
+    out: &RowsProse,
+    file: &str,
+    crashes: &[String],
+    outages: &[String],
+) -> Result<(), SiteError> {
     for (kind, needed, have) in [
         ("crash", crashes, &out.crash),
         ("outage", outages, &out.outage),
@@ -298,7 +357,7 @@ pub fn render_rows(
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Check numbers and claims, fill placeholders. `offset` is the line number before `text` starts.
@@ -351,7 +410,7 @@ fn preprocess(
                 "the digit `{d}` is written by hand; numbers may only come from placeholders ({{{{ fact }}}}) or code spans"
             )));
         }
-        out.push_str(&fill(line, facts).map_err(err)?);
+        out.push_str(&fill(line, facts).map_err(|e| err(e.to_string()))?);
         out.push('\n');
     }
     Ok((out, claims))

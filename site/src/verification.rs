@@ -162,6 +162,7 @@ pub fn load_verified(
         path: path.to_path_buf(),
         problem,
     };
+    let refused = |refusal: Refusal| unverified(refusal.to_string());
     if let Some(head) = verify::contract::read_head(&bytes) {
         let site = crate::scenarios::registered(&head.scenario);
         return match (wanted, site) {
@@ -185,24 +186,24 @@ pub fn load_verified(
     };
     let accepted = match (wanted, doc) {
         (Wanted::Results, Document::Results(file)) => {
-            Accepted::Results(Box::new(accept_results(*file, key).map_err(unverified)?))
+            Accepted::Results(Box::new(accept_results(*file, key).map_err(refused)?))
         }
         (Wanted::Results, Document::SharedCap(file)) => {
             let report = verify::shared_cap::check::check(&file, key);
-            first_lines(report.ok, &report.findings).map_err(unverified)?;
+            first_lines(report.ok, &report.findings).map_err(refused)?;
             Accepted::SharedCap { file, report }
         }
         (Wanted::Nemesis, Document::Nemesis(file)) => {
-            let report = accept_nemesis(&file, key).map_err(unverified)?;
+            let report = accept_nemesis(&file, key).map_err(refused)?;
             Accepted::Nemesis { file, report }
         }
         (Wanted::SharedCapNemesis, Document::SharedCapNemesis(file)) => {
             let report = verify::shared_cap::nemesis::check::check(&file, key);
-            first_lines(report.ok, &report.findings).map_err(unverified)?;
+            first_lines(report.ok, &report.findings).map_err(refused)?;
             Accepted::SharedCapNemesis { file, report }
         }
         (Wanted::Reference, Document::OriginalResults(value)) => {
-            Accepted::Reference(accept_reference(value, key).map_err(unverified)?)
+            Accepted::Reference(accept_reference(value, key).map_err(refused)?)
         }
         (Wanted::Reference, _) => {
             return Err(unverified(
@@ -227,8 +228,41 @@ pub fn load_verified(
     Ok((accepted, bytes))
 }
 
+/// Why `verify` refused a file, as the site says it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// The findings of a report that is not `ok`, as one line: the first five (then how many
+    /// more), or a nemesis campaign's first.
+    #[error("{0}")]
+    Findings(String),
+    /// One shard of a nemesis campaign: its rates are of some trials only.
+    #[error("it is shard {index} of {count} of a campaign, not the whole campaign; merge every shard with `runner merge --out DIR SHARD.json...` and publish the merged file")]
+    Shard {
+        /// Which slice, from 1.
+        index: u32,
+        /// How many slices the campaign was cut into.
+        count: u32,
+    },
+    /// A reference run under a pinned key: its format carries no signatures.
+    #[error(
+        "the original Python format carries no signatures, so nothing in it is signed by the pinned key ({})",
+        verify::cli::code::UNSIGNED_UNDER_PINNED_KEY
+    )]
+    UnsignedUnderPinnedKey,
+    /// The first finding of the original format's check.
+    #[error("{path}: {message} ({code})")]
+    Original {
+        /// JSON path of the value.
+        path: String,
+        /// The finding's sentence.
+        message: String,
+        /// Its code.
+        code: String,
+    },
+}
+
 /// The first five findings of a report that is not `ok`, as one line.
-fn first_lines(ok: bool, findings: &[impl ToString]) -> Result<(), String> {
+fn first_lines(ok: bool, findings: &[impl ToString]) -> Result<(), Refusal> {
     if ok {
         return Ok(());
     }
@@ -236,12 +270,12 @@ fn first_lines(ok: bool, findings: &[impl ToString]) -> Result<(), String> {
     if findings.len() > 5 {
         lines.push(format!("and {} more", findings.len() - 5));
     }
-    Err(lines.join("; "))
+    Err(Refusal::Findings(lines.join("; ")))
 }
 
 /// A billing_credit results file checked by `verify::check::verify_results`, with each
 /// receipt's report as that check made it.
-fn accept_results(file: ResultsFile, key: &KeyCheck) -> Result<Verified, String> {
+fn accept_results(file: ResultsFile, key: &KeyCheck) -> Result<Verified, Refusal> {
     let report = verify_results(&file, key);
     first_lines(report.ok, &report.first_findings())?;
     let signer = &file.environment.signer;
@@ -260,17 +294,17 @@ fn accept_results(file: ResultsFile, key: &KeyCheck) -> Result<Verified, String>
 }
 
 /// A whole nemesis campaign checked by `verify::nemesis::check::verify_nemesis`.
-fn accept_nemesis(file: &NemesisFile, key: &KeyCheck) -> Result<NemesisReport, String> {
+fn accept_nemesis(file: &NemesisFile, key: &KeyCheck) -> Result<NemesisReport, Refusal> {
     // One slice of a campaign is not the campaign: its rates are of some trials only.
     if let Some(shard) = file.plan.shard {
-        return Err(format!(
-            "it is shard {} of {} of a campaign, not the whole campaign; merge every shard with `runner merge --out DIR SHARD.json...` and publish the merged file",
-            shard.index, shard.count
-        ));
+        return Err(Refusal::Shard {
+            index: shard.index,
+            count: shard.count,
+        });
     }
     let report = verify::nemesis::check::verify_nemesis(file, key);
     match report.findings.first() {
-        Some(first) => Err(first.to_string()),
+        Some(first) => Err(Refusal::Findings(first.to_string())),
         None => Ok(report),
     }
 }
@@ -278,19 +312,17 @@ fn accept_nemesis(file: &NemesisFile, key: &KeyCheck) -> Result<NemesisReport, S
 /// A reference run: refused under a pinned key, as `verify --key` refuses it (its format carries
 /// no signatures, so nothing in it is signed by that key); otherwise checked by
 /// `verify::original::verify_original_results`.
-fn accept_reference(value: Value, key: &KeyCheck) -> Result<Value, String> {
+fn accept_reference(value: Value, key: &KeyCheck) -> Result<Value, Refusal> {
     if let KeyCheck::Pinned(_) = key {
-        return Err(format!(
-            "the original Python format carries no signatures, so nothing in it is signed by the pinned key ({})",
-            verify::cli::code::UNSIGNED_UNDER_PINNED_KEY
-        ));
+        return Err(Refusal::UnsignedUnderPinnedKey);
     }
     let report = verify::original::verify_original_results(&value);
     match report.findings.first() {
-        Some(first) => Err(format!(
-            "{}: {} ({})",
-            first.path, first.message, first.code
-        )),
+        Some(first) => Err(Refusal::Original {
+            path: first.path.clone(),
+            message: first.message.clone(),
+            code: first.code.clone(),
+        }),
         None => Ok(value),
     }
 }

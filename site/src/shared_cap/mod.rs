@@ -8,20 +8,23 @@
 //! [`run_name`] names (`shared_cap/`, `shared_cap_two_hosts/`), with its prose from
 //! `scenarios/<run name>/` (a file missing there is `shared_cap`'s).
 
+mod facts;
+mod receipts;
+
+pub(crate) use receipts::{receipt_pages, NavFn, ReceiptsOf};
+
 use crate::error::SiteError;
-use crate::facts::{Fact, Facts};
 use crate::pages::{Nav, VERSION};
 use crate::prose::{self, Section};
-use crate::report_view::{backend_words, decider_words};
-use crate::verification::{receipt_check, EntryCheck, ReceiptCheck};
+use crate::report_view::{backend_words, decider_words, ViewError};
 use askama::Template;
+use facts::{facts, verdict_line};
 use std::path::Path;
 use verify::receipt::KeyCheck;
 use verify::shared_cap::check::CapReport;
 use verify::shared_cap::plan::COLUMNS;
 use verify::shared_cap::record::{run_name, CapCell, CapEnvironment, CapResults, SCENARIO};
 use verify::shared_cap::summary::ColumnSummary;
-use verify::shared_cap::{CAP_CENTS, PAYMENT_CENTS, REFUND_CENTS};
 
 /// The scenario's title on every page of a one-host run.
 pub const TITLE: &str = "shared_cap: two support bots, one order, one refund cap";
@@ -159,105 +162,10 @@ struct IdsPage<'a> {
     cells: &'a [CellView],
 }
 
-#[derive(Template)]
-#[template(path = "cap_receipt.html")]
-struct ReceiptPage<'a> {
-    root: &'a str,
-    version: &'a str,
-    nav: Option<Nav>,
-    effect_id: &'a str,
-    /// `cell` or `trial`: what the receipt belongs to.
-    of: &'static str,
-    /// Where the receipt's cell (or trial) is described, relative to the receipt page.
-    cell_href: String,
-    cell_label: &'a str,
-    ticket: &'a str,
-    check: &'a ReceiptCheck,
-    entries: Vec<EntryView>,
-    json_name: &'a str,
-}
-
-struct EntryView {
-    index: usize,
-    kind: String,
-    fields: Vec<(String, String)>,
-    check: EntryCheck,
-}
-
 pub(crate) fn page(name: &str, t: &impl Template) -> Result<String, SiteError> {
     t.render().map_err(|source| SiteError::Template {
         page: name.to_owned(),
         source,
-    })
-}
-
-fn verdict_line(summary: &[SummaryRow]) -> String {
-    let parts: Vec<String> = summary
-        .iter()
-        .map(|SummaryRow { s, judged }| {
-            format!(
-                "{} held the cap in {}/{judged} (worker a killed in {} of them)",
-                s.column, s.held, s.killed
-            )
-        })
-        .collect();
-    format!("{}.", parts.join("; "))
-}
-
-fn facts(summary: &[SummaryRow], file: &CapResults) -> Facts {
-    let mut f = Facts::new();
-    f.insert("payment".into(), Fact::Cents(PAYMENT_CENTS));
-    f.insert("cap".into(), Fact::Cents(CAP_CENTS));
-    f.insert("refund".into(), Fact::Cents(REFUND_CENTS));
-    f.insert("cells".into(), Fact::Int(file.cells.len() as i64));
-    f.insert(
-        "stripe_api_version".into(),
-        Fact::Text(file.environment.stripe_api_version.clone()),
-    );
-    for SummaryRow { s, judged } in summary {
-        let judged = *judged;
-        f.insert(format!("held.{}", s.column), Fact::Ratio(s.held, judged));
-        f.insert(
-            format!("killed.{}", s.column),
-            Fact::Ratio(s.killed, judged),
-        );
-        f.insert(
-            format!("over_cap.{}", s.column),
-            Fact::Int(i64::from(s.over_cap)),
-        );
-        f.insert(
-            format!("answers.{}", s.column),
-            Fact::Ratio(s.answers_matched, judged),
-        );
-        f.insert(
-            format!("proof.{}", s.column),
-            Fact::Ratio(s.proved, s.tickets),
-        );
-        f.insert(
-            format!("over_rows.{}", s.column),
-            over_rows(file, &s.column),
-        );
-    }
-    f
-}
-
-/// The rows (crash point, overlap) in which `column` went over the cap, in file order, or `none`.
-fn over_rows(file: &CapResults, column: &str) -> Fact {
-    let mut rows: Vec<String> = Vec::new();
-    for c in file
-        .cells
-        .iter()
-        .filter(|c| c.column == column && c.judged() && c.truth.refunded_cents() > CAP_CENTS)
-    {
-        let row = format!("{}, {}", c.crash_point, c.overlap);
-        if !rows.contains(&row) {
-            rows.push(row);
-        }
-    }
-    Fact::Text(if rows.is_empty() {
-        "none".into()
-    } else {
-        rows.join("; ")
     })
 }
 
@@ -326,95 +234,9 @@ fn rows(file: &CapResults) -> Vec<RowView> {
 /// A receipt's page as written: its file stem (the effect id), its HTML, its bundle JSON.
 pub type ReceiptFiles = (String, String, String);
 
-pub(crate) type NavFn<'a> =
-    dyn Fn(&str, &'static str, Vec<(String, String)>, String) -> Option<Nav> + 'a;
-
-/// A cell whose receipts get pages: the cell, where it is described (relative to its
-/// receipts' pages: `../ids.html#…` for a matrix cell, `../nemesis.html#…` for a trial), its
-/// label, and the breadcrumb to that description.
-pub(crate) struct ReceiptsOf<'a> {
-    pub(crate) cell: &'a CapCell,
-    /// `cell` (of the matrix) or `trial` (of a nemesis campaign).
-    pub(crate) of: &'static str,
-    pub(crate) href: String,
-    pub(crate) label: String,
-    pub(crate) crumb: (String, String),
-}
-
-/// One page per interlock receipt (each re-verified here against `key`), with its bundle.
-pub(crate) fn receipt_pages(
-    name: &str,
-    cells: &[ReceiptsOf<'_>],
-    public_key: &str,
-    key: &KeyCheck,
-    json_name: &str,
-    nav: &NavFn<'_>,
-) -> Result<Vec<(String, String, String)>, SiteError> {
-    let mut receipts = Vec::new();
-    for c in cells {
-        for t in &c.cell.tickets {
-            let Some(bundle) = &t.receipt else { continue };
-            let checked = receipt_check(bundle, key, public_key);
-            let entries = bundle
-                .entries
-                .iter()
-                .zip(checked.entries.iter().cloned())
-                .enumerate()
-                .map(|(i, (e, check))| entry_view(i, e, check))
-                .collect();
-            let html = page(
-                &format!("{name}/receipts"),
-                &ReceiptPage {
-                    root: "../../",
-                    version: VERSION,
-                    nav: nav(
-                        "../",
-                        "receipt",
-                        vec![c.crumb.clone()],
-                        format!("Receipt {}", &bundle.effect_id),
-                    ),
-                    effect_id: &bundle.effect_id,
-                    of: c.of,
-                    cell_href: c.href.clone(),
-                    cell_label: &c.label,
-                    ticket: &t.ticket_id,
-                    check: &checked,
-                    entries,
-                    json_name,
-                },
-            )?;
-            let json = serde_json::to_string_pretty(bundle).unwrap_or_default();
-            receipts.push((bundle.effect_id.clone(), html, json));
-        }
-    }
-    Ok(receipts)
-}
-
-/// An entry as the receipt page lists it: its kind and every field but the hash and signature.
-fn entry_view(i: usize, e: &serde_json::Value, check: EntryCheck) -> EntryView {
-    EntryView {
-        index: i + 1,
-        kind: e
-            .get("kind")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or("?")
-            .to_owned(),
-        fields: e
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .filter(|(k, _)| !matches!(k.as_str(), "kind" | "hash" | "sig"))
-                    .map(|(k, v)| (k.clone(), v.to_string()))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        check,
-    }
-}
-
 /// What a shared_cap run ran against and who decided, in words (every page's header), and on
 /// how many hosts when it had two.
-pub(crate) fn ran_line(env: &CapEnvironment) -> Result<String, String> {
+pub(crate) fn ran_line(env: &CapEnvironment) -> Result<String, ViewError> {
     let backend_label = backend_words(&env.backend)?;
     let mut ran = format!(
         "Ran against {backend_label}; decided by {}. Where a page says Stripe, it means that backend.",
@@ -517,8 +339,9 @@ pub fn render(
         problem,
     };
     let name = run_name(&file.environment);
-    let backend_label = backend_words(&file.environment.backend).map_err(data_err)?;
-    let ran = ran_line(&file.environment).map_err(data_err)?;
+    let backend_label =
+        backend_words(&file.environment.backend).map_err(|e| data_err(e.to_string()))?;
+    let ran = ran_line(&file.environment).map_err(|e| data_err(e.to_string()))?;
     let json_name = format!("{name}.json");
     let summary = summary_rows(&report.summary);
     let verdict_line = verdict_line(&summary);
