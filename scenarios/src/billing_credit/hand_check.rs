@@ -20,9 +20,10 @@ use super::{
     fire, now_ms, CaseFile, Crash, CrashPoint, ScenarioError, AGENT, HAND_CHECK_LOG,
 };
 use serde_json::{json, Map, Value};
+use std::ops::ControlFlow;
 use std::path::Path;
 use verify::protocol::{RefusalCode, Status};
-use verify::results::Decision;
+use verify::results::{Approval, Decision};
 use verify::scenarios::billing_credit::answer;
 
 /// Which worker phase wrote a log line.
@@ -67,8 +68,11 @@ impl PlainLog<'_> {
     }
 }
 
+/// A column's answer: its status and the credit id (found or sent), if any.
+type Outcome = (String, Option<String>);
+
 /// Runs the hand-written checks and, if they pass, sends. Returns the status and the credit id
-/// (found or sent), if any.
+/// (found or sent), if any. Each step's log line is durable before its crash point fires.
 pub(crate) fn send(
     client: &stripe::Client,
     cell_dir: &Path,
@@ -76,52 +80,99 @@ pub(crate) fn send(
     decision: &Decision,
     phase: Phase,
     crash: Option<&Crash>,
-) -> Result<(String, Option<String>), ScenarioError> {
+) -> Result<Outcome, ScenarioError> {
     let log = PlainLog {
         path: cell_dir.join(HAND_CHECK_LOG),
         agent: AGENT,
         subject: ("case_id", &case.case_id),
         phase,
     };
+    if let ControlFlow::Break(found) = lookup(client, case, &log)? {
+        return Ok(found);
+    }
+    fire(crash, CrashPoint::Lookup);
+    let approval = match check_approval(cell_dir, decision, &log)? {
+        ControlFlow::Continue(approval) => approval,
+        ControlFlow::Break(refused) => return Ok(refused),
+    };
+    fire(crash, CrashPoint::Approval);
+    if let ControlFlow::Break(refused) = check_premises(client, case, decision, &log)? {
+        return Ok(refused);
+    }
+    fire(crash, CrashPoint::Premises);
+    send_logged(client, case, decision, &approval, &log, crash)
+}
 
-    // 1. Lookup: has this case's credit already landed?
+/// 1. Lookup: has this case's credit already landed? Stops with `FOUND_BY_LOOKUP` if so.
+fn lookup(
+    client: &stripe::Client,
+    case: &CaseFile,
+    log: &PlainLog<'_>,
+) -> Result<ControlFlow<Outcome>, ScenarioError> {
     let ledger = read_ledger(client, case)?;
     if let Some(found) = ledger.case_credits.last() {
         log.step("lookup", json!({ "found": found.id }))?;
-        return Ok((answer::FOUND_BY_LOOKUP.into(), Some(found.id.clone())));
+        return Ok(ControlFlow::Break((
+            answer::FOUND_BY_LOOKUP.into(),
+            Some(found.id.clone()),
+        )));
     }
     log.step("lookup", json!({ "found": null }))?;
-    fire(crash, CrashPoint::Lookup);
+    Ok(ControlFlow::Continue(()))
+}
 
-    // 2. Approval, fresh from case.json.
+/// 2. Approval, fresh from case.json: goes on with it when it covers the amount, else stops
+///    with `REFUSED:approval`.
+fn check_approval(
+    cell_dir: &Path,
+    decision: &Decision,
+    log: &PlainLog<'_>,
+) -> Result<ControlFlow<Outcome, Approval>, ScenarioError> {
     let started = monotonic_us();
     let approval = CaseFile::load(cell_dir)?.approval;
     announce_read("approval", started);
     if !covers(&approval, decision.amount) {
         log.step("approval", json!({ "refused": approval }))?;
-        return Ok((answer::REFUSED_APPROVAL.into(), None));
+        return Ok(ControlFlow::Break((answer::REFUSED_APPROVAL.into(), None)));
     }
     log.step("approval", json!({ "approval": approval }))?;
-    fire(crash, CrashPoint::Approval);
+    Ok(ControlFlow::Continue(approval))
+}
 
-    // 3. Premises, read afresh at this step (the reference's `facts()`, the same reads the
-    //    gate's premise check makes), against the saved ones. The lookup's ledger is not reused:
-    //    a change that lands between the lookup and this step must be seen here.
+/// 3. Premises, read afresh at this step (the reference's `facts()`, the same reads the
+///    gate's premise check makes), against the saved ones; stops with `REFUSED:stale_premise`
+///    when they differ. The lookup's ledger is not reused: a change that lands between the
+///    lookup and this step must be seen here.
+fn check_premises(
+    client: &stripe::Client,
+    case: &CaseFile,
+    decision: &Decision,
+    log: &PlainLog<'_>,
+) -> Result<ControlFlow<Outcome>, ScenarioError> {
     let now = facts(client, case)?;
     if now != decision.premises {
         log.step(
             "premises",
             json!({ "refused": { "was": decision.premises, "now": now } }),
         )?;
-        return Ok((
+        return Ok(ControlFlow::Break((
             Status::Refused(RefusalCode::StalePremise).as_str().into(),
             None,
-        ));
+        )));
     }
     log.step("premises", json!({ "premises": now }))?;
-    fire(crash, CrashPoint::Premises);
+    Ok(ControlFlow::Continue(()))
+}
 
-    // 4. Send, logged before and after.
+/// 4. Send, logged before and after: `CREDITED` or `REPLAYED_BY_STRIPE`.
+fn send_logged(
+    client: &stripe::Client,
+    case: &CaseFile,
+    decision: &Decision,
+    approval: &Approval,
+    log: &PlainLog<'_>,
+    crash: Option<&Crash>,
+) -> Result<Outcome, ScenarioError> {
     let key = case.idempotency_key();
     log.step(
         "send",

@@ -165,18 +165,53 @@ pub(crate) fn settle<T: ::interlock::Target, L: ::interlock::LeaseStore>(
     receipt_file: &Path,
     gate_key: &ed25519_dalek::SigningKey,
 ) -> Result<RestartReport, ScenarioError> {
+    let recovery = recover(gate, &eid)?;
+    let entries = gate
+        .entries(&eid)
+        .map_err(ScenarioError::gate(format!("read the journal of {eid}")))?;
+    let status = final_status(recovery.status, &entries, &eid, journal, &recovery.rounds)?;
+    describe(
+        gate,
+        eid,
+        status,
+        receipt_file,
+        gate_key,
+        json!({ "recoveries": recovery.rounds }),
+        recovery.waited,
+    )
+}
+
+/// What the recovery rounds of one restart saw.
+struct Recovery {
+    /// The effect's status, when a round resolved it or found it settled before.
+    status: Option<String>,
+    /// Every round's outcome, in order.
+    rounds: Vec<Value>,
+    /// Total time slept waiting for `Blocked { until_ms }` instants.
+    waited: Duration,
+}
+
+/// Asks the gate to recover effect `eid`, round after round (at most [`MAX_RECOVERY_ROUNDS`]),
+/// sleeping until each `Blocked { until_ms }` instant, until a round resolves it or finds nothing
+/// open.
+fn recover<T: ::interlock::Target, L: ::interlock::LeaseStore>(
+    gate: &Gate<T, L>,
+    eid: &str,
+) -> Result<Recovery, ScenarioError> {
     let gate_err = |what: &str| ScenarioError::gate(format!("{what} {eid}"));
-    let mut recoveries = Vec::new();
-    let mut waited = Duration::ZERO;
-    let mut status = None;
+    let mut recovery = Recovery {
+        status: None,
+        rounds: Vec::new(),
+        waited: Duration::ZERO,
+    };
     for _ in 0..MAX_RECOVERY_ROUNDS {
         match gate
-            .recover_effect(&eid)
+            .recover_effect(eid)
             .map_err(gate_err("recover effect"))?
         {
             Some(RecoveryOutcome::Resolved(s)) => {
-                recoveries.push(json!({"resolved": s.as_str()}));
-                status = Some(s.as_str().to_owned());
+                recovery.rounds.push(json!({"resolved": s.as_str()}));
+                recovery.status = Some(s.as_str().to_owned());
                 break;
             }
             Some(RecoveryOutcome::Blocked {
@@ -184,63 +219,65 @@ pub(crate) fn settle<T: ::interlock::Target, L: ::interlock::LeaseStore>(
                 until_ms,
                 reason,
             }) => {
-                recoveries.push(json!({
+                recovery.rounds.push(json!({
                     "blocked": {"holder": holder, "until_ms": until_ms, "reason": reason}
                 }));
-                // Sleep exactly until the stated instant: never a fixed poll interval.
-                let now = now_ms();
-                if until_ms > now {
-                    let nap = Duration::from_millis(until_ms - now);
-                    let started = Instant::now();
-                    std::thread::sleep(nap);
-                    waited += started.elapsed();
-                } else {
-                    std::thread::yield_now();
-                }
+                recovery.waited += sleep_until(until_ms);
             }
             None => {
                 // Nothing open: the effect was settled before (or never dispatched).
-                let entries = gate
-                    .entries(&eid)
-                    .map_err(gate_err("read the journal of"))?;
-                status = ::interlock::status_of(&entries).map(|s| s.as_str().to_owned());
-                recoveries.push(json!({"nothing_open": status}));
+                let entries = gate.entries(eid).map_err(gate_err("read the journal of"))?;
+                recovery.status = ::interlock::status_of(&entries).map(|s| s.as_str().to_owned());
+                recovery
+                    .rounds
+                    .push(json!({"nothing_open": recovery.status}));
                 break;
             }
         }
     }
-    let entries = gate
-        .entries(&eid)
-        .map_err(gate_err("read the journal of"))?;
-    let status = match status {
-        Some(s) => s,
-        None if entries.is_empty() => {
-            return Err(ScenarioError::Unresolved {
-                effect_id: eid,
-                detail: format!(
-                    "the journal {journal} has no entry for it: the decide phase never proposed it"
-                ),
-            })
-        }
-        None => {
-            return Err(ScenarioError::Unresolved {
-                effect_id: eid,
-                detail: format!(
-                    "still open after {MAX_RECOVERY_ROUNDS} recovery rounds: {}",
-                    json!(recoveries)
-                ),
-            })
-        }
-    };
-    describe(
-        gate,
-        eid,
-        status,
-        receipt_file,
-        gate_key,
-        json!({ "recoveries": recoveries }),
-        waited,
-    )
+    Ok(recovery)
+}
+
+/// Sleeps exactly until the stated instant `until_ms` (never a fixed poll interval), or only
+/// yields when it has passed; returns the time slept.
+fn sleep_until(until_ms: u64) -> Duration {
+    let now = now_ms();
+    if until_ms > now {
+        let nap = Duration::from_millis(until_ms - now);
+        let started = Instant::now();
+        std::thread::sleep(nap);
+        started.elapsed()
+    } else {
+        std::thread::yield_now();
+        Duration::ZERO
+    }
+}
+
+/// The status recovery ended with, or why there is none: the journal (`entries`, named
+/// `journal` in messages) has nothing for effect `eid`, or it is still open after every round.
+fn final_status(
+    status: Option<String>,
+    entries: &[Value],
+    eid: &str,
+    journal: &str,
+    rounds: &[Value],
+) -> Result<String, ScenarioError> {
+    match status {
+        Some(s) => Ok(s),
+        None if entries.is_empty() => Err(ScenarioError::Unresolved {
+            effect_id: eid.to_owned(),
+            detail: format!(
+                "the journal {journal} has no entry for it: the decide phase never proposed it"
+            ),
+        }),
+        None => Err(ScenarioError::Unresolved {
+            effect_id: eid.to_owned(),
+            detail: format!(
+                "still open after {MAX_RECOVERY_ROUNDS} recovery rounds: {}",
+                json!(rounds)
+            ),
+        }),
+    }
 }
 
 /// The report on effect `eid` as its journal now stands: writes its receipt bundle to

@@ -20,6 +20,7 @@ use super::{AGENT, LOCK_FILE};
 use crate::billing_credit::hand_check::PlainLog;
 use crate::billing_credit::{fire, Crash, CrashPoint, ScenarioError};
 use serde_json::{json, Value};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use verify::billing_credit::{FOUND_BY_LOOKUP, REFUSED_APPROVAL, REPLAYED_BY_STRIPE};
 use verify::shared_cap::{REFUNDED, REFUSED_OVER_CAP};
@@ -51,7 +52,9 @@ impl OrderLock {
     }
 }
 
-/// One pass of the column for `ticket`; `locked` makes it `hand_lock`.
+/// One pass of the column for `ticket`; `locked` makes it `hand_lock` (the lock is held from
+/// before the lookup until the `sent` line is durable). Each step's log line is durable before
+/// its crash point fires.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn send(
     client: &stripe::Client,
@@ -74,29 +77,63 @@ pub(crate) fn send(
         subject: ("ticket", &ticket.id),
         phase,
     };
+    if let ControlFlow::Break(found) = lookup(client, order, ticket, &log)? {
+        return Ok(found.into());
+    }
+    fire(crash, CrashPoint::Lookup);
+    if let ControlFlow::Break(refused) = check_approval(ticket, decision, &log)? {
+        return Ok(refused.into());
+    }
+    fire(crash, CrashPoint::Approval);
+    if let ControlFlow::Break(refused) = check_cap(client, order, decision, &log)? {
+        return Ok(refused.into());
+    }
+    fire(crash, CrashPoint::Premises);
+    send_logged(client, order, ticket, decision, &log, crash)
+}
 
-    // 1. Lookup: has this ticket's refund already landed?
+/// 1. Lookup: has this ticket's refund already landed? Stops with `FOUND_BY_LOOKUP` if so.
+fn lookup(
+    client: &stripe::Client,
+    order: &OrderFile,
+    ticket: &Ticket,
+    log: &PlainLog<'_>,
+) -> Result<ControlFlow<&'static str>, ScenarioError> {
     let before = refunds(client, order)?;
     if let Some(found) = before
         .iter()
         .find(|r| r.counts() && r.ticket.as_deref() == Some(ticket.id.as_str()))
     {
         log.step("lookup", json!({ "found": found.id }))?;
-        return Ok(FOUND_BY_LOOKUP.into());
+        return Ok(ControlFlow::Break(FOUND_BY_LOOKUP));
     }
     log.step("lookup", json!({ "found": null }))?;
-    fire(crash, CrashPoint::Lookup);
+    Ok(ControlFlow::Continue(()))
+}
 
-    // 2. Approval.
+/// 2. Approval: stops with `REFUSED:approval` unless it is unrevoked and covers the amount.
+fn check_approval(
+    ticket: &Ticket,
+    decision: &Decision,
+    log: &PlainLog<'_>,
+) -> Result<ControlFlow<&'static str>, ScenarioError> {
     let approval = &ticket.approval;
     if approval.revoked.is_some() || decision.amount <= 0 || decision.amount > approval.max_cents {
         log.step("approval", json!({ "refused": approval }))?;
-        return Ok(REFUSED_APPROVAL.into());
+        return Ok(ControlFlow::Break(REFUSED_APPROVAL));
     }
     log.step("approval", json!({ "approval": approval }))?;
-    fire(crash, CrashPoint::Approval);
+    Ok(ControlFlow::Continue(()))
+}
 
-    // 3. The cap, from the order's refunds read afresh at this step.
+/// 3. The cap, from the order's refunds read afresh at this step: stops with
+///    `REFUSED:over_cap` when refunded + mine would pass it.
+fn check_cap(
+    client: &stripe::Client,
+    order: &OrderFile,
+    decision: &Decision,
+    log: &PlainLog<'_>,
+) -> Result<ControlFlow<&'static str>, ScenarioError> {
     let now = refunds(client, order)?;
     let refunded: i64 = now
         .iter()
@@ -107,15 +144,24 @@ pub(crate) fn send(
             "cap",
             json!({ "refused": { "refunded": refunded, "mine": decision.amount, "cap": order.cap_cents } }),
         )?;
-        return Ok(REFUSED_OVER_CAP.into());
+        return Ok(ControlFlow::Break(REFUSED_OVER_CAP));
     }
     log.step(
         "cap",
         json!({ "refunded": refunded, "mine": decision.amount, "cap": order.cap_cents }),
     )?;
-    fire(crash, CrashPoint::Premises);
+    Ok(ControlFlow::Continue(()))
+}
 
-    // 4. Send, logged before and after.
+/// 4. Send, logged before and after: `REFUNDED` or `REPLAYED_BY_STRIPE`.
+fn send_logged(
+    client: &stripe::Client,
+    order: &OrderFile,
+    ticket: &Ticket,
+    decision: &Decision,
+    log: &PlainLog<'_>,
+    crash: Option<&Crash>,
+) -> Result<String, ScenarioError> {
     let key = super::no_check::key(ticket);
     log.step("send", json!({ "key": key, "amount": decision.amount }))?;
     fire(crash, CrashPoint::SendLogged);
