@@ -299,6 +299,9 @@ pub fn check_budget_bundles(
     check_budget(budget_id, &effects)
 }
 
+/// What one effect's chain says about budget `budget_id`: the amount its PROPOSED names, each
+/// admission and refusal, and the admission still holding at the end; malformed records go to
+/// `findings`.
 fn read_effect<'a>(
     budget_id: &str,
     e: &EffectEntries<'a>,
@@ -310,110 +313,106 @@ fn read_effect<'a>(
         decisions: Vec::new(),
         holding: None,
     };
-    let malformed = |entry: usize, why: String| BudgetFinding::Malformed {
-        effect_id: e.effect_id.to_owned(),
-        entry,
-        why,
-    };
     for (i, entry) in e.entries.iter().enumerate() {
-        let kind = entry.get("kind").and_then(Value::as_str);
         let field = entry.get("budget");
-        match kind {
+        let read = RecordRead {
+            budget_id,
+            entry: i,
+            proposed_here: view.proposed.is_some(),
+        };
+        let found = match entry.get("kind").and_then(Value::as_str) {
             Some("PROPOSED") => {
                 let named = field.and_then(|b| serde_json::from_value::<Budget>(b.clone()).ok());
                 if let Some(b) = named.filter(|b| b.id == budget_id) {
                     view.proposed.get_or_insert(b.amount);
                 }
+                continue;
             }
-            Some("DISPATCHED") => {
-                let record = field.map(|b| serde_json::from_value::<BudgetRecord>(b.clone()));
-                match record {
-                    Some(Ok(r)) if r.id == budget_id => {
-                        view.holding = Some(view.decisions.len());
-                        view.decisions.push(Decision {
-                            entry: i,
-                            admitted: true,
-                            record: r,
-                        });
-                    }
-                    Some(Ok(r)) if view.proposed.is_some() => findings.push(malformed(
-                        i,
-                        format!(
-                            "a DISPATCHED admits it against budget {:?}, though its PROPOSED names this one",
-                            r.id
-                        ),
-                    )),
-                    Some(Ok(_)) => {}
-                    Some(Err(err)) => findings.push(malformed(i, err.to_string())),
-                    None if view.proposed.is_some() => findings.push(malformed(
-                        i,
-                        "a DISPATCHED of an effect proposed under the budget records no admission"
-                            .into(),
-                    )),
-                    None => {}
-                }
-            }
-            Some("COMMITTED") if resends(entry) => {
-                // Recovery re-checked the budget before this resend: an admission like the
-                // DISPATCHED one, held to the same rules (its reservation stays that one's).
-                let record = entry
-                    .get("rechecked")
-                    .and_then(|r| r.get("budget"))
-                    .map(|b| serde_json::from_value::<BudgetRecord>(b.clone()));
-                match record {
-                    Some(Ok(r)) if r.id == budget_id => view.decisions.push(Decision {
-                        entry: i,
-                        admitted: true,
-                        record: r,
-                    }),
-                    Some(Ok(r)) if view.proposed.is_some() => findings.push(malformed(
-                        i,
-                        format!(
-                            "a resend re-checked budget {:?}, though its PROPOSED names this one",
-                            r.id
-                        ),
-                    )),
-                    Some(Ok(_)) => {}
-                    Some(Err(err)) => findings.push(malformed(i, err.to_string())),
-                    None if view.proposed.is_some() => findings.push(malformed(
-                        i,
-                        "a resend of an effect proposed under the budget records no re-check of it"
-                            .into(),
-                    )),
-                    None => {}
-                }
-            }
+            Some("DISPATCHED") => read.decision(
+                true,
+                field,
+                |id| format!("a DISPATCHED admits it against budget {id:?}, though its PROPOSED names this one"),
+                "a DISPATCHED of an effect proposed under the budget records no admission",
+            ),
+            // Recovery re-checked the budget before this resend: an admission like the
+            // DISPATCHED one, held to the same rules (its reservation stays that one's).
+            Some("COMMITTED") if resends(entry) => read.decision(
+                true,
+                entry.get("rechecked").and_then(|r| r.get("budget")),
+                |id| format!("a resend re-checked budget {id:?}, though its PROPOSED names this one"),
+                "a resend of an effect proposed under the budget records no re-check of it",
+            ),
             Some("REFUSED") => {
                 let over = entry.get("code").and_then(Value::as_str) == Some(OVER_BUDGET);
-                let record = field.map(|b| serde_json::from_value::<BudgetRecord>(b.clone()));
-                match (over, record) {
-                    (true, Some(Ok(r))) if r.id == budget_id => view.decisions.push(Decision {
-                        entry: i,
-                        admitted: false,
-                        record: r,
-                    }),
-                    (true, Some(Ok(r))) if view.proposed.is_some() => findings.push(malformed(
-                        i,
-                        format!(
-                            "an over_budget REFUSED names budget {:?}, though its PROPOSED names this one",
-                            r.id
-                        ),
-                    )),
-                    (true, Some(Err(err))) => findings.push(malformed(i, err.to_string())),
-                    (true, None) if view.proposed.is_some() => findings.push(malformed(
-                        i,
-                        "an over_budget REFUSED records no budget".into(),
-                    )),
-                    _ => {}
-                }
+                let found = if over {
+                    read.decision(
+                        false,
+                        field,
+                        |id| format!("an over_budget REFUSED names budget {id:?}, though its PROPOSED names this one"),
+                        "an over_budget REFUSED records no budget",
+                    )
+                } else {
+                    Ok(None)
+                };
                 if entry.get("resolves") == Some(&Value::Bool(true)) {
                     view.holding = None;
                 }
+                found
             }
-            _ => {}
+            _ => continue,
+        };
+        match found {
+            Ok(Some(d)) => {
+                // A DISPATCHED's admission holds its reservation until a REFUSED resolves it; a
+                // resend's re-check and a refusal hold none of their own.
+                if d.admitted && entry.get("kind").and_then(Value::as_str) == Some("DISPATCHED") {
+                    view.holding = Some(view.decisions.len());
+                }
+                view.decisions.push(d);
+            }
+            Ok(None) => {}
+            Err(why) => findings.push(BudgetFinding::Malformed {
+                effect_id: e.effect_id.to_owned(),
+                entry: i,
+                why,
+            }),
         }
     }
     view
+}
+
+/// Reading one entry's budget record for one effect.
+struct RecordRead<'b> {
+    budget_id: &'b str,
+    entry: usize,
+    /// The effect's PROPOSED names this budget (so a record of another, or none, is malformed).
+    proposed_here: bool,
+}
+
+impl RecordRead<'_> {
+    /// The admission (`admitted`) or refusal `record` makes for this budget; `Ok(None)` when it
+    /// is another budget's or absent and the effect was not proposed under this one; `Err` why
+    /// it is malformed (`other(id)` for another budget's, `missing` for none).
+    fn decision(
+        &self,
+        admitted: bool,
+        record: Option<&Value>,
+        other: impl Fn(&str) -> String,
+        missing: &str,
+    ) -> Result<Option<Decision>, String> {
+        match record.map(|b| serde_json::from_value::<BudgetRecord>(b.clone())) {
+            Some(Ok(r)) if r.id == self.budget_id => Ok(Some(Decision {
+                entry: self.entry,
+                admitted,
+                record: r,
+            })),
+            Some(Ok(r)) if self.proposed_here => Err(other(&r.id)),
+            Some(Ok(_)) => Ok(None),
+            Some(Err(err)) => Err(err.to_string()),
+            None if self.proposed_here => Err(missing.to_owned()),
+            None => Ok(None),
+        }
+    }
 }
 
 /// Whether a COMMITTED entry records a resend by recovery (under the same key, or after a

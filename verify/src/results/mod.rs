@@ -11,6 +11,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod free_form;
+mod truth;
+
+pub use free_form::{FreeForm, FREE_FORM_MAX_BYTES};
+pub use truth::{BalanceTxnTruth, CaseCredit, CreditNoteTruth, GroundTruth, InvoiceTruth};
+
 /// The `format` value of a results file.
 ///
 /// Version 2 added the run's plan (`repeats`, `selected`) and the signed [`Manifest`]; a version 1
@@ -230,63 +236,6 @@ impl Cell {
     }
 }
 
-/// A free-form JSON value (a worker's output line, a log line), kept as its text: it costs its
-/// size in memory, where a tree of JSON values can cost twenty times that. At most
-/// [`FREE_FORM_MAX_BYTES`] of text; read a part of it with [`FreeForm::read`].
-#[derive(Debug, Clone, Serialize)]
-#[serde(transparent)]
-pub struct FreeForm(Box<serde_json::value::RawValue>);
-
-/// The longest free-form value a results file may hold, in bytes of text (a longer one is refused,
-/// exit 2). The runner's restart lines and log lines are a few kilobytes.
-pub const FREE_FORM_MAX_BYTES: usize = 256 * 1024;
-
-impl FreeForm {
-    /// The value's JSON text, exactly as stored.
-    pub fn text(&self) -> &str {
-        self.0.get()
-    }
-
-    /// The value, or the part of it a type describes (unknown members are skipped, not built);
-    /// `None` when it does not have that shape.
-    pub fn read<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
-        serde_json::from_str(self.0.get()).ok()
-    }
-
-    /// The whole value as a JSON tree.
-    pub fn to_value(&self) -> serde_json::Value {
-        self.read().unwrap_or(serde_json::Value::Null)
-    }
-
-    /// A free-form value holding `value`.
-    pub fn from_value(value: &serde_json::Value) -> FreeForm {
-        match serde_json::value::to_raw_value(value) {
-            Ok(raw) => FreeForm(raw),
-            // Only maps with non-string keys fail, and a JSON value has none.
-            Err(_) => FreeForm(serde_json::value::RawValue::NULL.to_owned()),
-        }
-    }
-}
-
-impl PartialEq for FreeForm {
-    fn eq(&self, other: &FreeForm) -> bool {
-        self.0.get() == other.0.get()
-    }
-}
-
-impl<'de> Deserialize<'de> for FreeForm {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<FreeForm, D::Error> {
-        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
-        if raw.get().len() > FREE_FORM_MAX_BYTES {
-            return Err(serde::de::Error::custom(format!(
-                "a free-form value of {} bytes is longer than the limit of {FREE_FORM_MAX_BYTES}",
-                raw.get().len()
-            )));
-        }
-        Ok(FreeForm(raw))
-    }
-}
-
 /// The support case a cell opened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -334,110 +283,6 @@ pub struct Want {
     pub count: u32,
     /// Their total in cents (positive).
     pub cents: i64,
-}
-
-/// What Stripe holds for the case's customer, read after the restart exited.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct GroundTruth {
-    /// Every credit to the customer that billing did not make (negative `adjustment` balance
-    /// transactions, whatever their tags): the judge's view of this case's credits.
-    pub case_credits: Vec<CaseCredit>,
-    /// `case_credits.len()`.
-    pub case_credit_count: u32,
-    /// Sum of `-amount` over `case_credits` (positive cents).
-    pub case_credit_cents: i64,
-    /// Every credit note of the customer.
-    pub credit_notes: Vec<CreditNoteTruth>,
-    /// Every customer balance transaction, newest first as Stripe lists them.
-    pub balance_transactions: Vec<BalanceTxnTruth>,
-    /// Every invoice of the customer, newest first.
-    pub invoices: Vec<InvoiceTruth>,
-    /// The customer's `balance` (negative = credit owed to the customer).
-    pub customer_balance: i64,
-    /// Unscoped compensation by others (credit notes + others' negative adjustments), cents.
-    pub compensation_by_others: i64,
-    /// Compensation by others for this case's incident, cents.
-    pub incident_compensation: i64,
-}
-
-/// One of this case's credits.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CaseCredit {
-    /// `cbtxn_...`.
-    pub id: String,
-    /// Negative cents (a credit).
-    pub amount: i64,
-    /// Creation time in test-clock seconds.
-    pub created: i64,
-    /// `metadata.interlock_effect_id`, when the gate sent it.
-    pub effect_id: Option<String>,
-    /// `metadata.interlock_dispatch`, when the gate sent it: the hash of the DISPATCHED entry
-    /// the send belonged to (the anchor, DESIGN §3.4). Absent from files written before anchors.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dispatch: Option<String>,
-}
-
-/// A credit note as read back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CreditNoteTruth {
-    /// `cn_...`.
-    pub id: String,
-    /// Total credited, cents.
-    pub amount: i64,
-    /// `issued` or `void`.
-    pub status: String,
-    /// `metadata.incident`, if any.
-    pub incident: Option<String>,
-    /// Creation time in test-clock seconds.
-    pub created: i64,
-    /// The invoice it credits.
-    pub invoice: String,
-}
-
-/// A customer balance transaction as read back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BalanceTxnTruth {
-    /// `cbtxn_...`.
-    pub id: String,
-    /// Stripe's `type` (`adjustment`, `applied_to_invoice`, `credit_note`, ...).
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// Cents; negative is a credit to the customer.
-    pub amount: i64,
-    /// Creation time in test-clock seconds.
-    pub created: i64,
-    /// `metadata.case_id`, if any.
-    pub case_id: Option<String>,
-    /// `metadata.incident`, if any.
-    pub incident: Option<String>,
-    /// The credit note it came from, if any.
-    pub credit_note: Option<String>,
-    /// The invoice it relates to, if any.
-    pub invoice: Option<String>,
-}
-
-/// An invoice as read back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct InvoiceTruth {
-    /// `in_...`.
-    pub id: String,
-    /// `subscription_create`, `subscription_cycle`, `subscription_update`, ...
-    pub billing_reason: Option<String>,
-    /// `draft`, `open`, `paid`, ...
-    pub status: Option<String>,
-    /// Cents.
-    pub total: i64,
-    /// Customer balance before finalization, cents.
-    pub starting_balance: i64,
-    /// Cents.
-    pub amount_due: i64,
-    /// Creation time in test-clock seconds.
-    pub created: i64,
 }
 
 /// Runner-measured wall-clock timings of a cell, in milliseconds.
