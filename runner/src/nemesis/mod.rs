@@ -4,6 +4,7 @@
 //! for the case's own API key. A trial's every random choice derives from its seed, and its id
 //! names the seed, so `runner --replay ID` runs it again.
 
+mod console;
 mod decide;
 mod faults;
 mod merge;
@@ -11,6 +12,7 @@ mod opening;
 mod process;
 mod replay_step;
 mod run;
+mod steps;
 mod storage;
 mod timeline;
 mod trial;

@@ -73,7 +73,7 @@ pub(super) fn durable_step(dir: &Path, column: bc::Column) -> Option<&'static st
 /// Of the step a replay would kill at from what the worker announced and the step its record
 /// shows durable, the later in the column's order.
 pub(super) fn later_of(column: bc::Column, announced: String, durable: Option<&str>) -> String {
-    let steps = super::faults::column_steps(column);
+    let steps = super::steps::column_steps(column);
     let rank = |s: &str| steps.iter().position(|x| *x == s);
     match durable {
         Some(d) if rank(d) > rank(&announced) => d.to_owned(),
