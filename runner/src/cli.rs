@@ -141,10 +141,18 @@ pub struct MergeArgs {
     pub signing_key: Option<PathBuf>,
 }
 
+/// A `--shard` value that is not K/N with 1 <= K <= N.
+#[derive(Debug, thiserror::Error)]
+#[error("{given:?} is not K/N: pass the slice and the number of slices, e.g. 2/4 (1 <= K <= N)")]
+pub struct NotAShard {
+    /// The value given.
+    given: String,
+}
+
 /// Parses `--shard K/N`: slice K (from 1) of N.
-fn parse_shard(s: &str) -> Result<verify::nemesis::Shard, String> {
-    let bad = || {
-        format!("{s:?} is not K/N: pass the slice and the number of slices, e.g. 2/4 (1 <= K <= N)")
+fn parse_shard(s: &str) -> Result<verify::nemesis::Shard, NotAShard> {
+    let bad = || NotAShard {
+        given: s.to_owned(),
     };
     let (k, n) = s.split_once('/').ok_or_else(bad)?;
     let index: u32 = k.trim().parse().map_err(|_| bad())?;
@@ -451,6 +459,15 @@ mod tests {
         };
         assert_eq!(m.shards.len(), 2);
         assert!(Cli::try_parse_from(["runner", "merge"]).is_err());
+    }
+
+    #[test]
+    fn a_bad_shard_says_what_k_n_means() {
+        let e = parse_shard("5/4").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "\"5/4\" is not K/N: pass the slice and the number of slices, e.g. 2/4 (1 <= K <= N)"
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use verify::manifest::ManifestError;
 use verify::results::{Cell, CellLabel, Environment, ResultsFile, RowSpec, RESULTS_FORMAT};
+use verify::scenarios::Scenario;
 
 use crate::matrix::Plan;
 
@@ -24,7 +25,7 @@ pub fn assemble(
     let (repeats, selected) = plan_record(plan);
     let mut file = ResultsFile {
         format: RESULTS_FORMAT.into(),
-        scenario: "billing_credit".into(),
+        scenario: Scenario::BillingCredit.as_str().into(),
         generated: now_rfc3339(),
         environment,
         rows: plan

@@ -3,7 +3,6 @@
 use crate::backend::Backend;
 use crate::cell::{self, CellAbort, CellContext};
 use crate::cli::RunArgs;
-use crate::clock::ClockStart;
 use crate::decider::{anthropic, DeciderKind};
 use crate::keys::RunKey;
 use crate::matrix;
@@ -16,71 +15,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use verify::results::{ClaimSettings, DeciderInfo, Environment, ResultsFile};
 
-/// The run was interrupted (Ctrl-C or SIGTERM): workers were killed, nothing was written.
-#[derive(Debug, thiserror::Error)]
-#[error("interrupted: workers were stopped and no results were written")]
-pub struct Interrupted;
+mod provenance;
+mod signals;
 
-/// The first stopping signal the run received (SIGINT or SIGTERM), 0 before any.
-static STOPPED_BY: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-
-/// The exit code of an interrupted run, by the shell's convention 128 + the signal's number:
-/// 130 after Ctrl-C (SIGINT), 143 after SIGTERM.
-pub fn interrupted_exit_code() -> u8 {
-    match STOPPED_BY.load(Ordering::SeqCst) {
-        libc::SIGTERM => 128 + libc::SIGTERM as u8,
-        _ => 128 + libc::SIGINT as u8,
-    }
-}
-
-/// Installs the Ctrl-C / SIGTERM handler: it only sets `cancel` (and remembers which signal came
-/// first, for the exit code); cells see it within ~50 ms, kill their workers and stop.
-pub(crate) fn install_signal_handler(cancel: Arc<AtomicBool>) -> Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot build the signal-handling runtime")?;
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<()>>();
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            runtime.block_on(async move {
-                use tokio::signal::unix::{signal, SignalKind};
-                let mut int = match signal(SignalKind::interrupt()) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e));
-                        return;
-                    }
-                };
-                let mut term = match signal(SignalKind::terminate()) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e));
-                        return;
-                    }
-                };
-                let _ = ready_tx.send(Ok(()));
-                loop {
-                    let signal = tokio::select! {
-                        _ = int.recv() => libc::SIGINT,
-                        _ = term.recv() => libc::SIGTERM,
-                    };
-                    let _ =
-                        STOPPED_BY.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
-                    if !cancel.swap(true, Ordering::SeqCst) {
-                        eprintln!("\ninterrupted: stopping workers; no results will be written");
-                    }
-                }
-            })
-        })
-        .context("cannot start the signal thread")?;
-    match ready_rx.recv() {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => bail!("cannot install the Ctrl-C handler: {e}"),
-        Err(_) => bail!("the signal thread stopped before installing its handler"),
-    }
-}
+use provenance::reproduce_command;
+pub(crate) use provenance::{git_commit, without_password};
+pub(crate) use signals::install_signal_handler;
+pub use signals::{interrupted_exit_code, Interrupted};
 
 /// What a finished run produced.
 #[derive(Debug)]
@@ -91,77 +32,6 @@ pub struct RunOutcome {
     pub harness_errors: usize,
     /// The results file verified with `verify` (None: verification unavailable).
     pub verified: bool,
-}
-
-/// The commit of the code that ran, with `-dirty` appended when tracked files differ from it (as
-/// `git describe --dirty` marks it), so a published run never claims a commit it did not run.
-pub(crate) fn git_commit() -> Option<String> {
-    let dirs = [
-        std::env::current_dir().ok(),
-        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))),
-    ];
-    for dir in dirs.into_iter().flatten() {
-        let out = std::process::Command::new("git")
-            .args(["rev-parse", "HEAD"])
-            .current_dir(&dir)
-            .stderr(std::process::Stdio::null())
-            .output();
-        if let Ok(out) = out {
-            let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            if out.status.success() && text.len() == 40 {
-                let dirty = std::process::Command::new("git")
-                    .args(["status", "--porcelain", "--untracked-files=no"])
-                    .current_dir(&dir)
-                    .stderr(std::process::Stdio::null())
-                    .output()
-                    .map(|o| !o.status.success() || !o.stdout.is_empty())
-                    .unwrap_or(true);
-                return Some(if dirty { format!("{text}-dirty") } else { text });
-            }
-        }
-    }
-    None
-}
-
-fn shell_quote(arg: &str) -> String {
-    let plain = !arg.is_empty()
-        && arg
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+".contains(c));
-    if plain {
-        arg.to_string()
-    } else {
-        format!("'{}'", arg.replace('\'', "'\\''"))
-    }
-}
-
-/// The command that reproduces the run (the seed and the clock start made explicit).
-fn reproduce_command(seed: u64, seed_given: bool, clock_start: ClockStart) -> String {
-    let mut parts = vec!["cargo run --release -p runner --".to_string()];
-    parts.extend(
-        std::env::args()
-            .skip(1)
-            .map(|a| shell_quote(&without_password(&a))),
-    );
-    if !seed_given {
-        parts.push(format!("--seed {seed}"));
-    }
-    if !std::env::args().any(|a| a.starts_with("--clock-start")) {
-        parts.push(format!("--clock-start {clock_start}"));
-    }
-    parts.join(" ")
-}
-
-/// A `postgres://user:password@host/db` argument without its password (it is published).
-pub(crate) fn without_password(arg: &str) -> String {
-    let is_url = arg.starts_with("postgres://") || arg.starts_with("postgresql://");
-    match (is_url, arg.find("://"), arg.rfind('@')) {
-        (true, Some(scheme), Some(at)) if at > scheme => {
-            let user = arg[scheme + 3..at].split(':').next().unwrap_or_default();
-            format!("{}{user}@{}", &arg[..scheme + 3], &arg[at + 1..])
-        }
-        _ => arg.to_owned(),
-    }
 }
 
 /// `environment.journal` of a run whose journal was in PostgreSQL.
@@ -589,34 +459,5 @@ pub(crate) fn render_site(results_dir: &Path, out: &Path) {
     match site::build(results_dir, out) {
         Ok(report) => println!("site: {}", report.index.display()),
         Err(e) => eprintln!("site: could not render the report: {e}"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-
-    #[test]
-    fn published_database_urls_carry_no_password() {
-        assert_eq!(
-            without_password("postgres://u:secret@h:5432/db"),
-            "postgres://u@h:5432/db"
-        );
-        assert_eq!(without_password("postgres://h/db"), "postgres://h/db");
-        assert_eq!(without_password("--seed"), "--seed");
-    }
-
-    use super::*;
-
-    #[test]
-    fn quoting_keeps_specs_copy_pasteable() {
-        assert_eq!(
-            shell_quote("before_send:renewal:interlock"),
-            "before_send:renewal:interlock"
-        );
-        assert_eq!(
-            shell_quote("after_send:proration:*"),
-            "'after_send:proration:*'"
-        );
-        assert_eq!(shell_quote("it's"), "'it'\\''s'");
     }
 }

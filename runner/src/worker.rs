@@ -10,16 +10,22 @@
 //!
 //! `restart` finishes the column's job with no hook and prints the restart report as one JSON line.
 
-use crate::decider::{self, CaseBrief, DeciderKind, DeciderSettings, ToolBox};
+use crate::decider::{self, DeciderKind};
 use crate::keys::read_signing_key;
 use crate::matrix::{Column, CrashPoint};
 use crate::worker_error::WorkerError;
 use scenarios::billing_credit as bc;
 use serde_json::json;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
+
+mod decision;
+mod hooks;
+
+use decision::{ask_decider, replayed_decision};
+pub(crate) use hooks::crash_hook;
+use hooks::{step_arg, step_hook};
 
 /// Prefix of the line announcing the crash point.
 pub const CRASH_LINE_PREFIX: &str = "INTERLOCK-CRASH-POINT ";
@@ -176,62 +182,6 @@ fn column(args: &WorkerArgs) -> Result<bc::Column, WorkerError> {
     Ok(Column::parse(&args.column)?)
 }
 
-/// The crash hook: announce on stdout, flush, block on stdin until SIGKILLed.
-pub(crate) fn crash_hook() -> bc::CrashHook {
-    Arc::new(|point: bc::CrashPoint| {
-        {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{CRASH_LINE_PREFIX}{}", point.as_str());
-            let _ = out.flush();
-        }
-        let mut sink = Vec::new();
-        let _ = std::io::stdin().read_to_end(&mut sink);
-        eprintln!(
-            "worker: stdin closed while waiting to be killed at {}; exiting without sending",
-            point.as_str()
-        );
-        std::process::exit(70);
-    })
-}
-
-/// The nemesis hook, called at every step: print `INTERLOCK-STEP <step>` (after the step is
-/// durable), then block at `kill_at` until SIGKILLed, or pause at `pause_at` until the runner
-/// writes `continue`. If stdin closes (the runner died), exit without going on.
-fn step_hook(kill_at: Option<CrashPoint>, pause_at: Option<CrashPoint>) -> bc::CrashHook {
-    let announce = |prefix: &str, point: bc::CrashPoint| {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{prefix}{}", point.as_str());
-        let _ = out.flush();
-    };
-    let kill = crash_hook();
-    Arc::new(move |point: bc::CrashPoint| {
-        {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{STEP_LINE_PREFIX}{}{}", point.as_str(), bc::stamp());
-            let _ = out.flush();
-        }
-        if Some(point) == kill_at {
-            kill(point);
-        }
-        if Some(point) == pause_at {
-            announce(PAUSE_LINE_PREFIX, point);
-            let mut line = String::new();
-            let read = std::io::stdin().read_line(&mut line);
-            if !matches!(read, Ok(n) if n > 0) || line.trim() != CONTINUE_LINE {
-                eprintln!(
-                    "worker: no `{CONTINUE_LINE}` while paused at {}; exiting without going on",
-                    point.as_str()
-                );
-                std::process::exit(70);
-            }
-        }
-    })
-}
-
-fn step_arg(name: Option<&str>) -> Result<Option<CrashPoint>, WorkerError> {
-    Ok(name.map(CrashPoint::step).transpose()?)
-}
-
 fn decide(args: &WorkerArgs) -> Result<i32, WorkerError> {
     let dir = args.cell_dir.as_path();
     let column = column(args)?;
@@ -297,83 +247,6 @@ fn decide(args: &WorkerArgs) -> Result<i32, WorkerError> {
         crash.as_str()
     );
     Ok(3)
-}
-
-/// Per-row decisions: the row's decision (saved by the cell that asked the decider) with this
-/// case's ids in its description, and this case's premises as read now.
-fn replayed_decision(
-    path: &Path,
-    label: Option<&str>,
-    case: &bc::CaseFile,
-    account: &bc::Account,
-) -> Result<verify::results::Decision, WorkerError> {
-    let bytes = std::fs::read(path).map_err(|source| WorkerError::ReadDecision {
-        path: path.to_owned(),
-        source,
-    })?;
-    let source: verify::results::Decision =
-        serde_json::from_slice(&bytes).map_err(|source| WorkerError::NotADecision {
-            path: path.to_owned(),
-            source,
-        })?;
-    let source_dir = path
-        .parent()
-        .ok_or_else(|| WorkerError::NoDirectory(path.to_owned()))?;
-    let source_case = bc::CaseFile::load(source_dir)?;
-    Ok(verify::results::Decision {
-        amount: source.amount,
-        description: decider::replay_description(
-            &source.description,
-            (&source_case.case_id, &source_case.incident),
-            (&case.case_id, &case.incident),
-        ),
-        decider: source.decider,
-        premises: account.premises.clone(),
-        replayed_from: Some(label.unwrap_or("another cell of the row").to_owned()),
-    })
-}
-
-/// Asks the decider about this case.
-fn ask_decider(
-    args: &WorkerArgs,
-    case: &bc::CaseFile,
-    account: &bc::Account,
-) -> Result<verify::results::Decision, WorkerError> {
-    let decider = decider::build(&DeciderSettings {
-        kind: args.decider,
-        model: args.model.clone(),
-        base_url: args.anthropic_base_url.clone(),
-    })
-    .map_err(WorkerError::DeciderSetup)?;
-    let brief = CaseBrief {
-        case_id: case.case_id.clone(),
-        incident: case.incident.clone(),
-        text: case.text.clone(),
-        max_cents: case.approval.max_cents,
-    };
-    let account_json = json!({
-        "customer": account.customer,
-        "plan_cents_per_month": account.plan_cents,
-        "subscription_status": account.premises.subscription_status,
-        "incident_compensation": account.premises.incident_compensation,
-        "case_id": case.case_id,
-        "incident": case.incident,
-        "approval": case.approval,
-    });
-    let mut tools = ToolBox::new(account_json, case.approval.max_cents);
-    let proposed = decider
-        .decide(&brief, &mut tools)
-        .map_err(|source| WorkerError::Decider {
-            kind: args.decider,
-            source,
-        })?;
-    Ok(verify::results::Decision {
-        amount: proposed.amount,
-        description: proposed.description,
-        decider: proposed.decider,
-        premises: account.premises.clone(),
-        replayed_from: None,
-    })
 }
 
 /// The restart of a nemesis trial: whatever the killed worker left, finish it as the column

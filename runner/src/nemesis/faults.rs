@@ -1,6 +1,10 @@
 //! A trial's random choices, drawn from its seed alone (so a replay draws the same): the outage,
 //! the service fault, and the kill instants.
 
+use super::steps::{
+    column_steps, dedup_steps, pause_steps, random_kill_anchors, restart_steps, tear_steps,
+    POSITIONS,
+};
 use super::trial_error::ReplayError;
 use super::Nemesis;
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -81,127 +85,6 @@ pub const STOP_AT: &str = "before_send";
 /// The size of disk_full's tmpfs, KiB.
 pub const DISK_KIB: u64 = 512;
 
-/// The steps a restart announces (`worker resume --crash every`), in order: kill_recovery kills
-/// each of its restarts at one of these; a restart that ends before reaching it is not killed.
-pub fn restart_steps(column: Column) -> &'static [&'static str] {
-    match column {
-        Column::Interlock => &["started", "before_send", "after_send", "committed"],
-        Column::HandCheck => &[
-            "started",
-            "lookup",
-            "approval",
-            "premises",
-            "send_logged",
-            "before_send",
-            "after_send",
-            "sent_logged",
-        ],
-        Column::NoCheck => &["started", "before_send", "after_send"],
-    }
-}
-
-/// The steps whose own write is the last line of the column's record (torn_tail kills there and
-/// cuts that line). no_check keeps no record but its decision, written whole by a rename: its
-/// trials are kills at these steps with nothing to cut.
-pub fn tear_steps(column: Column) -> &'static [&'static str] {
-    match column {
-        Column::Interlock => &["proposed", "authorized", "dispatched", "committed"],
-        Column::HandCheck => &[
-            "lookup",
-            "approval",
-            "premises",
-            "send_logged",
-            "sent_logged",
-        ],
-        Column::NoCheck => &["decision_saved", "after_send"],
-    }
-}
-
-/// The steps dedup_expired kills at: the column's last durable step before the POST (nothing
-/// landed) and right after the POST's answer (it landed, nothing recorded it).
-pub fn dedup_steps(column: Column) -> &'static [&'static str] {
-    match column {
-        Column::Interlock => &["dispatched", "after_send"],
-        Column::HandCheck => &["send_logged", "after_send"],
-        Column::NoCheck => &["decision_saved", "after_send"],
-    }
-}
-
-/// The steps of a column a trial can kill its decide worker at, in order: the worker's own steps
-/// (it announces each and blocks at the drawn one until SIGKILLed, so a replay kills at exactly
-/// the same step) and `request_held`, the credit POST held at the service (mid-request).
-pub fn column_steps(column: Column) -> &'static [&'static str] {
-    match column {
-        Column::Interlock => &[
-            "decision_saved",
-            "proposed",
-            "authorized",
-            "dispatched",
-            "request_held",
-            "after_send",
-            "committed",
-        ],
-        Column::HandCheck => &[
-            "decision_saved",
-            "lookup",
-            "approval",
-            "premises",
-            "send_logged",
-            "request_held",
-            "after_send",
-            "sent_logged",
-        ],
-        Column::NoCheck => &["decision_saved", "request_held", "after_send"],
-    }
-}
-
-/// The steps a world fault can pause a column at (after its decision, so the change is one the
-/// decision could not know), in order. Whether a change made there lies within the column's
-/// assumptions is not decided here: verify's one rule derives it from the trial's timeline
-/// (`verify::nemesis::rules::assumption_broken`).
-pub fn pause_steps(column: Column) -> &'static [&'static str] {
-    match column {
-        Column::Interlock => &["decision_saved", "proposed", "authorized", "dispatched"],
-        Column::HandCheck => &[
-            "decision_saved",
-            "lookup",
-            "approval",
-            "premises",
-            "send_logged",
-        ],
-        // no_check checks nothing after its decision.
-        Column::NoCheck => &["decision_saved"],
-    }
-}
-
-/// Where kill_random's kills are anchored: the column's announced steps from its saved decision
-/// to the moment its credit POST leaves (`before_send`, announced right before it). A kill lands
-/// a drawn instant after the worker's own stamp of the drawn step ([`RANDOM_KILL_JITTER_US`]),
-/// so it is unannounced (the worker does not wait) and lands mid-step: mid-append, mid-fsync,
-/// mid-request, or after the answer. Anchored to the worker's progress, where the kills land
-/// does not depend on how loaded the machine is, as a draw over a fixed number of milliseconds
-/// after the decision did (the careful columns' kills then landed before the POST).
-pub fn random_kill_anchors(column: Column) -> &'static [&'static str] {
-    match column {
-        Column::Interlock => &[
-            "decision_saved",
-            "proposed",
-            "authorized",
-            "dispatched",
-            "before_send",
-        ],
-        Column::HandCheck => &[
-            "decision_saved",
-            "lookup",
-            "approval",
-            "premises",
-            "send_logged",
-            "before_send",
-        ],
-        Column::NoCheck => &["decision_saved", "before_send"],
-    }
-}
-
 /// kill_random's instant after its anchor step, drawn uniformly in µs: about the time a step of
 /// a release-built worker takes on the embedded emulator (one append or read, or the credit
 /// POST's round trip, 0.5–3 ms measured with 32 trials at once), so a kill lands anywhere from
@@ -269,78 +152,130 @@ fn index(rng: &mut impl Rng, len: usize) -> usize {
 pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
     let mut rng = StdRng::seed_from_u64(seed);
     let outage = Outage::ALL[index(&mut rng, Outage::ALL.len())];
-    let mut d = Draw {
-        outage,
-        service: None,
-        service_times: 1,
-        second_worker: false,
-        revoke_in_outage: false,
-        kill_at_step: None,
-        pause_at: None,
-        world: None,
-        world_at_us: None,
-        decide_kill_ms: None,
-        kill_jitter_us: 0,
-        kill_after: "start",
-        decide_at_before_send: false,
-        restart_kill_steps: Vec::new(),
-        stop_ms: None,
-        tear_permille: None,
-        disk_free_pages: None,
-        dedup_passed_s: None,
-        decide_again_pct: None,
-    };
-    let pick = |rng: &mut StdRng, steps: &[&'static str]| steps[index(rng, steps.len())];
+    let mut d = Draw::quiet(outage);
     match nemesis {
-        // Over the effect's window, from the decision to the end of the send: a kill before
-        // the decision leaves nothing to recover, so that is not where it is drawn.
-        Nemesis::KillRandom => {
-            d.kill_after = pick(&mut rng, random_kill_anchors(column));
-            d.decide_kill_ms = Some(0);
-            d.kill_jitter_us = between(&mut rng, 0, RANDOM_KILL_JITTER_US);
+        Nemesis::KillInFlight
+        | Nemesis::LateAfterTimeout
+        | Nemesis::LateBeyondBound
+        | Nemesis::CommitThen500
+        | Nemesis::CommitThenDrop
+        | Nemesis::RateLimitBurst => draw_service_fault(nemesis, &mut rng, &mut d),
+        Nemesis::KillRandom
+        | Nemesis::KillRecovery
+        | Nemesis::StopHolder
+        | Nemesis::TornTail
+        | Nemesis::DiskFull
+        | Nemesis::DedupExpired
+        | Nemesis::DecidesAgain
+        | Nemesis::KillAtStep => draw_worker_fault(nemesis, column, &mut rng, &mut d),
+        Nemesis::TwoWorkers
+        | Nemesis::RevokeInOutage
+        | Nemesis::RevokeMidCheck
+        | Nemesis::NoteMidCheck
+        | Nemesis::Exposure => draw_world_fault(nemesis, column, &mut rng, &mut d),
+    }
+    d
+}
+
+impl Draw {
+    /// A plan with the drawn outage and no fault yet: nobody killed, paused or stopped, nothing
+    /// held at the service, nothing changed in the world.
+    fn quiet(outage: Outage) -> Draw {
+        Draw {
+            outage,
+            service: None,
+            service_times: 1,
+            second_worker: false,
+            revoke_in_outage: false,
+            kill_at_step: None,
+            pause_at: None,
+            world: None,
+            world_at_us: None,
+            decide_kill_ms: None,
+            kill_jitter_us: 0,
+            kill_after: "start",
+            decide_at_before_send: false,
+            restart_kill_steps: Vec::new(),
+            stop_ms: None,
+            tear_permille: None,
+            disk_free_pages: None,
+            dedup_passed_s: None,
+            decide_again_pct: None,
         }
+    }
+}
+
+/// One of `steps`, drawn uniformly.
+fn pick(rng: &mut StdRng, steps: &[&'static str]) -> &'static str {
+    steps[index(rng, steps.len())]
+}
+
+/// The faults the service makes on the credit POST: held (and the worker killed while it is, or
+/// not), committed then failed, or rate-limited. Other nemeses draw nothing here.
+fn draw_service_fault(nemesis: Nemesis, rng: &mut StdRng, d: &mut Draw) {
+    match nemesis {
         Nemesis::KillInFlight => {
             d.service = Some(FaultAction::Delay {
-                ms: between(&mut rng, 100, 2_000),
+                ms: between(rng, 100, 2_000),
             });
             d.kill_after = "request_held";
-            d.decide_kill_ms = Some(between(&mut rng, 0, 50));
+            d.decide_kill_ms = Some(between(rng, 0, 50));
         }
         Nemesis::LateAfterTimeout => {
             // Past the client's timeout, inside the declared bound (both the emulator's).
             let timeout = crate::backend::EMULATOR_REQUEST_TIMEOUT.as_millis() as u64;
             let bound = crate::backend::EMULATOR_MAX_IN_FLIGHT.as_millis() as u64;
             d.service = Some(FaultAction::Delay {
-                ms: between(&mut rng, timeout + 100, bound - 100),
+                ms: between(rng, timeout + 100, bound - 100),
             });
         }
         Nemesis::LateBeyondBound => {
             let bound = crate::backend::EMULATOR_MAX_IN_FLIGHT.as_millis() as u64;
             let (low, high) = assumptions::beyond_bound_hold_ms(bound);
             d.service = Some(FaultAction::Delay {
-                ms: between(&mut rng, low, high),
+                ms: between(rng, low, high),
             });
             d.kill_after = "request_held";
-            d.decide_kill_ms = Some(between(&mut rng, 0, 50));
+            d.decide_kill_ms = Some(between(rng, 0, 50));
         }
         Nemesis::CommitThen500 => d.service = Some(FaultAction::CommitThenError { status: 500 }),
         Nemesis::CommitThenDrop => d.service = Some(FaultAction::CommitThenDrop),
+        Nemesis::RateLimitBurst => {
+            d.service = Some(FaultAction::RateLimit {
+                retry_after_s: None,
+            });
+            d.service_times = between32(rng, 1, 4, false);
+        }
+        _ => {}
+    }
+}
+
+/// The faults that land on the workers and their files: killed at a random instant or at a
+/// step, the restarts killed, stopped, a torn record, a full disk, the dedup window passed, a
+/// second decision. Other nemeses draw nothing here.
+fn draw_worker_fault(nemesis: Nemesis, column: Column, rng: &mut StdRng, d: &mut Draw) {
+    match nemesis {
+        // Over the effect's window, from the decision to the end of the send: a kill before
+        // the decision leaves nothing to recover, so that is not where it is drawn.
+        Nemesis::KillRandom => {
+            d.kill_after = pick(rng, random_kill_anchors(column));
+            d.decide_kill_ms = Some(0);
+            d.kill_jitter_us = between(rng, 0, RANDOM_KILL_JITTER_US);
+        }
         Nemesis::KillRecovery => {
             d.decide_at_before_send = true;
-            let n = between32(&mut rng, 1, 3, false);
-            d.restart_kill_steps = (0..n)
-                .map(|_| pick(&mut rng, restart_steps(column)))
-                .collect();
+            let n = between32(rng, 1, 3, false);
+            d.restart_kill_steps = (0..n).map(|_| pick(rng, restart_steps(column))).collect();
         }
-        Nemesis::StopHolder => d.stop_ms = Some(between(&mut rng, 12_000, 14_000)),
+        Nemesis::StopHolder => d.stop_ms = Some(between(rng, 12_000, 14_000)),
         Nemesis::TornTail => {
-            d.kill_at_step = Some(pick(&mut rng, tear_steps(column)));
-            d.tear_permille = Some(between32(&mut rng, 0, 999, false));
+            d.kill_at_step = Some(pick(rng, tear_steps(column)));
+            d.tear_permille = Some(between32(rng, 0, 999, false));
         }
-        Nemesis::DiskFull => d.disk_free_pages = Some(between(&mut rng, 0, 8)),
+        Nemesis::DiskFull => d.disk_free_pages = Some(between(rng, 0, 8)),
         Nemesis::DedupExpired => {
-            d.kill_at_step = Some(pick(&mut rng, dedup_steps(column)));
-            d.dedup_passed_s = Some(between(&mut rng, 24 * 3_600, 25 * 3_600));
+            d.kill_at_step = Some(pick(rng, dedup_steps(column)));
+            d.dedup_passed_s = Some(between(rng, 24 * 3_600, 25 * 3_600));
         }
         Nemesis::DecidesAgain => {
             // The renewal only: the second decision reads the facts afresh and takes its amount
@@ -352,28 +287,37 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
                 .copied()
                 .filter(|s| *s != "request_held")
                 .collect();
-            d.kill_at_step = Some(pick(&mut rng, &steps));
+            d.kill_at_step = Some(pick(rng, &steps));
             // 30..=90 fits a u8: drawn by the narrow rule (see `between32`).
-            d.decide_again_pct = u8::try_from(between32(&mut rng, 30, 90, true)).ok();
+            d.decide_again_pct = u8::try_from(between32(rng, 30, 90, true)).ok();
         }
+        Nemesis::KillAtStep => {
+            let steps = column_steps(column);
+            let step = steps[index(rng, steps.len())];
+            d.kill_at_step = Some(step);
+            if step == "request_held" {
+                d.service = Some(FaultAction::Delay {
+                    ms: between(rng, 100, 1_000),
+                });
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The changes in the world around the decide worker: a second worker, a revocation during the
+/// outage, mid-check or at a drawn instant, billing's credit note mid-check. Other nemeses draw
+/// nothing here.
+fn draw_world_fault(nemesis: Nemesis, column: Column, rng: &mut StdRng, d: &mut Draw) {
+    match nemesis {
         Nemesis::TwoWorkers => d.second_worker = true,
         Nemesis::RevokeInOutage => {
             d.decide_at_before_send = true;
             d.revoke_in_outage = true;
         }
-        Nemesis::KillAtStep => {
-            let steps = column_steps(column);
-            let step = steps[index(&mut rng, steps.len())];
-            d.kill_at_step = Some(step);
-            if step == "request_held" {
-                d.service = Some(FaultAction::Delay {
-                    ms: between(&mut rng, 100, 1_000),
-                });
-            }
-        }
         Nemesis::RevokeMidCheck | Nemesis::NoteMidCheck => {
             let steps = pause_steps(column);
-            let i = index(&mut rng, steps.len());
+            let i = index(rng, steps.len());
             d.pause_at = Some(steps[i]);
             d.world = Some(match nemesis {
                 Nemesis::RevokeMidCheck => WorldFault::Revoke,
@@ -390,37 +334,11 @@ pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Draw {
             // violations of the clock's making. The renewal outage runs after the worker.
             d.outage = Outage::Renewal;
             d.world = Some(WorldFault::Revoke);
-            d.world_at_us = Some(between(&mut rng, 0, EXPOSURE_SPAN_MS * 1_000));
+            d.world_at_us = Some(between(rng, 0, EXPOSURE_SPAN_MS * 1_000));
         }
-        Nemesis::RateLimitBurst => {
-            d.service = Some(FaultAction::RateLimit {
-                retry_after_s: None,
-            });
-            d.service_times = between32(&mut rng, 1, 4, false);
-        }
+        _ => {}
     }
-    d
 }
-
-/// Every position a replay can kill at (`--at`): the steps of every column, `started` and
-/// `request_held`.
-pub const POSITIONS: [&str; 15] = [
-    "started",
-    "decision_saved",
-    "lookup",
-    "approval",
-    "premises",
-    "send_logged",
-    "proposed",
-    "authorized",
-    "dispatched",
-    "before_send",
-    "request_held",
-    "after_send",
-    "sent_logged",
-    "committed",
-    "finished",
-];
 
 impl Draw {
     /// The same trial with its decide kill moved to `position` (`runner --replay ID --at STEP`):

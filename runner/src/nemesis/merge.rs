@@ -10,6 +10,7 @@ use std::time::Instant;
 use verify::nemesis::check::{verify_nemesis, verify_nemesis_pinning};
 use verify::nemesis::merge::{merge, shard_of_file, ShardInput};
 use verify::receipt::KeyCheck;
+use verify::scenarios::Scenario;
 
 /// Reads and checks every shard, merges them, signs, verifies and writes the merged file;
 /// returns whether it verified (every shard's signer and the merge key accepted).
@@ -40,13 +41,13 @@ pub fn merge_shards(args: &MergeArgs) -> Result<bool> {
     crate::results::write_atomically(&path, &bytes)
         .with_context(|| format!("cannot write {}", path.display()))?;
     drop(bytes);
-    super::run::print_summary(&merged, wall.elapsed().as_secs_f64());
+    super::console::print_summary(&merged, wall.elapsed().as_secs_f64());
     let report = verify_nemesis_pinning(
         &merged,
         &KeyCheck::Pinned(signing.verifying_key()),
         &shard_keys,
     );
-    super::run::print_verified(
+    super::console::print_verified(
         &report,
         &format!(
             "merged from {} shards, signed by the merge key {}",
@@ -70,7 +71,7 @@ fn read_shard(path: &std::path::Path) -> Result<(ShardInput, VerifyingKey)> {
         .map_err(|e| anyhow!("{name}: not a nemesis file: {e}"))?;
     drop(bytes);
     // Names this runner's own plans use, and no other: they are printed and name the file.
-    if file.scenario != "billing_credit" {
+    if file.scenario != Scenario::BillingCredit.as_str() {
         bail!(
             "{name}: a campaign of scenario {:?}; only billing_credit's are merged",
             file.scenario

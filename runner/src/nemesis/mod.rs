@@ -4,14 +4,22 @@
 //! for the case's own API key. A trial's every random choice derives from its seed, and its id
 //! names the seed, so `runner --replay ID` runs it again.
 
+mod console;
+mod decide;
 mod faults;
 mod merge;
+mod opening;
+mod process;
+mod replay_step;
 mod run;
+mod steps;
 mod storage;
 mod timeline;
 mod trial;
 mod trial_error;
+mod trial_record;
 mod workers;
+mod world;
 
 pub use merge::merge_shards;
 pub use run::{replay, run_nemesis, NemesisArgs, NemesisOutcome};

@@ -1,15 +1,14 @@
 //! A nemesis run: plan every trial from the run's seed, run them in parallel, write the signed
 //! results file, verify it; and `--replay ID`: run one trial again from its id.
 
+use super::console::{amounts_line, print_summary, print_verified, progress};
 use super::trial::{run_trial, TrialContext, TrialSpec};
 use super::Nemesis;
 use crate::backend::{Backend, BackendKind};
 use crate::clock::ClockStart;
 use crate::keys::RunKey;
 use anyhow::{anyhow, bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use scenarios::billing_credit::Column;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -18,6 +17,7 @@ use verify::nemesis::rules::{parse_trial_id, summarize, trial_id, trial_seed};
 use verify::nemesis::shards::{in_slice, well_formed};
 use verify::nemesis::{FileSignature, NemesisFile, NemesisPlan, Shard, Trial, NEMESIS_FORMAT};
 use verify::results::{ClaimSettings, DeciderInfo, Environment};
+use verify::scenarios::Scenario;
 
 /// What a nemesis run wrote.
 #[derive(Debug)]
@@ -133,7 +133,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
     let summary = summarize(&plan, &trials);
     let mut file = NemesisFile {
         format: NEMESIS_FORMAT.into(),
-        scenario: "billing_credit".into(),
+        scenario: Scenario::BillingCredit.as_str().into(),
         generated: crate::results::now_rfc3339(),
         environment: environment(args, &s, plan.seed, git_commit),
         plan,
@@ -326,126 +326,12 @@ fn write(args: &NemesisArgs<'_>, file: &NemesisFile) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// What Stripe held after a trial, without its ids: every amount, and every creation time as
-/// seconds after the clock's start (the same on any day the trial is replayed).
-fn amounts_line(g: &verify::results::GroundTruth, clock_start: ClockStart) -> String {
-    let since = |t: i64| t - clock_start.unix();
-    let credits: Vec<String> = g
-        .case_credits
-        .iter()
-        .map(|c| format!("{} at +{}s", c.amount, since(c.created)))
-        .collect();
-    let invoices: Vec<String> = g
-        .invoices
-        .iter()
-        .map(|i| {
-            format!(
-                "{} {} total {} starting balance {} due {} at +{}s",
-                i.billing_reason.as_deref().unwrap_or("-"),
-                i.status.as_deref().unwrap_or("-"),
-                i.total,
-                i.starting_balance,
-                i.amount_due,
-                since(i.created)
-            )
-        })
-        .collect();
-    let transactions: Vec<String> = g
-        .balance_transactions
-        .iter()
-        .map(|t| format!("{} {}", t.kind, t.amount))
-        .collect();
-    let notes: Vec<String> = g
-        .credit_notes
-        .iter()
-        .map(|n| format!("{} {}", n.amount, n.status))
-        .collect();
-    format!(
-        "ground truth: balance {}; case credits [{}]; invoices [{}]; balance transactions [{}]; credit notes [{}]",
-        g.customer_balance,
-        credits.join(", "),
-        invoices.join(", "),
-        transactions.join(", "),
-        notes.join(", ")
-    )
-}
-
 /// The file name of shard `shard`'s results, beside where the whole run's would be.
 pub(super) fn shard_file_name(shard: Shard) -> String {
     format!(
         "billing_credit.shard-{}-of-{}.json",
         shard.index, shard.count
     )
-}
-
-/// What verifying the written file found, on the terminal.
-pub(super) fn print_verified(report: &verify::nemesis::check::NemesisReport, signed: &str) {
-    if report.ok {
-        println!(
-            "verify: ok ({} trials, {} receipts, {signed})",
-            report.trials.unwrap_or(0),
-            report.receipts.unwrap_or(0)
-        );
-    } else {
-        eprintln!("verify: the nemesis file does NOT verify:");
-        for f in report.findings.iter().take(10) {
-            eprintln!("  {f}");
-        }
-    }
-}
-
-fn progress(total: usize) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(total as u64);
-    if let Ok(style) =
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} trials")
-    {
-        bar.set_style(style);
-    }
-    bar
-}
-
-pub(super) fn print_summary(file: &NemesisFile, wall_s: f64) {
-    println!("{} trials in {wall_s:.1} s (wall)", file.trials.len());
-    println!(
-        "  {:<18} {:<10} {:>6} {:>10} {:>9} {:>6} {:>9} {:>7} {:>7} {:>7}",
-        "nemesis",
-        "column",
-        "trials",
-        "violations",
-        "upper95",
-        "wrong",
-        "AMBIGUOUS",
-        "p50ms",
-        "p95ms",
-        "maxms"
-    );
-    for s in &file.summary {
-        let o = |v: Option<u64>| v.map_or("-".to_owned(), |x| x.to_string());
-        println!(
-            "  {:<18} {:<10} {:>6} {:>10} {:>8.2}% {:>6} {:>9} {:>7} {:>7} {:>7}{}",
-            s.nemesis,
-            s.column,
-            s.trials,
-            format!(
-                "{}({}/{})",
-                s.violations, s.violations_within, s.within_assumptions
-            ),
-            f64::from(s.within_upper95_ppm) / 10_000.0,
-            s.wrong_answers,
-            s.ambiguous,
-            o(s.settle_p50_ms),
-            o(s.settle_p95_ms),
-            o(s.settle_max_ms),
-            if s.harness_errors > 0 {
-                format!("  HARNESS_ERROR {}", s.harness_errors)
-            } else {
-                String::new()
-            }
-        );
-    }
 }
 
 /// Runs the trial `id` again (its decide worker killed at step `at` when given: the trial's
@@ -481,13 +367,13 @@ pub fn replay(
             slot: 0,
             at: at
                 .map(|a| {
-                    super::faults::POSITIONS
+                    super::steps::POSITIONS
                         .into_iter()
                         .find(|p| *p == a)
                         .ok_or_else(|| {
                             anyhow!(
                                 "--at {a:?} is not a step; expected one of: {}",
-                                super::faults::POSITIONS.join(", ")
+                                super::steps::POSITIONS.join(", ")
                             )
                         })
                 })

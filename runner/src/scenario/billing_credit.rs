@@ -11,7 +11,7 @@ pub struct BillingCredit;
 
 impl ScenarioRun for BillingCredit {
     fn name(&self) -> &'static str {
-        "billing_credit"
+        verify::scenarios::Scenario::BillingCredit.as_str()
     }
 
     fn takes(&self, option: ScenarioOption, _kind: RunKind) -> bool {

@@ -4,24 +4,21 @@
 
 use super::worker::CapPhase;
 use crate::backend::Backend;
-use crate::cell::{
-    cell_seed, describe_exit, kill_and_reap, line_reader, ms, stderr_tail, CellAbort, Line,
-};
+use crate::cell::{cell_seed, CellAbort};
 use crate::cell_error::CellError;
-use crate::worker::{CRASH_LINE_PREFIX, STRIPE_KEY_ENV};
 use rand::{rngs::StdRng, SeedableRng};
 use scenarios::billing_credit::RestartReport;
 use scenarios::shared_cap as cap;
-use std::io::Write;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 use verify::results::FreeForm;
 use verify::shared_cap::plan::PlannedCell;
 use verify::shared_cap::record::{CapCell, OrderRecord, TicketRecord};
+
+mod processes;
+
+use processes::{together, Ended, Worker};
 
 /// Everything a cell needs from the run.
 pub struct CapContext<'a> {
@@ -49,181 +46,14 @@ pub struct CapContext<'a> {
 
 /// The directory ticket `ticket`'s worker keeps its files in: the cell directory when both
 /// workers share a host, else the host's own directory in it (`host-a`, `host-b`).
-fn ticket_dir(ctx: &CapContext<'_>, dir: &Path, ticket: &str) -> PathBuf {
+pub(super) fn ticket_dir(ctx: &CapContext<'_>, dir: &Path, ticket: &str) -> PathBuf {
     match ctx.hosts {
         Some(_) => dir.join(format!("host-{ticket}")),
         None => dir.to_path_buf(),
     }
 }
 
-/// How one worker process ended.
-enum Ended {
-    /// SIGKILLed by the runner at the point it announced.
-    Killed { at: String },
-    /// It finished by itself and reported.
-    Finished(Box<RestartReport>),
-    /// Anything else: a harness error, in words.
-    Failed(String),
-}
-
-/// One worker process to start.
-struct Worker<'a> {
-    column: &'a str,
-    ticket: &'a str,
-    phase: CapPhase,
-    crash: Option<&'a str>,
-    wait_go: bool,
-}
-
-fn spawn(
-    ctx: &CapContext<'_>,
-    dir: &Path,
-    api_key: &str,
-    w: &Worker<'_>,
-) -> Result<Child, CellError> {
-    let Worker {
-        column,
-        ticket,
-        phase,
-        crash,
-        wait_go,
-    } = *w;
-    let name = format!("{}-{ticket}", phase.as_str());
-    let stderr_path = dir.join(format!("{name}.stderr"));
-    let stderr = std::fs::File::create(&stderr_path).map_err(|source| CellError::CreateLog {
-        path: stderr_path,
-        source,
-    })?;
-    let settings = ctx.backend.scenario_settings();
-    // Worker `a` runs on host `a`, `b` on host `b` (restarts included).
-    let host = ctx.hosts.and_then(|h| h.view(ticket));
-    let (mut cmd, base_url) = match host {
-        Some(view) => (
-            super::hosts::Hosts::command(view, ctx.exe),
-            view.base_url.as_str(),
-        ),
-        None => (Command::new(ctx.exe), ctx.backend.base_url()),
-    };
-    cmd.arg("cap-worker")
-        .arg(phase.as_str())
-        .args(["--column", column, "--ticket", ticket])
-        .args(["--crash", crash.unwrap_or(crate::worker::NO_CRASH)])
-        .arg("--cell-dir")
-        .arg(ticket_dir(ctx, dir, ticket))
-        .arg("--key-file")
-        .arg(ctx.key_file)
-        .args(["--base-url", base_url])
-        .args([
-            "--request-timeout-ms",
-            &ms(ctx.backend.request_timeout()).to_string(),
-        ])
-        .args([
-            "--max-in-flight-ms",
-            &ms(settings.max_in_flight).to_string(),
-        ])
-        .args(["--claim-ttl-ms", &ms(settings.claim_ttl).to_string()])
-        .env(STRIPE_KEY_ENV, api_key)
-        // stdin is a pipe the runner writes `go` to (with --wait-go) and otherwise never: a
-        // worker blocks on it at its crash point.
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(stderr))
-        .process_group(0);
-    if wait_go {
-        cmd.arg("--wait-go");
-    }
-    cmd.spawn().map_err(|source| CellError::Spawn {
-        name,
-        exe: ctx.exe.to_owned(),
-        source,
-    })
-}
-
-/// Watches a worker to its end: SIGKILLs it when it announces `crash` (confirming signal 9),
-/// or collects its report when it finishes by itself.
-fn watch(
-    ctx: &CapContext<'_>,
-    mut child: Child,
-    crash: Option<&str>,
-    stderr: &Path,
-) -> Result<Ended, CellAbort> {
-    let lines = line_reader(&mut child);
-    let deadline = Instant::now() + ctx.worker_timeout;
-    let mut output = Vec::new();
-    let announced = loop {
-        if ctx.cancel.load(Ordering::SeqCst) {
-            kill_and_reap(&mut child);
-            return Err(CellAbort::Cancelled);
-        }
-        match lines.recv_timeout(Duration::from_millis(20)) {
-            Ok(Line::Text(l)) => match l.strip_prefix(CRASH_LINE_PREFIX) {
-                Some(point) => break Some(point.trim().to_owned()),
-                None => output.push(l),
-            },
-            Ok(Line::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => break None,
-            Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() > deadline => {
-                kill_and_reap(&mut child);
-                return Ok(Ended::Failed(format!(
-                    "a worker did not finish within {} s and was killed; stderr: {}",
-                    ctx.worker_timeout.as_secs(),
-                    stderr_tail(stderr)
-                )));
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-        }
-    };
-    if let Some(point) = announced {
-        // Child::kill is SIGKILL on Unix; confirm it is what ended the worker.
-        let status = kill_and_reap(&mut child);
-        drop(child.stdin.take());
-        return Ok(match status {
-            _ if Some(point.as_str()) != crash => Ended::Failed(format!(
-                "a worker announced crash point `{point}`, expected `{}`",
-                crash.unwrap_or("none")
-            )),
-            Some(s) if s.signal() == Some(libc::SIGKILL) => Ended::Killed { at: point },
-            Some(s) => Ended::Failed(format!(
-                "a worker was sent SIGKILL but {}",
-                describe_exit(&s)
-            )),
-            None => Ended::Failed("could not collect a killed worker's exit status".into()),
-        });
-    }
-    drop(child.stdin.take());
-    let status = match child.wait() {
-        Ok(s) => s,
-        Err(e) => {
-            return Ok(Ended::Failed(format!(
-                "could not collect a worker's exit: {e}"
-            )))
-        }
-    };
-    if !status.success() {
-        return Ok(Ended::Failed(format!(
-            "a worker {}; stderr: {}",
-            describe_exit(&status),
-            stderr_tail(stderr)
-        )));
-    }
-    let Some(last) = output.iter().rev().find(|l| !l.trim().is_empty()) else {
-        return Ok(Ended::Failed("a worker printed no report".into()));
-    };
-    Ok(match serde_json::from_str::<RestartReport>(last) {
-        Ok(r) => Ended::Finished(Box::new(r)),
-        Err(e) => Ended::Failed(format!("a worker's last line is not a report ({e})")),
-    })
-}
-
-fn go(child: &mut Child) -> Result<(), CellError> {
-    let Some(stdin) = child.stdin.as_mut() else {
-        return Err(CellError::NoStdin);
-    };
-    stdin
-        .write_all(b"go\n")
-        .and_then(|()| stdin.flush())
-        .map_err(CellError::Go)
-}
-
+/// The record of ticket `t`: how its first worker ended and what its final report says.
 fn ticket_record(
     ctx: &CapContext<'_>,
     t: &cap::Ticket,
@@ -279,61 +109,6 @@ pub struct CellSpec<'s> {
 }
 
 /// Starts one worker per entry, blocked on its start pipe, then releases them together and
-/// watches each to its end. With one entry, it just runs.
-fn together(
-    ctx: &CapContext<'_>,
-    dir: &Path,
-    api_key: &str,
-    workers: &[Worker<'_>],
-) -> Result<Result<Vec<Ended>, CellError>, CellAbort> {
-    let mut children = Vec::new();
-    for w in workers {
-        match spawn(ctx, dir, api_key, w) {
-            Ok(c) => children.push(c),
-            Err(e) => {
-                for c in &mut children {
-                    kill_and_reap(c);
-                }
-                return Ok(Err(e));
-            }
-        }
-    }
-    // Every worker is up and blocked on its start signal: release them together. Their stdin
-    // stays open: a worker blocked at its crash point waits on it until the SIGKILL.
-    for i in 0..children.len() {
-        let started = if workers[i].wait_go {
-            go(&mut children[i])
-        } else {
-            Ok(())
-        };
-        if let Err(e) = started {
-            for c in &mut children {
-                kill_and_reap(c);
-            }
-            return Ok(Err(e));
-        }
-    }
-    let ended: Vec<_> = std::thread::scope(|s| {
-        let handles: Vec<_> = children
-            .into_iter()
-            .zip(workers)
-            .map(|(child, w)| {
-                let stderr = dir.join(format!("{}-{}.stderr", w.phase.as_str(), w.ticket));
-                s.spawn(move || watch(ctx, child, w.crash, &stderr))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join()).collect()
-    });
-    let mut out = Vec::new();
-    for e in ended {
-        match e {
-            Ok(r) => out.push(r?),
-            Err(_) => return Ok(Err(CellError::WatcherPanicked)),
-        }
-    }
-    Ok(Ok(out))
-}
-
 /// Runs the two tickets' first phases as `spec.overlap` says; returns how each ended.
 fn first_phases(
     ctx: &CapContext<'_>,

@@ -1,0 +1,106 @@
+//! What a run says about where it came from: the commit of the code that ran, and the command
+//! that reproduces it (with database passwords left out, as it is published).
+
+use crate::clock::ClockStart;
+use std::path::PathBuf;
+
+/// The commit of the code that ran, with `-dirty` appended when tracked files differ from it (as
+/// `git describe --dirty` marks it), so a published run never claims a commit it did not run.
+pub(crate) fn git_commit() -> Option<String> {
+    let dirs = [
+        std::env::current_dir().ok(),
+        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))),
+    ];
+    for dir in dirs.into_iter().flatten() {
+        let out = std::process::Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(&dir)
+            .stderr(std::process::Stdio::null())
+            .output();
+        if let Ok(out) = out {
+            let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            if out.status.success() && text.len() == 40 {
+                let dirty = std::process::Command::new("git")
+                    .args(["status", "--porcelain", "--untracked-files=no"])
+                    .current_dir(&dir)
+                    .stderr(std::process::Stdio::null())
+                    .output()
+                    .map(|o| !o.status.success() || !o.stdout.is_empty())
+                    .unwrap_or(true);
+                return Some(if dirty { format!("{text}-dirty") } else { text });
+            }
+        }
+    }
+    None
+}
+
+/// `arg` as a shell reads it back: as it is when it is plain, else single-quoted.
+fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+".contains(c));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', "'\\''"))
+    }
+}
+
+/// The command that reproduces the run (the seed and the clock start made explicit).
+pub(super) fn reproduce_command(seed: u64, seed_given: bool, clock_start: ClockStart) -> String {
+    let mut parts = vec!["cargo run --release -p runner --".to_string()];
+    parts.extend(
+        std::env::args()
+            .skip(1)
+            .map(|a| shell_quote(&without_password(&a))),
+    );
+    if !seed_given {
+        parts.push(format!("--seed {seed}"));
+    }
+    if !std::env::args().any(|a| a.starts_with("--clock-start")) {
+        parts.push(format!("--clock-start {clock_start}"));
+    }
+    parts.join(" ")
+}
+
+/// A `postgres://user:password@host/db` argument without its password (it is published).
+pub(crate) fn without_password(arg: &str) -> String {
+    let is_url = arg.starts_with("postgres://") || arg.starts_with("postgresql://");
+    match (is_url, arg.find("://"), arg.rfind('@')) {
+        (true, Some(scheme), Some(at)) if at > scheme => {
+            let user = arg[scheme + 3..at].split(':').next().unwrap_or_default();
+            format!("{}{user}@{}", &arg[..scheme + 3], &arg[at + 1..])
+        }
+        _ => arg.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+
+    #[test]
+    fn published_database_urls_carry_no_password() {
+        assert_eq!(
+            without_password("postgres://u:secret@h:5432/db"),
+            "postgres://u@h:5432/db"
+        );
+        assert_eq!(without_password("postgres://h/db"), "postgres://h/db");
+        assert_eq!(without_password("--seed"), "--seed");
+    }
+
+    use super::*;
+
+    #[test]
+    fn quoting_keeps_specs_copy_pasteable() {
+        assert_eq!(
+            shell_quote("before_send:renewal:interlock"),
+            "before_send:renewal:interlock"
+        );
+        assert_eq!(
+            shell_quote("after_send:proration:*"),
+            "'after_send:proration:*'"
+        );
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+    }
+}

@@ -1,0 +1,72 @@
+//! Stopping a run: the Ctrl-C / SIGTERM handler that sets the cancel flag, and the error and
+//! exit code of an interrupted run.
+
+use anyhow::{bail, Context, Result};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// The run was interrupted (Ctrl-C or SIGTERM): workers were killed, nothing was written.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted: workers were stopped and no results were written")]
+pub struct Interrupted;
+
+/// The first stopping signal the run received (SIGINT or SIGTERM), 0 before any.
+static STOPPED_BY: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The exit code of an interrupted run, by the shell's convention 128 + the signal's number:
+/// 130 after Ctrl-C (SIGINT), 143 after SIGTERM.
+pub fn interrupted_exit_code() -> u8 {
+    match STOPPED_BY.load(Ordering::SeqCst) {
+        libc::SIGTERM => 128 + libc::SIGTERM as u8,
+        _ => 128 + libc::SIGINT as u8,
+    }
+}
+
+/// Installs the Ctrl-C / SIGTERM handler: it only sets `cancel` (and remembers which signal came
+/// first, for the exit code); cells see it within ~50 ms, kill their workers and stop.
+pub(crate) fn install_signal_handler(cancel: Arc<AtomicBool>) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot build the signal-handling runtime")?;
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<()>>();
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                use tokio::signal::unix::{signal, SignalKind};
+                let mut int = match signal(SignalKind::interrupt()) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let mut term = match signal(SignalKind::terminate()) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = ready_tx.send(Ok(()));
+                loop {
+                    let signal = tokio::select! {
+                        _ = int.recv() => libc::SIGINT,
+                        _ = term.recv() => libc::SIGTERM,
+                    };
+                    let _ =
+                        STOPPED_BY.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+                    if !cancel.swap(true, Ordering::SeqCst) {
+                        eprintln!("\ninterrupted: stopping workers; no results will be written");
+                    }
+                }
+            })
+        })
+        .context("cannot start the signal thread")?;
+    match ready_rx.recv() {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => bail!("cannot install the Ctrl-C handler: {e}"),
+        Err(_) => bail!("the signal thread stopped before installing its handler"),
+    }
+}
