@@ -143,9 +143,14 @@ fn run_job(args: RunArgs) -> Result<Job, Refused> {
         Some(_) => RunKind::Nemesis,
         None => RunKind::Matrix,
     };
+    if let Some(why) = scenario.and_then(|s| s.not_runnable()) {
+        return Err(Refused(format!(
+            "--scenario {name} cannot be run yet: {why}"
+        )));
+    }
     let runs: Vec<&'static dyn ScenarioRun> = match (scenario, kind) {
         (Some(s), _) => vec![s],
-        (None, RunKind::Matrix) if name == ALL => SCENARIOS.to_vec(),
+        (None, RunKind::Matrix) if name == ALL => crate::scenario::runnable(),
         _ => return Err(Refused(one_scenario_please(kind))),
     };
     for option in ScenarioOption::ALL.into_iter().filter(|o| o.given(&args)) {
@@ -167,7 +172,7 @@ fn run_job(args: RunArgs) -> Result<Job, Refused> {
 
 /// What `--scenario` must be: one scenario for a campaign (`all` runs matrices only).
 fn one_scenario_please(kind: RunKind) -> String {
-    let names: Vec<String> = SCENARIOS
+    let names: Vec<String> = crate::scenario::runnable()
         .iter()
         .map(|s| format!("--scenario {}", s.name()))
         .collect();
@@ -263,7 +268,7 @@ fn run_all(args: &RunArgs) -> anyhow::Result<RunOutcome> {
         harness_errors: 0,
         verified: true,
     };
-    for scenario in SCENARIOS {
+    for scenario in crate::scenario::runnable() {
         let one = scenario.matrix(&each)?;
         total.harness_errors += one.harness_errors;
         total.verified &= one.verified;

@@ -40,8 +40,8 @@ pub(crate) enum TrialError {
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
     /// The emulator could not move the case's clock around the revocation.
-    #[error("{0}")]
-    EmulatorClock(String),
+    #[error(transparent)]
+    EmulatorClock(stripe::emulator::NoSuchClock),
     /// The drawn nemesis needs the embedded emulator, and the run has none.
     #[error("{0} the embedded emulator")]
     NeedsEmulator(&'static str),

@@ -31,6 +31,13 @@ pub trait ScenarioRun: Sync {
         option.belongs_elsewhere()
     }
 
+    /// Why this scenario cannot be run yet, when its rules (verify) and pages (site) are in place
+    /// before its runs are (a skeleton): `--scenario NAME` is refused with this sentence and
+    /// `--scenario all` leaves the scenario out. `None`, the default: its runs are built.
+    fn not_runnable(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Runs the scenario's matrix into `args.out`.
     fn matrix(&self, args: &RunArgs) -> anyhow::Result<RunOutcome>;
 
@@ -127,6 +134,15 @@ impl ScenarioOption {
             owners.join(" or ")
         )
     }
+}
+
+/// The scenarios whose runs are built, in the order `--scenario all` runs them.
+pub fn runnable() -> Vec<&'static dyn ScenarioRun> {
+    SCENARIOS
+        .iter()
+        .copied()
+        .filter(|s| s.not_runnable().is_none())
+        .collect()
 }
 
 /// The scenario named `name`, if there is one.
