@@ -11,8 +11,11 @@ use crate::job::Outcome;
 use crate::run::RunOutcome;
 
 /// Every scenario, in the order `--scenario all` runs them.
-pub const SCENARIOS: &[&dyn ScenarioRun] =
-    &[&billing_credit::BillingCredit, &shared_cap::SharedCap];
+pub const SCENARIOS: &[&dyn ScenarioRun] = &[
+    // One line per scenario.
+    &billing_credit::BillingCredit,
+    &shared_cap::SharedCap,
+];
 
 /// `--scenario all`: every scenario's matrix in turn, then one site over all of them.
 pub const ALL: &str = "all";
