@@ -8,6 +8,7 @@
 //! straight from [`generate`] verifies, and any single edit of it should not.
 
 mod cell;
+pub mod pr_merge;
 
 use cell::cell;
 use ed25519_dalek::SigningKey;

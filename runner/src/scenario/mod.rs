@@ -4,6 +4,7 @@
 //! A scenario is a folder here that implements [`ScenarioRun`], plus one line in [`SCENARIOS`].
 
 pub mod billing_credit;
+pub mod pr_merge;
 pub mod shared_cap;
 
 use crate::cli::RunArgs;
@@ -15,6 +16,7 @@ pub const SCENARIOS: &[&dyn ScenarioRun] = &[
     // One line per scenario.
     &billing_credit::BillingCredit,
     &shared_cap::SharedCap,
+    &pr_merge::PrMerge,
 ];
 
 /// `--scenario all`: every scenario's matrix in turn, then one site over all of them.

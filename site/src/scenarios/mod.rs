@@ -3,6 +3,8 @@
 //! it ([`verify::contract::read_and_check`]), and maps the [`Verified`] value it gets to one
 //! report page through the scenario's [`Views`]. Nothing here reads a file, checks or counts.
 
+pub mod pr_merge;
+
 use crate::error::SiteError;
 use crate::pages::VERSION;
 use crate::provenance::KeyPolicy;
@@ -15,6 +17,7 @@ use verify::receipt::KeyCheck;
 /// Every scenario on the contract the site renders.
 pub static REGISTRY: &[&dyn ScenarioSite] = &[
     // One line per scenario on the contract.
+    &Pages::<verify::scenarios::pr_merge::PrMerge>::NEW,
 ];
 
 /// The registered scenario of this name.

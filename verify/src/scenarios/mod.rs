@@ -7,6 +7,7 @@
 //! Two so far: [`billing_credit`] and [`shared_cap`].
 
 pub mod billing_credit;
+pub mod pr_merge;
 pub mod receipt_proof;
 pub mod shared_cap;
 
@@ -18,6 +19,7 @@ use crate::contract::Registered;
 /// formats of their own and are not listed yet.
 pub static REGISTRY: &[&dyn Registered] = &[
     // One line per scenario on the contract.
+    &crate::contract::Entry::<pr_merge::PrMerge>::NEW,
 ];
 
 /// The registered scenario of this name.

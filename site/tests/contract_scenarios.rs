@@ -1,0 +1,140 @@
+//! A scenario on the contract (pr_merge, `interlock-scenario/1`) in a site: rendered from the
+//! value `verify` hands over after its pipeline passed, listed on the front page, and refused,
+//! with `verify`'s finding named, when the pipeline does not pass under the build's key.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use ed25519_dalek::SigningKey;
+use site::{build_with, BuildOptions, SiteError};
+use std::path::Path;
+
+fn key() -> SigningKey {
+    SigningKey::from_bytes(&[31; 32])
+}
+
+/// A results directory holding one pr_merge file.
+fn results(text: &[u8]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pr_merge.json"), text).unwrap();
+    dir
+}
+
+fn genuine() -> Vec<u8> {
+    serde_json::to_vec(&synthetic::pr_merge::signed_file(&key())).unwrap()
+}
+
+fn build(dir: &Path, pinned: Option<[u8; 32]>) -> Result<tempfile::TempDir, SiteError> {
+    let out = tempfile::tempdir().unwrap();
+    let options = BuildOptions {
+        pinned_key: pinned,
+        ..BuildOptions::default()
+    };
+    build_with(dir, out.path(), &options).map(|_| out)
+}
+
+#[test]
+fn a_verified_pr_merge_file_gets_its_report_data_and_front_page_entry() {
+    let dir = results(&genuine());
+    let out = build(dir.path(), Some(key().verifying_key().to_bytes())).unwrap();
+    let page = std::fs::read_to_string(out.path().join("pr_merge/index.html")).unwrap();
+    assert!(
+        page.contains("32 cells, 32 judged, 8 receipts verified"),
+        "{page}"
+    );
+    // Every column: 8 cells, all held; the two merged_by_other cells answer "merged" while the
+    // merge was someone else's, so they are wrong answers (verify's figures, not the site's).
+    assert!(
+        page.contains(
+            "<th scope=\"row\">interlock</th><td>8/8</td><td>0</td><td>0</td><td>0</td><td>2</td>"
+        ),
+        "{page}"
+    );
+    assert!(
+        page.contains("pinned: the key this site was built with"),
+        "{page}"
+    );
+    assert!(out.path().join("data/pr_merge.json").is_file());
+    let index = std::fs::read_to_string(out.path().join("index.html")).unwrap();
+    assert!(index.contains("href=\"pr_merge/index.html\""), "{index}");
+}
+
+#[test]
+fn a_pr_merge_file_signed_by_another_key_is_refused_under_the_pin_with_verifys_finding() {
+    let dir = results(&genuine());
+    let other = SigningKey::from_bytes(&[32; 32]).verifying_key().to_bytes();
+    match build(dir.path(), Some(other)) {
+        Err(SiteError::Unverified { problem, .. }) => {
+            assert!(problem.contains("signature_not_pinned_key"), "{problem}")
+        }
+        other => panic!("not refused as unverified: {:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn a_pr_merge_file_changed_after_signing_is_refused_and_nothing_is_written() {
+    let mut file = synthetic::pr_merge::signed_file(&key());
+    file.cells[0].ticket.status = "REFUSED:lease".into();
+    let dir = results(&serde_json::to_vec(&file).unwrap());
+    let out = tempfile::tempdir().unwrap();
+    let result = build_with(dir.path(), out.path(), &BuildOptions::default());
+    assert!(matches!(result, Err(SiteError::Unverified { .. })));
+    assert!(!out.path().join("pr_merge").exists());
+}
+
+#[test]
+fn a_scenario_file_of_a_name_the_site_does_not_render_is_refused_as_unreadable() {
+    let mut file = synthetic::pr_merge::signed_file(&key());
+    file.scenario = "nope".into();
+    let dir = results(&serde_json::to_vec(&file).unwrap());
+    match build(dir.path(), None) {
+        Err(SiteError::Unreadable { problem, .. }) => {
+            assert!(problem.contains("not one this site renders"), "{problem}")
+        }
+        other => panic!("not refused as unreadable: {:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn the_front_page_entry_of_a_scenario_run_says_who_signed_it_and_how_that_was_checked() {
+    let dir = results(&genuine());
+    let out = build(dir.path(), None).unwrap();
+    let index = std::fs::read_to_string(out.path().join("index.html")).unwrap();
+    let fingerprint = verify::fingerprint(&key().verifying_key());
+    assert!(
+        index.contains(&format!("signer {fingerprint} (named by the file itself")),
+        "{index}"
+    );
+}
+
+#[test]
+fn a_scenario_run_whose_folder_or_data_another_run_uses_is_refused() {
+    // A pr_merge file named as the committed billing_credit run: its page would replace
+    // billing_credit's report and its data billing_credit's.
+    let dir = results(&genuine());
+    std::fs::rename(
+        dir.path().join("pr_merge.json"),
+        dir.path().join("billing_credit.json"),
+    )
+    .unwrap();
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/billing_credit.json");
+    std::fs::copy(committed, dir.path().join("run.json")).unwrap();
+    match build(dir.path(), None) {
+        Err(SiteError::Data { problem, .. }) => {
+            assert!(problem.contains("another run's"), "{problem}")
+        }
+        other => panic!("not refused: {:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn a_scenario_run_whose_file_name_is_not_a_plain_name_is_refused() {
+    for name in ["..json", "data.json", ".hidden.json"] {
+        let dir = results(&genuine());
+        std::fs::rename(dir.path().join("pr_merge.json"), dir.path().join(name)).unwrap();
+        match build(dir.path(), None) {
+            Err(SiteError::Data { problem, .. }) => {
+                assert!(problem.contains("rename the file"), "{name}: {problem}")
+            }
+            other => panic!("{name} not refused: {:?}", other.map(|_| ())),
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! The want rule and the judgement of a pr_merge cell, from the repository's ground truth.
+
+use super::record::{Branch, Cell, RepoTruth};
+use crate::finding::Finding;
+use serde::{Deserialize, Serialize};
+
+/// The hand-written columns' status for a merge they sent.
+pub const MERGED: &str = "MERGED";
+
+/// What the rules derive for a judged cell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Judgement {
+    /// Merges this case may have made: 1, or 0 when before its first merge (or at all, if it
+    /// made none) the pull request's head left the reviewed head or someone else merged it.
+    pub want: u32,
+    /// Merges of the pull request the case made (every merge but the outage's).
+    pub merges: u32,
+    /// The case merged a head other than the reviewed one.
+    pub merged_unreviewed: bool,
+    /// `merges == want` and nothing unreviewed merged.
+    pub invariant_held: bool,
+    /// The final status says merged exactly when the case made a merge.
+    pub answer_matches: bool,
+}
+
+/// Whether a status says the merge went out (or was already out): the hand-written columns'
+/// [`MERGED`] and `FOUND_BY_LOOKUP`, and every status of the gate that records a commit.
+pub fn status_says_merged(status: &str) -> bool {
+    use crate::scenarios::billing_credit::FOUND_BY_LOOKUP;
+    [MERGED, FOUND_BY_LOOKUP].contains(&status)
+        || crate::protocol::Status::parse(status).is_some_and(crate::protocol::Status::is_committed)
+}
+
+/// The case's merges: every merge commit of the pull request on the base branch but the one the
+/// outage made, as indexes into `truth.updates`.
+fn case_merges(truth: &RepoTruth) -> Vec<usize> {
+    truth
+        .updates
+        .iter()
+        .enumerate()
+        .filter(|(_, u)| u.branch == Branch::Base && u.merged_head.is_some())
+        .filter(|(_, u)| truth.outage_merge.as_deref() != Some(u.commit.as_str()))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The want rule: the case may merge the reviewed head once, unless before its first merge (or
+/// at all, if it made none) the pull request's head moved off the reviewed head or someone else
+/// merged the pull request.
+pub fn want(truth: &RepoTruth) -> u32 {
+    let until = case_merges(truth)
+        .first()
+        .copied()
+        .unwrap_or(truth.updates.len());
+    let before = truth.updates.get(..until).unwrap_or_default();
+    let head_moved = before
+        .iter()
+        .any(|u| u.branch == Branch::Head && u.commit != truth.reviewed_head);
+    let merged_by_other = before
+        .iter()
+        .any(|u| truth.outage_merge.as_deref() == Some(u.commit.as_str()));
+    u32::from(!(head_moved || merged_by_other))
+}
+
+/// The ground truth is read as recorded: an outage merge is one of the updates, and is a merge.
+fn consistent(cell: &Cell) -> Vec<Finding> {
+    let truth = &cell.truth;
+    let mut out = Vec::new();
+    if let Some(m) = &truth.outage_merge {
+        let recorded = truth
+            .updates
+            .iter()
+            .any(|u| &u.commit == m && u.branch == Branch::Base && u.merged_head.is_some());
+        if !recorded {
+            out.push(Finding::new(
+                "truth.outage_merge",
+                crate::finding::code::GROUND_TRUTH_INCONSISTENT,
+                "the outage's merge is not a merge on the base branch",
+            ));
+        }
+    }
+    if (truth.outage_merge.is_some()) != (cell.planned.outage == "merged_by_other") {
+        out.push(Finding::new(
+            "truth.outage_merge",
+            crate::finding::code::GROUND_TRUTH_INCONSISTENT,
+            "an outage merge is recorded exactly when the outage is merged_by_other",
+        ));
+    }
+    out
+}
+
+/// The judgement of a cell; findings when its ground truth does not add up.
+pub fn judge(cell: &Cell) -> Result<Judgement, Vec<Finding>> {
+    let problems = consistent(cell);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let truth = &cell.truth;
+    let merges = case_merges(truth);
+    let merged_unreviewed = merges.iter().any(|&i| {
+        truth
+            .updates
+            .get(i)
+            .and_then(|u| u.merged_head.as_deref())
+            .is_some_and(|h| h != truth.reviewed_head)
+    });
+    let want = want(truth);
+    let count = u32::try_from(merges.len()).unwrap_or(u32::MAX);
+    let says_merged = status_says_merged(&cell.ticket.status);
+    Ok(Judgement {
+        want,
+        merges: count,
+        merged_unreviewed,
+        invariant_held: count == want && !merged_unreviewed,
+        answer_matches: says_merged == (count > 0),
+    })
+}

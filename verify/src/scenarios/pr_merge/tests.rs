@@ -1,0 +1,196 @@
+use super::*;
+use crate::contract::PlanError;
+
+const H: &str = "1111111111111111111111111111111111111111";
+const PUSHED: &str = "2222222222222222222222222222222222222222";
+const BASE: &str = "3333333333333333333333333333333333333333";
+
+fn merge(commit: &str, head: &str) -> RefUpdate {
+    RefUpdate {
+        branch: Branch::Base,
+        commit: commit.into(),
+        merged_head: Some(head.into()),
+    }
+}
+
+fn push(commit: &str) -> RefUpdate {
+    RefUpdate {
+        branch: Branch::Head,
+        commit: commit.into(),
+        merged_head: None,
+    }
+}
+
+fn base(commit: &str) -> RefUpdate {
+    RefUpdate {
+        branch: Branch::Base,
+        commit: commit.into(),
+        merged_head: None,
+    }
+}
+
+fn cell(outage: &str, status: &str, updates: Vec<RefUpdate>, outage_merge: Option<&str>) -> Cell {
+    Cell {
+        planned: Planned {
+            crash_point: "after_send".into(),
+            outage: outage.into(),
+            column: "no_check".into(),
+            repeat: 0,
+        },
+        pull: 1,
+        truth: RepoTruth {
+            reviewed_head: H.into(),
+            updates,
+            outage_merge: outage_merge.map(String::from),
+        },
+        ticket: TicketRecord {
+            status: status.into(),
+            effect_id: None,
+            journal_kinds: None,
+            receipt: None,
+            killed_at: None,
+            first_exit: None,
+        },
+        harness_error: None,
+        worker_output: None,
+        judgement: None,
+    }
+}
+
+fn judged(c: &Cell) -> Judgement {
+    judge(c).unwrap_or_else(|f| panic!("{f:?}"))
+}
+
+#[test]
+fn one_merge_of_the_reviewed_head_is_what_the_case_may_make_without_an_outage() {
+    let j = judged(&cell("none", MERGED, vec![merge("m1", H)], None));
+    assert_eq!(
+        (j.want, j.merges, j.invariant_held, j.answer_matches),
+        (1, 1, true, true)
+    );
+    let j = judged(&cell("none", "REFUSED:approval", vec![], None));
+    assert_eq!(
+        (j.want, j.merges, j.invariant_held, j.answer_matches),
+        (1, 0, false, true)
+    );
+}
+
+#[test]
+fn an_unreviewed_push_before_the_cases_merge_makes_any_merge_a_violation() {
+    // Nothing merged after the push: held.
+    let j = judged(&cell(
+        "unreviewed_push",
+        "REFUSED:stale_premise",
+        vec![push(PUSHED)],
+        None,
+    ));
+    assert_eq!((j.want, j.merges, j.invariant_held), (0, 0, true));
+    // The saved decision re-sent without `sha` merged the pushed head.
+    let j = judged(&cell(
+        "unreviewed_push",
+        MERGED,
+        vec![push(PUSHED), merge("m1", PUSHED)],
+        None,
+    ));
+    assert_eq!(
+        (j.want, j.merges, j.merged_unreviewed, j.invariant_held),
+        (0, 1, true, false)
+    );
+}
+
+#[test]
+fn a_push_after_the_cases_merge_of_the_reviewed_head_leaves_it_held() {
+    let j = judged(&cell(
+        "unreviewed_push",
+        "COMMITTED_ON_QUERY",
+        vec![merge("m1", H), push(PUSHED)],
+        None,
+    ));
+    assert_eq!(
+        (j.want, j.merges, j.invariant_held, j.answer_matches),
+        (1, 1, true, true)
+    );
+}
+
+#[test]
+fn a_merge_by_someone_else_is_not_the_cases_and_leaves_it_nothing_to_merge() {
+    let j = judged(&cell(
+        "merged_by_other",
+        "REFUSED:stale_premise",
+        vec![merge("other", H)],
+        Some("other"),
+    ));
+    assert_eq!(
+        (j.want, j.merges, j.invariant_held, j.answer_matches),
+        (0, 0, true, true)
+    );
+    // The service cannot merge twice, but a file that says so is judged by the same rule.
+    let j = judged(&cell(
+        "merged_by_other",
+        MERGED,
+        vec![merge("other", H), merge("m2", H)],
+        Some("other"),
+    ));
+    assert_eq!((j.want, j.merges, j.invariant_held), (0, 1, false));
+}
+
+#[test]
+fn an_unrelated_base_commit_leaves_one_merge_of_the_reviewed_head_wanted() {
+    let j = judged(&cell(
+        "base_moved",
+        MERGED,
+        vec![base(BASE), merge("m1", H)],
+        None,
+    ));
+    assert_eq!((j.want, j.merges, j.invariant_held), (1, 1, true));
+}
+
+#[test]
+fn an_answer_that_says_merged_without_a_merge_does_not_match() {
+    let j = judged(&cell("none", "COMMITTED", vec![], None));
+    assert!(!j.answer_matches);
+}
+
+#[test]
+fn an_outage_merge_that_is_not_a_recorded_merge_is_inconsistent_ground_truth() {
+    let c = cell(
+        "merged_by_other",
+        MERGED,
+        vec![merge("m1", H)],
+        Some("other"),
+    );
+    assert!(judge(&c).is_err());
+    let c = cell("none", MERGED, vec![merge("m1", H)], Some("m1"));
+    assert!(judge(&c).is_err());
+}
+
+#[test]
+fn the_default_plan_has_every_crash_point_outage_and_column_and_refuses_unknown_names() {
+    let p = plan(&Params::default(), usize::MAX).unwrap_or_default();
+    assert_eq!(p.len(), 2 * 4 * 4);
+    let mut bad = Params::default();
+    bad.columns.push("yolo".into());
+    assert!(plan(&bad, usize::MAX).is_err_and(|e| e.to_string().contains("columns[4]")));
+    let mut twice = Params::default();
+    twice.outages.push("none".into());
+    assert!(plan(&twice, usize::MAX).is_err_and(|e| matches!(e, PlanError::Twice { index: 4, .. })));
+    let none = Params {
+        repeats: 0,
+        ..Params::default()
+    };
+    assert_eq!(plan(&none, usize::MAX), Err(PlanError::NoRepeats));
+}
+
+#[test]
+fn a_plan_larger_than_the_file_is_refused_before_it_is_built() {
+    let huge = Params {
+        repeats: u32::MAX,
+        ..Params::default()
+    };
+    assert_eq!(plan(&huge, 32), Err(PlanError::TooLarge { at_most: 32 }));
+    assert_eq!(
+        plan(&Params::default(), 31),
+        Err(PlanError::TooLarge { at_most: 31 })
+    );
+    assert_eq!(plan(&Params::default(), 32).map(|p| p.len()), Ok(32));
+}
