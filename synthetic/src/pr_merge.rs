@@ -89,7 +89,10 @@ pub fn signed_file(key: &SigningKey) -> ScenarioFile<PrMerge> {
         format: contract::FORMAT.into(),
         scenario: "pr_merge".into(),
         generated_at: "2026-09-13T22:40:00Z".into(),
-        environment: json!({"backend": "git-forge-emulator", "git_commit": "abc"}),
+        environment: [("backend", "git-forge-emulator"), ("git_commit", "abc")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
         params,
         cells,
         summary,

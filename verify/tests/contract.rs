@@ -203,7 +203,10 @@ fn genuine(key: &SigningKey) -> ScenarioFile<Coin> {
         format: contract::FORMAT.into(),
         scenario: "coin".into(),
         generated_at: "2026-09-13T22:40:00Z".into(),
-        environment: json!({"backend": "emulator", "decider": "policy"}),
+        environment: [("backend", "emulator"), ("decider", "policy")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
         params,
         cells,
         summary,

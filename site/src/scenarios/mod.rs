@@ -146,18 +146,11 @@ impl<S: Views> ScenarioSite for Pages<S> {
         let summary = S::summary(&verified);
         let cells = S::cells(&verified);
         let file = verified.file();
-        let environment = match &file.environment {
-            serde_json::Value::Object(m) => m
-                .iter()
-                .map(|(k, v)| {
-                    (
-                        k.clone(),
-                        v.as_str().map_or_else(|| v.to_string(), str::to_owned),
-                    )
-                })
-                .collect(),
-            other => vec![("environment".into(), other.to_string())],
-        };
+        let environment = file
+            .environment
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         let policy = KeyPolicy::of(matches!(key, KeyCheck::Pinned(_)));
         let signed_by = format!(
             "signer {} ({}{})",

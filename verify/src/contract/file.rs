@@ -7,6 +7,7 @@ use ed25519_dalek::{Signer as _, SigningKey};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::Digest as _;
+use std::collections::BTreeMap;
 
 /// The `format` of a scenario results file on the contract.
 pub const FORMAT: &str = "interlock-scenario/1";
@@ -26,8 +27,10 @@ pub struct ScenarioFile<S: Scenario> {
     pub scenario: String,
     /// When the run ended (RFC 3339, UTC).
     pub generated_at: String,
-    /// Where and how the run ran (backend, decider, versions, commit); signed, shown as stated.
-    pub environment: Value,
+    /// Where and how the run ran (backend, decider, versions, commit): names to text, one level
+    /// (a nested value is refused as the file is read, so it costs its text and no tree);
+    /// signed, shown as stated.
+    pub environment: BTreeMap<String, String>,
     /// What decides the plan.
     pub params: S::Params,
     /// Every cell, in plan order.

@@ -8,7 +8,6 @@ use super::Scenario;
 use crate::finding::Finding;
 use crate::receipt::KeyCheck;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::marker::PhantomData;
 
 /// A registered scenario, by name.
@@ -154,8 +153,14 @@ pub fn read_head(text: &[u8]) -> Option<FileHead> {
         format: String,
         scenario: Option<String>,
         generated_at: Option<String>,
-        environment: Option<Value>,
+        // Kept as its text: the head is read before any limit is checked, so nothing of the
+        // file is built as a tree here (every other member is skipped unbuilt).
+        environment: Option<Box<serde_json::value::RawValue>>,
         signature: Option<Signature>,
+    }
+    #[derive(Deserialize)]
+    struct Environment {
+        git_commit: Option<String>,
     }
     // Only a text that names the format at all is parsed here: the older formats go on to their
     // own readers without a second parse.
@@ -171,10 +176,8 @@ pub fn read_head(text: &[u8]) -> Option<FileHead> {
     }
     let commit = head
         .environment
-        .as_ref()
-        .and_then(|e| e.get("git_commit"))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+        .and_then(|e| serde_json::from_str::<Environment>(e.get()).ok())
+        .and_then(|e| e.git_commit);
     Some(FileHead {
         scenario: head.scenario.unwrap_or_default(),
         signer: head.signature.and_then(|s| s.signer),
