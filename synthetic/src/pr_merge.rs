@@ -7,7 +7,7 @@ use verify::contract::{self, FileSignature, ScenarioFile};
 use verify::scenarios::billing_credit::billing_credit_effect_id;
 use verify::scenarios::pr_merge::{
     judge, plan, summarize, Branch, Cell, Params, PrMerge, RefUpdate, RepoTruth, TicketRecord,
-    MERGED,
+    WorkerExit, MERGED,
 };
 
 /// The reviewed head of every case.
@@ -50,6 +50,17 @@ pub fn signed_file(key: &SigningKey) -> ScenarioFile<PrMerge> {
                 commit: format!("{index:040x}"),
                 merged_head: Some(H.into()),
             };
+            // The planned outage shows after the case's merge (so the one merge stays wanted).
+            let outage = match planned.outage.as_str() {
+                "unreviewed_push" => Some((Branch::Head, "2".repeat(40))),
+                "base_moved" => Some((Branch::Base, "3".repeat(40))),
+                _ => None,
+            };
+            let outage = outage.map(|(branch, commit)| RefUpdate {
+                branch,
+                commit,
+                merged_head: None,
+            });
             let gated = planned.column == "interlock";
             let receipt = gated.then(|| receipt(key, &format!("pr-{index}")));
             let mut cell = Cell {
@@ -57,7 +68,7 @@ pub fn signed_file(key: &SigningKey) -> ScenarioFile<PrMerge> {
                 truth: RepoTruth {
                     reviewed_head: H.into(),
                     outage_merge: other.then(|| merge.commit.clone()),
-                    updates: vec![merge],
+                    updates: std::iter::once(merge).chain(outage).collect(),
                 },
                 ticket: TicketRecord {
                     status: if gated { "COMMITTED" } else { MERGED }.into(),
@@ -68,8 +79,12 @@ pub fn signed_file(key: &SigningKey) -> ScenarioFile<PrMerge> {
                             .to_vec()
                     }),
                     receipt,
-                    killed_at: None,
-                    first_exit: None,
+                    killed_at: Some(planned.crash_point.clone()),
+                    first_exit: Some(WorkerExit {
+                        code: None,
+                        signal: Some(9),
+                        at: Some(planned.crash_point.clone()),
+                    }),
                 },
                 planned,
                 harness_error: None,

@@ -63,10 +63,37 @@ pub fn want(truth: &RepoTruth) -> u32 {
     u32::from(!(head_moved || merged_by_other))
 }
 
-/// The ground truth is read as recorded: an outage merge is one of the updates, and is a merge.
+/// The cell is what its plan says and its ground truth is read as recorded: the worker was
+/// killed at the planned crash point; the planned outage, and no other, shows in the repository
+/// (a push of another head, a base commit that is not a merge, a merge by someone else); an
+/// outage merge is one of the updates, and is a merge.
 fn consistent(cell: &Cell) -> Vec<Finding> {
     let truth = &cell.truth;
     let mut out = Vec::new();
+    if cell.ticket.killed_at.as_deref() != Some(cell.planned.crash_point.as_str()) {
+        out.push(Finding::new(
+            "ticket.killed_at",
+            crate::finding::code::CRASH_NOT_PROVEN,
+            "the worker was not killed at the cell's planned crash point",
+        ));
+    }
+    let pushed = truth
+        .updates
+        .iter()
+        .any(|u| u.branch == Branch::Head && u.commit != truth.reviewed_head);
+    let base_moved = truth
+        .updates
+        .iter()
+        .any(|u| u.branch == Branch::Base && u.merged_head.is_none());
+    for (shows, outage) in [(pushed, "unreviewed_push"), (base_moved, "base_moved")] {
+        if shows != (cell.planned.outage == outage) {
+            out.push(Finding::new(
+                "truth.updates",
+                crate::finding::code::GROUND_TRUTH_INCONSISTENT,
+                format!("the repository shows the {outage} outage exactly when it is planned"),
+            ));
+        }
+    }
     if let Some(m) = &truth.outage_merge {
         let recorded = truth
             .updates

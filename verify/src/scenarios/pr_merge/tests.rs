@@ -48,8 +48,12 @@ fn cell(outage: &str, status: &str, updates: Vec<RefUpdate>, outage_merge: Optio
             effect_id: None,
             journal_kinds: None,
             receipt: None,
-            killed_at: None,
-            first_exit: None,
+            killed_at: Some("after_send".into()),
+            first_exit: Some(WorkerExit {
+                code: None,
+                signal: Some(9),
+                at: Some("after_send".into()),
+            }),
         },
         harness_error: None,
         worker_output: None,
@@ -149,6 +153,40 @@ fn an_unrelated_base_commit_leaves_one_merge_of_the_reviewed_head_wanted() {
 fn an_answer_that_says_merged_without_a_merge_does_not_match() {
     let j = judged(&cell("none", "COMMITTED", vec![], None));
     assert!(!j.answer_matches);
+}
+
+#[test]
+fn a_cell_not_killed_at_its_planned_crash_point_is_not_judged() {
+    let mut c = cell("none", MERGED, vec![merge("m1", H)], None);
+    assert!(judge(&c).is_ok());
+    for killed_at in [None, Some("before_send"), Some("never")] {
+        c.ticket.killed_at = killed_at.map(String::from);
+        assert!(judge(&c).is_err(), "{killed_at:?}");
+    }
+}
+
+#[test]
+fn the_planned_outage_and_no_other_shows_in_the_repository() {
+    // A push of another head or a base commit that is not a merge, unplanned or missing.
+    for c in [
+        cell("unreviewed_push", MERGED, vec![merge("m1", H)], None),
+        cell("base_moved", MERGED, vec![merge("m1", H)], None),
+        cell("none", MERGED, vec![merge("m1", H), push(PUSHED)], None),
+        cell("none", MERGED, vec![base(BASE), merge("m1", H)], None),
+        cell(
+            "unreviewed_push",
+            MERGED,
+            vec![base(BASE), push(PUSHED)],
+            None,
+        ),
+    ] {
+        assert!(
+            judge(&c).is_err(),
+            "{:?} {:?}",
+            c.planned.outage,
+            c.truth.updates
+        );
+    }
 }
 
 #[test]
