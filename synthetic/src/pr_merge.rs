@@ -6,8 +6,8 @@ use serde_json::{json, Value};
 use verify::contract::{self, FileSignature, ScenarioFile};
 use verify::scenarios::billing_credit::billing_credit_effect_id;
 use verify::scenarios::pr_merge::{
-    judge, plan, summarize, Branch, Cell, Params, PrMerge, RefUpdate, RepoTruth, TicketRecord,
-    WorkerExit, MERGED,
+    judge, plan, summarize, Branch, Cell, Params, Planned, PrMerge, RefUpdate, RepoTruth,
+    TicketRecord, WorkerExit, MERGED,
 };
 
 /// The reviewed head of every case.
@@ -34,6 +34,60 @@ pub fn receipt(key: &SigningKey, case: &str) -> verify::entry::ReceiptBundle {
     bundle
 }
 
+/// Cell `index` of the plan: the case merged the reviewed head once, the planned outage shows
+/// after that merge, the worker was killed at the planned crash point; judged by the rules.
+fn cell(key: &SigningKey, index: usize, planned: Planned) -> Cell {
+    let other = planned.outage == "merged_by_other";
+    let merge = RefUpdate {
+        branch: Branch::Base,
+        commit: format!("{index:040x}"),
+        merged_head: Some(H.into()),
+    };
+    // The planned outage shows after the case's merge (so the one merge stays wanted).
+    let outage = match planned.outage.as_str() {
+        "unreviewed_push" => Some((Branch::Head, "2".repeat(40))),
+        "base_moved" => Some((Branch::Base, "3".repeat(40))),
+        _ => None,
+    };
+    let outage = outage.map(|(branch, commit)| RefUpdate {
+        branch,
+        commit,
+        merged_head: None,
+    });
+    let gated = planned.column == "interlock";
+    let receipt = gated.then(|| receipt(key, &format!("pr-{index}")));
+    let mut cell = Cell {
+        pull: 1,
+        truth: RepoTruth {
+            reviewed_head: H.into(),
+            outage_merge: other.then(|| merge.commit.clone()),
+            updates: std::iter::once(merge).chain(outage).collect(),
+        },
+        ticket: TicketRecord {
+            status: if gated { "COMMITTED" } else { MERGED }.into(),
+            effect_id: receipt.as_ref().map(|r| r.effect_id.clone()),
+            journal_kinds: receipt.as_ref().map(|_| {
+                ["PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED"]
+                    .map(String::from)
+                    .to_vec()
+            }),
+            receipt,
+            killed_at: Some(planned.crash_point.clone()),
+            first_exit: Some(WorkerExit {
+                code: None,
+                signal: Some(9),
+                at: Some(planned.crash_point.clone()),
+            }),
+        },
+        planned,
+        harness_error: None,
+        worker_output: None,
+        judgement: None,
+    };
+    cell.judgement = judge(&cell).ok();
+    cell
+}
+
 /// A signed pr_merge file of the default plan, judged by the scenario's own rules: every
 /// case merged the reviewed head once (the outage's merge, under `merged_by_other`), the
 /// interlock column's tickets with their sealed receipts.
@@ -43,57 +97,7 @@ pub fn signed_file(key: &SigningKey) -> ScenarioFile<PrMerge> {
         .unwrap_or_default()
         .into_iter()
         .enumerate()
-        .map(|(index, planned)| {
-            let other = planned.outage == "merged_by_other";
-            let merge = RefUpdate {
-                branch: Branch::Base,
-                commit: format!("{index:040x}"),
-                merged_head: Some(H.into()),
-            };
-            // The planned outage shows after the case's merge (so the one merge stays wanted).
-            let outage = match planned.outage.as_str() {
-                "unreviewed_push" => Some((Branch::Head, "2".repeat(40))),
-                "base_moved" => Some((Branch::Base, "3".repeat(40))),
-                _ => None,
-            };
-            let outage = outage.map(|(branch, commit)| RefUpdate {
-                branch,
-                commit,
-                merged_head: None,
-            });
-            let gated = planned.column == "interlock";
-            let receipt = gated.then(|| receipt(key, &format!("pr-{index}")));
-            let mut cell = Cell {
-                pull: 1,
-                truth: RepoTruth {
-                    reviewed_head: H.into(),
-                    outage_merge: other.then(|| merge.commit.clone()),
-                    updates: std::iter::once(merge).chain(outage).collect(),
-                },
-                ticket: TicketRecord {
-                    status: if gated { "COMMITTED" } else { MERGED }.into(),
-                    effect_id: receipt.as_ref().map(|r| r.effect_id.clone()),
-                    journal_kinds: receipt.as_ref().map(|_| {
-                        ["PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED"]
-                            .map(String::from)
-                            .to_vec()
-                    }),
-                    receipt,
-                    killed_at: Some(planned.crash_point.clone()),
-                    first_exit: Some(WorkerExit {
-                        code: None,
-                        signal: Some(9),
-                        at: Some(planned.crash_point.clone()),
-                    }),
-                },
-                planned,
-                harness_error: None,
-                worker_output: None,
-                judgement: None,
-            };
-            cell.judgement = judge(&cell).ok();
-            cell
-        })
+        .map(|(index, planned)| cell(key, index, planned))
         .collect();
     let pairs: Vec<_> = cells
         .iter()
