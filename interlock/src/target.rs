@@ -115,11 +115,21 @@ pub enum TargetError {
         /// The service's answer, in words.
         reason: String,
     },
-    /// The outcome is unknown (timeout, connection lost, 5xx, 409 "in progress"): the request may
-    /// have landed or may still land.
+    /// The outcome is unknown (timeout, connection lost, 5xx): the request may have landed or
+    /// may still land.
     #[error("the target's answer is unknown: {reason}")]
     Unknown {
         /// What went wrong, in words.
+        reason: String,
+    },
+    /// The service answered that an earlier request under the same idempotency key is still
+    /// executing (Stripe's 409 `idempotency_key_in_use`): this request did nothing, and the
+    /// earlier one was in flight when the answer was given, so it may still land. Recovery
+    /// counts the in-flight bound from this answer and keeps probing under the key (DESIGN
+    /// §4.10); it never counts it as an unknown answer.
+    #[error("the target says an earlier request under this key is still executing: {reason}")]
+    InFlight {
+        /// The service's answer, in words.
         reason: String,
     },
     /// The service answered with the saved error of an earlier request under the same
@@ -146,6 +156,7 @@ impl TargetError {
         match self {
             TargetError::Rejected { reason }
             | TargetError::Unknown { reason }
+            | TargetError::InFlight { reason }
             | TargetError::Replayed { reason }
             | TargetError::NotSent { reason } => reason,
         }

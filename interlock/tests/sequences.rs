@@ -143,6 +143,54 @@ fn a_request_landing_after_its_client_gave_up_is_not_refused_away() {
     );
 }
 
+/// Sequence 2c (the referee's beyond-bound case): the client gives up (5 s timeout) while its
+/// request is held at the service for 60 s, far past the declared 5.5 s bound. Every resend under
+/// the key is answered "in use". Counted as unknown answers, recovery stopped resending after
+/// three, trusted a lookup once the bound had passed since the last one and refused the effect,
+/// which landed after. Heard as evidence of a request in flight, each answer restarts the bound
+/// and recovery keeps asking under the key until the held request's own answer comes back: the
+/// journal agrees with the service, and the settling entry lists every answer it heard.
+#[test]
+fn a_request_held_past_the_bound_while_the_service_answers_in_use_is_not_refused_away() {
+    let w = World::new(|clock, _| {
+        let c = clock.clone();
+        MemTarget::new(Tier::One, true)
+            .with_max_in_flight(Duration::from_millis(5_500))
+            .with_clock(clock)
+            .with_apply_hook(Box::new(move |_| {
+                c.fetch_add(5_000, Ordering::SeqCst);
+            }))
+    });
+    w.target.push_faults([Fault::LandsLate(60_000)]);
+    let s = w.gate.submit(&proposal(1000)).unwrap();
+    assert_eq!(s.status, Status::InFlight);
+    let (status, _) = w.recover_until_resolved(&s.effect_id, 100).unwrap();
+    let at = w.clock.load(Ordering::SeqCst) - START_MS;
+    w.advance(60_000);
+    assert_eq!(w.target.landed(&s.effect_id), 1, "the held request landed");
+    assert_eq!(
+        status,
+        Status::CommittedByRetry,
+        "journal says {status} at {at} ms but the service holds the effect"
+    );
+    let entries = w.gate.entries(&s.effect_id).unwrap();
+    let settled = entries.last().unwrap();
+    let answers = settled["resend_answers"]["answers"].as_array().unwrap();
+    let classes: Vec<&str> = answers
+        .iter()
+        .map(|a| a["answer"].as_str().unwrap())
+        .collect();
+    assert!(classes.len() > 3, "{classes:?}");
+    assert_eq!(classes.last(), Some(&"applied"), "{classes:?}");
+    assert!(
+        classes[..classes.len() - 1].iter().all(|c| *c == "in_use"),
+        "{classes:?}"
+    );
+    assert!(answers[0]["said"]
+        .as_str()
+        .is_some_and(|said| said.contains("in progress")));
+}
+
 /// Sequence 2b: the sender stalls 60 s between DISPATCHED and the send (alive, holding its
 /// claim), then sends and dies. The wait counts from when recovery found the claim free, not from
 /// the DISPATCHED timestamp: no second effect.

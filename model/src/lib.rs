@@ -49,6 +49,11 @@ pub enum Bug {
     /// Recovery of a tier-1 dispatch ignores a replayed failure: it resends under the key again
     /// and again and never settles by lookup.
     ResendWithoutLookup,
+    /// Recovery counts a resend answered "in use" (an earlier request under the key still
+    /// executing) as an unknown answer: after `max_unknown_answers` of them it stops asking
+    /// under the key and trusts a lookup once the bound passed since its own resend, though
+    /// the service had just said a request was in flight.
+    InUseCountedAsUnknown,
     /// Recovery takes an effect over while its claim is held by a live process.
     TakeOverLiveHolder,
     /// Recovery trusts a "not found" from a lookup sent before the in-flight bound passed, once
@@ -94,6 +99,10 @@ pub struct GateModel {
     pub max_unknown_answers: u32,
     /// Requests can end after their bound (the assumption broken).
     pub land_late: bool,
+    /// A process can give up on any answer (a timeout): it hears "unknown" whatever the
+    /// service did. Off, every answer reaches the process still waiting for it (a crash still
+    /// loses it).
+    pub lost_answers: bool,
     /// The store's send window L, in ticks, where claims can be lost while their holder lives
     /// (a database session): a holder confirms its claim right before it sends and may send
     /// only before the confirmation plus L. `None`: claims are lost only with their holder (a
@@ -130,6 +139,7 @@ impl GateModel {
             rejects: true,
             max_unknown_answers: 1,
             land_late: false,
+            lost_answers: true,
             send_window: None,
             claim_losses: 0,
             fenced_writes: false,
@@ -150,7 +160,8 @@ impl GateModel {
 
     /// The most resends recovery may make of one dispatch before it decides: each recovering
     /// process (a crash makes a fresh one) stops resending after `max_unknown_answers` unknown
-    /// answers and one replayed failure.
+    /// answers and one replayed failure. Resends answered "in use" are not counted: they did
+    /// nothing, and a process asks again after one only once the clock has moved on.
     pub fn resend_bound(&self) -> u8 {
         let incarnations = self.proposals.len() as u32 + u32::from(self.crashes);
         u8::try_from(incarnations * (self.max_unknown_answers + 1)).unwrap_or(u8::MAX)

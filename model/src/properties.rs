@@ -100,6 +100,7 @@ pub fn expected_failure(bug: Bug) -> &'static str {
         Bug::StaleNotFoundTrusted => ONE_LANDING,
         Bug::NoSendDeadline => I2_SEND,
         Bug::TakeOverWaitsOnlyInFlight => I2_SEND,
+        Bug::InUseCountedAsUnknown => REFUSED_NOT_LANDED,
     }
 }
 

@@ -30,7 +30,7 @@ impl Outcome {
             Outcome::Failed => SendAnswer::Unknown,
             Outcome::Rejected => SendAnswer::Rejected,
             Outcome::Replayed => SendAnswer::Replayed,
-            Outcome::InProgress => SendAnswer::Unknown,
+            Outcome::InProgress => SendAnswer::InFlight,
         }
     }
 }

@@ -78,8 +78,10 @@ fn a_lost_answer_after_the_credit_landed_ends_with_one_credit_in_every_column() 
     }
 }
 
-/// The send times out at the client and lands later. The gate's resend meets Stripe's 409 "in
-/// progress" (outcome unknown), waits the stated instant, and is answered by the replay.
+/// The send times out at the client and lands later. The gate's resend meets Stripe's 409
+/// `idempotency_key_in_use` (a request in flight, not an unknown answer), waits the stated
+/// instant, asks again under the key and is answered by the replay; the COMMITTED entry lists
+/// both answers.
 #[test]
 fn a_send_that_times_out_and_lands_later_is_committed_once() {
     let mut env = Env::new();
@@ -113,6 +115,16 @@ fn a_send_that_times_out_and_lands_later_is_committed_once() {
         committed["evidence"]["credit"],
         json!(truth.case_credits[0].id)
     );
+    let answers = committed["resend_answers"]["answers"].as_array().unwrap();
+    assert_eq!(answers[0]["answer"], "in_use", "{answers:?}");
+    assert!(
+        answers[0]["said"]
+            .as_str()
+            .unwrap()
+            .contains("idempotency_key_in_use"),
+        "{answers:?}"
+    );
+    assert_eq!(answers.last().unwrap()["answer"], "applied", "{answers:?}");
 }
 
 /// Sequence 2a against the emulator: the credit POST executes 2 s past its client's timeout and

@@ -97,8 +97,11 @@ pub enum SendAnswer {
     Applied,
     /// The service said no: settled, not done as far as it knows.
     Rejected,
-    /// Timeout, lost connection, 5xx, 409 "in progress": it may have landed or may still land.
+    /// Timeout, lost connection, 5xx: it may have landed or may still land.
     Unknown,
+    /// "An earlier request under this key is still executing" (a 409 "in use"): this request
+    /// did nothing; the earlier one was in flight when the service answered.
+    InFlight,
     /// The saved failure of an earlier request under the same key.
     Replayed,
 }
@@ -108,7 +111,7 @@ pub fn after_send(answer: SendAnswer) -> AfterSend {
     match answer {
         SendAnswer::Applied => AfterSend::Commit,
         SendAnswer::Rejected => AfterSend::SettleRejected,
-        SendAnswer::Unknown | SendAnswer::Replayed => AfterSend::LeaveOpen,
+        SendAnswer::Unknown | SendAnswer::InFlight | SendAnswer::Replayed => AfterSend::LeaveOpen,
     }
 }
 

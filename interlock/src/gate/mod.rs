@@ -31,12 +31,14 @@ type Clock = Box<dyn Fn() -> u64 + Send + Sync>;
 
 /// What one recoverer remembers about an open dispatch between its rounds (a fresh process
 /// learns it again: at the cost of one more resend).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct RecoveryMemory {
     /// A replayed failure proved the requests under the key finished.
     pub finished: bool,
     /// Resends answered "unknown".
     pub unknown_answers: u32,
+    /// Every resend's answer, oldest first, for the entry that settles the dispatch.
+    pub answers: crate::recover::answers::Answers,
     /// Why a claim record of this dispatch was not believed, if one was not (said on the entry
     /// that settles it).
     pub record_ignored: Option<&'static str>,

@@ -27,6 +27,7 @@ fn send_answer(answer: &Result<Value, TargetError>) -> SendAnswer {
         Err(TargetError::Rejected { .. }) => SendAnswer::Rejected,
         // A request that did not leave is answered before this is asked.
         Err(TargetError::Unknown { .. } | TargetError::NotSent { .. }) => SendAnswer::Unknown,
+        Err(TargetError::InFlight { .. }) => SendAnswer::InFlight,
         Err(TargetError::Replayed { .. }) => SendAnswer::Replayed,
     }
 }

@@ -1,6 +1,7 @@
 //! The decisions that end a recovery round, carried out: COMMITTED found, a resolving REFUSED,
 //! AMBIGUOUS, or a wait for the in-flight bound.
 
+use super::answers::Answers;
 use super::{OpenDispatch, Round};
 use crate::decide::{Next, RecoveryFacts};
 use crate::gate::{duration_ms, Gate, GateError};
@@ -34,13 +35,14 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 )
             }
             Next::Refuse(code) => {
-                let mut fields = json!({"code": code.as_str(), "reason": refusal_reason(code), "rechecked": rechecked, "resolves": true});
+                let reason = self.refusal_reason(code, &d.hash);
+                let mut fields = json!({"code": code.as_str(), "reason": reason, "rechecked": rechecked, "resolves": true});
                 if let (RefusalCode::OverBudget, Some(m)) = (code, fields.as_object_mut()) {
                     // Where every over_budget refusal keeps it, for verify.
                     let budget = m.get("rechecked").and_then(|r| r.get("budget")).cloned();
                     m.insert("budget".into(), budget.unwrap_or(Value::Null));
                 }
-                self.record_assumption(&mut fields, &round.facts);
+                self.record_assumption(&mut fields, &round.facts, &d.hash);
                 self.resolve(
                     (eid, &d.hash),
                     Kind::Refused,
@@ -95,7 +97,12 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     /// Record on a REFUSED or REAPPLIED the in-flight assumption its "not found" rests on, and
     /// beside it, when an earlier holder may have lived, the send window it waited out and the
     /// instant that holder could send until.
-    pub(super) fn record_assumption(&self, fields: &mut Value, facts: &RecoveryFacts) {
+    pub(super) fn record_assumption(
+        &self,
+        fields: &mut Value,
+        facts: &RecoveryFacts,
+        dispatch: &str,
+    ) {
         if let (Some(m), Some(bound)) = (fields.as_object_mut(), facts.caps.max_in_flight) {
             m.insert("assumed_max_in_flight_ms".into(), json!(duration_ms(bound)));
             if let (Some(until), Some(window)) =
@@ -104,10 +111,14 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 m.insert("assumed_send_window_ms".into(), json!(duration_ms(window)));
                 m.insert("holder_sends_until_ms".into(), json!(self.wall_of(until)));
             }
-            m.insert(
-                "counted_from_ms".into(),
-                json!(self.wall_of(facts.in_flight.counted_from_ms)),
-            );
+            // Counted from an "in use" answer: that answer's own instant, so a reader can see
+            // the bound start at the last answer that said a request was still executing.
+            let from = facts.in_flight.counted_from_ms;
+            let at = self
+                .answers_of(dispatch)
+                .in_use_at(from)
+                .unwrap_or_else(|| self.wall_of(from));
+            m.insert("counted_from_ms".into(), json!(at));
         }
     }
     /// Write the resolving entry (only while the dispatch is still open) and report it.
@@ -119,6 +130,11 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         status: Status,
         claim: &Claim<'_>,
     ) -> Result<RecoveryOutcome, GateError> {
+        let mut fields = fields;
+        if let (Some(m), Some(answers)) = (fields.as_object_mut(), self.answers_of(d_hash).field())
+        {
+            m.insert("resend_answers".into(), answers);
+        }
         match self.append_if_open(eid, d_hash, kind, fields, Some(claim))? {
             Some(_) => Ok(RecoveryOutcome::Resolved(status)),
             None => Err(GateError::LostDispatch {
@@ -129,6 +145,32 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
 }
 
 /// The one-sentence reason of a refusal at recovery.
+impl<T: Target, L: LeaseStore> Gate<T, L> {
+    /// The answers this recoverer heard to its resends of `dispatch`.
+    pub(super) fn answers_of(&self, dispatch: &str) -> Answers {
+        self.memory
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(dispatch)
+            .map(|m| m.answers.clone())
+            .unwrap_or_default()
+    }
+
+    /// A resolving refusal's reason; when the service failed the request, with what the
+    /// service said last.
+    fn refusal_reason(&self, code: RefusalCode, dispatch: &str) -> String {
+        let reason = refusal_reason(code);
+        match (code, self.answers_of(dispatch).last()) {
+            (RefusalCode::TargetFailedAtRecovery, Some(last)) => format!(
+                "{reason} The service's last answer to a resend ({}): {}",
+                last.class.as_str(),
+                last.said
+            ),
+            _ => reason.to_owned(),
+        }
+    }
+}
+
 fn refusal_reason(code: RefusalCode) -> &'static str {
     match code {
         RefusalCode::LeaseAtRecovery => "The lease no longer holds at recovery and a lookup, trusted once the target's in-flight bound had passed, did not find the send.",

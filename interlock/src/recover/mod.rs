@@ -16,6 +16,7 @@ use crate::store::Claim;
 use crate::target::{Target, Tier};
 use serde_json::{Map, Value};
 
+pub(crate) mod answers;
 mod conclude;
 mod questions;
 mod resend;

@@ -1,6 +1,7 @@
 //! A recovery resend of the recorded payload under the same effect id, and what its answer
 //! leaves the round with.
 
+use super::answers::ResendAnswer;
 use super::{AfterResend, OpenDispatch};
 use crate::claim::Role;
 use crate::decide::RecoveryFacts;
@@ -41,6 +42,8 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         let result = self.target.apply_before(eid, &d.effect, &d.hash, deadline);
         // Whatever left, left before the call returned: the bound counts from here.
         let sent_at = self.mono_ms();
+        let answer = ResendAnswer::new(&result, self.wall_of(sent_at), sent_at);
+        self.remember(&d.hash, |m| m.answers.push(answer));
         if result.is_err() {
             self.write_resend_record(eid, d, facts, claim, Some(sent_at))?;
         }
@@ -82,6 +85,40 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                     self.unknown_resend(via, facts, sent_at, &reason),
                 ))
             }
+            // Evidence that a request under the key is executing now (DESIGN §4.10): not an
+            // unknown answer, so it never ends the probing under the key. The bound counts from
+            // this answer (the record written above says so), and the key is asked again.
+            Err(TargetError::InFlight { reason }) => Ok(AfterResend::Report(
+                self.in_use_resend(via, facts, sent_at, &reason),
+            )),
+        }
+    }
+
+    /// The service says an earlier request under the key is still executing: blocked for the
+    /// retry interval under the key (its answer then is the earlier request's, once it ends),
+    /// or, for a reapply, until the bound has passed since this answer.
+    fn in_use_resend(
+        &self,
+        via: Via,
+        facts: &RecoveryFacts,
+        sent_at: u64,
+        reason: &str,
+    ) -> RecoveryOutcome {
+        let until = match (via, facts.caps.max_in_flight) {
+            (Via::RecoveryReapply, Some(bound)) => {
+                let from = sent_at.max(facts.lost_holder_sends_until_ms.unwrap_or(0));
+                self.wall_of(from).saturating_add(duration_ms(bound))
+            }
+            _ => self
+                .now_ms()
+                .saturating_add(duration_ms(self.config.retry_interval)),
+        };
+        RecoveryOutcome::Blocked {
+            holder: Holder::Target,
+            until_ms: until,
+            reason: format!(
+                "The service says an earlier request under this key is still executing ({reason}); the in-flight bound counts from this answer, and recovery asks again under the key."
+            ),
         }
     }
 
@@ -123,7 +160,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         let mut fields =
             json!({"via": via.as_str(), "evidence": recordable(evidence), "rechecked": rechecked});
         if via == Via::RecoveryReapply {
-            self.record_assumption(&mut fields, facts);
+            self.record_assumption(&mut fields, facts, &d.hash);
         }
         if let (Via::RetryIdempotent, Some(m)) = (via, fields.as_object_mut()) {
             // Resent under the key because the dispatch looked younger than the dedup

@@ -65,7 +65,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(&dispatch.hash)
-            .copied()
+            .cloned()
             .unwrap_or_default();
         Ok(Some(TakenOver {
             dispatch,

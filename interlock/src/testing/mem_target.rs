@@ -303,7 +303,7 @@ impl MemTarget {
         if self.tier == Tier::One {
             // The key: in progress while a first request executes; a saved error is replayed.
             if st.pending.iter().any(|(e, _, _)| e == effect_id) {
-                return Err(TargetError::Unknown {
+                return Err(TargetError::InFlight {
                     reason: "a request with this idempotency key is in progress".into(),
                 });
             }

@@ -37,7 +37,7 @@ pub enum Fault {
     /// The client gives up (the answer is unknown) while the request is still executing at the
     /// service: it lands this many milliseconds later, by the target's clock
     /// ([`MemTarget::with_clock`]). Until then a tier-1 resend under the same key is answered
-    /// "in progress" (unknown).
+    /// "in progress" ([`TargetError::InFlight`]).
     LandsLate(u64),
     /// The request executes and fails at the service (an internal error, nothing lands); a
     /// tier-1 service saves that error under the key and replays it to every resend.

@@ -28,6 +28,10 @@ pub struct Memory {
     pub finished: bool,
     /// Resends answered "unknown".
     pub unknown_answers: u8,
+    /// Its last resend was answered "in use" (an earlier request under the key still
+    /// executing) at the current tick: it asks again only once the clock has moved on, as the
+    /// gate waits its retry interval. Cleared when the clock ticks.
+    pub told_in_use: bool,
 }
 
 /// A submit in progress.

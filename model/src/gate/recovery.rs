@@ -131,6 +131,7 @@ impl GateModel {
                         dispatch: r.dispatch,
                         finished: false,
                         unknown_answers: 0,
+                        told_in_use: false,
                     });
                 f(&mut m);
                 proc.memory = Some(m);
@@ -176,7 +177,25 @@ impl GateModel {
                     proc.act = Activity::Recovering(r);
                 }
             }
-            SendAnswer::Unknown => {
+            SendAnswer::InFlight if !self.has(Bug::InUseCountedAsUnknown) => {
+                // A request under the key is executing now: the bound counts from this answer
+                // (the record says so, as the gate's resend record does), it is no unknown
+                // answer, and the key is asked again once the clock has moved on.
+                let now = s.now;
+                memory(s, &|m| m.told_in_use = true);
+                // A probe answered "in use" did nothing: it is not counted among the resends
+                // the progress property bounds (the clock bounds these).
+                s.resends = s.resends.saturating_sub(1);
+                if let Some(rec) = s
+                    .record
+                    .as_mut()
+                    .filter(|rec| rec.dispatch == r.dispatch && rec.recovering)
+                {
+                    rec.in_flight_from = Some(now);
+                }
+                self.end_round(s, p, false);
+            }
+            SendAnswer::Unknown | SendAnswer::InFlight => {
                 memory(s, &|m| {
                     m.unknown_answers = m.unknown_answers.saturating_add(1)
                 });

@@ -137,7 +137,10 @@ impl Model for GateModel {
                             actions.push(Action::Propose(p));
                         }
                         let holder_live = s.claim.is_some_and(|h| h != p);
+                        // Told "in use" at this instant: it asks again once the clock moved on.
+                        let told_in_use = proc.memory.is_some_and(|m| m.told_in_use);
                         if f.open.is_some()
+                            && !told_in_use
                             && (s.claim.is_none()
                                 || (holder_live && self.has(Bug::TakeOverLiveHolder)))
                         {
@@ -152,7 +155,9 @@ impl Model for GateModel {
                             if let Some(o) = r.outcome {
                                 actions.push(Action::Answer(p, o.answer()));
                             }
-                            if r.outcome.map(Outcome::answer) != Some(SendAnswer::Unknown) {
+                            if self.lost_answers
+                                && r.outcome.map(Outcome::answer) != Some(SendAnswer::Unknown)
+                            {
                                 actions.push(Action::Answer(p, SendAnswer::Unknown));
                             }
                         }
@@ -266,7 +271,12 @@ impl Model for GateModel {
                     .copied()?;
                 s.journal.push(old);
             }
-            Action::Tick => s.now += 1,
+            Action::Tick => {
+                s.now += 1;
+                for m in s.procs.iter_mut().filter_map(|p| p.memory.as_mut()) {
+                    m.told_in_use = false;
+                }
+            }
             Action::LoseClaim => {
                 s.losses_left -= 1;
                 let holder = s.claim.take()?;

@@ -161,6 +161,10 @@ pub(crate) fn to_target_error(e: &stripe::StripeError, what: &str) -> TargetErro
         TargetError::Replayed {
             reason: format!("{what}: {e}"),
         }
+    } else if e.key_in_use() {
+        TargetError::InFlight {
+            reason: format!("{what}: {e}"),
+        }
     } else if e.is_rejected() {
         TargetError::Rejected {
             reason: format!("{what}: {e}"),
@@ -181,10 +185,13 @@ pub(crate) fn scenario_to_target_error(e: ScenarioError) -> TargetError {
                 reason: e.to_string(),
             }
         }
+        ScenarioError::Stripe { source, .. } if source.key_in_use() => TargetError::InFlight {
+            reason: e.to_string(),
+        },
         ScenarioError::Stripe { source, .. } if source.is_rejected() => TargetError::Rejected {
             reason: e.to_string(),
         },
-        // Everything else may have landed (timeouts, 5xx, 409, an unreadable 2xx answer).
+        // Everything else may have landed (timeouts, 5xx, another 409, an unreadable 2xx answer).
         _ => TargetError::Unknown {
             reason: e.to_string(),
         },

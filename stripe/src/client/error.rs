@@ -146,6 +146,15 @@ impl StripeError {
         }
     }
 
+    /// True when the service said an earlier request under the same idempotency key is still
+    /// executing (HTTP 409 `idempotency_key_in_use`), as the last answer when retries ran out
+    /// too: nothing of this request was applied, and the earlier one was in flight when the
+    /// service answered.
+    pub fn key_in_use(&self) -> bool {
+        self.api()
+            .is_some_and(|f| f.status == 409 && f.code.as_deref() == Some("idempotency_key_in_use"))
+    }
+
     /// True when the service answered and said no (HTTP 4xx other than 409 and
     /// 429): the request was not applied and resending it unchanged will not help.
     pub fn is_rejected(&self) -> bool {
