@@ -6,6 +6,11 @@
 //! [`receipt::verify_bundle`] for one receipt, [`check::verify_results`] for a results file,
 //! [`original::verify_original_results`] for the original Python implementation's results, and
 //! [`load::load_document`] / [`load::load_results`] to read any of them strictly.
+//!
+//! The trusted core (canonical JSON, entries, receipt chains and replay, seals, signatures) is the
+//! crate `verify_core`, fenced by the compiler; its modules are re-exported at their older paths
+//! ([`trusted`], [`canonical`], [`entry`], [`receipt`], [`seal`], [`signatures`], [`problem`],
+//! [`pycompat`]).
 
 pub mod trusted;
 
@@ -15,7 +20,6 @@ pub mod binding;
 pub mod budget;
 pub mod check;
 pub mod cli;
-mod compact;
 pub mod contract;
 pub mod display;
 pub mod entry;
@@ -25,10 +29,12 @@ pub mod load;
 pub mod manifest;
 pub mod nemesis;
 pub mod original;
-pub mod problem;
+/// `Problem` and every receipt problem code, from the trusted core (`verify_core::problem`).
+pub use verify_core::problem;
 pub mod protocol;
 pub mod provenance;
-pub mod pycompat;
+/// The original Python implementation's hashing, from the trusted core (`verify_core::pycompat`).
+pub use verify_core::pycompat;
 pub mod receipt;
 pub mod replayed;
 pub mod results;

@@ -74,12 +74,6 @@ impl fmt::Display for RefusalCode {
 /// The `code` written on every AMBIGUOUS entry.
 pub const AMBIGUOUS_CODE: &str = "ambiguous";
 
-impl fmt::Display for Via {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// What the gate answers for one effect (`submit`, or recovery), and what its entries record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Status {

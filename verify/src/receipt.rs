@@ -1,16 +1,15 @@
-//! Receipt verification: the checks live in the trusted core ([`crate::trusted::receipt`]); this
-//! module holds the report they fill in (data only: what a receipt proves, as the core derived
-//! it) and spreads many receipts over threads (the fast path for results files).
+//! Receipt verification: the checks, and the report they fill in (`ReceiptReport`, `Happened`,
+//! `Refusal`), live in the trusted core (the `verify-core` crate: `verify_core::receipt`,
+//! `verify_core::report`), re-exported here; this module spreads many receipts over threads (the
+//! fast path for results files).
 
-pub use crate::trusted::receipt::*;
-pub(crate) use crate::trusted::receipt::{verify_group, SignerRule, Vetted};
+pub use verify_core::receipt::*;
+pub use verify_core::report::{Happened, ReceiptReport, Refusal};
 
-use crate::problem::Problem;
-use crate::trusted::entry::ReceiptBundle;
-use crate::trusted::signatures;
 use rayon::prelude::*;
-use serde::{Serialize, Serializer};
 use serde_json::Value;
+use verify_core::entry::ReceiptBundle;
+use verify_core::signatures;
 
 /// Receipts per group: about [`signatures::BATCH_SIZE`] signatures of sealed 4-entry receipts (four
 /// entries and a head each), so that a group fills one batch and leaves no small one over.
@@ -54,141 +53,5 @@ fn touch(v: &Value) -> usize {
             .map(|(k, v)| usize::from(k.as_bytes().first().copied().unwrap_or(0)) ^ touch(v))
             .fold(0, usize::wrapping_add),
         _ => 1,
-    }
-}
-
-/// Whether the effect happened at the target, as the receipt proves it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Happened {
-    /// A COMMITTED entry records it.
-    Yes,
-    /// Nothing was sent, or every send was refused as never landed.
-    No,
-    /// An AMBIGUOUS entry, or a dispatch still open: nobody can know.
-    Unknown,
-}
-
-impl Happened {
-    /// Whether this agrees with the target holding (`true`) or not holding the effect.
-    /// `Unknown` agrees with neither.
-    pub fn agrees_with(self, exists: bool) -> bool {
-        matches!(
-            (self, exists),
-            (Happened::Yes, true) | (Happened::No, false)
-        )
-    }
-}
-
-impl Serialize for Happened {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Happened::Yes => s.serialize_bool(true),
-            Happened::No => s.serialize_bool(false),
-            Happened::Unknown => s.serialize_str("unknown"),
-        }
-    }
-}
-
-impl std::fmt::Display for Happened {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Happened::Yes => "true",
-            Happened::No => "false",
-            Happened::Unknown => "unknown",
-        })
-    }
-}
-
-/// The last refusal of an effect that did not happen.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Refusal {
-    /// Machine code (`None` in the original format, which had none).
-    pub code: Option<String>,
-    /// The human reason (a list of reasons in the original is joined with `"; "`).
-    pub reason: String,
-}
-
-/// What one receipt proves, and every problem found in it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ReceiptReport {
-    /// The bundle's effect id.
-    pub effect_id: String,
-    /// `interlock-receipt/1` or `python-original` (or the unknown format found).
-    pub format: String,
-    /// No problem was found.
-    pub valid: bool,
-    /// Every entry belongs to the effect, its hash recomputes and its `prev` links.
-    pub chain_consistent: bool,
-    /// Every entry carries a valid signature; `None` for the unsigned original format.
-    pub signed: Option<bool>,
-    /// `pinned`, `self-attested`, or `none` (unsigned format).
-    pub key: String,
-    /// The signer named by the entries (hex), if any.
-    pub signer: Option<String>,
-    /// Whether the effect happened, as the receipt proves it. Only a sealed receipt can prove
-    /// that it did not: without a verified seal a receipt cut short reads as its prefix, so an
-    /// unsealed one is at most [`Happened::Unknown`] where its entries say [`Happened::No`].
-    pub happened: Happened,
-    /// What the entries by themselves say happened, seal or no seal (a receipt cut after
-    /// AUTHORIZED says `No`). Not a proof: kept to compare with verifiers that had no seal (the
-    /// original Python implementation's statements).
-    pub entries_say: Happened,
-    /// Never committed twice, never dispatched while a dispatch was open or after a commit.
-    pub happened_once: bool,
-    /// Every send that counts had a live grant that covers it; `None` if nothing was sent.
-    pub authorized_when_fired: Option<bool>,
-    /// Every send that counts recorded no premise violation; `None` if nothing was sent.
-    pub assumptions_held: Option<bool>,
-    /// The last refusal, when the effect did not happen.
-    pub refused: Option<Refusal>,
-    /// The COMMITTED entry's evidence (`evidence`, or `result`/`found` in the original).
-    pub evidence: Option<Value>,
-    /// The COMMITTED entry's `via`.
-    pub via: Option<String>,
-    /// The kind of the last entry.
-    pub final_kind: Option<String>,
-    /// The last `rechecked` recorded (the checks at recovery).
-    pub rechecked_at_recovery: Option<Value>,
-    /// The entries' kinds, in order (`?` for an entry without one).
-    pub journal_kinds: Vec<String>,
-    /// Every problem, ordered by entry.
-    pub problems: Vec<Problem>,
-}
-
-impl ReceiptReport {
-    /// A report before any check: not valid, nothing proven, no problem yet.
-    pub(crate) fn empty(bundle: &ReceiptBundle, key: &str) -> ReceiptReport {
-        ReceiptReport {
-            effect_id: bundle.effect_id.clone(),
-            format: bundle.format.clone(),
-            valid: false,
-            chain_consistent: false,
-            signed: None,
-            key: key.to_owned(),
-            signer: None,
-            happened: Happened::Unknown,
-            entries_say: Happened::Unknown,
-            happened_once: true,
-            authorized_when_fired: None,
-            assumptions_held: None,
-            refused: None,
-            evidence: None,
-            via: None,
-            final_kind: None,
-            rechecked_at_recovery: None,
-            journal_kinds: Vec::new(),
-            problems: Vec::new(),
-        }
-    }
-}
-
-impl std::fmt::Display for Problem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (self.entry, &self.kind) {
-            (Some(i), Some(k)) => write!(f, "entry {i} ({k}): ")?,
-            (Some(i), None) => write!(f, "entry {i}: ")?,
-            _ => {}
-        }
-        write!(f, "[{}] {}", self.code, self.message)
     }
 }

@@ -4,12 +4,12 @@
 //! prefix. The head closes it: `{effect_id, count, last, ts_ms}` signed over
 //! `"interlock-head-v1:" + canonical JSON` by the key that signed the entries. A sealed bundle
 //! must hold exactly `count` entries ending in the entry whose hash is `last`. The writer is
-//! [`crate::binding::seal_bundle`].
+//! `verify::binding::seal_bundle`.
 
 use crate::canonical::{self, CanonicalError};
 use crate::entry::{decode_lower_hex, ReceiptBundle};
 use crate::problem::Problem;
-use crate::receipt::Happened;
+use crate::report::Happened;
 use ed25519_dalek::{Signature, VerifyingKey};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -158,7 +158,7 @@ fn check_head(
     if &h.effect_id != eid {
         mismatch(format!(
             "effect_id is {}",
-            crate::display::shorten(&h.effect_id, 80)
+            crate::text::shorten(&h.effect_id, 80)
         ));
     }
     if h.count != bundle.entries.len() as u64 {
@@ -183,7 +183,7 @@ fn check_head(
     let Some(signer) = named.filter(|n| Some(*n) == signer) else {
         let msg = format!(
             "effect {eid}: the head is signed by {}, not by the key that signed the entries",
-            crate::display::shorten(&h.signer, 80)
+            crate::text::shorten(&h.signer, 80)
         );
         problems.push(Problem::receipt(code::HEAD_SIGNER, msg));
         return None;

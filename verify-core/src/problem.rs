@@ -56,10 +56,21 @@ impl Problem {
     }
 }
 
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.entry, &self.kind) {
+            (Some(i), Some(k)) => write!(f, "entry {i} ({k}): ")?,
+            (Some(i), None) => write!(f, "entry {i}: ")?,
+            _ => {}
+        }
+        write!(f, "[{}] {}", self.code, self.message)
+    }
+}
+
 /// An entry's `kind` as a problem shows it: cut to 40 characters, so a long forged kind is not
 /// repeated in full by every problem of its entry.
 pub fn shown_kind(kind: &str) -> String {
-    crate::display::shorten(kind, 40)
+    crate::text::shorten(kind, 40)
 }
 
 /// At most this many problems of one code are listed per stage of a receipt's check (its

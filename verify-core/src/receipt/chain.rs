@@ -2,9 +2,9 @@
 //! signature, which are queued for batch verification ([`super::verify_group`]).
 
 use super::{Format, PendingSig, SignerRule};
-use crate::display::shorten;
+use crate::entry::{self, decode_lower_hex, lower_hex};
 use crate::problem::{code, Listing, Problem};
-use crate::trusted::entry::{self, decode_lower_hex, lower_hex};
+use crate::text::shorten;
 use ed25519_dalek::Signature;
 use serde_json::{Map, Value};
 

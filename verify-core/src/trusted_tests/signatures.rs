@@ -1,4 +1,4 @@
-//! Unit tests of `trusted::signatures` (kept apart so the trusted core reads without them).
+//! Unit tests of `signatures` (kept apart so the trusted core reads without them).
 use super::*;
 use ed25519_dalek::{Signer, SigningKey};
 

@@ -12,15 +12,15 @@
 //! - `interlock-receipt/1` (this project): signed entries, RFC 8785 hashes, 64-hex effect ids;
 //! - `python-original` (the original Python implementation, see [`crate::pycompat`]): unsigned,
 //!   Python-canonical hashes, 12-hex effect ids, `ts` floats, `result`/`found` evidence and the
-//!   grant under `checks.lease`. A bundle of that format is recognised by [`crate::load::load_document`].
+//!   grant under `checks.lease`. A bundle of that format is recognised by `verify::load::load_document`.
 
 mod chain;
 mod replay;
 
+use crate::entry::{self, ReceiptBundle, Via, RECEIPT_FORMAT};
 use crate::problem::{code, shown_kind, Listing, Problem};
-use crate::receipt::ReceiptReport;
-use crate::trusted::entry::{self, ReceiptBundle, Via, RECEIPT_FORMAT};
-use crate::trusted::signatures;
+use crate::report::ReceiptReport;
+use crate::signatures;
 use chain::ChainWalk;
 use ed25519_dalek::{Signature, VerifyingKey};
 use serde_json::{Map, Value};
@@ -50,7 +50,7 @@ pub enum KeyCheck {
 
 /// Which signer the entries must carry, as the report names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SignerRule {
+pub enum SignerRule {
     /// A key given by the person verifying.
     Pinned(VerifyingKey),
     /// A key published in the same file as the receipts (self-attested).
@@ -77,7 +77,7 @@ pub fn verify_bundle(bundle: &ReceiptBundle, key: &KeyCheck) -> ReceiptReport {
 }
 
 /// Each distinct signer, decoded and vetted once per run (`None`: not an acceptable key).
-pub(crate) type Vetted = Mutex<HashMap<[u8; 32], Option<VerifyingKey>>>;
+pub type Vetted = Mutex<HashMap<[u8; 32], Option<VerifyingKey>>>;
 
 fn vet(vetted: &Vetted, signer: &[u8; 32]) -> Option<VerifyingKey> {
     // A poisoned lock only means another thread panicked; the map itself is still valid.
@@ -90,7 +90,7 @@ fn vet(vetted: &Vetted, signer: &[u8; 32]) -> Option<VerifyingKey> {
 
 /// Verify one group of receipts on the calling thread: every check, then all their signatures in
 /// shared batches. `result[i]` is the report of `group[i]`.
-pub(crate) fn verify_group(
+pub fn verify_group(
     group: &[&ReceiptBundle],
     rule: &SignerRule,
     vetted: &Vetted,
@@ -156,7 +156,7 @@ struct Batch {
 enum Owner {
     /// Receipt `r`'s entry `e`.
     Entry(usize, usize),
-    /// Receipt `r`'s head ([`crate::trusted::seal`]).
+    /// Receipt `r`'s head ([`crate::seal`]).
     Head(usize),
 }
 
@@ -229,7 +229,7 @@ struct Prepared<'a> {
     signature_problems: Listing,
     /// The head's signature, when every other check of the head holds: checked with the
     /// entries' signatures; the receipt is sealed exactly when it verifies.
-    head: Option<crate::trusted::seal::PendingHead>,
+    head: Option<crate::seal::PendingHead>,
     /// The head holds so far (see `head`).
     sealed: bool,
     /// Where in `report.problems` the head's signature problem goes: where the seal's check
@@ -263,7 +263,7 @@ impl Prepared<'_> {
 
     fn head_failed(&mut self) {
         self.sealed = false;
-        let problem = crate::trusted::seal::signature_problem(&self.report.effect_id);
+        let problem = crate::seal::signature_problem(&self.report.effect_id);
         let at = self.head_problem_at.min(self.report.problems.len());
         self.report.problems.insert(at, problem);
     }
@@ -281,7 +281,7 @@ impl Prepared<'_> {
     }
 
     fn finish(mut self) -> ReceiptReport {
-        self.report.happened = crate::trusted::seal::proven(self.report.entries_say, self.sealed);
+        self.report.happened = crate::seal::proven(self.report.entries_say, self.sealed);
         if self.signed_format {
             self.report.signed = Some(!self.sig_failed);
         }
@@ -320,7 +320,7 @@ fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
     let Some(format) = format else {
         let what = format!(
             "effect {eid}: the bundle format {:?} is not one this verifier knows",
-            crate::display::shorten(&bundle.format, 40)
+            crate::text::shorten(&bundle.format, 40)
         );
         report
             .problems
@@ -358,7 +358,7 @@ fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
         SignerRule::Pinned(k) | SignerRule::Published(k) => Some(k.to_bytes()),
         SignerRule::FromRecord => walk.first_signer,
     };
-    use crate::trusted::seal::{check_but_signature, Seal};
+    use crate::seal::{check_but_signature, Seal};
     let (head, sealed) = match check_but_signature(bundle, sealer, &mut report.problems) {
         Seal::Pending(head) => (Some(head), true),
         Seal::Unsealed | Seal::Broken => (None, false),
@@ -386,7 +386,7 @@ fn check_bundle(report: &mut ReceiptReport, bundle: &ReceiptBundle, format: Form
     if !(eid.len() == id_len && entry::is_lower_hex(eid)) {
         let what = format!(
             "effect {}: the effect id is not {id_len} lowercase hex characters",
-            crate::display::shorten(eid, 80)
+            crate::text::shorten(eid, 80)
         );
         report
             .problems

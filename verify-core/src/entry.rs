@@ -72,6 +72,12 @@ impl Kind {
     }
 }
 
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How a COMMITTED entry came to be written: its `via` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Via {
@@ -116,6 +122,12 @@ impl Via {
     /// Whether this COMMITTED sent the effect again (a second firing with its own checks).
     pub const fn is_resend(self) -> bool {
         matches!(self, Via::RetryIdempotent | Via::RecoveryReapply)
+    }
+}
+
+impl std::fmt::Display for Via {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -198,11 +210,11 @@ pub struct ReceiptBundle {
     /// (Read by [`crate::compact::entries`]: the same values, stored without spare capacity.)
     #[serde(deserialize_with = "crate::compact::entries")]
     pub entries: Vec<Value>,
-    /// The signed head ([`crate::trusted::seal`]); `None` for an unsealed bundle.
+    /// The signed head ([`crate::seal`]); `None` for an unsealed bundle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub head: Option<crate::trusted::seal::Head>,
+    pub head: Option<crate::seal::Head>,
 }
 
 #[cfg(test)]
-#[path = "../trusted_tests/entry.rs"]
+#[path = "trusted_tests/entry.rs"]
 mod tests;

@@ -175,5 +175,5 @@ pub fn write_string(out: &mut String, s: &str) {
 }
 
 #[cfg(test)]
-#[path = "../trusted_tests/canonical.rs"]
+#[path = "trusted_tests/canonical.rs"]
 mod tests;

@@ -2,11 +2,11 @@
 //! proves. One method per entry kind; each names the rule it enforces.
 
 use super::{Format, VIAS};
+use crate::canonical;
+use crate::entry::Via;
+use crate::entry::{self, Kind};
 use crate::problem::{code, Listing, Problem};
-use crate::receipt::{Happened, ReceiptReport, Refusal};
-use crate::trusted::canonical;
-use crate::trusted::entry::Via;
-use crate::trusted::entry::{self, Kind};
+use crate::report::{Happened, ReceiptReport, Refusal};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -95,7 +95,7 @@ impl<'a> Replay<'a> {
             self.rechecked = Some(r);
         }
         let Some(kind) = kind else {
-            let found = crate::display::shorten(kind_str.unwrap_or("(none)"), 40);
+            let found = crate::text::shorten(kind_str.unwrap_or("(none)"), 40);
             let what = format!("has kind {found:?}, which this verifier does not know");
             self.put(i, kind_str, code::UNKNOWN_KIND, what);
             return;
@@ -177,7 +177,7 @@ impl<'a> Replay<'a> {
         let known = via.and_then(Via::parse).is_some()
             || (self.format == Format::Original && via.is_none());
         if !known {
-            let shown = crate::display::shorten(via.unwrap_or("(none)"), 40);
+            let shown = crate::text::shorten(via.unwrap_or("(none)"), 40);
             let what = format!("has via {shown:?}, which is not one of {}", VIAS.join(", "));
             self.put(i, kind, code::UNKNOWN_VIA, what);
         }

@@ -4,7 +4,7 @@
 //! doubling and keeps the slack; a results file holds hundreds of thousands of entries. Here each
 //! object's members are gathered first and the map is built at its exact size. The values are
 //! the same as `serde_json::Value`'s own reading gives (same numbers, strings, member order; a
-//! repeated key keeps its first place and its last value, though [`crate::load`] refuses those
+//! repeated key keeps its first place and its last value, though `verify::load` refuses those
 //! before this runs).
 
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};

@@ -10,7 +10,7 @@
 //!   that can satisfy the equation is the identity, so [`r_is_identity`] rejects its encodings
 //!   up front, before any batch.
 
-use crate::trusted::entry::decode_lower_hex;
+use crate::entry::decode_lower_hex;
 use ed25519_dalek::{Signature, VerifyingKey};
 
 /// Signatures per batch: large enough for the batch speed-up, small enough to spread over threads.
@@ -124,5 +124,5 @@ pub fn verify_batch_sequential(
 }
 
 #[cfg(test)]
-#[path = "../trusted_tests/signatures.rs"]
+#[path = "trusted_tests/signatures.rs"]
 mod tests;

@@ -1,4 +1,4 @@
-//! Unit tests of `trusted::canonical` (kept apart so the trusted core reads without them).
+//! Unit tests of `canonical` (kept apart so the trusted core reads without them).
 use super::*;
 use serde_json::json;
 

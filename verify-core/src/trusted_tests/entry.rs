@@ -1,6 +1,6 @@
-//! Unit tests of `trusted::entry` (kept apart so the trusted core reads without them).
+//! Unit tests of `entry` (kept apart so the trusted core reads without them).
 use super::*;
-use crate::entry::{compute_hash, seal, signing_message};
+use crate::writer::{compute_hash, seal, signing_message};
 use ed25519_dalek::{Signature, SigningKey, Verifier};
 use serde_json::json;
 
