@@ -189,6 +189,9 @@ fn a_request_held_past_the_bound_while_the_service_answers_in_use_is_not_refused
     assert!(answers[0]["said"]
         .as_str()
         .is_some_and(|said| said.contains("in progress")));
+    let pinned = verify::receipt::KeyCheck::Pinned(key().verifying_key());
+    let report = verify::receipt::verify_bundle(&w.gate.receipt(&s.effect_id).unwrap(), &pinned);
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
 }
 
 /// Sequence 2b: the sender stalls 60 s between DISPATCHED and the send (alive, holding its

@@ -182,6 +182,12 @@ pub mod code {
     pub const PREMISES_VIOLATED: &str = "premises_violated_at_send";
     /// A COMMITTED's `via` is not one of the known ways.
     pub const UNKNOWN_VIA: &str = "unknown_via";
+    /// A settling entry's in-flight bound was counted from before the last resend answer that
+    /// said a request under the key was still executing (`resend_answers`, DESIGN §4.10).
+    pub const BOUND_BEFORE_IN_USE: &str = "bound_before_in_use";
+    /// A REFUSED target_failed_at_recovery whose last resend answer said the request was still
+    /// executing: recovery gave up on a request the service said was in flight.
+    pub const GAVE_UP_WHILE_IN_USE: &str = "gave_up_while_in_use";
     /// More problems of one code than [`super::LISTED_PER_CODE`]: the rest are counted, not listed.
     pub const PROBLEMS_NOT_LISTED: &str = "problems_not_listed";
 }

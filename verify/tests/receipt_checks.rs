@@ -809,3 +809,56 @@ fn a_head_whose_signature_fails_in_a_batch_is_no_seal_and_names_only_its_receipt
         assert_eq!(verify_bundle(&forged, &key).problems, reports[150].problems);
     }
 }
+
+/// A refusal that rests on "not found" after the service said a request under the key was still
+/// executing: the bound must count from no earlier than that answer, and the request must not be
+/// given up as failed while the last answer said it was executing (DESIGN §4.10).
+fn refused_after_answers(code_: &str, counted_from_ms: u64, answers: Value) -> Value {
+    json!({"kind": "REFUSED", "code": code_, "reason": "Recovery refused the effect.",
+           "resolves": true, "rechecked": checks(), "assumed_max_in_flight_ms": 5_500,
+           "counted_from_ms": counted_from_ms,
+           "resend_answers": {"answers": answers, "dropped": 0}})
+}
+
+#[test]
+fn bound_before_in_use() {
+    let answers = json!([
+        {"answer": "in_use", "said": "HTTP 409 (idempotency_key_in_use)", "at_ms": 2_000},
+        {"answer": "unknown", "said": "timeout", "at_ms": 3_000},
+    ]);
+    let ok = refused_after_answers("target_failed_at_recovery", 3_000, answers.clone());
+    let r = verify_bundle(
+        &build(vec![proposed(), authorized(), dispatched(), ok]),
+        &pinned(),
+    );
+    assert!(r.problems.is_empty(), "{:?}", codes(&r));
+    let early = refused_after_answers("target_failed_at_recovery", 1_999, answers);
+    fails(
+        &build(vec![proposed(), authorized(), dispatched(), early]),
+        &pinned(),
+        code::BOUND_BEFORE_IN_USE,
+        Some(3),
+    );
+}
+
+#[test]
+fn gave_up_while_in_use() {
+    let answers = json!([
+        {"answer": "unknown", "said": "timeout", "at_ms": 1_000},
+        {"answer": "in_use", "said": "HTTP 409 (idempotency_key_in_use)", "at_ms": 2_000},
+    ]);
+    let gave_up = refused_after_answers("target_failed_at_recovery", 2_000, answers.clone());
+    fails(
+        &build(vec![proposed(), authorized(), dispatched(), gave_up]),
+        &pinned(),
+        code::GAVE_UP_WHILE_IN_USE,
+        Some(3),
+    );
+    // A lease that failed its re-check stops the probing: that refusal may follow "in use".
+    let lease = refused_after_answers("lease_at_recovery", 2_000, answers);
+    let r = verify_bundle(
+        &build(vec![proposed(), authorized(), dispatched(), lease]),
+        &pinned(),
+    );
+    assert!(r.problems.is_empty(), "{:?}", codes(&r));
+}

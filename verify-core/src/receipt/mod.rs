@@ -14,6 +14,7 @@
 //!   Python-canonical hashes, 12-hex effect ids, `ts` floats, `result`/`found` evidence and the
 //!   grant under `checks.lease`. A bundle of that format is recognised by `verify::load::load_document`.
 
+pub mod answers;
 mod chain;
 mod replay;
 

@@ -100,6 +100,13 @@ impl<'a> Replay<'a> {
             self.put(i, kind_str, code::UNKNOWN_KIND, what);
             return;
         };
+        if self.format == Format::Current
+            && matches!(kind, Kind::Committed | Kind::Refused | Kind::Ambiguous)
+        {
+            if let Some(p) = super::answers::check(kind.as_str(), obj) {
+                self.put(i, Some(kind.as_str()), p.code, p.what);
+            }
+        }
         match kind {
             Kind::Proposed => self.proposed(i, obj),
             Kind::Authorized => self.authorized_seen = true,

@@ -1,0 +1,156 @@
+//! The service's answers to recovery's resends, as a settling entry lists them
+//! (`resend_answers`, DESIGN §4.10), and the two rules they bind: the in-flight bound a "not
+//! found" rested on was counted from no earlier than the last answer that said a request under
+//! the key was still executing, and recovery did not give the request up as failed while the
+//! last thing the service said was that it was still executing.
+
+use serde_json::{Map, Value};
+
+/// The answer classes an entry may list.
+pub const ANSWER_CLASSES: [&str; 6] = [
+    "applied", "rejected", "unknown", "in_use", "replayed", "not_sent",
+];
+
+/// The refusal code of a request given up as failed by recovery.
+const TARGET_FAILED_AT_RECOVERY: &str = "target_failed_at_recovery";
+
+/// What is wrong with a settling entry's `resend_answers`, as a problem code and a sentence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnswersProblem {
+    /// The problem's machine code.
+    pub code: &'static str,
+    /// What is wrong, in words.
+    pub what: String,
+}
+
+/// Check the `resend_answers` of a settling entry (`kind` COMMITTED, REFUSED or AMBIGUOUS);
+/// `None` when it has none or they hold.
+pub fn check(kind: &str, obj: &Map<String, Value>) -> Option<AnswersProblem> {
+    let listed = obj.get("resend_answers")?;
+    let malformed = |what: &str| {
+        Some(AnswersProblem {
+            code: crate::problem::code::MALFORMED_ENTRY,
+            what: format!("has resend_answers that {what}"),
+        })
+    };
+    let Some(answers) = listed.get("answers").and_then(Value::as_array) else {
+        return malformed("hold no list of answers");
+    };
+    if !listed.get("dropped").is_some_and(Value::is_u64) {
+        return malformed("do not say how many were dropped");
+    }
+    let mut last_in_use: Option<u64> = None;
+    let mut last_class = None;
+    for a in answers {
+        let class = a.get("answer").and_then(Value::as_str);
+        let at = a.get("at_ms").and_then(Value::as_u64);
+        let (Some(class), Some(at), true) =
+            (class, at, a.get("said").is_some_and(Value::is_string))
+        else {
+            return malformed("list an answer without a class, a time or what was said");
+        };
+        if !ANSWER_CLASSES.contains(&class) {
+            return malformed("list an answer of no known class");
+        }
+        if class == "in_use" {
+            last_in_use = Some(last_in_use.map_or(at, |t| t.max(at)));
+        }
+        last_class = Some(class);
+    }
+    let counted_from = obj.get("counted_from_ms").and_then(Value::as_u64);
+    if let (Some(from), Some(in_use)) = (counted_from, last_in_use) {
+        if from < in_use {
+            return Some(AnswersProblem {
+                code: crate::problem::code::BOUND_BEFORE_IN_USE,
+                what: format!(
+                    "rests on an in-flight bound counted from {from} ms, but the service said at {in_use} ms that a request under the key was still executing"
+                ),
+            });
+        }
+    }
+    let code = obj.get("code").and_then(Value::as_str);
+    if kind == "REFUSED" && code == Some(TARGET_FAILED_AT_RECOVERY) && last_class == Some("in_use")
+    {
+        return Some(AnswersProblem {
+            code: crate::problem::code::GAVE_UP_WHILE_IN_USE,
+            what: "gives the request up as failed, but the service's last answer said it was still executing".into(),
+        });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry(fields: Value) -> Map<String, Value> {
+        fields.as_object().cloned().unwrap_or_default()
+    }
+
+    fn answers(list: Value) -> Value {
+        json!({"answers": list, "dropped": 0})
+    }
+
+    #[test]
+    fn an_entry_without_answers_or_with_consistent_ones_passes() {
+        assert_eq!(check("COMMITTED", &entry(json!({"via": "send"}))), None);
+        let e = entry(json!({
+            "code": "lease_at_recovery",
+            "counted_from_ms": 20,
+            "resend_answers": answers(json!([
+                {"answer": "in_use", "said": "409", "at_ms": 10},
+                {"answer": "in_use", "said": "409", "at_ms": 20},
+            ])),
+        }));
+        assert_eq!(check("REFUSED", &e), None);
+    }
+
+    #[test]
+    fn a_bound_counted_before_the_last_in_use_answer_is_a_problem() {
+        let e = entry(json!({
+            "code": "lease_at_recovery",
+            "counted_from_ms": 19,
+            "resend_answers": answers(json!([{"answer": "in_use", "said": "409", "at_ms": 20}])),
+        }));
+        let p = check("REFUSED", &e).map(|p| p.code);
+        assert_eq!(p, Some(crate::problem::code::BOUND_BEFORE_IN_USE));
+    }
+
+    #[test]
+    fn giving_up_as_failed_right_after_an_in_use_answer_is_a_problem() {
+        let e = entry(json!({
+            "code": "target_failed_at_recovery",
+            "counted_from_ms": 40,
+            "resend_answers": answers(json!([
+                {"answer": "unknown", "said": "timeout", "at_ms": 10},
+                {"answer": "in_use", "said": "409", "at_ms": 20},
+            ])),
+        }));
+        let p = check("REFUSED", &e).map(|p| p.code);
+        assert_eq!(p, Some(crate::problem::code::GAVE_UP_WHILE_IN_USE));
+        let e = entry(json!({
+            "code": "target_failed_at_recovery",
+            "counted_from_ms": 40,
+            "resend_answers": answers(json!([
+                {"answer": "in_use", "said": "409", "at_ms": 20},
+                {"answer": "replayed", "said": "500", "at_ms": 30},
+            ])),
+        }));
+        assert_eq!(check("REFUSED", &e), None);
+    }
+
+    #[test]
+    fn malformed_answers_are_named() {
+        for bad in [
+            json!({"answers": "x", "dropped": 0}),
+            json!({"answers": [], "dropped": -1}),
+            json!({"answers": [{"answer": "maybe", "said": "", "at_ms": 1}], "dropped": 0}),
+            json!({"answers": [{"answer": "in_use", "at_ms": 1}], "dropped": 0}),
+        ] {
+            let e = entry(json!({"resend_answers": bad}));
+            let p = check("AMBIGUOUS", &e).map(|p| p.code);
+            assert_eq!(p, Some(crate::problem::code::MALFORMED_ENTRY), "{e:?}");
+        }
+    }
+}
