@@ -9,31 +9,80 @@ use crate::error::SiteError;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
-use verify::check::verify_results;
+use verify::check::ResultsReport;
 use verify::entry::ReceiptBundle;
+use verify::figures::billing_credit::{Checked, ResultsFigures};
 use verify::load::{load_document, Document};
 use verify::nemesis::check::NemesisReport;
 use verify::nemesis::{NemesisFile, NEMESIS_FORMAT};
 use verify::problem::code;
 use verify::receipt::{KeyCheck, ReceiptReport};
-use verify::results::{ColumnSummary, ResultsFile, RESULTS_FORMAT};
+use verify::results::{ResultsFile, RESULTS_FORMAT};
 use verify::shared_cap::check::CapReport;
 use verify::shared_cap::nemesis::check::CapNemesisReport;
 use verify::shared_cap::nemesis::record::CapNemesisFile;
 use verify::shared_cap::record::CapResults;
 
-/// A results file that passed verification, with every receipt's re-derived summary.
+/// A results file that passed verification, with every receipt's re-derived summary and the
+/// figures `verify` derived from it. Built only here, from a file `verify` checked.
 #[derive(Debug, Clone)]
 pub struct Verified {
+    file: ResultsFile,
+    receipts: BTreeMap<String, ReceiptCheck>,
+    checker: &'static str,
+    figures: ResultsFigures,
+}
+
+impl Verified {
+    /// Check `file` under `key` with `verify`'s checker of its format and keep what it derived,
+    /// whether or not it found a problem ([`accept_results`] refuses a file that has one).
+    fn checked(file: ResultsFile, key: &KeyCheck) -> (Verified, ResultsReport) {
+        let Checked { report, figures } = verify::figures::billing_credit::check(&file, key);
+        let signer = &file.environment.signer;
+        let receipts = report
+            .cell_reports
+            .iter()
+            .filter_map(|c| c.receipt.as_ref())
+            .map(|r| (r.effect_id.clone(), summarize(r, signer)))
+            .collect();
+        let verified = Verified {
+            file,
+            receipts,
+            checker: "verify::check::verify_results",
+            figures,
+        };
+        (verified, report)
+    }
+
+    /// A file as `verify` checked it, its findings ignored: for tests of the views of files
+    /// changed after signing.
+    #[cfg(test)]
+    pub(crate) fn checked_for_test(file: ResultsFile, checker: &'static str) -> Verified {
+        let (mut verified, _) = Verified::checked(file, &KeyCheck::SelfAttested);
+        verified.checker = checker;
+        verified
+    }
+
     /// The parsed file.
-    pub file: ResultsFile,
+    pub fn file(&self) -> &ResultsFile {
+        &self.file
+    }
+
     /// Receipt summaries re-derived at build time, keyed by effect id.
-    pub receipts: BTreeMap<String, ReceiptCheck>,
+    pub fn receipts(&self) -> &BTreeMap<String, ReceiptCheck> {
+        &self.receipts
+    }
+
     /// Which checker verified the file, for the pages to name.
-    pub checker: &'static str,
-    /// The per-column summary `verify` derived from its own judgements (the pages render this,
-    /// never a count of their own).
-    pub summary: BTreeMap<String, ColumnSummary>,
+    pub fn checker(&self) -> &'static str {
+        self.checker
+    }
+
+    /// Every figure the pages print, as `verify` derived it (the per-column summary of its own
+    /// judgements among them): the pages format these, never a count of their own.
+    pub fn figures(&self) -> &ResultsFigures {
+        &self.figures
+    }
 }
 
 /// The summary of one receipt, re-derived at build time (never copied from the file).
@@ -273,24 +322,13 @@ fn first_lines(ok: bool, findings: &[impl ToString]) -> Result<(), Refusal> {
     Err(Refusal::Findings(lines.join("; ")))
 }
 
-/// A billing_credit results file checked by `verify::check::verify_results`, with each
+/// A billing_credit results file checked by `verify::check::verify_results` (through
+/// `verify::figures::billing_credit::check`, which derives its figures beside), with each
 /// receipt's report as that check made it.
 fn accept_results(file: ResultsFile, key: &KeyCheck) -> Result<Verified, Refusal> {
-    let report = verify_results(&file, key);
+    let (verified, report) = Verified::checked(file, key);
     first_lines(report.ok, &report.first_findings())?;
-    let signer = &file.environment.signer;
-    let receipts = report
-        .cell_reports
-        .iter()
-        .filter_map(|c| c.receipt.as_ref())
-        .map(|r| (r.effect_id.clone(), summarize(r, signer)))
-        .collect();
-    Ok(Verified {
-        file,
-        receipts,
-        checker: "verify::check::verify_results",
-        summary: report.summary,
-    })
+    Ok(verified)
 }
 
 /// A whole nemesis campaign checked by `verify::nemesis::check::verify_nemesis`.

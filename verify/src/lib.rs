@@ -19,6 +19,7 @@ mod compact;
 pub mod contract;
 pub mod display;
 pub mod entry;
+pub mod figures;
 pub mod finding;
 pub mod keys;
 pub mod load;

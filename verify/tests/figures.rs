@@ -1,0 +1,146 @@
+//! The figures `verify` derives for the published report, on small synthetic files with known
+//! counts.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use verify::figures::billing_credit::{check, CellAt, Row, CANDIDATES};
+use verify::receipt::KeyCheck;
+use verify::results::{Cell, ResultsFile};
+
+fn synthetic() -> ResultsFile {
+    synthetic::generate(&synthetic::Spec::default())
+}
+
+fn row(crash: &str, outage: &str) -> Row {
+    Row {
+        crash: crash.into(),
+        outage: outage.into(),
+    }
+}
+
+#[test]
+fn a_clean_synthetic_file_has_every_cell_judged_and_no_differing_row() {
+    let checked = check(&synthetic(), &KeyCheck::SelfAttested);
+    assert!(checked.report.ok);
+    let f = &checked.figures;
+    assert_eq!(
+        (f.judged(), f.harness_errors(), f.sigkilled(), f.repeats()),
+        (18, 0, 18, 1)
+    );
+    assert_eq!((f.receipts(), f.receipts_verified()), (6, 6));
+    assert_eq!(f.columns().len(), 3);
+    let d = f.differ("hand_check", "interlock").unwrap();
+    assert_eq!((d.count(), d.rows().len()), (0, 0));
+    assert!(f.differ("hand_check", "nope").is_none());
+    assert!(f.differ("interlock", "interlock").is_none());
+    assert_eq!(f.row_columns().len(), 18);
+    assert!(f.row_columns().iter().all(|rc| rc.cells == 1));
+    assert_eq!(f.candidate_totals().len(), CANDIDATES.len());
+    assert!(f.candidate_totals().iter().all(|t| t.rows == 6));
+}
+
+#[test]
+fn a_harness_error_is_not_judged_and_a_broken_invariant_names_its_row() {
+    let mut file = synthetic();
+    let c = &mut file.cells[0];
+    c.outcome = verify::scenarios::billing_credit::HARNESS_ERROR.into();
+    c.harness_error = Some("boom".into());
+    c.worker_exit_signal = None;
+    let (crash, outage, column) = (c.crash.clone(), c.outage.clone(), c.column.clone());
+    let other = file
+        .cells
+        .iter_mut()
+        .find(|c| c.column == "hand_check" && c.crash == "after_send" && c.outage == "renewal")
+        .unwrap();
+    other.invariant_held = false;
+    other.timings = Some(verify::results::Timings {
+        crash_to_settled_ms: 1,
+        restart_to_settled_ms: 2,
+        outage_ms: 3,
+    });
+    let checked = check(&file, &KeyCheck::SelfAttested);
+    assert!(!checked.report.ok, "the file was changed after signing");
+    let f = &checked.figures;
+    assert_eq!((f.judged(), f.harness_errors(), f.sigkilled()), (17, 1, 17));
+    let hand = &f.columns()["hand_check"];
+    assert_eq!(hand.violated_rows(), &[row("after_send", "renewal")]);
+    assert_eq!(hand.min_crash_ms(), Some(1));
+    assert_eq!(hand.min_restart_ms(), Some(2));
+    let d = f.differ("hand_check", "interlock").unwrap();
+    assert_eq!(d.count(), 1);
+    assert_eq!(
+        d.cells(),
+        &[CellAt {
+            row: row("after_send", "renewal"),
+            repeat: 0
+        }]
+    );
+    assert!(!f
+        .row_columns()
+        .iter()
+        .any(|rc| rc.row == row(&crash, &outage) && rc.column == column));
+}
+
+#[test]
+fn a_column_counts_its_outcomes_and_sends() {
+    let file = synthetic();
+    let checked = check(&file, &KeyCheck::SelfAttested);
+    for (col, figures) in checked.figures.columns() {
+        let cells: Vec<&Cell> = file.cells.iter().filter(|c| &c.column == col).collect();
+        let tallied: u32 = figures.outcomes().values().sum();
+        assert_eq!(tallied as usize, cells.len(), "{col}");
+        let sent = cells
+            .iter()
+            .filter(|c| verify::scenarios::billing_credit::status_says_sent(&c.outcome))
+            .count();
+        assert_eq!(figures.sent() as usize, sent, "{col}");
+        let violated = cells.iter().filter(|c| !c.invariant_held).count();
+        assert_eq!(figures.violated() as usize, violated, "{col}");
+        assert_eq!(figures.violated_rows().is_empty(), violated == 0, "{col}");
+    }
+}
+
+#[test]
+fn a_premise_candidate_is_right_where_refusing_at_restart_matches_wanting_no_credit() {
+    let mut file = synthetic();
+    let cell = file
+        .cells
+        .iter_mut()
+        .find(|c| c.crash == "after_send" && c.outage == "renewal")
+        .unwrap();
+    cell.observations.crash.as_mut().unwrap().customer_balance = -1000;
+    let checked = check(&file, &KeyCheck::SelfAttested);
+    let rows = checked.figures.candidates();
+    let after = rows
+        .iter()
+        .find(|r| r.row == row("after_send", "renewal"))
+        .unwrap();
+    let balance = &after.cells[0];
+    assert_eq!(
+        (
+            balance.refuses_at_crash,
+            balance.refuses_at_restart,
+            balance.cells
+        ),
+        (1, 0, 3)
+    );
+    assert!(balance.right);
+    assert!(balance.values.contains(&(0, Some(-1000), 0)));
+    let billing = rows
+        .iter()
+        .find(|r| r.row == row("before_send", "billing_credit"))
+        .unwrap();
+    assert_eq!(billing.wants.iter().copied().collect::<Vec<_>>(), vec![0]);
+    assert_eq!(
+        (billing.cells[2].refuses_at_restart, billing.cells[2].right),
+        (3, true)
+    );
+    let totals = checked.figures.candidate_totals();
+    for t in totals {
+        let right = rows
+            .iter()
+            .filter(|r| r.cells[CANDIDATES.iter().position(|n| *n == t.name).unwrap()].right)
+            .count();
+        assert_eq!((t.right as usize, t.rows as usize), (right, rows.len()));
+        assert_eq!(t.wrong_rows.len(), rows.len() - right);
+    }
+}
