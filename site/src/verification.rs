@@ -12,6 +12,7 @@ use std::path::Path;
 use verify::check::ResultsReport;
 use verify::entry::ReceiptBundle;
 use verify::figures::billing_credit::{Checked, ResultsFigures};
+use verify::figures::nemesis::NemesisFigures;
 use verify::load::{load_document, Document};
 use verify::nemesis::check::NemesisReport;
 use verify::nemesis::{NemesisFile, NEMESIS_FORMAT};
@@ -172,8 +173,10 @@ pub enum Accepted {
     Nemesis {
         /// The file.
         file: Box<NemesisFile>,
-        /// What `verify` found and derived.
+        /// What `verify` found.
         report: NemesisReport,
+        /// The figures `verify` derived from it.
+        figures: Box<NemesisFigures>,
     },
     /// A shared_cap results file.
     SharedCap {
@@ -243,8 +246,12 @@ pub fn load_verified(
             Accepted::SharedCap { file, report }
         }
         (Wanted::Nemesis, Document::Nemesis(file)) => {
-            let report = accept_nemesis(&file, key).map_err(refused)?;
-            Accepted::Nemesis { file, report }
+            let checked = accept_nemesis(&file, key).map_err(refused)?;
+            Accepted::Nemesis {
+                file,
+                report: checked.report,
+                figures: Box::new(checked.figures),
+            }
         }
         (Wanted::SharedCapNemesis, Document::SharedCapNemesis(file)) => {
             let report = verify::shared_cap::nemesis::check::check(&file, key);
@@ -331,8 +338,12 @@ fn accept_results(file: ResultsFile, key: &KeyCheck) -> Result<Verified, Refusal
     Ok(verified)
 }
 
-/// A whole nemesis campaign checked by `verify::nemesis::check::verify_nemesis`.
-fn accept_nemesis(file: &NemesisFile, key: &KeyCheck) -> Result<NemesisReport, Refusal> {
+/// A whole nemesis campaign checked by `verify::nemesis::check::verify_nemesis` (through
+/// `verify::figures::nemesis::check`, which derives its figures beside).
+fn accept_nemesis(
+    file: &NemesisFile,
+    key: &KeyCheck,
+) -> Result<verify::figures::nemesis::Checked, Refusal> {
     // One slice of a campaign is not the campaign: its rates are of some trials only.
     if let Some(shard) = file.plan.shard {
         return Err(Refusal::Shard {
@@ -340,10 +351,10 @@ fn accept_nemesis(file: &NemesisFile, key: &KeyCheck) -> Result<NemesisReport, R
             count: shard.count,
         });
     }
-    let report = verify::nemesis::check::verify_nemesis(file, key);
-    match report.findings.first() {
+    let checked = verify::figures::nemesis::check(file, key);
+    match checked.report.findings.first() {
         Some(first) => Err(Refusal::Findings(first.to_string())),
-        None => Ok(report),
+        None => Ok(checked),
     }
 }
 

@@ -2,6 +2,8 @@
 //! counts.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use verify::figures::billing_credit::{check, CellAt, Row, CANDIDATES};
 use verify::receipt::KeyCheck;
 use verify::results::{Cell, ResultsFile};
@@ -143,4 +145,72 @@ fn a_premise_candidate_is_right_where_refusing_at_restart_matches_wanting_no_cre
         assert_eq!((t.right as usize, t.rows as usize), (right, rows.len()));
         assert_eq!(t.wrong_rows.len(), rows.len() - right);
     }
+}
+
+#[test]
+fn a_nemesis_campaign_counts_each_columns_trials_within_and_beyond_its_assumptions() {
+    let (file, key) = common::nemesis_file();
+    let checked = verify::figures::nemesis::check(&file, &KeyCheck::Pinned(key.verifying_key()));
+    assert!(checked.report.findings.is_empty());
+    let f = &checked.figures;
+    assert_eq!((f.trials(), f.nemeses(), f.harness_errors()), (18, 1, 0));
+    assert_eq!(f.columns().len(), 3);
+    for (column, c) in f.columns() {
+        let judged: Vec<_> = file
+            .trials
+            .iter()
+            .filter(|t| &t.column == column && t.judged())
+            .collect();
+        let within = judged.iter().filter(|t| t.assumption.is_none()).count() as u32;
+        assert_eq!(
+            (c.within(), c.beyond()),
+            (within, judged.len() as u32 - within)
+        );
+        let violations = judged.iter().filter(|t| t.violation).count() as u32;
+        assert_eq!(c.violations_within() + c.violations_beyond(), violations);
+        let [n] = c.nemeses() else {
+            panic!("one nemesis")
+        };
+        assert_eq!(n.nemesis, common::NEMESIS);
+        assert_eq!(
+            (n.judged, n.within, n.violations),
+            (judged.len() as u32, within, violations)
+        );
+        assert_eq!(c.min_within(), within);
+        assert_eq!(c.wholly_beyond().is_empty(), within > 0);
+        assert_eq!(
+            c.violating(),
+            if n.violations_within > 0 {
+                vec![(common::NEMESIS, n.violations_within)]
+            } else {
+                vec![]
+            }
+        );
+        let summary = file.summary.iter().find(|s| &s.column == column).unwrap();
+        assert_eq!(c.nothing_decided(), summary.nothing_decided);
+        assert_eq!(c.distinct_within(), summary.distinct_within);
+        assert!(c.exposure().is_none(), "no exposure nemesis ran");
+        assert_eq!((c.windows(), c.window_p50_us()), (0, None));
+    }
+}
+
+#[test]
+fn a_nemesis_trial_beyond_the_assumptions_moves_from_within_to_beyond() {
+    let (mut file, _) = common::nemesis_file();
+    let before = verify::figures::nemesis::check(&file, &KeyCheck::SelfAttested).figures;
+    let t = file
+        .trials
+        .iter_mut()
+        .find(|t| t.column == "interlock" && t.judged() && t.assumption.is_none())
+        .unwrap();
+    t.assumption = Some("world".into());
+    t.violation = true;
+    let after = verify::figures::nemesis::check(&file, &KeyCheck::SelfAttested).figures;
+    let (b, a) = (
+        &before.columns()["interlock"],
+        &after.columns()["interlock"],
+    );
+    assert_eq!((a.within(), a.beyond()), (b.within() - 1, b.beyond() + 1));
+    assert_eq!(a.violations_beyond(), b.violations_beyond() + 1);
+    assert_eq!(a.nemeses()[0].violations, b.nemeses()[0].violations + 1);
 }

@@ -227,6 +227,7 @@ pub fn render(
     let Accepted::Nemesis {
         file,
         report: checked,
+        figures,
     } = accepted
     else {
         return Err(SiteError::Unreadable {
@@ -247,7 +248,7 @@ pub fn render(
         key,
     };
     let rows = table_rows(&file);
-    let page_facts = facts(&file);
+    let page_facts = facts(&file, &figures);
     let headline = crate::overview::nemesis_line(&file.plan.columns, &page_facts);
     let prose = crate::prose::render(&prose.0, &prose.1, &page_facts)?;
     let kills = kill_rows(&file);

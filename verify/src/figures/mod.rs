@@ -8,3 +8,4 @@
 //! report beside them is clean, and formats them (dollars, seconds, labels) itself.
 
 pub mod billing_credit;
+pub mod nemesis;
