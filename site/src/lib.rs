@@ -172,12 +172,17 @@ fn render_all(
                 all.rendered
                     .push(render_file(path, bytes, &verified, options, pinned)?);
             }
-            Accepted::SharedCap { file, report } => {
+            Accepted::SharedCap {
+                file,
+                report,
+                figures,
+            } => {
                 let checked = shared_cap::Checked {
                     path,
                     bytes,
                     file: &file,
                     report,
+                    figures: &figures,
                 };
                 all.caps
                     .push(shared_cap::render(checked, pinned, &options.prose)?);

@@ -12,7 +12,9 @@ use std::path::Path;
 use verify::check::ResultsReport;
 use verify::entry::ReceiptBundle;
 use verify::figures::billing_credit::{Checked, ResultsFigures};
+use verify::figures::cap_nemesis::CapNemesisFigures;
 use verify::figures::nemesis::NemesisFigures;
+use verify::figures::shared_cap::CapFigures;
 use verify::load::{load_document, Document};
 use verify::nemesis::check::NemesisReport;
 use verify::nemesis::{NemesisFile, NEMESIS_FORMAT};
@@ -184,6 +186,8 @@ pub enum Accepted {
         file: Box<CapResults>,
         /// What `verify` found and derived (the summary the pages show).
         report: CapReport,
+        /// The figures `verify` derived from it.
+        figures: Box<CapFigures>,
     },
     /// A shared_cap nemesis campaign.
     SharedCapNemesis {
@@ -191,6 +195,8 @@ pub enum Accepted {
         file: Box<CapNemesisFile>,
         /// What `verify` found and derived (the summary the pages show).
         report: CapNemesisReport,
+        /// The figures `verify` derived from it.
+        figures: Box<CapNemesisFigures>,
     },
     /// A reference run of the original implementation (unsigned: accepted only self-attested).
     Reference(Value),
@@ -241,9 +247,14 @@ pub fn load_verified(
             Accepted::Results(Box::new(accept_results(*file, key).map_err(refused)?))
         }
         (Wanted::Results, Document::SharedCap(file)) => {
-            let report = verify::shared_cap::check::check(&file, key);
+            let verify::figures::shared_cap::Checked { report, figures } =
+                verify::figures::shared_cap::check(&file, key);
             first_lines(report.ok, &report.findings).map_err(refused)?;
-            Accepted::SharedCap { file, report }
+            Accepted::SharedCap {
+                file,
+                report,
+                figures: Box::new(figures),
+            }
         }
         (Wanted::Nemesis, Document::Nemesis(file)) => {
             let checked = accept_nemesis(&file, key).map_err(refused)?;
@@ -254,9 +265,14 @@ pub fn load_verified(
             }
         }
         (Wanted::SharedCapNemesis, Document::SharedCapNemesis(file)) => {
-            let report = verify::shared_cap::nemesis::check::check(&file, key);
+            let verify::figures::cap_nemesis::Checked { report, figures } =
+                verify::figures::cap_nemesis::check(&file, key);
             first_lines(report.ok, &report.findings).map_err(refused)?;
-            Accepted::SharedCapNemesis { file, report }
+            Accepted::SharedCapNemesis {
+                file,
+                report,
+                figures: Box::new(figures),
+            }
         }
         (Wanted::Reference, Document::OriginalResults(value)) => {
             Accepted::Reference(accept_reference(value, key).map_err(refused)?)

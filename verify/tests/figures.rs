@@ -214,3 +214,113 @@ fn a_nemesis_trial_beyond_the_assumptions_moves_from_within_to_beyond() {
     assert_eq!(a.violations_beyond(), b.violations_beyond() + 1);
     assert_eq!(a.nemeses()[0].violations, b.nemeses()[0].violations + 1);
 }
+
+fn cap_fixture<T: serde::de::DeserializeOwned>(name: &str) -> T {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn a_shared_cap_run_names_the_rows_each_column_went_over_the_cap_and_each_cells_refunds() {
+    use verify::shared_cap::record::CapResults;
+    let file: CapResults = cap_fixture("shared_cap.json");
+    let checked = verify::figures::shared_cap::check(&file, &KeyCheck::SelfAttested);
+    assert!(checked.report.ok, "{:?}", checked.report.findings);
+    let f = &checked.figures;
+    assert_eq!(f.cells() as usize, file.cells.len());
+    assert_eq!(f.columns().len(), checked.report.summary.len());
+    for c in f.columns() {
+        let s = c.summary();
+        assert_eq!(c.judged(), s.cells - s.harness_errors);
+        let mut over: Vec<(String, String)> = Vec::new();
+        for cell in file.cells.iter().filter(|x| {
+            x.column == s.column
+                && x.judged()
+                && x.truth.refunded_cents() > verify::shared_cap::CAP_CENTS
+        }) {
+            let row = (cell.crash_point.clone(), cell.overlap.clone());
+            if !over.contains(&row) {
+                over.push(row);
+            }
+        }
+        let named: Vec<(String, String)> = c
+            .over_rows()
+            .iter()
+            .map(|r| (r.crash_point.clone(), r.overlap.clone()))
+            .collect();
+        assert_eq!(named, over, "{}", s.column);
+    }
+    for (i, cell) in file.cells.iter().enumerate() {
+        let counted = cell.truth.refunds.iter().filter(|r| r.counts()).count();
+        assert_eq!(f.refunds(i), Some(counted as u32));
+    }
+    assert_eq!(f.refunds(file.cells.len()), None);
+}
+
+#[test]
+fn a_shared_cap_campaign_counts_every_kill_once_and_names_the_trials_that_broke_the_cap() {
+    use verify::shared_cap::nemesis::record::{CapNemesisFile, CapTrial};
+    use verify::shared_cap::nemesis::summary::all_kills_landed;
+    let file: CapNemesisFile = cap_fixture("shared_cap_nemesis.json");
+    let checked = verify::figures::cap_nemesis::check(&file, &KeyCheck::SelfAttested);
+    assert!(checked.report.ok, "{:?}", checked.report.findings);
+    let f = &checked.figures;
+    assert_eq!(f.trials() as usize, file.trials.len());
+    assert_eq!(f.nemeses() as usize, file.plan.nemeses.len());
+    let not_landed = file
+        .trials
+        .iter()
+        .filter(|t| t.cell.judged() && !all_kills_landed(t))
+        .count();
+    assert_eq!(f.not_landed() as usize, not_landed);
+    let (missed, landed): (Vec<_>, Vec<_>) = f.kills().iter().partition(|k| k.step.is_none());
+    let total = |ks: &[&verify::figures::cap_nemesis::KillCount]| {
+        ks.iter().map(|k| k.a + k.b + k.restart).sum::<u32>()
+    };
+    let landed_in_trials: u32 = file.trials.iter().map(CapTrial::kills_landed).sum();
+    assert_eq!(total(&landed), landed_in_trials);
+    let drawn: u32 = file
+        .trials
+        .iter()
+        .map(|t| {
+            [&t.draw.kill_a, &t.draw.kill_b, &t.draw.kill_restart]
+                .iter()
+                .filter(|k| k.is_some())
+                .count() as u32
+        })
+        .sum();
+    assert_eq!(total(&missed), drawn - landed_in_trials);
+    let broke: Vec<usize> = file
+        .trials
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.cell.judged() && !t.cell.invariant_held)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(f.broke(), broke.as_slice());
+    for c in f.columns() {
+        let mine: Vec<_> = checked
+            .report
+            .summary
+            .iter()
+            .filter(|s| s.column == c.column())
+            .collect();
+        let judged: u32 = mine.iter().map(|s| s.judged).sum();
+        let held: u32 = mine.iter().map(|s| s.held).sum();
+        assert_eq!(
+            (c.judged(), c.held(), c.violations()),
+            (judged, held, judged - held)
+        );
+        assert_eq!(c.rows().len(), mine.len());
+        for r in c.rows() {
+            let s = r.summary();
+            assert_eq!(r.not_held(), s.judged - s.held);
+            assert_eq!(
+                r.not_held_ppm(),
+                (s.judged > 0).then(|| u64::from(r.not_held()) * 1_000_000 / u64::from(s.judged))
+            );
+        }
+    }
+    let by_nemesis: usize = f.by_nemesis().iter().map(|n| n.rows.len()).sum();
+    assert_eq!(by_nemesis, checked.report.summary.len());
+}

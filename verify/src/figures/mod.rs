@@ -8,4 +8,6 @@
 //! report beside them is clean, and formats them (dollars, seconds, labels) itself.
 
 pub mod billing_credit;
+pub mod cap_nemesis;
 pub mod nemesis;
+pub mod shared_cap;
