@@ -38,6 +38,8 @@ pub struct NemesisPage<'a> {
     pub version: &'a str,
     /// The file.
     pub f: &'a NemesisFile,
+    /// Trials in the file, as `verify` counted them.
+    pub trials: u32,
     /// The rows, in plan order.
     pub rows: Vec<Row<'a>>,
     /// The heat map, one row per nemesis.
@@ -259,6 +261,7 @@ pub fn render(
         root: "../",
         version: VERSION,
         f: &file,
+        trials: figures.trials(),
         heat: heat_rows(&file, &rows),
         rows,
         headline: &headline,

@@ -16,6 +16,8 @@ pub struct Row<'a> {
     pub all_bound: String,
     /// Trials that are not a plain pass: (id, page file name, what they are).
     pub listed: Vec<(&'a str, String, &'static str)>,
+    /// How many trials are listed.
+    pub listed_count: usize,
     /// The heat map's class ([`crate::nemesis_figures::heat_class`]).
     pub heat: &'static str,
 }
@@ -155,18 +157,22 @@ pub(super) fn kill_rows(file: &NemesisFile) -> Vec<KillRow> {
 pub(super) fn table_rows(file: &NemesisFile) -> Vec<Row<'_>> {
     file.summary
         .iter()
-        .map(|s| Row {
-            s,
-            heat: crate::nemesis_figures::heat_class(s),
-            within_bound: bound(s.within_upper95_ppm, s.within_assumptions),
-            distinct_bound: bound(s.within_distinct_upper95_ppm, s.distinct_within),
-            all_bound: bound(s.violation_upper95_ppm, s.judged),
-            listed: file
+        .map(|s| {
+            let listed: Vec<_> = file
                 .trials
                 .iter()
                 .filter(|t| t.nemesis == s.nemesis && t.column == s.column)
                 .filter_map(|t| listed_kind(t).map(|k| (t.id.as_str(), trial_file(&t.id), k)))
-                .collect(),
+                .collect();
+            Row {
+                s,
+                heat: crate::nemesis_figures::heat_class(s),
+                within_bound: bound(s.within_upper95_ppm, s.within_assumptions),
+                distinct_bound: bound(s.within_distinct_upper95_ppm, s.distinct_within),
+                all_bound: bound(s.violation_upper95_ppm, s.judged),
+                listed_count: listed.len(),
+                listed,
+            }
         })
         .collect()
 }

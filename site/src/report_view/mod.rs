@@ -54,6 +54,10 @@ pub struct Report {
     pub ids: Vec<IdsView>,
     /// One page per receipt.
     pub receipts: Vec<ReceiptView>,
+    /// Cells in the file (one row of the Ids page each).
+    pub cell_count: u32,
+    /// Cells that carry a receipt (one page each).
+    pub receipt_count: u32,
     /// Cells whose worker was SIGKILLed (signal 9).
     pub sigkilled: usize,
     /// Cells judged (not HARNESS_ERROR).
@@ -196,6 +200,8 @@ pub fn build(verified: &Verified, json_name: &str) -> Result<Report, ViewError> 
         decisions,
         ids,
         receipts,
+        cell_count: figures.cells(),
+        receipt_count: figures.receipts(),
         sigkilled: figures.sigkilled() as usize,
         judged: figures.judged() as usize,
         harness_errors: figures.harness_errors() as usize,

@@ -83,6 +83,7 @@ pub struct RowColumn {
 /// What `verify` derived from a billing_credit results file, beside its report.
 #[derive(Debug, Clone)]
 pub struct ResultsFigures {
+    cells: u32,
     judged: u32,
     harness_errors: u32,
     sigkilled: u32,
@@ -130,6 +131,7 @@ impl ResultsFigures {
         let columns = columns::derive(f, &report.summary);
         let (candidates, candidate_totals) = candidates::derive(f);
         ResultsFigures {
+            cells: count(f.cells.len()),
             judged,
             harness_errors: count(f.cells.len()).saturating_sub(judged),
             sigkilled: count(
@@ -153,6 +155,11 @@ impl ResultsFigures {
             candidates,
             candidate_totals,
         }
+    }
+
+    /// Cells in the file.
+    pub fn cells(&self) -> u32 {
+        self.cells
     }
 
     /// Cells that ran to a judgement (not HARNESS_ERROR).
