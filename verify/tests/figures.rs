@@ -38,6 +38,44 @@ fn a_clean_synthetic_file_has_every_cell_judged_and_no_differing_row() {
     assert!(f.row_columns().iter().all(|rc| rc.cells == 1));
     assert_eq!(f.candidate_totals().len(), CANDIDATES.len());
     assert!(f.candidate_totals().iter().all(|t| t.rows == 6));
+    assert_eq!(f.cells(), 18);
+}
+
+#[test]
+fn replayed_decisions_and_each_rows_wants_are_counted_over_judged_cells() {
+    let mut file = synthetic();
+    let replayed = file
+        .cells
+        .iter()
+        .filter(|c| {
+            c.decision
+                .as_ref()
+                .is_some_and(|d| d.replayed_from.is_some())
+        })
+        .count() as u32;
+    let f = check(&file, &KeyCheck::SelfAttested).figures;
+    assert_eq!(f.replayed(), replayed);
+    assert_eq!(f.row_wants().len(), file.rows.len());
+    for (r, wants) in file.rows.iter().zip(f.row_wants()) {
+        let mine: std::collections::BTreeSet<u32> = file
+            .cells
+            .iter()
+            .filter(|c| c.crash == r.crash && c.outage == r.outage && c.judged())
+            .map(|c| c.want.count)
+            .collect();
+        assert_eq!(wants, &mine);
+    }
+    // A row whose every cell is a harness error wants nothing the page can name.
+    let (crash, outage) = (file.rows[0].crash.clone(), file.rows[0].outage.clone());
+    for c in file
+        .cells
+        .iter_mut()
+        .filter(|c| c.crash == crash && c.outage == outage)
+    {
+        c.outcome = verify::scenarios::billing_credit::HARNESS_ERROR.into();
+    }
+    let f = check(&file, &KeyCheck::SelfAttested).figures;
+    assert!(f.row_wants()[0].is_empty());
 }
 
 #[test]

@@ -21,7 +21,8 @@ use crate::verification::Verified;
 use environment::env_view;
 use ids::ids_view;
 use receipts::receipt_views;
-use verify::figures::billing_credit::CellAt;
+use std::collections::BTreeSet;
+use verify::figures::billing_credit::{CellAt, ResultsFigures};
 use verify::results::{Cell, ResultsFile};
 use verify::scenarios::Scenario;
 
@@ -89,6 +90,8 @@ pub struct RowView {
     pub outage: String,
     /// Per column (in [`Report::columns`] order), the cells of that column in this row (one per repeat).
     pub cells: Vec<Vec<CellView>>,
+    /// The distinct wanted credit counts of the row's judged cells, as `verify` found them.
+    pub wants: BTreeSet<u32>,
 }
 
 /// One cell of the main table.
@@ -168,11 +171,11 @@ pub struct DecisionView {
 pub fn build(verified: &Verified, json_name: &str) -> Result<Report, ViewError> {
     let f = verified.file();
     let figures = verified.figures();
-    let env = env_view(f)?;
+    let env = env_view(f, figures.replayed())?;
     check_cells(f)?;
     let repeats = figures.repeats();
     let receipts = receipt_views(verified, repeats)?;
-    let rows = row_views(f, repeats);
+    let rows = row_views(f, figures);
     let summaries = summary_views(verified)?;
     let differing = figures.differ("hand_check", "interlock").map(|d| {
         d.cells()
@@ -254,10 +257,13 @@ fn receipt_href(c: &Cell) -> Option<String> {
 }
 
 /// The main table: per row, per column, the row's cells of that column.
-fn row_views(f: &ResultsFile, repeats: u32) -> Vec<RowView> {
+fn row_views(f: &ResultsFile, figures: &ResultsFigures) -> Vec<RowView> {
+    let repeats = figures.repeats();
     f.rows
         .iter()
-        .map(|r| RowView {
+        .zip(figures.row_wants())
+        .map(|(r, wants)| RowView {
+            wants: wants.clone(),
             label: format!("{} / {}", r.crash, r.outage),
             crash: r.crash.clone(),
             outage: r.outage.clone(),

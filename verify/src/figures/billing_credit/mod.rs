@@ -84,6 +84,7 @@ pub struct RowColumn {
 #[derive(Debug, Clone)]
 pub struct ResultsFigures {
     cells: u32,
+    replayed: u32,
     judged: u32,
     harness_errors: u32,
     sigkilled: u32,
@@ -94,6 +95,7 @@ pub struct ResultsFigures {
     columns: BTreeMap<String, ColumnFigures>,
     differ: BTreeMap<(String, String), Differ>,
     row_columns: Vec<RowColumn>,
+    row_wants: Vec<BTreeSet<u32>>,
     candidates: Vec<CandidateRow>,
     candidate_totals: Vec<CandidateTotal>,
 }
@@ -132,6 +134,16 @@ impl ResultsFigures {
         let (candidates, candidate_totals) = candidates::derive(f);
         ResultsFigures {
             cells: count(f.cells.len()),
+            replayed: count(
+                f.cells
+                    .iter()
+                    .filter(|c| {
+                        c.decision
+                            .as_ref()
+                            .is_some_and(|d| d.replayed_from.is_some())
+                    })
+                    .count(),
+            ),
             judged,
             harness_errors: count(f.cells.len()).saturating_sub(judged),
             sigkilled: count(
@@ -152,6 +164,7 @@ impl ResultsFigures {
             columns,
             differ: differ_all(f),
             row_columns: row_columns(f),
+            row_wants: row_wants(f),
             candidates,
             candidate_totals,
         }
@@ -160,6 +173,11 @@ impl ResultsFigures {
     /// Cells in the file.
     pub fn cells(&self) -> u32 {
         self.cells
+    }
+
+    /// Cells whose saved decision was replayed from another cell of its row.
+    pub fn replayed(&self) -> u32 {
+        self.replayed
     }
 
     /// Cells that ran to a judgement (not HARNESS_ERROR).
@@ -214,6 +232,12 @@ impl ResultsFigures {
         &self.row_columns
     }
 
+    /// Per row of the file (in its order), the distinct wanted credit counts of its judged
+    /// cells in the file's columns (empty when none is judged).
+    pub fn row_wants(&self) -> &[BTreeSet<u32>] {
+        &self.row_wants
+    }
+
     /// The premise candidates table: one row per matrix row with a judged cell that read its
     /// candidates at decision and restart.
     pub fn candidates(&self) -> &[CandidateRow] {
@@ -266,6 +290,21 @@ fn differ(f: &ResultsFile, a: &str, b: &str) -> Differ {
         }
     }
     Differ { cells, rows }
+}
+
+/// Per row of the file, the distinct wants of its judged cells in the file's columns.
+fn row_wants(f: &ResultsFile) -> Vec<BTreeSet<u32>> {
+    f.rows
+        .iter()
+        .map(|r| {
+            f.cells
+                .iter()
+                .filter(|c| c.crash == r.crash && c.outage == r.outage)
+                .filter(|c| f.columns.contains(&c.column) && c.judged())
+                .map(|c| c.want.count)
+                .collect()
+        })
+        .collect()
 }
 
 /// Per row and column of the file, the judged cells' credits and final statuses.
