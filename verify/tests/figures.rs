@@ -362,3 +362,46 @@ fn a_shared_cap_campaign_counts_every_kill_once_and_names_the_trials_that_broke_
     let by_nemesis: usize = f.by_nemesis().iter().map(|n| n.rows.len()).sum();
     assert_eq!(by_nemesis, checked.report.summary.len());
 }
+
+#[test]
+fn a_nemesis_trial_that_is_not_a_plain_pass_is_listed_under_its_row_with_what_it_is() {
+    use verify::figures::nemesis::{listed, Listed};
+    let (mut file, _) = common::nemesis_file();
+    let i = file
+        .trials
+        .iter()
+        .position(|t| t.column == "interlock" && listed(t).is_none())
+        .unwrap();
+    file.trials[i].unresolved = true;
+    let f = verify::figures::nemesis::check(&file, &KeyCheck::SelfAttested).figures;
+    assert!(f.listed().contains(&(i, Listed::Unresolved)));
+    let every: Vec<(usize, Listed)> = file
+        .trials
+        .iter()
+        .enumerate()
+        .filter_map(|(k, t)| listed(t).map(|l| (k, l)))
+        .collect();
+    assert_eq!(f.listed(), every.as_slice());
+    assert_eq!(f.summary_rows().len(), file.summary.len());
+    for (s, row) in file.summary.iter().zip(f.summary_rows()) {
+        let mine: Vec<(usize, Listed)> = every
+            .iter()
+            .copied()
+            .filter(|(k, _)| {
+                file.trials[*k].nemesis == s.nemesis && file.trials[*k].column == s.column
+            })
+            .collect();
+        assert_eq!(row.listed, mine);
+        assert_eq!(
+            row.within_rate_ppm,
+            (s.within_assumptions > 0).then(
+                || u64::from(s.violations_within) * 1_000_000 / u64::from(s.within_assumptions)
+            )
+        );
+    }
+    let judged = file.trials.iter().filter(|t| t.judged()).count() as u32;
+    assert_eq!(f.judged(), judged);
+    // A violation comes first, whatever else the trial is.
+    file.trials[i].violation = true;
+    assert_eq!(listed(&file.trials[i]), Some(Listed::Violation));
+}

@@ -5,7 +5,7 @@
 
 use crate::nemesis::check::{verify_nemesis, NemesisReport};
 use crate::nemesis::rules::{percentile, unguarded_window_us};
-use crate::nemesis::{NemesisFile, Trial};
+use crate::nemesis::{NemesisFile, NemesisSummary, Trial};
 use crate::receipt::KeyCheck;
 use std::collections::BTreeMap;
 
@@ -34,7 +34,59 @@ pub struct NemesisFigures {
     trials: u32,
     nemeses: u32,
     harness_errors: u32,
+    judged: u32,
     columns: BTreeMap<String, ColumnFigures>,
+    listed: Vec<(usize, Listed)>,
+    summary_rows: Vec<SummaryRow>,
+}
+
+/// What a judged trial is when it is not a plain pass, the first that applies in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listed {
+    /// The invariant did not hold.
+    Violation,
+    /// The final restart ended in an error.
+    Unresolved,
+    /// The answer was AMBIGUOUS.
+    Ambiguous,
+    /// The answer did not match Stripe.
+    WrongAnswer,
+}
+
+/// What trial `t` is when it is not a plain pass; `None` for a pass and for a trial not judged.
+pub fn listed(t: &Trial) -> Option<Listed> {
+    if !t.judged() {
+        return None;
+    }
+    if t.violation {
+        Some(Listed::Violation)
+    } else if t.unresolved {
+        Some(Listed::Unresolved)
+    } else if t.ambiguous {
+        Some(Listed::Ambiguous)
+    } else if !t.answer_matches {
+        Some(Listed::WrongAnswer)
+    } else {
+        None
+    }
+}
+
+/// Violations within assumptions per million trials within them (rounded down); `None` when
+/// no trial was within them.
+pub fn within_violation_rate_ppm(s: &NemesisSummary) -> Option<u64> {
+    (s.within_assumptions > 0)
+        .then(|| u64::from(s.violations_within) * 1_000_000 / u64::from(s.within_assumptions))
+}
+
+/// One row of the file's summary (a nemesis and a column): its trials that are not a plain
+/// pass and its violation rate within assumptions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SummaryRow {
+    /// The indices, in file order, of the row's trials that are not a plain pass, and what
+    /// each is.
+    pub listed: Vec<(usize, Listed)>,
+    /// [`within_violation_rate_ppm`] of the row.
+    pub within_rate_ppm: Option<u64>,
 }
 
 /// The exposure nemesis's figures of one column, from its summary.
@@ -103,16 +155,42 @@ fn wrong(t: &Trial) -> bool {
 
 impl NemesisFigures {
     fn derive(file: &NemesisFile) -> NemesisFigures {
+        let columns: Vec<(String, ColumnFigures)> = file
+            .plan
+            .columns
+            .iter()
+            .map(|c| (c.clone(), ColumnFigures::derive(file, c)))
+            .collect();
+        let listed: Vec<(usize, Listed)> = file
+            .trials
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| listed(t).map(|k| (i, k)))
+            .collect();
+        let summary_rows = file
+            .summary
+            .iter()
+            .map(|s| SummaryRow {
+                listed: listed
+                    .iter()
+                    .copied()
+                    .filter(|(i, _)| {
+                        file.trials
+                            .get(*i)
+                            .is_some_and(|t| t.nemesis == s.nemesis && t.column == s.column)
+                    })
+                    .collect(),
+                within_rate_ppm: within_violation_rate_ppm(s),
+            })
+            .collect();
         NemesisFigures {
             trials: count(file.trials.len()),
             nemeses: count(file.plan.nemeses.len()),
             harness_errors: count(file.trials.iter().filter(|t| t.is_harness_error()).count()),
-            columns: file
-                .plan
-                .columns
-                .iter()
-                .map(|c| (c.clone(), ColumnFigures::derive(file, c)))
-                .collect(),
+            judged: columns.iter().map(|(_, c)| c.within + c.beyond).sum(),
+            columns: columns.into_iter().collect(),
+            listed,
+            summary_rows,
         }
     }
 
@@ -134,6 +212,21 @@ impl NemesisFigures {
     /// Per column of the plan, its figures.
     pub fn columns(&self) -> &BTreeMap<String, ColumnFigures> {
         &self.columns
+    }
+
+    /// Judged trials of the plan's columns (within and beyond their assumptions).
+    pub fn judged(&self) -> u32 {
+        self.judged
+    }
+
+    /// The indices, in file order, of the trials that are not a plain pass, and what each is.
+    pub fn listed(&self) -> &[(usize, Listed)] {
+        &self.listed
+    }
+
+    /// Per row of the file's summary, in its order, its listed trials and rate.
+    pub fn summary_rows(&self) -> &[SummaryRow] {
+        &self.summary_rows
     }
 }
 
