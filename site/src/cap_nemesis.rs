@@ -16,10 +16,10 @@ use crate::shared_cap::{page, receipt_pages, ReceiptsOf};
 use crate::verification::{load_verified, Accepted, Wanted};
 use askama::Template;
 use std::path::{Path, PathBuf};
+use verify::figures::cap_nemesis::CapNemesisFigures;
+use verify::shared_cap::nemesis::describe;
 use verify::shared_cap::nemesis::record::{CapNemesisFile, CapTrial};
-use verify::shared_cap::nemesis::summary::{all_kills_landed, NemesisSummary};
-use verify::shared_cap::nemesis::{describe, draw::restart_steps};
-use verify::shared_cap::plan::kill_steps;
+use verify::shared_cap::nemesis::summary::NemesisSummary;
 use verify::shared_cap::record::run_name;
 
 /// File name of the page, beside the run's report.
@@ -121,7 +121,7 @@ fn int(n: u32) -> Fact {
 /// | `held.C`, `landed.C`, `answers.C` | ratio | over the judged trials: cap held, every drawn kill landed, every answer matched Stripe |
 /// | `held.N.C`, `violations.N.C` | ratio, integer | the same per nemesis |
 /// | `not_landed` | integer | judged trials in which some drawn kill did not land |
-pub fn facts(file: &CapNemesisFile, summary: &[NemesisSummary]) -> Facts {
+pub fn facts(file: &CapNemesisFile, figures: &CapNemesisFigures) -> Facts {
     let mut f = Facts::new();
     f.insert("cap".into(), Fact::Cents(verify::shared_cap::CAP_CENTS));
     f.insert(
@@ -129,58 +129,34 @@ pub fn facts(file: &CapNemesisFile, summary: &[NemesisSummary]) -> Facts {
         Fact::Cents(verify::shared_cap::REFUND_CENTS),
     );
     f.insert("confidence".into(), Fact::Text("95%".into()));
-    f.insert(
-        "nemesis.trials".into(),
-        Fact::Int(i64::try_from(file.trials.len()).unwrap_or(i64::MAX)),
-    );
+    f.insert("nemesis.trials".into(), int(figures.trials()));
     f.insert("nemesis.per_cell".into(), int(file.plan.trials));
-    f.insert(
-        "nemesis.kinds".into(),
-        Fact::Int(i64::try_from(file.plan.nemeses.len()).unwrap_or(i64::MAX)),
-    );
-    let not_landed = file
-        .trials
-        .iter()
-        .filter(|t| t.cell.judged() && !all_kills_landed(t))
-        .count();
-    f.insert(
-        "not_landed".into(),
-        Fact::Int(i64::try_from(not_landed).unwrap_or(i64::MAX)),
-    );
-    for column in &file.plan.columns {
-        let mine: Vec<&NemesisSummary> = summary.iter().filter(|s| &s.column == column).collect();
-        let sum = |g: fn(&NemesisSummary) -> u32| mine.iter().map(|s| g(s)).sum::<u32>();
-        let judged = sum(|s| s.judged);
-        f.insert(format!("judged.{column}"), int(judged));
-        f.insert(
-            format!("violations.{column}"),
-            int(judged - sum(|s| s.held)),
-        );
-        f.insert(format!("over_cap.{column}"), int(sum(|s| s.over_cap)));
-        f.insert(
-            format!("harness_errors.{column}"),
-            int(sum(|s| s.harness_errors)),
-        );
-        f.insert(
-            format!("held.{column}"),
-            Fact::Ratio(sum(|s| s.held), judged),
-        );
+    f.insert("nemesis.kinds".into(), int(figures.nemeses()));
+    f.insert("not_landed".into(), int(figures.not_landed()));
+    for c in figures.columns() {
+        let column = c.column();
+        f.insert(format!("judged.{column}"), int(c.judged()));
+        f.insert(format!("violations.{column}"), int(c.violations()));
+        f.insert(format!("over_cap.{column}"), int(c.over_cap()));
+        f.insert(format!("harness_errors.{column}"), int(c.harness_errors()));
+        f.insert(format!("held.{column}"), Fact::Ratio(c.held(), c.judged()));
         f.insert(
             format!("landed.{column}"),
-            Fact::Ratio(sum(|s| s.all_kills_landed), judged),
+            Fact::Ratio(c.all_kills_landed(), c.judged()),
         );
         f.insert(
             format!("answers.{column}"),
-            Fact::Ratio(sum(|s| s.answers_matched), judged),
+            Fact::Ratio(c.answers_matched(), c.judged()),
         );
-        for s in &mine {
+        for r in c.rows() {
+            let s = r.summary();
             f.insert(
                 format!("held.{}.{column}", s.nemesis),
                 Fact::Ratio(s.held, s.judged),
             );
             f.insert(
                 format!("violations.{}.{column}", s.nemesis),
-                int(s.judged - s.held),
+                int(r.not_held()),
             );
         }
     }
@@ -188,85 +164,37 @@ pub fn facts(file: &CapNemesisFile, summary: &[NemesisSummary]) -> Facts {
 }
 
 /// The campaign in one sentence: trials, then per column the cap held over judged trials.
-fn headline(file: &CapNemesisFile, summary: &[NemesisSummary]) -> String {
-    let per: Vec<String> = file
-        .plan
-        .columns
+fn headline(file: &CapNemesisFile, figures: &CapNemesisFigures) -> String {
+    let per: Vec<String> = figures
+        .columns()
         .iter()
-        .map(|c| {
-            let (held, judged) = summary
-                .iter()
-                .filter(|s| &s.column == c)
-                .fold((0, 0), |(h, j), s| (h + s.held, j + s.judged));
-            format!("{c} {held}/{judged}")
-        })
+        .map(|c| format!("{} {}/{}", c.column(), c.held(), c.judged()))
         .collect();
     format!(
         "Nemesis: {} randomized trials ({} nemeses, {} per nemesis and column); the cap held in {}.",
-        file.trials.len(),
-        file.plan.nemeses.len(),
+        figures.trials(),
+        figures.nemeses(),
         file.plan.trials,
         per.join(", ")
     )
 }
 
-/// Per column and step, the first-phase kills of worker a and of worker b and the kills of a's
-/// restart that landed there (from the trials' `killed_at` and `restart_killed_at`), then per
-/// column the drawn kills that did not land; rows with no kill are left out.
-fn kill_rows(file: &CapNemesisFile) -> Vec<KillRow> {
-    let mut rows = Vec::new();
-    for column in &file.plan.columns {
-        let trials: Vec<&CapTrial> = file
-            .trials
-            .iter()
-            .filter(|t| &t.cell.column == column)
-            .collect();
-        let killed = |t: &CapTrial, i: usize, step: &str| {
-            t.cell.tickets.get(i).and_then(|x| x.killed_at.as_deref()) == Some(step)
-        };
-        let mut steps: Vec<&str> = kill_steps(column).to_vec();
-        steps.extend(
-            restart_steps(column)
-                .iter()
-                .filter(|s| !kill_steps(column).contains(s)),
-        );
-        for step in steps {
-            let count = |p: &dyn Fn(&CapTrial) -> bool| trials.iter().filter(|t| p(t)).count();
-            let row = KillRow {
-                column: column.clone(),
-                step: step.to_owned(),
-                a: count(&|t| killed(t, 0, step)) as u32,
-                b: count(&|t| killed(t, 1, step)) as u32,
-                restart: count(&|t| t.restart_killed_at.as_deref() == Some(step)) as u32,
-            };
-            if row.a + row.b + row.restart > 0 {
-                rows.push(row);
-            }
-        }
-        let missed = |drawn: fn(&CapTrial) -> bool, landed: &dyn Fn(&CapTrial) -> bool| {
-            trials.iter().filter(|t| drawn(t) && !landed(t)).count() as u32
-        };
-        let row = KillRow {
-            column: column.clone(),
-            step: "(drawn, never reached: did not land)".into(),
-            a: missed(|t| t.draw.kill_a.is_some(), &|t| {
-                t.cell
-                    .tickets
-                    .first()
-                    .is_some_and(|x| x.killed_at.is_some())
-            }),
-            b: missed(|t| t.draw.kill_b.is_some(), &|t| {
-                t.cell.tickets.get(1).is_some_and(|x| x.killed_at.is_some())
-            }),
-            restart: missed(|t| t.draw.kill_restart.is_some(), &|t| {
-                t.restart_killed_at.is_some()
-            }),
-        };
-        if row.a + row.b + row.restart > 0 {
-            rows.push(row);
-        }
-    }
-    rows
+/// Where the kills landed, per column and step, as `verify` counted them; then per column the
+/// drawn kills that did not land.
+fn kill_rows(figures: &CapNemesisFigures) -> Vec<KillRow> {
+    figures
+        .kills()
+        .iter()
+        .map(|k| KillRow {
+            column: k.column.clone(),
+            step: k
+                .step
+                .map_or("(drawn, never reached: did not land)".into(), str::to_owned),
+            a: k.a,
+            b: k.b,
+            restart: k.restart,
+        })
+        .collect()
 }
 
 /// A trial's draw in words, each kill marked when it did not land.
@@ -305,30 +233,24 @@ fn anchor(t: &CapTrial) -> String {
 
 /// Per nemesis, what it does and its row of each column: the trials over the cap, of those
 /// judged, and the bound.
-fn nemesis_views<'a>(
-    file: &'a CapNemesisFile,
-    summary: &'a [NemesisSummary],
-) -> Vec<NemesisView<'a>> {
-    file.plan
-        .nemeses
+fn nemesis_views(figures: &CapNemesisFigures) -> Vec<NemesisView<'_>> {
+    figures
+        .by_nemesis()
         .iter()
         .map(|n| NemesisView {
-            name: n,
-            what: sentence(describe(n)),
-            rows: summary
+            name: &n.nemesis,
+            what: sentence(describe(&n.nemesis)),
+            rows: n
+                .rows
                 .iter()
-                .filter(|s| &s.nemesis == n)
-                .map(|s| {
-                    let not_held = s.judged.saturating_sub(s.held);
-                    RowView {
-                        s,
-                        not_held,
-                        bound: crate::nemesis_page::bound(s.violation_upper95_ppm, s.judged),
-                        heat: crate::nemesis_figures::heat_band(
-                            (s.judged > 0)
-                                .then(|| u64::from(not_held) * 1_000_000 / u64::from(s.judged)),
-                        ),
-                    }
+                .map(|r| RowView {
+                    s: r.summary(),
+                    not_held: r.not_held(),
+                    bound: crate::nemesis_page::bound(
+                        r.summary().violation_upper95_ppm,
+                        r.summary().judged,
+                    ),
+                    heat: crate::nemesis_figures::heat_band(r.not_held_ppm()),
                 })
                 .collect(),
         })
@@ -394,7 +316,7 @@ pub fn render(
     }
     let key = crate::verification::key_check(pinned);
     let (accepted, bytes) = load_verified(&path, Wanted::SharedCapNemesis, &key)?;
-    let Accepted::SharedCapNemesis { file, report } = accepted else {
+    let Accepted::SharedCapNemesis { file, figures, .. } = accepted else {
         return Err(SiteError::Unreadable {
             path,
             problem: "not a shared_cap nemesis file".into(),
@@ -409,15 +331,14 @@ pub fn render(
             ),
         });
     }
-    let summary = &report.summary;
-    let page_facts = facts(&file, summary);
+    let page_facts = facts(&file, &figures);
     let prose = crate::prose::render(&prose.0, &prose.1, &page_facts)?;
-    let headline = headline(&file, summary);
-    let nemeses = nemesis_views(&file, summary);
-    let broke: Vec<&CapTrial> = file
-        .trials
+    let headline = headline(&file, &figures);
+    let nemeses = nemesis_views(&figures);
+    let broke: Vec<&CapTrial> = figures
+        .broke()
         .iter()
-        .filter(|t| t.cell.judged() && !t.cell.invariant_held)
+        .filter_map(|i| file.trials.get(*i))
         .collect();
     let violations = broke.iter().map(|t| violation_view(t)).collect();
     let json_name = json_name(name);
@@ -441,7 +362,7 @@ pub fn render(
             f: &file,
             hosts: file.environment.hosts == Some(2),
             nemeses,
-            kills: kill_rows(&file),
+            kills: kill_rows(&figures),
             violations,
             prose,
             json_name: &json_name,
@@ -460,6 +381,8 @@ pub fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use verify::receipt::KeyCheck;
+    use verify::shared_cap::nemesis::summary::all_kills_landed;
 
     fn fixture() -> CapNemesisFile {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -471,7 +394,8 @@ mod tests {
     #[test]
     fn every_kill_that_landed_is_counted_once_and_every_drawn_kill_that_did_not_is_counted_apart() {
         let file = fixture();
-        let rows = kill_rows(&file);
+        let figures = verify::figures::cap_nemesis::check(&file, &KeyCheck::SelfAttested).figures;
+        let rows = kill_rows(&figures);
         let (missed, landed): (Vec<&KillRow>, Vec<&KillRow>) =
             rows.iter().partition(|r| r.step.starts_with('('));
         let total = |rs: &[&KillRow]| rs.iter().map(|r| r.a + r.b + r.restart).sum::<u32>();

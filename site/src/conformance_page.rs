@@ -36,6 +36,8 @@ pub struct EmulatorVsStripePage<'a> {
     pub comparison: &'a Comparison,
     /// Cells identical on both sides.
     pub identical: usize,
+    /// Cells compared.
+    pub cells: usize,
     /// `generated` of the original file.
     pub stripe_generated: String,
     /// The original file's name under `reference/`.
@@ -133,6 +135,7 @@ pub fn render(
         version: VERSION,
         r: report,
         identical: comparison.identical(),
+        cells: comparison.cells.len(),
         comparison: &comparison,
         stripe_generated: original
             .get("generated")

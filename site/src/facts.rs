@@ -23,13 +23,11 @@
 //! | `candidate_right.K`, `candidate_wrong_rows.K` | ratio, text | rows where candidate K was right, and the rows where it was wrong |
 
 use crate::format::{dollars, seconds};
-use crate::report_view::{
-    candidate_rows, differing_rows, judged_by_column, row_label, Report, CANDIDATES,
-};
-use std::collections::{BTreeMap, BTreeSet};
+use crate::report_view::{Report, CANDIDATES};
+use std::collections::BTreeMap;
 use std::fmt;
-use verify::results::{median_ms, Cell, ColumnSummary, ResultsFile};
-
+use verify::figures::billing_credit::{ColumnFigures, ResultsFigures, Row};
+use verify::results::ResultsFile;
 /// A fact's value. Comparisons are only defined between values of the same type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fact {
@@ -81,23 +79,16 @@ fn list_or_none(items: &[String]) -> Fact {
     })
 }
 
-/// Distinct items, in first-seen order.
-fn distinct(items: impl Iterator<Item = String>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for i in items {
-        if !out.contains(&i) {
-            out.push(i);
-        }
-    }
-    out
+/// Rows as the facts name them, `crash / outage`.
+fn row_labels(rows: &[Row]) -> Vec<String> {
+    rows.iter()
+        .map(|r| format!("{} / {}", r.crash, r.outage))
+        .collect()
 }
 
-fn counted(items: impl Iterator<Item = String>) -> Fact {
-    let mut m: BTreeMap<String, usize> = BTreeMap::new();
-    for i in items {
-        *m.entry(i).or_default() += 1;
-    }
-    let v: Vec<String> = m.into_iter().map(|(k, n)| format!("{k} ({n})")).collect();
+/// Items with their counts, `item (n)`, or `none`.
+fn counted(items: &BTreeMap<String, u32>) -> Fact {
+    let v: Vec<String> = items.iter().map(|(k, n)| format!("{k} ({n})")).collect();
     list_or_none(&v)
 }
 
@@ -105,27 +96,20 @@ fn ms_or_na(v: Option<u64>) -> Fact {
     v.map_or(Fact::Text("n/a".into()), Fact::Ms)
 }
 
-/// Compute every fact of a report. The per-column counts and medians are the summary `verify`
-/// derived (`summary`); the rest are views of the verified cells that `verify` does not state.
-pub fn compute(
-    f: &ResultsFile,
-    summary: &BTreeMap<String, ColumnSummary>,
-    report: &Report,
-) -> Facts {
+/// Compute every fact of a report: the figures `verify` derived from the verified file
+/// (`figures`), formatted; the environment as the pages label it (`report`).
+pub fn compute(f: &ResultsFile, figures: &ResultsFigures, report: &Report) -> Facts {
     let mut m = Facts::new();
     environment_facts(&mut m, f, report);
-    matrix_facts(&mut m, f, report);
-    for (col, cells) in &judged_by_column(f) {
-        let Some(s) = summary.get(*col) else {
-            continue;
-        };
-        column_count_facts(&mut m, col, s, cells);
-        column_timing_facts(&mut m, col, s, cells);
-        column_outcome_facts(&mut m, col, cells);
+    matrix_facts(&mut m, f, figures);
+    for (col, c) in figures.columns() {
+        column_count_facts(&mut m, col, c);
+        column_timing_facts(&mut m, col, c);
+        column_outcome_facts(&mut m, col, c);
     }
-    differ_facts(&mut m, f);
-    row_column_facts(&mut m, f);
-    candidate_facts(&mut m, f);
+    differ_facts(&mut m, f, figures);
+    row_column_facts(&mut m, figures);
+    candidate_facts(&mut m, figures);
     m
 }
 
@@ -151,34 +135,36 @@ fn environment_facts(m: &mut Facts, f: &ResultsFile, report: &Report) {
 }
 
 /// The matrix's size, its receipts, the gate's settings and the approval cap.
-fn matrix_facts(m: &mut Facts, f: &ResultsFile, report: &Report) {
+fn matrix_facts(m: &mut Facts, f: &ResultsFile, figures: &ResultsFigures) {
     put(m, "rows", Fact::Int(f.rows.len() as i64));
     put(m, "columns", Fact::Int(f.columns.len() as i64));
     put(m, "cells", Fact::Int(f.cells.len() as i64));
-    put(m, "judged", Fact::Int(report.judged as i64));
-    put(m, "harness_errors", Fact::Int(report.harness_errors as i64));
-    put(m, "repeats", Fact::Int(i64::from(report.repeats)));
-    put(m, "sigkills", Fact::Int(report.sigkilled as i64));
-    put(m, "receipts", Fact::Int(report.receipts.len() as i64));
+    put(m, "judged", Fact::Int(i64::from(figures.judged())));
+    put(
+        m,
+        "harness_errors",
+        Fact::Int(i64::from(figures.harness_errors())),
+    );
+    put(m, "repeats", Fact::Int(i64::from(figures.repeats())));
+    put(m, "sigkills", Fact::Int(i64::from(figures.sigkilled())));
+    put(m, "receipts", Fact::Int(i64::from(figures.receipts())));
     put(
         m,
         "receipts_verified",
-        Fact::Int(report.receipts.iter().filter(|r| r.summary.ok()).count() as i64),
+        Fact::Int(i64::from(figures.receipts_verified())),
     );
     let claim = &f.environment.claim;
     put(m, "max_in_flight", Fact::Ms(claim.max_in_flight_ms));
     put(m, "claim_ttl", Fact::Ms(claim.claim_ttl_ms));
-    let caps: BTreeSet<i64> = f.cells.iter().map(|c| c.case.approval.max_cents).collect();
-    if caps.len() == 1 {
-        if let Some(cap) = caps.first() {
-            put(m, "approved", Fact::Cents(*cap));
-        }
+    if let Some(cap) = figures.approved() {
+        put(m, "approved", Fact::Cents(cap));
     }
 }
 
 /// A column's ratios and counts (from `verify`'s summary) and the rows where it broke the
 /// invariant.
-fn column_count_facts(m: &mut Facts, col: &str, s: &ColumnSummary, cells: &[&Cell]) {
+fn column_count_facts(m: &mut Facts, col: &str, c: &ColumnFigures) {
+    let s = c.summary();
     put(m, format!("held.{col}"), Fact::Ratio(s.held, s.cells));
     put(
         m,
@@ -196,15 +182,13 @@ fn column_count_facts(m: &mut Facts, col: &str, s: &ColumnSummary, cells: &[&Cel
     put(
         m,
         format!("violated.{col}"),
-        Fact::Int(i64::from(s.cells.saturating_sub(s.held))),
+        Fact::Int(i64::from(c.violated())),
     );
-    let violated: Vec<String> = distinct(
-        cells
-            .iter()
-            .filter(|c| !c.invariant_held)
-            .map(|c| row_label(c, 1)),
+    put(
+        m,
+        format!("violated_rows.{col}"),
+        list_or_none(&row_labels(c.violated_rows())),
     );
-    put(m, format!("violated_rows.{col}"), list_or_none(&violated));
     put(
         m,
         format!("harness_errors.{col}"),
@@ -214,19 +198,8 @@ fn column_count_facts(m: &mut Facts, col: &str, s: &ColumnSummary, cells: &[&Cel
 
 /// A column's timings over its judged cells: the medians `verify` derived, the outage's median,
 /// and the extremes.
-fn column_timing_facts(m: &mut Facts, col: &str, s: &ColumnSummary, cells: &[&Cell]) {
-    let crash: Vec<u64> = cells
-        .iter()
-        .filter_map(|c| c.timings.map(|t| t.crash_to_settled_ms))
-        .collect();
-    let restart: Vec<u64> = cells
-        .iter()
-        .filter_map(|c| c.timings.map(|t| t.restart_to_settled_ms))
-        .collect();
-    let outage: Vec<u64> = cells
-        .iter()
-        .filter_map(|c| c.timings.map(|t| t.outage_ms))
-        .collect();
+fn column_timing_facts(m: &mut Facts, col: &str, c: &ColumnFigures) {
+    let s = c.summary();
     put(
         m,
         format!("median_crash.{col}"),
@@ -240,138 +213,86 @@ fn column_timing_facts(m: &mut Facts, col: &str, s: &ColumnSummary, cells: &[&Ce
     put(
         m,
         format!("median_outage.{col}"),
-        ms_or_na(median_ms(&outage)),
+        ms_or_na(c.median_outage_ms()),
     );
-    put(
-        m,
-        format!("min_crash.{col}"),
-        ms_or_na(crash.iter().copied().min()),
-    );
-    put(
-        m,
-        format!("max_crash.{col}"),
-        ms_or_na(crash.iter().copied().max()),
-    );
+    put(m, format!("min_crash.{col}"), ms_or_na(c.min_crash_ms()));
+    put(m, format!("max_crash.{col}"), ms_or_na(c.max_crash_ms()));
     put(
         m,
         format!("min_restart.{col}"),
-        ms_or_na(restart.iter().copied().min()),
+        ms_or_na(c.min_restart_ms()),
     );
     put(
         m,
         format!("max_restart.{col}"),
-        ms_or_na(restart.iter().copied().max()),
+        ms_or_na(c.max_restart_ms()),
     );
 }
 
 /// A column's final statuses, vias and record kinds, and how many cells were sent, refused or
 /// ambiguous.
-fn column_outcome_facts(m: &mut Facts, col: &str, cells: &[&Cell]) {
-    let count = |p: &dyn Fn(&&Cell) -> bool| cells.iter().filter(|c| p(c)).count() as u32;
-    put(
-        m,
-        format!("outcomes.{col}"),
-        counted(cells.iter().map(|c| c.outcome.clone())),
-    );
-    put(
-        m,
-        format!("vias.{col}"),
-        counted(cells.iter().filter_map(|c| c.via.clone())),
-    );
-    put(
-        m,
-        format!("sent.{col}"),
-        Fact::Int(i64::from(count(&|c| crate::report_view::sent(&c.outcome)))),
-    );
+fn column_outcome_facts(m: &mut Facts, col: &str, c: &ColumnFigures) {
+    put(m, format!("outcomes.{col}"), counted(c.outcomes()));
+    put(m, format!("vias.{col}"), counted(c.vias()));
+    put(m, format!("sent.{col}"), Fact::Int(i64::from(c.sent())));
     put(
         m,
         format!("refused.{col}"),
-        Fact::Int(i64::from(count(&|c| c.outcome.starts_with("REFUSED")))),
+        Fact::Int(i64::from(c.refused())),
     );
     put(
         m,
         format!("ambiguous.{col}"),
-        Fact::Int(i64::from(count(&|c| c.outcome == "AMBIGUOUS"))),
+        Fact::Int(i64::from(c.ambiguous())),
     );
-    let records: BTreeSet<&str> = cells.iter().map(|c| c.record.as_str()).collect();
-    put(
-        m,
-        format!("record.{col}"),
-        Fact::Text(records.into_iter().collect::<Vec<_>>().join(", ")),
-    );
+    let records: Vec<&str> = c.records().iter().map(String::as_str).collect();
+    put(m, format!("record.{col}"), Fact::Text(records.join(", ")));
 }
 
 /// For every ordered pair of columns, the paired cells where they differ on the invariant.
-fn differ_facts(m: &mut Facts, f: &ResultsFile) {
+fn differ_facts(m: &mut Facts, f: &ResultsFile, figures: &ResultsFigures) {
     for a in &f.columns {
         for b in &f.columns {
-            if a == b {
+            let Some(d) = figures.differ(a, b) else {
                 continue;
-            }
-            if let Some(rows) = differing_rows(f, a, b, 1) {
-                put(m, format!("differ.{a}.{b}"), Fact::Int(rows.len() as i64));
-                put(
-                    m,
-                    format!("differ_rows.{a}.{b}"),
-                    list_or_none(&distinct(rows.into_iter())),
-                );
-            }
+            };
+            put(m, format!("differ.{a}.{b}"), Fact::Int(d.count() as i64));
+            put(
+                m,
+                format!("differ_rows.{a}.{b}"),
+                list_or_none(&row_labels(d.rows())),
+            );
         }
     }
 }
 
 /// Per row and column: `credited.<crash>.<outage>.<column>` (case credits Stripe holds, summed
-/// over repeats) and `outcome.<crash>.<outage>.<column>` (final statuses with counts).
-fn row_column_facts(m: &mut Facts, f: &ResultsFile) {
-    for row in &f.rows {
-        for col in &f.columns {
-            let cells: Vec<_> = f
-                .cells
-                .iter()
-                .filter(|c| c.crash == row.crash && c.outage == row.outage && &c.column == col)
-                .filter(|c| c.judged())
-                .collect();
-            if cells.is_empty() {
-                continue;
-            }
-            let key = format!("{}.{}.{col}", row.crash, row.outage);
-            let credited: i64 = cells
-                .iter()
-                .map(|c| i64::from(c.ground_truth.case_credit_count))
-                .sum();
-            put(m, format!("credited.{key}"), Fact::Int(credited));
-            let outcome = if cells.len() == 1 {
-                Fact::Text(cells.iter().map(|c| c.outcome.clone()).collect())
-            } else {
-                counted(cells.iter().map(|c| c.outcome.clone()))
-            };
-            put(m, format!("outcome.{key}"), outcome);
-        }
+/// over repeats) and `outcome.<crash>.<outage>.<column>` (final statuses with counts; the
+/// status alone for one cell).
+fn row_column_facts(m: &mut Facts, figures: &ResultsFigures) {
+    for rc in figures.row_columns() {
+        let key = format!("{}.{}.{}", rc.row.crash, rc.row.outage, rc.column);
+        put(m, format!("credited.{key}"), Fact::Int(rc.credited));
+        let outcome = match (rc.cells, rc.outcomes.keys().next()) {
+            (1, Some(only)) => Fact::Text(only.clone()),
+            _ => counted(&rc.outcomes),
+        };
+        put(m, format!("outcome.{key}"), outcome);
     }
 }
 
 /// Per premise candidate, the rows where it was right and those where it was wrong.
-fn candidate_facts(m: &mut Facts, f: &ResultsFile) {
-    let cand = candidate_rows(f);
-    for (i, name) in CANDIDATES.iter().enumerate() {
-        let right = cand
-            .iter()
-            .filter(|r| r.cells.get(i).is_some_and(|c| c.right))
-            .count() as u32;
-        let wrong: Vec<String> = cand
-            .iter()
-            .filter(|r| r.cells.get(i).is_some_and(|c| !c.right))
-            .map(|r| r.label.clone())
-            .collect();
+fn candidate_facts(m: &mut Facts, figures: &ResultsFigures) {
+    for (name, t) in CANDIDATES.iter().zip(figures.candidate_totals()) {
         put(
             m,
             format!("candidate_right.{name}"),
-            Fact::Ratio(right, cand.len() as u32),
+            Fact::Ratio(t.right, t.rows),
         );
         put(
             m,
             format!("candidate_wrong_rows.{name}"),
-            list_or_none(&wrong),
+            list_or_none(&row_labels(&t.wrong_rows)),
         );
     }
 }

@@ -172,12 +172,17 @@ fn render_all(
                 all.rendered
                     .push(render_file(path, bytes, &verified, options, pinned)?);
             }
-            Accepted::SharedCap { file, report } => {
+            Accepted::SharedCap {
+                file,
+                report,
+                figures,
+            } => {
                 let checked = shared_cap::Checked {
                     path,
                     bytes,
                     file: &file,
                     report,
+                    figures: &figures,
                 };
                 all.caps
                     .push(shared_cap::render(checked, pinned, &options.prose)?);
@@ -314,7 +319,7 @@ fn render_file(
         path: path.to_path_buf(),
         problem,
     };
-    let scenario = &verified.file.scenario;
+    let scenario = &verified.file().scenario;
     if scenario.is_empty()
         || !scenario
             .chars()
@@ -337,7 +342,7 @@ fn render_file(
     report.nemesis = nemesis_page::nemesis_path(results_dir, scenario).is_file();
     let reference = conformance_page::Reference::of(path, scenario, pinned.is_some());
     report.emulator_vs_stripe = matches!(reference, conformance_page::Reference::Shown(_));
-    let emulator_vs_stripe = conformance_page::render(&reference, &verified.file, &report)?;
+    let emulator_vs_stripe = conformance_page::render(&reference, verified.file(), &report)?;
     report.emulator_vs_stripe = emulator_vs_stripe.is_some();
     let prose_files = prose::load(scenario, &options.prose)?;
     let nemesis = nemesis_page::render(
@@ -349,9 +354,9 @@ fn render_file(
     )?;
     report.nemesis = nemesis.is_some();
     report.nemesis_line = nemesis.as_ref().map(|n| n.headline.clone());
-    let facts = facts::compute(&verified.file, &verified.summary, &report);
+    let facts = facts::compute(verified.file(), verified.figures(), &report);
     report.verdict_line = overview::verdict_line(&report.columns, &facts);
-    let report_html = report_page(&report, &verified.file, &prose_files, &facts)?;
+    let report_html = report_page(&report, verified.file(), &prose_files, &facts)?;
     let ids_html = pages::ids(&report)?;
     let mut receipts = Vec::new();
     for rc in &report.receipts {

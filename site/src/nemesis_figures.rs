@@ -19,8 +19,7 @@ fn esc(s: &str) -> String {
 /// Violations within assumptions per trial within them, in parts per million, from the verified
 /// summary; `None` when no trial was within assumptions.
 pub fn violation_rate_ppm(s: &NemesisSummary) -> Option<u64> {
-    (s.within_assumptions > 0)
-        .then(|| u64::from(s.violations_within) * 1_000_000 / u64::from(s.within_assumptions))
+    verify::figures::nemesis::within_violation_rate_ppm(s)
 }
 
 /// The heat map's class for a cell: `n/a`, none, or one of four bands of the rate.

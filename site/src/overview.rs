@@ -82,20 +82,13 @@ pub fn verdict_line(columns: &[String], facts: &Facts) -> String {
 /// The nemesis run in a few sentences: the trials judged, and per column the violations within
 /// its assumptions over its trials within them, the violations and wrong answers beyond them,
 /// and the exposure nemesis's violations (the comparison of each column's unguarded window).
-/// Facts `nemesis.trials`, `within.C`, `beyond.C`, `nothing_decided.C`, `violations_within.C`,
-/// `violations_beyond.C`, `wrong_within.C`, `wrong_beyond.C`, `exposure.violations.C`,
-/// `exposure.judged.C`.
-pub fn nemesis_line(columns: &[String], facts: &Facts) -> String {
+/// `judged` is the campaign's judged trials as `verify` counted them; facts `nemesis.trials`,
+/// `within.C`, `nothing_decided.C`, `violations_within.C`, `violations_beyond.C`,
+/// `wrong_within.C`, `wrong_beyond.C`, `exposure.violations.C`, `exposure.judged.C`.
+pub fn nemesis_line(columns: &[String], facts: &Facts, judged: u32) -> String {
     let per = |f: &dyn Fn(&String) -> String| -> String {
         words(&columns.iter().map(f).collect::<Vec<_>>())
     };
-    let judged: i64 = columns
-        .iter()
-        .map(|c| {
-            int(facts, &format!("within.{c}")).unwrap_or(0)
-                + int(facts, &format!("beyond.{c}")).unwrap_or(0)
-        })
-        .sum();
     let within = per(&|c| {
         format!(
             "{c} {} of {}",

@@ -202,13 +202,7 @@ pub fn report(
         .rows
         .iter()
         .map(|row| {
-            let wants: std::collections::BTreeSet<u32> = row
-                .cells
-                .iter()
-                .flatten()
-                .filter(|c| c.judged)
-                .map(|c| c.want_count)
-                .collect();
+            let wants = &row.wants;
             RowLine {
                 crash: row.crash.clone(),
                 outage: row.outage.clone(),

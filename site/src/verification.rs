@@ -9,31 +9,83 @@ use crate::error::SiteError;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
-use verify::check::verify_results;
+use verify::check::ResultsReport;
 use verify::entry::ReceiptBundle;
+use verify::figures::billing_credit::{Checked, ResultsFigures};
+use verify::figures::cap_nemesis::CapNemesisFigures;
+use verify::figures::nemesis::NemesisFigures;
+use verify::figures::shared_cap::CapFigures;
 use verify::load::{load_document, Document};
 use verify::nemesis::check::NemesisReport;
 use verify::nemesis::{NemesisFile, NEMESIS_FORMAT};
 use verify::problem::code;
 use verify::receipt::{KeyCheck, ReceiptReport};
-use verify::results::{ColumnSummary, ResultsFile, RESULTS_FORMAT};
+use verify::results::{ResultsFile, RESULTS_FORMAT};
 use verify::shared_cap::check::CapReport;
 use verify::shared_cap::nemesis::check::CapNemesisReport;
 use verify::shared_cap::nemesis::record::CapNemesisFile;
 use verify::shared_cap::record::CapResults;
 
-/// A results file that passed verification, with every receipt's re-derived summary.
+/// A results file that passed verification, with every receipt's re-derived summary and the
+/// figures `verify` derived from it. Built only here, from a file `verify` checked.
 #[derive(Debug, Clone)]
 pub struct Verified {
+    file: ResultsFile,
+    receipts: BTreeMap<String, ReceiptCheck>,
+    checker: &'static str,
+    figures: ResultsFigures,
+}
+
+impl Verified {
+    /// Check `file` under `key` with `verify`'s checker of its format and keep what it derived,
+    /// whether or not it found a problem ([`accept_results`] refuses a file that has one).
+    fn checked(file: ResultsFile, key: &KeyCheck) -> (Verified, ResultsReport) {
+        let Checked { report, figures } = verify::figures::billing_credit::check(&file, key);
+        let signer = &file.environment.signer;
+        let receipts = report
+            .cell_reports
+            .iter()
+            .filter_map(|c| c.receipt.as_ref())
+            .map(|r| (r.effect_id.clone(), summarize(r, signer)))
+            .collect();
+        let verified = Verified {
+            file,
+            receipts,
+            checker: "verify::check::verify_results",
+            figures,
+        };
+        (verified, report)
+    }
+
+    /// A file as `verify` checked it, its findings ignored: for tests of the views of files
+    /// changed after signing.
+    #[cfg(test)]
+    pub(crate) fn checked_for_test(file: ResultsFile, checker: &'static str) -> Verified {
+        let (mut verified, _) = Verified::checked(file, &KeyCheck::SelfAttested);
+        verified.checker = checker;
+        verified
+    }
+
     /// The parsed file.
-    pub file: ResultsFile,
+    pub fn file(&self) -> &ResultsFile {
+        &self.file
+    }
+
     /// Receipt summaries re-derived at build time, keyed by effect id.
-    pub receipts: BTreeMap<String, ReceiptCheck>,
+    pub fn receipts(&self) -> &BTreeMap<String, ReceiptCheck> {
+        &self.receipts
+    }
+
     /// Which checker verified the file, for the pages to name.
-    pub checker: &'static str,
-    /// The per-column summary `verify` derived from its own judgements (the pages render this,
-    /// never a count of their own).
-    pub summary: BTreeMap<String, ColumnSummary>,
+    pub fn checker(&self) -> &'static str {
+        self.checker
+    }
+
+    /// Every figure the pages print, as `verify` derived it (the per-column summary of its own
+    /// judgements among them): the pages format these, never a count of their own.
+    pub fn figures(&self) -> &ResultsFigures {
+        &self.figures
+    }
 }
 
 /// The summary of one receipt, re-derived at build time (never copied from the file).
@@ -123,8 +175,10 @@ pub enum Accepted {
     Nemesis {
         /// The file.
         file: Box<NemesisFile>,
-        /// What `verify` found and derived.
+        /// What `verify` found.
         report: NemesisReport,
+        /// The figures `verify` derived from it.
+        figures: Box<NemesisFigures>,
     },
     /// A shared_cap results file.
     SharedCap {
@@ -132,6 +186,8 @@ pub enum Accepted {
         file: Box<CapResults>,
         /// What `verify` found and derived (the summary the pages show).
         report: CapReport,
+        /// The figures `verify` derived from it.
+        figures: Box<CapFigures>,
     },
     /// A shared_cap nemesis campaign.
     SharedCapNemesis {
@@ -139,6 +195,8 @@ pub enum Accepted {
         file: Box<CapNemesisFile>,
         /// What `verify` found and derived (the summary the pages show).
         report: CapNemesisReport,
+        /// The figures `verify` derived from it.
+        figures: Box<CapNemesisFigures>,
     },
     /// A reference run of the original implementation (unsigned: accepted only self-attested).
     Reference(Value),
@@ -189,18 +247,32 @@ pub fn load_verified(
             Accepted::Results(Box::new(accept_results(*file, key).map_err(refused)?))
         }
         (Wanted::Results, Document::SharedCap(file)) => {
-            let report = verify::shared_cap::check::check(&file, key);
+            let verify::figures::shared_cap::Checked { report, figures } =
+                verify::figures::shared_cap::check(&file, key);
             first_lines(report.ok, &report.findings).map_err(refused)?;
-            Accepted::SharedCap { file, report }
+            Accepted::SharedCap {
+                file,
+                report,
+                figures: Box::new(figures),
+            }
         }
         (Wanted::Nemesis, Document::Nemesis(file)) => {
-            let report = accept_nemesis(&file, key).map_err(refused)?;
-            Accepted::Nemesis { file, report }
+            let checked = accept_nemesis(&file, key).map_err(refused)?;
+            Accepted::Nemesis {
+                file,
+                report: checked.report,
+                figures: Box::new(checked.figures),
+            }
         }
         (Wanted::SharedCapNemesis, Document::SharedCapNemesis(file)) => {
-            let report = verify::shared_cap::nemesis::check::check(&file, key);
+            let verify::figures::cap_nemesis::Checked { report, figures } =
+                verify::figures::cap_nemesis::check(&file, key);
             first_lines(report.ok, &report.findings).map_err(refused)?;
-            Accepted::SharedCapNemesis { file, report }
+            Accepted::SharedCapNemesis {
+                file,
+                report,
+                figures: Box::new(figures),
+            }
         }
         (Wanted::Reference, Document::OriginalResults(value)) => {
             Accepted::Reference(accept_reference(value, key).map_err(refused)?)
@@ -273,28 +345,21 @@ fn first_lines(ok: bool, findings: &[impl ToString]) -> Result<(), Refusal> {
     Err(Refusal::Findings(lines.join("; ")))
 }
 
-/// A billing_credit results file checked by `verify::check::verify_results`, with each
+/// A billing_credit results file checked by `verify::check::verify_results` (through
+/// `verify::figures::billing_credit::check`, which derives its figures beside), with each
 /// receipt's report as that check made it.
 fn accept_results(file: ResultsFile, key: &KeyCheck) -> Result<Verified, Refusal> {
-    let report = verify_results(&file, key);
+    let (verified, report) = Verified::checked(file, key);
     first_lines(report.ok, &report.first_findings())?;
-    let signer = &file.environment.signer;
-    let receipts = report
-        .cell_reports
-        .iter()
-        .filter_map(|c| c.receipt.as_ref())
-        .map(|r| (r.effect_id.clone(), summarize(r, signer)))
-        .collect();
-    Ok(Verified {
-        file,
-        receipts,
-        checker: "verify::check::verify_results",
-        summary: report.summary,
-    })
+    Ok(verified)
 }
 
-/// A whole nemesis campaign checked by `verify::nemesis::check::verify_nemesis`.
-fn accept_nemesis(file: &NemesisFile, key: &KeyCheck) -> Result<NemesisReport, Refusal> {
+/// A whole nemesis campaign checked by `verify::nemesis::check::verify_nemesis` (through
+/// `verify::figures::nemesis::check`, which derives its figures beside).
+fn accept_nemesis(
+    file: &NemesisFile,
+    key: &KeyCheck,
+) -> Result<verify::figures::nemesis::Checked, Refusal> {
     // One slice of a campaign is not the campaign: its rates are of some trials only.
     if let Some(shard) = file.plan.shard {
         return Err(Refusal::Shard {
@@ -302,10 +367,10 @@ fn accept_nemesis(file: &NemesisFile, key: &KeyCheck) -> Result<NemesisReport, R
             count: shard.count,
         });
     }
-    let report = verify::nemesis::check::verify_nemesis(file, key);
-    match report.findings.first() {
+    let checked = verify::figures::nemesis::check(file, key);
+    match checked.report.findings.first() {
         Some(first) => Err(Refusal::Findings(first.to_string())),
-        None => Ok(report),
+        None => Ok(checked),
     }
 }
 

@@ -23,6 +23,7 @@ pub mod cli;
 pub mod contract;
 pub mod display;
 pub mod entry;
+pub mod figures;
 pub mod finding;
 pub mod keys;
 pub mod load;

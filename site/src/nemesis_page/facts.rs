@@ -1,12 +1,13 @@
-//! The facts the Nemesis page's prose may use: every number it states, counted from the
-//! verified nemesis file (its trials and the summaries `verify` recomputed).
+//! The facts the Nemesis page's prose may use: every number it states, from the figures
+//! `verify` derived from the verified nemesis file, formatted.
 
 use super::bound;
 use crate::facts::{Fact, Facts};
-use verify::nemesis::{NemesisFile, Trial};
+use verify::figures::nemesis::{ColumnFigures, NemesisFigures};
+use verify::nemesis::NemesisFile;
 
-/// The facts the Nemesis page's prose may use, from the verified file (`C` a column, `N` a
-/// nemesis):
+/// The facts the Nemesis page's prose may use, from the verified file and the figures `verify`
+/// derived from it (`C` a column, `N` a nemesis):
 ///
 /// | fact | type | meaning |
 /// |---|---|---|
@@ -26,30 +27,27 @@ use verify::nemesis::{NemesisFile, Trial};
 /// | `judged.N.C`, `violations.N.C`, `wrong.N.C`, `unresolved.N.C` | integer | per nemesis, over all its judged trials (within and beyond) |
 /// | `window.n.C`, `window.p50.C`, `window.p95.C` | integer, text, text | the column's unguarded window for the approval (last read to POST applied) over its exposure trials: how many, median and 95th percentile |
 /// | `harness_errors` | integer | HARNESS_ERROR trials |
-pub fn facts(file: &NemesisFile) -> Facts {
+pub fn facts(file: &NemesisFile, figures: &NemesisFigures) -> Facts {
     let mut facts = Facts::new();
-    facts.insert("nemesis.trials".into(), int(file.trials.len()));
+    facts.insert("nemesis.trials".into(), int(figures.trials()));
     facts.insert(
         "nemesis.per_cell".into(),
         Fact::Int(i64::from(file.plan.trials)),
     );
-    facts.insert("nemesis.kinds".into(), int(file.plan.nemeses.len()));
+    facts.insert("nemesis.kinds".into(), int(figures.nemeses()));
     facts.insert(
         "max_in_flight".into(),
         Fact::Ms(file.environment.claim.max_in_flight_ms),
     );
-    facts.insert(
-        "harness_errors".into(),
-        int(file.trials.iter().filter(|t| t.is_harness_error()).count()),
-    );
-    for column in &file.plan.columns {
-        column_facts(file, column, &mut facts);
+    facts.insert("harness_errors".into(), int(figures.harness_errors()));
+    for (column, c) in figures.columns() {
+        column_facts(column, c, &mut facts);
     }
     facts
 }
 
-fn int(n: usize) -> Fact {
-    Fact::Int(i64::try_from(n).unwrap_or(i64::MAX))
+fn int(n: u32) -> Fact {
+    Fact::Int(i64::from(n))
 }
 
 /// A list as text, or `none`.
@@ -60,202 +58,99 @@ fn list_or_none(items: Vec<String>) -> Fact {
         items.join(", ")
     })
 }
+
 /// The facts of one column: within / beyond its assumptions, and per nemesis.
-fn column_facts(file: &NemesisFile, column: &str, facts: &mut Facts) {
-    // Judged trials only: one with nothing decided or a harness error is no pass of the column.
-    let of = |t: &&Trial| t.column == column && t.judged();
-    let judged: Vec<&Trial> = file.trials.iter().filter(of).collect();
-    let (within, beyond): (Vec<&Trial>, Vec<&Trial>) =
-        judged.iter().partition(|t| t.assumption.is_none());
-    let trials = ColumnTrials {
-        column,
-        judged: &judged,
-        within: &within,
-        beyond: &beyond,
-    };
-    trial_count_facts(&trials, facts);
-    summary_facts(file, column, facts);
-    window_facts(file, &judged, column, facts);
-    nemesis_facts(file, &trials, facts);
+fn column_facts(column: &str, c: &ColumnFigures, facts: &mut Facts) {
+    trial_count_facts(column, c, facts);
+    summary_facts(column, c, facts);
+    window_facts(column, c, facts);
+    nemesis_facts(column, c, facts);
 }
 
-/// A column's judged trials, and those within and beyond its assumptions.
-struct ColumnTrials<'a> {
-    column: &'a str,
-    judged: &'a [&'a Trial],
-    within: &'a [&'a Trial],
-    beyond: &'a [&'a Trial],
-}
-
-/// How many of `v` satisfy `p`, as a fact.
-fn count(v: &[&Trial], p: fn(&Trial) -> bool) -> Fact {
-    int(v.iter().filter(|t| p(t)).count())
-}
-
-/// A column's trials within and beyond its assumptions, and their violations, wrong answers,
-/// unresolved restarts and AMBIGUOUS answers.
-fn trial_count_facts(trials: &ColumnTrials<'_>, facts: &mut Facts) {
-    let ColumnTrials {
-        column,
-        judged,
-        within,
-        beyond,
-    } = *trials;
-    facts.insert(format!("within.{column}"), int(within.len()));
-    facts.insert(format!("beyond.{column}"), int(beyond.len()));
+/// A column's judged trials within and beyond its assumptions, and their violations, wrong
+/// answers, unresolved restarts and AMBIGUOUS answers.
+fn trial_count_facts(column: &str, c: &ColumnFigures, facts: &mut Facts) {
+    facts.insert(format!("within.{column}"), int(c.within()));
+    facts.insert(format!("beyond.{column}"), int(c.beyond()));
     facts.insert(
         format!("violations_within.{column}"),
-        count(within, |t| t.violation),
+        int(c.violations_within()),
     );
-    facts.insert(
-        format!("wrong_within.{column}"),
-        count(within, |t| !t.answer_matches && !t.unresolved),
-    );
-    facts.insert(
-        format!("unresolved.{column}"),
-        count(judged, |t| t.unresolved),
-    );
-    facts.insert(
-        format!("wrong_beyond.{column}"),
-        count(beyond, |t| !t.answer_matches && !t.unresolved),
-    );
+    facts.insert(format!("wrong_within.{column}"), int(c.wrong_within()));
+    facts.insert(format!("unresolved.{column}"), int(c.unresolved()));
+    facts.insert(format!("wrong_beyond.{column}"), int(c.wrong_beyond()));
     facts.insert(
         format!("ambiguous_within.{column}"),
-        count(within, |t| t.ambiguous),
+        int(c.ambiguous_within()),
     );
-    facts.insert(
-        format!("ambiguous.{column}"),
-        count(judged, |t| t.ambiguous),
-    );
+    facts.insert(format!("ambiguous.{column}"), int(c.ambiguous()));
     facts.insert(
         format!("violations_beyond.{column}"),
-        count(beyond, |t| t.violation),
+        int(c.violations_beyond()),
     );
 }
 
 /// From the column's summaries: trials where nothing was decided, distinct interleavings within
 /// assumptions, and the exposure nemesis's trials, violations and bound.
-fn summary_facts(file: &NemesisFile, column: &str, facts: &mut Facts) {
-    let summaries = file.summary.iter().filter(|s| s.column == column);
-    let (mut nothing, mut distinct_within) = (0u32, 0u32);
-    for s in summaries {
-        nothing += s.nothing_decided;
-        distinct_within += s.distinct_within;
-        if s.nemesis == "exposure" {
-            facts.insert(
-                format!("exposure.judged.{column}"),
-                Fact::Int(i64::from(s.judged)),
-            );
-            facts.insert(
-                format!("exposure.violations.{column}"),
-                Fact::Int(i64::from(s.violations)),
-            );
-            facts.insert(
-                format!("exposure.bound.{column}"),
-                Fact::Text(bound(s.violation_upper95_ppm, s.judged)),
-            );
-        }
+fn summary_facts(column: &str, c: &ColumnFigures, facts: &mut Facts) {
+    if let Some(e) = c.exposure() {
+        facts.insert(format!("exposure.judged.{column}"), int(e.judged));
+        facts.insert(format!("exposure.violations.{column}"), int(e.violations));
+        facts.insert(
+            format!("exposure.bound.{column}"),
+            Fact::Text(bound(e.violation_upper95_ppm, e.judged)),
+        );
     }
     facts.insert(
         format!("nothing_decided.{column}"),
-        Fact::Int(i64::from(nothing)),
+        int(c.nothing_decided()),
     );
     facts.insert(
         format!("distinct_within.{column}"),
-        Fact::Int(i64::from(distinct_within)),
+        int(c.distinct_within()),
     );
 }
 
 /// Each column's unguarded window for the approval, measured on the exposure trials (nobody
 /// paused or killed), by the rule's own instants: how many, median and 95th percentile.
-fn window_facts(file: &NemesisFile, judged: &[&Trial], column: &str, facts: &mut Facts) {
-    let mut windows: Vec<u64> = judged
-        .iter()
-        .filter(|t| t.nemesis == "exposure")
-        .filter_map(|t| {
-            verify::nemesis::rules::unguarded_window_us(
-                &t.timeline,
-                "approval",
-                file.environment.claim.max_in_flight_ms,
-            )
-        })
-        .collect();
-    windows.sort_unstable();
+fn window_facts(column: &str, c: &ColumnFigures, facts: &mut Facts) {
     let ms = |us: Option<u64>| {
         Fact::Text(us.map_or("n/a".into(), |us| {
             format!("{}.{} ms", us / 1000, (us % 1000) / 100)
         }))
     };
-    facts.insert(format!("window.n.{column}"), int(windows.len()));
-    for (name, pct) in [("p50", 50), ("p95", 95)] {
-        facts.insert(
-            format!("window.{name}.{column}"),
-            ms(verify::nemesis::rules::percentile(&windows, pct)),
-        );
-    }
+    facts.insert(format!("window.n.{column}"), int(c.windows()));
+    facts.insert(format!("window.p50.{column}"), ms(c.window_p50_us()));
+    facts.insert(format!("window.p95.{column}"), ms(c.window_p95_us()));
 }
 
 /// Per nemesis, the column's trials and their findings; and over the nemeses, the fewest trials
 /// within assumptions, the nemeses wholly beyond them, and those with violations within them.
-fn nemesis_facts(file: &NemesisFile, trials: &ColumnTrials<'_>, facts: &mut Facts) {
-    let ColumnTrials {
-        column,
-        judged,
-        within,
-        ..
-    } = *trials;
-    let mut min_within = usize::MAX;
-    let mut violating = Vec::new();
-    let mut wholly_beyond = Vec::new();
-    for nemesis in &file.plan.nemeses {
-        let here: Vec<&&Trial> = within.iter().filter(|t| &t.nemesis == nemesis).collect();
-        let violations = here.iter().filter(|t| t.violation).count();
-        if here.is_empty() {
-            wholly_beyond.push(nemesis.clone());
-        } else {
-            min_within = min_within.min(here.len());
-        }
-        if violations > 0 {
-            violating.push(format!("{nemesis} ({violations})"));
-        }
-        let of_nemesis: Vec<&Trial> = judged
-            .iter()
-            .copied()
-            .filter(|t| &t.nemesis == nemesis)
-            .collect();
-        facts.insert(format!("judged.{nemesis}.{column}"), int(of_nemesis.len()));
-        facts.insert(
-            format!("violations.{nemesis}.{column}"),
-            count(&of_nemesis, |t| t.violation),
-        );
-        facts.insert(
-            format!("wrong.{nemesis}.{column}"),
-            count(&of_nemesis, |t| !t.answer_matches && !t.unresolved),
-        );
-        facts.insert(
-            format!("unresolved.{nemesis}.{column}"),
-            count(&of_nemesis, |t| t.unresolved),
-        );
-        facts.insert(format!("within.{nemesis}.{column}"), int(here.len()));
+fn nemesis_facts(column: &str, c: &ColumnFigures, facts: &mut Facts) {
+    for n in c.nemeses() {
+        let nemesis = &n.nemesis;
+        facts.insert(format!("judged.{nemesis}.{column}"), int(n.judged));
+        facts.insert(format!("violations.{nemesis}.{column}"), int(n.violations));
+        facts.insert(format!("wrong.{nemesis}.{column}"), int(n.wrong));
+        facts.insert(format!("unresolved.{nemesis}.{column}"), int(n.unresolved));
+        facts.insert(format!("within.{nemesis}.{column}"), int(n.within));
         facts.insert(
             format!("violations_within.{nemesis}.{column}"),
-            int(violations),
+            int(n.violations_within),
         );
     }
-    facts.insert(
-        format!("min_within.{column}"),
-        int(if min_within == usize::MAX {
-            0
-        } else {
-            min_within
-        }),
-    );
+    facts.insert(format!("min_within.{column}"), int(c.min_within()));
     facts.insert(
         format!("wholly_beyond.{column}"),
-        list_or_none(wholly_beyond),
+        list_or_none(c.wholly_beyond().into_iter().map(str::to_owned).collect()),
     );
     facts.insert(
         format!("violating_nemeses.{column}"),
-        list_or_none(violating),
+        list_or_none(
+            c.violating()
+                .into_iter()
+                .map(|(n, v)| format!("{n} ({v})"))
+                .collect(),
+        ),
     );
 }

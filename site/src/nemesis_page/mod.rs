@@ -12,6 +12,7 @@ use crate::prose::Section;
 use crate::verification::{load_verified, Accepted, Wanted};
 use askama::Template;
 use std::path::{Path, PathBuf};
+use verify::figures::nemesis::{Listed, NemesisFigures};
 use verify::nemesis::{NemesisFile, NemesisSummary, Trial};
 
 mod facts;
@@ -38,6 +39,8 @@ pub struct NemesisPage<'a> {
     pub version: &'a str,
     /// The file.
     pub f: &'a NemesisFile,
+    /// Trials in the file, as `verify` counted them.
+    pub trials: u32,
     /// The rows, in plan order.
     pub rows: Vec<Row<'a>>,
     /// The heat map, one row per nemesis.
@@ -138,21 +141,19 @@ pub fn trial_file(id: &str) -> String {
     format!("{}.html", id.replace(':', "-"))
 }
 
-/// What a trial is when it is not a plain pass (judged trials only).
+/// What a trial is when it is not a plain pass (judged trials only), in words
+/// ([`verify::figures::nemesis::listed`] decides).
 pub fn listed_kind(t: &Trial) -> Option<&'static str> {
-    if !t.judged() {
-        return None;
-    }
-    if t.violation {
-        Some("violation")
-    } else if t.unresolved {
-        Some("unresolved")
-    } else if t.ambiguous {
-        Some("AMBIGUOUS")
-    } else if !t.answer_matches {
-        Some("wrong answer")
-    } else {
-        None
+    verify::figures::nemesis::listed(t).map(kind_words)
+}
+
+/// A kind of listed trial in words.
+pub(crate) fn kind_words(kind: Listed) -> &'static str {
+    match kind {
+        Listed::Violation => "violation",
+        Listed::Unresolved => "unresolved",
+        Listed::Ambiguous => "AMBIGUOUS",
+        Listed::WrongAnswer => "wrong answer",
     }
 }
 
@@ -179,6 +180,8 @@ struct Campaign<'a> {
     path: &'a Path,
     /// The file, accepted by `verify`.
     file: &'a NemesisFile,
+    /// The figures `verify` derived from it.
+    figures: &'a NemesisFigures,
     /// The scenario's report (its header links).
     report: &'a crate::report_view::Report,
     /// What the nemesis run ran against, in one line (its own file's, not the matrix's).
@@ -227,6 +230,7 @@ pub fn render(
     let Accepted::Nemesis {
         file,
         report: checked,
+        figures,
     } = accepted
     else {
         return Err(SiteError::Unreadable {
@@ -238,6 +242,7 @@ pub fn render(
     let campaign = Campaign {
         path: &path,
         file: &file,
+        figures: &figures,
         report,
         ran: crate::report_view::ran_line(&file.environment).map_err(|e| SiteError::Data {
             path: path.clone(),
@@ -246,9 +251,9 @@ pub fn render(
         signer_label: signer_label(results_dir, &file, policy),
         key,
     };
-    let rows = table_rows(&file);
-    let page_facts = facts(&file);
-    let headline = crate::overview::nemesis_line(&file.plan.columns, &page_facts);
+    let rows = table_rows(&file, &figures);
+    let page_facts = facts(&file, &figures);
+    let headline = crate::overview::nemesis_line(&file.plan.columns, &page_facts, figures.judged());
     let prose = crate::prose::render(&prose.0, &prose.1, &page_facts)?;
     let kills = kill_rows(&file);
     let nemeses = nemesis_pages(&campaign, &rows, &kills)?;
@@ -258,6 +263,7 @@ pub fn render(
         root: "../",
         version: VERSION,
         f: &file,
+        trials: figures.trials(),
         heat: heat_rows(&file, &rows),
         rows,
         headline: &headline,
@@ -394,10 +400,11 @@ fn trial_pages(campaign: &Campaign<'_>) -> Result<Vec<(String, String)>, SiteErr
     let file = campaign.file;
     let replay_args = replay_args(&file.environment);
     let mut trials = Vec::new();
-    for (t, kind) in file
-        .trials
+    for (t, kind) in campaign
+        .figures
+        .listed()
         .iter()
-        .filter_map(|t| listed_kind(t).map(|k| (t, k)))
+        .filter_map(|(i, k)| file.trials.get(*i).map(|t| (t, kind_words(*k))))
     {
         let credits = t
             .ground_truth

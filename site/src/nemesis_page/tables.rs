@@ -1,7 +1,8 @@
 //! The nemesis pages' tables, formatted from the verified file: the main table and its heat map,
 //! where the kills landed, and a trial's timeline.
 
-use super::{bound, listed_kind, trial_file};
+use super::{bound, kind_words, trial_file};
+use verify::figures::nemesis::NemesisFigures;
 use verify::nemesis::{NemesisFile, NemesisSummary, Trial};
 
 /// One row of a nemesis table, formatted.
@@ -16,6 +17,8 @@ pub struct Row<'a> {
     pub all_bound: String,
     /// Trials that are not a plain pass: (id, page file name, what they are).
     pub listed: Vec<(&'a str, String, &'static str)>,
+    /// How many trials are listed.
+    pub listed_count: usize,
     /// The heat map's class ([`crate::nemesis_figures::heat_class`]).
     pub heat: &'static str,
 }
@@ -152,21 +155,26 @@ pub(super) fn kill_rows(file: &NemesisFile) -> Vec<KillRow> {
 }
 
 /// The main table's rows, one per nemesis and column, in the summary's (plan) order.
-pub(super) fn table_rows(file: &NemesisFile) -> Vec<Row<'_>> {
+pub(super) fn table_rows<'a>(file: &'a NemesisFile, figures: &NemesisFigures) -> Vec<Row<'a>> {
     file.summary
         .iter()
-        .map(|s| Row {
-            s,
-            heat: crate::nemesis_figures::heat_class(s),
-            within_bound: bound(s.within_upper95_ppm, s.within_assumptions),
-            distinct_bound: bound(s.within_distinct_upper95_ppm, s.distinct_within),
-            all_bound: bound(s.violation_upper95_ppm, s.judged),
-            listed: file
-                .trials
+        .zip(figures.summary_rows())
+        .map(|(s, row)| {
+            let listed: Vec<_> = row
+                .listed
                 .iter()
-                .filter(|t| t.nemesis == s.nemesis && t.column == s.column)
-                .filter_map(|t| listed_kind(t).map(|k| (t.id.as_str(), trial_file(&t.id), k)))
-                .collect(),
+                .filter_map(|(i, k)| file.trials.get(*i).map(|t| (t, kind_words(*k))))
+                .map(|(t, k)| (t.id.as_str(), trial_file(&t.id), k))
+                .collect();
+            Row {
+                s,
+                heat: crate::nemesis_figures::heat_band(row.within_rate_ppm),
+                within_bound: bound(s.within_upper95_ppm, s.within_assumptions),
+                distinct_bound: bound(s.within_distinct_upper95_ppm, s.distinct_within),
+                all_bound: bound(s.violation_upper95_ppm, s.judged),
+                listed_count: listed.len(),
+                listed,
+            }
         })
         .collect()
 }

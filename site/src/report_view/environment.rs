@@ -94,8 +94,9 @@ pub fn ran_line(e: &verify::results::Environment) -> Result<String, ViewError> {
 }
 
 /// The run's environment, labelled; an error for a backend, decider or journal the site does
-/// not know, or a model decider without a model name.
-pub(super) fn env_view(f: &ResultsFile) -> Result<EnvView, ViewError> {
+/// not know, or a model decider without a model name. `replayed` is how many cells replayed
+/// another cell's decision, as `verify` counted them.
+pub(super) fn env_view(f: &ResultsFile, replayed: u32) -> Result<EnvView, ViewError> {
     let e = &f.environment;
     let backend_label = backend_words(&e.backend)?;
     let decider_label = match e.decider.kind.as_str() {
@@ -106,15 +107,6 @@ pub(super) fn env_view(f: &ResultsFile) -> Result<EnvView, ViewError> {
         },
         other => return Err(ViewError::UnknownDecider(other.to_owned())),
     };
-    let replayed = f
-        .cells
-        .iter()
-        .filter(|c| {
-            c.decision
-                .as_ref()
-                .is_some_and(|d| d.replayed_from.is_some())
-        })
-        .count();
     let decide_label = match (replayed, e.decider.kind.as_str()) {
         (0, "policy") => String::new(),
         (0, _) => " It was asked in every cell, so a difference between columns may come from it.".into(),

@@ -91,7 +91,7 @@ pub(super) fn ids_view(verified: &Verified, c: &Cell, repeats: u32) -> IdsView {
         receipt: c
             .receipt
             .as_ref()
-            .and_then(|b| verified.receipts.get(&b.effect_id).cloned()),
+            .and_then(|b| verified.receipts().get(&b.effect_id).cloned()),
         receipt_href: receipt_href(c),
         journal: if c.journal_kinds.is_empty() {
             "none".into()

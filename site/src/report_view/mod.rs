@@ -21,9 +21,9 @@ use crate::verification::Verified;
 use environment::env_view;
 use ids::ids_view;
 use receipts::receipt_views;
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
+use verify::figures::billing_credit::{CellAt, ResultsFigures};
 use verify::results::{Cell, ResultsFile};
-use verify::scenarios::billing_credit::status_says_sent;
 use verify::scenarios::Scenario;
 
 /// Everything the pages of one scenario show.
@@ -55,6 +55,10 @@ pub struct Report {
     pub ids: Vec<IdsView>,
     /// One page per receipt.
     pub receipts: Vec<ReceiptView>,
+    /// Cells in the file (one row of the Ids page each).
+    pub cell_count: u32,
+    /// Cells that carry a receipt (one page each).
+    pub receipt_count: u32,
     /// Cells whose worker was SIGKILLed (signal 9).
     pub sigkilled: usize,
     /// Cells judged (not HARNESS_ERROR).
@@ -86,6 +90,8 @@ pub struct RowView {
     pub outage: String,
     /// Per column (in [`Report::columns`] order), the cells of that column in this row (one per repeat).
     pub cells: Vec<Vec<CellView>>,
+    /// The distinct wanted credit counts of the row's judged cells, as `verify` found them.
+    pub wants: BTreeSet<u32>,
 }
 
 /// One cell of the main table.
@@ -163,21 +169,20 @@ pub struct DecisionView {
 
 /// Build the view of one verified results file. `json_name` is the file name it is published under.
 pub fn build(verified: &Verified, json_name: &str) -> Result<Report, ViewError> {
-    let f = &verified.file;
-    let env = env_view(f)?;
-    let judged = f.cells.iter().filter(|c| c.judged()).count();
-    let harness_errors = f.cells.len() - judged;
-    let sigkilled = f
-        .cells
-        .iter()
-        .filter(|c| c.judged() && c.worker_exit_signal == Some(9))
-        .count();
+    let f = verified.file();
+    let figures = verified.figures();
+    let env = env_view(f, figures.replayed())?;
     check_cells(f)?;
-    let repeats = f.cells.iter().map(|c| c.repeat + 1).max().unwrap_or(1);
+    let repeats = figures.repeats();
     let receipts = receipt_views(verified, repeats)?;
-    let rows = row_views(f, repeats);
+    let rows = row_views(f, figures);
     let summaries = summary_views(verified)?;
-    let differing = differing_rows(f, "hand_check", "interlock", repeats);
+    let differing = figures.differ("hand_check", "interlock").map(|d| {
+        d.cells()
+            .iter()
+            .map(|c| cell_row_label(c, repeats))
+            .collect()
+    });
     let decisions = decision_views(f, repeats, &env.decider_label);
     let ids = f
         .cells
@@ -194,14 +199,16 @@ pub fn build(verified: &Verified, json_name: &str) -> Result<Report, ViewError> 
         rows,
         summaries,
         differing,
-        candidates: candidate_rows(f),
+        candidates: candidate_rows(figures.candidates()),
         decisions,
         ids,
         receipts,
-        sigkilled,
-        judged,
-        harness_errors,
-        checker: verified.checker.to_owned(),
+        cell_count: figures.cells(),
+        receipt_count: figures.receipts(),
+        sigkilled: figures.sigkilled() as usize,
+        judged: figures.judged() as usize,
+        harness_errors: figures.harness_errors() as usize,
+        checker: verified.checker().to_owned(),
         repeats,
         emulator_vs_stripe: false,
         nemesis: false,
@@ -250,10 +257,13 @@ fn receipt_href(c: &Cell) -> Option<String> {
 }
 
 /// The main table: per row, per column, the row's cells of that column.
-fn row_views(f: &ResultsFile, repeats: u32) -> Vec<RowView> {
+fn row_views(f: &ResultsFile, figures: &ResultsFigures) -> Vec<RowView> {
+    let repeats = figures.repeats();
     f.rows
         .iter()
-        .map(|r| RowView {
+        .zip(figures.row_wants())
+        .map(|(r, wants)| RowView {
+            wants: wants.clone(),
             label: format!("{} / {}", r.crash, r.outage),
             crash: r.crash.clone(),
             outage: r.outage.clone(),
@@ -274,14 +284,15 @@ fn row_views(f: &ResultsFile, repeats: u32) -> Vec<RowView> {
 
 /// Each column's summary line, from the summary `verify` derived.
 fn summary_views(verified: &Verified) -> Result<Vec<SummaryView>, ViewError> {
+    let columns = verified.figures().columns();
     verified
-        .file
+        .file()
         .columns
         .iter()
         .map(|col| {
-            let s = verified
-                .summary
+            let s = columns
                 .get(col)
+                .map(|c| c.summary())
                 .ok_or_else(|| ViewError::NoSummary(col.clone()))?;
             Ok(SummaryView {
                 column: col.clone(),
@@ -377,68 +388,22 @@ fn cell_view(c: &Cell, repeats: u32, receipt_href: Option<String>) -> CellView {
     }
 }
 
-/// Row labels where columns `a` and `b` differ on `invariant_held` (judged cells, paired by row and
-/// repeat); `None` when either column is absent from the file.
-pub fn differing_rows(f: &ResultsFile, a: &str, b: &str, repeats: u32) -> Option<Vec<String>> {
-    if !f.columns.iter().any(|c| c == a) || !f.columns.iter().any(|c| c == b) {
-        return None;
+/// Row label of a differing cell `verify` named, as [`row_label`] writes it.
+fn cell_row_label(c: &CellAt, repeats: u32) -> String {
+    if repeats > 1 {
+        format!("{} / {} #{}", c.row.crash, c.row.outage, c.repeat)
+    } else {
+        format!("{} / {}", c.row.crash, c.row.outage)
     }
-    let mut out = Vec::new();
-    for ca in f.cells.iter().filter(|c| c.column == a && c.judged()) {
-        let partner = f.cells.iter().find(|c| {
-            c.column == b
-                && c.crash == ca.crash
-                && c.outage == ca.outage
-                && c.repeat == ca.repeat
-                && c.judged()
-        });
-        if let Some(cb) = partner {
-            if ca.invariant_held != cb.invariant_held {
-                out.push(row_label(ca, repeats));
-            }
-        }
-    }
-    Some(out)
-}
-
-/// Per column, the judged cells (not HARNESS_ERROR).
-pub fn judged_by_column(f: &ResultsFile) -> BTreeMap<&str, Vec<&Cell>> {
-    let mut m: BTreeMap<&str, Vec<&Cell>> = BTreeMap::new();
-    for col in &f.columns {
-        m.insert(col.as_str(), Vec::new());
-    }
-    for c in f.cells.iter().filter(|c| c.judged()) {
-        m.entry(c.column.as_str()).or_default().push(c);
-    }
-    m
-}
-
-/// Whether a status means the credit went out.
-pub fn sent(status: &str) -> bool {
-    status_says_sent(status)
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use crate::verification::summarize;
-    use verify::receipt::KeyCheck;
 
     fn verified(f: ResultsFile) -> Verified {
-        let report = verify::check::verify_results(&f, &KeyCheck::SelfAttested);
-        let receipts = report
-            .cell_reports
-            .iter()
-            .filter_map(|c| c.receipt.as_ref())
-            .map(|r| (r.effect_id.clone(), summarize(r, &f.environment.signer)))
-            .collect();
-        Verified {
-            file: f,
-            receipts,
-            checker: "test",
-            summary: report.summary,
-        }
+        Verified::checked_for_test(f, "test")
     }
 
     fn synthetic() -> ResultsFile {
@@ -472,7 +437,7 @@ mod tests {
             .find(|c| c.crash == "after_send" && c.outage == "renewal")
             .unwrap();
         cell.observations.crash.as_mut().unwrap().customer_balance = -1000;
-        let rows = candidate_rows(&f);
+        let rows = candidate_rows(verified(f).figures().candidates());
         let row = rows
             .iter()
             .find(|r| r.label == "after_send / renewal")

@@ -91,7 +91,7 @@ pub(super) fn receipt_views(
     verified: &Verified,
     repeats: u32,
 ) -> Result<Vec<ReceiptView>, ViewError> {
-    let f = &verified.file;
+    let f = verified.file();
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
     for c in &f.cells {
@@ -107,7 +107,7 @@ pub(super) fn receipt_views(
             return Err(ViewError::DuplicateEffectId(eid.clone()));
         }
         let summary = verified
-            .receipts
+            .receipts()
             .get(eid)
             .cloned()
             .ok_or_else(|| ViewError::ReceiptUnverified(eid.clone()))?;

@@ -1,8 +1,9 @@
 //! The facts a shared_cap run's prose may use, and its verdict in one line: every number from
-//! the summary `verify` derived and the verified cells.
+//! the summary and the figures `verify` derived.
 
 use super::SummaryRow;
 use crate::facts::{Fact, Facts};
+use verify::figures::shared_cap::{CapFigures, CapRow};
 use verify::shared_cap::record::CapResults;
 use verify::shared_cap::{CAP_CENTS, PAYMENT_CENTS, REFUND_CENTS};
 
@@ -21,18 +22,18 @@ pub(super) fn verdict_line(summary: &[SummaryRow]) -> String {
 }
 
 /// The fact table of a run: the amounts, and per column its ratios and the rows it went over.
-pub(super) fn facts(summary: &[SummaryRow], file: &CapResults) -> Facts {
+pub(super) fn facts(file: &CapResults, figures: &CapFigures) -> Facts {
     let mut f = Facts::new();
     f.insert("payment".into(), Fact::Cents(PAYMENT_CENTS));
     f.insert("cap".into(), Fact::Cents(CAP_CENTS));
     f.insert("refund".into(), Fact::Cents(REFUND_CENTS));
-    f.insert("cells".into(), Fact::Int(file.cells.len() as i64));
+    f.insert("cells".into(), Fact::Int(i64::from(figures.cells())));
     f.insert(
         "stripe_api_version".into(),
         Fact::Text(file.environment.stripe_api_version.clone()),
     );
-    for SummaryRow { s, judged } in summary {
-        let judged = *judged;
+    for c in figures.columns() {
+        let (s, judged) = (c.summary(), c.judged());
         f.insert(format!("held.{}", s.column), Fact::Ratio(s.held, judged));
         f.insert(
             format!("killed.{}", s.column),
@@ -50,27 +51,18 @@ pub(super) fn facts(summary: &[SummaryRow], file: &CapResults) -> Facts {
             format!("proof.{}", s.column),
             Fact::Ratio(s.proved, s.tickets),
         );
-        f.insert(
-            format!("over_rows.{}", s.column),
-            over_rows(file, &s.column),
-        );
+        f.insert(format!("over_rows.{}", s.column), over_rows(c.over_rows()));
     }
     f
 }
 
-/// The rows (crash point, overlap) in which `column` went over the cap, in file order, or `none`.
-pub(super) fn over_rows(file: &CapResults, column: &str) -> Fact {
-    let mut rows: Vec<String> = Vec::new();
-    for c in file
-        .cells
+/// The rows (crash point, overlap) in which a column went over the cap, as `verify` found
+/// them in file order, or `none`.
+fn over_rows(rows: &[CapRow]) -> Fact {
+    let rows: Vec<String> = rows
         .iter()
-        .filter(|c| c.column == column && c.judged() && c.truth.refunded_cents() > CAP_CENTS)
-    {
-        let row = format!("{}, {}", c.crash_point, c.overlap);
-        if !rows.contains(&row) {
-            rows.push(row);
-        }
-    }
+        .map(|r| format!("{}, {}", r.crash_point, r.overlap))
+        .collect();
     Fact::Text(if rows.is_empty() {
         "none".into()
     } else {

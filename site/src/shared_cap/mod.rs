@@ -20,6 +20,7 @@ use crate::report_view::{backend_words, decider_words, ViewError};
 use askama::Template;
 use facts::{facts, verdict_line};
 use std::path::Path;
+use verify::figures::shared_cap::CapFigures;
 use verify::receipt::KeyCheck;
 use verify::shared_cap::check::CapReport;
 use verify::shared_cap::plan::COLUMNS;
@@ -69,13 +70,14 @@ pub struct SummaryRow {
     pub judged: u32,
 }
 
-/// Each column's [`SummaryRow`], in the summary's order.
-pub fn summary_rows(summary: &[ColumnSummary]) -> Vec<SummaryRow> {
-    summary
+/// Each column's [`SummaryRow`], in the summary's order, from the figures `verify` derived.
+pub fn summary_rows(figures: &CapFigures) -> Vec<SummaryRow> {
+    figures
+        .columns()
         .iter()
-        .map(|s| SummaryRow {
-            s: s.clone(),
-            judged: s.cells.saturating_sub(s.harness_errors),
+        .map(|c| SummaryRow {
+            s: c.summary().clone(),
+            judged: c.judged(),
         })
         .collect()
 }
@@ -173,7 +175,8 @@ fn anchor(c: &CapCell) -> String {
     format!("{}-{}-{}-{}", c.crash_point, c.overlap, c.column, c.repeat)
 }
 
-fn cell_view(c: &CapCell) -> CellView {
+/// A cell as the pages show it; `refunds` is how many of its refunds count, as `verify` found.
+fn cell_view(c: &CapCell, refunds: Option<u32>) -> CellView {
     let tickets = c
         .tickets
         .iter()
@@ -195,14 +198,14 @@ fn cell_view(c: &CapCell) -> CellView {
         a_killed: c.a_killed(),
         held: c.invariant_held,
         refunded: crate::format::dollars(c.truth.refunded_cents()),
-        refunds: c.truth.refunds.iter().filter(|r| r.counts()).count(),
+        refunds: refunds.map_or(0, |n| n as usize),
         tickets,
         harness_error: c.harness_error.clone(),
         cell: c.clone(),
     }
 }
 
-fn rows(file: &CapResults) -> Vec<RowView> {
+fn rows(file: &CapResults, figures: &CapFigures) -> Vec<RowView> {
     // Rows in the order the file's cells first name them.
     let mut keys: Vec<(&str, &str)> = Vec::new();
     for c in &file.cells {
@@ -220,10 +223,11 @@ fn rows(file: &CapResults) -> Vec<RowView> {
                 .map(|col| {
                     file.cells
                         .iter()
-                        .filter(|c| {
+                        .enumerate()
+                        .filter(|(_, c)| {
                             c.crash_point == crash && c.overlap == overlap && c.column == *col
                         })
-                        .map(cell_view)
+                        .map(|(i, c)| cell_view(c, figures.refunds(i)))
                         .collect()
                 })
                 .collect(),
@@ -258,6 +262,8 @@ pub struct Checked<'a> {
     pub file: &'a CapResults,
     /// What `verify` derived from it.
     pub report: CapReport,
+    /// The figures `verify` derived from it.
+    pub figures: &'a CapFigures,
 }
 
 /// The header of a run's pages: `nav(up, current, crumbs, here)`, the run's report first in
@@ -291,11 +297,17 @@ fn run_nav<'a>(
 fn ids_and_receipts(
     name: &str,
     file: &CapResults,
+    figures: &CapFigures,
     key: &KeyCheck,
     json_name: &str,
     nav: &NavFn<'_>,
 ) -> Result<(String, Vec<ReceiptFiles>), SiteError> {
-    let cells: Vec<CellView> = file.cells.iter().map(cell_view).collect();
+    let cells: Vec<CellView> = file
+        .cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| cell_view(c, figures.refunds(i)))
+        .collect();
     let ids_html = page(
         &format!("{name}/ids.html"),
         &IdsPage {
@@ -331,7 +343,8 @@ pub fn render(
         path,
         bytes,
         file,
-        report,
+        report: _,
+        figures,
     } = checked;
     let key = crate::verification::key_check(pinned);
     let data_err = |problem: String| SiteError::Data {
@@ -343,9 +356,9 @@ pub fn render(
         backend_words(&file.environment.backend).map_err(|e| data_err(e.to_string()))?;
     let ran = ran_line(&file.environment).map_err(|e| data_err(e.to_string()))?;
     let json_name = format!("{name}.json");
-    let summary = summary_rows(&report.summary);
+    let summary = summary_rows(figures);
     let verdict_line = verdict_line(&summary);
-    let facts = facts(&summary, file);
+    let facts = facts(file, figures);
     let files = prose::load(name, prose_source)?;
     let verdict = prose::render(&files.verdict.0, &files.verdict.1, &facts)?;
     let setup = prose::render(&files.setup.0, &files.setup.1, &facts)?;
@@ -359,7 +372,7 @@ pub fn render(
         &files.nemesis,
         &|up, current, crumbs, here| nav(up, current, crumbs, here),
     )?;
-    let row_views = rows(file);
+    let row_views = rows(file, figures);
     let report_html = page(
         &format!("{name}/index.html"),
         &ReportPage {
@@ -380,7 +393,7 @@ pub fn render(
             key: crate::provenance::KeyPolicy::of(pinned.is_some()),
         },
     )?;
-    let (ids_html, mut receipts) = ids_and_receipts(name, file, &key, &json_name, &nav)?;
+    let (ids_html, mut receipts) = ids_and_receipts(name, file, figures, &key, &json_name, &nav)?;
     if let Some(n) = &nemesis {
         receipts.extend(n.receipts.iter().cloned());
     }

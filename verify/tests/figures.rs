@@ -1,0 +1,407 @@
+//! The figures `verify` derives for the published report, on small synthetic files with known
+//! counts.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use verify::figures::billing_credit::{check, CellAt, Row, CANDIDATES};
+use verify::receipt::KeyCheck;
+use verify::results::{Cell, ResultsFile};
+
+fn synthetic() -> ResultsFile {
+    synthetic::generate(&synthetic::Spec::default())
+}
+
+fn row(crash: &str, outage: &str) -> Row {
+    Row {
+        crash: crash.into(),
+        outage: outage.into(),
+    }
+}
+
+#[test]
+fn a_clean_synthetic_file_has_every_cell_judged_and_no_differing_row() {
+    let checked = check(&synthetic(), &KeyCheck::SelfAttested);
+    assert!(checked.report.ok);
+    let f = &checked.figures;
+    assert_eq!(
+        (f.judged(), f.harness_errors(), f.sigkilled(), f.repeats()),
+        (18, 0, 18, 1)
+    );
+    assert_eq!((f.receipts(), f.receipts_verified()), (6, 6));
+    assert_eq!(f.columns().len(), 3);
+    let d = f.differ("hand_check", "interlock").unwrap();
+    assert_eq!((d.count(), d.rows().len()), (0, 0));
+    assert!(f.differ("hand_check", "nope").is_none());
+    assert!(f.differ("interlock", "interlock").is_none());
+    assert_eq!(f.row_columns().len(), 18);
+    assert!(f.row_columns().iter().all(|rc| rc.cells == 1));
+    assert_eq!(f.candidate_totals().len(), CANDIDATES.len());
+    assert!(f.candidate_totals().iter().all(|t| t.rows == 6));
+    assert_eq!(f.cells(), 18);
+}
+
+#[test]
+fn replayed_decisions_and_each_rows_wants_are_counted_over_judged_cells() {
+    let mut file = synthetic();
+    let replayed = file
+        .cells
+        .iter()
+        .filter(|c| {
+            c.decision
+                .as_ref()
+                .is_some_and(|d| d.replayed_from.is_some())
+        })
+        .count() as u32;
+    let f = check(&file, &KeyCheck::SelfAttested).figures;
+    assert_eq!(f.replayed(), replayed);
+    assert_eq!(f.row_wants().len(), file.rows.len());
+    for (r, wants) in file.rows.iter().zip(f.row_wants()) {
+        let mine: std::collections::BTreeSet<u32> = file
+            .cells
+            .iter()
+            .filter(|c| c.crash == r.crash && c.outage == r.outage && c.judged())
+            .map(|c| c.want.count)
+            .collect();
+        assert_eq!(wants, &mine);
+    }
+    // A row whose every cell is a harness error wants nothing the page can name.
+    let (crash, outage) = (file.rows[0].crash.clone(), file.rows[0].outage.clone());
+    for c in file
+        .cells
+        .iter_mut()
+        .filter(|c| c.crash == crash && c.outage == outage)
+    {
+        c.outcome = verify::scenarios::billing_credit::HARNESS_ERROR.into();
+    }
+    let f = check(&file, &KeyCheck::SelfAttested).figures;
+    assert!(f.row_wants()[0].is_empty());
+}
+
+#[test]
+fn a_harness_error_is_not_judged_and_a_broken_invariant_names_its_row() {
+    let mut file = synthetic();
+    let c = &mut file.cells[0];
+    c.outcome = verify::scenarios::billing_credit::HARNESS_ERROR.into();
+    c.harness_error = Some("boom".into());
+    c.worker_exit_signal = None;
+    let (crash, outage, column) = (c.crash.clone(), c.outage.clone(), c.column.clone());
+    let other = file
+        .cells
+        .iter_mut()
+        .find(|c| c.column == "hand_check" && c.crash == "after_send" && c.outage == "renewal")
+        .unwrap();
+    other.invariant_held = false;
+    other.timings = Some(verify::results::Timings {
+        crash_to_settled_ms: 1,
+        restart_to_settled_ms: 2,
+        outage_ms: 3,
+    });
+    let checked = check(&file, &KeyCheck::SelfAttested);
+    assert!(!checked.report.ok, "the file was changed after signing");
+    let f = &checked.figures;
+    assert_eq!((f.judged(), f.harness_errors(), f.sigkilled()), (17, 1, 17));
+    let hand = &f.columns()["hand_check"];
+    assert_eq!(hand.violated_rows(), &[row("after_send", "renewal")]);
+    assert_eq!(hand.min_crash_ms(), Some(1));
+    assert_eq!(hand.min_restart_ms(), Some(2));
+    let d = f.differ("hand_check", "interlock").unwrap();
+    assert_eq!(d.count(), 1);
+    assert_eq!(
+        d.cells(),
+        &[CellAt {
+            row: row("after_send", "renewal"),
+            repeat: 0
+        }]
+    );
+    assert!(!f
+        .row_columns()
+        .iter()
+        .any(|rc| rc.row == row(&crash, &outage) && rc.column == column));
+}
+
+#[test]
+fn a_column_counts_its_outcomes_and_sends() {
+    let file = synthetic();
+    let checked = check(&file, &KeyCheck::SelfAttested);
+    for (col, figures) in checked.figures.columns() {
+        let cells: Vec<&Cell> = file.cells.iter().filter(|c| &c.column == col).collect();
+        let tallied: u32 = figures.outcomes().values().sum();
+        assert_eq!(tallied as usize, cells.len(), "{col}");
+        let sent = cells
+            .iter()
+            .filter(|c| verify::scenarios::billing_credit::status_says_sent(&c.outcome))
+            .count();
+        assert_eq!(figures.sent() as usize, sent, "{col}");
+        let violated = cells.iter().filter(|c| !c.invariant_held).count();
+        assert_eq!(figures.violated() as usize, violated, "{col}");
+        assert_eq!(figures.violated_rows().is_empty(), violated == 0, "{col}");
+    }
+}
+
+#[test]
+fn a_premise_candidate_is_right_where_refusing_at_restart_matches_wanting_no_credit() {
+    let mut file = synthetic();
+    let cell = file
+        .cells
+        .iter_mut()
+        .find(|c| c.crash == "after_send" && c.outage == "renewal")
+        .unwrap();
+    cell.observations.crash.as_mut().unwrap().customer_balance = -1000;
+    let checked = check(&file, &KeyCheck::SelfAttested);
+    let rows = checked.figures.candidates();
+    let after = rows
+        .iter()
+        .find(|r| r.row == row("after_send", "renewal"))
+        .unwrap();
+    let balance = &after.cells[0];
+    assert_eq!(
+        (
+            balance.refuses_at_crash,
+            balance.refuses_at_restart,
+            balance.cells
+        ),
+        (1, 0, 3)
+    );
+    assert!(balance.right);
+    assert!(balance.values.contains(&(0, Some(-1000), 0)));
+    let billing = rows
+        .iter()
+        .find(|r| r.row == row("before_send", "billing_credit"))
+        .unwrap();
+    assert_eq!(billing.wants.iter().copied().collect::<Vec<_>>(), vec![0]);
+    assert_eq!(
+        (billing.cells[2].refuses_at_restart, billing.cells[2].right),
+        (3, true)
+    );
+    let totals = checked.figures.candidate_totals();
+    for t in totals {
+        let right = rows
+            .iter()
+            .filter(|r| r.cells[CANDIDATES.iter().position(|n| *n == t.name).unwrap()].right)
+            .count();
+        assert_eq!((t.right as usize, t.rows as usize), (right, rows.len()));
+        assert_eq!(t.wrong_rows.len(), rows.len() - right);
+    }
+}
+
+#[test]
+fn a_nemesis_campaign_counts_each_columns_trials_within_and_beyond_its_assumptions() {
+    let (file, key) = common::nemesis_file();
+    let checked = verify::figures::nemesis::check(&file, &KeyCheck::Pinned(key.verifying_key()));
+    assert!(checked.report.findings.is_empty());
+    let f = &checked.figures;
+    assert_eq!((f.trials(), f.nemeses(), f.harness_errors()), (18, 1, 0));
+    assert_eq!(f.columns().len(), 3);
+    for (column, c) in f.columns() {
+        let judged: Vec<_> = file
+            .trials
+            .iter()
+            .filter(|t| &t.column == column && t.judged())
+            .collect();
+        let within = judged.iter().filter(|t| t.assumption.is_none()).count() as u32;
+        assert_eq!(
+            (c.within(), c.beyond()),
+            (within, judged.len() as u32 - within)
+        );
+        let violations = judged.iter().filter(|t| t.violation).count() as u32;
+        assert_eq!(c.violations_within() + c.violations_beyond(), violations);
+        let [n] = c.nemeses() else {
+            panic!("one nemesis")
+        };
+        assert_eq!(n.nemesis, common::NEMESIS);
+        assert_eq!(
+            (n.judged, n.within, n.violations),
+            (judged.len() as u32, within, violations)
+        );
+        assert_eq!(c.min_within(), within);
+        assert_eq!(c.wholly_beyond().is_empty(), within > 0);
+        assert_eq!(
+            c.violating(),
+            if n.violations_within > 0 {
+                vec![(common::NEMESIS, n.violations_within)]
+            } else {
+                vec![]
+            }
+        );
+        let summary = file.summary.iter().find(|s| &s.column == column).unwrap();
+        assert_eq!(c.nothing_decided(), summary.nothing_decided);
+        assert_eq!(c.distinct_within(), summary.distinct_within);
+        assert!(c.exposure().is_none(), "no exposure nemesis ran");
+        assert_eq!((c.windows(), c.window_p50_us()), (0, None));
+    }
+}
+
+#[test]
+fn a_nemesis_trial_beyond_the_assumptions_moves_from_within_to_beyond() {
+    let (mut file, _) = common::nemesis_file();
+    let before = verify::figures::nemesis::check(&file, &KeyCheck::SelfAttested).figures;
+    let t = file
+        .trials
+        .iter_mut()
+        .find(|t| t.column == "interlock" && t.judged() && t.assumption.is_none())
+        .unwrap();
+    t.assumption = Some("world".into());
+    t.violation = true;
+    let after = verify::figures::nemesis::check(&file, &KeyCheck::SelfAttested).figures;
+    let (b, a) = (
+        &before.columns()["interlock"],
+        &after.columns()["interlock"],
+    );
+    assert_eq!((a.within(), a.beyond()), (b.within() - 1, b.beyond() + 1));
+    assert_eq!(a.violations_beyond(), b.violations_beyond() + 1);
+    assert_eq!(a.nemeses()[0].violations, b.nemeses()[0].violations + 1);
+}
+
+fn cap_fixture<T: serde::de::DeserializeOwned>(name: &str) -> T {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn a_shared_cap_run_names_the_rows_each_column_went_over_the_cap_and_each_cells_refunds() {
+    use verify::shared_cap::record::CapResults;
+    let file: CapResults = cap_fixture("shared_cap.json");
+    let checked = verify::figures::shared_cap::check(&file, &KeyCheck::SelfAttested);
+    assert!(checked.report.ok, "{:?}", checked.report.findings);
+    let f = &checked.figures;
+    assert_eq!(f.cells() as usize, file.cells.len());
+    assert_eq!(f.columns().len(), checked.report.summary.len());
+    for c in f.columns() {
+        let s = c.summary();
+        assert_eq!(c.judged(), s.cells - s.harness_errors);
+        let mut over: Vec<(String, String)> = Vec::new();
+        for cell in file.cells.iter().filter(|x| {
+            x.column == s.column
+                && x.judged()
+                && x.truth.refunded_cents() > verify::shared_cap::CAP_CENTS
+        }) {
+            let row = (cell.crash_point.clone(), cell.overlap.clone());
+            if !over.contains(&row) {
+                over.push(row);
+            }
+        }
+        let named: Vec<(String, String)> = c
+            .over_rows()
+            .iter()
+            .map(|r| (r.crash_point.clone(), r.overlap.clone()))
+            .collect();
+        assert_eq!(named, over, "{}", s.column);
+    }
+    for (i, cell) in file.cells.iter().enumerate() {
+        let counted = cell.truth.refunds.iter().filter(|r| r.counts()).count();
+        assert_eq!(f.refunds(i), Some(counted as u32));
+    }
+    assert_eq!(f.refunds(file.cells.len()), None);
+}
+
+#[test]
+fn a_shared_cap_campaign_counts_every_kill_once_and_names_the_trials_that_broke_the_cap() {
+    use verify::shared_cap::nemesis::record::{CapNemesisFile, CapTrial};
+    use verify::shared_cap::nemesis::summary::all_kills_landed;
+    let file: CapNemesisFile = cap_fixture("shared_cap_nemesis.json");
+    let checked = verify::figures::cap_nemesis::check(&file, &KeyCheck::SelfAttested);
+    assert!(checked.report.ok, "{:?}", checked.report.findings);
+    let f = &checked.figures;
+    assert_eq!(f.trials() as usize, file.trials.len());
+    assert_eq!(f.nemeses() as usize, file.plan.nemeses.len());
+    let not_landed = file
+        .trials
+        .iter()
+        .filter(|t| t.cell.judged() && !all_kills_landed(t))
+        .count();
+    assert_eq!(f.not_landed() as usize, not_landed);
+    let (missed, landed): (Vec<_>, Vec<_>) = f.kills().iter().partition(|k| k.step.is_none());
+    let total = |ks: &[&verify::figures::cap_nemesis::KillCount]| {
+        ks.iter().map(|k| k.a + k.b + k.restart).sum::<u32>()
+    };
+    let landed_in_trials: u32 = file.trials.iter().map(CapTrial::kills_landed).sum();
+    assert_eq!(total(&landed), landed_in_trials);
+    let drawn: u32 = file
+        .trials
+        .iter()
+        .map(|t| {
+            [&t.draw.kill_a, &t.draw.kill_b, &t.draw.kill_restart]
+                .iter()
+                .filter(|k| k.is_some())
+                .count() as u32
+        })
+        .sum();
+    assert_eq!(total(&missed), drawn - landed_in_trials);
+    let broke: Vec<usize> = file
+        .trials
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.cell.judged() && !t.cell.invariant_held)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(f.broke(), broke.as_slice());
+    for c in f.columns() {
+        let mine: Vec<_> = checked
+            .report
+            .summary
+            .iter()
+            .filter(|s| s.column == c.column())
+            .collect();
+        let judged: u32 = mine.iter().map(|s| s.judged).sum();
+        let held: u32 = mine.iter().map(|s| s.held).sum();
+        assert_eq!(
+            (c.judged(), c.held(), c.violations()),
+            (judged, held, judged - held)
+        );
+        assert_eq!(c.rows().len(), mine.len());
+        for r in c.rows() {
+            let s = r.summary();
+            assert_eq!(r.not_held(), s.judged - s.held);
+            assert_eq!(
+                r.not_held_ppm(),
+                (s.judged > 0).then(|| u64::from(r.not_held()) * 1_000_000 / u64::from(s.judged))
+            );
+        }
+    }
+    let by_nemesis: usize = f.by_nemesis().iter().map(|n| n.rows.len()).sum();
+    assert_eq!(by_nemesis, checked.report.summary.len());
+}
+
+#[test]
+fn a_nemesis_trial_that_is_not_a_plain_pass_is_listed_under_its_row_with_what_it_is() {
+    use verify::figures::nemesis::{listed, Listed};
+    let (mut file, _) = common::nemesis_file();
+    let i = file
+        .trials
+        .iter()
+        .position(|t| t.column == "interlock" && listed(t).is_none())
+        .unwrap();
+    file.trials[i].unresolved = true;
+    let f = verify::figures::nemesis::check(&file, &KeyCheck::SelfAttested).figures;
+    assert!(f.listed().contains(&(i, Listed::Unresolved)));
+    let every: Vec<(usize, Listed)> = file
+        .trials
+        .iter()
+        .enumerate()
+        .filter_map(|(k, t)| listed(t).map(|l| (k, l)))
+        .collect();
+    assert_eq!(f.listed(), every.as_slice());
+    assert_eq!(f.summary_rows().len(), file.summary.len());
+    for (s, row) in file.summary.iter().zip(f.summary_rows()) {
+        let mine: Vec<(usize, Listed)> = every
+            .iter()
+            .copied()
+            .filter(|(k, _)| {
+                file.trials[*k].nemesis == s.nemesis && file.trials[*k].column == s.column
+            })
+            .collect();
+        assert_eq!(row.listed, mine);
+        assert_eq!(
+            row.within_rate_ppm,
+            (s.within_assumptions > 0).then(
+                || u64::from(s.violations_within) * 1_000_000 / u64::from(s.within_assumptions)
+            )
+        );
+    }
+    let judged = file.trials.iter().filter(|t| t.judged()).count() as u32;
+    assert_eq!(f.judged(), judged);
+    // A violation comes first, whatever else the trial is.
+    file.trials[i].violation = true;
+    assert_eq!(listed(&file.trials[i]), Some(Listed::Violation));
+}
