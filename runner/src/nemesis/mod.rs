@@ -8,10 +8,12 @@ mod console;
 mod decide;
 mod faults;
 mod merge;
+mod merge_error;
 mod opening;
 mod process;
 mod replay_step;
 mod run;
+mod run_error;
 mod steps;
 mod storage;
 mod timeline;
@@ -22,7 +24,9 @@ mod workers;
 mod world;
 
 pub use merge::merge_shards;
+pub use merge_error::MergeShardsError;
 pub use run::{replay, run_nemesis, NemesisArgs, NemesisOutcome};
+pub use run_error::NemesisRunError;
 
 use std::fmt;
 

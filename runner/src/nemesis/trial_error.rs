@@ -9,7 +9,7 @@ use scenarios::billing_credit::ScenarioError;
 
 /// What failed in a trial, and where.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum TrialError {
+pub enum TrialError {
     /// `--replay ID --at STEP` names a position the trial cannot be killed at.
     #[error(transparent)]
     Replay(#[from] ReplayError),
@@ -125,7 +125,7 @@ impl TrialError {
 
 /// Why `runner --replay ID --at STEP` cannot kill the trial there.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ReplayError {
+pub enum ReplayError {
     /// The position is not a step.
     #[error("--at {position:?} is not a step; expected one of: {expected}")]
     NotAStep {
