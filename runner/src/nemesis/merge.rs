@@ -82,7 +82,7 @@ fn read_shard(path: &std::path::Path) -> Result<(ShardInput, VerifyingKey), Merg
         });
     }
     for n in &file.plan.nemeses {
-        super::Nemesis::parse(n).map_err(|_| MergeShardsError::UnknownNemesis {
+        super::parse_nemesis(n).map_err(|_| MergeShardsError::UnknownNemesis {
             name: name.clone(),
             nemesis: n.clone(),
         })?;

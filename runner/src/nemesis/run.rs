@@ -341,7 +341,7 @@ pub fn replay(
 ) -> Result<bool, NemesisRunError> {
     let (nemesis, column, seed) =
         parse_trial_id(id).ok_or_else(|| NemesisRunError::NotATrialId(id.to_owned()))?;
-    let nemesis = Nemesis::parse(nemesis)?;
+    let nemesis = super::parse_nemesis(nemesis)?;
     let column = Column::parse(column).map_err(NemesisRunError::Column)?;
     let s = start(None, None)?;
     super::storage::preflight(&[nemesis], s.dir.path())?;

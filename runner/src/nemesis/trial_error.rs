@@ -13,6 +13,14 @@ pub enum TrialError {
     /// `--replay ID --at STEP` names a position the trial cannot be killed at.
     #[error(transparent)]
     Replay(#[from] ReplayError),
+    /// The draw has no plan for the trial's nemesis and column.
+    #[error("nemesis {nemesis} draws nothing for column {column}")]
+    NotDrawn {
+        /// The nemesis.
+        nemesis: &'static str,
+        /// The column.
+        column: &'static str,
+    },
     /// The trial's directory or case could not be set up (`trial <id>: ...`).
     #[error("trial {id}: {source}")]
     Open {

@@ -24,7 +24,7 @@ impl ScenarioRun for BillingCredit {
 
     fn nemesis(&self, args: &RunArgs, list: &str) -> Result<Outcome, ScenarioError> {
         let run = crate::nemesis::NemesisArgs {
-            nemeses: crate::nemesis::Nemesis::parse_list(list)?,
+            nemeses: crate::nemesis::parse_list(list)?,
             trials: args.trials,
             seed: args.seed,
             // Trials mostly wait (on the in-flight bound, on held requests), so more than the
