@@ -76,25 +76,12 @@ pub fn check_drawn(base: &str, t: &Trial, f: &mut Vec<Finding>) {
             t.outage.clone(),
         );
     }
-    let service = service_faults(t);
-    let drawn_service: Vec<(&str, Option<u64>)> = d
-        .service
-        .iter()
-        .map(|s| match s {
-            ServiceFault::Delay { ms } => (s.kind(), Some(*ms)),
-            _ => (s.kind(), None),
-        })
-        .collect();
-    let recorded_service: Vec<(&str, Option<u64>)> = service
-        .iter()
-        .map(|s| (s.kind.as_str(), s.held_ms.filter(|_| s.kind == "delay")))
-        .collect();
-    if recorded_service != drawn_service {
+    if let Some((drawn, recorded)) = service_difference(t, &d) {
         differ(
             "faults",
             "the service fault (kind, held ms)",
-            format!("{drawn_service:?}"),
-            format!("{recorded_service:?}"),
+            drawn,
+            recorded,
         );
     }
     for (path, what, drawn, recorded) in kill_differences(t, &d) {
@@ -119,6 +106,23 @@ pub fn check_drawn(base: &str, t: &Trial, f: &mut Vec<Finding>) {
             );
         }
     }
+}
+
+/// The drawn and the recorded service fault (kind, and hold for a delay), when they differ.
+fn service_difference(t: &Trial, d: &Draw) -> Option<(String, String)> {
+    let drawn: Vec<(&str, Option<u64>)> = d
+        .service
+        .iter()
+        .map(|s| match s {
+            ServiceFault::Delay { ms } => (s.kind(), Some(*ms)),
+            _ => (s.kind(), None),
+        })
+        .collect();
+    let recorded: Vec<(&str, Option<u64>)> = service_faults(t)
+        .iter()
+        .map(|s| (s.kind.as_str(), s.held_ms.filter(|_| s.kind == "delay")))
+        .collect();
+    (recorded != drawn).then(|| (format!("{drawn:?}"), format!("{recorded:?}")))
 }
 
 /// The trial's recorded service faults (those of a [`SERVICE_FAULT_KINDS`] kind).
