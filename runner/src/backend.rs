@@ -17,7 +17,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 /// Request timeout of the Stripe client against the loopback emulator.
-pub const EMULATOR_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+pub const EMULATOR_REQUEST_TIMEOUT: Duration =
+    Duration::from_millis(verify::nemesis::draw::EMULATOR_REQUEST_TIMEOUT_MS);
 /// Request timeout of the Stripe client against Stripe test mode.
 pub const STRIPE_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// The emulator's server-side in-flight bound. The emulator executes a request within

@@ -5,10 +5,11 @@
 use crate::backend::BackendKind;
 use crate::cli::{Cli, Internal, KeygenArgs, MergeArgs, ReconcileArgs, RunArgs};
 use crate::clock::ClockStart;
-use crate::nemesis::NemesisOutcome;
+use crate::keys::KeyError;
+use crate::nemesis::{MergeShardsError, NemesisOutcome, NemesisRunError};
 use crate::run::RunOutcome;
 use crate::scenario::shared_cap::worker::CapWorkerArgs;
-use crate::scenario::{RunKind, ScenarioOption, ScenarioRun, ALL, SCENARIOS};
+use crate::scenario::{RunKind, ScenarioError, ScenarioOption, ScenarioRun, ALL, SCENARIOS};
 use crate::worker::WorkerArgs;
 use std::process::ExitCode;
 
@@ -16,6 +17,35 @@ use std::process::ExitCode;
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct Refused(String);
+
+/// Why a job could not start or go on (exit 2), or [`crate::run::Interrupted`] (exit 130 or
+/// 143; [`JobError::is_interrupted`]).
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// A scenario's matrix or campaign.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    /// `runner merge`.
+    #[error(transparent)]
+    Merge(#[from] MergeShardsError),
+    /// `runner --replay`.
+    #[error(transparent)]
+    Replay(#[from] NemesisRunError),
+    /// `runner keygen`: the key file could not be written.
+    #[error("{0}; pass the path of a new file in an existing directory")]
+    Keygen(KeyError),
+}
+
+impl JobError {
+    /// Whether the job was interrupted (Ctrl-C or SIGTERM) rather than failed.
+    pub fn is_interrupted(&self) -> bool {
+        match self {
+            JobError::Scenario(e) => e.is_interrupted(),
+            JobError::Replay(NemesisRunError::Interrupted(_)) => true,
+            _ => false,
+        }
+    }
+}
 
 /// One checked thing to do.
 pub enum Job {
@@ -218,24 +248,26 @@ fn refuse_unmet_needs(args: &RunArgs) -> Result<(), Refused> {
 impl Job {
     /// Runs the job. Errors are the run's: it could not start or go on (exit 2), or it was
     /// interrupted ([`crate::run::Interrupted`], exit 130 or 143).
-    pub fn run(self) -> anyhow::Result<Outcome> {
+    pub fn run(self) -> Result<Outcome, JobError> {
         match self {
             Job::Worker(args) => Ok(exit_with(crate::worker::main(&args))),
             Job::CapWorker(args) => Ok(exit_with(crate::scenario::shared_cap::worker::main(&args))),
             Job::Reconcile(args) => Ok(Outcome::Exit(crate::reconcile::command(&args))),
-            Job::Merge(args) => crate::nemesis::merge_shards(&args).map(passed),
+            Job::Merge(args) => Ok(crate::nemesis::merge_shards(&args).map(passed)?),
             Job::Keygen(args) => keygen(&args),
             Job::Replay(r) => {
-                crate::nemesis::replay(&r.id, r.at.as_deref(), r.clock_start, r.outage_ms)
-                    .map(passed)
+                Ok(
+                    crate::nemesis::replay(&r.id, r.at.as_deref(), r.clock_start, r.outage_ms)
+                        .map(passed)?,
+                )
             }
-            Job::Matrix { scenario, args } => scenario.matrix(&args).map(Outcome::Cells),
+            Job::Matrix { scenario, args } => Ok(scenario.matrix(&args).map(Outcome::Cells)?),
             Job::Nemesis {
                 scenario,
                 list,
                 args,
-            } => scenario.nemesis(&args, &list),
-            Job::All(args) => run_all(&args).map(Outcome::Cells),
+            } => Ok(scenario.nemesis(&args, &list)?),
+            Job::All(args) => Ok(run_all(&args).map(Outcome::Cells)?),
         }
     }
 }
@@ -251,16 +283,14 @@ fn passed(ok: bool) -> Outcome {
 }
 
 /// `runner keygen FILE`: writes the key and prints its allowed-signers line.
-fn keygen(args: &KeygenArgs) -> anyhow::Result<Outcome> {
-    let public = crate::keys::keygen(&args.file).map_err(|e| {
-        anyhow::anyhow!("{e}; pass the path of a new file in an existing directory")
-    })?;
+fn keygen(args: &KeygenArgs) -> Result<Outcome, JobError> {
+    let public = crate::keys::keygen(&args.file).map_err(JobError::Keygen)?;
     println!("{public} {}", args.comment);
     Ok(Outcome::Exit(0))
 }
 
 /// `--scenario all`: every scenario's matrix into one `--out`, then one site over all of them.
-fn run_all(args: &RunArgs) -> anyhow::Result<RunOutcome> {
+fn run_all(args: &RunArgs) -> Result<RunOutcome, ScenarioError> {
     let mut each = args.clone();
     each.no_site = true;
     let mut total = RunOutcome {

@@ -26,5 +26,5 @@ pub mod scenario;
 mod worker;
 mod worker_error;
 
-pub use job::{Job, Outcome, Refused};
+pub use job::{Job, JobError, Outcome, Refused};
 pub use run::{interrupted_exit_code, Interrupted};

@@ -3,7 +3,7 @@
 
 use clap::Parser;
 use runner::cli::Cli;
-use runner::{Interrupted, Job};
+use runner::{Job, JobError};
 use std::process::ExitCode;
 use verify::cli::{error_line, usage_error_line};
 
@@ -40,7 +40,9 @@ fn exit_code_of(e: &anyhow::Error) -> ExitCode {
         eprintln!("{}", usage_error_line("runner", rendered));
         return ExitCode::from(2);
     }
-    if e.is::<Interrupted>() {
+    if e.downcast_ref::<JobError>()
+        .is_some_and(JobError::is_interrupted)
+    {
         eprintln!("runner: {e}");
         return ExitCode::from(runner::interrupted_exit_code());
     }

@@ -8,16 +8,17 @@ use crate::keys::RunKey;
 use crate::matrix;
 use crate::progress::Progress;
 use crate::results;
-use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use verify::results::{ClaimSettings, DeciderInfo, Environment, ResultsFile};
 
+mod errors;
 mod provenance;
 mod signals;
 
+pub use errors::{RunError, SetupError};
 use provenance::reproduce_command;
 pub(crate) use provenance::{git_commit, without_password};
 pub(crate) use signals::install_signal_handler;
@@ -39,20 +40,23 @@ pub const JOURNAL_POSTGRESQL: &str = "postgresql";
 
 /// The run's own schema in the PostgreSQL database at `url`, created now; returns the URL that
 /// puts the journal in it.
-pub(crate) fn journal_schema(url: &str, run_id: &str) -> Result<String> {
+pub(crate) fn journal_schema(url: &str, run_id: &str) -> Result<String, SetupError> {
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-        bail!(
-            "--journal must be a PostgreSQL URL (postgres://user@host:port/db), got {:?}; \
-             without --journal each cell keeps a JSONL journal file",
-            without_password(url)
-        );
+        return Err(SetupError::JournalNotPostgres(without_password(url)));
     }
     let schema = format!("interlock_run_{run_id}");
-    let mut client = postgres::Client::connect(url, postgres::NoTls)
-        .with_context(|| format!("--journal: cannot connect to {}", without_password(url)))?;
+    let mut client = postgres::Client::connect(url, postgres::NoTls).map_err(|error| {
+        SetupError::JournalConnect {
+            url: without_password(url),
+            error,
+        }
+    })?;
     client
         .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
-        .with_context(|| format!("--journal: cannot create the schema {schema}"))?;
+        .map_err(|error| SetupError::JournalSchema {
+            schema: schema.clone(),
+            error,
+        })?;
     let sep = if url.contains('?') { '&' } else { '?' };
     Ok(format!("{url}{sep}options=-c%20search_path%3D{schema}"))
 }
@@ -62,22 +66,22 @@ pub(crate) fn journal_schema(url: &str, run_id: &str) -> Result<String> {
 pub(crate) fn run_dir_and_key(
     prefix: &str,
     signing_key: Option<&std::path::Path>,
-) -> Result<(tempfile::TempDir, RunKey)> {
+) -> Result<(tempfile::TempDir, RunKey), SetupError> {
     let run_dir = tempfile::Builder::new()
         .prefix(prefix)
         .tempdir()
-        .context("cannot create the run's temporary directory")?;
+        .map_err(SetupError::RunDir)?;
     let key = match crate::keys::stable_key(signing_key)? {
         Some(stable) => RunKey::save(run_dir.path(), stable),
         None => RunKey::generate(run_dir.path()),
     }
-    .context("cannot create the run's signing key")?;
+    .map_err(SetupError::RunKey)?;
     Ok((run_dir, key))
 }
 
 /// Runs the matrix and writes the results. Returns an error for bad usage or a failed start;
 /// [`Interrupted`] after Ctrl-C.
-pub fn run(args: &RunArgs) -> Result<RunOutcome> {
+pub fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     let started = Instant::now();
     let (plan, jobs) = checked_plan(args)?;
     let run = Started::start(args)?;
@@ -91,17 +95,15 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
     let ctx = run.cell_context(args, rows.as_ref(), &decider_args);
     let cells = run_cells(&ctx, args, &plan, jobs);
     // The manifest is signed with the run's key; read it back before the file goes.
-    let signing_key = crate::keys::read_signing_key(run.key.path()).map_err(anyhow::Error::from);
+    let signing_key = crate::keys::read_signing_key(run.key.path()).map_err(SetupError::from);
     // The private key file is not needed any more, whatever happened.
-    run.key
-        .delete()
-        .context("cannot delete the run's private key file")?;
+    run.key.delete().map_err(SetupError::DeleteKey)?;
     let signing_key = signing_key?;
     let cells = collect_cells(cells, &run.cancel)?;
     let environment = run.environment(args, jobs);
     let harness_errors = cells.iter().filter(|c| c.is_harness_error()).count();
-    let file = results::assemble(&plan, environment, cells, &signing_key)
-        .context("cannot sign the results file's manifest")?;
+    let file =
+        results::assemble(&plan, environment, cells, &signing_key).map_err(RunError::Manifest)?;
     drop(signing_key);
     let results_path = write_results(args, &file)?;
     print_summary(&file, started.elapsed());
@@ -120,7 +122,7 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome> {
 
 /// What a run checks before anything starts: the cells, the number of jobs, the decider's key,
 /// the output directories.
-fn checked_plan(args: &RunArgs) -> Result<(matrix::Plan, usize)> {
+fn checked_plan(args: &RunArgs) -> Result<(matrix::Plan, usize), RunError> {
     let triples = if args.cells.is_empty() {
         None
     } else {
@@ -128,25 +130,21 @@ fn checked_plan(args: &RunArgs) -> Result<(matrix::Plan, usize)> {
     };
     let plan = matrix::plan(triples, args.repeat)?;
     let jobs = match args.jobs {
-        Some(0) => bail!("--jobs must be at least 1"),
+        Some(0) => return Err(RunError::NoJobs),
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(2, |n| n.get()),
     };
     if args.decider == DeciderKind::Anthropic {
         anthropic::api_key_from_env()?;
     }
-    results::check_writable(&args.out).map_err(|e| {
-        anyhow!(
-            "--out {}: cannot write the results there: {e}; pass a directory you can write (checked before any cell runs)",
-            args.out.display()
-        )
+    results::check_writable(&args.out).map_err(|error| RunError::Out {
+        dir: args.out.clone(),
+        error,
     })?;
     if !args.no_site {
-        results::check_writable(&args.site_out).map_err(|e| {
-            anyhow!(
-                "--site-out {}: cannot write the report there: {e}; pass a directory you can write, or --no-site (checked before any cell runs)",
-                args.site_out.display()
-            )
+        results::check_writable(&args.site_out).map_err(|error| RunError::SiteOut {
+            dir: args.site_out.clone(),
+            error,
         })?;
     }
     if args.backend == crate::backend::BackendKind::Stripe && args.seed.is_some() {
@@ -172,7 +170,7 @@ struct Started {
 }
 
 impl Started {
-    fn start(args: &RunArgs) -> Result<Started> {
+    fn start(args: &RunArgs) -> Result<Started, SetupError> {
         // 53 bits: the seed is published in the results file, and every integer there must be
         // one any JSON reader holds exactly.
         let seed = args.seed.unwrap_or_else(|| rand::random::<u64>() >> 11);
@@ -186,7 +184,7 @@ impl Started {
         install_signal_handler(cancel.clone())?;
         let backend = Backend::start(args.backend, &run_id)?;
         backend.prepare()?;
-        let exe = std::env::current_exe().context("cannot find the runner's own binary")?;
+        let exe = std::env::current_exe().map_err(SetupError::OwnBinary)?;
         Ok(Started {
             seed,
             run_id,
@@ -331,12 +329,15 @@ fn run_one(
 }
 
 /// The cells in plan order; an error when one could not run, or the run was interrupted.
-fn collect_cells(slots: Slots, cancel: &AtomicBool) -> Result<Vec<verify::results::Cell>> {
+fn collect_cells(
+    slots: Slots,
+    cancel: &AtomicBool,
+) -> Result<Vec<verify::results::Cell>, RunError> {
     let mut cells = Vec::with_capacity(slots.len());
     for slot in slots {
         match slot {
             Some(Ok(c)) => cells.push(c),
-            Some(Err(CellAbort::Setup(e))) => bail!("the run could not continue: {e}"),
+            Some(Err(CellAbort::Setup(e))) => return Err(RunError::CouldNotContinue(e)),
             Some(Err(CellAbort::Cancelled)) | None => return Err(Interrupted.into()),
         }
     }
@@ -347,11 +348,13 @@ fn collect_cells(slots: Slots, cancel: &AtomicBool) -> Result<Vec<verify::result
 }
 
 /// Writes `DIR/billing_credit.json`; returns its path.
-fn write_results(args: &RunArgs, file: &ResultsFile) -> Result<PathBuf> {
-    let bytes = results::to_bytes(file).context("cannot serialize the results")?;
+fn write_results(args: &RunArgs, file: &ResultsFile) -> Result<PathBuf, RunError> {
+    let bytes = results::to_bytes(file).map_err(RunError::Serialize)?;
     let results_path = args.out.join("billing_credit.json");
-    results::write_atomically(&results_path, &bytes)
-        .with_context(|| format!("cannot write {}", results_path.display()))?;
+    results::write_atomically(&results_path, &bytes).map_err(|error| RunError::Write {
+        path: results_path.clone(),
+        error,
+    })?;
     Ok(results_path)
 }
 

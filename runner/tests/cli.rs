@@ -136,3 +136,106 @@ fn help_wraps_at_100_columns_without_a_terminal() {
         );
     }
 }
+
+/// What a run refuses before it starts anything, one exact line each, exit 2: the run's, the
+/// campaign's, the merge's and keygen's own checks (each names the option and how to fix it).
+#[test]
+fn each_refusal_before_a_run_starts_is_its_exact_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let blocked = dir.path().join("blocked");
+    std::fs::write(&blocked, b"").unwrap();
+    let (out, blocked) = (out.to_str().unwrap(), blocked.to_str().unwrap());
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec!["--replay", "nope"],
+            r#""nope" is not a trial id (nemesis:column:14 hex)"#.to_owned(),
+        ),
+        (
+            vec!["merge", "/nonexistent/x.json", "--out", out],
+            "/nonexistent/x.json: cannot read it; pass the path of a shard file \
+             (DIR/nemesis/billing_credit.shard-K-of-N.json): No such file or directory (os error 2)"
+                .to_owned(),
+        ),
+        (
+            vec!["merge", "/nonexistent/x.json", "--out", blocked],
+            format!(
+                "--out {blocked}/nemesis: cannot write the merged file there: Not a directory \
+                 (os error 20); pass a directory you can write"
+            ),
+        ),
+        (
+            vec!["--scenario", "shared_cap", "--repeat", "0", "--out", out],
+            "--repeat 0 runs no cell; pass --repeat 1 or more".to_owned(),
+        ),
+        (
+            vec!["--scenario", "billing_credit", "--jobs", "0", "--out", out],
+            "--jobs must be at least 1".to_owned(),
+        ),
+        (
+            vec!["--scenario", "shared_cap", "--nemesis", ",", "--out", out],
+            "--nemesis needs `all` or at least one name".to_owned(),
+        ),
+        (
+            vec!["--scenario", "shared_cap", "--nemesis", "all", "--out", blocked],
+            format!(
+                "--out {blocked}: cannot write the nemesis file there: Not a directory \
+                 (os error 20); pass a directory you can write"
+            ),
+        ),
+        (
+            vec!["--scenario", "billing_credit", "--nemesis", "all", "--out", blocked],
+            format!(
+                "--out {blocked}/nemesis: cannot write the results there: Not a directory \
+                 (os error 20); pass a directory you can write (checked before any trial runs)"
+            ),
+        ),
+        (
+            vec![
+                "--scenario",
+                "billing_credit",
+                "--nemesis",
+                "all",
+                "--trials",
+                "2",
+                "--shard",
+                "2/3",
+                "--out",
+                out,
+            ],
+            "--shard 2/3: a campaign of 2 trials per nemesis and column is cut into 1 to 2 \
+             shards, numbered from 1; pass K/N with 1 <= K <= N <= --trials"
+                .to_owned(),
+        ),
+        (
+            vec![
+                "--scenario",
+                "billing_credit",
+                "--journal",
+                "mysql://h/db",
+                "--no-site",
+                "--out",
+                out,
+            ],
+            "--journal must be a PostgreSQL URL (postgres://user@host:port/db), got \
+             \"mysql://h/db\"; without --journal each cell keeps a JSONL journal file"
+                .to_owned(),
+        ),
+        (
+            vec!["keygen", "/nonexistent/dir/key"],
+            "cannot create /nonexistent/dir/key (it is never overwritten): No such file or \
+             directory (os error 2); pass the path of a new file in an existing directory"
+                .to_owned(),
+        ),
+    ];
+    for (args, want) in cases {
+        let output = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .args(&args)
+            .env_remove("INTERLOCK_SIGNING_KEY")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr, format!("runner: error: {want}\n"), "{args:?}");
+    }
+}

@@ -3,8 +3,8 @@
 //! shards must be every slice of one campaign once ([`verify::nemesis::merge`]); the merged file
 //! is signed by the merge key, verified, and written where a whole run's file would be.
 
+use super::merge_error::MergeShardsError;
 use crate::cli::MergeArgs;
-use anyhow::{anyhow, bail, Context, Result};
 use ed25519_dalek::VerifyingKey;
 use std::time::Instant;
 use verify::nemesis::check::{verify_nemesis, verify_nemesis_pinning};
@@ -14,18 +14,16 @@ use verify::scenarios::Scenario;
 
 /// Reads and checks every shard, merges them, signs, verifies and writes the merged file;
 /// returns whether it verified (every shard's signer and the merge key accepted).
-pub fn merge_shards(args: &MergeArgs) -> Result<bool> {
+pub fn merge_shards(args: &MergeArgs) -> Result<bool, MergeShardsError> {
     let wall = Instant::now();
     let out_dir = args.out.join("nemesis");
-    crate::results::check_writable(&out_dir).map_err(|e| {
-        anyhow!(
-            "--out {}: cannot write the merged file there: {e}; pass a directory you can write",
-            out_dir.display()
-        )
+    crate::results::check_writable(&out_dir).map_err(|error| MergeShardsError::Out {
+        dir: out_dir.clone(),
+        error,
     })?;
     let signing = match crate::keys::stable_key(args.signing_key.as_deref())? {
         Some(k) => k,
-        None => crate::keys::fresh_key().context("cannot create the merge's signing key")?,
+        None => crate::keys::fresh_key().map_err(MergeShardsError::MergeKey)?,
     };
     let mut inputs = Vec::with_capacity(args.shards.len());
     let mut shard_keys: Vec<VerifyingKey> = Vec::new();
@@ -34,12 +32,14 @@ pub fn merge_shards(args: &MergeArgs) -> Result<bool> {
         shard_keys.push(signer);
         inputs.push(input);
     }
-    let merged = merge(inputs, crate::results::now_rfc3339(), &signing).map_err(|e| anyhow!(e))?;
-    let mut bytes = serde_json::to_vec(&merged).context("cannot serialize the merged file")?;
+    let merged = merge(inputs, crate::results::now_rfc3339(), &signing)?;
+    let mut bytes = serde_json::to_vec(&merged).map_err(MergeShardsError::Serialize)?;
     bytes.push(b'\n');
     let path = out_dir.join(format!("{}.json", merged.scenario));
-    crate::results::write_atomically(&path, &bytes)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    crate::results::write_atomically(&path, &bytes).map_err(|error| MergeShardsError::Write {
+        path: path.clone(),
+        error,
+    })?;
     drop(bytes);
     super::console::print_summary(&merged, wall.elapsed().as_secs_f64());
     let report = verify_nemesis_pinning(
@@ -62,27 +62,29 @@ pub fn merge_shards(args: &MergeArgs) -> Result<bool> {
 /// Reads one shard and checks it can be merged: a billing_credit nemesis file whose plan names
 /// only what this runner knows, that is a shard, verifies on its own and has a usable signer.
 /// Returns it with its signer's key.
-fn read_shard(path: &std::path::Path) -> Result<(ShardInput, VerifyingKey)> {
+fn read_shard(path: &std::path::Path) -> Result<(ShardInput, VerifyingKey), MergeShardsError> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).with_context(|| {
-        format!("{name}: cannot read it; pass the path of a shard file (DIR/nemesis/billing_credit.shard-K-of-N.json)")
+    let bytes = std::fs::read(path).map_err(|error| MergeShardsError::Read {
+        name: name.clone(),
+        error,
     })?;
-    let file = verify::load::load_nemesis(&bytes)
-        .map_err(|e| anyhow!("{name}: not a nemesis file: {e}"))?;
+    let file =
+        verify::load::load_nemesis(&bytes).map_err(|error| MergeShardsError::NotNemesis {
+            name: name.clone(),
+            error,
+        })?;
     drop(bytes);
     // Names this runner's own plans use, and no other: they are printed and name the file.
     if file.scenario != Scenario::BillingCredit.as_str() {
-        bail!(
-            "{name}: a campaign of scenario {:?}; only billing_credit's are merged",
-            file.scenario
-        );
+        return Err(MergeShardsError::Scenario {
+            name,
+            scenario: file.scenario.clone(),
+        });
     }
     for n in &file.plan.nemeses {
-        super::Nemesis::parse(n).map_err(|_| {
-            anyhow!(
-                "{name}: its plan names a nemesis this runner does not know ({:?})",
-                n
-            )
+        super::parse_nemesis(n).map_err(|_| MergeShardsError::UnknownNemesis {
+            name: name.clone(),
+            nemesis: n.clone(),
         })?;
     }
     for c in &file.plan.columns {
@@ -90,21 +92,28 @@ fn read_shard(path: &std::path::Path) -> Result<(ShardInput, VerifyingKey)> {
             .iter()
             .all(|k| k.as_str() != c)
         {
-            bail!("{name}: its plan names a column this runner does not know ({c:?})");
+            return Err(MergeShardsError::UnknownColumn {
+                name,
+                column: c.clone(),
+            });
         }
     }
     // A whole run or a merged file is refused before the (long) check of its trials.
-    let shard = shard_of_file(&file).map_err(|reason| anyhow!("{name}: {reason}"))?;
+    let shard = shard_of_file(&file).map_err(|reason| MergeShardsError::NotAShard {
+        name: name.clone(),
+        reason,
+    })?;
     let report = verify_nemesis(&file, &KeyCheck::SelfAttested);
     if let Some(first) = report.findings.first() {
-        bail!(
-            "{name}: does not verify on its own, so it is not merged: {first} ({} finding(s); run `verify {name}` for all)",
-            report.findings.len()
-        );
+        return Err(MergeShardsError::DoesNotVerify {
+            first: first.to_string(),
+            count: report.findings.len(),
+            name,
+        });
     }
     let signer = verify::entry::decode_lower_hex::<32>(&file.signature.signer)
         .and_then(|b| VerifyingKey::from_bytes(&b).ok())
-        .ok_or_else(|| anyhow!("{name}: its signer is not a usable key"))?;
+        .ok_or_else(|| MergeShardsError::Signer { name: name.clone() })?;
     eprintln!(
         "merge: {name}: shard {} of {}, {} trials, signed by {}",
         shard.index,

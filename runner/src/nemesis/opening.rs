@@ -1,7 +1,7 @@
 //! Opening a trial: its directory and case at the service, and the emulator rules it sets (the
 //! drawn service fault on the credit POST, the slow outage advance).
 
-use super::faults::{Draw, DISK_KIB};
+use super::faults::{Draw, ServiceFault, DISK_KIB};
 use super::storage::SmallDisk;
 use super::trial::{TrialContext, TrialSpec};
 use super::trial_error::TrialError;
@@ -87,8 +87,8 @@ pub(super) fn service_rule(
     faults: Option<&FaultHandle>,
     api_key: &str,
 ) -> Result<Option<FaultId>, TrialError> {
-    let action = match &plan.service {
-        Some(a) => a.clone(),
+    let action = match plan.service {
+        Some(fault) => super::faults::action(fault),
         None if plan.decide_kill_ms.is_some() => FaultAction::Delay { ms: 0 },
         None => return Ok(None),
     };
@@ -117,7 +117,7 @@ pub(super) fn advance_rule(
     trial: &mut Trial,
 ) -> Result<Option<FaultId>, TrialError> {
     let hold = match plan.service {
-        Some(FaultAction::Delay { ms }) if ms > 0 && nemesis != Nemesis::LateBeyondBound => {
+        Some(ServiceFault::Delay { ms }) if ms > 0 && nemesis != Nemesis::LateBeyondBound => {
             Some(ms + 500)
         }
         _ => None,

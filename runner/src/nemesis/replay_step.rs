@@ -1,12 +1,11 @@
 //! Where a replay kills to reach the state a killed trial left: the steps a worker announced,
 //! the step its column's durable record shows, and whether the POST reached the service.
 
-use super::faults::Draw;
+use super::faults::{Draw, ServiceFault};
 use scenarios::billing_credit as bc;
 use serde_json::Value;
 use std::fs;
 use std::path::Path;
-use stripe::emulator::FaultAction;
 
 /// How far a column's durable record got (for restarts, which announce no steps): the
 /// journal's last entry kind (interlock, file store), the log's last step (hand_check), or
@@ -73,7 +72,7 @@ pub(super) fn durable_step(dir: &Path, column: bc::Column) -> Option<&'static st
 /// Of the step a replay would kill at from what the worker announced and the step its record
 /// shows durable, the later in the column's order.
 pub(super) fn later_of(column: bc::Column, announced: String, durable: Option<&str>) -> String {
-    let steps = super::steps::column_steps(column);
+    let steps = super::steps::column_steps(column.as_str());
     let rank = |s: &str| steps.iter().position(|x| *x == s);
     match durable {
         Some(d) if rank(d) > rank(&announced) => d.to_owned(),
@@ -111,7 +110,7 @@ pub(super) fn replay_position(steps: &[String], arrived: bool, held: bool) -> St
 
 /// Whether the drawn service fault holds the credit POST at the service.
 pub(super) fn held_at_service(plan: &Draw) -> bool {
-    matches!(plan.service, Some(FaultAction::Delay { ms }) if ms >= 100)
+    matches!(plan.service, Some(ServiceFault::Delay { ms }) if ms >= 100)
 }
 
 /// The replay position of a killed trial whose POST the service counted only after the kill

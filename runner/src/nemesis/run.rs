@@ -2,12 +2,13 @@
 //! results file, verify it; and `--replay ID`: run one trial again from its id.
 
 use super::console::{amounts_line, print_summary, print_verified, progress};
+use super::run_error::NemesisRunError;
 use super::trial::{run_trial, TrialContext, TrialSpec};
 use super::Nemesis;
 use crate::backend::{Backend, BackendKind};
 use crate::clock::ClockStart;
 use crate::keys::RunKey;
-use anyhow::{anyhow, bail, Context, Result};
+use crate::run::SetupError;
 use scenarios::billing_credit::Column;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -63,7 +64,7 @@ struct Started {
     journal: Option<String>,
 }
 
-fn start(journal: Option<&str>, signing_key: Option<&Path>) -> Result<Started> {
+fn start(journal: Option<&str>, signing_key: Option<&Path>) -> Result<Started, SetupError> {
     let (dir, key) = crate::run::run_dir_and_key("interlock-nemesis-", signing_key)?;
     let run_id = format!("{:08x}", rand::random::<u32>());
     let journal = journal
@@ -71,7 +72,7 @@ fn start(journal: Option<&str>, signing_key: Option<&Path>) -> Result<Started> {
         .transpose()?;
     let backend = Backend::start(BackendKind::Emulator, &run_id)?;
     backend.prepare()?;
-    let exe = std::env::current_exe().context("cannot find the runner's own binary")?;
+    let exe = std::env::current_exe().map_err(SetupError::OwnBinary)?;
     Ok(Started {
         backend,
         key,
@@ -82,14 +83,12 @@ fn start(journal: Option<&str>, signing_key: Option<&Path>) -> Result<Started> {
 }
 
 /// Runs every planned trial and writes `DIR/nemesis/billing_credit.json`.
-pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
+pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome, NemesisRunError> {
     let wall = Instant::now();
     let out_dir = args.out.join("nemesis");
-    crate::results::check_writable(&out_dir).map_err(|e| {
-        anyhow!(
-            "--out {}: cannot write the results there: {e}; pass a directory you can write (checked before any trial runs)",
-            out_dir.display()
-        )
+    crate::results::check_writable(&out_dir).map_err(|error| NemesisRunError::Out {
+        dir: out_dir.clone(),
+        error,
     })?;
     // The code that runs is the code at the start (files may change while a long run goes on).
     let git_commit = crate::run::git_commit();
@@ -99,7 +98,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
     // Ctrl-C / SIGTERM: no new trial starts; running trials end (every worker wait is bounded)
     // and nothing is written.
     let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    crate::run::install_signal_handler(cancel.clone())?;
+    crate::run::install_signal_handler(cancel.clone()).map_err(SetupError::from)?;
     let ctx = TrialContext {
         backend: &s.backend,
         exe: &s.exe,
@@ -125,10 +124,8 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
         return Err(crate::run::Interrupted.into());
     }
     let trials = collect_trials(slots)?;
-    let signing = crate::keys::read_signing_key(s.key.path()).map_err(anyhow::Error::from);
-    s.key
-        .delete()
-        .context("cannot delete the run's private key file")?;
+    let signing = crate::keys::read_signing_key(s.key.path()).map_err(SetupError::from);
+    s.key.delete().map_err(SetupError::DeleteKey)?;
     let signing = signing?;
     let summary = summarize(&plan, &trials);
     let mut file = NemesisFile {
@@ -141,7 +138,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
         summary,
         signature: FileSignature::default(),
     };
-    verify::nemesis::sign::sign(&mut file, &signing).map_err(|e| anyhow!(e))?;
+    verify::nemesis::sign::sign(&mut file, &signing)?;
     let path = write(args, &file)?;
     print_summary(&file, wall.elapsed().as_secs_f64());
     let report = verify::nemesis::check::verify_nemesis(
@@ -158,7 +155,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome> {
 }
 
 /// The campaign's plan (the seed drawn when not given) and its trials, a shard's slice only.
-fn plan_trials(args: &NemesisArgs<'_>) -> Result<(NemesisPlan, Vec<TrialSpec>)> {
+fn plan_trials(args: &NemesisArgs<'_>) -> Result<(NemesisPlan, Vec<TrialSpec>), NemesisRunError> {
     let seed = args.seed.unwrap_or_else(|| rand::random::<u64>() >> 11);
     let plan = NemesisPlan {
         nemeses: args.nemeses.iter().map(|n| n.as_str().to_owned()).collect(),
@@ -169,13 +166,11 @@ fn plan_trials(args: &NemesisArgs<'_>) -> Result<(NemesisPlan, Vec<TrialSpec>)> 
         merged: None,
     };
     if let Some(shard) = args.shard.filter(|s| !well_formed(*s, args.trials)) {
-        bail!(
-            "--shard {}/{}: a campaign of {} trials per nemesis and column is cut into 1 to {} shards, numbered from 1; pass K/N with 1 <= K <= N <= --trials",
-            shard.index,
-            shard.count,
-            args.trials,
-            args.trials
-        );
+        return Err(NemesisRunError::Shard {
+            index: shard.index,
+            count: shard.count,
+            trials: args.trials,
+        });
     }
     let mut specs = Vec::new();
     for n in &args.nemeses {
@@ -243,13 +238,13 @@ fn run_trials(
 }
 
 /// The trials in plan order; an error when one could not run.
-fn collect_trials(slots: Slots) -> Result<Vec<Trial>> {
+fn collect_trials(slots: Slots) -> Result<Vec<Trial>, NemesisRunError> {
     let mut trials = Vec::with_capacity(slots.len());
     for slot in slots {
         match slot {
             Some(Ok(t)) => trials.push(t),
-            Some(Err(e)) => bail!("the run could not continue: {e}"),
-            None => bail!("a trial did not run"),
+            Some(Err(e)) => return Err(NemesisRunError::CouldNotContinue(e)),
+            None => return Err(NemesisRunError::TrialDidNotRun),
         }
     }
     Ok(trials)
@@ -314,15 +309,17 @@ fn command(args: &NemesisArgs<'_>, seed: u64) -> String {
 
 /// Writes the campaign (compact: a run of a few thousand trials is tens of megabytes
 /// pretty-printed) to `DIR/nemesis/`, as the whole file or a shard's; returns its path.
-fn write(args: &NemesisArgs<'_>, file: &NemesisFile) -> Result<PathBuf> {
-    let mut bytes = serde_json::to_vec(file).context("cannot serialize the results")?;
+fn write(args: &NemesisArgs<'_>, file: &NemesisFile) -> Result<PathBuf, NemesisRunError> {
+    let mut bytes = serde_json::to_vec(file).map_err(NemesisRunError::Serialize)?;
     bytes.push(b'\n');
     let path = args.out.join("nemesis").join(match args.shard {
         Some(s) => shard_file_name(s),
         None => "billing_credit.json".to_owned(),
     });
-    crate::results::write_atomically(&path, &bytes)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    crate::results::write_atomically(&path, &bytes).map_err(|error| NemesisRunError::Write {
+        path: path.clone(),
+        error,
+    })?;
     Ok(path)
 }
 
@@ -341,11 +338,11 @@ pub fn replay(
     at: Option<&str>,
     clock_start: ClockStart,
     outage_ms: Option<u64>,
-) -> Result<bool> {
-    let (nemesis, column, seed) = parse_trial_id(id)
-        .ok_or_else(|| anyhow!("{id:?} is not a trial id (nemesis:column:14 hex)"))?;
-    let nemesis = Nemesis::parse(nemesis).map_err(|e| anyhow!(e))?;
-    let column = Column::parse(column).map_err(|e| anyhow!(e.to_string()))?;
+) -> Result<bool, NemesisRunError> {
+    let (nemesis, column, seed) =
+        parse_trial_id(id).ok_or_else(|| NemesisRunError::NotATrialId(id.to_owned()))?;
+    let nemesis = super::parse_nemesis(nemesis)?;
+    let column = Column::parse(column).map_err(NemesisRunError::Column)?;
     let s = start(None, None)?;
     super::storage::preflight(&[nemesis], s.dir.path())?;
     let ctx = TrialContext {
@@ -370,19 +367,12 @@ pub fn replay(
                     super::steps::POSITIONS
                         .into_iter()
                         .find(|p| *p == a)
-                        .ok_or_else(|| {
-                            anyhow!(
-                                "--at {a:?} is not a step; expected one of: {}",
-                                super::steps::POSITIONS.join(", ")
-                            )
-                        })
+                        .ok_or_else(|| NemesisRunError::NotAStep { step: a.to_owned() })
                 })
                 .transpose()?,
         },
     )?;
-    s.key
-        .delete()
-        .context("cannot delete the run's private key file")?;
+    s.key.delete().map_err(SetupError::DeleteKey)?;
     debug_assert_eq!(trial.id, trial_id(nemesis.as_str(), column.as_str(), seed));
     let kills: Vec<String> = trial
         .kills

@@ -9,7 +9,7 @@ use std::process::Command;
 
 /// Why a storage fault could not be made, or this machine cannot make it (and how to fix that).
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum StorageError {
+pub enum StorageError {
     /// A file or directory could not be read, opened, cut, created or filled.
     #[error("cannot {action} {path}: {source}")]
     File {

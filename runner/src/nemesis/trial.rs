@@ -3,7 +3,7 @@
 //! read what Stripe holds and judge it.
 
 use super::decide::{continue_at, DecideEnd, Stopped};
-use super::faults::{draw_for, Draw, DISK_KIB, STOP_AT};
+use super::faults::{draw_for, replayed_at, Draw, DISK_KIB, STOP_AT};
 use super::opening::{advance_rule, open, service_rule, Opened};
 use super::replay_step::{after_a_late_arrival, held_at_service};
 use super::timeline::Timeline;
@@ -108,9 +108,9 @@ struct Decided<'w> {
 /// Runs a trial. Errors only when the case cannot even be opened (the backend is unusable).
 pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, TrialError> {
     let id = trial_id(spec.nemesis.as_str(), spec.column.as_str(), spec.seed);
-    let mut plan = draw_for(spec.nemesis, spec.column, spec.seed);
+    let mut plan = draw_for(spec.nemesis, spec.column, spec.seed)?;
     if let Some(at) = spec.at {
-        plan = plan.replayed_at(at)?;
+        plan = replayed_at(plan, at)?;
     }
     let o = open(ctx, spec, &id, &plan)?;
     let mut trial = blank_trial(&id, spec, &plan, &o.case);

@@ -9,10 +9,18 @@ use scenarios::billing_credit::ScenarioError;
 
 /// What failed in a trial, and where.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum TrialError {
+pub enum TrialError {
     /// `--replay ID --at STEP` names a position the trial cannot be killed at.
     #[error(transparent)]
     Replay(#[from] ReplayError),
+    /// The draw has no plan for the trial's nemesis and column.
+    #[error("nemesis {nemesis} draws nothing for column {column}")]
+    NotDrawn {
+        /// The nemesis.
+        nemesis: &'static str,
+        /// The column.
+        column: &'static str,
+    },
     /// The trial's directory or case could not be set up (`trial <id>: ...`).
     #[error("trial {id}: {source}")]
     Open {
@@ -125,7 +133,7 @@ impl TrialError {
 
 /// Why `runner --replay ID --at STEP` cannot kill the trial there.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ReplayError {
+pub enum ReplayError {
     /// The position is not a step.
     #[error("--at {position:?} is not a step; expected one of: {expected}")]
     NotAStep {

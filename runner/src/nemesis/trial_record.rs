@@ -2,7 +2,7 @@
 //! its timeline and within-assumptions label, and the HARNESS_ERROR record of a trial that
 //! could not run as designed.
 
-use super::faults::{describe, Draw};
+use super::faults::{describe, Draw, ServiceFault};
 use super::opening::Opened;
 use super::timeline::Timeline;
 use super::trial::{ms, TrialContext, TrialSpec};
@@ -11,7 +11,6 @@ use scenarios::billing_credit as bc;
 use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use stripe::emulator::FaultAction;
 use verify::nemesis::rules::{assumption_broken, judge};
 use verify::nemesis::{Fault, Trial};
 use verify::results::{GroundTruth, Want};
@@ -55,18 +54,18 @@ pub(super) fn blank_trial(id: &str, spec: TrialSpec, plan: &Draw, case: &bc::Cas
         column: spec.column.as_str().into(),
         index: spec.index,
         seed: spec.seed,
-        outage: plan.outage.as_str().into(),
+        outage: plan.outage.into(),
         faults: plan
             .service
             .iter()
             .map(|a| {
-                let (kind, detail) = describe(a);
+                let (kind, detail) = describe(*a);
                 Fault {
                     kind,
                     detail,
                     fired: 0,
                     held_ms: match a {
-                        FaultAction::Delay { ms } => Some(*ms),
+                        ServiceFault::Delay { ms } => Some(*ms),
                         _ => None,
                     },
                 }

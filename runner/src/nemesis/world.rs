@@ -2,7 +2,7 @@
 //! worker is paused or exposed (a revocation, billing's credit note), the outage while it is
 //! dead, and what it does to a dead worker's files and to the service's memory.
 
-use super::faults::{Draw, WorldFault};
+use super::faults::{Draw, ServiceFault, WorldFault};
 use super::opening::Opened;
 use super::storage;
 use super::timeline::Timeline;
@@ -10,7 +10,7 @@ use super::trial_error::TrialError;
 use rand::{rngs::StdRng, SeedableRng};
 use scenarios::billing_credit as bc;
 use std::time::{Duration, Instant};
-use stripe::emulator::{FaultAction, FaultHandle};
+use stripe::emulator::FaultHandle;
 use verify::nemesis::{Fault, Trial};
 
 /// Mixed into a trial's seed for the outage's own random choices.
@@ -129,9 +129,10 @@ pub(super) fn outage(
     }
     let mut outage_rng = StdRng::seed_from_u64(seed ^ OUTAGE_SEED);
     let from = Instant::now();
-    let (record, changes) = bc::run_outage_timed(&o.client, &o.case, plan.outage, &mut outage_rng)
+    let drawn = bc::Outage::parse(plan.outage).map_err(TrialError::Outage)?;
+    let (record, changes) = bc::run_outage_timed(&o.client, &o.case, drawn, &mut outage_rng)
         .map_err(TrialError::Outage)?;
-    timeline.outage(plan.outage.as_str(), from);
+    timeline.outage(plan.outage, from);
     for c in changes {
         timeline.changed(c.fact, c.from, c.until);
     }
@@ -152,7 +153,7 @@ pub(super) fn outage(
 /// ground truth is the final state (the hold is the runner's own fault, of known length, and
 /// began no later than `held_from`).
 pub(super) fn wait_for_held_request(plan: &Draw, held_from: Instant) {
-    if let Some(FaultAction::Delay { ms: held }) = plan.service {
+    if let Some(ServiceFault::Delay { ms: held }) = plan.service {
         let until = held_from + Duration::from_millis(held + 200);
         let now = Instant::now();
         if until > now {

@@ -1,7 +1,6 @@
 //! Stopping a run: the Ctrl-C / SIGTERM handler that sets the cancel flag, and the error and
 //! exit code of an interrupted run.
 
-use anyhow::{bail, Context, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -9,6 +8,23 @@ use std::sync::Arc;
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted: workers were stopped and no results were written")]
 pub struct Interrupted;
+
+/// Why the Ctrl-C / SIGTERM handler could not be installed.
+#[derive(Debug, thiserror::Error)]
+pub enum SignalError {
+    /// Its runtime could not be built.
+    #[error("cannot build the signal-handling runtime")]
+    Runtime(#[source] std::io::Error),
+    /// Its thread could not be started.
+    #[error("cannot start the signal thread")]
+    Thread(#[source] std::io::Error),
+    /// The handler itself could not be installed.
+    #[error("cannot install the Ctrl-C handler: {0}")]
+    Install(std::io::Error),
+    /// The thread ended before it said whether the handler was installed.
+    #[error("the signal thread stopped before installing its handler")]
+    ThreadStopped,
+}
 
 /// The first stopping signal the run received (SIGINT or SIGTERM), 0 before any.
 static STOPPED_BY: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
@@ -24,11 +40,11 @@ pub fn interrupted_exit_code() -> u8 {
 
 /// Installs the Ctrl-C / SIGTERM handler: it only sets `cancel` (and remembers which signal came
 /// first, for the exit code); cells see it within ~50 ms, kill their workers and stop.
-pub(crate) fn install_signal_handler(cancel: Arc<AtomicBool>) -> Result<()> {
+pub(crate) fn install_signal_handler(cancel: Arc<AtomicBool>) -> Result<(), SignalError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .context("cannot build the signal-handling runtime")?;
+        .map_err(SignalError::Runtime)?;
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<()>>();
     std::thread::Builder::new()
         .name("signals".into())
@@ -63,10 +79,10 @@ pub(crate) fn install_signal_handler(cancel: Arc<AtomicBool>) -> Result<()> {
                 }
             })
         })
-        .context("cannot start the signal thread")?;
+        .map_err(SignalError::Thread)?;
     match ready_rx.recv() {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => bail!("cannot install the Ctrl-C handler: {e}"),
-        Err(_) => bail!("the signal thread stopped before installing its handler"),
+        Ok(Err(e)) => Err(SignalError::Install(e)),
+        Err(_) => Err(SignalError::ThreadStopped),
     }
 }

@@ -1,7 +1,7 @@
 //! `--scenario billing_credit` (DESIGN §4.1): one approved credit racing a billing run. Its
 //! matrix is `crate::run`, its nemesis campaign `crate::nemesis`.
 
-use super::{RunKind, ScenarioOption, ScenarioRun};
+use super::{RunKind, ScenarioError, ScenarioOption, ScenarioRun};
 use crate::cli::RunArgs;
 use crate::job::Outcome;
 use crate::run::RunOutcome;
@@ -18,13 +18,13 @@ impl ScenarioRun for BillingCredit {
         !matches!(option, ScenarioOption::TwoHosts | ScenarioOption::EveryStep)
     }
 
-    fn matrix(&self, args: &RunArgs) -> anyhow::Result<RunOutcome> {
-        crate::run::run(args)
+    fn matrix(&self, args: &RunArgs) -> Result<RunOutcome, ScenarioError> {
+        Ok(crate::run::run(args)?)
     }
 
-    fn nemesis(&self, args: &RunArgs, list: &str) -> anyhow::Result<Outcome> {
+    fn nemesis(&self, args: &RunArgs, list: &str) -> Result<Outcome, ScenarioError> {
         let run = crate::nemesis::NemesisArgs {
-            nemeses: crate::nemesis::Nemesis::parse_list(list)?,
+            nemeses: crate::nemesis::parse_list(list)?,
             trials: args.trials,
             seed: args.seed,
             // Trials mostly wait (on the in-flight bound, on held requests), so more than the
@@ -37,6 +37,6 @@ impl ScenarioRun for BillingCredit {
             shard: args.shard,
             signing_key: args.signing_key.as_deref(),
         };
-        crate::nemesis::run_nemesis(&run).map(Outcome::Trials)
+        Ok(crate::nemesis::run_nemesis(&run).map(Outcome::Trials)?)
     }
 }

@@ -4,12 +4,14 @@
 //! A scenario is a folder here that implements [`ScenarioRun`], plus one line in [`SCENARIOS`].
 
 pub mod billing_credit;
+mod error;
 pub mod pr_merge;
 pub mod shared_cap;
 
 use crate::cli::RunArgs;
 use crate::job::Outcome;
 use crate::run::RunOutcome;
+pub use error::ScenarioError;
 
 /// Every scenario, in the order `--scenario all` runs them.
 pub const SCENARIOS: &[&dyn ScenarioRun] = &[
@@ -44,10 +46,10 @@ pub trait ScenarioRun: Sync {
     }
 
     /// Runs the scenario's matrix into `args.out`.
-    fn matrix(&self, args: &RunArgs) -> anyhow::Result<RunOutcome>;
+    fn matrix(&self, args: &RunArgs) -> Result<RunOutcome, ScenarioError>;
 
     /// Runs a randomized campaign of the nemeses in `list` (`all` or comma-separated names).
-    fn nemesis(&self, args: &RunArgs, list: &str) -> anyhow::Result<Outcome>;
+    fn nemesis(&self, args: &RunArgs, list: &str) -> Result<Outcome, ScenarioError>;
 }
 
 /// A run of a scenario: its matrix, or a nemesis campaign.

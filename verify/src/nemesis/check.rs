@@ -34,6 +34,9 @@ pub mod code {
     /// A shard file's slice, or a merged file's shards, are not every slice of one campaign
     /// once ([`crate::nemesis::shards`]).
     pub const SHARDS: &str = "nemesis_shards";
+    /// A trial's recorded faults (outage, service fault, kills, fault parameters) are not the
+    /// ones its seed draws ([`crate::nemesis::drawn`]).
+    pub const DRAW: &str = "nemesis_draw_mismatch";
 }
 
 /// What checking a nemesis file found.

@@ -17,6 +17,9 @@
 //! `invariant_held: false` without being a violation; a trial killed before any decision existed
 //! (`NOT_DECIDED`) had nothing to recover and is counted apart, never as a pass.
 //!
+//! Each trial's faults are drawn from its seed ([`draw`]); [`drawn`] draws them again and
+//! compares them with what the trial records.
+//!
 //! Whether a trial stayed **within the column's assumptions** is re-derived from its timeline
 //! by one rule for every column ([`rules::assumption_broken`]).
 //!
@@ -26,11 +29,15 @@
 
 mod bind;
 pub mod check;
+pub mod draw;
+pub mod drawn;
 pub mod merge;
+pub mod nemeses;
 mod plan;
 pub mod rules;
 pub mod shards;
 pub mod sign;
+pub mod steps;
 
 use crate::entry::ReceiptBundle;
 use crate::results::{Case, Decision, Environment, GroundTruth, Want};

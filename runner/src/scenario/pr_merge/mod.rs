@@ -3,7 +3,7 @@
 //! and its pages the site's; its runs — a GitHub REST subset over a real git repository and the
 //! workers of its columns — are not built yet, so the runner names it and refuses to run it.
 
-use super::{RunKind, ScenarioOption, ScenarioRun};
+use super::{RunKind, ScenarioError, ScenarioOption, ScenarioRun};
 use crate::cli::RunArgs;
 use crate::job::Outcome;
 use crate::run::RunOutcome;
@@ -11,6 +11,16 @@ use verify::contract::Scenario;
 
 /// The pr_merge scenario.
 pub struct PrMerge;
+
+impl PrMerge {
+    /// The refusal of a run: its runs are not built yet.
+    fn not_built(&self) -> ScenarioError {
+        ScenarioError::NotBuilt {
+            name: self.name(),
+            why: NOT_BUILT,
+        }
+    }
+}
 
 /// Why pr_merge cannot be run yet.
 const NOT_BUILT: &str = "its rules (verify) and pages (site) are in place; its runs (a git \
@@ -29,11 +39,11 @@ impl ScenarioRun for PrMerge {
         Some(NOT_BUILT)
     }
 
-    fn matrix(&self, _args: &RunArgs) -> anyhow::Result<RunOutcome> {
-        anyhow::bail!("--scenario {} cannot be run yet: {NOT_BUILT}", self.name())
+    fn matrix(&self, _args: &RunArgs) -> Result<RunOutcome, ScenarioError> {
+        Err(self.not_built())
     }
 
-    fn nemesis(&self, _args: &RunArgs, _list: &str) -> anyhow::Result<Outcome> {
-        anyhow::bail!("--scenario {} cannot be run yet: {NOT_BUILT}", self.name())
+    fn nemesis(&self, _args: &RunArgs, _list: &str) -> Result<Outcome, ScenarioError> {
+        Err(self.not_built())
     }
 }

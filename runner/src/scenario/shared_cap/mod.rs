@@ -5,6 +5,7 @@
 //! `verify::shared_cap`. Writes `DIR/shared_cap.json`, signed with the run's key, and checks it.
 
 pub mod cell;
+pub mod error;
 pub mod hosts;
 pub mod nemesis;
 pub mod worker;
@@ -13,9 +14,10 @@ use super::{RunKind, ScenarioOption, ScenarioRun};
 use crate::backend::Backend;
 use crate::cli::RunArgs;
 use crate::job::Outcome;
-use crate::run::{git_commit, install_signal_handler, Interrupted, RunOutcome};
-use anyhow::{anyhow, bail, Context, Result};
+use crate::run::{git_commit, install_signal_handler, Interrupted, RunOutcome, SetupError};
+use crate::scenario::ScenarioError;
 use cell::{run_cell, CapContext};
+pub use error::SharedCapError;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -56,44 +58,41 @@ impl ScenarioRun for SharedCap {
         }
     }
 
-    fn matrix(&self, args: &RunArgs) -> Result<RunOutcome> {
-        run(args)
+    fn matrix(&self, args: &RunArgs) -> Result<RunOutcome, ScenarioError> {
+        Ok(run(args)?)
     }
 
-    fn nemesis(&self, args: &RunArgs, list: &str) -> Result<Outcome> {
-        nemesis::run(args, list).map(Outcome::Cells)
+    fn nemesis(&self, args: &RunArgs, list: &str) -> Result<Outcome, ScenarioError> {
+        Ok(nemesis::run(args, list).map(Outcome::Cells)?)
     }
 }
 
 /// What a run checks before any cell runs: the plan, the number of jobs, the output
 /// directories.
-fn checked_plan(args: &RunArgs) -> Result<(Vec<PlannedCell>, usize)> {
+fn checked_plan(args: &RunArgs) -> Result<(Vec<PlannedCell>, usize), SharedCapError> {
     let cells_plan = if args.every_step {
         every_step_plan(args.repeat)
     } else {
         plan(args.repeat)
     };
     if cells_plan.is_empty() {
-        bail!("--repeat 0 runs no cell; pass --repeat 1 or more");
+        return Err(SharedCapError::NoRepeat);
     }
     let jobs = match args.jobs {
-        Some(0) => bail!("--jobs must be at least 1"),
+        Some(0) => return Err(SharedCapError::NoJobs),
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(2, |n| n.get()),
     };
-    crate::results::check_writable(&args.out).map_err(|e| {
-        anyhow!(
-            "--out {}: cannot write the results there: {e}; pass a directory you can write",
-            args.out.display()
-        )
+    crate::results::check_writable(&args.out).map_err(|error| SharedCapError::Out {
+        dir: args.out.clone(),
+        error,
     })?;
     if !args.no_site {
-        crate::results::check_writable(&args.site_out).map_err(|e| {
-            anyhow!(
-                "--site-out {}: cannot write the report there: {e}; pass a directory you can \
-                 write, or --no-site",
-                args.site_out.display()
-            )
+        crate::results::check_writable(&args.site_out).map_err(|error| {
+            SharedCapError::SiteOut {
+                dir: args.site_out.clone(),
+                error,
+            }
         })?;
     }
     let jobs = jobs.min(cells_plan.len());
@@ -114,7 +113,7 @@ pub(crate) struct Setup {
 }
 
 impl Setup {
-    pub(crate) fn new(args: &RunArgs) -> Result<Setup> {
+    pub(crate) fn new(args: &RunArgs) -> Result<Setup, SharedCapError> {
         let seed = args.seed.unwrap_or_else(|| rand::random::<u64>() >> 11);
         let run_id = format!("{:08x}", rand::random::<u32>());
         let journal = match &args.journal {
@@ -124,13 +123,13 @@ impl Setup {
         let (run_dir, key) =
             crate::run::run_dir_and_key("interlock-shared-cap-", args.signing_key.as_deref())?;
         let cancel = Arc::new(AtomicBool::new(false));
-        install_signal_handler(cancel.clone())?;
-        let backend = Backend::start(args.backend, &run_id)?;
+        install_signal_handler(cancel.clone()).map_err(SetupError::from)?;
+        let backend = Backend::start(args.backend, &run_id).map_err(SetupError::from)?;
         let hosts = match (&journal, args.two_hosts) {
             (Some(url), true) => Some(hosts::Hosts::make(backend.base_url(), url)?),
             _ => None,
         };
-        let exe = std::env::current_exe().context("cannot find the runner's own binary")?;
+        let exe = std::env::current_exe().map_err(SetupError::OwnBinary)?;
         Ok(Setup {
             seed,
             journal,
@@ -222,26 +221,29 @@ impl Setup {
 
     /// Removes the hosts, reads the run's private key back and deletes its file; returns the
     /// key and its public half.
-    pub(crate) fn finish(self) -> Result<(ed25519_dalek::SigningKey, ed25519_dalek::VerifyingKey)> {
+    pub(crate) fn finish(
+        self,
+    ) -> Result<(ed25519_dalek::SigningKey, ed25519_dalek::VerifyingKey), SetupError> {
         drop(self.hosts);
-        let signing_key =
-            crate::keys::read_signing_key(self.key.path()).map_err(anyhow::Error::from);
+        let signing_key = crate::keys::read_signing_key(self.key.path()).map_err(SetupError::from);
         let public = self.key.public();
-        self.key
-            .delete()
-            .context("cannot delete the run's private key file")?;
+        self.key.delete().map_err(SetupError::DeleteKey)?;
         Ok((signing_key?, public))
     }
 }
 
 /// The results of a run's cells, in plan order; an error when one could not even open its
 /// order, or the run was interrupted.
-pub(crate) fn collect<T>(slots: Vec<Option<Result<T, crate::cell::CellAbort>>>) -> Result<Vec<T>> {
+pub(crate) fn collect<T>(
+    slots: Vec<Option<Result<T, crate::cell::CellAbort>>>,
+) -> Result<Vec<T>, SharedCapError> {
     let mut out = Vec::with_capacity(slots.len());
     for slot in slots {
         match slot {
             Some(Ok(c)) => out.push(c),
-            Some(Err(crate::cell::CellAbort::Setup(e))) => bail!("the run could not continue: {e}"),
+            Some(Err(crate::cell::CellAbort::Setup(e))) => {
+                return Err(SharedCapError::CouldNotContinue(e))
+            }
             Some(Err(crate::cell::CellAbort::Cancelled)) | None => return Err(Interrupted.into()),
         }
     }
@@ -249,7 +251,7 @@ pub(crate) fn collect<T>(slots: Vec<Option<Result<T, crate::cell::CellAbort>>>) 
 }
 
 /// Runs the shared_cap matrix.
-pub fn run(args: &RunArgs) -> Result<RunOutcome> {
+pub fn run(args: &RunArgs) -> Result<RunOutcome, SharedCapError> {
     let (cells_plan, jobs) = checked_plan(args)?;
     let started = Instant::now();
     let setup = Setup::new(args)?;
@@ -337,7 +339,7 @@ fn write_signed(
     environment: CapEnvironment,
     cells: Vec<verify::shared_cap::record::CapCell>,
     key: &ed25519_dalek::SigningKey,
-) -> Result<CapResults> {
+) -> Result<CapResults, SharedCapError> {
     let mut file = CapResults {
         format: FORMAT.to_owned(),
         scenario: SCENARIO.to_owned(),
@@ -348,12 +350,14 @@ fn write_signed(
         cells,
         signature: None,
     };
-    sign(&mut file, key).context("cannot sign the results file")?;
-    let mut bytes = serde_json::to_vec_pretty(&file).context("cannot serialize the results")?;
+    sign(&mut file, key).map_err(SharedCapError::SignResults)?;
+    let mut bytes = serde_json::to_vec_pretty(&file).map_err(SharedCapError::SerializeResults)?;
     bytes.push(b'\n');
     let path = args.out.join(results_file(&file.environment));
-    crate::results::write_atomically(&path, &bytes)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    crate::results::write_atomically(&path, &bytes).map_err(|error| SharedCapError::Write {
+        path: path.clone(),
+        error,
+    })?;
     Ok(file)
 }
 

@@ -6,10 +6,9 @@
 //! the run's key, and checks it.
 
 use super::cell::{run_spec, CellSpec};
-use super::{cell_line, collect, run_parallel, Setup};
+use super::{cell_line, collect, run_parallel, Setup, SharedCapError};
 use crate::cli::RunArgs;
 use crate::run::RunOutcome;
-use anyhow::{anyhow, bail, Context, Result};
 use std::time::Instant;
 use verify::receipt::KeyCheck;
 use verify::shared_cap::nemesis::check::{check, sign};
@@ -21,36 +20,37 @@ use verify::shared_cap::plan::COLUMNS;
 use verify::shared_cap::record::{run_name, SCENARIO};
 
 /// `all`, or a comma-separated list of shared_cap's nemeses, each at most once, in run order.
-pub fn parse_list(list: &str) -> Result<Vec<String>> {
+pub fn parse_list(list: &str) -> Result<Vec<String>, SharedCapError> {
     if list.trim() == "all" {
         return Ok(NEMESES.map(str::to_owned).to_vec());
     }
     let mut out: Vec<String> = Vec::new();
     for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         if !NEMESES.contains(&name) {
-            bail!(
-                "unknown shared_cap nemesis {name:?}; expected `all` or some of: {}",
-                NEMESES.join(", ")
-            );
+            return Err(SharedCapError::UnknownNemesis {
+                name: name.to_owned(),
+            });
         }
         if !out.iter().any(|n| n == name) {
             out.push(name.to_owned());
         }
     }
     if out.is_empty() {
-        bail!("--nemesis needs `all` or at least one name");
+        return Err(SharedCapError::NoNemesis);
     }
     Ok(out)
 }
 
 /// The campaign's trials, in plan order: nemesis, then column, then index.
-fn plan(seed: u64, nemeses: &[String], trials: u32) -> Result<Vec<(String, String, u32, Draw)>> {
+fn plan(seed: u64, nemeses: &[String], trials: u32) -> Result<Vec<Planned>, SharedCapError> {
     let mut out = Vec::new();
     for n in nemeses {
         for c in COLUMNS {
             for i in 0..trials {
-                let d =
-                    draw(seed, n, c, i).ok_or_else(|| anyhow!("nothing to draw for {n} in {c}"))?;
+                let d = draw(seed, n, c, i).ok_or_else(|| SharedCapError::NothingToDraw {
+                    nemesis: n.clone(),
+                    column: c.to_owned(),
+                })?;
                 out.push((n.clone(), c.to_owned(), i, d));
             }
         }
@@ -62,13 +62,13 @@ fn plan(seed: u64, nemeses: &[String], trials: u32) -> Result<Vec<(String, Strin
 type Planned = (String, String, u32, Draw);
 
 /// Runs a shared_cap nemesis campaign.
-pub fn run(args: &RunArgs, list: &str) -> Result<RunOutcome> {
+pub fn run(args: &RunArgs, list: &str) -> Result<RunOutcome, SharedCapError> {
     let nemeses = parse_list(list)?;
-    crate::results::check_writable(&args.out.join("nemesis")).map_err(|e| {
-        anyhow!(
-            "--out {}: cannot write the nemesis file there: {e}; pass a directory you can write",
-            args.out.display()
-        )
+    crate::results::check_writable(&args.out.join("nemesis")).map_err(|error| {
+        SharedCapError::NemesisOut {
+            dir: args.out.clone(),
+            error,
+        }
     })?;
     let started = Instant::now();
     let setup = Setup::new(args)?;
@@ -109,7 +109,7 @@ pub fn run(args: &RunArgs, list: &str) -> Result<RunOutcome> {
         trials,
         signature: None,
     };
-    sign(&mut file, &signing_key).context("cannot sign the nemesis file")?;
+    sign(&mut file, &signing_key).map_err(SharedCapError::SignNemesis)?;
     drop(signing_key);
     let path = write(args, &file)?;
     print_summary(&file, started.elapsed());
@@ -159,15 +159,17 @@ fn run_one(
 }
 
 /// Writes `DIR/nemesis/<run name>.json`; returns its path.
-fn write(args: &RunArgs, file: &CapNemesisFile) -> Result<std::path::PathBuf> {
-    let mut bytes = serde_json::to_vec_pretty(file).context("cannot serialize the trials")?;
+fn write(args: &RunArgs, file: &CapNemesisFile) -> Result<std::path::PathBuf, SharedCapError> {
+    let mut bytes = serde_json::to_vec_pretty(file).map_err(SharedCapError::SerializeTrials)?;
     bytes.push(b'\n');
     let path = args
         .out
         .join("nemesis")
         .join(format!("{}.json", run_name(&file.environment)));
-    crate::results::write_atomically(&path, &bytes)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    crate::results::write_atomically(&path, &bytes).map_err(|error| SharedCapError::Write {
+        path: path.clone(),
+        error,
+    })?;
     Ok(path)
 }
 
