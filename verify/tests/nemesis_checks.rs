@@ -425,3 +425,23 @@ fn a_trial_that_does_not_read_is_named_by_the_strict_reader_and_exits_2() {
     assert!(text.contains("trials[5]"), "{text}");
     assert!(text.contains("surprise"), "{text}");
 }
+
+/// A trial whose recorded outage is not the one its seed draws was not run from its seed (a
+/// replay would run another trial): the checker draws every trial again. Before the draws moved
+/// into verify this file, re-signed, verified.
+#[test]
+fn a_trial_whose_outage_is_not_its_draw_fails() {
+    let found = forged(|file| {
+        let t = &mut file.trials[0];
+        let other = verify::nemesis::draw::OUTAGES
+            .iter()
+            .find(|o| **o != t.outage)
+            .unwrap();
+        t.outage = (*other).to_owned();
+    });
+    assert!(
+        has(&found, "nemesis_draw_mismatch", "trials[0].outage"),
+        "{found:?}"
+    );
+    assert!(forged(|_| {}).is_empty());
+}

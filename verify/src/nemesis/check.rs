@@ -223,6 +223,7 @@ fn verify_parts<'t, E: Send>(
                     check_ground_truth(&base, t, &mut found);
                     check_clock_start(&base, t, clock_start, &mut found);
                     check_judgement(&base, t, max_in_flight_ms, &mut found);
+                    super::drawn::check_drawn(&base, t, &mut found);
                     // A merged file's trial was run, and its receipt signed, by its shard.
                     let shard_key = merged.as_ref().map(|m| m.key_for(t));
                     let receipt_key = shard_key.as_ref().unwrap_or(&receipt_key);

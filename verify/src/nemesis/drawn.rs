@@ -5,8 +5,7 @@
 //! passed, the revocation's instant, the pause's step). A trial whose recorded plan is not its
 //! draw was not run from its seed, so `runner --replay ID` would not run it again.
 //!
-//! Not yet a stage of [`super::check::verify_nemesis`]: the nemesis files the tests build record
-//! each trial's outage from a synthetic matrix cell, not from its seed, and would fail it.
+//! A stage of [`super::check::verify_nemesis`], run for every trial.
 
 use super::check::code;
 use super::draw::{draw_for, Draw, ServiceFault, WorldFault};

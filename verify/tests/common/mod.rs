@@ -70,7 +70,8 @@ pub fn trial(column: &str, index: u32, cell: &Cell, max_in_flight_ms: u64) -> Tr
         column: column.to_owned(),
         index,
         seed,
-        outage: cell.outage.clone(),
+        // The outage its seed draws (the checker draws every trial again), not the cell's.
+        outage: drawn_outage(column, seed),
         faults: Vec::new(),
         kills: Vec::new(),
         assumption: None,
@@ -96,6 +97,15 @@ pub fn trial(column: &str, index: u32, cell: &Cell, max_in_flight_ms: u64) -> Tr
     t.assumption = assumption_broken(&t.faults, &t.timeline, max_in_flight_ms).map(str::to_owned);
     rejudge(&mut t);
     t
+}
+
+/// The outage a trial of `column` with `seed` draws under [`NEMESIS`].
+pub fn drawn_outage(column: &str, seed: u64) -> String {
+    let nemesis = verify::nemesis::nemeses::Nemesis::from_name(NEMESIS).unwrap();
+    verify::nemesis::draw::draw_for(nemesis, column, seed)
+        .unwrap()
+        .outage
+        .to_owned()
 }
 
 /// Restate a trial's judgement from its data, as an honest runner would.
