@@ -142,33 +142,7 @@ impl GateModel {
                 let written = self.resolve(s, p, r.dispatch, Entry::Committed(via));
                 self.end_round(s, p, written);
             }
-            SendAnswer::Rejected => {
-                let looked_up = s.service.found().then_some(LookupAnswer::Found);
-                let looked_up = looked_up.unwrap_or(LookupAnswer::NotFound);
-                let mut next = after_rejection(self.lookup, None);
-                if let SubmitNext::Do(_) = next {
-                    next = after_rejection(self.lookup, Some(looked_up));
-                }
-                match next {
-                    SubmitNext::Finish(SubmitEnd::Commit(via)) => {
-                        let written = self.resolve(s, p, r.dispatch, Entry::Committed(via));
-                        self.end_round(s, p, written);
-                    }
-                    SubmitNext::Finish(SubmitEnd::Refuse(code)) => {
-                        let written = self.resolve(
-                            s,
-                            p,
-                            r.dispatch,
-                            Entry::Refused {
-                                code,
-                                resolves: true,
-                            },
-                        );
-                        self.end_round(s, p, written);
-                    }
-                    _ => self.end_round(s, p, false),
-                }
-            }
+            SendAnswer::Rejected => self.resend_rejected(s, p, r.dispatch),
             SendAnswer::Replayed => {
                 memory(s, &|m| m.finished = true);
                 r.found = None;
@@ -201,6 +175,31 @@ impl GateModel {
                 });
                 self.end_round(s, p, false);
             }
+        }
+    }
+
+    /// A resend the service rejected: settled by a lookup, as `submit` settles a rejection.
+    fn resend_rejected(&self, s: &mut State, p: u8, dispatch: u8) {
+        let looked_up = s.service.found().then_some(LookupAnswer::Found);
+        let looked_up = looked_up.unwrap_or(LookupAnswer::NotFound);
+        let mut next = after_rejection(self.lookup, None);
+        if let SubmitNext::Do(_) = next {
+            next = after_rejection(self.lookup, Some(looked_up));
+        }
+        match next {
+            SubmitNext::Finish(SubmitEnd::Commit(via)) => {
+                let written = self.resolve(s, p, dispatch, Entry::Committed(via));
+                self.end_round(s, p, written);
+            }
+            SubmitNext::Finish(SubmitEnd::Refuse(code)) => {
+                let refused = Entry::Refused {
+                    code,
+                    resolves: true,
+                };
+                let written = self.resolve(s, p, dispatch, refused);
+                self.end_round(s, p, written);
+            }
+            _ => self.end_round(s, p, false),
         }
     }
 

@@ -90,6 +90,16 @@ impl GateModel {
     }
 }
 
+impl GateModel {
+    /// One tick: the clock moves on, and every process told "in use" may ask again.
+    fn tick(s: &mut State) {
+        s.now += 1;
+        for m in s.procs.iter_mut().filter_map(|p| p.memory.as_mut()) {
+            m.told_in_use = false;
+        }
+    }
+}
+
 impl Model for GateModel {
     type State = State;
     type Action = Action;
@@ -271,12 +281,7 @@ impl Model for GateModel {
                     .copied()?;
                 s.journal.push(old);
             }
-            Action::Tick => {
-                s.now += 1;
-                for m in s.procs.iter_mut().filter_map(|p| p.memory.as_mut()) {
-                    m.told_in_use = false;
-                }
-            }
+            Action::Tick => Self::tick(&mut s),
             Action::LoseClaim => {
                 s.losses_left -= 1;
                 let holder = s.claim.take()?;
