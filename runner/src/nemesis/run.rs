@@ -196,8 +196,31 @@ fn plan_trials(args: &NemesisArgs<'_>) -> Result<(NemesisPlan, Vec<TrialSpec>), 
 /// A trial's result, in its place in the plan (`None`: it never ran).
 type Slots = Vec<Option<Result<Trial, super::trial_error::TrialError>>>;
 
+/// The order the trials are started in, as positions in `specs` (which is in plan order:
+/// nemesis, column, index): nemesis by nemesis, index by index, the columns of one index one
+/// after another. Every column's trial `i` starts next to the other columns' trial `i`, so each
+/// column meets the same load on the machine (run column by column, one column's trials all ran
+/// together, and the decision phase — the same code in every column — took three times as long
+/// in the last column as in the first).
+fn run_order(specs: &[TrialSpec]) -> Vec<usize> {
+    let mut nemeses = Vec::new();
+    for s in specs {
+        if !nemeses.contains(&s.nemesis) {
+            nemeses.push(s.nemesis);
+        }
+    }
+    let mut order: Vec<usize> = (0..specs.len()).collect();
+    // A stable sort keeps the plan's column order within each (nemesis, index).
+    order.sort_by_key(|&i| {
+        let s = &specs[i];
+        (nemeses.iter().position(|n| *n == s.nemesis), s.index)
+    });
+    order
+}
+
 /// Runs the trials on `jobs` threads behind a progress bar, printing each violation's replay
-/// command; no new trial starts once `cancel` is set.
+/// command; no new trial starts once `cancel` is set. Trials start in [`run_order`]; each
+/// result goes to its place in the plan.
 fn run_trials(
     ctx: &TrialContext<'_>,
     specs: &[TrialSpec],
@@ -206,6 +229,7 @@ fn run_trials(
 ) -> Slots {
     let bar = progress(specs.len());
     let slots: Mutex<Slots> = Mutex::new((0..specs.len()).map(|_| None).collect());
+    let order = run_order(specs);
     let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1).min(specs.len().max(1)) {
@@ -213,7 +237,9 @@ fn run_trials(
                 if cancel.load(Ordering::SeqCst) {
                     break;
                 }
-                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(&i) = order.get(next.fetch_add(1, Ordering::SeqCst)) else {
+                    break;
+                };
                 let Some(spec) = specs.get(i).copied() else {
                     break;
                 };
@@ -405,4 +431,48 @@ pub fn replay(
     );
     println!("{}", amounts_line(&trial.ground_truth, clock_start));
     Ok(!trial.is_harness_error())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(nemesis: Nemesis, column: Column, index: u32, slot: usize) -> TrialSpec {
+        TrialSpec {
+            nemesis,
+            column,
+            index,
+            seed: 0,
+            slot,
+            at: None,
+        }
+    }
+
+    #[test]
+    fn the_columns_of_one_trial_index_start_together() {
+        let mut specs = Vec::new();
+        for n in [Nemesis::KillRandom, Nemesis::KillInFlight] {
+            for c in Column::ALL {
+                for index in 0..2 {
+                    specs.push(spec(n, c, index, specs.len()));
+                }
+            }
+        }
+        let started: Vec<(Nemesis, u32, Column)> = run_order(&specs)
+            .iter()
+            .map(|&i| (specs[i].nemesis, specs[i].index, specs[i].column))
+            .collect();
+        let mut want = Vec::new();
+        for n in [Nemesis::KillRandom, Nemesis::KillInFlight] {
+            for index in 0..2 {
+                for c in Column::ALL {
+                    want.push((n, index, c));
+                }
+            }
+        }
+        assert_eq!(started, want);
+        let mut every = run_order(&specs);
+        every.sort_unstable();
+        assert_eq!(every, (0..specs.len()).collect::<Vec<_>>());
+    }
 }
