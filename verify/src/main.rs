@@ -13,8 +13,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use verify::cli::{
-    check_file_with, error_line, json_error, json_report, shown_lines, usage_error_line, NotBefore,
-    Options, Pinned, Status,
+    check_file_with, error_line, json_error, json_report, output_budget, shown_lines,
+    usage_error_line, NotBefore, Options, Pinned, Status, JSON_BUDGET_MIN,
 };
 
 /// Check Interlock receipt bundles and results files offline: hash chains, signatures, replay
@@ -139,25 +139,97 @@ fn run(args: &Args, pinned: &Pinned, not_before: Option<NotBefore>, out: &mut Ou
     };
     let mut worst = Status::Ok;
     let mut reports = Vec::new();
-    let mut input_bytes = 0usize;
-    for path in &args.files {
-        input_bytes += std::fs::metadata(path).map_or(0, |m| m.len() as usize);
-        let (status, lines, value) = check_file_with(path, &options);
+    let sizes: Vec<usize> = args
+        .files
+        .iter()
+        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len() as usize))
+        .collect();
+    let input_bytes = sizes.iter().fold(0usize, |a, b| a.saturating_add(*b));
+    // Many files share one budget: the text printed, and each file's `--json` report as it is
+    // kept (so memory follows the input, not the number of files times a report's size).
+    let mut text = TextBudget::new(output_budget(input_bytes));
+    let share = JSON_BUDGET_MIN / args.files.len().max(1);
+    for (path, size) in args.files.iter().zip(&sizes) {
+        let (status, lines, mut value) = check_file_with(path, &options);
         worst = worst.max(status);
         if status == Status::CouldNotCheck {
             // Not a verdict: an error, on standard error like the others.
-            shown_lines(&lines)
-                .iter()
-                .for_each(|l| error(&format!("verify: error: {l}")));
+            for l in shown_lines(&lines) {
+                if text.spend(&l) {
+                    error(&format!("verify: error: {l}"));
+                }
+            }
         } else if !(args.json || (args.quiet && status == Status::Ok)) {
-            shown_lines(&lines).iter().for_each(|l| out.line(l));
+            for l in shown_lines(&lines) {
+                if text.spend(&l) {
+                    out.line(&l);
+                }
+            }
         }
-        reports.push(value);
+        text.file_done(status);
+        if args.json {
+            value.cut_to((*size).max(share));
+            reports.push(value);
+        }
+    }
+    if let Some(line) = text.left_out() {
+        // Standard output holds only the JSON report under `--json`.
+        if args.json {
+            error(&line);
+        } else {
+            out.line(&line);
+        }
     }
     if args.json {
         out.line(&json_report(worst, reports, input_bytes));
     }
     worst
+}
+
+/// The text output's share of the run's budget ([`output_budget`]): lines are printed until it
+/// is spent; after that the files checked are only counted, in one closing line.
+struct TextBudget {
+    left: usize,
+    spent: bool,
+    not_shown: [usize; 3],
+}
+
+impl TextBudget {
+    fn new(budget: usize) -> TextBudget {
+        TextBudget {
+            left: budget,
+            spent: false,
+            not_shown: [0; 3],
+        }
+    }
+
+    /// Whether `line` may be printed (it is then counted against the budget).
+    fn spend(&mut self, line: &str) -> bool {
+        if self.spent || line.len() + 1 > self.left {
+            self.spent = true;
+            return false;
+        }
+        self.left -= line.len() + 1;
+        true
+    }
+
+    /// A file was checked; counted when its lines could not all be shown.
+    fn file_done(&mut self, status: Status) {
+        if self.spent {
+            self.not_shown[status as usize] += 1;
+        }
+    }
+
+    /// The closing line, when the budget ran out.
+    fn left_out(&self) -> Option<String> {
+        let [ok, failed, unchecked] = self.not_shown;
+        self.spent.then(|| {
+            format!(
+                "verify: the output budget ran out; {} file(s) not shown in full: {ok} OK, {failed} FAILED, {unchecked} could not be checked (the exit code covers every file; check fewer files at once to see them)",
+                ok + failed + unchecked
+            )
+        })
+    }
 }
 
 fn main() -> ExitCode {

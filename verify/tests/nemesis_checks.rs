@@ -445,3 +445,25 @@ fn a_trial_whose_outage_is_not_its_draw_fails() {
     );
     assert!(forged(|_| {}).is_empty());
 }
+
+/// A trial whose seed draws a decide kill records it (delivered, or not when the worker had
+/// finished first): a campaign whose nemesis never struck must not verify as if it had.
+#[test]
+fn a_trial_that_leaves_out_its_drawn_kill_fails() {
+    let found = forged(|file| {
+        assert!(!file.trials[0].kills.is_empty(), "the fixture draws a kill");
+        file.trials[0].kills.clear();
+    });
+    assert!(
+        has(&found, "nemesis_draw_mismatch", "trials[0].kills"),
+        "{found:?}"
+    );
+    let found = forged(|file| {
+        let again = file.trials[0].kills[0].clone();
+        file.trials[0].kills.push(again);
+    });
+    assert!(
+        has(&found, "nemesis_draw_mismatch", "trials[0].kills"),
+        "{found:?}"
+    );
+}

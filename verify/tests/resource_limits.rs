@@ -620,3 +620,69 @@ fn no_input_under_1_mb_uses_more_than_64_mb_or_prints_more_than_1_mb() {
         worst_rss.get() / MB
     );
 }
+
+/// Many small files named at once share one budget: 1,300 copies of a 728-byte receipt of empty
+/// entries (under 1 MB in all) once made `--json` keep every file's whole report until the end
+/// (1.5 GB) and the text output print 8 MB. Now each file's report is cut as it is kept, the
+/// text stops at the size of the input and counts the files it did not show, and the JSON
+/// report lists what fits.
+#[test]
+fn many_small_files_named_at_once_stay_within_the_limits() {
+    let entries: Vec<Value> = (0..150).map(|_| json!({})).collect();
+    let small = serde_json::to_vec(
+        &json!({"format": "interlock-receipt/1", "effect_id": "a".repeat(64), "entries": entries}),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let n = 1_300;
+    assert!(n * small.len() < MB, "{} bytes", n * small.len());
+    let paths: Vec<std::path::PathBuf> = (0..n)
+        .map(|i| {
+            let p = dir.path().join(format!("s{i}.json"));
+            std::fs::write(&p, &small).unwrap();
+            p
+        })
+        .collect();
+    for args in [vec!["--json"], vec![]] {
+        let measured = dir.path().join("rss");
+        let timed = std::path::Path::new(TIME).exists();
+        let mut cmd = if timed {
+            let mut c = Command::new(TIME);
+            c.arg("-f").arg("%M").arg("-o").arg(&measured);
+            c.arg(env!("CARGO_BIN_EXE_verify"));
+            c
+        } else {
+            Command::new(env!("CARGO_BIN_EXE_verify"))
+        };
+        let out = cmd.args(&args).args(&paths).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let printed = out.stdout.len() + out.stderr.len();
+        assert!(printed <= MB, "{args:?}: printed {printed} bytes");
+        if timed {
+            let kb: usize = std::fs::read_to_string(&measured)
+                .unwrap()
+                .lines()
+                .last()
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            assert!(kb * 1024 <= 64 * MB, "{args:?}: {} MB", kb / 1024);
+        }
+        if args.is_empty() {
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                text.lines()
+                    .last()
+                    .is_some_and(|l| l.contains("not shown in full")),
+                "the text says it stopped"
+            );
+        } else {
+            let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(report["exit_code"], 1);
+            let listed = report["files"].as_array().unwrap().len();
+            let left_out = report["files_left_out"].as_u64().unwrap_or(0) as usize;
+            assert_eq!(listed + left_out, n);
+        }
+    }
+}

@@ -39,8 +39,11 @@ pub fn check(kind: &str, obj: &Map<String, Value>) -> Option<AnswersProblem> {
     if !listed.get("dropped").is_some_and(Value::is_u64) {
         return malformed("do not say how many were dropped");
     }
+    // The latest answers by their time, not by their place in the list (the gate writes them
+    // oldest first; a list put in another order must not hide the last one).
     let mut last_in_use: Option<u64> = None;
-    let mut last_class = None;
+    let mut latest: Option<u64> = None;
+    let mut latest_in_use = false;
     for a in answers {
         let class = a.get("answer").and_then(Value::as_str);
         let at = a.get("at_ms").and_then(Value::as_u64);
@@ -55,9 +58,28 @@ pub fn check(kind: &str, obj: &Map<String, Value>) -> Option<AnswersProblem> {
         if class == "in_use" {
             last_in_use = Some(last_in_use.map_or(at, |t| t.max(at)));
         }
-        last_class = Some(class);
+        match latest {
+            Some(t) if at < t => {}
+            Some(t) if at == t => latest_in_use |= class == "in_use",
+            _ => {
+                latest = Some(at);
+                latest_in_use = class == "in_use";
+            }
+        }
     }
     let counted_from = obj.get("counted_from_ms").and_then(Value::as_u64);
+    if let (None, Some(in_use), true) = (
+        counted_from,
+        last_in_use,
+        obj.contains_key("assumed_max_in_flight_ms"),
+    ) {
+        return Some(AnswersProblem {
+            code: crate::problem::code::BOUND_BEFORE_IN_USE,
+            what: format!(
+                "rests on an in-flight bound without saying from when it counted, but the service said at {in_use} ms that a request under the key was still executing"
+            ),
+        });
+    }
     if let (Some(from), Some(in_use)) = (counted_from, last_in_use) {
         if from < in_use {
             return Some(AnswersProblem {
@@ -69,8 +91,7 @@ pub fn check(kind: &str, obj: &Map<String, Value>) -> Option<AnswersProblem> {
         }
     }
     let code = obj.get("code").and_then(Value::as_str);
-    if kind == "REFUSED" && code == Some(TARGET_FAILED_AT_RECOVERY) && last_class == Some("in_use")
-    {
+    if kind == "REFUSED" && code == Some(TARGET_FAILED_AT_RECOVERY) && latest_in_use {
         return Some(AnswersProblem {
             code: crate::problem::code::GAVE_UP_WHILE_IN_USE,
             what: "gives the request up as failed, but the service's last answer said it was still executing".into(),
@@ -138,6 +159,38 @@ mod tests {
             ])),
         }));
         assert_eq!(check("REFUSED", &e), None);
+    }
+
+    #[test]
+    fn the_latest_answer_is_found_by_its_time_and_a_bound_must_say_where_it_counted_from() {
+        let reordered = entry(json!({
+            "code": "target_failed_at_recovery",
+            "counted_from_ms": 40,
+            "resend_answers": answers(json!([
+                {"answer": "in_use", "said": "409", "at_ms": 20},
+                {"answer": "unknown", "said": "timeout", "at_ms": 10},
+            ])),
+        }));
+        let p = check("REFUSED", &reordered).map(|p| p.code);
+        assert_eq!(p, Some(crate::problem::code::GAVE_UP_WHILE_IN_USE));
+        let tie = entry(json!({
+            "code": "target_failed_at_recovery",
+            "counted_from_ms": 40,
+            "resend_answers": answers(json!([
+                {"answer": "unknown", "said": "timeout", "at_ms": 20},
+                {"answer": "in_use", "said": "409", "at_ms": 20},
+                {"answer": "not_sent", "said": "", "at_ms": 0},
+            ])),
+        }));
+        let p = check("REFUSED", &tie).map(|p| p.code);
+        assert_eq!(p, Some(crate::problem::code::GAVE_UP_WHILE_IN_USE));
+        let unsaid = entry(json!({
+            "code": "lease_at_recovery",
+            "assumed_max_in_flight_ms": 5500,
+            "resend_answers": answers(json!([{"answer": "in_use", "said": "409", "at_ms": 9000}])),
+        }));
+        let p = check("REFUSED", &unsaid).map(|p| p.code);
+        assert_eq!(p, Some(crate::problem::code::BOUND_BEFORE_IN_USE));
     }
 
     #[test]

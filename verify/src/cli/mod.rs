@@ -79,6 +79,40 @@ impl FileJson {
         out
     }
 
+    /// Cut the entry's report to at most `limit` bytes of text right away (as
+    /// [`crate::display::fit_json`] cuts it), so a run over many files keeps a small report per
+    /// file, not each file's whole one until the end.
+    pub fn cut_to(&mut self, limit: usize) {
+        if self.report.as_ref().is_none_or(|r| r.get().len() <= limit) {
+            return;
+        }
+        let Some(report) = self.report.take() else {
+            return;
+        };
+        let mut v = match serde_json::from_str::<Value>(report.get()) {
+            Ok(v) => v,
+            Err(_) => {
+                self.head
+                    .insert("report_left_out".into(), Value::Bool(true));
+                return;
+            }
+        };
+        drop(report);
+        if crate::display::fit_json(&mut v, limit) {
+            v["truncated"] = Value::Bool(true);
+        }
+        match serde_json::to_string(&v)
+            .ok()
+            .and_then(|t| RawValue::from_string(t).ok())
+        {
+            Some(raw) if raw.get().len() <= limit => self.report = Some(raw),
+            _ => {
+                self.head
+                    .insert("report_left_out".into(), Value::Bool(true));
+            }
+        }
+    }
+
     /// The entry as values, for cutting it to a budget. A report too deep to read back (it nests
     /// a value of the file one level deeper than the file did) is left out, and says so.
     fn value(self) -> Value {
@@ -399,7 +433,7 @@ pub fn shown_lines(lines: &[String]) -> Vec<String> {
 /// within the budget is written from the files' text as it is; only one past it is read back
 /// into values and cut ([`crate::display::fit_json`]).
 pub fn json_report(worst: Status, files: Vec<FileJson>, input_bytes: usize) -> String {
-    let budget = JSON_BUDGET_MIN.max(input_bytes);
+    let budget = output_budget(input_bytes);
     let mut text = format!("{{\"exit_code\":{},\"files\":[", worst as u8);
     for (i, f) in files.iter().enumerate() {
         if i > 0 {
@@ -424,12 +458,49 @@ pub fn json_report(worst: Status, files: Vec<FileJson>, input_bytes: usize) -> S
             out["truncated"] = Value::Bool(true);
         }
         let safe = json_safe(&serde_json::to_string(&out).unwrap_or_default());
-        if safe.len() <= budget || target <= JSON_BUDGET_MIN / 8 {
+        if safe.len() <= budget {
             return safe;
+        }
+        if target <= JSON_BUDGET_MIN / 8 {
+            // What is left is the files' own heads (many files): list the first ones that fit,
+            // and say how many were left out; the exit code still covers every file.
+            return files_that_fit(out, budget);
         }
         // Escaping made it longer than the budget: cut to a smaller one, in proportion.
         target = (target / 2).max(target.saturating_mul(budget) / safe.len().max(1));
     }
+}
+
+/// The output budget of one run, text or `--json`, in bytes: the size of the input (every file
+/// named, as often as it is named), at least [`JSON_BUDGET_MIN`].
+pub fn output_budget(input_bytes: usize) -> usize {
+    JSON_BUDGET_MIN.max(input_bytes)
+}
+
+/// The report `out` (already cut) with only the first files whose entries fit in `budget`
+/// bytes after escaping, and `files_left_out` saying how many did not.
+fn files_that_fit(mut out: Value, budget: usize) -> String {
+    let files = match out.get_mut("files").map(Value::take) {
+        Some(Value::Array(files)) => files,
+        _ => Vec::new(),
+    };
+    let total = files.len();
+    // Room for the rest of the object and the count of files left out.
+    let mut used = 200usize;
+    let mut kept = Vec::new();
+    for f in files {
+        let size = json_safe(&serde_json::to_string(&f).unwrap_or_default()).len() + 1;
+        if used + size > budget {
+            break;
+        }
+        used += size;
+        kept.push(f);
+    }
+    let left_out = total - kept.len();
+    out["files"] = Value::Array(kept);
+    out["files_left_out"] = json!(left_out);
+    out["truncated"] = Value::Bool(true);
+    json_safe(&serde_json::to_string(&out).unwrap_or_default())
 }
 
 /// The `--json` report when the arguments could not be used.

@@ -90,6 +90,9 @@ pub fn check_drawn(base: &str, t: &Trial, f: &mut Vec<Finding>) {
     if t.is_harness_error() {
         return;
     }
+    if let Some((drawn, recorded)) = decide_kill_count(t, &d) {
+        differ("kills", "the number of decide kills", drawn, recorded);
+    }
     for (kind, want) in detail_parameters(&d) {
         let detail = t
             .faults
@@ -105,6 +108,24 @@ pub fn check_drawn(base: &str, t: &Trial, f: &mut Vec<Finding>) {
             );
         }
     }
+}
+
+/// Whether the draw kills the decide worker: at a step, at an instant, or at `before_send` by
+/// the worker's own pause; not when it pauses the worker or changes the world under it instead
+/// (those end the worker some other way).
+fn draws_a_decide_kill(d: &Draw) -> bool {
+    d.decide_at_before_send
+        || (d.pause_at.is_none()
+            && d.world_at_us.is_none()
+            && (d.kill_at_step.is_some() || d.decide_kill_ms.is_some()))
+}
+
+/// The drawn and the recorded number of decide kills, when they differ: a trial that ran records
+/// the kill its seed draws (delivered, or not when the worker had finished first) and no other.
+fn decide_kill_count(t: &Trial, d: &Draw) -> Option<(String, String)> {
+    let recorded = t.kills.iter().filter(|k| k.worker == "decide").count();
+    let drawn = usize::from(draws_a_decide_kill(d));
+    (recorded != drawn).then(|| (drawn.to_string(), recorded.to_string()))
 }
 
 /// The drawn and the recorded service fault (kind, and hold for a delay), when they differ.

@@ -73,7 +73,7 @@ pub fn trial(column: &str, index: u32, cell: &Cell, max_in_flight_ms: u64) -> Tr
         // The outage its seed draws (the checker draws every trial again), not the cell's.
         outage: drawn_outage(column, seed),
         faults: Vec::new(),
-        kills: Vec::new(),
+        kills: drawn_kills(column, seed),
         assumption: None,
         case: cell.case.clone(),
         decision: cell.decision.clone(),
@@ -106,6 +106,25 @@ pub fn drawn_outage(column: &str, seed: u64) -> String {
         .unwrap()
         .outage
         .to_owned()
+}
+
+/// The decide kill a trial of `column` with `seed` draws under [`NEMESIS`] (the checker draws
+/// every trial again and wants the kill its seed draws recorded), delivered.
+pub fn drawn_kills(column: &str, seed: u64) -> Vec<verify::nemesis::Kill> {
+    let nemesis = verify::nemesis::nemeses::Nemesis::from_name(NEMESIS).unwrap();
+    let d = verify::nemesis::draw::draw_for(nemesis, column, seed).unwrap();
+    let (after, at_ms) = match (d.kill_at_step, d.decide_kill_ms) {
+        (Some(step), _) => (step, 0),
+        (None, Some(ms)) => (d.kill_after, ms),
+        (None, None) => return Vec::new(),
+    };
+    vec![verify::nemesis::Kill {
+        worker: "decide".to_owned(),
+        at_ms,
+        after: after.to_owned(),
+        delivered: true,
+        last_step: None,
+    }]
 }
 
 /// Restate a trial's judgement from its data, as an honest runner would.
