@@ -64,15 +64,21 @@ pub(super) fn reproduce_command(seed: u64, seed_given: bool, clock_start: ClockS
     parts.join(" ")
 }
 
-/// A `postgres://user:password@host/db` argument without its password (it is published).
+/// A URL argument (`postgres://user:password@host/db`, any scheme) without its password: it is
+/// published in the reproduce command and printed in errors.
 pub(crate) fn without_password(arg: &str) -> String {
-    let is_url = arg.starts_with("postgres://") || arg.starts_with("postgresql://");
-    match (is_url, arg.find("://"), arg.rfind('@')) {
-        (true, Some(scheme), Some(at)) if at > scheme => {
-            let user = arg[scheme + 3..at].split(':').next().unwrap_or_default();
-            format!("{}{user}@{}", &arg[..scheme + 3], &arg[at + 1..])
+    // Any URL: its authority (after `scheme://`, before the first `/`) may hold `user:password@`.
+    let Some(scheme) = arg.find("://") else {
+        return arg.to_owned();
+    };
+    let rest = &arg[scheme + 3..];
+    let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+    match authority.rfind('@') {
+        Some(at) => {
+            let user = authority[..at].split(':').next().unwrap_or_default();
+            format!("{}{user}@{}", &arg[..scheme + 3], &rest[at + 1..])
         }
-        _ => arg.to_owned(),
+        None => arg.to_owned(),
     }
 }
 
@@ -87,6 +93,15 @@ mod tests {
         );
         assert_eq!(without_password("postgres://h/db"), "postgres://h/db");
         assert_eq!(without_password("--seed"), "--seed");
+        assert_eq!(
+            without_password("mysql://u:pw@h/db"),
+            "mysql://u@h/db",
+            "every scheme"
+        );
+        assert_eq!(
+            without_password("postgres://u:p@ss@h/db?x=a@b"),
+            "postgres://u@h/db?x=a@b"
+        );
     }
 
     use super::*;
