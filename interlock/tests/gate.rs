@@ -5,8 +5,10 @@ mod common;
 
 use common::*;
 use interlock::testing::{Fault, MemTarget};
-use interlock::{effect_id, GateError, RecoveryOutcome, RefusalCode, Status, Tier};
+use interlock::{effect_id, GateError, RecoveryOutcome, RefusalCode, Status, Step, Tier};
 use serde_json::json;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 #[test]
@@ -56,7 +58,62 @@ fn a_different_payload_for_the_same_request_is_refused() {
         ]
     );
     assert_eq!(s.last(&eid)["code"], json!("conflicting_payload"));
+    assert!(!r.detail.unwrap().contains("Nothing was ever dispatched"));
     assert_eq!(s.target.landed_total(), 1);
+    assert_chain(&s.gate.entries(&eid).unwrap());
+}
+
+/// DESIGN §2: a second payload for an effect whose first proposal was authorized and never
+/// dispatched (the worker died after AUTHORIZED, and its restart decided again) is refused, and
+/// the refusal closes only the second proposal: its reason says nothing was sent, and the first
+/// payload, submitted again, is checked and sent. The gate sends nothing on its own.
+#[test]
+fn a_second_payload_after_an_undispatched_first_closes_only_itself() {
+    let mut s = setup(Tier::One, true);
+    let armed = Arc::new(AtomicBool::new(true));
+    let a = armed.clone();
+    s.gate.set_observer(Box::new(move |step| {
+        if step == Step::Authorized && a.swap(false, Ordering::SeqCst) {
+            panic!("the worker dies right after AUTHORIZED");
+        }
+    }));
+    let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        s.gate.submit(&proposal(1000))
+    }));
+    assert!(died.is_err());
+    let eid = effect_id(&proposal(1000));
+    assert_eq!(s.kinds(&eid), ["PROPOSED", "AUTHORIZED"]);
+
+    let again = s.gate.submit(&proposal(830)).unwrap();
+    assert_eq!(
+        again.status,
+        Status::Refused(RefusalCode::ConflictingPayload)
+    );
+    let why = again.detail.unwrap();
+    assert!(why.contains("Nothing was ever dispatched"), "{why}");
+    assert_eq!(s.last(&eid)["reason"], json!(why));
+    assert_eq!(s.target.apply_calls(), 0);
+    // Recovery has no open dispatch to settle and sends nothing.
+    assert!(s.gate.recover().unwrap().is_empty());
+    assert_eq!(s.target.apply_calls(), 0);
+
+    // The first payload, submitted again, goes through the checks and is sent once.
+    let first = s.gate.submit(&proposal(1000)).unwrap();
+    assert_eq!(first.status, Status::Committed);
+    assert_eq!(s.target.landed(&eid), 1);
+    assert_eq!(
+        s.kinds(&eid),
+        [
+            "PROPOSED",
+            "AUTHORIZED",
+            "PROPOSED",
+            "REFUSED",
+            "PROPOSED",
+            "AUTHORIZED",
+            "DISPATCHED",
+            "COMMITTED"
+        ]
+    );
     assert_chain(&s.gate.entries(&eid).unwrap());
 }
 

@@ -84,7 +84,8 @@ pub fn verdict_line(columns: &[String], facts: &Facts) -> String {
 /// and the exposure nemesis's violations (the comparison of each column's unguarded window).
 /// `judged` is the campaign's judged trials as `verify` counted them; facts `nemesis.trials`,
 /// `within.C`, `nothing_decided.C`, `violations_within.C`, `violations_beyond.C`,
-/// `wrong_within.C`, `wrong_beyond.C`, `exposure.violations.C`, `exposure.judged.C`.
+/// `wrong_within.C`, `wrong_beyond.C`, `under_credits_within.C`, `under_credits_beyond.C`,
+/// `exposure.violations.C`, `exposure.judged.C`.
 pub fn nemesis_line(columns: &[String], facts: &Facts, judged: u32) -> String {
     let per = |f: &dyn Fn(&String) -> String| -> String {
         words(&columns.iter().map(f).collect::<Vec<_>>())
@@ -110,11 +111,19 @@ pub fn nemesis_line(columns: &[String], facts: &Facts, judged: u32) -> String {
                 + int(facts, &format!("wrong_beyond.{c}")).unwrap_or(0)
         )
     });
+    let under = per(&|c| {
+        format!(
+            "{c} {}",
+            int(facts, &format!("under_credits_within.{c}")).unwrap_or(0)
+                + int(facts, &format!("under_credits_beyond.{c}")).unwrap_or(0)
+        )
+    });
     let mut out = format!(
         "Of {} randomized fault trials, {judged} were judged (the rest were killed before any \
          decision). Violations within each column's assumptions: {within}. Violations beyond \
          them (a request held past the declared bound, or a change after the column's last \
-         read): {beyond}. Wrong answers, within and beyond: {wrong}.",
+         read): {beyond}. Wrong answers, within and beyond: {wrong}. Under-credits (the \
+         approved credit not issued, or a smaller one), within and beyond: {under}.",
         text(facts, "nemesis.trials"),
     );
     if columns

@@ -363,6 +363,62 @@ fn a_shared_cap_campaign_counts_every_kill_once_and_names_the_trials_that_broke_
     assert_eq!(by_nemesis, checked.report.summary.len());
 }
 
+/// Issue 35 (3): a trial whose credits fall short of its want (the approved credit never issued)
+/// was a plain pass; it is an under-credit, listed and counted in every figure, within or beyond.
+#[test]
+fn a_nemesis_trial_that_credits_less_than_its_want_is_an_under_credit_everywhere() {
+    use verify::figures::nemesis::{listed, Listed};
+    let (mut file, _) = common::nemesis_file();
+    let before = verify::figures::nemesis::check(&file, &KeyCheck::SelfAttested).figures;
+    let i = file
+        .trials
+        .iter()
+        .position(|t| {
+            t.column == "interlock"
+                && listed(t).is_none()
+                && t.assumption.is_none()
+                && t.want.count == 1
+                && t.ground_truth.case_credit_count == 1
+        })
+        .expect("a plain pass that credited its want");
+    let t = &mut file.trials[i];
+    assert!(!t.under_credit());
+    // The credit that landed is removed: the approved credit was never issued.
+    t.ground_truth.case_credits.clear();
+    t.ground_truth.case_credit_count = 0;
+    t.ground_truth.case_credit_cents = 0;
+    t.invariant_held = false;
+    assert!(t.under_credit());
+    assert_eq!(listed(t), Some(Listed::UnderCredit));
+    let (nemesis, column) = (t.nemesis.clone(), t.column.clone());
+    let checked = verify::figures::nemesis::check(&file, &KeyCheck::SelfAttested);
+    assert_eq!(checked.report.under_credits, Some(1));
+    let after = checked.figures;
+    let (b, a) = (
+        &before.columns()["interlock"],
+        &after.columns()["interlock"],
+    );
+    assert_eq!(
+        (a.under_credits_within(), a.under_credits_beyond()),
+        (b.under_credits_within() + 1, b.under_credits_beyond())
+    );
+    assert_eq!(a.violations_within(), b.violations_within());
+    assert_eq!(a.under_crediting(), vec![(nemesis.as_str(), 1)]);
+    let row = file
+        .summary
+        .iter()
+        .zip(after.summary_rows())
+        .find(|(s, _)| s.nemesis == nemesis && s.column == column)
+        .map(|(_, r)| r)
+        .unwrap();
+    assert_eq!(row.under_credits, 1);
+    assert!(row.listed.contains(&(i, Listed::UnderCredit)));
+    // A trial with nothing decided is never an under-credit, whatever its want.
+    let t = &mut file.trials[i];
+    t.outcome = "NOT_DECIDED".into();
+    assert!(!t.under_credit());
+}
+
 #[test]
 fn a_nemesis_trial_that_is_not_a_plain_pass_is_listed_under_its_row_with_what_it_is() {
     use verify::figures::nemesis::{listed, Listed};

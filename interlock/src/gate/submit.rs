@@ -32,6 +32,11 @@ fn facts_of(state: Option<&EffectState>, prep: &Prepared<'_>) -> Option<EffectFa
     })
 }
 
+/// The reason of `REFUSED:conflicting_payload` when nothing was ever dispatched for the effect
+/// (DESIGN §2: the refusal closes only the new proposal; the gate never sends a payload no caller
+/// submits).
+const NEVER_DISPATCHED_CONFLICT: &str = "The payload differs from the one this effect was first proposed with; the first proposal fixes it. Nothing was ever dispatched for this effect, so nothing was sent: this refusal closes only the new proposal. Submitting the first payload again sends it if the lease and its premises still hold; otherwise a person decides.";
+
 /// A proposal with its id and canonical forms, as the steps of `submit` need it.
 pub(super) struct Prepared<'p> {
     pub(super) p: &'p Proposal,
@@ -284,7 +289,11 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             }
             Admission::Conflicting => (
                 RefusalCode::ConflictingPayload,
-                "The payload differs from the one this effect was first proposed with; the first proposal fixes it.",
+                if j.state(&prep.eid).is_some_and(|st| st.dispatched) {
+                    "The payload differs from the one this effect was first proposed with; the first proposal fixes it."
+                } else {
+                    NEVER_DISPATCHED_CONFLICT
+                },
             ),
             Admission::TargetRejected => (
                 RefusalCode::TargetError,

@@ -28,6 +28,8 @@ pub(crate) struct EffectState {
     pub(super) premises_by_lease: Vec<(String, Value)>,
     /// The open dispatch, if any.
     pub open: Option<OpenDispatch>,
+    /// Any DISPATCHED (open or since settled): something may have been sent for this effect.
+    pub dispatched: bool,
     /// Any COMMITTED.
     pub committed: bool,
     /// Any AMBIGUOUS.
@@ -130,6 +132,7 @@ impl EffectState {
                     index,
                     hash: hash.to_owned(),
                 });
+                self.dispatched = true;
                 self.admitted_budget = match entry.get("budget") {
                     // A dispatch of a budgeted effect written without an admission (by a gate
                     // that predates budgets) still spends its proposed amount.

@@ -80,16 +80,18 @@ pub(super) fn progress(total: usize) -> ProgressBar {
     bar
 }
 
-/// The campaign's summary table: per nemesis and column, its trials, violations and settle times.
+/// The campaign's summary table: per nemesis and column, its trials, violations, under-credits
+/// and settle times.
 pub(super) fn print_summary(file: &NemesisFile, wall_s: f64) {
     println!("{} trials in {wall_s:.1} s (wall)", file.trials.len());
     println!(
-        "  {:<18} {:<10} {:>6} {:>10} {:>9} {:>6} {:>9} {:>7} {:>7} {:>7}",
+        "  {:<18} {:<10} {:>6} {:>10} {:>9} {:>6} {:>6} {:>9} {:>7} {:>7} {:>7}",
         "nemesis",
         "column",
         "trials",
         "violations",
         "upper95",
+        "under",
         "wrong",
         "AMBIGUOUS",
         "p50ms",
@@ -97,9 +99,15 @@ pub(super) fn print_summary(file: &NemesisFile, wall_s: f64) {
         "maxms"
     );
     for s in &file.summary {
+        // Under-credits are derived from each trial (no summary field holds them).
+        let under = file
+            .trials
+            .iter()
+            .filter(|t| t.nemesis == s.nemesis && t.column == s.column && t.under_credit())
+            .count();
         let o = |v: Option<u64>| v.map_or("-".to_owned(), |x| x.to_string());
         println!(
-            "  {:<18} {:<10} {:>6} {:>10} {:>8.2}% {:>6} {:>9} {:>7} {:>7} {:>7}{}",
+            "  {:<18} {:<10} {:>6} {:>10} {:>8.2}% {:>6} {:>6} {:>9} {:>7} {:>7} {:>7}{}",
             s.nemesis,
             s.column,
             s.trials,
@@ -108,6 +116,7 @@ pub(super) fn print_summary(file: &NemesisFile, wall_s: f64) {
                 s.violations, s.violations_within, s.within_assumptions
             ),
             f64::from(s.within_upper95_ppm) / 10_000.0,
+            under,
             s.wrong_answers,
             s.ambiguous,
             o(s.settle_p50_ms),

@@ -19,12 +19,14 @@ use verify::nemesis::NemesisFile;
 /// | `violations_within.C`, `wrong_within.C`, `ambiguous_within.C` | integer | within assumptions: violations, wrong answers, AMBIGUOUS |
 /// | `ambiguous.C` | integer | AMBIGUOUS among all the column's judged trials |
 /// | `violations_beyond.C`, `wrong_beyond.C` | integer | violations and wrong answers beyond the assumptions |
+/// | `under_credits_within.C`, `under_credits_beyond.C` | integer | under-credits (credits short of the want) within / beyond the assumptions |
+/// | `under_crediting.C` | text | nemeses with under-credits (with counts), or `none` |
 /// | `unresolved.C`, `nothing_decided.C` | integer | restarts that ended in an error; trials killed before any decision (not judged) |
 /// | `distinct_within.C` | integer | distinct interleavings within assumptions, summed over nemeses |
 /// | `exposure.judged.C`, `exposure.violations.C`, `exposure.bound.C` | integer, integer, text | the exposure nemesis: trials, violations and the 95% bound on its violation rate |
 /// | `violating_nemeses.C` | text | nemeses with violations within assumptions (with counts), or `none` |
 /// | `violations_within.N.C`, `within.N.C` | integer | the same per nemesis |
-/// | `judged.N.C`, `violations.N.C`, `wrong.N.C`, `unresolved.N.C` | integer | per nemesis, over all its judged trials (within and beyond) |
+/// | `judged.N.C`, `violations.N.C`, `under_credits.N.C`, `wrong.N.C`, `unresolved.N.C` | integer | per nemesis, over all its judged trials (within and beyond) |
 /// | `window.n.C`, `window.p50.C`, `window.p95.C` | integer, text, text | the column's unguarded window for the approval (last read to POST applied) over its exposure trials: how many, median and 95th percentile |
 /// | `harness_errors` | integer | HARNESS_ERROR trials |
 pub fn facts(file: &NemesisFile, figures: &NemesisFigures) -> Facts {
@@ -88,6 +90,23 @@ fn trial_count_facts(column: &str, c: &ColumnFigures, facts: &mut Facts) {
         format!("violations_beyond.{column}"),
         int(c.violations_beyond()),
     );
+    facts.insert(
+        format!("under_credits_within.{column}"),
+        int(c.under_credits_within()),
+    );
+    facts.insert(
+        format!("under_credits_beyond.{column}"),
+        int(c.under_credits_beyond()),
+    );
+    facts.insert(
+        format!("under_crediting.{column}"),
+        list_or_none(
+            c.under_crediting()
+                .into_iter()
+                .map(|(n, k)| format!("{n} ({k})"))
+                .collect(),
+        ),
+    );
 }
 
 /// From the column's summaries: trials where nothing was decided, distinct interleavings within
@@ -131,6 +150,10 @@ fn nemesis_facts(column: &str, c: &ColumnFigures, facts: &mut Facts) {
         let nemesis = &n.nemesis;
         facts.insert(format!("judged.{nemesis}.{column}"), int(n.judged));
         facts.insert(format!("violations.{nemesis}.{column}"), int(n.violations));
+        facts.insert(
+            format!("under_credits.{nemesis}.{column}"),
+            int(n.under_credits),
+        );
         facts.insert(format!("wrong.{nemesis}.{column}"), int(n.wrong));
         facts.insert(format!("unresolved.{nemesis}.{column}"), int(n.unresolved));
         facts.insert(format!("within.{nemesis}.{column}"), int(n.within));

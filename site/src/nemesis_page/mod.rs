@@ -151,6 +151,7 @@ pub fn listed_kind(t: &Trial) -> Option<&'static str> {
 pub(crate) fn kind_words(kind: Listed) -> &'static str {
     match kind {
         Listed::Violation => "violation",
+        Listed::UnderCredit => "under-credit",
         Listed::Unresolved => "unresolved",
         Listed::Ambiguous => "AMBIGUOUS",
         Listed::WrongAnswer => "wrong answer",

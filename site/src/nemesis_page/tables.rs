@@ -15,6 +15,8 @@ pub struct Row<'a> {
     pub distinct_bound: String,
     /// The bound over all judged trials.
     pub all_bound: String,
+    /// Judged trials whose credits fell short of their want.
+    pub under_credits: u32,
     /// Trials that are not a plain pass: (id, page file name, what they are).
     pub listed: Vec<(&'a str, String, &'static str)>,
     /// How many trials are listed.
@@ -172,6 +174,7 @@ pub(super) fn table_rows<'a>(file: &'a NemesisFile, figures: &NemesisFigures) ->
                 within_bound: bound(s.within_upper95_ppm, s.within_assumptions),
                 distinct_bound: bound(s.within_distinct_upper95_ppm, s.distinct_within),
                 all_bound: bound(s.violation_upper95_ppm, s.judged),
+                under_credits: row.under_credits,
                 listed_count: listed.len(),
                 listed,
             }

@@ -110,11 +110,11 @@ pub(super) fn nemesis_outcome(
         ),
         (None, None) => "nemesis".to_owned(),
     };
-    let summary = match (r.trials, r.receipts, r.violations) {
-        (Some(trials), Some(receipts), Some(violations)) => {
+    let summary = match (r.trials, r.receipts, r.violations, r.under_credits) {
+        (Some(trials), Some(receipts), Some(violations), Some(under)) => {
             // The trials' own judgements (a column breaking the invariant is what the campaign
             // measures), each checked against its data: findings of the run, not failed checks.
-            format!("{kind}, {trials} trials ({violations} in which the column under test credited more than wanted: what the run found, re-derived from the data, not a failed check), {receipts} receipts, {signature}")
+            format!("{kind}, {trials} trials ({violations} in which the column under test credited more than wanted and {under} in which it credited less: what the run found, re-derived from the data, not a failed check), {receipts} receipts, {signature}")
         }
         // Under a pin, nothing is derived from a file whose signature failed.
         _ => format!("{kind}, {signature}, not read further"),

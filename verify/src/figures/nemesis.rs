@@ -43,8 +43,10 @@ pub struct NemesisFigures {
 /// What a judged trial is when it is not a plain pass, the first that applies in this order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Listed {
-    /// The invariant did not hold.
+    /// Credits exceeded the want: a violation.
     Violation,
+    /// Credits fell short of the want ([`Trial::under_credit`]).
+    UnderCredit,
     /// The final restart ended in an error.
     Unresolved,
     /// The answer was AMBIGUOUS.
@@ -60,6 +62,8 @@ pub fn listed(t: &Trial) -> Option<Listed> {
     }
     if t.violation {
         Some(Listed::Violation)
+    } else if t.under_credit() {
+        Some(Listed::UnderCredit)
     } else if t.unresolved {
         Some(Listed::Unresolved)
     } else if t.ambiguous {
@@ -87,6 +91,8 @@ pub struct SummaryRow {
     pub listed: Vec<(usize, Listed)>,
     /// [`within_violation_rate_ppm`] of the row.
     pub within_rate_ppm: Option<u64>,
+    /// The row's under-credits ([`Trial::under_credit`]).
+    pub under_credits: u32,
 }
 
 /// The exposure nemesis's figures of one column, from its summary.
@@ -109,6 +115,8 @@ pub struct NemesisColumn {
     pub judged: u32,
     /// Of those, violations.
     pub violations: u32,
+    /// Of those, under-credits ([`Trial::under_credit`]).
+    pub under_credits: u32,
     /// Of those, wrong answers (unresolved ones excluded: they gave none).
     pub wrong: u32,
     /// Of those, restarts that ended in an error.
@@ -126,11 +134,13 @@ pub struct ColumnFigures {
     within: u32,
     beyond: u32,
     violations_within: u32,
+    under_credits_within: u32,
     wrong_within: u32,
     ambiguous_within: u32,
     ambiguous: u32,
     unresolved: u32,
     violations_beyond: u32,
+    under_credits_beyond: u32,
     wrong_beyond: u32,
     nothing_decided: u32,
     distinct_within: u32,
@@ -181,6 +191,13 @@ impl NemesisFigures {
                     })
                     .collect(),
                 within_rate_ppm: within_violation_rate_ppm(s),
+                under_credits: count(
+                    file.trials
+                        .iter()
+                        .filter(|t| t.nemesis == s.nemesis && t.column == s.column)
+                        .filter(|t| t.under_credit())
+                        .count(),
+                ),
             })
             .collect();
         NemesisFigures {
@@ -267,11 +284,13 @@ impl ColumnFigures {
             within: count(within.len()),
             beyond: count(beyond.len()),
             violations_within: how_many(&within, |t| t.violation),
+            under_credits_within: how_many(&within, Trial::under_credit),
             wrong_within: how_many(&within, wrong),
             ambiguous_within: how_many(&within, |t| t.ambiguous),
             ambiguous: how_many(&judged, |t| t.ambiguous),
             unresolved: how_many(&judged, |t| t.unresolved),
             violations_beyond: how_many(&beyond, |t| t.violation),
+            under_credits_beyond: how_many(&beyond, Trial::under_credit),
             wrong_beyond: how_many(&beyond, wrong),
             nothing_decided,
             distinct_within,
@@ -292,6 +311,7 @@ impl ColumnFigures {
                         nemesis: n.clone(),
                         judged: count(of.len()),
                         violations: how_many(&of, |t| t.violation),
+                        under_credits: how_many(&of, Trial::under_credit),
                         wrong: how_many(&of, wrong),
                         unresolved: how_many(&of, |t| t.unresolved),
                         within: count(within.len()),
@@ -315,6 +335,26 @@ impl ColumnFigures {
     /// Violations within assumptions.
     pub fn violations_within(&self) -> u32 {
         self.violations_within
+    }
+
+    /// Under-credits within assumptions.
+    pub fn under_credits_within(&self) -> u32 {
+        self.under_credits_within
+    }
+
+    /// Under-credits beyond assumptions.
+    pub fn under_credits_beyond(&self) -> u32 {
+        self.under_credits_beyond
+    }
+
+    /// The nemeses, in plan order, with under-credits (within or beyond assumptions), and how
+    /// many.
+    pub fn under_crediting(&self) -> Vec<(&str, u32)> {
+        self.nemeses
+            .iter()
+            .filter(|n| n.under_credits > 0)
+            .map(|n| (n.nemesis.as_str(), n.under_credits))
+            .collect()
     }
 
     /// Wrong answers within assumptions (unresolved trials gave none).

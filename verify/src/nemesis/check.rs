@@ -52,6 +52,9 @@ pub struct NemesisReport {
     /// Violations over all trials, as the trials state them (each stated judgement is checked
     /// against its data: one that differs is a finding).
     pub violations: Option<usize>,
+    /// Judged trials whose credits fall short of their want ([`crate::nemesis::Trial::under_credit`]):
+    /// a failure of the column counted beside violations, re-derived from each trial's data.
+    pub under_credits: Option<usize>,
     /// `pinned` or `self-attested`.
     pub key: &'static str,
     /// [`crate::fingerprint`] of the key the file was checked against: the pinned key, or the one
@@ -156,12 +159,13 @@ fn verify_parts<'t, E: Send>(
     // A merged file's shards: each shard's signature covers its slice of the trials.
     let mut merged = MergedCheck::new(head, key, allowed, &mut f);
     // The signature covers every trial: a first pass reads each, hashes it and drops it.
-    let mut violations = 0;
+    let (mut violations, mut under_credits) = (0, 0);
     let mut hasher = sign::FileHasher::new(head);
     let mut hashed = Ok(());
     for range in &groups {
         let trials = read(range.clone())?;
         violations += trials.iter().filter(|t| t.violation).count();
+        under_credits += trials.iter().filter(|t| t.under_credit()).count();
         for t in trials.iter() {
             if let Ok(h) = hasher.as_mut() {
                 hashed = hashed.and_then(|()| h.trial(t));
@@ -181,6 +185,7 @@ fn verify_parts<'t, E: Send>(
         trials: None,
         receipts: None,
         violations: None,
+        under_credits: None,
         key: match key {
             KeyCheck::Pinned(_) => "pinned",
             KeyCheck::SelfAttested => "self-attested",
@@ -255,6 +260,7 @@ fn verify_parts<'t, E: Send>(
     report.trials = Some(count);
     report.receipts = Some(receipts_verified);
     report.violations = Some(violations);
+    report.under_credits = Some(under_credits);
     report.ok = f.is_empty();
     report.findings = f;
     Ok(report)

@@ -13,8 +13,10 @@
 //! (every credit billing did not make) exceed what the want rule allows, in count or cents. A
 //! **wrong answer** is a final status that says "sent" when no case credit exists, or the
 //! reverse; a restart that ended in an error (`RESTART_FAILED`) is **unresolved**, counted apart
-//! from wrong answers. Crediting less than allowed (a refusal) is recorded as
-//! `invariant_held: false` without being a violation; a trial killed before any decision existed
+//! from wrong answers. Crediting less than the want rule allows (the approved credit never
+//! issued, or a smaller one) is an **under-credit** ([`rules::under_credit`]): `invariant_held:
+//! false`, a failure counted beside violations in every summary and page, not in the violation
+//! bounds (which bound safety); a trial killed before any decision existed
 //! (`NOT_DECIDED`) had nothing to recover and is counted apart, never as a pass.
 //!
 //! Each trial's faults are drawn from its seed ([`draw`]); [`drawn`] draws them again and
@@ -211,6 +213,13 @@ impl Trial {
     /// a rate.
     pub fn judged(&self) -> bool {
         self.outcome != rules::NOT_DECIDED && !self.is_harness_error()
+    }
+
+    /// The trial is judged and its credits fall short of its want ([`rules::under_credit`]):
+    /// derived from its ground truth and its want (both checked against the data), so no field
+    /// records it.
+    pub fn under_credit(&self) -> bool {
+        self.judged() && rules::under_credit(&self.ground_truth, self.want)
     }
 
     /// The trial is a harness error.

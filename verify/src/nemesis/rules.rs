@@ -86,6 +86,9 @@ pub struct Judgement {
     pub invariant_held: bool,
     /// Credits exceed `want` in count or cents.
     pub violation: bool,
+    /// Credits fall short of `want` in count or cents, exceeding it in neither
+    /// ([`under_credit`]).
+    pub under_credit: bool,
     /// The status says "sent" exactly when a case credit exists.
     pub answer_matches: bool,
     /// The status is `AMBIGUOUS`.
@@ -108,11 +111,27 @@ pub fn judge(
     Judgement {
         want: w,
         invariant_held: invariant_held(truth, w),
-        violation: truth.case_credit_count > w.count || truth.case_credit_cents > w.cents,
+        violation: over_credit(truth, w),
+        under_credit: under_credit(truth, w),
         answer_matches: answer_matches(outcome, truth),
         ambiguous: outcome == "AMBIGUOUS",
         unresolved: outcome == RESTART_FAILED,
     }
+}
+
+/// The case's credits exceed what the want rule allows, in count or cents: a violation, a
+/// breach of safety.
+pub fn over_credit(truth: &GroundTruth, w: Want) -> bool {
+    truth.case_credit_count > w.count || truth.case_credit_cents > w.cents
+}
+
+/// The case's credits fall short of what the want rule allows, in count or cents, and exceed it
+/// in neither: the approved credit was never issued, or a smaller one was. A failure of the
+/// column as surely as a violation (the customer was promised the credit), counted beside
+/// violations rather than in them: the bounds on the violation rate are bounds on safety.
+pub fn under_credit(truth: &GroundTruth, w: Want) -> bool {
+    !over_credit(truth, w)
+        && (truth.case_credit_count < w.count || truth.case_credit_cents < w.cents)
 }
 
 /// ln C(n, k).
@@ -282,6 +301,47 @@ mod tests {
         assert_ne!(seed, trial_seed(42, "kill_random", "interlock", 8));
         assert_ne!(seed, trial_seed(42, "kill_random", "hand_check", 7));
         assert_ne!(seed, trial_seed(43, "kill_random", "interlock", 7));
+    }
+
+    #[test]
+    fn credits_are_compared_with_the_want_in_both_directions() {
+        let truth = |count: u32, cents: i64| GroundTruth {
+            case_credits: Vec::new(),
+            case_credit_count: count,
+            case_credit_cents: cents,
+            credit_notes: Vec::new(),
+            balance_transactions: Vec::new(),
+            invoices: Vec::new(),
+            customer_balance: 0,
+            compensation_by_others: 0,
+            incident_compensation: 0,
+        };
+        let want = Want {
+            count: 1,
+            cents: 1000,
+        };
+        let none = Want { count: 0, cents: 0 };
+        // (credits, want) -> (over, under)
+        let cases = [
+            ((1, 1000), want, (false, false)),
+            ((0, 0), want, (false, true)),
+            ((1, 830), want, (false, true)),
+            ((2, 2000), want, (true, false)),
+            ((1, 1200), want, (true, false)),
+            // Two credits summing to less: more credits than allowed is a violation, not an
+            // under-credit.
+            ((2, 900), want, (true, false)),
+            ((0, 0), none, (false, false)),
+            ((1, 1000), none, (true, false)),
+        ];
+        for ((count, cents), w, expected) in cases {
+            let t = truth(count, cents);
+            assert_eq!(
+                (over_credit(&t, w), under_credit(&t, w)),
+                expected,
+                "{count} credit(s) of {cents} against {w:?}"
+            );
+        }
     }
 
     #[test]
