@@ -54,6 +54,11 @@ pub enum Bug {
     /// under the key and trusts a lookup once the bound passed since its own resend, though
     /// the service had just said a request was in flight.
     InUseCountedAsUnknown,
+    /// Recovery hears "in use", then gives the key up anyway: unknown answers around it (or a
+    /// rejection not saved under the key) end the resends as they do before any "in use", and
+    /// it trusts a lookup once the bound passed since its own resend (the gate did until a
+    /// review found it).
+    UnknownAfterInUseGivesUp,
     /// Recovery takes an effect over while its claim is held by a live process.
     TakeOverLiveHolder,
     /// Recovery trusts a "not found" from a lookup sent before the in-flight bound passed, once

@@ -62,6 +62,9 @@ pub const HOLDER: &str = "a holder's open dispatch is never closed by another pr
 pub const ONE_LANDING: &str = "at most one landing per effect";
 /// REFUSED means not done.
 pub const REFUSED_NOT_LANDED: &str = "no request of a dispatch settled REFUSED ever lands";
+/// Told "in use", never refused.
+pub const IN_USE_NOT_REFUSED: &str =
+    "no dispatch refused by a process told 'in use' for it (and no replayed failure since) ever lands";
 /// COMMITTED means done.
 pub const COMMITTED_LANDED: &str = "a COMMITTED effect is at the service";
 /// The journal's final word.
@@ -101,6 +104,7 @@ pub fn expected_failure(bug: Bug) -> &'static str {
         Bug::NoSendDeadline => I2_SEND,
         Bug::TakeOverWaitsOnlyInFlight => I2_SEND,
         Bug::InUseCountedAsUnknown => REFUSED_NOT_LANDED,
+        Bug::UnknownAfterInUseGivesUp => IN_USE_NOT_REFUSED,
     }
 }
 
@@ -176,6 +180,11 @@ fn invariants() -> Vec<Property<GateModel>> {
                         Some(Entry::Refused { resolves: true, .. })
                     )
                     || !s.service.landings.contains(&l.id)
+            })
+        }),
+        Property::always(IN_USE_NOT_REFUSED, |_: &GateModel, s: &State| {
+            s.service.landings.iter().all(|id| {
+                s.refused_after_in_use & 1u8.checked_shl(u32::from(*id)).unwrap_or(0) == 0
             })
         }),
         Property::always(COMMITTED_LANDED, |_: &GateModel, s: &State| {

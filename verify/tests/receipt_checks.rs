@@ -811,8 +811,9 @@ fn a_head_whose_signature_fails_in_a_batch_is_no_seal_and_names_only_its_receipt
 }
 
 /// A refusal that rests on "not found" after the service said a request under the key was still
-/// executing: the bound must count from no earlier than that answer, and the request must not be
-/// given up as failed while the last answer said it was executing (DESIGN §4.10).
+/// executing: the bound must count from no earlier than that answer, and the dispatch must not
+/// be refused at all unless the service then replayed that request's saved failure (the gate
+/// answers AMBIGUOUS there, DESIGN §4.10).
 fn refused_after_answers(code_: &str, counted_from_ms: u64, answers: Value) -> Value {
     json!({"kind": "REFUSED", "code": code_, "reason": "Recovery refused the effect.",
            "resolves": true, "rechecked": checks(), "assumed_max_in_flight_ms": 5_500,
@@ -824,7 +825,7 @@ fn refused_after_answers(code_: &str, counted_from_ms: u64, answers: Value) -> V
 fn bound_before_in_use() {
     let answers = json!([
         {"answer": "in_use", "said": "HTTP 409 (idempotency_key_in_use)", "at_ms": 2_000},
-        {"answer": "unknown", "said": "timeout", "at_ms": 3_000},
+        {"answer": "replayed", "said": "HTTP 500 (saved under the key)", "at_ms": 3_000},
     ]);
     let ok = refused_after_answers("target_failed_at_recovery", 3_000, answers.clone());
     let r = verify_bundle(
@@ -843,21 +844,28 @@ fn bound_before_in_use() {
 
 #[test]
 fn gave_up_while_in_use() {
+    // The gate review's sequence: "in use", then unknown answers that ended the resends.
     let answers = json!([
         {"answer": "unknown", "said": "timeout", "at_ms": 1_000},
         {"answer": "in_use", "said": "HTTP 409 (idempotency_key_in_use)", "at_ms": 2_000},
+        {"answer": "unknown", "said": "timeout", "at_ms": 3_000},
+        {"answer": "unknown", "said": "timeout", "at_ms": 4_000},
     ]);
-    let gave_up = refused_after_answers("target_failed_at_recovery", 2_000, answers.clone());
-    fails(
-        &build(vec![proposed(), authorized(), dispatched(), gave_up]),
-        &pinned(),
-        code::GAVE_UP_WHILE_IN_USE,
-        Some(3),
-    );
-    // A lease that failed its re-check stops the probing: that refusal may follow "in use".
-    let lease = refused_after_answers("lease_at_recovery", 2_000, answers);
+    for code_ in ["target_failed_at_recovery", "lease_at_recovery"] {
+        let gave_up = refused_after_answers(code_, 4_000, answers.clone());
+        fails(
+            &build(vec![proposed(), authorized(), dispatched(), gave_up]),
+            &pinned(),
+            code::GAVE_UP_WHILE_IN_USE,
+            Some(3),
+        );
+    }
+    // AMBIGUOUS is the answer there.
+    let ambiguous = json!({"kind": "AMBIGUOUS", "code": "ambiguous",
+        "reason": "The service said a request under the key was still executing.",
+        "rechecked": checks(), "resend_answers": {"answers": answers, "dropped": 0}});
     let r = verify_bundle(
-        &build(vec![proposed(), authorized(), dispatched(), lease]),
+        &build(vec![proposed(), authorized(), dispatched(), ambiguous]),
         &pinned(),
     );
     assert!(r.problems.is_empty(), "{:?}", codes(&r));

@@ -39,10 +39,16 @@ pub struct RecoveryFacts {
     /// A replayed failure proved every request under the key has finished: the key is never
     /// resent again; the effect is settled by lookup.
     pub finished: bool,
-    /// Resends of this dispatch answered "unknown" so far (by this recoverer).
+    /// Resends of this dispatch answered "unknown" since the last "in use" answer (by this
+    /// recoverer); a rejection not saved under the key after an "in use" answer counts too.
     pub unknown_answers: u32,
-    /// After this many unknown answers, stop resending and settle by lookup.
+    /// After this many unknown answers in a row, stop resending and settle by lookup.
     pub max_unknown_answers: u32,
+    /// A resend of this dispatch was answered "in use" (a request under the key was still
+    /// executing at the service): unless a saved failure since proved every request under the
+    /// key finished, a lookup's "not found" then ends in AMBIGUOUS, never a refusal, since that
+    /// request may still land (DESIGN §4.10).
+    pub heard_in_use: bool,
     /// The premises recorded on the DISPATCHED still hold (`None`: not checked yet).
     pub premises_hold: Option<bool>,
     /// The lease is live and covers the effect (`None`: not checked yet).
@@ -83,6 +89,7 @@ impl RecoveryFacts {
             finished: false,
             unknown_answers: 0,
             max_unknown_answers: 3,
+            heard_in_use: false,
             premises_hold: None,
             lease_live: None,
             found: None,
@@ -113,6 +120,10 @@ pub enum AmbiguousWhy {
     /// A lookup did not find it, but the target states no in-flight bound, so "not found" can
     /// never be trusted.
     NoInFlightBound,
+    /// The service said a request under the key was still executing, and no answer since said
+    /// how it ended (its result, or its saved failure): a lookup did not find the effect, but
+    /// that request may still land.
+    InUseUnanswered,
 }
 
 impl AmbiguousWhy {
@@ -126,6 +137,7 @@ impl AmbiguousWhy {
             AmbiguousWhy::OverBudgetNoLookup => "The budget can no longer take the effect at recovery and the target cannot be looked up, so whether the lost send landed cannot be known.",
             AmbiguousWhy::FailedNoLookup => "The service failed the request without a usable answer and the target cannot be looked up, so whether it landed cannot be known.",
             AmbiguousWhy::NoInFlightBound => "A lookup did not find the effect, but the target states no bound on how late a sent request can still land, so \"not found\" cannot be trusted.",
+            AmbiguousWhy::InUseUnanswered => "The service said a request under the key was still executing, and no answer since said how it ended; a lookup did not find the effect, but that request may still land.",
         }
     }
 }
@@ -188,7 +200,9 @@ pub fn next_recovery_step(f: &RecoveryFacts) -> Next {
     // revoked lease does.
     let budget_within = f.budget_within != Some(false);
     let holds = premises_hold && lease_live && budget_within;
-    // A replayed failure, or too many unknown answers: the key is not resent again.
+    // A replayed failure, or too many unknown answers in a row (an "in use" answer ends a
+    // streak): the key is not resent again. After an "in use" answer, what follows a "not
+    // found" is AMBIGUOUS, never a refusal (`after_not_found`).
     let failed = f.finished || f.unknown_answers >= f.max_unknown_answers;
     if tier == Tier::One && holds && !failed {
         // The service dedupes a late first request: the resend may go at once.
@@ -253,6 +267,12 @@ fn after_not_found(f: &RecoveryFacts, r: Rechecked) -> Next {
     // landed after the lookup read: only a lookup sent since is trusted.
     if f.looked_up_at_ms.is_none_or(|at| at < trusted_at) {
         return Next::Lookup;
+    }
+    let refuses = !r.lease_live || !r.premises_hold || !r.budget_within || r.failed;
+    // Told that a request under the key was executing and never told how it ended: a refusal
+    // would rest on the bound alone against the service's own word (DESIGN §4.10).
+    if refuses && f.heard_in_use && !f.finished {
+        return Next::Ambiguous(AmbiguousWhy::InUseUnanswered);
     }
     if !r.lease_live {
         return Next::Refuse(RefusalCode::LeaseAtRecovery);

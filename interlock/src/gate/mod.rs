@@ -37,6 +37,8 @@ pub(crate) struct RecoveryMemory {
     pub finished: bool,
     /// Resends answered "unknown".
     pub unknown_answers: u32,
+    /// A resend was answered "in use" (see `RecoveryFacts::heard_in_use`).
+    pub heard_in_use: bool,
     /// Every resend's answer, oldest first, for the entry that settles the dispatch.
     pub answers: crate::recover::answers::Answers,
     /// Why a claim record of this dispatch was not believed, if one was not (said on the entry

@@ -59,10 +59,10 @@ pub(crate) struct ResendAnswer {
     pub class: AnswerClass,
     /// What the service said, in words (cut to [`SAID_CHARS`] characters); empty when it applied.
     pub said: String,
-    /// When the answer came back (Unix ms, on this recoverer's clock).
-    pub at_ms: u64,
-    /// The same instant on the monotonic clock the in-flight bound is counted on (not written:
-    /// it names the answer the bound counts from, so the entry can give that answer's `at_ms`).
+    /// When the answer came back, on the monotonic clock the in-flight bound is counted on.
+    /// Written as Unix ms converted with one offset for the whole entry (see
+    /// [`Answers::field`]), so a step of the wall clock between two answers never reorders them
+    /// or the bound's start against them.
     pub mono_ms: u64,
 }
 
@@ -70,12 +70,8 @@ pub(crate) struct ResendAnswer {
 pub(crate) const SAID_CHARS: usize = 500;
 
 impl ResendAnswer {
-    /// The answer to a resend, heard at `at_ms` (wall) = `mono_ms` (monotonic).
-    pub(crate) fn new(
-        answer: &Result<Value, TargetError>,
-        at_ms: u64,
-        mono_ms: u64,
-    ) -> ResendAnswer {
+    /// The answer to a resend, heard at `mono_ms` (monotonic).
+    pub(crate) fn new(answer: &Result<Value, TargetError>, mono_ms: u64) -> ResendAnswer {
         let said = match answer {
             Ok(_) => String::new(),
             Err(e) => e.reason().chars().take(SAID_CHARS).collect(),
@@ -83,14 +79,13 @@ impl ResendAnswer {
         ResendAnswer {
             class: AnswerClass::of(answer),
             said,
-            at_ms,
             mono_ms,
         }
     }
 
-    /// As written in the receipt.
-    pub(crate) fn to_json(&self) -> Value {
-        json!({"answer": self.class.as_str(), "said": self.said, "at_ms": self.at_ms})
+    /// As written in the receipt, its instant converted by `to_wall`.
+    pub(crate) fn to_json(&self, to_wall: &dyn Fn(u64) -> u64) -> Value {
+        json!({"answer": self.class.as_str(), "said": self.said, "at_ms": to_wall(self.mono_ms)})
     }
 }
 
@@ -119,22 +114,13 @@ impl Answers {
         self.kept.last()
     }
 
-    /// The wall-clock instant of the last "in use" answer heard at monotonic `mono_ms`: the
-    /// instant the in-flight bound counts from when it counts from that answer.
-    pub(crate) fn in_use_at(&self, mono_ms: u64) -> Option<u64> {
-        self.kept
-            .iter()
-            .rev()
-            .find(|a| a.class == AnswerClass::InUse && a.mono_ms == mono_ms)
-            .map(|a| a.at_ms)
-    }
-
-    /// The `resend_answers` field of a settling entry (`None` when no resend was answered).
-    pub(crate) fn field(&self) -> Option<Value> {
+    /// The `resend_answers` field of a settling entry (`None` when no resend was answered),
+    /// every instant converted by the one `to_wall` the entry's other instants use.
+    pub(crate) fn field(&self, to_wall: &dyn Fn(u64) -> u64) -> Option<Value> {
         if self.kept.is_empty() {
             return None;
         }
-        let list: Vec<Value> = self.kept.iter().map(ResendAnswer::to_json).collect();
+        let list: Vec<Value> = self.kept.iter().map(|a| a.to_json(to_wall)).collect();
         Some(json!({"answers": list, "dropped": self.dropped}))
     }
 }
@@ -151,12 +137,12 @@ mod tests {
 
     #[test]
     fn each_answer_has_its_class_and_what_the_service_said() {
-        let a = ResendAnswer::new(&in_use(0), 7, 1);
+        let a = ResendAnswer::new(&in_use(0), 1);
         assert_eq!(
-            a.to_json(),
+            a.to_json(&|mono| mono + 6),
             json!({"answer": "in_use", "said": "409 idempotency_key_in_use", "at_ms": 7})
         );
-        let ok = ResendAnswer::new(&Ok(json!({"id": "x"})), 9, 2);
+        let ok = ResendAnswer::new(&Ok(json!({"id": "x"})), 2);
         assert_eq!(ok.class, AnswerClass::Applied);
         assert_eq!(ok.said, "");
     }
@@ -166,16 +152,17 @@ mod tests {
         let long = Err(TargetError::Unknown {
             reason: "x".repeat(1000),
         });
-        assert_eq!(ResendAnswer::new(&long, 0, 0).said.len(), SAID_CHARS);
+        assert_eq!(ResendAnswer::new(&long, 0).said.len(), SAID_CHARS);
         let mut answers = Answers::default();
         for at in 0..40 {
-            answers.push(ResendAnswer::new(&in_use(at), at, at + 1000));
+            answers.push(ResendAnswer::new(&in_use(at), at + 1000));
         }
         assert_eq!(answers.kept.len(), KEPT_ANSWERS);
         assert_eq!(answers.dropped, 8);
-        assert_eq!(answers.kept.first().map(|a| a.at_ms), Some(8));
-        assert_eq!(answers.last().map(|a| a.at_ms), Some(39));
-        assert_eq!(answers.in_use_at(1039), Some(39));
-        assert_eq!(answers.in_use_at(5), None);
+        assert_eq!(answers.kept.first().map(|a| a.mono_ms), Some(1008));
+        assert_eq!(answers.last().map(|a| a.mono_ms), Some(1039));
+        let field = answers.field(&|mono| mono - 1000).unwrap();
+        assert_eq!(field["answers"][0]["at_ms"], json!(8));
+        assert_eq!(field["dropped"], json!(8));
     }
 }

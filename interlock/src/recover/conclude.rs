@@ -42,7 +42,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                     let budget = m.get("rechecked").and_then(|r| r.get("budget")).cloned();
                     m.insert("budget".into(), budget.unwrap_or(Value::Null));
                 }
-                self.record_assumption(&mut fields, &round.facts, &d.hash);
+                self.record_assumption(&mut fields, &round.facts);
                 self.resolve(
                     (eid, &d.hash),
                     Kind::Refused,
@@ -97,12 +97,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     /// Record on a REFUSED or REAPPLIED the in-flight assumption its "not found" rests on, and
     /// beside it, when an earlier holder may have lived, the send window it waited out and the
     /// instant that holder could send until.
-    pub(super) fn record_assumption(
-        &self,
-        fields: &mut Value,
-        facts: &RecoveryFacts,
-        dispatch: &str,
-    ) {
+    pub(super) fn record_assumption(&self, fields: &mut Value, facts: &RecoveryFacts) {
         if let (Some(m), Some(bound)) = (fields.as_object_mut(), facts.caps.max_in_flight) {
             m.insert("assumed_max_in_flight_ms".into(), json!(duration_ms(bound)));
             if let (Some(until), Some(window)) =
@@ -111,14 +106,10 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 m.insert("assumed_send_window_ms".into(), json!(duration_ms(window)));
                 m.insert("holder_sends_until_ms".into(), json!(self.wall_of(until)));
             }
-            // Counted from an "in use" answer: that answer's own instant, so a reader can see
-            // the bound start at the last answer that said a request was still executing.
+            // Counted from an "in use" answer: converted as that answer's `at_ms` is (the same
+            // monotonic instant, the same offset), so a reader sees the bound start at it.
             let from = facts.in_flight.counted_from_ms;
-            let at = self
-                .answers_of(dispatch)
-                .in_use_at(from)
-                .unwrap_or_else(|| self.wall_of(from));
-            m.insert("counted_from_ms".into(), json!(at));
+            m.insert("counted_from_ms".into(), json!(self.wall_of(from)));
         }
     }
     /// Write the resolving entry (only while the dispatch is still open) and report it.
@@ -131,8 +122,11 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         claim: &Claim<'_>,
     ) -> Result<RecoveryOutcome, GateError> {
         let mut fields = fields;
-        if let (Some(m), Some(answers)) = (fields.as_object_mut(), self.answers_of(d_hash).field())
-        {
+        let to_wall = |mono: u64| self.wall_of(mono);
+        if let (Some(m), Some(answers)) = (
+            fields.as_object_mut(),
+            self.answers_of(d_hash).field(&to_wall),
+        ) {
             m.insert("resend_answers".into(), answers);
         }
         match self.append_if_open(eid, d_hash, kind, fields, Some(claim))? {

@@ -203,6 +203,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         );
         facts.finished = taken.memory.finished;
         facts.unknown_answers = taken.memory.unknown_answers;
+        facts.heard_in_use = taken.memory.heard_in_use;
         facts.max_unknown_answers = self.config.max_unknown_answers;
         facts.lost_holder_sends_until_ms = taken.lost_holder_sends_until;
         let mut round = Round {

@@ -42,7 +42,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         let result = self.target.apply_before(eid, &d.effect, &d.hash, deadline);
         // Whatever left, left before the call returned: the bound counts from here.
         let sent_at = self.mono_ms();
-        let answer = ResendAnswer::new(&result, self.wall_of(sent_at), sent_at);
+        let answer = ResendAnswer::new(&result, sent_at);
         self.remember(&d.hash, |m| m.answers.push(answer));
         if result.is_err() {
             self.write_resend_record(eid, d, facts, claim, Some(sent_at))?;
@@ -55,6 +55,21 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             // 401 it does not save under the key) says nothing of the first request, which may
             // still be on its way: settle as after a replayed failure, by a lookup only once the
             // bound has passed since this resend, never by an immediate "not found".
+            // After an "in use" answer, a rejection the service did not save under the key says
+            // nothing of the request it said was executing: ask the key again.
+            // It counts as an unknown answer: after enough of them in a row, recovery settles
+            // by lookup, and AMBIGUOUS where it does not find the effect.
+            Err(TargetError::Rejected { reason })
+                if via == Via::RetryIdempotent && facts.heard_in_use =>
+            {
+                self.remember(&d.hash, |m| m.unknown_answers += 1);
+                Ok(AfterResend::Report(self.retry_later(
+                    Holder::Target,
+                    format!(
+                        "The service refused the resend without executing it ({reason}), after saying a request under this key was still executing; recovery asks the key again."
+                    ),
+                )))
+            }
             Err(TargetError::Rejected { .. }) if via == Via::RetryIdempotent => {
                 self.remember(&d.hash, |m| m.finished = true);
                 Ok(AfterResend::Finished)
@@ -88,9 +103,16 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             // Evidence that a request under the key is executing now (DESIGN §4.10): not an
             // unknown answer, so it never ends the probing under the key. The bound counts from
             // this answer (the record written above says so), and the key is asked again.
-            Err(TargetError::InFlight { reason }) => Ok(AfterResend::Report(
-                self.in_use_resend(via, facts, sent_at, &reason),
-            )),
+            Err(TargetError::InFlight { reason }) => {
+                // The unknown answers before it are no longer a streak.
+                self.remember(&d.hash, |m| {
+                    m.heard_in_use = true;
+                    m.unknown_answers = 0;
+                });
+                Ok(AfterResend::Report(
+                    self.in_use_resend(via, facts, sent_at, &reason),
+                ))
+            }
         }
     }
 
@@ -160,7 +182,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         let mut fields =
             json!({"via": via.as_str(), "evidence": recordable(evidence), "rechecked": rechecked});
         if via == Via::RecoveryReapply {
-            self.record_assumption(&mut fields, facts, &d.hash);
+            self.record_assumption(&mut fields, facts);
         }
         if let (Via::RetryIdempotent, Some(m)) = (via, fields.as_object_mut()) {
             // Resent under the key because the dispatch looked younger than the dedup

@@ -32,6 +32,9 @@ pub struct Memory {
     /// executing) at the current tick: it asks again only once the clock has moved on, as the
     /// gate waits its retry interval. Cleared when the clock ticks.
     pub told_in_use: bool,
+    /// A resend of the dispatch was answered "in use" (sticky, as the gate's
+    /// `RecoveryMemory::heard_in_use`): unknown answers no longer end the resends under the key.
+    pub heard_in_use: bool,
 }
 
 /// A submit in progress.
@@ -161,6 +164,9 @@ pub struct State {
     pub broken: u16,
     /// What happened so far that reachability asks about ([`Seen`] bits; a ghost).
     pub seen: u8,
+    /// The dispatches (bit `1 << id`) refused by a process that had been told "in use" for
+    /// them (a ghost, for [`crate::properties::IN_USE_NOT_REFUSED`]).
+    pub refused_after_in_use: u8,
 }
 
 /// Events recorded in [`State::seen`], so that reachability can ask whether they happen.
@@ -236,6 +242,14 @@ impl GateModel {
         let f = self.fold(s);
         let open = f.open.and_then(|i| s.journal.get(i)).map(|l| l.id);
         if open == Some(dispatch) {
+            let told = s
+                .procs
+                .get(usize::from(p))
+                .and_then(|proc| proc.memory)
+                .is_some_and(|m| m.dispatch == dispatch && m.heard_in_use && !m.finished);
+            if told && matches!(entry, Entry::Refused { resolves: true, .. }) {
+                s.refused_after_in_use |= 1u8.checked_shl(u32::from(dispatch)).unwrap_or(0);
+            }
             Self::append(s, entry);
             return true;
         }
@@ -320,6 +334,8 @@ impl GateModel {
         f.finished = memory.is_some_and(|m| m.finished);
         f.unknown_answers = memory.map_or(0, |m| u32::from(m.unknown_answers));
         f.max_unknown_answers = self.max_unknown_answers;
+        f.heard_in_use =
+            memory.is_some_and(|m| m.heard_in_use) && !self.has(Bug::UnknownAfterInUseGivesUp);
         f.premises_hold = r.premises_hold;
         f.lease_live = r.lease_live;
         f.found = r.found;

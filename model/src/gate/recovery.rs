@@ -132,6 +132,7 @@ impl GateModel {
                         finished: false,
                         unknown_answers: 0,
                         told_in_use: false,
+                        heard_in_use: false,
                     });
                 f(&mut m);
                 proc.memory = Some(m);
@@ -141,6 +142,22 @@ impl GateModel {
             SendAnswer::Applied => {
                 let written = self.resolve(s, p, r.dispatch, Entry::Committed(via));
                 self.end_round(s, p, written);
+            }
+            // After an "in use" answer, a rejection under the key says nothing of the request
+            // the service said was executing: the key is asked again (as the gate does).
+            SendAnswer::Rejected
+                if via == Via::RetryIdempotent
+                    && !self.has(Bug::UnknownAfterInUseGivesUp)
+                    && s.procs
+                        .get(pi)
+                        .and_then(|proc| proc.memory)
+                        .is_some_and(|m| m.dispatch == r.dispatch && m.heard_in_use) =>
+            {
+                // It counts as an unknown answer, as the gate counts it.
+                memory(s, &|m| {
+                    m.unknown_answers = m.unknown_answers.saturating_add(1)
+                });
+                self.end_round(s, p, false);
             }
             SendAnswer::Rejected => self.resend_rejected(s, p, r.dispatch),
             SendAnswer::Replayed => {
@@ -156,7 +173,11 @@ impl GateModel {
                 // (the record says so, as the gate's resend record does), it is no unknown
                 // answer, and the key is asked again once the clock has moved on.
                 let now = s.now;
-                memory(s, &|m| m.told_in_use = true);
+                memory(s, &|m| {
+                    m.told_in_use = true;
+                    m.heard_in_use = true;
+                    m.unknown_answers = 0;
+                });
                 // A probe answered "in use" did nothing: it is not counted among the resends
                 // the progress property bounds (the clock bounds these).
                 s.resends = s.resends.saturating_sub(1);

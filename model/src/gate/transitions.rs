@@ -131,6 +131,7 @@ impl Model for GateModel {
             resends: 0,
             broken: 0,
             seen: 0,
+            refused_after_in_use: 0,
         }]
     }
 

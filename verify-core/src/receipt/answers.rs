@@ -1,8 +1,10 @@
 //! The service's answers to recovery's resends, as a settling entry lists them
 //! (`resend_answers`, DESIGN §4.10), and the two rules they bind: the in-flight bound a "not
 //! found" rested on was counted from no earlier than the last answer that said a request under
-//! the key was still executing, and recovery did not give the request up as failed while the
-//! last thing the service said was that it was still executing.
+//! the key was still executing, and recovery never refused a dispatch after the service said a
+//! request under its key was executing unless the service then replayed that request's saved
+//! failure (a refusal otherwise rests on the bound alone against the service's own word: the
+//! gate answers AMBIGUOUS there).
 
 use serde_json::{Map, Value};
 
@@ -10,9 +12,6 @@ use serde_json::{Map, Value};
 pub const ANSWER_CLASSES: [&str; 6] = [
     "applied", "rejected", "unknown", "in_use", "replayed", "not_sent",
 ];
-
-/// The refusal code of a request given up as failed by recovery.
-const TARGET_FAILED_AT_RECOVERY: &str = "target_failed_at_recovery";
 
 /// What is wrong with a settling entry's `resend_answers`, as a problem code and a sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,11 +38,10 @@ pub fn check(kind: &str, obj: &Map<String, Value>) -> Option<AnswersProblem> {
     if !listed.get("dropped").is_some_and(Value::is_u64) {
         return malformed("do not say how many were dropped");
     }
-    // The latest answers by their time, not by their place in the list (the gate writes them
-    // oldest first; a list put in another order must not hide the last one).
+    // Nothing below depends on the list's order: the latest "in use" answer is found by its
+    // time, and the refusal rule asks only whether the list holds an answer of a class.
     let mut last_in_use: Option<u64> = None;
-    let mut latest: Option<u64> = None;
-    let mut latest_in_use = false;
+    let mut replayed = false;
     for a in answers {
         let class = a.get("answer").and_then(Value::as_str);
         let at = a.get("at_ms").and_then(Value::as_u64);
@@ -58,14 +56,7 @@ pub fn check(kind: &str, obj: &Map<String, Value>) -> Option<AnswersProblem> {
         if class == "in_use" {
             last_in_use = Some(last_in_use.map_or(at, |t| t.max(at)));
         }
-        match latest {
-            Some(t) if at < t => {}
-            Some(t) if at == t => latest_in_use |= class == "in_use",
-            _ => {
-                latest = Some(at);
-                latest_in_use = class == "in_use";
-            }
-        }
+        replayed |= class == "replayed";
     }
     let counted_from = obj.get("counted_from_ms").and_then(Value::as_u64);
     if let (None, Some(in_use), true) = (
@@ -90,11 +81,10 @@ pub fn check(kind: &str, obj: &Map<String, Value>) -> Option<AnswersProblem> {
             });
         }
     }
-    let code = obj.get("code").and_then(Value::as_str);
-    if kind == "REFUSED" && code == Some(TARGET_FAILED_AT_RECOVERY) && latest_in_use {
+    if kind == "REFUSED" && last_in_use.is_some() && !replayed {
         return Some(AnswersProblem {
             code: crate::problem::code::GAVE_UP_WHILE_IN_USE,
-            what: "gives the request up as failed, but the service's last answer said it was still executing".into(),
+            what: "refuses the dispatch, but the service said a request under its key was still executing and never replayed how that request ended (it may still land: AMBIGUOUS is the answer there)".into(),
         });
     }
     None
@@ -117,14 +107,14 @@ mod tests {
     fn an_entry_without_answers_or_with_consistent_ones_passes() {
         assert_eq!(check("COMMITTED", &entry(json!({"via": "send"}))), None);
         let e = entry(json!({
-            "code": "lease_at_recovery",
+            "code": "ambiguous",
             "counted_from_ms": 20,
             "resend_answers": answers(json!([
                 {"answer": "in_use", "said": "409", "at_ms": 10},
                 {"answer": "in_use", "said": "409", "at_ms": 20},
             ])),
         }));
-        assert_eq!(check("REFUSED", &e), None);
+        assert_eq!(check("AMBIGUOUS", &e), None);
     }
 
     #[test]
@@ -136,6 +126,55 @@ mod tests {
         }));
         let p = check("REFUSED", &e).map(|p| p.code);
         assert_eq!(p, Some(crate::problem::code::BOUND_BEFORE_IN_USE));
+        // The last "in use" answer by its time, wherever the list puts it.
+        let e = entry(json!({
+            "code": "ambiguous",
+            "counted_from_ms": 15,
+            "resend_answers": answers(json!([
+                {"answer": "in_use", "said": "409", "at_ms": 20},
+                {"answer": "in_use", "said": "409", "at_ms": 10},
+            ])),
+        }));
+        let p = check("AMBIGUOUS", &e).map(|p| p.code);
+        assert_eq!(p, Some(crate::problem::code::BOUND_BEFORE_IN_USE));
+    }
+
+    /// From the gate review: "in use", then unknown answers that ended the resends, then a
+    /// refusal. Whatever the code and wherever the "in use" answer stands, a refusal after one
+    /// with no replayed failure is a problem.
+    #[test]
+    fn any_refusal_after_an_in_use_answer_without_a_replayed_failure_is_a_problem() {
+        for (code, list) in [
+            (
+                "target_failed_at_recovery",
+                json!([
+                    {"answer": "unknown", "said": "timeout", "at_ms": 10},
+                    {"answer": "in_use", "said": "409", "at_ms": 16},
+                    {"answer": "unknown", "said": "timeout", "at_ms": 22},
+                    {"answer": "unknown", "said": "timeout", "at_ms": 28},
+                ]),
+            ),
+            (
+                "lease_at_recovery",
+                json!([{"answer": "in_use", "said": "409", "at_ms": 16}]),
+            ),
+            (
+                "target_failed_at_recovery",
+                json!([
+                    {"answer": "in_use", "said": "409", "at_ms": 16},
+                    {"answer": "rejected", "said": "401", "at_ms": 17},
+                ]),
+            ),
+        ] {
+            let e = entry(json!({
+                "code": code,
+                "counted_from_ms": 40,
+                "resend_answers": answers(list),
+            }));
+            let p = check("REFUSED", &e).map(|p| p.code);
+            assert_eq!(p, Some(crate::problem::code::GAVE_UP_WHILE_IN_USE), "{e:?}");
+            assert_eq!(check("AMBIGUOUS", &e), None, "{e:?}");
+        }
     }
 
     #[test]
