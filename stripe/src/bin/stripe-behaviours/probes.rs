@@ -42,7 +42,7 @@ pub struct Line {
     pub observed: String,
     /// Whether they agree; `None` when it could not be probed.
     pub agrees: Option<bool>,
-    /// Why it could not be probed (or, when probed, what the result hangs on).
+    /// Why it could not be probed (only when `agrees` is `None`).
     pub why: Option<String>,
 }
 
