@@ -5,7 +5,7 @@ use super::process::{describe_exit, reap, signal, wait_until, worker_instant, Li
 use super::timeline::Timeline;
 use super::trial_error::TrialError;
 use super::workers::WORKER_TIMEOUT;
-use crate::worker::{CONTINUE_LINE, PAUSE_LINE_PREFIX};
+use crate::worker::{CONTINUE_LINE, PAUSE_LINE_PREFIX, STEP_LINE_PREFIX};
 use scenarios::billing_credit as bc;
 use std::io::Write;
 use std::process::Child;
@@ -67,22 +67,28 @@ pub(super) fn decide_paused(
     Ok(DecideEnd::finished(problem, None))
 }
 
-/// Runs to its end while the world changes `fact` `at` µs after the worker's decision read it
-/// (the exposure nemesis): the decision never knows of the change, and nobody waits for
-/// anybody after, so where the change lands in the rest of the worker's life is chance.
+/// Runs to its end while the world changes `at` µs after the worker saved its decision (the
+/// exposure nemesis): the decision never knows of the change, and nobody waits for anybody
+/// after, so where the change lands in the rest of the worker's life is chance.
 pub(super) fn decide_exposed(
     mut run: Running<'_>,
-    fact: &str,
     at: u64,
     world: &mut dyn FnMut() -> Result<(), TrialError>,
 ) -> Result<DecideEnd, TrialError> {
-    let read = format!("{}read {fact} ", bc::EVENT_LINE_PREFIX);
-    // From the end of the read as the worker stamped it (`read <fact> <start> <end>`), not from
-    // when the runner got the line.
+    // From the decide worker's `decision_saved` step as the worker stamped it (`INTERLOCK-STEP
+    // decision_saved <µs>`), not from when the runner got the line: the decision phase before
+    // it is the same code in every column, so a change drawn from there lands where the
+    // columns' code differs (issue 35: drawn from the decision's read, it landed before the
+    // decision was saved in most trials of the slower columns, measuring machine load). A worker
+    // that never saves a decision is changed under at once.
+    let saved = format!(
+        "{STEP_LINE_PREFIX}{} ",
+        bc::CrashPoint::DecisionSaved.as_str()
+    );
     let origin = run
         .lines
-        .wait_for(&read, run.deadline)
-        .map_or(run.started, |line| worker_instant(&line, 4));
+        .wait_for(&saved, run.deadline)
+        .map_or_else(Instant::now, |line| worker_instant(&line, 2));
     let when = origin + Duration::from_micros(at);
     let now = Instant::now();
     if when > now {

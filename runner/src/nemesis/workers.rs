@@ -131,8 +131,8 @@ impl Workers<'_> {
             started,
             deadline: started + WORKER_TIMEOUT,
         };
-        if let (Some(at), Some(fault)) = (plan.world_at_us, plan.world) {
-            return decide_exposed(run, fault.fact(), at, world);
+        if let (Some(at), Some(_)) = (plan.world_at_us, plan.world) {
+            return decide_exposed(run, at, world);
         }
         match (plan.pause_at, plan.kill_at_step, plan.decide_kill_ms) {
             (Some(step), _, _) => decide_paused(run, step, world),

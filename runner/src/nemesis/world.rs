@@ -86,7 +86,7 @@ pub(super) fn change_world(
     let paused = match (plan.pause_at, plan.world_at_us) {
         (Some(step), _) => format!("while the worker was paused at {step}"),
         (None, Some(us)) => format!(
-            "{}.{:03} ms after the decision read what it changes, while the worker ran",
+            "{}.{:03} ms after the decide worker saved its decision, while the worker ran",
             us / 1000,
             us % 1000
         ),

@@ -28,6 +28,9 @@ use verify::nemesis::NemesisFile;
 /// | `violations_within.N.C`, `within.N.C` | integer | the same per nemesis |
 /// | `judged.N.C`, `violations.N.C`, `under_credits.N.C`, `wrong.N.C`, `unresolved.N.C` | integer | per nemesis, over all its judged trials (within and beyond) |
 /// | `window.n.C`, `window.p50.C`, `window.p95.C` | integer, text, text | the column's unguarded window for the approval (last read to POST applied) over its exposure trials: how many, median and 95th percentile |
+/// | `exposure.timed.C`, `exposure.decision_p50.C`, `exposure.decision_p95.C` | integer, text, text | the exposure trials whose timeline has the decide worker's `started` and `decision_saved` steps, and the decision phase between them (identical code in every column: equal load shows as equal lengths): median and 95th percentile |
+/// | `exposure.changed.C`, `exposure.after_saved.C` | integer | exposure trials with a world change and a `decision_saved` step, and of those the ones whose change began at or after `decision_saved` (where the columns' code differs) |
+/// | `replay.exact`, `replay.timed` | text | the plan's nemeses whose trials replay exactly from their ids, and those that depend on timing ([`verify::nemesis::draw::replays_exactly`]) |
 /// | `harness_errors` | integer | HARNESS_ERROR trials |
 pub fn facts(file: &NemesisFile, figures: &NemesisFigures) -> Facts {
     let mut facts = Facts::new();
@@ -45,6 +48,13 @@ pub fn facts(file: &NemesisFile, figures: &NemesisFigures) -> Facts {
     for (column, c) in figures.columns() {
         column_facts(column, c, &mut facts);
     }
+    let (exact, timed): (Vec<String>, Vec<String>) =
+        file.plan.nemeses.iter().cloned().partition(|n| {
+            verify::nemesis::nemeses::Nemesis::from_name(n)
+                .is_some_and(verify::nemesis::draw::replays_exactly)
+        });
+    facts.insert("replay.exact".into(), list_or_none(exact));
+    facts.insert("replay.timed".into(), list_or_none(timed));
     facts
 }
 
@@ -141,6 +151,21 @@ fn window_facts(column: &str, c: &ColumnFigures, facts: &mut Facts) {
     facts.insert(format!("window.n.{column}"), int(c.windows()));
     facts.insert(format!("window.p50.{column}"), ms(c.window_p50_us()));
     facts.insert(format!("window.p95.{column}"), ms(c.window_p95_us()));
+    let phase = c.exposure_phase();
+    facts.insert(format!("exposure.timed.{column}"), int(phase.timed));
+    facts.insert(
+        format!("exposure.decision_p50.{column}"),
+        ms(phase.decision_p50_us),
+    );
+    facts.insert(
+        format!("exposure.decision_p95.{column}"),
+        ms(phase.decision_p95_us),
+    );
+    facts.insert(format!("exposure.changed.{column}"), int(phase.changed));
+    facts.insert(
+        format!("exposure.after_saved.{column}"),
+        int(phase.changed_after_saved),
+    );
 }
 
 /// Per nemesis, the column's trials and their findings; and over the nemeses, the fewest trials

@@ -148,7 +148,69 @@ pub struct ColumnFigures {
     windows: u32,
     window_p50_us: Option<u64>,
     window_p95_us: Option<u64>,
+    exposure_phase: ExposurePhase,
     nemeses: Vec<NemesisColumn>,
+}
+
+/// Where a column's exposure trials stood when the world changed: how long the decision phase
+/// (identical code in every column: from the decide worker's `started` step to its
+/// `decision_saved` step) took, and how many changes landed after `decision_saved`, where the
+/// columns' code differs. Equal load shows as decision phases of about one length in every
+/// column; a change before `decision_saved` measures no column's check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ExposurePhase {
+    /// Exposure trials whose timeline has both steps.
+    pub timed: u32,
+    /// The decision phase's median, µs.
+    pub decision_p50_us: Option<u64>,
+    /// Its 95th percentile, µs.
+    pub decision_p95_us: Option<u64>,
+    /// Exposure trials with a world change and a `decision_saved` step.
+    pub changed: u32,
+    /// Of those, the ones whose change began at or after `decision_saved`.
+    pub changed_after_saved: u32,
+}
+
+/// The instant (µs into the trial) the decide worker passed `step`, if its timeline says.
+fn decide_step_at(t: &Trial, step: &str) -> Option<u64> {
+    t.timeline
+        .iter()
+        .find(|e| e.actor == "decide" && e.kind == "step" && e.what == step)
+        .map(|e| e.at_us)
+}
+
+impl ExposurePhase {
+    fn derive(trials: &[&Trial]) -> ExposurePhase {
+        let mut phases: Vec<u64> = trials
+            .iter()
+            .filter_map(|t| {
+                let (start, saved) = (
+                    decide_step_at(t, "started")?,
+                    decide_step_at(t, "decision_saved")?,
+                );
+                saved.checked_sub(start)
+            })
+            .collect();
+        phases.sort_unstable();
+        let changes: Vec<bool> = trials
+            .iter()
+            .filter_map(|t| {
+                let saved = decide_step_at(t, "decision_saved")?;
+                let change = t
+                    .timeline
+                    .iter()
+                    .find(|e| e.actor == "world" && e.kind == "change")?;
+                Some(change.at_us >= saved)
+            })
+            .collect();
+        ExposurePhase {
+            timed: count(phases.len()),
+            decision_p50_us: percentile(&phases, 50),
+            decision_p95_us: percentile(&phases, 95),
+            changed: count(changes.len()),
+            changed_after_saved: count(changes.iter().filter(|after| **after).count()),
+        }
+    }
 }
 
 fn count(n: usize) -> u32 {
@@ -280,6 +342,11 @@ impl ColumnFigures {
             })
             .collect();
         windows.sort_unstable();
+        let exposed: Vec<&Trial> = judged
+            .iter()
+            .copied()
+            .filter(|t| t.nemesis == "exposure")
+            .collect();
         ColumnFigures {
             within: count(within.len()),
             beyond: count(beyond.len()),
@@ -298,6 +365,7 @@ impl ColumnFigures {
             windows: count(windows.len()),
             window_p50_us: percentile(&windows, 50),
             window_p95_us: percentile(&windows, 95),
+            exposure_phase: ExposurePhase::derive(&exposed),
             nemeses: file
                 .plan
                 .nemeses
@@ -415,6 +483,11 @@ impl ColumnFigures {
     /// Their 95th percentile, microseconds.
     pub fn window_p95_us(&self) -> Option<u64> {
         self.window_p95_us
+    }
+
+    /// Where the column's exposure trials stood when the world changed.
+    pub fn exposure_phase(&self) -> ExposurePhase {
+        self.exposure_phase
     }
 
     /// Per nemesis of the plan, in plan order, the column's figures under it.

@@ -48,7 +48,8 @@ pub enum Nemesis {
     /// so the kill lands there exactly and a replay repeats it.
     KillAtStep,
     /// Window exposure: nobody is killed or paused; support revokes the approval at an instant
-    /// drawn uniformly over one span after the decision read it, the same for every column. A
+    /// drawn uniformly over one span after the decide worker saved its decision (before issue
+    /// 35: after the decision read the approval), the same for every column. A
     /// column violates only when the revocation lands in its unguarded window (after its last
     /// read of the approval, before its POST is applied), so its violation rate measures that
     /// window's length.
