@@ -35,8 +35,9 @@ pub const MAX_DECOMPRESSED_BYTES: u64 = 1024 * 1024 * 1024;
 /// Why an input file could not be read (the command's exit code 2: could not check).
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
-    /// The file could not be read at all.
-    #[error("cannot read: {0}")]
+    /// The file could not be read at all (shown as the system's error alone: callers say what
+    /// they could not read).
+    #[error("{0}")]
     Io(#[from] std::io::Error),
     /// The file starts as gzip but does not decompress: truncated, corrupt, or not gzip after all.
     #[error(

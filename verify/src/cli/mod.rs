@@ -213,6 +213,9 @@ pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<Strin
     // A gzip file (by its first bytes, whatever its name) is decompressed within its limits.
     let bytes = match crate::input::read_file(path) {
         Ok(b) => b,
+        Err(crate::input::InputError::Io(e)) => {
+            return could_not_check(&name, &format!("cannot read: {e}"))
+        }
         Err(e) => return could_not_check(&name, &e.to_string()),
     };
     if let Some(head) = crate::contract::read_head(&bytes) {
