@@ -140,6 +140,20 @@ pub fn compress(text: &[u8]) -> Result<Vec<u8>, std::io::Error> {
     encoder.finish()
 }
 
+/// The committed campaign `results/nemesis/<stem>.json.gz`, or `.json` where it is not
+/// compressed yet, as the checks read it (for this crate's tests; empty when neither reads).
+#[cfg(test)]
+pub(crate) fn committed_campaign(stem: &str) -> Vec<u8> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/nemesis");
+    let packed = dir.join(format!("{stem}.json.gz"));
+    let path = if packed.is_file() {
+        packed
+    } else {
+        dir.join(format!("{stem}.json"))
+    };
+    read_file(&path).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
