@@ -32,7 +32,12 @@ With --nemesis it runs randomized trials instead: one case, one column, one faul
 does not choose (an unannounced SIGKILL, a held or late-landing request, a commit answered 500
 or dropped, killed restarts, two workers, a revoked approval, 429s, a SIGKILL at each step of
 each column, a revocation or billing's credit note while the worker is mid-check), judged by the
-same rule, each replayable from its id with --replay. Writes DIR/nemesis/billing_credit.json.";
+same rule, each replayable from its id with --replay. Writes DIR/nemesis/billing_credit.json.gz.
+
+Campaign files (nemesis runs, shards, merges) are stored gzip-compressed as <name>.json.gz (the
+same JSON gives the same bytes); verify, the site and merge read them as they are, and read the
+plain <name>.json of earlier runs too. A plain <name>.json left beside the one written is
+removed: the new .json.gz replaces it (the runner says so). The matrix files stay plain JSON.";
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -44,7 +49,7 @@ Examples:
   runner --scenario billing_credit --repeat 5 --jobs 4 --out /tmp/run --no-site
   runner --scenario billing_credit --nemesis all --trials 20 --seed 20
   runner --scenario billing_credit --nemesis all --trials 20 --seed 20 --shard 2/4
-  runner merge --out results shard1.json shard2.json shard3.json shard4.json
+  runner merge --out results shard1.json.gz shard2.json.gz shard3.json.gz shard4.json.gz
   runner --replay kill_in_flight:interlock:0b31576be2e5da
   runner --replay kill_random:hand_check:04befcf35ecc7d --at premises
   STRIPE_SECRET_KEY=sk_test_... ANTHROPIC_API_KEY=... \\
@@ -104,10 +109,12 @@ machines) writes one file per slice; trial i of every nemesis and column belongs
 i mod N + 1, with the id the whole run gives it. Merge checks that each shard verifies on its own,
 that the shards are every slice of one campaign once (same plan, seed and environment: backend,
 versions, commit, claim settings, clock start, outage length), and that each holds exactly its
-slice's trials; it writes every trial in plan order to DIR/nemesis/<scenario>.json with each
+slice's trials; it writes every trial in plan order to DIR/nemesis/<scenario>.json.gz with each
 shard's signed head (its signature, signer and summary, so verify checks every shard's signature
 over its own trials), signs the file with the merge key, and verifies it. Nothing is written when
-a shard does not fit: the error names the file and why.
+a shard does not fit: the error names the file and why. Shards are read compressed (.json.gz,
+as the runner writes them) or plain; the merged file replaces a plain <scenario>.json left in
+DIR/nemesis/.
 
 The merge key: --signing-key FILE, else INTERLOCK_SIGNING_KEY, else a fresh key (self-attested).
 To pin a merged file, pin the merge key and every shard's signer (`verify --signers FILE` with all
@@ -118,8 +125,8 @@ Examples:
   for k in 1 2 3 4; do
     runner --scenario billing_credit --nemesis all --trials 40 --seed 7 --shard $k/4 --out shard$k
   done
-  runner merge --out results shard*/nemesis/billing_credit.shard-*-of-4.json
-  verify results/nemesis/billing_credit.json
+  runner merge --out results shard*/nemesis/billing_credit.shard-*-of-4.json.gz
+  verify results/nemesis/billing_credit.json.gz
 
 Exit status: 0 merged and the merged file verifies; 1 written but it does not verify; 2 nothing
 written: a shard could not be read, does not verify, or does not fit the others.";
@@ -128,10 +135,11 @@ written: a shard could not be read, does not verify, or does not fit the others.
 #[derive(Debug, Clone, Args)]
 pub struct MergeArgs {
     /// The shard files, every slice of the campaign once, in any order.
-    #[arg(value_name = "SHARD.json", required = true, num_args = 1..)]
+    #[arg(value_name = "SHARD.json.gz", required = true, num_args = 1..)]
     pub shards: Vec<PathBuf>,
 
-    /// Directory for the merged file: DIR/nemesis/billing_credit.json, where a whole run's goes.
+    /// Directory for the merged file: DIR/nemesis/billing_credit.json.gz, where a whole run's
+    /// goes (a plain billing_credit.json there is removed: the merged file replaces it).
     #[arg(long, default_value = "out", value_name = "DIR")]
     pub out: PathBuf,
 
@@ -230,10 +238,11 @@ pub struct RunArgs {
     /// commit_then_drop, kill_recovery, two_workers, revoke_in_outage, revoke_mid_check,
     /// note_mid_check, rate_limit_burst, kill_at_step, exposure, stop_holder, torn_tail,
     /// disk_full (needs root: it mounts a tmpfs), dedup_expired (needs libfaketime),
-    /// decides_again. Writes DIR/nemesis/billing_credit.json. With --scenario shared_cap:
+    /// decides_again. Writes DIR/nemesis/billing_credit.json.gz. With --scenario shared_cap:
     /// `all` or some of kill_at_step (worker a or b killed at a drawn step), kill_both, and
-    /// kill_restart (a killed, then its restart killed); writes DIR/nemesis/shared_cap.json
-    /// (shared_cap_two_hosts.json with --two-hosts).
+    /// kill_restart (a killed, then its restart killed); writes DIR/nemesis/shared_cap.json.gz
+    /// (shared_cap_two_hosts.json.gz with --two-hosts). Campaign files are gzip-compressed; a
+    /// plain .json of the same name left in DIR/nemesis/ is removed (the new file replaces it).
     #[arg(long, value_name = "LIST", conflicts_with_all = ["cells", "repeat"])]
     pub nemesis: Option<String>,
 
@@ -244,7 +253,7 @@ pub struct RunArgs {
 
     /// With --nemesis: run only slice K of N of the campaign (trial i of every nemesis and column
     /// is in slice i mod N + 1), with the same seed and trial ids as the whole run, and write
-    /// DIR/nemesis/billing_credit.shard-K-of-N.json; `runner merge` combines the N files. N may
+    /// DIR/nemesis/billing_credit.shard-K-of-N.json.gz; `runner merge` combines the N files. N may
     /// be at most --trials.
     #[arg(long, value_name = "K/N", requires = "nemesis", value_parser = parse_shard)]
     pub shard: Option<verify::nemesis::Shard>,
@@ -315,7 +324,7 @@ pub struct RunArgs {
     pub anthropic_base_url: String,
 
     /// Directory for the results file (DIR/billing_credit.json; a nemesis run writes
-    /// DIR/nemesis/billing_credit.json). The default is git-ignored; `--out results` replaces the
+    /// DIR/nemesis/billing_credit.json.gz). The default is git-ignored; `--out results` replaces the
     /// published results on purpose.
     #[arg(long, default_value = "out", value_name = "DIR")]
     pub out: PathBuf,

@@ -90,6 +90,43 @@ pub fn check_writable(dir: &Path) -> std::io::Result<()> {
     std::fs::remove_file(&probe)
 }
 
+/// Where a campaign file `<stem>` goes in `dir`: `<stem>.json.gz`. Campaign files (nemesis
+/// runs, their shards and merges) are stored compressed, as large campaigns are tens of
+/// megabytes of JSON; the matrix results files stay plain.
+pub fn campaign_path(dir: &Path, stem: &str) -> PathBuf {
+    dir.join(format!("{stem}.json.gz"))
+}
+
+/// Writes `text` to `path` (a [`campaign_path`]) compressed ([`verify::input::compress`]: the
+/// same text gives the same bytes), atomically; then removes the plain file of the same name
+/// (`path` without `.gz`) that an earlier run left, which the new file replaces, and returns
+/// it. A directory never holds both forms (the site refuses a campaign found twice).
+pub fn write_campaign(path: &Path, text: &[u8]) -> std::io::Result<Option<PathBuf>> {
+    let bytes = verify::input::compress(text)?;
+    write_atomically(path, &bytes)?;
+    let Some(plain) = path
+        .to_str()
+        .and_then(|p| p.strip_suffix(".gz"))
+        .map(PathBuf::from)
+    else {
+        return Ok(None);
+    };
+    match std::fs::remove_file(&plain) {
+        Ok(()) => Ok(Some(plain)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The line the runner prints when a campaign it wrote replaced a plain file of the same name.
+pub fn replaced_line(plain: &Path, path: &Path) -> String {
+    format!(
+        "removed {}: replaced by {} (campaign files are stored compressed)",
+        plain.display(),
+        path.display()
+    )
+}
+
 /// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename over
 /// the target, fsync of the directory. Readers see the old file or the new one, never a part.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -197,5 +234,23 @@ mod tests {
             time::OffsetDateTime::parse(&g, &time::format_description::well_known::Rfc3339).is_ok(),
             "{g}"
         );
+    }
+
+    #[test]
+    fn a_campaign_is_written_compressed_and_replaces_the_plain_file_of_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = campaign_path(dir.path(), "billing_credit");
+        assert!(path.ends_with("billing_credit.json.gz"));
+        let plain = dir.path().join("billing_credit.json");
+        std::fs::write(&plain, b"{}").unwrap();
+        let text = b"{\"format\":\"x\"}\n".repeat(1000);
+        assert_eq!(write_campaign(&path, &text).unwrap(), Some(plain.clone()));
+        assert!(!plain.exists(), "the plain file is replaced");
+        let stored = std::fs::read(&path).unwrap();
+        assert!(stored.len() < text.len() / 10, "{} bytes", stored.len());
+        assert_eq!(verify::input::read_file(&path).unwrap(), text);
+        // The same text, the same bytes; nothing else to remove.
+        assert_eq!(write_campaign(&path, &text).unwrap(), None);
+        assert_eq!(std::fs::read(&path).unwrap(), stored);
     }
 }

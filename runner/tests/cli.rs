@@ -154,7 +154,8 @@ fn each_refusal_before_a_run_starts_is_its_exact_line() {
         (
             vec!["merge", "/nonexistent/x.json", "--out", out],
             "/nonexistent/x.json: cannot read it; pass the path of a shard file \
-             (DIR/nemesis/billing_credit.shard-K-of-N.json): No such file or directory (os error 2)"
+             (DIR/nemesis/billing_credit.shard-K-of-N.json.gz, or .json from earlier runs): \
+             No such file or directory (os error 2)"
                 .to_owned(),
         ),
         (
@@ -177,14 +178,28 @@ fn each_refusal_before_a_run_starts_is_its_exact_line() {
             "--nemesis needs `all` or at least one name".to_owned(),
         ),
         (
-            vec!["--scenario", "shared_cap", "--nemesis", "all", "--out", blocked],
+            vec![
+                "--scenario",
+                "shared_cap",
+                "--nemesis",
+                "all",
+                "--out",
+                blocked,
+            ],
             format!(
                 "--out {blocked}: cannot write the nemesis file there: Not a directory \
                  (os error 20); pass a directory you can write"
             ),
         ),
         (
-            vec!["--scenario", "billing_credit", "--nemesis", "all", "--out", blocked],
+            vec![
+                "--scenario",
+                "billing_credit",
+                "--nemesis",
+                "all",
+                "--out",
+                blocked,
+            ],
             format!(
                 "--out {blocked}/nemesis: cannot write the results there: Not a directory \
                  (os error 20); pass a directory you can write (checked before any trial runs)"

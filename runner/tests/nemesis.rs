@@ -25,7 +25,13 @@ fn run_nemesis_on(list: &str, trials: u32, seed: u64, jobs: u32) -> NemesisFile 
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let bytes = std::fs::read(out.path().join("nemesis/billing_credit.json")).unwrap();
+    let path = out.path().join("nemesis/billing_credit.json.gz");
+    let stored = std::fs::read(&path).unwrap();
+    assert!(
+        verify::input::is_gzip(&stored),
+        "the campaign is stored compressed"
+    );
+    let bytes = verify::input::read_file(&path).unwrap();
     let file = verify::load::load_nemesis(&bytes).unwrap();
     let planned = list.split(',').count() * 3 * trials as usize;
     assert_eq!(file.trials.len(), planned);

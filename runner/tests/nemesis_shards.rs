@@ -38,14 +38,14 @@ fn campaign(seed: &str, shard: Option<&str>, out: &Path) -> PathBuf {
     }
     ok(&runner(&args, out));
     let name = match shard {
-        Some(s) => format!("billing_credit.shard-{}.json", s.replace('/', "-of-")),
-        None => "billing_credit.json".to_owned(),
+        Some(s) => format!("billing_credit.shard-{}.json.gz", s.replace('/', "-of-")),
+        None => "billing_credit.json.gz".to_owned(),
     };
     out.join("nemesis").join(name)
 }
 
 fn load(path: &Path) -> NemesisFile {
-    verify::load::load_nemesis(&std::fs::read(path).unwrap()).unwrap()
+    verify::load::load_nemesis(&verify::input::read_file(path).unwrap()).unwrap()
 }
 
 fn merge(files: &[&PathBuf], out: &Path) -> Output {
@@ -79,7 +79,7 @@ fn four_shards_merged_hold_the_whole_runs_plan_and_trial_ids_and_verify() {
     // In any order.
     let output = merge(&[&shards[2], &shards[0], &shards[3], &shards[1]], &out);
     ok(&output);
-    let merged = load(&out.join("nemesis/billing_credit.json"));
+    let merged = load(&out.join("nemesis/billing_credit.json.gz"));
     let mut plan = merged.plan.clone();
     let parts = plan.merged.take().unwrap();
     assert_eq!(plan, whole.plan);
@@ -100,7 +100,7 @@ fn four_shards_merged_hold_the_whole_runs_plan_and_trial_ids_and_verify() {
     assert_eq!(signers.len(), 5);
     // What `verify FILE` prints and decides.
     let (status, lines, _) = verify::cli::check_file(
-        &out.join("nemesis/billing_credit.json"),
+        &out.join("nemesis/billing_credit.json.gz"),
         &verify::cli::Pinned::None,
     );
     assert_eq!(status, verify::cli::Status::Ok, "{lines:#?}");
@@ -110,7 +110,7 @@ fn four_shards_merged_hold_the_whole_runs_plan_and_trial_ids_and_verify() {
     );
 
     // The report renders the merged file and says it was merged; a lone shard is not rendered.
-    let page = site_page(&out.join("nemesis/billing_credit.json")).unwrap();
+    let page = site_page(&out.join("nemesis/billing_credit.json.gz")).unwrap();
     assert!(page.contains("The campaign ran as 4 shards"), "{page}");
     // Per-run shard keys, none in an allowed-signers file: the page does not let the merge key
     // vouch for their trials.
@@ -143,7 +143,7 @@ fn four_shards_merged_hold_the_whole_runs_plan_and_trial_ids_and_verify() {
     // A shard naming a nemesis this runner does not know (a control sequence, here) is refused
     // before anything of it is printed or names a file.
     let mut odd: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&shards[2]).unwrap()).unwrap();
+        serde_json::from_slice(&verify::input::read_file(&shards[2]).unwrap()).unwrap();
     odd["plan"]["nemeses"][0] = serde_json::json!("kill_at_step\u{1b}]0;title\u{7}");
     let odd_path = dir.path().join("odd.json");
     std::fs::write(&odd_path, serde_json::to_vec(&odd).unwrap()).unwrap();
@@ -154,7 +154,7 @@ fn four_shards_merged_hold_the_whole_runs_plan_and_trial_ids_and_verify() {
         err.contains("names a nemesis this runner does not know") && !err.contains('\u{1b}'),
         "{err}"
     );
-    assert!(!refused.join("nemesis/billing_credit.json").exists());
+    assert!(!refused.join("nemesis/billing_credit.json.gz").exists());
 }
 
 /// The Nemesis page the site builds with `nemesis` as the published nemesis file (beside the
@@ -171,6 +171,7 @@ fn site_page(nemesis: &Path) -> Result<String, String> {
     ] {
         std::fs::copy(committed.join(name), results.join(name)).unwrap();
     }
+    // Under the plain name the Nemesis page looks for: the site reads gzip by its first bytes.
     std::fs::copy(nemesis, results.join("nemesis/billing_credit.json")).unwrap();
     let out = dir.path().join("public");
     site::build(&results, &out).map_err(|e| e.to_string())?;

@@ -103,7 +103,8 @@ fn nemesis_trials_run_on_a_postgres_journal() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
-    let bytes = std::fs::read(out.path().join("nemesis/billing_credit.json")).unwrap();
+    let bytes =
+        verify::input::read_file(&out.path().join("nemesis/billing_credit.json.gz")).unwrap();
     let file = verify::load::load_nemesis(&bytes).unwrap();
     assert_eq!(file.environment.journal.as_deref(), Some("postgresql"));
     assert!(file.environment.command.contains("--journal"));
@@ -235,7 +236,8 @@ fn on_two_hosts_interlock_holds_the_cap_in_every_cell_and_nemesis_trial() {
         "--no-site",
     ]);
     assert!(output.status.success(), "{output:?}");
-    let bytes = std::fs::read(out.path().join("nemesis/shared_cap_two_hosts.json")).unwrap();
+    let bytes =
+        verify::input::read_file(&out.path().join("nemesis/shared_cap_two_hosts.json.gz")).unwrap();
     let verify::load::Document::SharedCapNemesis(file) =
         verify::load::load_document(&bytes).unwrap()
     else {

@@ -198,7 +198,7 @@ fn worker_a_killed_at_every_step_of_its_column() {
 }
 
 fn load_nemesis(path: &std::path::Path) -> verify::shared_cap::nemesis::record::CapNemesisFile {
-    let bytes = std::fs::read(path).unwrap();
+    let bytes = verify::input::read_file(path).unwrap();
     match verify::load::load_document(&bytes).unwrap() {
         verify::load::Document::SharedCapNemesis(f) => *f,
         _ => panic!("not a shared_cap nemesis file"),
@@ -211,7 +211,7 @@ fn a_nemesis_campaign_runs_its_drawn_kills_through_real_processes_and_verifies()
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{output:?}");
     assert!(stdout.contains("verify: ok (24 trials"), "{stdout}");
-    let file = load_nemesis(&out.path().join("nemesis/shared_cap.json"));
+    let file = load_nemesis(&out.path().join("nemesis/shared_cap.json.gz"));
     assert_eq!(file.plan.seed, 11);
     assert_eq!(file.trials.len(), 3 * 4 * 2);
     let mut landed = 0;

@@ -25,14 +25,17 @@ use verify::shared_cap::record::run_name;
 /// File name of the page, beside the run's report.
 pub const PAGE: &str = "nemesis.html";
 
-/// Where a run's nemesis file would be: `nemesis/<run name>.json` in the results directory.
-pub fn nemesis_path(results_dir: &Path, name: &str) -> PathBuf {
-    results_dir.join("nemesis").join(format!("{name}.json"))
+/// Where a run's nemesis file is: `nemesis/<run name>.json.gz` (or, from earlier runs,
+/// `nemesis/<run name>.json`) in the results directory; `None` when there is none, an error
+/// when both are there ([`crate::verification::campaign_file`]).
+pub fn nemesis_path(results_dir: &Path, name: &str) -> Result<Option<PathBuf>, SiteError> {
+    crate::verification::campaign_file(&results_dir.join("nemesis"), name)
 }
 
-/// The published copy's name under `data/`, as billing_credit's campaign is published.
-pub fn json_name(name: &str) -> String {
-    format!("{name}.nemesis.json")
+/// The published copy's name under `data/`, as billing_credit's campaign is published:
+/// `<run name>.nemesis.json`, `.json.gz` when the file is compressed (published as it is).
+pub fn json_name(name: &str, bytes: &[u8]) -> String {
+    crate::verification::data_name(&format!("{name}.nemesis"), bytes)
 }
 
 /// Everything written for one campaign.
@@ -264,6 +267,7 @@ fn trial_receipts(
     broke: &[&CapTrial],
     public_key: &str,
     key: &verify::receipt::KeyCheck,
+    json_name: &str,
     nav: &crate::shared_cap::NavFn<'_>,
 ) -> Result<Vec<crate::shared_cap::ReceiptFiles>, SiteError> {
     let of: Vec<ReceiptsOf<'_>> = broke
@@ -276,7 +280,7 @@ fn trial_receipts(
             crumb: (format!("../{PAGE}"), "Nemesis".into()),
         })
         .collect();
-    receipt_pages(name, &of, public_key, key, &json_name(name), nav)
+    receipt_pages(name, &of, public_key, key, json_name, nav)
 }
 
 /// A trial in which the cap did not hold, as the page lists it.
@@ -301,7 +305,8 @@ fn violation_view<'a>(t: &'a CapTrial) -> ViolationView<'a> {
     }
 }
 
-/// Reads, checks and renders the campaign of the run `name`, if `nemesis/<name>.json` exists;
+/// Reads, checks and renders the campaign of the run `name`, if `nemesis/<name>.json.gz` (or
+/// `.json`) exists;
 /// `nav` builds the run's header (as its other pages have it).
 pub fn render(
     results_dir: &Path,
@@ -310,10 +315,9 @@ pub fn render(
     prose: &(String, String),
     nav: &crate::shared_cap::NavFn<'_>,
 ) -> Result<Option<Rendered>, SiteError> {
-    let path = nemesis_path(results_dir, name);
-    if !path.is_file() {
+    let Some(path) = nemesis_path(results_dir, name)? else {
         return Ok(None);
-    }
+    };
     let key = crate::verification::key_check(pinned);
     let (accepted, bytes) = load_verified(&path, Wanted::SharedCapNemesis, &key)?;
     let Accepted::SharedCapNemesis { file, figures, .. } = accepted else {
@@ -341,8 +345,15 @@ pub fn render(
         .filter_map(|i| file.trials.get(*i))
         .collect();
     let violations = broke.iter().map(|t| violation_view(t)).collect();
-    let json_name = json_name(name);
-    let receipts = trial_receipts(name, &broke, &file.environment.public_key, &key, nav)?;
+    let json_name = json_name(name, &bytes);
+    let receipts = trial_receipts(
+        name,
+        &broke,
+        &file.environment.public_key,
+        &key,
+        &json_name,
+        nav,
+    )?;
     let mut header = nav("", "nemesis", Vec::new(), "Nemesis".into());
     // The page says what the campaign ran against (its own file), not the matrix.
     if let Some(h) = header.as_mut() {

@@ -329,7 +329,7 @@ fn render_file(
             "scenario name {scenario:?} cannot be a directory name"
         )));
     }
-    let json_name = format!("{scenario}.json");
+    let json_name = verification::data_name(scenario, &bytes);
     let mut report =
         report_view::build(verified, &json_name).map_err(|e| data_err(e.to_string()))?;
     let results_dir = path.parent().unwrap_or_else(|| Path::new("."));

@@ -205,13 +205,23 @@ pub enum Accepted {
 /// Read the file at `path`, refuse it unless it is the `wanted` kind, and check it with the
 /// `verify` crate's checker of its format under `key` (the same code, and the same key rule, as
 /// the `verify` binary); refuse, naming the first problems, a file that fails. Returns what was
-/// accepted and the file's bytes (to publish). The only place the site reads or checks a file.
+/// accepted and the file's bytes as stored (to publish; a gzip file's compressed bytes, but the
+/// text of a scenario file on the contract, which its pages read). The only place the site reads
+/// or checks a file.
 pub fn load_verified(
     path: &Path,
     wanted: Wanted,
     key: &KeyCheck,
 ) -> Result<(Accepted, Vec<u8>), SiteError> {
+    // The bytes as stored (published as they are) and the text the checks read: the same, or
+    // the decompressed text of a gzip file (by its first bytes, whatever its name), within
+    // `verify`'s limits.
     let bytes = std::fs::read(path).map_err(|e| SiteError::io("reading", path, e))?;
+    let stored = verify::input::is_gzip(&bytes).then(|| bytes.clone());
+    let bytes = verify::input::decompressed(bytes).map_err(|e| SiteError::Unreadable {
+        path: path.to_path_buf(),
+        problem: e.to_string(),
+    })?;
     let unreadable = |problem: String| SiteError::Unreadable {
         path: path.to_path_buf(),
         problem,
@@ -297,7 +307,38 @@ pub fn load_verified(
             return Err(unreadable("not a shared_cap nemesis file".into()))
         }
     };
-    Ok((accepted, bytes))
+    Ok((accepted, stored.unwrap_or(bytes)))
+}
+
+/// Where the campaign file `<stem>` is in `dir`: `<stem>.json.gz` (as the runner writes it) or
+/// `<stem>.json` (as earlier runs wrote it), `None` when neither is there. Both at once are
+/// refused, naming both: which one to publish would be a guess (the runner never leaves both).
+pub fn campaign_file(dir: &Path, stem: &str) -> Result<Option<std::path::PathBuf>, SiteError> {
+    let packed = dir.join(format!("{stem}.json.gz"));
+    let plain = dir.join(format!("{stem}.json"));
+    match (packed.is_file(), plain.is_file()) {
+        (true, true) => Err(SiteError::Data {
+            path: plain,
+            problem: format!(
+                "{} is there too: keep one of them (the runner writes the .json.gz and removes \
+                 the plain file it replaces)",
+                packed.display()
+            ),
+        }),
+        (true, false) => Ok(Some(packed)),
+        (false, true) => Ok(Some(plain)),
+        (false, false) => Ok(None),
+    }
+}
+
+/// The name a file is published under in `data/`: `<stem>.json`, or `<stem>.json.gz` when its
+/// bytes are gzip (they are published as they are stored, so a download is the signed file).
+pub fn data_name(stem: &str, bytes: &[u8]) -> String {
+    if verify::input::is_gzip(bytes) {
+        format!("{stem}.json.gz")
+    } else {
+        format!("{stem}.json")
+    }
 }
 
 /// Why `verify` refused a file, as the site says it.

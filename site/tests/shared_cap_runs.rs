@@ -217,3 +217,92 @@ fn a_pinned_shared_cap_campaign_page_says_its_key_was_pinned_not_named_by_the_fi
     );
     assert!(page.html.contains("(pinned:"), "{}", page.html);
 }
+
+/// Every page a build writes, by its path under the output directory.
+fn pages(root: &Path) -> std::collections::BTreeMap<PathBuf, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "html") {
+                let text = read(&path);
+                out.insert(path.strip_prefix(root).unwrap().to_path_buf(), text);
+            }
+        }
+    }
+    out
+}
+
+/// A campaign stored compressed (`nemesis/<run name>.json.gz`, as the runner writes it) gives
+/// the same pages as its plain form but for the links to its data file, which is published as
+/// it is stored (`data/<run name>.nemesis.json.gz`); both forms side by side are refused, naming
+/// both; a compressed file that does not decompress stops the build, naming it.
+#[test]
+fn a_compressed_campaign_gives_the_same_pages_and_is_published_compressed() {
+    let plain = results(&[
+        ("shared_cap.json", "shared_cap.json"),
+        ("nemesis/shared_cap.json", "nemesis/shared_cap.json"),
+    ]);
+    let packed = results(&[("shared_cap.json", "shared_cap.json")]);
+    let text = std::fs::read(cap_fixture("nemesis/shared_cap.json")).unwrap();
+    let gz = verify::input::compress(&text).unwrap();
+    let gz_path = packed.path().join("nemesis/shared_cap.json.gz");
+    std::fs::create_dir_all(gz_path.parent().unwrap()).unwrap();
+    std::fs::write(&gz_path, &gz).unwrap();
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    site::build(plain.path(), a.path()).unwrap();
+    site::build(packed.path(), b.path()).unwrap();
+    let (pa, pb) = (pages(a.path()), pages(b.path()));
+    assert_eq!(pa.keys().collect::<Vec<_>>(), pb.keys().collect::<Vec<_>>());
+    let mut differ = 0;
+    for (name, html) in &pa {
+        let other = &pb[name];
+        if html != other {
+            differ += 1;
+            assert_eq!(
+                html.replace("shared_cap.nemesis.json", "DATA"),
+                other.replace("shared_cap.nemesis.json.gz", "DATA"),
+                "{}",
+                name.display()
+            );
+        }
+    }
+    assert!(differ > 0, "the nemesis page links its data file");
+    assert!(read(&b.path().join("shared_cap/nemesis.html")).contains("shared_cap.nemesis.json.gz"));
+    assert_eq!(
+        std::fs::read(b.path().join("data/shared_cap.nemesis.json.gz")).unwrap(),
+        gz,
+        "published as stored"
+    );
+    assert!(!b.path().join("data/shared_cap.nemesis.json").exists());
+    assert!(support::assert_links_resolve(b.path()) > 50);
+
+    // Both forms at once: which to publish would be a guess.
+    std::fs::copy(
+        cap_fixture("nemesis/shared_cap.json"),
+        packed.path().join("nemesis/shared_cap.json"),
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let err = site::build(packed.path(), out.path())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("nemesis/shared_cap.json:") && err.contains("nemesis/shared_cap.json.gz"),
+        "{err}"
+    );
+    std::fs::remove_file(packed.path().join("nemesis/shared_cap.json")).unwrap();
+
+    // Cut short.
+    std::fs::write(&gz_path, &gz[..gz.len() / 2]).unwrap();
+    let err = site::build(packed.path(), out.path())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("shared_cap.json.gz") && err.contains("truncated or corrupt"),
+        "{err}"
+    );
+}

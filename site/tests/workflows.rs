@@ -290,6 +290,6 @@ fn the_campaign_workflow_runs_shards_as_a_matrix_then_merges_verifies_and_attest
     assert_eq!(attest.len(), 1);
     assert_eq!(
         attest[0]["with"]["subject-path"].as_str(),
-        Some("campaign/nemesis/billing_credit.json")
+        Some("campaign/nemesis/billing_credit.json.gz")
     );
 }

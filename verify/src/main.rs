@@ -45,7 +45,9 @@ struct Args {
     not_before: Option<String>,
     /// Receipt bundles (`interlock-receipt/1` or original), results files
     /// (`interlock-results/2` or original, shared_cap's, nemesis files) and files of the scenarios
-    /// on the contract (`interlock-scenario/1`).
+    /// on the contract (`interlock-scenario/1`). A file that starts with the gzip magic bytes
+    /// (the runner writes its campaign files as `*.json.gz`) is decompressed first, to at most
+    /// 32 times its size (at least 1 MiB, at most 1 GiB); past that it is refused (exit 2).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
 }

@@ -35,12 +35,16 @@ pub fn merge_shards(args: &MergeArgs) -> Result<bool, MergeShardsError> {
     let merged = merge(inputs, crate::results::now_rfc3339(), &signing)?;
     let mut bytes = serde_json::to_vec(&merged).map_err(MergeShardsError::Serialize)?;
     bytes.push(b'\n');
-    let path = out_dir.join(format!("{}.json", merged.scenario));
-    crate::results::write_atomically(&path, &bytes).map_err(|error| MergeShardsError::Write {
-        path: path.clone(),
-        error,
-    })?;
+    let path = crate::results::campaign_path(&out_dir, &merged.scenario);
+    let replaced =
+        crate::results::write_campaign(&path, &bytes).map_err(|error| MergeShardsError::Write {
+            path: path.clone(),
+            error,
+        })?;
     drop(bytes);
+    if let Some(plain) = replaced {
+        println!("{}", crate::results::replaced_line(&plain, &path));
+    }
     super::console::print_summary(&merged, wall.elapsed().as_secs_f64());
     let report = verify_nemesis_pinning(
         &merged,
@@ -64,7 +68,8 @@ pub fn merge_shards(args: &MergeArgs) -> Result<bool, MergeShardsError> {
 /// Returns it with its signer's key.
 fn read_shard(path: &std::path::Path) -> Result<(ShardInput, VerifyingKey), MergeShardsError> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|error| MergeShardsError::Read {
+    // Either form: `.json.gz` as this runner writes shards, or plain JSON from earlier runs.
+    let bytes = verify::input::read_file(path).map_err(|error| MergeShardsError::Read {
         name: name.clone(),
         error,
     })?;

@@ -41,14 +41,14 @@ pub enum MergeShardsError {
     /// A shard file could not be read.
     #[error(
         "{name}: cannot read it; pass the path of a shard file \
-         (DIR/nemesis/billing_credit.shard-K-of-N.json)"
+         (DIR/nemesis/billing_credit.shard-K-of-N.json.gz, or .json from earlier runs)"
     )]
     Read {
         /// The shard's path.
         name: String,
-        /// Why.
+        /// Why (a file that does not decompress, or decompresses past its limit, included).
         #[source]
-        error: std::io::Error,
+        error: verify::input::InputError,
     },
     /// A shard is not a nemesis file.
     #[error("{name}: not a nemesis file: {error}")]

@@ -41,7 +41,7 @@ pub struct NemesisArgs<'a> {
     pub seed: Option<u64>,
     /// Parallel trials.
     pub jobs: usize,
-    /// Results directory (the file goes to `DIR/nemesis/billing_credit.json`).
+    /// Results directory (the file goes to `DIR/nemesis/billing_credit.json.gz`).
     pub out: &'a Path,
     /// `--journal postgres://…`: interlock trials keep their journal in the run's own schema.
     pub journal: Option<&'a str>,
@@ -82,7 +82,7 @@ fn start(journal: Option<&str>, signing_key: Option<&Path>) -> Result<Started, S
     })
 }
 
-/// Runs every planned trial and writes `DIR/nemesis/billing_credit.json`.
+/// Runs every planned trial and writes `DIR/nemesis/billing_credit.json.gz`.
 pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome, NemesisRunError> {
     let wall = Instant::now();
     let out_dir = args.out.join("nemesis");
@@ -333,28 +333,31 @@ fn command(args: &NemesisArgs<'_>, seed: u64) -> String {
     )
 }
 
-/// Writes the campaign (compact: a run of a few thousand trials is tens of megabytes
-/// pretty-printed) to `DIR/nemesis/`, as the whole file or a shard's; returns its path.
+/// Writes the campaign (compact JSON, gzip-compressed: a run of a few thousand trials is tens of
+/// megabytes of JSON) to `DIR/nemesis/`, as the whole file or a shard's; returns its path.
 fn write(args: &NemesisArgs<'_>, file: &NemesisFile) -> Result<PathBuf, NemesisRunError> {
     let mut bytes = serde_json::to_vec(file).map_err(NemesisRunError::Serialize)?;
     bytes.push(b'\n');
-    let path = args.out.join("nemesis").join(match args.shard {
-        Some(s) => shard_file_name(s),
-        None => "billing_credit.json".to_owned(),
-    });
-    crate::results::write_atomically(&path, &bytes).map_err(|error| NemesisRunError::Write {
-        path: path.clone(),
-        error,
-    })?;
+    let stem = match args.shard {
+        Some(s) => shard_file_stem(s),
+        None => "billing_credit".to_owned(),
+    };
+    let path = crate::results::campaign_path(&args.out.join("nemesis"), &stem);
+    let replaced =
+        crate::results::write_campaign(&path, &bytes).map_err(|error| NemesisRunError::Write {
+            path: path.clone(),
+            error,
+        })?;
+    if let Some(plain) = replaced {
+        println!("{}", crate::results::replaced_line(&plain, &path));
+    }
     Ok(path)
 }
 
-/// The file name of shard `shard`'s results, beside where the whole run's would be.
-pub(super) fn shard_file_name(shard: Shard) -> String {
-    format!(
-        "billing_credit.shard-{}-of-{}.json",
-        shard.index, shard.count
-    )
+/// The file name, less `.json.gz`, of shard `shard`'s results, beside where the whole run's
+/// would be.
+pub(super) fn shard_file_stem(shard: Shard) -> String {
+    format!("billing_credit.shard-{}-of-{}", shard.index, shard.count)
 }
 
 /// Runs the trial `id` again (its decide worker killed at step `at` when given: the trial's

@@ -333,7 +333,8 @@ fn ids_and_receipts(
 }
 
 /// Renders a shared_cap file `verify` accepted under the build's key (`pinned`, or the file's
-/// own). Its Nemesis page is rendered too when `nemesis/<run name>.json` is beside it.
+/// own). Its Nemesis page is rendered too when `nemesis/<run name>.json.gz` (or `.json`) is
+/// beside it.
 pub fn render(
     checked: Checked<'_>,
     pinned: Option<&ed25519_dalek::VerifyingKey>,
@@ -355,7 +356,7 @@ pub fn render(
     let backend_label =
         backend_words(&file.environment.backend).map_err(|e| data_err(e.to_string()))?;
     let ran = ran_line(&file.environment).map_err(|e| data_err(e.to_string()))?;
-    let json_name = format!("{name}.json");
+    let json_name = crate::verification::data_name(name, &bytes);
     let summary = summary_rows(figures);
     let verdict_line = verdict_line(&summary);
     let facts = facts(file, figures);
@@ -363,7 +364,7 @@ pub fn render(
     let verdict = prose::render(&files.verdict.0, &files.verdict.1, &facts)?;
     let setup = prose::render(&files.setup.0, &files.setup.1, &facts)?;
     let results_dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let has_nemesis = crate::cap_nemesis::nemesis_path(results_dir, name).is_file();
+    let has_nemesis = crate::cap_nemesis::nemesis_path(results_dir, name)?.is_some();
     let nav = run_nav(name, has_nemesis, &ran);
     let nemesis = crate::cap_nemesis::render(
         results_dir,

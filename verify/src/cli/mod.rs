@@ -210,9 +210,13 @@ pub fn check_file(path: &Path, pinned: &Pinned) -> (Status, Vec<String>, FileJso
 /// [`check_file`] with every option of the command.
 pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<String>, FileJson) {
     let name = path.display().to_string();
-    let bytes = match std::fs::read(path) {
+    // A gzip file (by its first bytes, whatever its name) is decompressed within its limits.
+    let bytes = match crate::input::read_file(path) {
         Ok(b) => b,
-        Err(e) => return could_not_check(&name, &format!("cannot read: {e}")),
+        Err(crate::input::InputError::Io(e)) => {
+            return could_not_check(&name, &format!("cannot read: {e}"))
+        }
+        Err(e) => return could_not_check(&name, &e.to_string()),
     };
     if let Some(head) = crate::contract::read_head(&bytes) {
         return registered_outcome(&name, &head, &bytes, options);

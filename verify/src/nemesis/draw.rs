@@ -401,12 +401,8 @@ mod tests {
     /// pages, seconds, µs) are checked on every trial; the 32-bit ones show in the restart kills.
     #[test]
     fn committed_trials_draw_what_they_recorded() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../results/nemesis/billing_credit.json"
-        );
-        let text = std::fs::read_to_string(path).unwrap();
-        let file: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let text = crate::input::committed_campaign("billing_credit");
+        let file: serde_json::Value = serde_json::from_slice(&text).unwrap();
         let trials = file["trials"].as_array().unwrap();
         assert!(!trials.is_empty());
         let detail = |t: &serde_json::Value, kind: &str| -> String {

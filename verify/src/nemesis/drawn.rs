@@ -243,11 +243,7 @@ mod tests {
     use super::*;
 
     fn committed() -> super::super::NemesisFile {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../results/nemesis/billing_credit.json"
-        );
-        let bytes = std::fs::read(path).unwrap();
+        let bytes = crate::input::committed_campaign("billing_credit");
         crate::load::load_nemesis(&bytes).unwrap()
     }
 

@@ -2,7 +2,7 @@
 //! (`verify::shared_cap::nemesis`). Each trial is a cell whose kills were drawn from the
 //! campaign's seed and the trial's place in the plan; it runs through the matrix's own cell
 //! code, real processes and real SIGKILLs, and is judged by the matrix's rules. Writes
-//! `DIR/nemesis/shared_cap.json` (`shared_cap_two_hosts.json` with `--two-hosts`), signed with
+//! `DIR/nemesis/shared_cap.json.gz` (`shared_cap_two_hosts.json.gz` with `--two-hosts`), signed with
 //! the run's key, and checks it.
 
 use super::cell::{run_spec, CellSpec};
@@ -158,18 +158,21 @@ fn run_one(
     (result, id, line)
 }
 
-/// Writes `DIR/nemesis/<run name>.json`; returns its path.
+/// Writes `DIR/nemesis/<run name>.json.gz` (pretty JSON, compressed), replacing a plain
+/// `<run name>.json` an earlier run left; returns its path.
 fn write(args: &RunArgs, file: &CapNemesisFile) -> Result<std::path::PathBuf, SharedCapError> {
     let mut bytes = serde_json::to_vec_pretty(file).map_err(SharedCapError::SerializeTrials)?;
     bytes.push(b'\n');
-    let path = args
-        .out
-        .join("nemesis")
-        .join(format!("{}.json", run_name(&file.environment)));
-    crate::results::write_atomically(&path, &bytes).map_err(|error| SharedCapError::Write {
-        path: path.clone(),
-        error,
-    })?;
+    let path =
+        crate::results::campaign_path(&args.out.join("nemesis"), run_name(&file.environment));
+    let replaced =
+        crate::results::write_campaign(&path, &bytes).map_err(|error| SharedCapError::Write {
+            path: path.clone(),
+            error,
+        })?;
+    if let Some(plain) = replaced {
+        println!("{}", crate::results::replaced_line(&plain, &path));
+    }
     Ok(path)
 }
 

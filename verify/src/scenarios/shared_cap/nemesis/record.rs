@@ -1,4 +1,5 @@
-//! The shared_cap nemesis file (`nemesis/shared_cap*.json`): the campaign's plan and every trial.
+//! The shared_cap nemesis file (`nemesis/shared_cap*.json.gz`, or `.json` from earlier runs):
+//! the campaign's plan and every trial.
 
 use super::draw::Draw;
 use super::summary::NemesisSummary;

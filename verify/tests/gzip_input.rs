@@ -1,0 +1,156 @@
+//! Compressed input (`*.json.gz`, or any file that starts with the gzip magic bytes): the
+//! `verify` binary reads it as its decompressed text, gives the same report as for the plain
+//! file (apart from the file's name), and refuses a gzip bomb, a truncated file and a corrupt one
+//! as could-not-check (exit 2), naming the file and the limit, within the resource promises (no
+//! more than 64 MB of memory and 1 MB printed for an input under 1 MB).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const MB: usize = 1024 * 1024;
+/// Where GNU time is: it measures the binary's own peak resident size.
+const TIME: &str = "/usr/bin/time";
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
+}
+
+/// Runs `verify` with `args`: exit code, standard output, standard error, peak resident size in
+/// bytes (`None` without GNU time).
+fn verify(args: &[&str]) -> (Option<i32>, String, String, Option<usize>) {
+    let dir = tempfile::tempdir().unwrap();
+    let measured = dir.path().join("rss");
+    let timed = Path::new(TIME).exists();
+    let mut cmd = if timed {
+        let mut c = Command::new(TIME);
+        c.arg("-f").arg("%M").arg("-o").arg(&measured);
+        c.arg(env!("CARGO_BIN_EXE_verify"));
+        c
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_verify"))
+    };
+    let out = cmd.args(args).output().unwrap();
+    let peak = std::fs::read_to_string(&measured)
+        .ok()
+        .and_then(|t| t.lines().last()?.trim().parse::<usize>().ok())
+        .map(|kb| kb * 1024);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        peak,
+    )
+}
+
+fn gz(bytes: &[u8]) -> Vec<u8> {
+    verify::input::compress(bytes).unwrap()
+}
+
+/// A genuine file and its compressed copy (under another name) give the same report, in text
+/// and in `--json`, once the file names are set aside.
+#[test]
+fn a_compressed_file_gives_the_plain_files_report() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, source) in [
+        ("results", "results/billing_credit.json"),
+        (
+            "shared_cap_nemesis",
+            "verify/tests/fixtures/shared_cap_nemesis.json",
+        ),
+        (
+            "receipt_original",
+            "verify/tests/fixtures/billing_credit.original.json",
+        ),
+    ] {
+        let plain = dir.path().join(format!("{name}.json"));
+        let packed = dir.path().join(format!("{name}.json.gz"));
+        let bytes = std::fs::read(repo(source)).unwrap();
+        std::fs::write(&plain, &bytes).unwrap();
+        std::fs::write(&packed, gz(&bytes)).unwrap();
+        let (plain_s, packed_s) = (plain.to_str().unwrap(), packed.to_str().unwrap());
+        for json in [false, true] {
+            let flags: &[&str] = if json { &["--json"] } else { &[] };
+            let a = verify(&[flags, &[plain_s]].concat());
+            let b = verify(&[flags, &[packed_s]].concat());
+            assert_eq!(a.0, b.0, "{name}: exit codes ({json})");
+            assert!(matches!(a.0, Some(0 | 1)), "{name}: {a:?}");
+            assert_eq!(
+                a.1.replace(plain_s, "FILE"),
+                b.1.replace(packed_s, "FILE"),
+                "{name}: reports ({json})"
+            );
+            assert!(!a.1.is_empty(), "{name}: printed nothing");
+        }
+    }
+}
+
+/// What `verify` printed on standard error for a file it could not check: exit 2, one line
+/// naming the file, within the promises (64 MB, 1 MB printed, no control character).
+fn refused(path: &Path) -> String {
+    let (code, stdout, stderr, peak) = verify(&[path.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.len() <= MB);
+    assert!(stderr.contains(&path.display().to_string()), "{stderr}");
+    assert!(
+        !stderr.chars().any(|c| c.is_control() && c != '\n'),
+        "{stderr}"
+    );
+    if let Some(peak) = peak {
+        assert!(peak <= 64 * MB, "used {} MB", peak / MB);
+    }
+    stderr
+}
+
+/// A gzip bomb: a few KB that expand to 4 MB (past the 1 MB any file may reach), and one of
+/// under 1 MB that expands to 400 MB (past 32 times its size). Each is refused, naming the
+/// limit, before its text is held: within 64 MB.
+#[test]
+fn a_gzip_bomb_is_refused_within_the_memory_promise() {
+    let dir = tempfile::tempdir().unwrap();
+    // Copies of one member (1 MiB of spaces compresses to about a kilobyte; members one after
+    // another read as one text).
+    let member = gz(&vec![b' '; MB]);
+    let few_kb = dir.path().join("bomb.json.gz");
+    std::fs::write(&few_kb, member.repeat(4)).unwrap();
+    let big = dir.path().join("bomb-big.json");
+    let copies = 400;
+    std::fs::write(&big, member.repeat(copies)).unwrap();
+    assert!(member.len() * copies < MB, "{}", member.len() * copies);
+    for path in [&few_kb, &big] {
+        let err = refused(path);
+        assert!(
+            err.contains("decompress past the limit of")
+                && err.contains("gunzip -k")
+                && err.contains("could not check"),
+            "{err}"
+        );
+    }
+    let err = refused(&few_kb);
+    assert!(err.contains("limit of 1048576 bytes"), "{err}");
+}
+
+/// A truncated compressed file and a corrupt one: could not check, saying so and what to do.
+#[test]
+fn a_truncated_or_corrupt_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = gz(&std::fs::read(repo("results/billing_credit.json")).unwrap());
+    let truncated = dir.path().join("truncated.json.gz");
+    std::fs::write(&truncated, &full[..full.len() / 2]).unwrap();
+    let mut bad = full.clone();
+    bad[full.len() / 3] ^= 0xff;
+    let corrupt = dir.path().join("corrupt.gz");
+    std::fs::write(&corrupt, &bad).unwrap();
+    // Two bytes of magic and nothing else.
+    let magic = dir.path().join("magic.json");
+    std::fs::write(&magic, [0x1f, 0x8b]).unwrap();
+    for path in [&truncated, &corrupt, &magic] {
+        let err = refused(path);
+        assert!(
+            err.contains("does not decompress") && err.contains("truncated or corrupt"),
+            "{err}"
+        );
+    }
+}
