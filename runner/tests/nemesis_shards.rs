@@ -171,8 +171,8 @@ fn site_page(nemesis: &Path) -> Result<String, String> {
     ] {
         std::fs::copy(committed.join(name), results.join(name)).unwrap();
     }
-    // Under the plain name the Nemesis page looks for: the site reads gzip by its first bytes.
-    std::fs::copy(nemesis, results.join("nemesis/billing_credit.json")).unwrap();
+    // Under the name the runner writes (the site reads gzip by its first bytes).
+    std::fs::copy(nemesis, results.join("nemesis/billing_credit.json.gz")).unwrap();
     let out = dir.path().join("public");
     site::build(&results, &out).map_err(|e| e.to_string())?;
     Ok(std::fs::read_to_string(out.join("billing_credit/nemesis.html")).unwrap())

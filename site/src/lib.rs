@@ -339,7 +339,7 @@ fn render_file(
     report.env.attest_command =
         provenance::attest_command(&json_name, options.repository.as_deref());
     // Every page's header links the scenario's other pages: know which exist before rendering.
-    report.nemesis = nemesis_page::nemesis_path(results_dir, scenario).is_file();
+    report.nemesis = nemesis_page::nemesis_path(results_dir, scenario)?.is_some();
     let reference = conformance_page::Reference::of(path, scenario, pinned.is_some());
     report.emulator_vs_stripe = matches!(reference, conformance_page::Reference::Shown(_));
     let emulator_vs_stripe = conformance_page::render(&reference, verified.file(), &report)?;

@@ -118,13 +118,7 @@ fn built() -> &'static Built {
         let report = site::build(results.path(), dir.path()).expect("the committed results build");
         let out = dir.path();
         let rel = |p: &Path| p.strip_prefix(out).unwrap().to_string_lossy().into_owned();
-        // Compressed (`.json.gz`) or, until it is converted, plain.
-        let packed = results_dir().join("nemesis/billing_credit.json.gz");
-        let campaign = if packed.is_file() {
-            packed
-        } else {
-            results_dir().join("nemesis/billing_credit.json")
-        };
+        let campaign = results_dir().join("nemesis/billing_credit.json.gz");
         let nemesis =
             verify::load::load_nemesis(&verify::input::read_file(&campaign).unwrap()).unwrap();
         let mut validate: Vec<PathBuf> = report

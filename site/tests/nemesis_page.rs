@@ -13,7 +13,7 @@ fn copy_results(to: &Path) {
     std::fs::create_dir_all(to.join("reference")).unwrap();
     for name in [
         "billing_credit.json",
-        "nemesis/billing_credit.json",
+        "nemesis/billing_credit.json.gz",
         "reference/billing_credit.original.json",
     ] {
         std::fs::copy(from.join(name), to.join(name)).unwrap();
@@ -33,7 +33,7 @@ fn every_trial_that_is_not_a_plain_pass_links_to_a_page_with_its_timeline_and_re
     // The prose's claims were checked against this file.
     assert!(page.contains("violations_within.interlock = 0"), "{page}");
     let file = verify::load::load_nemesis(
-        &std::fs::read(results.join("nemesis/billing_credit.json")).unwrap(),
+        &verify::input::read_file(&results.join("nemesis/billing_credit.json.gz")).unwrap(),
     )
     .unwrap();
     for s in &file.summary {
@@ -88,9 +88,9 @@ fn a_nemesis_file_that_does_not_verify_is_not_rendered() {
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("results");
     copy_results(&results);
-    let path = results.join("nemesis/billing_credit.json");
+    let path = results.join("nemesis/billing_credit.json.gz");
     let mut value: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        serde_json::from_slice(&verify::input::read_file(&path).unwrap()).unwrap();
     let trial = value["trials"]
         .as_array_mut()
         .unwrap()
@@ -98,7 +98,8 @@ fn a_nemesis_file_that_does_not_verify_is_not_rendered() {
         .find(|t| t["violation"] == serde_json::Value::Bool(true))
         .unwrap();
     trial["violation"] = serde_json::Value::Bool(false);
-    std::fs::write(&path, serde_json::to_vec(&value).unwrap()).unwrap();
+    let packed = verify::input::compress(&serde_json::to_vec(&value).unwrap()).unwrap();
+    std::fs::write(&path, packed).unwrap();
     let err = site::build(&results, &dir.path().join("public")).unwrap_err();
     assert!(err.to_string().contains("failed verification"), "{err}");
 }

@@ -78,14 +78,8 @@ mod tests {
 
     #[test]
     fn the_committed_nemesis_run_is_of_this_codes_format_nemeses_and_plan() {
-        // Compressed (`.json.gz`) or, until it is converted, plain.
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/nemesis");
-        let packed = dir.join("billing_credit.json.gz");
-        let path = if packed.is_file() {
-            packed
-        } else {
-            dir.join("billing_credit.json")
-        };
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../results/nemesis/billing_credit.json.gz");
         let bytes = verify::input::read_file(&path).unwrap();
         // Loading checks the format string and every field against today's types.
         let file = verify::load::load_nemesis(&bytes).unwrap();

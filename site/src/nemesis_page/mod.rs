@@ -131,9 +131,11 @@ pub struct Rendered {
     pub headline: String,
 }
 
-/// Where a scenario's nemesis file would be.
-pub fn nemesis_path(results_dir: &Path, scenario: &str) -> PathBuf {
-    results_dir.join("nemesis").join(format!("{scenario}.json"))
+/// A scenario's nemesis file, compressed (`nemesis/<scenario>.json.gz`) or plain, if there is
+/// one; both at once is an error naming them
+/// ([`crate::verification::campaign_file`]).
+pub fn nemesis_path(results_dir: &Path, scenario: &str) -> Result<Option<PathBuf>, SiteError> {
+    crate::verification::campaign_file(&results_dir.join("nemesis"), scenario)
 }
 
 /// A trial page's file name (ids hold `:`, which some file systems refuse).
@@ -222,10 +224,9 @@ pub fn render(
     prose: &(String, String),
     repository: Option<&str>,
 ) -> Result<Option<Rendered>, SiteError> {
-    let path = nemesis_path(results_dir, &report.scenario);
-    if !path.is_file() {
+    let Some(path) = nemesis_path(results_dir, &report.scenario)? else {
         return Ok(None);
-    }
+    };
     let key = crate::verification::key_check(pinned);
     let (accepted, bytes) = load_verified(&path, Wanted::Nemesis, &key)?;
     let Accepted::Nemesis {
@@ -258,7 +259,7 @@ pub fn render(
     let prose = crate::prose::render(&prose.0, &prose.1, &page_facts)?;
     let kills = kill_rows(&file);
     let nemeses = nemesis_pages(&campaign, &rows, &kills)?;
-    let json_name = format!("{}.nemesis.json", report.scenario);
+    let json_name = crate::verification::data_name(&format!("{}.nemesis", report.scenario), &bytes);
     let page = NemesisPage {
         prose,
         root: "../",
