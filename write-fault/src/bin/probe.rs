@@ -1,5 +1,6 @@
-//! The tests' helper: `write-fault-probe [--hold] K FILE...` appends K lines to each FILE (line
-//! by line, file by file: `write_all` then `sync_data`) and prints one line per call:
+//! The tests' helper: `write-fault-probe [--hold] [--threads] K FILE...` appends K lines to each
+//! FILE (line by line, file by file: `write_all` then `sync_data`; with `--threads`, each file
+//! in a thread of its own, all at once) and prints one line per call:
 //! `write <file> <line> ok` or `write <file> <line> err <errno>`, and likewise `sync ...`
 //! (files and lines counted from 1). With `--hold` it stops at its first failed call, prints
 //! `held`, and waits to be killed. Exits 0 when no call failed, 1 when one did, 2 when it could
@@ -19,12 +20,18 @@ fn outcome(result: std::io::Result<()>) -> (String, bool) {
 
 fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let hold = args.first().is_some_and(|a| a == "--hold");
-    if hold {
+    let mut hold = false;
+    let mut threads = false;
+    while let Some(flag) = args.first() {
+        match flag.as_str() {
+            "--hold" => hold = true,
+            "--threads" => threads = true,
+            _ => break,
+        }
         args.remove(0);
     }
     let Some((k, paths)) = args.split_first() else {
-        eprintln!("usage: write-fault-probe [--hold] K FILE...");
+        eprintln!("usage: write-fault-probe [--hold] [--threads] K FILE...");
         return ExitCode::from(2);
     };
     let Ok(k) = k.parse::<u32>() else {
@@ -41,29 +48,53 @@ fn main() -> ExitCode {
             }
         }
     }
-    let mut any_failed = false;
-    for line in 1..=k {
-        for (index, file) in files.iter_mut().enumerate() {
-            let which = index + 1;
-            let (text, failed) = outcome(file.write_all(format!("line {line}\n").as_bytes()));
-            println!("write {which} {line} {text}");
-            any_failed |= failed;
-            if failed && hold {
-                hold_forever();
-            }
-            let (text, failed) = outcome(file.sync_data());
-            println!("sync {which} {line} {text}");
-            any_failed |= failed;
-            if failed && hold {
-                hold_forever();
+    let any_failed = if threads {
+        std::thread::scope(|scope| {
+            let running: Vec<_> = files
+                .iter_mut()
+                .enumerate()
+                .map(|(index, file)| scope.spawn(move || append(index + 1, file, 1..=k, hold)))
+                .collect();
+            running
+                .into_iter()
+                .map(|t| t.join().unwrap_or(true))
+                .fold(false, |a, b| a | b)
+        })
+    } else {
+        let mut any = false;
+        for line in 1..=k {
+            for (index, file) in files.iter_mut().enumerate() {
+                any |= append(index + 1, file, line..=line, hold);
             }
         }
-    }
+        any
+    };
     if any_failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Appends `lines` to file number `which`, each with `write_all` then `sync_data`, printing
+/// what each call did. Returns whether one failed.
+fn append(which: usize, file: &mut File, lines: impl IntoIterator<Item = u32>, hold: bool) -> bool {
+    let mut any_failed = false;
+    for line in lines {
+        let (text, failed) = outcome(file.write_all(format!("line {line}\n").as_bytes()));
+        println!("write {which} {line} {text}");
+        any_failed |= failed;
+        if failed && hold {
+            hold_forever();
+        }
+        let (text, failed) = outcome(file.sync_data());
+        println!("sync {which} {line} {text}");
+        any_failed |= failed;
+        if failed && hold {
+            hold_forever();
+        }
+    }
+    any_failed
 }
 
 /// Says `held` and waits to be killed.
