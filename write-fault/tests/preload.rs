@@ -384,3 +384,20 @@ fn threads_share_one_count() {
     assert_eq!(fired[0]["n"], 100);
     assert_eq!(calls.iter().filter(|c| c["injected"] == true).count(), 101);
 }
+
+#[test]
+fn a_directory_named_through_a_symbolic_link_still_counts() {
+    let (_tmp, data, data2, log) = dirs();
+    let link = data2.join("link");
+    std::os::unix::fs::symlink(&data, &link).unwrap();
+    let (out, lines) = run(
+        Some(&var(&link, "write", 1, &log)),
+        1,
+        &[&link.join("journal")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{lines:?}");
+    assert_eq!(lines[0], "write 1 1 err 28");
+    let all = log_lines(&log);
+    assert_eq!(all[0]["dir"], data.to_str().unwrap(), "resolved at load");
+    assert_eq!(all[1]["path"], data.join("journal").to_str().unwrap());
+}
