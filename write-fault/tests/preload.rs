@@ -401,3 +401,61 @@ fn a_directory_named_through_a_symbolic_link_still_counts() {
     assert_eq!(all[0]["dir"], data.to_str().unwrap(), "resolved at load");
     assert_eq!(all[1]["path"], data.join("journal").to_str().unwrap());
 }
+
+/// The `call` names of a log's call lines, in order.
+fn call_names(log: &Path) -> Vec<String> {
+    calls_of(log)
+        .iter()
+        .map(|c| c["call"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn the_standard_library_calls_are_the_ones_counted() {
+    let (_tmp, data, _, log) = dirs();
+    // Nothing fails (nth far off): which calls count, and under which name.
+    let out = probe(Some(&var(&data, "write", 1000, &log)))
+        .arg("--each")
+        .arg(&data)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.lines().all(|l| l.ends_with(" ok")), "{stdout}");
+    assert_eq!(
+        call_names(&log),
+        ["write", "write", "writev", "pwrite64"],
+        "fs::write, write_all, write_vectored, write_at; rename and copy are not counted"
+    );
+    let log2 = data.with_file_name("sync.jsonl");
+    let out = probe(Some(&var(&data, "fsync", 1000, &log2)))
+        .arg("--each")
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(call_names(&log2), ["fsync", "fdatasync"]);
+
+    // Each write the probe makes fails when it is the first counted one.
+    for (nth, name) in [
+        (1, "fs_write"),
+        (2, "write_all"),
+        (3, "write_vectored"),
+        (4, "write_at"),
+    ] {
+        let dir = data.join(format!("nth{nth}"));
+        std::fs::create_dir(&dir).unwrap();
+        let log = dir.with_extension("jsonl");
+        let out = probe(Some(&var(&dir, "write", nth, &log)))
+            .arg("--each")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let failed: Vec<&str> = stdout.lines().filter(|l| l.contains(" err ")).collect();
+        assert_eq!(
+            failed.first().copied(),
+            Some(format!("{name} err 28").as_str()),
+            "{stdout}"
+        );
+    }
+}

@@ -5,9 +5,16 @@
 //! (files and lines counted from 1). With `--hold` it stops at its first failed call, prints
 //! `held`, and waits to be killed. Exits 0 when no call failed, 1 when one did, 2 when it could
 //! not start (bad arguments, a file it cannot open).
+//!
+//! `write-fault-probe --each DIR` instead makes, in DIR, one of each standard-library call the
+//! library's README lists, in this order, printing `<name> ok` or `<name> err <errno>` for each:
+//! `fs_write` (`std::fs::write`), `write_all`, `write_vectored`, `write_at`, `sync_all`,
+//! `sync_data`, `rename`, `copy` (`std::fs::copy`).
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{IoSlice, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
 use std::process::ExitCode;
 
 /// What one call did, as printed.
@@ -20,6 +27,12 @@ fn outcome(result: std::io::Result<()>) -> (String, bool) {
 
 fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, dir] = args.as_slice() {
+        if flag == "--each" {
+            each(Path::new(dir));
+            return ExitCode::SUCCESS;
+        }
+    }
     let mut hold = false;
     let mut threads = false;
     while let Some(flag) = args.first() {
@@ -95,6 +108,32 @@ fn append(which: usize, file: &mut File, lines: impl IntoIterator<Item = u32>, h
         }
     }
     any_failed
+}
+
+/// One of each call the README lists, in `dir`.
+fn each(dir: &Path) {
+    let a = dir.join("a");
+    let say = |name: &str, result: std::io::Result<()>| println!("{name} {}", outcome(result).0);
+    say("fs_write", std::fs::write(&a, b"fs::write\n"));
+    let mut file = match OpenOptions::new().append(true).open(&a) {
+        Ok(f) => f,
+        Err(e) => {
+            println!("open err {}", e.raw_os_error().unwrap_or(-1));
+            return;
+        }
+    };
+    say("write_all", file.write_all(b"write_all\n"));
+    let parts = [IoSlice::new(b"write_"), IoSlice::new(b"vectored\n")];
+    say("write_vectored", file.write_vectored(&parts).map(drop));
+    say("write_at", file.write_at(b"W", 0).map(drop));
+    say("sync_all", file.sync_all());
+    say("sync_data", file.sync_data());
+    drop(file);
+    say("rename", std::fs::rename(&a, dir.join("b")));
+    say(
+        "copy",
+        std::fs::copy(dir.join("b"), dir.join("c")).map(drop),
+    );
 }
 
 /// Says `held` and waits to be killed.
