@@ -521,6 +521,12 @@ fn hook<R: Ret>(call: Call, fd: c_int, real: impl FnOnce() -> R) -> R {
     let Some(_inside) = Inside::enter() else {
         return real();
     };
+    // Not configured for this kind of call: no path to read, nothing to count.
+    let counts =
+        catch_unwind(|| matches!(state(), State::On(active) if active.kind == call.kind()));
+    if !counts.unwrap_or(false) {
+        return real();
+    }
     let saved = errno();
     let mut path = [0u8; PATH_BUF];
     let decision =
