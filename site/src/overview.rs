@@ -120,11 +120,12 @@ pub fn nemesis_line(columns: &[String], facts: &Facts, judged: u32) -> String {
     });
     let mut out = format!(
         "Of {} randomized fault trials, {judged} were judged (the rest were killed before any \
-         decision). Violations within each column's assumptions: {within}. Violations beyond \
+         decision, or their fault never fired: {} of them, counted apart). Violations within each column's assumptions: {within}. Violations beyond \
          them (a request held past the declared bound, or a change after the column's last \
          read): {beyond}. Wrong answers, within and beyond: {wrong}. Under-credits (the \
          approved credit not issued, or a smaller one), within and beyond: {under}.",
         text(facts, "nemesis.trials"),
+        text(facts, "nemesis.not_fired"),
     );
     if columns
         .iter()
@@ -138,8 +139,8 @@ pub fn nemesis_line(columns: &[String], facts: &Facts, judged: u32) -> String {
             )
         });
         out.push_str(&format!(
-            " Under exposure (the approval revoked at an instant drawn over the worker's life): \
-             {exposure}."
+            " Under exposure (the approval revoked at an instant drawn over one span after the \
+             decision, the same for every column, while the worker runs): {exposure}."
         ));
     }
     out

@@ -52,6 +52,7 @@ fn every_trial_that_is_not_a_plain_pass_links_to_a_page_with_its_timeline_and_re
         let name = site::nemesis_page::trial_file(&t.id);
         let Some(kind) = site::nemesis_page::listed_kind(t) else {
             assert!(!t.violation || t.outcome == "NOT_DECIDED", "{}", t.id);
+            assert!(!t.judged() || t.fault_fired(), "{}", t.id);
             continue;
         };
         listed += 1;

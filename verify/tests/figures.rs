@@ -363,6 +363,57 @@ fn a_shared_cap_campaign_counts_every_kill_once_and_names_the_trials_that_broke_
     assert_eq!(by_nemesis, checked.report.summary.len());
 }
 
+/// Issue 35 (4): a judged trial whose fault never fired (here a recorded fault that hit
+/// nothing) is counted apart: in no count or rate the pages show, listed as what it is.
+#[test]
+fn a_judged_trial_whose_fault_never_fired_is_counted_apart() {
+    use verify::figures::nemesis::{listed, Listed};
+    let (mut file, _) = common::nemesis_file();
+    let before = verify::figures::nemesis::check(&file, &KeyCheck::SelfAttested).figures;
+    let i = file
+        .trials
+        .iter()
+        .position(|t| t.column == "interlock" && t.counted() && t.assumption.is_none())
+        .expect("a counted interlock trial within its assumptions");
+    file.trials[i].faults.push(verify::nemesis::Fault {
+        kind: "torn_tail".into(),
+        detail: "no record to tear".into(),
+        fired: 0,
+        held_ms: None,
+    });
+    let t = &file.trials[i];
+    assert!(t.judged() && !t.fault_fired() && !t.counted());
+    assert_eq!(listed(t), Some(Listed::NotFired));
+    let (nemesis, column) = (t.nemesis.clone(), t.column.clone());
+    let after = verify::figures::nemesis::check(&file, &KeyCheck::SelfAttested).figures;
+    let (b, a) = (
+        &before.columns()["interlock"],
+        &after.columns()["interlock"],
+    );
+    assert_eq!(a.not_fired(), b.not_fired() + 1);
+    assert_eq!(a.within(), b.within() - 1);
+    assert_eq!(after.judged(), before.judged() - 1);
+    assert_eq!(after.not_fired(), before.not_fired() + 1);
+    let row = |f: &verify::figures::nemesis::NemesisFigures| {
+        f.summary_rows()
+            .iter()
+            .find(|r| r.shown.nemesis == nemesis && r.shown.column == column)
+            .cloned()
+            .unwrap()
+    };
+    let (rb, ra) = (row(&before), row(&after));
+    assert_eq!(ra.shown.judged, rb.shown.judged - 1);
+    assert_eq!(ra.not_fired, rb.not_fired + 1);
+    assert!(ra.listed.contains(&(i, Listed::NotFired)));
+    // The file's own summary still counts it: verify checks that one against every judged trial.
+    let s = file
+        .summary
+        .iter()
+        .find(|s| s.nemesis == nemesis && s.column == column)
+        .unwrap();
+    assert_eq!(s.judged, rb.shown.judged);
+}
+
 /// Issue 35 (3): a trial whose credits fall short of its want (the approved credit never issued)
 /// was a plain pass; it is an under-credit, listed and counted in every figure, within or beyond.
 #[test]

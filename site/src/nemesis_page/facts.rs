@@ -32,6 +32,7 @@ use verify::nemesis::NemesisFile;
 /// | `exposure.changed.C`, `exposure.after_saved.C` | integer | exposure trials with a world change and a `decision_saved` step, and of those the ones whose change began at or after `decision_saved` (where the columns' code differs) |
 /// | `replay.exact`, `replay.timed` | text | the plan's nemeses whose trials replay exactly from their ids, and those that depend on timing ([`verify::nemesis::draw::replays_exactly`]) |
 /// | `harness_errors` | integer | HARNESS_ERROR trials |
+/// | `nemesis.not_fired`, `not_fired.C` | integer | judged trials whose fault never fired, counted apart (in no other fact) |
 pub fn facts(file: &NemesisFile, figures: &NemesisFigures) -> Facts {
     let mut facts = Facts::new();
     facts.insert("nemesis.trials".into(), int(figures.trials()));
@@ -45,6 +46,7 @@ pub fn facts(file: &NemesisFile, figures: &NemesisFigures) -> Facts {
         Fact::Ms(file.environment.claim.max_in_flight_ms),
     );
     facts.insert("harness_errors".into(), int(figures.harness_errors()));
+    facts.insert("nemesis.not_fired".into(), int(figures.not_fired()));
     for (column, c) in figures.columns() {
         column_facts(column, c, &mut facts);
     }
@@ -82,6 +84,7 @@ fn column_facts(column: &str, c: &ColumnFigures, facts: &mut Facts) {
 /// A column's judged trials within and beyond its assumptions, and their violations, wrong
 /// answers, unresolved restarts and AMBIGUOUS answers.
 fn trial_count_facts(column: &str, c: &ColumnFigures, facts: &mut Facts) {
+    facts.insert(format!("not_fired.{column}"), int(c.not_fired()));
     facts.insert(format!("within.{column}"), int(c.within()));
     facts.insert(format!("beyond.{column}"), int(c.beyond()));
     facts.insert(

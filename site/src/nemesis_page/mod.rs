@@ -152,6 +152,7 @@ pub fn listed_kind(t: &Trial) -> Option<&'static str> {
 /// A kind of listed trial in words.
 pub(crate) fn kind_words(kind: Listed) -> &'static str {
     match kind {
+        Listed::NotFired => "fault never fired",
         Listed::Violation => "violation",
         Listed::UnderCredit => "under-credit",
         Listed::Unresolved => "unresolved",

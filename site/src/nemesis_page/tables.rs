@@ -7,8 +7,12 @@ use verify::nemesis::{NemesisFile, NemesisSummary, Trial};
 
 /// One row of a nemesis table, formatted.
 pub struct Row<'a> {
-    /// The summary.
+    /// The summary over the trials the page counts (their fault fired).
     pub s: &'a NemesisSummary,
+    /// Judged trials whose fault never fired, counted apart.
+    pub not_fired: u32,
+    /// Every trial of the row, those counted apart included.
+    pub trials: u32,
     /// The bound within assumptions, as a percentage with two decimals (`n/a` without trials).
     pub within_bound: String,
     /// The same bound over distinct interleavings.
@@ -157,11 +161,12 @@ pub(super) fn kill_rows(file: &NemesisFile) -> Vec<KillRow> {
 }
 
 /// The main table's rows, one per nemesis and column, in the summary's (plan) order.
-pub(super) fn table_rows<'a>(file: &'a NemesisFile, figures: &NemesisFigures) -> Vec<Row<'a>> {
-    file.summary
+pub(super) fn table_rows<'a>(file: &'a NemesisFile, figures: &'a NemesisFigures) -> Vec<Row<'a>> {
+    figures
+        .summary_rows()
         .iter()
-        .zip(figures.summary_rows())
-        .map(|(s, row)| {
+        .map(|row| {
+            let s = &row.shown;
             let listed: Vec<_> = row
                 .listed
                 .iter()
@@ -170,6 +175,8 @@ pub(super) fn table_rows<'a>(file: &'a NemesisFile, figures: &NemesisFigures) ->
                 .collect();
             Row {
                 s,
+                not_fired: row.not_fired,
+                trials: s.trials.saturating_add(row.not_fired),
                 heat: crate::nemesis_figures::heat_band(row.within_rate_ppm),
                 within_bound: bound(s.within_upper95_ppm, s.within_assumptions),
                 distinct_bound: bound(s.within_distinct_upper95_ppm, s.distinct_within),

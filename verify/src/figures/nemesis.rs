@@ -1,10 +1,14 @@
 //! The figures of a billing_credit nemesis campaign (`interlock-nemesis/1`): per column, its
 //! judged trials within and beyond its assumptions and their findings, what its summaries say
 //! (nothing decided, distinct interleavings, the exposure nemesis), its unguarded windows, and
-//! the same per nemesis; each with the definitions the published Nemesis page uses.
+//! the same per nemesis; each with the definitions the published Nemesis page uses. Every figure
+//! counts the trials whose fault fired ([`Trial::counted`]); a judged trial whose fault never
+//! fired is counted apart ([`SummaryRow::not_fired`], [`ColumnFigures::not_fired`]), never as
+//! judged and passed. The file's own summary (every judged trial) is checked by
+//! [`verify_nemesis`]; the pages show [`SummaryRow::shown`].
 
 use crate::nemesis::check::{verify_nemesis, NemesisReport};
-use crate::nemesis::rules::{percentile, unguarded_window_us};
+use crate::nemesis::rules::{percentile, summarize_refs, unguarded_window_us};
 use crate::nemesis::{NemesisFile, NemesisSummary, Trial};
 use crate::receipt::KeyCheck;
 use std::collections::BTreeMap;
@@ -35,6 +39,7 @@ pub struct NemesisFigures {
     nemeses: u32,
     harness_errors: u32,
     judged: u32,
+    not_fired: u32,
     columns: BTreeMap<String, ColumnFigures>,
     listed: Vec<(usize, Listed)>,
     summary_rows: Vec<SummaryRow>,
@@ -43,6 +48,9 @@ pub struct NemesisFigures {
 /// What a judged trial is when it is not a plain pass, the first that applies in this order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Listed {
+    /// Judged, but its fault never fired ([`Trial::fault_fired`]): counted apart, in no rate,
+    /// and listed whatever its outcome, so a violation there is seen.
+    NotFired,
     /// Credits exceeded the want: a violation.
     Violation,
     /// Credits fell short of the want ([`Trial::under_credit`]).
@@ -60,7 +68,9 @@ pub fn listed(t: &Trial) -> Option<Listed> {
     if !t.judged() {
         return None;
     }
-    if t.violation {
+    if !t.fault_fired() {
+        Some(Listed::NotFired)
+    } else if t.violation {
         Some(Listed::Violation)
     } else if t.under_credit() {
         Some(Listed::UnderCredit)
@@ -91,8 +101,14 @@ pub struct SummaryRow {
     pub listed: Vec<(usize, Listed)>,
     /// [`within_violation_rate_ppm`] of the row.
     pub within_rate_ppm: Option<u64>,
-    /// The row's under-credits ([`Trial::under_credit`]).
+    /// The row's under-credits ([`Trial::under_credit`]) among its counted trials.
     pub under_credits: u32,
+    /// The row's summary over the trials the pages count: by the file's own rule
+    /// ([`crate::nemesis::rules::summarize`]), without the judged trials whose fault never
+    /// fired.
+    pub shown: NemesisSummary,
+    /// Judged trials of the row whose fault never fired ([`Trial::fault_fired`]).
+    pub not_fired: u32,
 }
 
 /// The exposure nemesis's figures of one column, from its summary.
@@ -131,6 +147,7 @@ pub struct NemesisColumn {
 /// decided).
 #[derive(Debug, Clone)]
 pub struct ColumnFigures {
+    not_fired: u32,
     within: u32,
     beyond: u32,
     violations_within: u32,
@@ -227,11 +244,17 @@ fn wrong(t: &Trial) -> bool {
 
 impl NemesisFigures {
     fn derive(file: &NemesisFile) -> NemesisFigures {
+        let counted: Vec<&Trial> = file
+            .trials
+            .iter()
+            .filter(|t| !t.judged() || t.fault_fired())
+            .collect();
+        let shown = summarize_refs(&file.plan, &counted);
         let columns: Vec<(String, ColumnFigures)> = file
             .plan
             .columns
             .iter()
-            .map(|c| (c.clone(), ColumnFigures::derive(file, c)))
+            .map(|c| (c.clone(), ColumnFigures::derive(file, &shown, c)))
             .collect();
         let listed: Vec<(usize, Listed)> = file
             .trials
@@ -239,9 +262,8 @@ impl NemesisFigures {
             .enumerate()
             .filter_map(|(i, t)| listed(t).map(|k| (i, k)))
             .collect();
-        let summary_rows = file
-            .summary
-            .iter()
+        let summary_rows = shown
+            .into_iter()
             .map(|s| SummaryRow {
                 listed: listed
                     .iter()
@@ -252,14 +274,22 @@ impl NemesisFigures {
                             .is_some_and(|t| t.nemesis == s.nemesis && t.column == s.column)
                     })
                     .collect(),
-                within_rate_ppm: within_violation_rate_ppm(s),
+                within_rate_ppm: within_violation_rate_ppm(&s),
                 under_credits: count(
                     file.trials
                         .iter()
                         .filter(|t| t.nemesis == s.nemesis && t.column == s.column)
-                        .filter(|t| t.under_credit())
+                        .filter(|t| t.counted() && t.under_credit())
                         .count(),
                 ),
+                not_fired: count(
+                    file.trials
+                        .iter()
+                        .filter(|t| t.nemesis == s.nemesis && t.column == s.column)
+                        .filter(|t| t.judged() && !t.fault_fired())
+                        .count(),
+                ),
+                shown: s,
             })
             .collect();
         NemesisFigures {
@@ -267,6 +297,7 @@ impl NemesisFigures {
             nemeses: count(file.plan.nemeses.len()),
             harness_errors: count(file.trials.iter().filter(|t| t.is_harness_error()).count()),
             judged: columns.iter().map(|(_, c)| c.within + c.beyond).sum(),
+            not_fired: columns.iter().map(|(_, c)| c.not_fired).sum(),
             columns: columns.into_iter().collect(),
             listed,
             summary_rows,
@@ -293,9 +324,15 @@ impl NemesisFigures {
         &self.columns
     }
 
-    /// Judged trials of the plan's columns (within and beyond their assumptions).
+    /// Counted trials of the plan's columns (judged, their fault fired; within and beyond
+    /// their assumptions).
     pub fn judged(&self) -> u32 {
         self.judged
+    }
+
+    /// Judged trials whose fault never fired, counted apart.
+    pub fn not_fired(&self) -> u32 {
+        self.not_fired
     }
 
     /// The indices, in file order, of the trials that are not a plain pass, and what each is.
@@ -310,16 +347,22 @@ impl NemesisFigures {
 }
 
 impl ColumnFigures {
-    fn derive(file: &NemesisFile, column: &str) -> ColumnFigures {
+    fn derive(file: &NemesisFile, shown: &[NemesisSummary], column: &str) -> ColumnFigures {
         let judged: Vec<&Trial> = file
             .trials
             .iter()
-            .filter(|t| t.column == column && t.judged())
+            .filter(|t| t.column == column && t.counted())
             .collect();
+        let not_fired = count(
+            file.trials
+                .iter()
+                .filter(|t| t.column == column && t.judged() && !t.fault_fired())
+                .count(),
+        );
         let (within, beyond): (Vec<&Trial>, Vec<&Trial>) =
             judged.iter().partition(|t| t.assumption.is_none());
         let (mut nothing_decided, mut distinct_within, mut exposure) = (0u32, 0u32, None);
-        for s in file.summary.iter().filter(|s| s.column == column) {
+        for s in shown.iter().filter(|s| s.column == column) {
             nothing_decided += s.nothing_decided;
             distinct_within += s.distinct_within;
             if s.nemesis == "exposure" {
@@ -348,6 +391,7 @@ impl ColumnFigures {
             .filter(|t| t.nemesis == "exposure")
             .collect();
         ColumnFigures {
+            not_fired,
             within: count(within.len()),
             beyond: count(beyond.len()),
             violations_within: how_many(&within, |t| t.violation),
@@ -390,7 +434,13 @@ impl ColumnFigures {
         }
     }
 
-    /// Judged trials within the column's assumptions.
+    /// Judged trials whose fault never fired ([`Trial::fault_fired`]): counted apart, in no
+    /// figure below.
+    pub fn not_fired(&self) -> u32 {
+        self.not_fired
+    }
+
+    /// Counted trials within the column's assumptions.
     pub fn within(&self) -> u32 {
         self.within
     }

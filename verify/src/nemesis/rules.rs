@@ -222,11 +222,18 @@ pub fn percentile(sorted: &[u64], pct: u32) -> Option<u64> {
 
 /// The per nemesis × column summary of `trials`, in the plan's order.
 pub fn summarize(plan: &NemesisPlan, trials: &[Trial]) -> Vec<NemesisSummary> {
+    let refs: Vec<&Trial> = trials.iter().collect();
+    summarize_refs(plan, &refs)
+}
+
+/// [`summarize`] over some of a file's trials.
+pub fn summarize_refs(plan: &NemesisPlan, trials: &[&Trial]) -> Vec<NemesisSummary> {
     let mut out = Vec::new();
     for nemesis in &plan.nemeses {
         for column in &plan.columns {
             let these: Vec<&Trial> = trials
                 .iter()
+                .copied()
                 .filter(|t| &t.nemesis == nemesis && &t.column == column)
                 .collect();
             let count = |f: &dyn Fn(&Trial) -> bool| these.iter().filter(|t| f(t)).count() as u32;
