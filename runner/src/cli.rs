@@ -238,7 +238,9 @@ pub struct RunArgs {
     /// commit_then_drop, kill_recovery, two_workers, revoke_in_outage, revoke_mid_check,
     /// note_mid_check, rate_limit_burst, kill_at_step, exposure, stop_holder, torn_tail,
     /// disk_full (needs root: it mounts a tmpfs), dedup_expired (needs libfaketime),
-    /// decides_again. Writes DIR/nemesis/billing_credit.json.gz. With --scenario shared_cap:
+    /// decides_again, write_enospc, fsync_eio (both preload the write-fault library: build it
+    /// beside the runner with `cargo build -p write-fault`). Writes
+    /// DIR/nemesis/billing_credit.json.gz. With --scenario shared_cap:
     /// `all` or some of kill_at_step (worker a or b killed at a drawn step), kill_both, and
     /// kill_restart (a killed, then its restart killed); writes DIR/nemesis/shared_cap.json.gz
     /// (shared_cap_two_hosts.json.gz with --two-hosts). Campaign files are gzip-compressed; a

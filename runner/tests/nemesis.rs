@@ -300,3 +300,49 @@ fn the_new_nemeses_run_are_judged_and_replay() {
         }
     }
 }
+
+/// write_enospc and fsync_eio (issue 35, item 4): the write-fault library fails the drawn write
+/// or sync of the decide worker, and the record says where; a drawn call the worker never made
+/// (a shorter path) is recorded as never fired. Each column meets a failed call of each kind,
+/// and the counts the draws are made over are the ones the columns make.
+#[test]
+fn write_faults_are_drawn_over_the_writes_the_column_makes() {
+    let file = run_nemesis("write_enospc,fsync_eio", 6, 23);
+    for nemesis in ["write_enospc", "fsync_eio"] {
+        let sync = nemesis == "fsync_eio";
+        for column in ["no_check", "hand_check", "interlock"] {
+            let trials: Vec<_> = file
+                .trials
+                .iter()
+                .filter(|t| t.nemesis == nemesis && t.column == column)
+                .collect();
+            let most = verify::nemesis::draw::column_writes(column, sync);
+            let mut fired = 0;
+            for t in &trials {
+                let f = t.faults.iter().find(|f| f.kind == nemesis).unwrap();
+                let nth: u32 = f
+                    .detail
+                    .strip_prefix("drawn call ")
+                    .and_then(|r| r.split(' ').next())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or_else(|| panic!("{}: {}", t.id, f.detail));
+                assert!((1..=most).contains(&nth), "{}: {}", t.id, f.detail);
+                if f.fired > 0 {
+                    fired += 1;
+                    assert!(f.detail.contains("failed with"), "{}", f.detail);
+                } else {
+                    // Never fired: the worker made fewer calls of the kind than the drawn one.
+                    let made: u32 = f
+                        .detail
+                        .split("made ")
+                        .nth(1)
+                        .and_then(|r| r.split(' ').next())
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or_else(|| panic!("{}: {}", t.id, f.detail));
+                    assert!(made < nth, "{}: {}", t.id, f.detail);
+                }
+            }
+            assert!(fired > 0, "{nemesis} never fired on {column}");
+        }
+    }
+}

@@ -6,7 +6,7 @@ use super::trial_error::{ReplayError, TrialError};
 use super::Nemesis;
 use scenarios::billing_credit::Column;
 use stripe::emulator::FaultAction;
-pub use verify::nemesis::draw::{Draw, ServiceFault, WorldFault};
+pub use verify::nemesis::draw::{Draw, ServiceFault, WorldFault, WriteFault};
 use verify::nemesis::steps::POSITIONS;
 
 /// Draws a trial's plan from its seed (verify's draw, for one of the runner's columns).

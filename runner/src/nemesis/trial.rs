@@ -164,6 +164,16 @@ fn set_faults(
 impl Steps<'_> {
     /// The trial from its decide worker to its judgement.
     fn run(&self, trial: &mut Trial) -> Result<(), Stop> {
+        let log = self.o.logs.join(super::write_fault::LOG);
+        let decide_env = match self.plan.write_fault {
+            Some(fault) => super::write_fault::env(
+                &super::write_fault::library(self.ctx.exe),
+                &self.o.dir,
+                fault,
+                &log,
+            ),
+            None => Vec::new(),
+        };
         let w = Workers {
             ctx: self.ctx,
             dir: &self.o.dir,
@@ -171,8 +181,21 @@ impl Steps<'_> {
             api_key: &self.o.api_key,
             column: self.spec.column,
             timeline: self.timeline,
+            decide_env: &decide_env,
         };
         let mut decided = self.decide(&w, trial)?;
+        if let Some(fault) = self.plan.write_fault {
+            let record = super::write_fault::record(&log, fault).map_err(Stop::Harness)?;
+            self.timeline.runner_fault(
+                super::write_fault::kind(fault),
+                if record.fired > 0 {
+                    "the drawn call failed"
+                } else {
+                    "the drawn call was never made"
+                },
+            );
+            trial.faults.push(record);
+        }
         let restart_env = self.while_dead(&w, trial, &mut decided.first_fault)?;
         let final_restart = self.final_restart(&w, trial, &mut decided, &restart_env)?;
         let settled = Instant::now();

@@ -40,6 +40,9 @@ pub(super) struct Workers<'a> {
     pub(super) column: bc::Column,
     /// Where every announcement and kill is recorded.
     pub(super) timeline: &'a Timeline,
+    /// Extra environment of the decide worker only (write_enospc's and fsync_eio's preloaded
+    /// library); never of a restart.
+    pub(super) decide_env: &'a [(&'static str, String)],
 }
 
 pub(super) enum RestartEnd {
@@ -332,7 +335,13 @@ impl Workers<'_> {
         if let Some(step) = pause_at {
             extra.extend(["--pause-at".to_owned(), step.to_owned()]);
         }
-        self.spawn("decide", EVERY_STEP, "decide.stderr", &extra)
+        self.spawn_in(
+            "decide",
+            EVERY_STEP,
+            "decide.stderr",
+            &extra,
+            self.decide_env,
+        )
     }
 
     /// SIGKILL the worker now if it is still running; record what it hit (the last step it

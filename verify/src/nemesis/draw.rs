@@ -104,7 +104,55 @@ pub struct Draw {
     pub dedup_passed_s: Option<u64>,
     /// decides_again: the restart decides again, proposing this percentage of the first amount.
     pub decide_again_pct: Option<u8>,
+    /// write_enospc and fsync_eio: the decide worker's call that fails.
+    pub write_fault: Option<WriteFault>,
 }
+
+/// A failed write or sync of the decide worker under the case's directory, injected by the
+/// `write-fault` library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteFault {
+    /// A sync (`fsync`/`fdatasync`, fails with EIO, once) rather than a write (fails with
+    /// ENOSPC, and so does every later write: the disk stays full).
+    pub sync: bool,
+    /// Which of the worker's calls of that kind fails, from 1.
+    pub nth: u32,
+}
+
+impl WriteFault {
+    /// The library's `fail` value.
+    pub fn fail(self) -> &'static str {
+        if self.sync {
+            "fsync"
+        } else {
+            "write"
+        }
+    }
+}
+
+/// How many writes (`sync`: syncs) a column's decide worker makes under the case's directory
+/// when nothing fails and it commits, as the `write-fault` library counts them (measured with
+/// the library; the runner's test `write_faults_are_drawn_over_the_writes_the_column_makes`
+/// measures them again): the N of write_enospc and fsync_eio is drawn from `1..=` this, so a
+/// drawn fault meets a call the column makes unless the trial took a shorter path (a refusal);
+/// one that never fired is counted apart.
+pub fn column_writes(column: &str, sync: bool) -> u32 {
+    match (column, sync) {
+        ("no_check", false) => NO_CHECK_WRITES.0,
+        ("no_check", true) => NO_CHECK_WRITES.1,
+        ("hand_check", false) => HAND_CHECK_WRITES.0,
+        ("hand_check", true) => HAND_CHECK_WRITES.1,
+        (_, false) => INTERLOCK_WRITES.0,
+        (_, true) => INTERLOCK_WRITES.1,
+    }
+}
+
+/// (writes, syncs) of no_check's decide worker.
+const NO_CHECK_WRITES: (u32, u32) = (2, 3);
+/// (writes, syncs) of hand_check's decide worker.
+const HAND_CHECK_WRITES: (u32, u32) = (7, 8);
+/// (writes, syncs) of interlock's decide worker.
+const INTERLOCK_WRITES: (u32, u32) = (16, 16);
 
 /// kill_random's instant after its anchor step, drawn uniformly in µs: about the time a step of
 /// a release-built worker takes on the embedded emulator (one append or read, or the credit
@@ -194,7 +242,9 @@ pub fn draw_for(nemesis: Nemesis, column: &str, seed: u64) -> Option<Draw> {
         | Nemesis::DiskFull
         | Nemesis::DedupExpired
         | Nemesis::DecidesAgain
-        | Nemesis::KillAtStep => draw_worker_fault(nemesis, column, &mut rng, &mut d),
+        | Nemesis::KillAtStep
+        | Nemesis::WriteEnospc
+        | Nemesis::FsyncEio => draw_worker_fault(nemesis, column, &mut rng, &mut d),
         Nemesis::TwoWorkers
         | Nemesis::RevokeInOutage
         | Nemesis::RevokeMidCheck
@@ -249,6 +299,7 @@ impl Draw {
             disk_free_pages: None,
             dedup_passed_s: None,
             decide_again_pct: None,
+            write_fault: None,
         }
     }
 }
@@ -318,6 +369,12 @@ fn draw_worker_fault(nemesis: Nemesis, column: &str, rng: &mut StdRng, d: &mut D
             d.tear_permille = Some(between32(rng, 0, 999, false));
         }
         Nemesis::DiskFull => d.disk_free_pages = Some(between(rng, 0, 8)),
+        Nemesis::WriteEnospc | Nemesis::FsyncEio => {
+            let sync = nemesis == Nemesis::FsyncEio;
+            let writes = u64::from(column_writes(column, sync));
+            let nth = u32::try_from(between(rng, 1, writes.max(1))).unwrap_or(1);
+            d.write_fault = Some(WriteFault { sync, nth });
+        }
         Nemesis::DedupExpired => {
             d.kill_at_step = Some(pick(rng, dedup_steps(column)));
             d.dedup_passed_s = Some(between(rng, 24 * 3_600, 25 * 3_600));

@@ -222,6 +222,10 @@ fn detail_parameters(d: &Draw) -> Vec<(&'static str, String)> {
     if let Some(s) = d.dedup_passed_s {
         out.push(("dedup_expired", format!(" {s} s passed")));
     }
+    if let Some(w) = d.write_fault {
+        let kind = if w.sync { "fsync_eio" } else { "write_enospc" };
+        out.push((kind, format!("drawn call {} ", w.nth)));
+    }
     if let Some(us) = d.world_at_us {
         out.push((
             "revocation",

@@ -72,11 +72,21 @@ pub enum Nemesis {
     /// The restarted worker decides again, proposing 30-90 % of the first amount; the trial is
     /// judged against the first decision.
     DecidesAgain,
+    /// The disk fills at a drawn write: the decide worker's N-th write under the case's
+    /// directory (N drawn over the writes its column makes, [`crate::nemesis::draw::column_writes`])
+    /// and every later one fail with ENOSPC, injected at the C library by the `write-fault`
+    /// library the runner preloads; the final restart runs without it (the space freed). The
+    /// record says at which write it fired, or that it never did.
+    WriteEnospc,
+    /// A sync fails: the decide worker's N-th `fsync`/`fdatasync` under the case's directory
+    /// fails with EIO (N drawn over its column's syncs), the others succeed; as
+    /// [`Nemesis::WriteEnospc`] otherwise.
+    FsyncEio,
 }
 
 impl Nemesis {
     /// Every nemesis, in run order.
-    pub const ALL: [Nemesis; 19] = [
+    pub const ALL: [Nemesis; 21] = [
         Nemesis::KillRandom,
         Nemesis::KillInFlight,
         Nemesis::LateAfterTimeout,
@@ -96,6 +106,8 @@ impl Nemesis {
         Nemesis::DiskFull,
         Nemesis::DedupExpired,
         Nemesis::DecidesAgain,
+        Nemesis::WriteEnospc,
+        Nemesis::FsyncEio,
     ];
 
     /// The name used on the command line and in results.
@@ -120,6 +132,8 @@ impl Nemesis {
             Nemesis::DiskFull => "disk_full",
             Nemesis::DedupExpired => "dedup_expired",
             Nemesis::DecidesAgain => "decides_again",
+            Nemesis::WriteEnospc => "write_enospc",
+            Nemesis::FsyncEio => "fsync_eio",
         }
     }
 
