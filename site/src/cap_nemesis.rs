@@ -121,7 +121,8 @@ fn int(n: u32) -> Fact {
 /// | `confidence` | text | the confidence of the upper bounds (`95%`) |
 /// | `nemesis.trials`, `nemesis.per_cell`, `nemesis.kinds` | integer | trials in all, per nemesis and column, nemeses run |
 /// | `judged.C`, `violations.C`, `over_cap.C`, `harness_errors.C` | integer | over every nemesis |
-/// | `held.C`, `landed.C`, `answers.C` | ratio | over the judged trials: cap held, every drawn kill landed, every answer matched Stripe |
+/// | `held.C`, `answers.C` | ratio | over the counted trials (every drawn kill landed): cap held, every answer matched Stripe |
+/// | `landed.C` | ratio | of every judged trial, those in which every drawn kill landed (the counted ones) |
 /// | `held.N.C`, `violations.N.C` | ratio, integer | the same per nemesis |
 /// | `not_landed` | integer | judged trials in which some drawn kill did not land |
 pub fn facts(file: &CapNemesisFile, figures: &CapNemesisFigures) -> Facts {
@@ -145,7 +146,7 @@ pub fn facts(file: &CapNemesisFile, figures: &CapNemesisFigures) -> Facts {
         f.insert(format!("held.{column}"), Fact::Ratio(c.held(), c.judged()));
         f.insert(
             format!("landed.{column}"),
-            Fact::Ratio(c.all_kills_landed(), c.judged()),
+            Fact::Ratio(c.all_kills_landed(), c.judged() + c.not_landed()),
         );
         f.insert(
             format!("answers.{column}"),

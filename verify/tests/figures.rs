@@ -343,12 +343,22 @@ fn a_shared_cap_campaign_counts_every_kill_once_and_names_the_trials_that_broke_
             .iter()
             .filter(|s| s.column == c.column())
             .collect();
+        // The figures count only the trials in which every drawn kill landed (issue 35); the
+        // report's summary counts every judged trial.
         let judged: u32 = mine.iter().map(|s| s.judged).sum();
-        let held: u32 = mine.iter().map(|s| s.held).sum();
+        let landed: Vec<_> = file
+            .trials
+            .iter()
+            .filter(|t| t.cell.column == c.column() && t.cell.judged() && all_kills_landed(t))
+            .collect();
+        let held = landed.iter().filter(|t| t.cell.invariant_held).count() as u32;
+        let counted = landed.len() as u32;
+        assert!(counted <= judged);
         assert_eq!(
             (c.judged(), c.held(), c.violations()),
-            (judged, held, judged - held)
+            (counted, held, counted - held)
         );
+        assert_eq!(c.all_kills_landed(), counted);
         assert_eq!(c.rows().len(), mine.len());
         for r in c.rows() {
             let s = r.summary();

@@ -6,7 +6,7 @@ use crate::receipt::KeyCheck;
 use crate::shared_cap::nemesis::check::{check as check_campaign, CapNemesisReport};
 use crate::shared_cap::nemesis::draw::restart_steps;
 use crate::shared_cap::nemesis::record::{CapNemesisFile, CapTrial};
-use crate::shared_cap::nemesis::summary::{all_kills_landed, NemesisSummary};
+use crate::shared_cap::nemesis::summary::{all_kills_landed, summarize, NemesisSummary};
 use crate::shared_cap::plan::kill_steps;
 
 /// A campaign checked by `verify::shared_cap::nemesis::check::check`: its report and its
@@ -20,10 +20,20 @@ pub struct Checked {
 }
 
 /// Check `file` under `key` with `verify::shared_cap::nemesis::check::check` and derive its
-/// figures.
+/// figures. The figures count only the judged trials in which every drawn kill landed (issue
+/// 35: a trial whose kill found its worker finished ran without its fault); the others are
+/// counted apart ([`CapNemesisFigures::not_landed`]). The report's summary, which the check
+/// compares with the file's, still counts every judged trial.
 pub fn check(file: &CapNemesisFile, key: &KeyCheck) -> Checked {
     let report = check_campaign(file, key);
-    let figures = CapNemesisFigures::derive(file, &report.summary);
+    let landed: Vec<CapTrial> = file
+        .trials
+        .iter()
+        .filter(|t| !t.cell.judged() || all_kills_landed(t))
+        .cloned()
+        .collect();
+    let shown = summarize(&landed, &file.plan.nemeses, &file.plan.columns);
+    let figures = CapNemesisFigures::derive(file, &shown);
     Checked { report, figures }
 }
 
@@ -65,6 +75,7 @@ pub struct CapNemesisColumn {
     over_cap: u32,
     harness_errors: u32,
     all_kills_landed: u32,
+    not_landed: u32,
     answers_matched: u32,
     rows: Vec<NemesisRow>,
 }
@@ -103,6 +114,11 @@ impl CapNemesisColumn {
     /// Judged trials in which every drawn kill landed.
     pub fn all_kills_landed(&self) -> u32 {
         self.all_kills_landed
+    }
+
+    /// Judged trials of the column in which some drawn kill did not land, counted apart.
+    pub fn not_landed(&self) -> u32 {
+        self.not_landed
     }
 
     /// Judged trials whose every answer matched Stripe.
@@ -171,6 +187,13 @@ impl CapNemesisFigures {
                     over_cap: sum(|s| s.over_cap),
                     harness_errors: sum(|s| s.harness_errors),
                     all_kills_landed: sum(|s| s.all_kills_landed),
+                    not_landed: count(
+                        file.trials
+                            .iter()
+                            .filter(|t| &t.cell.column == column)
+                            .filter(|t| t.cell.judged() && !all_kills_landed(t))
+                            .count(),
+                    ),
                     answers_matched: sum(|s| s.answers_matched),
                     rows: mine.into_iter().map(row).collect(),
                 }
@@ -221,7 +244,7 @@ impl CapNemesisFigures {
         self.nemeses
     }
 
-    /// Judged trials in which some drawn kill did not land.
+    /// Judged trials in which some drawn kill did not land: counted apart, in no other figure.
     pub fn not_landed(&self) -> u32 {
         self.not_landed
     }
