@@ -19,9 +19,11 @@ use std::path::Path;
 pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// Most times its own size a compressed file may expand to. The runner's campaign files compress
-/// 9 to 12 times (billing_credit's 87 MB to 9.8 MB, shared_cap's 7.5 MB to 0.7 MB); 32 leaves
-/// room for more repetitive runs, and keeps a compressed file under 1 MB under 32 MB of text.
-pub const MAX_RATIO: u64 = 32;
+/// 9 to 12 times (billing_credit's 87 MB to 9.5 MB, shared_cap's 7.5 MB to 0.7 MB); 16 leaves
+/// room for more repetitive runs and keeps a compressed file under 1 MB under 16 MB of text,
+/// which the checks read in under 64 MB (a forger's review: at 32, 30 MB of text shaped to
+/// build a large tree took 860 MB).
+pub const MAX_RATIO: u64 = 16;
 
 /// Decompressed size any compressed file may reach whatever its ratio: text under 1 MB is what
 /// the resource promises (64 MB of memory, 1 MB printed) cover for a plain file already.
@@ -47,6 +49,16 @@ pub enum InputError {
     Gzip {
         /// What the decompressor said.
         why: String,
+    },
+    /// The gzip wrapper holds more than the compressed text: a file name, a comment, extra
+    /// fields, a header checksum, or a second member. None of it is signed, and a download of
+    /// the file would carry it, so it is refused.
+    #[error(
+        "is gzip with {what}, which no signature covers; the runner writes one member with none          of these: recompress it (`gunzip -c FILE | gzip -n > NEW`) and check that"
+    )]
+    Wrapper {
+        /// What the wrapper holds.
+        what: String,
     },
     /// The file decompresses past its limit: a gzip bomb, or a file much larger than any run
     /// writes.
@@ -89,24 +101,55 @@ pub fn limit_for(compressed: u64) -> (u64, String) {
     }
 }
 
+/// The header flags (RFC 1952) a file the runner writes never sets: FTEXT, FHCRC, FEXTRA, FNAME,
+/// FCOMMENT (every defined one).
+const HEADER_FLAGS: [(u8, &str); 5] = [
+    (0x01, "a text flag"),
+    (0x02, "a header checksum"),
+    (0x04, "extra fields"),
+    (0x08, "a file name"),
+    (0x10, "a comment"),
+];
+
 /// The bytes of an input file as the checks read them: `bytes` as they are, or, when they start
-/// with the gzip magic bytes, decompressed within [`limit_for`] their size. Several gzip members
-/// one after another decompress as one text, as `gunzip` reads them.
+/// with the gzip magic bytes, decompressed within [`limit_for`] their size. The gzip must be one
+/// member with no name, comment, extra field or header checksum ([`InputError::Wrapper`]): what
+/// is signed is the text, and a wrapper can carry what no signature covers.
 pub fn decompressed(bytes: Vec<u8>) -> Result<Vec<u8>, InputError> {
     if !is_gzip(&bytes) {
         return Ok(bytes);
+    }
+    let flags = bytes.get(3).copied().unwrap_or(0);
+    let set: Vec<&str> = HEADER_FLAGS
+        .iter()
+        .filter(|(bit, _)| flags & bit != 0)
+        .map(|(_, what)| *what)
+        .collect();
+    if !set.is_empty() || flags & 0xE0 != 0 {
+        let what = if set.is_empty() {
+            "reserved header flags".to_owned()
+        } else {
+            set.join(", ")
+        };
+        return Err(InputError::Wrapper { what });
     }
     let compressed = bytes.len() as u64;
     let (limit, why) = limit_for(compressed);
     let gzip_error = |e: std::io::Error| InputError::Gzip { why: e.to_string() };
     // First pass: count, keeping nothing. One byte past the limit is enough to refuse.
-    let mut counter = flate2::read::MultiGzDecoder::new(bytes.as_slice()).take(limit + 1);
-    let size = std::io::copy(&mut counter, &mut std::io::sink()).map_err(gzip_error)?;
+    let mut decoder = flate2::bufread::GzDecoder::new(bytes.as_slice());
+    let size = std::io::copy(&mut (&mut decoder).take(limit + 1), &mut std::io::sink())
+        .map_err(gzip_error)?;
     if size > limit {
         return Err(InputError::TooLarge {
             compressed,
             limit,
             why,
+        });
+    }
+    if !decoder.into_inner().is_empty() {
+        return Err(InputError::Wrapper {
+            what: "bytes after its one member (a second member, or trailing data)".into(),
         });
     }
     // Second pass: the text, into a buffer of exactly its size.
@@ -116,7 +159,7 @@ pub fn decompressed(bytes: Vec<u8>) -> Result<Vec<u8>, InputError> {
         why: "larger than this machine can address".to_owned(),
     })?;
     let mut text = Vec::with_capacity(capacity);
-    flate2::read::MultiGzDecoder::new(bytes.as_slice())
+    flate2::bufread::GzDecoder::new(bytes.as_slice())
         .take(size)
         .read_to_end(&mut text)
         .map_err(gzip_error)?;
@@ -167,10 +210,12 @@ mod tests {
         let text = br#"{"format":"interlock-receipt/1"}"#.to_vec();
         assert_eq!(decompressed(text.clone()).ok(), Some(text.clone()));
         assert_eq!(decompressed(gz(&text)).ok(), Some(text.clone()));
-        // Two members one after another read as one text, as gunzip reads them.
+        // Two members one after another: gunzip reads one text, but the second is no part of
+        // what was written and signed as one file (a forger's review), so it is refused.
         let mut two = gz(b"{\"a\":");
         two.extend(gz(b"1}"));
-        assert_eq!(decompressed(two).ok(), Some(b"{\"a\":1}".to_vec()));
+        let e = decompressed(two).err();
+        assert!(matches!(e, Some(InputError::Wrapper { .. })), "{e:?}");
     }
 
     #[test]
@@ -195,18 +240,33 @@ mod tests {
         }
         let e = decompressed(corrupt).err();
         assert!(matches!(e, Some(InputError::Gzip { .. })), "{e:?}");
-        let mut trailing = full;
+        let mut trailing = full.clone();
         trailing.extend_from_slice(b"not gzip");
         let e = decompressed(trailing).err();
-        assert!(matches!(e, Some(InputError::Gzip { .. })), "{e:?}");
+        assert!(matches!(e, Some(InputError::Wrapper { .. })), "{e:?}");
+        // A name, a comment or extra fields in the header: none is signed.
+        for (flag, what) in [
+            (0x08u8, "a file name"),
+            (0x10, "a comment"),
+            (0x04, "extra fields"),
+        ] {
+            let mut flagged = full.clone();
+            if let Some(b) = flagged.get_mut(3) {
+                *b = flag;
+            }
+            match decompressed(flagged).err() {
+                Some(InputError::Wrapper { what: w }) => assert!(w.contains(what), "{w}"),
+                e => panic!("{flag:#x}: {e:?}"),
+            }
+        }
     }
 
     #[test]
     fn limits() {
         assert_eq!(limit_for(10).0, FLOOR_BYTES);
-        assert_eq!(limit_for(1_000_000).0, 32_000_000);
+        assert_eq!(limit_for(1_000_000).0, 16_000_000);
         assert_eq!(limit_for(u64::MAX).0, MAX_DECOMPRESSED_BYTES);
-        // A bomb: a few KB of zeros that expand to 8 MB, past 32 times its size.
+        // A bomb: a few KB of zeros that expand to 8 MB, past 16 times its size.
         let bomb = gz(&vec![0u8; 8 * 1024 * 1024]);
         assert!(bomb.len() < 16 * 1024, "{}", bomb.len());
         let e = decompressed(bomb).err();

@@ -105,20 +105,26 @@ fn refused(path: &Path) -> String {
 }
 
 /// A gzip bomb: a few KB that expand to 4 MB (past the 1 MB any file may reach), and one of
-/// under 1 MB that expands to 400 MB (past 32 times its size). Each is refused, naming the
+/// under 1 MB that expands to 100 MB (past 16 times its size). Each is one member, as the
+/// runner writes (several members are refused before any is read). Each is refused, naming the
 /// limit, before its text is held: within 64 MB.
 #[test]
 fn a_gzip_bomb_is_refused_within_the_memory_promise() {
+    use std::io::Write as _;
     let dir = tempfile::tempdir().unwrap();
-    // Copies of one member (1 MiB of spaces compresses to about a kilobyte; members one after
-    // another read as one text).
-    let member = gz(&vec![b' '; MB]);
     let few_kb = dir.path().join("bomb.json.gz");
-    std::fs::write(&few_kb, member.repeat(4)).unwrap();
+    std::fs::write(&few_kb, gz(&vec![b' '; 4 * MB])).unwrap();
     let big = dir.path().join("bomb-big.json");
-    let copies = 400;
-    std::fs::write(&big, member.repeat(copies)).unwrap();
-    assert!(member.len() * copies < MB, "{}", member.len() * copies);
+    let mut encoder = flate2::GzBuilder::new()
+        .mtime(0)
+        .write(Vec::new(), flate2::Compression::best());
+    let chunk = vec![b' '; MB];
+    for _ in 0..100 {
+        encoder.write_all(&chunk).unwrap();
+    }
+    let bomb = encoder.finish().unwrap();
+    assert!(bomb.len() < MB, "{}", bomb.len());
+    std::fs::write(&big, bomb).unwrap();
     for path in [&few_kb, &big] {
         let err = refused(path);
         assert!(
@@ -153,4 +159,49 @@ fn a_truncated_or_corrupt_file_is_refused() {
             "{err}"
         );
     }
+}
+
+/// From the forger's review: a compressed file under 1 MB, within the ratio, whose `format`
+/// member is an array of 700,000 small objects (padded with text that does not compress).
+/// Its format was built as a tree before it was refused (860 MB at the old ratio); now it is
+/// read without being built: refused as not a string, within 64 MB.
+#[test]
+fn a_format_member_that_is_a_huge_array_is_refused_without_being_built() {
+    let mut text = b"{\"format\":[".to_vec();
+    // Two values per 17 bytes: within the density limit (one value per 8 bytes at most).
+    for _ in 0..700_000 {
+        text.extend_from_slice(b"{\"a\":0}         ,");
+    }
+    text.extend_from_slice(b"{}],\"pad\":[");
+    // Text that does not compress: base64-like letters from a fixed generator, in strings under
+    // the 64 KB string limit.
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    for s in 0..26 {
+        if s > 0 {
+            text.push(b',');
+        }
+        text.push(b'"');
+        for _ in 0..48_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            text.push(alphabet[(x % 64) as usize]);
+        }
+        text.push(b'"');
+    }
+    text.extend_from_slice(b"]}");
+    let packed = gz(&text);
+    assert!(packed.len() < MB, "{}", packed.len());
+    assert!(
+        text.len() as u64 <= packed.len() as u64 * verify::input::MAX_RATIO,
+        "within the ratio: {} of {}",
+        text.len(),
+        packed.len()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("format.json.gz");
+    std::fs::write(&path, packed).unwrap();
+    let err = refused(&path);
+    assert!(err.contains("expected a string, found an array"), "{err}");
 }

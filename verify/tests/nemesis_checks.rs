@@ -467,3 +467,34 @@ fn a_trial_that_leaves_out_its_drawn_kill_fails() {
         "{found:?}"
     );
 }
+
+/// From the forger's review: a judged no_check trial relabelled NOT_DECIDED (killed before any
+/// decision) left every count, though its record has a decision, a decision_saved step, a POST
+/// and a credit at the service. Its own record contradicts the label.
+#[test]
+fn a_trial_labelled_not_decided_must_have_decided_nothing() {
+    let mut at = 0;
+    let found = forged(|file| {
+        at = file
+            .trials
+            .iter()
+            .position(|t| {
+                t.column == "no_check" && t.judged() && t.ground_truth.case_credit_count > 0
+            })
+            .unwrap();
+        file.trials[at].outcome = "NOT_DECIDED".into();
+    });
+    assert!(
+        has(
+            &found,
+            "nemesis_judgement_mismatch",
+            &format!("trials[{at}].outcome")
+        ),
+        "{found:?}"
+    );
+    // The genuine NOT_DECIDED trials (if the fixture has any) pass.
+    let (file, key) = nemesis_file();
+    assert!(!codes(&file, &pinned(&key))
+        .iter()
+        .any(|(_, p)| p.ends_with(".outcome")));
+}

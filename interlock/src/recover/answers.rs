@@ -97,14 +97,21 @@ pub(crate) struct Answers {
     pub kept: Vec<ResendAnswer>,
     /// Older answers dropped.
     pub dropped: u64,
+    /// Of those, "in use" answers: a reader must know the service said so even when the answer
+    /// itself was dropped (a forger's review: an early "in use" followed by 32 others vanished,
+    /// and with it the rule against refusing after one).
+    pub dropped_in_use: u64,
 }
 
 impl Answers {
     /// Keep one more answer.
     pub(crate) fn push(&mut self, answer: ResendAnswer) {
         if self.kept.len() >= KEPT_ANSWERS {
-            self.kept.remove(0);
+            let oldest = self.kept.remove(0);
             self.dropped = self.dropped.saturating_add(1);
+            if oldest.class == AnswerClass::InUse {
+                self.dropped_in_use = self.dropped_in_use.saturating_add(1);
+            }
         }
         self.kept.push(answer);
     }
@@ -121,7 +128,9 @@ impl Answers {
             return None;
         }
         let list: Vec<Value> = self.kept.iter().map(|a| a.to_json(to_wall)).collect();
-        Some(json!({"answers": list, "dropped": self.dropped}))
+        Some(
+            json!({"answers": list, "dropped": self.dropped, "dropped_in_use": self.dropped_in_use}),
+        )
     }
 }
 
@@ -159,6 +168,7 @@ mod tests {
         }
         assert_eq!(answers.kept.len(), KEPT_ANSWERS);
         assert_eq!(answers.dropped, 8);
+        assert_eq!(answers.dropped_in_use, 8);
         assert_eq!(answers.kept.first().map(|a| a.mono_ms), Some(1008));
         assert_eq!(answers.last().map(|a| a.mono_ms), Some(1039));
         let field = answers.field(&|mono| mono - 1000).unwrap();

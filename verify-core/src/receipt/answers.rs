@@ -35,13 +35,23 @@ pub fn check(kind: &str, obj: &Map<String, Value>) -> Option<AnswersProblem> {
     let Some(answers) = listed.get("answers").and_then(Value::as_array) else {
         return malformed("hold no list of answers");
     };
-    if !listed.get("dropped").is_some_and(Value::is_u64) {
+    let Some(dropped) = listed.get("dropped").and_then(Value::as_u64) else {
         return malformed("do not say how many were dropped");
-    }
-    // Nothing below depends on the list's order: the latest "in use" answer is found by its
-    // time, and the refusal rule asks only whether the list holds an answer of a class.
+    };
+    // How many of the dropped answers said "in use": required once any was dropped (a dropped
+    // "in use" answer must still count).
+    let dropped_in_use = match listed.get("dropped_in_use") {
+        Some(v) => match v.as_u64() {
+            Some(n) if n <= dropped => n,
+            _ => return malformed("give a dropped_in_use that is not a count within dropped"),
+        },
+        None if dropped == 0 => 0,
+        None => return malformed("dropped answers without saying how many of them were 'in use'"),
+    };
+    // Nothing below depends on the list's order: answers are compared by their times (the gate
+    // writes every instant of an entry with one clock offset).
     let mut last_in_use: Option<u64> = None;
-    let mut replayed = false;
+    let mut last_replayed: Option<u64> = None;
     for a in answers {
         let class = a.get("answer").and_then(Value::as_str);
         let at = a.get("at_ms").and_then(Value::as_u64);
@@ -56,7 +66,9 @@ pub fn check(kind: &str, obj: &Map<String, Value>) -> Option<AnswersProblem> {
         if class == "in_use" {
             last_in_use = Some(last_in_use.map_or(at, |t| t.max(at)));
         }
-        replayed |= class == "replayed";
+        if class == "replayed" {
+            last_replayed = Some(last_replayed.map_or(at, |t| t.max(at)));
+        }
     }
     let counted_from = obj.get("counted_from_ms").and_then(Value::as_u64);
     if let (None, Some(in_use), true) = (
@@ -81,7 +93,15 @@ pub fn check(kind: &str, obj: &Map<String, Value>) -> Option<AnswersProblem> {
             });
         }
     }
-    if kind == "REFUSED" && last_in_use.is_some() && !replayed {
+    // Told "in use" (a kept answer, or a dropped one: older than every kept answer), and no
+    // replayed failure at or after the last such answer: the request may still land.
+    let told_in_use = last_in_use.is_some() || dropped_in_use > 0;
+    let replayed_since = match (last_in_use, last_replayed) {
+        (_, None) => false,
+        (None, Some(_)) => true,
+        (Some(in_use), Some(replayed)) => replayed >= in_use,
+    };
+    if kind == "REFUSED" && told_in_use && !replayed_since {
         return Some(AnswersProblem {
             code: crate::problem::code::GAVE_UP_WHILE_IN_USE,
             what: "refuses the dispatch, but the service said a request under its key was still executing and never replayed how that request ended (it may still land: AMBIGUOUS is the answer there)".into(),
@@ -230,6 +250,47 @@ mod tests {
         }));
         let p = check("REFUSED", &unsaid).map(|p| p.code);
         assert_eq!(p, Some(crate::problem::code::BOUND_BEFORE_IN_USE));
+    }
+
+    /// From the forger's review: an "in use" answer the gate dropped (more than 32 answers)
+    /// still counts, and a replayed failure before the last "in use" answer proves nothing of
+    /// the request that was still executing after it.
+    #[test]
+    fn a_dropped_in_use_answer_counts_and_a_replay_must_come_after_the_last_one() {
+        let dropped = entry(json!({
+            "code": "target_failed_at_recovery",
+            "counted_from_ms": 40,
+            "resend_answers": {"answers": [
+                {"answer": "unknown", "said": "timeout", "at_ms": 30},
+            ], "dropped": 1, "dropped_in_use": 1},
+        }));
+        let p = check("REFUSED", &dropped).map(|p| p.code);
+        assert_eq!(p, Some(crate::problem::code::GAVE_UP_WHILE_IN_USE));
+        let unsaid = entry(json!({
+            "code": "target_failed_at_recovery",
+            "resend_answers": {"answers": [], "dropped": 1},
+        }));
+        let p = check("REFUSED", &unsaid).map(|p| p.code);
+        assert_eq!(p, Some(crate::problem::code::MALFORMED_ENTRY));
+        let replay_before = entry(json!({
+            "code": "target_failed_at_recovery",
+            "counted_from_ms": 40,
+            "resend_answers": answers(json!([
+                {"answer": "replayed", "said": "500", "at_ms": 10},
+                {"answer": "in_use", "said": "409", "at_ms": 20},
+                {"answer": "unknown", "said": "timeout", "at_ms": 40},
+            ])),
+        }));
+        let p = check("REFUSED", &replay_before).map(|p| p.code);
+        assert_eq!(p, Some(crate::problem::code::GAVE_UP_WHILE_IN_USE));
+        let replay_after = entry(json!({
+            "code": "target_failed_at_recovery",
+            "counted_from_ms": 40,
+            "resend_answers": {"answers": [
+                {"answer": "replayed", "said": "500", "at_ms": 30},
+            ], "dropped": 2, "dropped_in_use": 2},
+        }));
+        assert_eq!(check("REFUSED", &replay_after), None);
     }
 
     #[test]

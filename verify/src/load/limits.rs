@@ -4,7 +4,7 @@
 
 use super::*;
 
-/// A document's `format` member: a string, or the JSON text of any other value.
+/// A document's `format` member: a string, or what other kind of value it is.
 pub(super) enum FormatMember {
     /// A string, as it should be.
     Text(String),
@@ -157,11 +157,9 @@ impl<'de> Visitor<'de> for Scan<'_> {
             }
             match top.as_deref_mut() {
                 Some(t) if key == "format" => {
-                    let v: Value = map.next_value()?;
-                    t.format = Some(match v {
-                        Value::String(s) => FormatMember::Text(s),
-                        other => FormatMember::Other(other.to_string()),
-                    });
+                    // Read without building anything of a value that is not a string: a large
+                    // array here once held a whole tree in memory only to be refused.
+                    t.format = Some(map.next_value_seed(FormatSeed)?);
                 }
                 Some(t) => {
                     match key.as_ref() {
@@ -325,4 +323,64 @@ pub fn within_limits(bytes: &[u8]) -> Result<&str, LoadError> {
     values_within_density(text)?;
     scan(text)?;
     Ok(text)
+}
+
+/// Reads the `format` member: its text when it is a string, else only what kind of value it is
+/// (skipped without being built: its size costs nothing but the reading).
+pub(super) struct FormatSeed;
+
+impl<'de> DeserializeSeed<'de> for FormatSeed {
+    type Value = FormatMember;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<FormatMember, D::Error> {
+        d.deserialize_any(FormatVisitor)
+    }
+}
+
+struct FormatVisitor;
+
+impl<'de> Visitor<'de> for FormatVisitor {
+    type Value = FormatMember;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the format member")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<FormatMember, E> {
+        check_string_len(v)?;
+        Ok(FormatMember::Text(v.to_owned()))
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<FormatMember, E> {
+        Ok(FormatMember::Other("a boolean".into()))
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<FormatMember, E> {
+        Ok(FormatMember::Other("a number".into()))
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<FormatMember, E> {
+        Ok(FormatMember::Other("a number".into()))
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<FormatMember, E> {
+        Ok(FormatMember::Other("a number".into()))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<FormatMember, E> {
+        Ok(FormatMember::Other("null".into()))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<FormatMember, A::Error> {
+        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+        Ok(FormatMember::Other("an array".into()))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FormatMember, A::Error> {
+        while map
+            .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(FormatMember::Other("an object".into()))
+    }
 }

@@ -330,7 +330,47 @@ fn check_ground_truth(base: &str, t: &Trial, f: &mut Vec<Finding>) {
     }
 }
 
+/// A trial recorded as killed before any decision ([`crate::nemesis::rules::NOT_DECIDED`]) is in no count: its own
+/// record must agree (a forger's review relabelled under-credits so, and they left every
+/// count). Nothing decided means no saved decision, no `decision_saved` step, no credit POST and
+/// no case credit at the service.
+fn check_not_decided(base: &str, t: &Trial, f: &mut Vec<Finding>) {
+    if t.outcome != crate::nemesis::rules::NOT_DECIDED {
+        return;
+    }
+    let contradictions: Vec<&str> = [
+        (t.decision.is_some(), "a saved decision"),
+        (
+            t.timeline
+                .iter()
+                .any(|e| e.kind == "step" && e.what == "decision_saved"),
+            "a decision_saved step",
+        ),
+        (t.timeline.iter().any(|e| e.kind == "post"), "a credit POST"),
+        (
+            t.ground_truth.case_credit_count > 0,
+            "a case credit at the service",
+        ),
+    ]
+    .into_iter()
+    .filter(|(present, _)| *present)
+    .map(|(_, what)| what)
+    .collect();
+    if !contradictions.is_empty() {
+        f.push(Finding::new(
+            format!("{base}.outcome"),
+            code::JUDGEMENT,
+            format!(
+                "trial {}: NOT_DECIDED (killed before any decision, in no count), but its record has {}",
+                t.id,
+                contradictions.join(", ")
+            ),
+        ));
+    }
+}
+
 fn check_judgement(base: &str, t: &Trial, max_in_flight_ms: u64, f: &mut Vec<Finding>) {
+    check_not_decided(base, t, f);
     let j = judge(
         &t.ground_truth,
         &t.case.case_id,
