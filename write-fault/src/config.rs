@@ -51,7 +51,7 @@ pub(crate) struct Malformed {
 /// Parses the variable's value.
 pub(crate) fn parse(value: &[u8]) -> Result<Spec, Malformed> {
     let log = log_field(value);
-    parse_fields(value).map_err(|why| Malformed { why, log })
+    parse_fields(value).map_err(|Why(why)| Malformed { why, log })
 }
 
 /// The `log` value, if the value has exactly one `log=` field and it is absolute.
@@ -66,15 +66,30 @@ fn log_field(value: &[u8]) -> Option<Vec<u8>> {
     Some(log.to_vec())
 }
 
+/// Why one part of the value is malformed: one sentence.
+struct Why(String);
+
+impl From<String> for Why {
+    fn from(why: String) -> Why {
+        Why(why)
+    }
+}
+
+impl From<&str> for Why {
+    fn from(why: &str) -> Why {
+        Why(why.to_owned())
+    }
+}
+
 /// The value's text for a message (lossy, for non-UTF-8 bytes).
 fn show(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Parses the fields, or says why not.
-fn parse_fields(value: &[u8]) -> Result<Spec, String> {
+fn parse_fields(value: &[u8]) -> Result<Spec, Why> {
     if value.is_empty() {
-        return Err("the value is empty".to_owned());
+        return Err("the value is empty".to_owned().into());
     }
     let mut dir = None;
     let mut kind = None;
@@ -82,10 +97,12 @@ fn parse_fields(value: &[u8]) -> Result<Spec, String> {
     let mut log = None;
     for field in value.split(|&b| b == b';') {
         if field.is_empty() {
-            return Err("a field is empty (two `;` together, or one at an end)".to_owned());
+            return Err("a field is empty (two `;` together, or one at an end)"
+                .to_owned()
+                .into());
         }
         let Some(eq) = field.iter().position(|&b| b == b'=') else {
-            return Err(format!("the field `{}` has no `=`", show(field)));
+            return Err(Why::from(format!("the field `{}` has no `=`", show(field))));
         };
         let (key, rest) = field.split_at(eq);
         let val = rest.get(1..).unwrap_or_default();
@@ -95,14 +112,14 @@ fn parse_fields(value: &[u8]) -> Result<Spec, String> {
             b"nth" => nth.replace(parse_nth(val)?).is_some(),
             b"log" => log.replace(parse_log(val)?).is_some(),
             _ => {
-                return Err(format!(
+                return Err(Why::from(format!(
                     "unknown key `{}` (the keys are dir, fail, nth, log)",
                     show(key)
-                ))
+                )))
             }
         };
         if slot_taken {
-            return Err(format!("the key `{}` is given twice", show(key)));
+            return Err(Why::from(format!("the key `{}` is given twice", show(key))));
         }
     }
     let missing = |name: &str| format!("the key `{name}` is missing");
@@ -115,9 +132,12 @@ fn parse_fields(value: &[u8]) -> Result<Spec, String> {
 }
 
 /// `dir`: absolute, no empty, `.` or `..` component; a trailing `/` dropped.
-fn parse_dir(val: &[u8]) -> Result<Vec<u8>, String> {
+fn parse_dir(val: &[u8]) -> Result<Vec<u8>, Why> {
     let Some(rest) = val.strip_prefix(b"/") else {
-        return Err(format!("dir must be an absolute path, not `{}`", show(val)));
+        return Err(Why::from(format!(
+            "dir must be an absolute path, not `{}`",
+            show(val)
+        )));
     };
     let rest = rest.strip_suffix(b"/").unwrap_or(rest);
     if rest.is_empty() {
@@ -127,29 +147,29 @@ fn parse_dir(val: &[u8]) -> Result<Vec<u8>, String> {
         .split(|&b| b == b'/')
         .any(|c| c.is_empty() || c == b"." || c == b"..")
     {
-        return Err(format!(
+        return Err(Why::from(format!(
             "dir must have no empty, `.` or `..` component, not `{}`",
             show(val)
-        ));
+        )));
     }
     // `rest` is `val` less its first byte and perhaps its last: the leading `/` and `rest`.
     Ok(val.get(..=rest.len()).unwrap_or(val).to_vec())
 }
 
 /// `fail`: `write` or `fsync`.
-fn parse_kind(val: &[u8]) -> Result<Kind, String> {
+fn parse_kind(val: &[u8]) -> Result<Kind, Why> {
     match val {
         b"write" => Ok(Kind::Write),
         b"fsync" => Ok(Kind::Sync),
-        _ => Err(format!(
+        _ => Err(Why::from(format!(
             "fail must be `write` or `fsync`, not `{}`",
             show(val)
-        )),
+        ))),
     }
 }
 
 /// `nth`: a decimal integer from 1, no sign, no leading zeros.
-fn parse_nth(val: &[u8]) -> Result<u64, String> {
+fn parse_nth(val: &[u8]) -> Result<u64, Why> {
     let bad = || {
         format!(
             "nth must be a decimal integer from 1 (no sign, no leading zeros), not `{}`",
@@ -157,22 +177,22 @@ fn parse_nth(val: &[u8]) -> Result<u64, String> {
         )
     };
     if val.is_empty() || val.first() == Some(&b'0') || !val.iter().all(u8::is_ascii_digit) {
-        return Err(bad());
+        return Err(Why::from(bad()));
     }
     val.iter().try_fold(0u64, |n, &d| {
         n.checked_mul(10)
             .and_then(|n| n.checked_add(u64::from(d - b'0')))
-            .ok_or_else(bad)
+            .ok_or_else(|| Why::from(bad()))
     })
 }
 
 /// `log`: absolute.
-fn parse_log(val: &[u8]) -> Result<Vec<u8>, String> {
+fn parse_log(val: &[u8]) -> Result<Vec<u8>, Why> {
     if !val.starts_with(b"/") || val.ends_with(b"/") {
-        return Err(format!(
+        return Err(Why::from(format!(
             "log must be an absolute file path, not `{}`",
             show(val)
-        ));
+        )));
     }
     Ok(val.to_vec())
 }

@@ -340,7 +340,7 @@ fn write(args: &NemesisArgs<'_>, file: &NemesisFile) -> Result<PathBuf, NemesisR
     bytes.push(b'\n');
     let stem = match args.shard {
         Some(s) => shard_file_stem(s),
-        None => "billing_credit".to_owned(),
+        None => Scenario::BillingCredit.as_str().to_owned(),
     };
     let path = crate::results::campaign_path(&args.out.join("nemesis"), &stem);
     let replaced =

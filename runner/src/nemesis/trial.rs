@@ -185,7 +185,8 @@ impl Steps<'_> {
         };
         let mut decided = self.decide(&w, trial)?;
         if let Some(fault) = self.plan.write_fault {
-            let record = super::write_fault::record(&log, fault).map_err(Stop::Harness)?;
+            let record = super::write_fault::record(&log, fault)
+                .map_err(|e| Stop::Harness(e.to_string()))?;
             self.timeline.runner_fault(
                 super::write_fault::kind(fault),
                 if record.fired > 0 {

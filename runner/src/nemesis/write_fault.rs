@@ -51,34 +51,43 @@ pub(super) fn kind(fault: WriteFault) -> &'static str {
     }
 }
 
+/// Why the library's log tells nothing: the trial measured nothing (a harness error).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(super) struct LogError(String);
+
 /// The trial's record of the fault, from the library's log: fired (at which call, on which
 /// file) or not (how many calls of that kind the worker made). `Err` when the log shows the
 /// library never ran in the worker, or cannot be read: the trial measured nothing.
-pub(super) fn record(log: &Path, fault: WriteFault) -> Result<Fault, String> {
-    let text = std::fs::read_to_string(log)
-        .map_err(|e| format!("the write-fault log {} cannot be read: {e}", log.display()))?;
+pub(super) fn record(log: &Path, fault: WriteFault) -> Result<Fault, LogError> {
+    let text = std::fs::read_to_string(log).map_err(|e| {
+        LogError(format!(
+            "the write-fault log {} cannot be read: {e}",
+            log.display()
+        ))
+    })?;
     let lines: Vec<Value> = text
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(serde_json::from_str)
         .collect::<Result<_, _>>()
         .map_err(|e| {
-            format!(
+            LogError(format!(
                 "the write-fault log {} is not JSON lines: {e}",
                 log.display()
-            )
+            ))
         })?;
     let event = |l: &Value, name: &str| l.get("event").and_then(Value::as_str) == Some(name);
     if let Some(bad) = lines.iter().find(|l| event(l, "malformed")) {
-        return Err(format!(
+        return Err(LogError(format!(
             "the write-fault library refused its configuration: {bad}"
-        ));
+        )));
     }
     if !lines.iter().any(|l| event(l, "start")) {
-        return Err(format!(
+        return Err(LogError(format!(
             "the write-fault library never started in the decide worker (no start line in {})",
             log.display()
-        ));
+        )));
     }
     let calls: Vec<&Value> = lines.iter().filter(|l| event(l, "call")).collect();
     let made = calls
@@ -157,9 +166,15 @@ mod tests {
         assert_eq!(f.fired, 0);
         assert!(f.detail.contains("made 2 write(s)"), "{}", f.detail);
         let (_d, log) = log_of("");
-        assert!(record(&log, fault).unwrap_err().contains("never started"));
+        assert!(record(&log, fault)
+            .unwrap_err()
+            .to_string()
+            .contains("never started"));
         let (_d, log) =
             log_of("{\"event\":\"malformed\",\"pid\":7,\"why\":\"x\",\"value\":\"y\"}\n");
-        assert!(record(&log, fault).unwrap_err().contains("refused"));
+        assert!(record(&log, fault)
+            .unwrap_err()
+            .to_string()
+            .contains("refused"));
     }
 }
