@@ -210,6 +210,12 @@ pub struct ClaimRecord {
     /// record whose generation is not the latest — an older one replayed — is not believed.
     #[serde(default)]
     pub gen: u64,
+    /// A resend of this dispatch was answered "in use" (a request under its key was still
+    /// executing), by this holder or one before it: every later recoverer is told too, and
+    /// never refuses the dispatch on a "not found" (a gate review: a recoverer that took over
+    /// after the one that was told refused, and the held request landed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub told_in_use: bool,
     /// The public key (hex) of the gate that wrote the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signer: Option<String>,
@@ -413,6 +419,7 @@ mod tests {
             released: false,
             earlier_sends_until: None,
             gen: 1,
+            told_in_use: false,
             signer: None,
             sig: None,
         }

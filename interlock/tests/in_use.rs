@@ -215,6 +215,9 @@ fn a_refusal_at_recovery_names_the_services_last_answer() {
             reason.contains("The service's last answer to a resend (replayed)"),
             "{reason}"
         );
+        // The refusal lists the answers it rests on.
+        let answers = last["resend_answers"]["answers"].as_array().unwrap();
+        assert!(answers.iter().any(|a| a["answer"] == "replayed"), "{last}");
     } else {
         panic!("expected a refusal after a replayed failure, got {status}: {last}");
     }

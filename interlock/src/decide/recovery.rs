@@ -268,10 +268,10 @@ fn after_not_found(f: &RecoveryFacts, r: Rechecked) -> Next {
     if f.looked_up_at_ms.is_none_or(|at| at < trusted_at) {
         return Next::Lookup;
     }
-    let refuses = !r.lease_live || !r.premises_hold || !r.budget_within || r.failed;
     // Told that a request under the key was executing and never told how it ended: a refusal
-    // would rest on the bound alone against the service's own word (DESIGN §4.10).
-    if refuses && f.heard_in_use && !f.finished {
+    // would rest on the bound alone against the service's own word, and a reapply (the key
+    // forgotten past its dedup window) could land beside that request (DESIGN §4.10).
+    if f.heard_in_use && !f.finished {
         return Next::Ambiguous(AmbiguousWhy::InUseUnanswered);
     }
     if !r.lease_live {

@@ -306,6 +306,12 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
                 ms,
             }),
             gen,
+            told_in_use: self
+                .memory
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(dispatch)
+                .is_some_and(|m| m.heard_in_use),
             signer: None,
             sig: None,
         }

@@ -43,7 +43,16 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         // Whatever left, left before the call returned: the bound counts from here.
         let sent_at = self.mono_ms();
         let answer = ResendAnswer::new(&result, sent_at);
-        self.remember(&d.hash, |m| m.answers.push(answer));
+        let in_use = matches!(result, Err(TargetError::InFlight { .. }));
+        self.remember(&d.hash, |m| {
+            m.answers.push(answer);
+            // The unknown answers before it are no longer a streak; and the claim record
+            // written next says so, for any recoverer after this one.
+            if in_use {
+                m.heard_in_use = true;
+                m.unknown_answers = 0;
+            }
+        });
         if result.is_err() {
             self.write_resend_record(eid, d, facts, claim, Some(sent_at))?;
         }
@@ -103,16 +112,9 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             // Evidence that a request under the key is executing now (DESIGN §4.10): not an
             // unknown answer, so it never ends the probing under the key. The bound counts from
             // this answer (the record written above says so), and the key is asked again.
-            Err(TargetError::InFlight { reason }) => {
-                // The unknown answers before it are no longer a streak.
-                self.remember(&d.hash, |m| {
-                    m.heard_in_use = true;
-                    m.unknown_answers = 0;
-                });
-                Ok(AfterResend::Report(
-                    self.in_use_resend(via, facts, sent_at, &reason),
-                ))
-            }
+            Err(TargetError::InFlight { reason }) => Ok(AfterResend::Report(
+                self.in_use_resend(via, facts, sent_at, &reason),
+            )),
         }
     }
 

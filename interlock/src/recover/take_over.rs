@@ -41,6 +41,10 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             Err(why) => (None, Some(why)),
         };
         let lost_holder_sends_until = self.lost_holder_sends_until(record.as_ref(), now);
+        // Told "in use" by an earlier holder's resend: so is this recoverer.
+        if record.as_ref().is_some_and(|r| r.told_in_use) {
+            self.remember(&dispatch.hash, |m| m.heard_in_use = true);
+        }
         let inherited = record
             .filter(|r| r.role == Role::Recover && r.owner.host == self.owner.host)
             .and_then(|r| r.in_flight_from)

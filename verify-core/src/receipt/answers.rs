@@ -291,6 +291,23 @@ mod tests {
             ], "dropped": 2, "dropped_in_use": 2},
         }));
         assert_eq!(check("REFUSED", &replay_after), None);
+        // A replay at the same instant as the last "in use" answer came after it.
+        let tie = entry(json!({
+            "code": "target_failed_at_recovery",
+            "counted_from_ms": 40,
+            "resend_answers": answers(json!([
+                {"answer": "in_use", "said": "409", "at_ms": 20},
+                {"answer": "replayed", "said": "500", "at_ms": 20},
+            ])),
+        }));
+        assert_eq!(check("REFUSED", &tie), None);
+        // More "in use" answers dropped than answers dropped.
+        let over = entry(json!({
+            "code": "ambiguous",
+            "resend_answers": {"answers": [], "dropped": 1, "dropped_in_use": 2},
+        }));
+        let p = check("AMBIGUOUS", &over).map(|p| p.code);
+        assert_eq!(p, Some(crate::problem::code::MALFORMED_ENTRY));
     }
 
     #[test]
