@@ -175,7 +175,10 @@ impl Target for Keyed {
 type KeyedGate = Gate<Arc<Keyed>, Arc<MemLeases>>;
 
 struct World {
-    dir: tempfile::TempDir,
+    /// Kept for the file store's journal; `location` is in it (or a schema of the test database).
+    _dir: tempfile::TempDir,
+    /// One journal for every gate process of the world (each call of `store_at` is a fresh one).
+    location: interlock::Location,
     clock: Arc<AtomicU64>,
     target: Arc<Keyed>,
     leases: Arc<MemLeases>,
@@ -198,8 +201,10 @@ fn world(window: Duration, margin: Duration, held_ms: u64) -> World {
         dedup_margin: margin,
         ..GateConfig::default()
     };
+    let dir = tempfile::tempdir().unwrap();
     World {
-        dir: tempfile::tempdir().unwrap(),
+        location: store_at(dir.path()),
+        _dir: dir,
         clock,
         target,
         leases,
@@ -211,7 +216,7 @@ impl World {
     /// A gate process on the shared journal and clock (a new one stands for a restart).
     fn gate(&self) -> KeyedGate {
         let mut g = Gate::open_at(
-            &store_at(self.dir.path()),
+            &self.location,
             self.target.clone(),
             self.leases.clone(),
             key(),

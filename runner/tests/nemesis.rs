@@ -307,6 +307,14 @@ fn the_new_nemeses_run_are_judged_and_replay() {
 /// and the counts the draws are made over are the ones the columns make.
 #[test]
 fn write_faults_are_drawn_over_the_writes_the_column_makes() {
+    // The library is no dependency of the runner (nothing may link it): `cargo test --workspace`
+    // builds it for its own tests, `cargo test -p runner` alone does not, so build it here (a
+    // no-op when it is fresh; the cargo running these tests holds no lock while they run).
+    let built = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", "write-fault"])
+        .status()
+        .unwrap();
+    assert!(built.success(), "cargo build -p write-fault failed");
     let file = run_nemesis("write_enospc,fsync_eio", 6, 23);
     for nemesis in ["write_enospc", "fsync_eio"] {
         let sync = nemesis == "fsync_eio";

@@ -14,10 +14,18 @@ const LIBRARY: &str = "libwrite_fault.so";
 /// The log's file name, in the trial's log folder (outside the directory whose calls count).
 pub(super) const LOG: &str = "write-fault.jsonl";
 
-/// Where the library would be: beside the runner's executable (a workspace build puts both in
-/// `target/<profile>/`).
+/// Where the library is: `deps/` beside the runner's executable, where every build of it lands
+/// (`cargo test --workspace` builds it only there, for its own tests), else beside the executable
+/// (`cargo build` copies it to `target/<profile>/`; never newer than the one in `deps/`). When
+/// neither exists, the path beside the executable, for the error that says how to build it.
 pub(super) fn library(exe: &Path) -> PathBuf {
-    exe.with_file_name(LIBRARY)
+    let beside = exe.with_file_name(LIBRARY);
+    let in_deps = exe.with_file_name("deps").join(LIBRARY);
+    if in_deps.is_file() {
+        in_deps
+    } else {
+        beside
+    }
 }
 
 /// The environment of a decide worker whose drawn call under `dir` fails, logged to `log`.
