@@ -315,6 +315,7 @@ pub fn render(
     pinned: Option<&ed25519_dalek::VerifyingKey>,
     prose: &(String, String),
     nav: &crate::shared_cap::NavFn<'_>,
+    built_from: &crate::built_from::BuiltFrom,
 ) -> Result<Option<Rendered>, SiteError> {
     let Some(path) = nemesis_path(results_dir, name)? else {
         return Ok(None);
@@ -358,10 +359,14 @@ pub fn render(
     let mut header = nav("", "nemesis", Vec::new(), "Nemesis".into());
     // The page says what the campaign ran against (its own file), not the matrix.
     if let Some(h) = header.as_mut() {
-        h.ran = crate::shared_cap::ran_line(&file.environment).map_err(|e| SiteError::Data {
-            path: path.clone(),
-            problem: e.to_string(),
-        })?;
+        h.ran = format!(
+            "{} {}",
+            crate::shared_cap::ran_line(&file.environment).map_err(|e| SiteError::Data {
+                path: path.clone(),
+                problem: e.to_string(),
+            })?,
+            built_from.words(file.environment.git_commit.as_deref())
+        );
     }
     let html = page(
         &format!("{name}/{PAGE}"),

@@ -9,6 +9,7 @@
 //! it only through placeholders filled from the data, and claims in it are checked against the
 //! data ([`prose`], [`placeholders`], [`claims`]).
 
+pub mod built_from;
 pub mod cap_nemesis;
 pub mod chart;
 pub mod claims;
@@ -52,7 +53,7 @@ pub struct BuildReport {
 }
 
 /// Options of a build.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct BuildOptions {
     /// Where the scenario prose comes from.
     pub prose: ProseSource,
@@ -62,6 +63,8 @@ pub struct BuildOptions {
     /// The GitHub repository (`owner/name`) named in each report's `gh attestation verify`
     /// command; `None` shows [`provenance::UNKNOWN_REPOSITORY`].
     pub repository: Option<String>,
+    /// The commit the site is built from: every page says how its data's commit stands to it.
+    pub built_from: built_from::BuiltFrom,
 }
 
 impl Default for BuildOptions {
@@ -70,6 +73,7 @@ impl Default for BuildOptions {
             prose: ProseSource::Embedded,
             pinned_key: None,
             repository: None,
+            built_from: built_from::BuiltFrom::default(),
         }
     }
 }
@@ -184,10 +188,12 @@ fn render_all(
                     report,
                     figures: &figures,
                 };
-                all.caps
-                    .push(shared_cap::render(checked, pinned, &options.prose)?);
+                all.caps.push(shared_cap::render(checked, pinned, options)?);
             }
-            Accepted::Contract(site) => all.contracts.push(site.render(path, &bytes, &key)?),
+            Accepted::Contract(site) => {
+                all.contracts
+                    .push(site.render(path, &bytes, &key, &options.built_from)?);
+            }
             // `load_verified` hands a results file over as one of the two above.
             _ => {
                 return Err(SiteError::Unreadable {
@@ -333,6 +339,13 @@ fn render_file(
     let mut report =
         report_view::build(verified, &json_name).map_err(|e| data_err(e.to_string()))?;
     let results_dir = path.parent().unwrap_or_else(|| Path::new("."));
+    report.ran = format!(
+        "{} {}",
+        report.ran,
+        options
+            .built_from
+            .words(verified.file().environment.git_commit.as_deref())
+    );
     report.env.key = provenance::KeyPolicy::of(pinned.is_some());
     report.env.signer_label =
         provenance::signer_label(results_dir, &report.env.signer, report.env.key);
@@ -345,13 +358,8 @@ fn render_file(
     let emulator_vs_stripe = conformance_page::render(&reference, verified.file(), &report)?;
     report.emulator_vs_stripe = emulator_vs_stripe.is_some();
     let prose_files = prose::load(scenario, &options.prose)?;
-    let nemesis = nemesis_page::render(
-        results_dir,
-        &report,
-        pinned,
-        &prose_files.nemesis,
-        options.repository.as_deref(),
-    )?;
+    let nemesis =
+        nemesis_page::render(results_dir, &report, pinned, &prose_files.nemesis, options)?;
     report.nemesis = nemesis.is_some();
     report.nemesis_line = nemesis.as_ref().map(|n| n.headline.clone());
     let facts = facts::compute(verified.file(), verified.figures(), &report);

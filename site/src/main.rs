@@ -10,7 +10,7 @@ use anyhow::{anyhow, bail, Context as _};
 use clap::{Parser, Subcommand};
 use site::SiteError;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::process::{ExitCode, Stdio};
 use verify::cli::{error_line, usage_error_line};
 
 /// Render verified Interlock results files into a static report site.
@@ -43,6 +43,12 @@ enum Command {
         /// command [default: GITHUB_REPOSITORY, as GitHub Actions sets it].
         #[arg(long, value_name = "OWNER/NAME")]
         repository: Option<String>,
+        /// The commit this site is built from (40 hex digits); every page says how its data's
+        /// commit stands to it, counting the commits between them with git when the history is
+        /// at hand [default: GITHUB_SHA, as GitHub Actions sets it, else the current
+        /// directory's git HEAD; unknown outside a checkout, and the pages say so].
+        #[arg(long, value_name = "HEX")]
+        commit: Option<String>,
     },
 }
 
@@ -90,6 +96,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             prose,
             key,
             repository,
+            commit,
         } => {
             let pinned_key = key.as_deref().map(pinned_key).transpose()?;
             readable_dir(
@@ -109,6 +116,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 prose: prose.map_or(site::ProseSource::Embedded, site::ProseSource::Dir),
                 pinned_key,
                 repository: repository.or_else(|| std::env::var("GITHUB_REPOSITORY").ok()),
+                built_from: built_from(commit)?,
             };
             let report = site::build_with(&results, &out, &options).map_err(|e| match e {
                 SiteError::NoResults(dir) => anyhow!(
@@ -129,6 +137,58 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// The site's commit: `--commit`, else `GITHUB_SHA`, else `git rev-parse HEAD` here (none
+/// outside a checkout); distances are counted with `git rev-list` in the current directory.
+fn built_from(commit: Option<String>) -> anyhow::Result<site::built_from::BuiltFrom> {
+    let commit = match commit {
+        Some(c) if c.len() == 40 && c.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            Some(c.to_ascii_lowercase())
+        }
+        Some(c) => bail!(
+            "--commit {c}: not a full commit hash (40 hex digits); pass `git rev-parse HEAD` of the checkout the site is built from"
+        ),
+        None => std::env::var("GITHUB_SHA")
+            .ok()
+            .filter(|c| !c.is_empty())
+            .or_else(|| git(&["rev-parse", "HEAD"])),
+    };
+    Ok(site::built_from::BuiltFrom {
+        commit,
+        distance: Box::new(|data, site| {
+            // The data commit comes from a results file: only a hash reaches git, never an
+            // option or a revision expression.
+            let hash =
+                |c: &str| (4..=40).contains(&c.len()) && c.bytes().all(|b| b.is_ascii_hexdigit());
+            if !hash(data) || !hash(site) {
+                return None;
+            }
+            let ancestor = std::process::Command::new("git")
+                .args(["merge-base", "--is-ancestor", data, site])
+                .stderr(Stdio::null())
+                .status()
+                .ok()?
+                .success();
+            if !ancestor {
+                return None;
+            }
+            git(&["rev-list", "--count", &format!("{data}..{site}")])?
+                .parse()
+                .ok()
+        }),
+    })
+}
+
+/// One line git prints for `args` in the current directory, if it runs and succeeds.
+fn git(args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let line = String::from_utf8(out.stdout).ok()?.trim().to_owned();
+    (out.status.success() && !line.is_empty()).then_some(line)
 }
 
 /// `--key`: 64 hex characters of a valid ed25519 public key.

@@ -180,3 +180,79 @@ fn help_wraps_at_100_columns_without_a_terminal() {
         );
     }
 }
+
+/// `site build` in `cwd` (outside any checkout, so git knows no history) with `args` after
+/// `build`; the exit code and stderr.
+fn site_in(cwd: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_site"))
+        .current_dir(cwd)
+        .env_remove("GITHUB_SHA")
+        .arg("build")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Issue 35, item 7: every page says at which commit its data was made and how that stands to
+/// the commit the site was built from (`--commit`, else GITHUB_SHA, else git's HEAD).
+#[test]
+fn the_pages_compare_the_data_commit_with_the_commit_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = support::fixture_dir();
+    let data = "7d3e2af608882abf26b6e26e3ff4147a3cb5f485";
+    let cases = [
+        (Some(data), "Data made at commit 7d3e2af60888, the commit this site was built from."),
+        (
+            Some("1111111111111111111111111111111111111111"),
+            "Data made at commit 7d3e2af60888, not the commit this site was built from (111111111111); how far apart they are is not known here.",
+        ),
+        (None, "Data made at commit 7d3e2af60888; the commit this site was built from is not known."),
+    ];
+    for (i, (commit, words)) in cases.into_iter().enumerate() {
+        let out = tmp.path().join(format!("o{i}"));
+        let mut args = vec![
+            "--results",
+            results.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        if let Some(c) = commit {
+            args.extend(["--commit", c]);
+        }
+        let (code, stderr) = site_in(tmp.path(), &args);
+        assert_eq!(code, Some(0), "{stderr}");
+        for page in [
+            "index.html",
+            "billing_credit/index.html",
+            "billing_credit/ids.html",
+        ] {
+            let html = std::fs::read_to_string(out.join(page)).unwrap();
+            assert!(html.contains(words), "{page} lacks {words:?}");
+        }
+    }
+}
+
+#[test]
+fn a_commit_that_is_not_a_full_hash_exits_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("o");
+    for bad in ["HEAD", "7d3e2af..HEAD", "7d3e2af"] {
+        let (code, stderr) = site_in(
+            tmp.path(),
+            &[
+                "--results",
+                support::fixture_dir().to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+                "--commit",
+                bad,
+            ],
+        );
+        assert_eq!(code, Some(2), "{bad}: {stderr}");
+        assert!(stderr.contains("not a full commit hash"), "{bad}: {stderr}");
+    }
+}

@@ -132,6 +132,7 @@ fn a_repeated_matrix_renders_every_repeat() {
         prose: site::ProseSource::Dir(prose.path().to_path_buf()),
         pinned_key: None,
         repository: None,
+        ..Default::default()
     };
     let report = site::build_with(dir.path(), out.path(), &options).unwrap();
     assert_eq!(report.pages.len(), 3 + 12);

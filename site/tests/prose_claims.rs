@@ -17,6 +17,7 @@ fn build_with_verdict(verdict: &str) -> Result<site::BuildReport, SiteError> {
             prose: ProseSource::Dir(prose.path().to_path_buf()),
             pinned_key: None,
             repository: None,
+            ..Default::default()
         },
     )
 }

@@ -207,6 +207,7 @@ fn a_pinned_shared_cap_campaign_page_says_its_key_was_pinned_not_named_by_the_fi
         Some(&key),
         &prose.nemesis,
         &|_, _, _, _| None,
+        &site::built_from::BuiltFrom::default(),
     )
     .unwrap()
     .unwrap();

@@ -50,6 +50,7 @@ fn a_wrong_pinned_key_is_refused() {
             prose: site::ProseSource::Embedded,
             pinned_key: Some(other.to_bytes()),
             repository: None,
+            ..Default::default()
         },
     )
     .unwrap_err();

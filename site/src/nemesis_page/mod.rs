@@ -223,7 +223,7 @@ pub fn render(
     report: &crate::report_view::Report,
     pinned: Option<&ed25519_dalek::VerifyingKey>,
     prose: &(String, String),
-    repository: Option<&str>,
+    options: &crate::BuildOptions,
 ) -> Result<Option<Rendered>, SiteError> {
     let Some(path) = nemesis_path(results_dir, &report.scenario)? else {
         return Ok(None);
@@ -247,10 +247,16 @@ pub fn render(
         file: &file,
         figures: &figures,
         report,
-        ran: crate::report_view::ran_line(&file.environment).map_err(|e| SiteError::Data {
-            path: path.clone(),
-            problem: e.to_string(),
-        })?,
+        ran: format!(
+            "{} {}",
+            crate::report_view::ran_line(&file.environment).map_err(|e| SiteError::Data {
+                path: path.clone(),
+                problem: e.to_string(),
+            })?,
+            options
+                .built_from
+                .words(file.environment.git_commit.as_deref())
+        ),
         signer_label: signer_label(results_dir, &file, policy),
         key,
     };
@@ -275,7 +281,10 @@ pub fn render(
         fingerprint: fingerprint(&file.environment.signer),
         shard_signers: checked.merged_from.clone().unwrap_or_default(),
         signer_label: &campaign.signer_label,
-        attest_command: crate::provenance::attest_command(&json_name, repository),
+        attest_command: crate::provenance::attest_command(
+            &json_name,
+            options.repository.as_deref(),
+        ),
         json_name: json_name.clone(),
     };
     let html = page

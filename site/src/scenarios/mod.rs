@@ -55,7 +55,14 @@ pub trait ScenarioSite: Sync {
     fn name(&self) -> &'static str;
     /// Has `verify` read and check the file's text under `key`, then renders its report;
     /// refuses, naming the first problems, a file that does not pass.
-    fn render(&self, path: &Path, text: &[u8], key: &KeyCheck) -> Result<Rendered, SiteError>;
+    /// `built_from`: the site's commit, which the page compares with the run's.
+    fn render(
+        &self,
+        path: &Path,
+        text: &[u8],
+        key: &KeyCheck,
+        built_from: &crate::built_from::BuiltFrom,
+    ) -> Result<Rendered, SiteError>;
 }
 
 /// A registry line: `&Pages::<MyScenario>::NEW`.
@@ -122,7 +129,13 @@ impl<S: Views> ScenarioSite for Pages<S> {
         S::NAME
     }
 
-    fn render(&self, path: &Path, text: &[u8], key: &KeyCheck) -> Result<Rendered, SiteError> {
+    fn render(
+        &self,
+        path: &Path,
+        text: &[u8],
+        key: &KeyCheck,
+        built_from: &crate::built_from::BuiltFrom,
+    ) -> Result<Rendered, SiteError> {
         let verified = read_and_check::<S>(text, key).map_err(|refused| match refused {
             Refused::Unreadable(e) => SiteError::Unreadable {
                 path: path.to_path_buf(),
@@ -146,11 +159,13 @@ impl<S: Views> ScenarioSite for Pages<S> {
         let summary = S::summary(&verified);
         let cells = S::cells(&verified);
         let file = verified.file();
-        let environment = file
+        let mut environment: Vec<(String, String)> = file
             .environment
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        let data_commit = file.environment.get("git_commit").map(String::as_str);
+        environment.push(("data and site".into(), built_from.words(data_commit)));
         let policy = KeyPolicy::of(matches!(key, KeyCheck::Pinned(_)));
         let signed_by = format!(
             "signer {} ({}{})",

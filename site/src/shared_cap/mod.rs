@@ -338,7 +338,7 @@ fn ids_and_receipts(
 pub fn render(
     checked: Checked<'_>,
     pinned: Option<&ed25519_dalek::VerifyingKey>,
-    prose_source: &prose::ProseSource,
+    options: &crate::BuildOptions,
 ) -> Result<Rendered, SiteError> {
     let Checked {
         path,
@@ -355,12 +355,18 @@ pub fn render(
     let name = run_name(&file.environment);
     let backend_label =
         backend_words(&file.environment.backend).map_err(|e| data_err(e.to_string()))?;
-    let ran = ran_line(&file.environment).map_err(|e| data_err(e.to_string()))?;
+    let ran = format!(
+        "{} {}",
+        ran_line(&file.environment).map_err(|e| data_err(e.to_string()))?,
+        options
+            .built_from
+            .words(file.environment.git_commit.as_deref())
+    );
     let json_name = crate::verification::data_name(name, &bytes);
     let summary = summary_rows(figures);
     let verdict_line = verdict_line(&summary);
     let facts = facts(file, figures);
-    let files = prose::load(name, prose_source)?;
+    let files = prose::load(name, &options.prose)?;
     let verdict = prose::render(&files.verdict.0, &files.verdict.1, &facts)?;
     let setup = prose::render(&files.setup.0, &files.setup.1, &facts)?;
     let results_dir = path.parent().unwrap_or_else(|| Path::new("."));
@@ -372,6 +378,7 @@ pub fn render(
         pinned,
         &files.nemesis,
         &|up, current, crumbs, here| nav(up, current, crumbs, here),
+        &options.built_from,
     )?;
     let row_views = rows(file, figures);
     let report_html = page(
