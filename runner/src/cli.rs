@@ -360,6 +360,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "MS")]
     pub outage_ms: Option<u64>,
 
+    /// With --nemesis exposure: the span (ms after the decide worker's `decision_saved`) its
+    /// revocations are drawn over, instead of sizing it from calibration trials first (every
+    /// shard of a campaign needs the same span, so a sharded campaign gives it). Recorded in
+    /// the results; replaying an exposure trial of a run needs the span the run recorded.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=verify::nemesis::exposure_span::MAX_SPAN_MS))]
+    pub exposure_span_ms: Option<u64>,
+
     /// Do not render the report site after the run.
     #[arg(long)]
     pub no_site: bool,

@@ -91,6 +91,8 @@ pub struct Replay {
     pub clock_start: ClockStart,
     /// `--outage-ms`.
     pub outage_ms: Option<u64>,
+    /// `--exposure-span-ms`.
+    pub exposure_span_ms: Option<u64>,
 }
 
 /// What a job ended with, for its exit code.
@@ -165,6 +167,7 @@ fn run_job(args: RunArgs) -> Result<Job, Refused> {
             at: args.at.clone(),
             clock_start: args.clock_start,
             outage_ms: args.outage_ms,
+            exposure_span_ms: args.exposure_span_ms,
         }));
     }
     let name = args.scenario.as_deref().unwrap_or_default();
@@ -255,12 +258,13 @@ impl Job {
             Job::Reconcile(args) => Ok(Outcome::Exit(crate::reconcile::command(&args))),
             Job::Merge(args) => Ok(crate::nemesis::merge_shards(&args).map(passed)?),
             Job::Keygen(args) => keygen(&args),
-            Job::Replay(r) => {
-                Ok(
-                    crate::nemesis::replay(&r.id, r.at.as_deref(), r.clock_start, r.outage_ms)
-                        .map(passed)?,
-                )
-            }
+            Job::Replay(r) => Ok(crate::nemesis::replay(
+                &r.id,
+                r.at.as_deref(),
+                r.clock_start,
+                (r.outage_ms, r.exposure_span_ms),
+            )
+            .map(passed)?),
             Job::Matrix { scenario, args } => Ok(scenario.matrix(&args).map(Outcome::Cells)?),
             Job::Nemesis {
                 scenario,

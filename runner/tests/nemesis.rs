@@ -354,3 +354,72 @@ fn write_faults_are_drawn_over_the_writes_the_column_makes() {
         }
     }
 }
+
+/// Issue 35, item 1: a run sizes the exposure span from its own calibration trials (each
+/// column's path from `decision_saved` to the POST's answer, measured under the run's load) and
+/// records it with the paths; verify derives the span from the paths again and every exposure
+/// trial's draw over it (the run's file verifies). A trial replays with the recorded span.
+#[test]
+fn the_exposure_span_is_sized_from_the_runs_own_paths() {
+    use verify::nemesis::exposure_span::{span_from, CALIBRATION_TRIALS};
+    let file = run_nemesis("exposure", 2, 31);
+    let e = file.plan.exposure.clone().expect("the span is recorded");
+    let calibration = e.calibration.clone().expect("sized here, not given");
+    let columns: Vec<&str> = calibration.iter().map(|c| c.column.as_str()).collect();
+    assert_eq!(columns, ["no_check", "hand_check", "interlock"]);
+    for c in &calibration {
+        assert_eq!(c.paths_us.len(), CALIBRATION_TRIALS as usize, "{c:?}");
+        assert!(c.paths_us.iter().all(|us| *us > 0), "{c:?}");
+    }
+    assert_eq!(span_from(&calibration), Some(e.span_ms));
+    let t = file.trials.first().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_runner"));
+    cmd.args([
+        "--replay",
+        &t.id,
+        "--exposure-span-ms",
+        &e.span_ms.to_string(),
+    ]);
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&t.id));
+}
+
+/// Shards run apart and would each size their own span: a sharded campaign with exposure
+/// must be given one, and is refused before any trial runs; given one, it records it without
+/// paths.
+#[test]
+fn a_sharded_exposure_campaign_needs_its_span_given() {
+    let out = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_runner"))
+            .args(["--scenario", "billing_credit", "--nemesis", "exposure"])
+            .args(["--trials", "2", "--seed", "5", "--shard", "1/2", "--out"])
+            .arg(out.path())
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let refused = run(&[]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("needs --exposure-span-ms"), "{stderr}");
+    let given = run(&["--exposure-span-ms", "20"]);
+    assert!(
+        given.status.success(),
+        "{}",
+        String::from_utf8_lossy(&given.stderr)
+    );
+    let bytes = verify::input::read_file(
+        &out.path()
+            .join("nemesis/billing_credit.shard-1-of-2.json.gz"),
+    )
+    .unwrap();
+    let file = verify::load::load_nemesis(&bytes).unwrap();
+    let e = file.plan.exposure.unwrap();
+    assert_eq!((e.span_ms, e.calibration), (20, None));
+}

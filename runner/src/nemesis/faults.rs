@@ -9,12 +9,20 @@ use stripe::emulator::FaultAction;
 pub use verify::nemesis::draw::{Draw, ServiceFault, WorldFault, WriteFault};
 use verify::nemesis::steps::POSITIONS;
 
-/// Draws a trial's plan from its seed (verify's draw, for one of the runner's columns).
-pub fn draw_for(nemesis: Nemesis, column: Column, seed: u64) -> Result<Draw, TrialError> {
-    verify::nemesis::draw::draw_for(nemesis, column.as_str(), seed).ok_or(TrialError::NotDrawn {
-        nemesis: nemesis.as_str(),
-        column: column.as_str(),
-    })
+/// Draws a trial's plan from its seed (verify's draw, for one of the runner's columns), in a run
+/// whose exposure span is `span_ms`.
+pub fn draw_for(
+    nemesis: Nemesis,
+    column: Column,
+    seed: u64,
+    span_ms: u64,
+) -> Result<Draw, TrialError> {
+    verify::nemesis::draw::draw_for_span(nemesis, column.as_str(), seed, span_ms).ok_or(
+        TrialError::NotDrawn {
+            nemesis: nemesis.as_str(),
+            column: column.as_str(),
+        },
+    )
 }
 
 /// The emulator's rule for a drawn service fault.
@@ -91,7 +99,13 @@ mod tests {
 
     #[test]
     fn a_timed_kill_replays_at_a_named_step_and_nowhere_else() {
-        let timed = draw_for(Nemesis::KillRandom, Column::HandCheck, 3).unwrap();
+        let timed = draw_for(
+            Nemesis::KillRandom,
+            Column::HandCheck,
+            3,
+            verify::nemesis::draw::EXPOSURE_SPAN_MS,
+        )
+        .unwrap();
         let at = replayed_at(timed.clone(), "premises").unwrap();
         assert_eq!(
             (at.kill_at_step, at.decide_kill_ms),

@@ -4,6 +4,7 @@
 //! for the case's own API key. A trial's every random choice derives from its seed, and its id
 //! names the seed, so `runner --replay ID` runs it again.
 
+mod calibration;
 mod console;
 mod decide;
 mod faults;

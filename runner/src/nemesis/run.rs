@@ -49,6 +49,8 @@ pub struct NemesisArgs<'a> {
     pub clock_start: ClockStart,
     /// How long every outage's clock advance takes at least (`--outage-ms`).
     pub outage_ms: Option<u64>,
+    /// `--exposure-span-ms`: the exposure span, instead of sizing it from calibration trials.
+    pub exposure_span_ms: Option<u64>,
     /// `--shard K/N`: run only slice K of N of the campaign's plan (same seed, same trial ids).
     pub shard: Option<Shard>,
     /// `--signing-key`: the stable key to sign with (else the environment's, else a per-run key).
@@ -92,14 +94,15 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome, NemesisRunE
     })?;
     // The code that runs is the code at the start (files may change while a long run goes on).
     let git_commit = crate::run::git_commit();
-    let (plan, specs) = plan_trials(args)?;
+    let (mut plan, specs) = plan_trials(args)?;
+    super::calibration::check_given(&plan, args.exposure_span_ms)?;
     let s = start(args.journal, args.signing_key)?;
     super::storage::preflight(&args.nemeses, s.dir.path(), &s.exe)?;
     // Ctrl-C / SIGTERM: no new trial starts; running trials end (every worker wait is bounded)
     // and nothing is written.
     let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     crate::run::install_signal_handler(cancel.clone()).map_err(SetupError::from)?;
-    let ctx = TrialContext {
+    let mut ctx = TrialContext {
         backend: &s.backend,
         exe: &s.exe,
         run_dir: s.dir.path(),
@@ -107,7 +110,18 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome, NemesisRunE
         journal: s.journal.as_deref(),
         clock_start: args.clock_start.unix(),
         outage_ms: args.outage_ms,
+        exposure_span_ms: verify::nemesis::draw::EXPOSURE_SPAN_MS,
     };
+    plan.exposure = super::calibration::exposure_span(
+        &plan,
+        args.exposure_span_ms,
+        specs.len(),
+        &|calibration| run_trials(&ctx, calibration, args.jobs, &cancel),
+    )?;
+    if cancel.load(Ordering::SeqCst) {
+        return Err(crate::run::Interrupted.into());
+    }
+    ctx.exposure_span_ms = plan.exposure_span_ms();
     eprintln!(
         "runner: nemesis {} x 3 columns x {} trials{} = {} trials, {} jobs, seed {}",
         plan.nemeses.join(","),
@@ -164,6 +178,7 @@ fn plan_trials(args: &NemesisArgs<'_>) -> Result<(NemesisPlan, Vec<TrialSpec>), 
         seed,
         shard: args.shard,
         merged: None,
+        exposure: None,
     };
     if let Some(shard) = args.shard.filter(|s| !well_formed(*s, args.trials)) {
         return Err(NemesisRunError::Shard {
@@ -186,6 +201,7 @@ fn plan_trials(args: &NemesisArgs<'_>) -> Result<(NemesisPlan, Vec<TrialSpec>), 
                     seed: trial_seed(seed, n.as_str(), c.as_str(), index),
                     slot,
                     at: None,
+                    calibration: false,
                 });
             }
         }
@@ -194,7 +210,7 @@ fn plan_trials(args: &NemesisArgs<'_>) -> Result<(NemesisPlan, Vec<TrialSpec>), 
 }
 
 /// A trial's result, in its place in the plan (`None`: it never ran).
-type Slots = Vec<Option<Result<Trial, super::trial_error::TrialError>>>;
+pub(super) type Slots = Vec<Option<Result<Trial, super::trial_error::TrialError>>>;
 
 /// The order the trials are started in, as positions in `specs` (which is in plan order:
 /// nemesis, column, index): nemesis by nemesis, index by index, the columns of one index one
@@ -322,7 +338,11 @@ fn command(args: &NemesisArgs<'_>, seed: u64) -> String {
         args.clock_start,
         args.outage_ms
             .map(|ms| format!(" --outage-ms {ms}"))
-            .unwrap_or_default(),
+            .unwrap_or_default()
+            + &args
+                .exposure_span_ms
+                .map(|ms| format!(" --exposure-span-ms {ms}"))
+                .unwrap_or_default(),
         args.journal
             .map(|url| format!(" --journal {}", crate::run::without_password(url)))
             .unwrap_or_default(),
@@ -366,7 +386,7 @@ pub fn replay(
     id: &str,
     at: Option<&str>,
     clock_start: ClockStart,
-    outage_ms: Option<u64>,
+    (outage_ms, exposure_span_ms): (Option<u64>, Option<u64>),
 ) -> Result<bool, NemesisRunError> {
     let (nemesis, column, seed) =
         parse_trial_id(id).ok_or_else(|| NemesisRunError::NotATrialId(id.to_owned()))?;
@@ -382,6 +402,7 @@ pub fn replay(
         journal: s.journal.as_deref(),
         clock_start: clock_start.unix(),
         outage_ms,
+        exposure_span_ms: exposure_span_ms.unwrap_or(verify::nemesis::draw::EXPOSURE_SPAN_MS),
     };
     let trial = run_trial(
         &ctx,
@@ -399,6 +420,7 @@ pub fn replay(
                         .ok_or_else(|| NemesisRunError::NotAStep { step: a.to_owned() })
                 })
                 .transpose()?,
+            calibration: false,
         },
     )?;
     s.key.delete().map_err(SetupError::DeleteKey)?;
@@ -448,6 +470,7 @@ mod tests {
             seed: 0,
             slot,
             at: None,
+            calibration: false,
         }
     }
 

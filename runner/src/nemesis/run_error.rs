@@ -50,6 +50,19 @@ pub enum NemesisRunError {
     /// A trial's slot stayed empty.
     #[error("a trial did not run")]
     TrialDidNotRun,
+    /// A sharded campaign with the exposure nemesis and no span given.
+    #[error(
+        "--shard with the exposure nemesis needs --exposure-span-ms: each shard runs apart and \
+         would size its own span from its own calibration, so the shards of one campaign must \
+         be given the same one (size it with a whole run of --nemesis exposure, which prints it)"
+    )]
+    ShardNeedsSpan,
+    /// The calibration measured no path in some column.
+    #[error(
+        "the exposure calibration measured no path from decision_saved to the answer in some \
+         column (its trials did not reach both steps); run again, or give --exposure-span-ms"
+    )]
+    NoCalibrationPath,
     /// The file could not be signed.
     #[error(transparent)]
     Sign(#[from] verify::nemesis::sign::SignError),

@@ -36,6 +36,8 @@ pub struct TrialContext<'a> {
     pub clock_start: i64,
     /// How long every outage's clock advance takes at least (`--outage-ms`).
     pub outage_ms: Option<u64>,
+    /// The span exposure trials draw their change over, ms (the plan's).
+    pub exposure_span_ms: u64,
 }
 
 /// Which trial to run.
@@ -53,6 +55,8 @@ pub struct TrialSpec {
     pub slot: usize,
     /// `runner --replay ID --at STEP`: kill the decide worker at this step instead of as drawn.
     pub at: Option<&'static str>,
+    /// An exposure calibration trial: the trial as drawn, with no change in the world.
+    pub calibration: bool,
 }
 
 pub(super) fn ms(d: Duration) -> u64 {
@@ -108,7 +112,11 @@ struct Decided<'w> {
 /// Runs a trial. Errors only when the case cannot even be opened (the backend is unusable).
 pub fn run_trial(ctx: &TrialContext<'_>, spec: TrialSpec) -> Result<Trial, TrialError> {
     let id = trial_id(spec.nemesis.as_str(), spec.column.as_str(), spec.seed);
-    let mut plan = draw_for(spec.nemesis, spec.column, spec.seed)?;
+    let mut plan = draw_for(spec.nemesis, spec.column, spec.seed, ctx.exposure_span_ms)?;
+    if spec.calibration {
+        plan.world = None;
+        plan.world_at_us = None;
+    }
     if let Some(at) = spec.at {
         plan = replayed_at(plan, at)?;
     }

@@ -14,8 +14,12 @@ impl ScenarioRun for BillingCredit {
         verify::scenarios::Scenario::BillingCredit.as_str()
     }
 
-    fn takes(&self, option: ScenarioOption, _kind: RunKind) -> bool {
-        !matches!(option, ScenarioOption::TwoHosts | ScenarioOption::EveryStep)
+    fn takes(&self, option: ScenarioOption, kind: RunKind) -> bool {
+        match option {
+            ScenarioOption::TwoHosts | ScenarioOption::EveryStep => false,
+            ScenarioOption::ExposureSpanMs => kind == RunKind::Nemesis,
+            _ => true,
+        }
     }
 
     fn matrix(&self, args: &RunArgs) -> Result<RunOutcome, ScenarioError> {
@@ -34,6 +38,7 @@ impl ScenarioRun for BillingCredit {
             journal: args.journal.as_deref(),
             clock_start: args.clock_start,
             outage_ms: args.outage_ms,
+            exposure_span_ms: args.exposure_span_ms,
             shard: args.shard,
             signing_key: args.signing_key.as_deref(),
         };

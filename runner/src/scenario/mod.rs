@@ -80,11 +80,13 @@ pub enum ScenarioOption {
     KeepEmulator,
     /// `--shard`.
     Shard,
+    /// `--exposure-span-ms`.
+    ExposureSpanMs,
 }
 
 impl ScenarioOption {
     /// Every option, in the order a command's options are checked.
-    pub const ALL: [ScenarioOption; 8] = [
+    pub const ALL: [ScenarioOption; 9] = [
         ScenarioOption::TwoHosts,
         ScenarioOption::EveryStep,
         ScenarioOption::Cells,
@@ -93,6 +95,7 @@ impl ScenarioOption {
         ScenarioOption::OutageMs,
         ScenarioOption::KeepEmulator,
         ScenarioOption::Shard,
+        ScenarioOption::ExposureSpanMs,
     ];
 
     /// The option as it is written on the command line.
@@ -106,6 +109,7 @@ impl ScenarioOption {
             ScenarioOption::OutageMs => "--outage-ms",
             ScenarioOption::KeepEmulator => "--keep-emulator",
             ScenarioOption::Shard => "--shard",
+            ScenarioOption::ExposureSpanMs => "--exposure-span-ms",
         }
     }
 
@@ -120,6 +124,7 @@ impl ScenarioOption {
             ScenarioOption::OutageMs => args.outage_ms.is_some(),
             ScenarioOption::KeepEmulator => args.keep_emulator,
             ScenarioOption::Shard => args.shard.is_some(),
+            ScenarioOption::ExposureSpanMs => args.exposure_span_ms.is_some(),
         }
     }
 

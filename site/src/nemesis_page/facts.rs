@@ -31,6 +31,8 @@ use verify::nemesis::NemesisFile;
 /// | `exposure.timed.C`, `exposure.decision_p50.C`, `exposure.decision_p95.C` | integer, text, text | the exposure trials whose timeline has the decide worker's `started` and `decision_saved` steps, and the decision phase between them (identical code in every column: equal load shows as equal lengths): median and 95th percentile |
 /// | `exposure.changed.C`, `exposure.after_saved.C` | integer | exposure trials with a world change and a `decision_saved` step, and of those the ones whose change began at or after `decision_saved` (where the columns' code differs) |
 /// | `replay.exact`, `replay.timed` | text | the plan's nemeses whose trials replay exactly from their ids, and those that depend on timing ([`verify::nemesis::draw::replays_exactly`]) |
+/// | `exposure.span` | duration | the span exposure's changes are drawn over, after `decision_saved` |
+/// | `exposure.sized` | text | how that span was sized: from this run's calibration (each column's 95th-percentile path from `decision_saved` to the POST's answer), given on the command line, or the fixed span of runs that recorded none |
 /// | `harness_errors` | integer | HARNESS_ERROR trials |
 /// | `nemesis.not_fired`, `not_fired.C` | integer | judged trials whose fault never fired, counted apart (in no other fact) |
 pub fn facts(file: &NemesisFile, figures: &NemesisFigures) -> Facts {
@@ -55,6 +57,11 @@ pub fn facts(file: &NemesisFile, figures: &NemesisFigures) -> Facts {
             verify::nemesis::nemeses::Nemesis::from_name(n)
                 .is_some_and(verify::nemesis::draw::replays_exactly)
         });
+    facts.insert(
+        "exposure.span".into(),
+        Fact::Ms(file.plan.exposure_span_ms()),
+    );
+    facts.insert("exposure.sized".into(), Fact::Text(sized(&file.plan)));
     facts.insert("replay.exact".into(), list_or_none(exact));
     facts.insert("replay.timed".into(), list_or_none(timed));
     facts
@@ -204,4 +211,75 @@ fn nemesis_facts(column: &str, c: &ColumnFigures, facts: &mut Facts) {
                 .collect(),
         ),
     );
+}
+
+/// How the exposure span was sized, in words, with the calibration's figures when it was run.
+fn sized(plan: &verify::nemesis::NemesisPlan) -> String {
+    let Some(e) = &plan.exposure else {
+        return "fixed: this run predates spans sized from each run's own paths, and recorded none"
+            .into();
+    };
+    let Some(calibration) = &e.calibration else {
+        return "given on the command line (--exposure-span-ms), as every shard of a campaign must \
+                share one"
+            .into();
+    };
+    let p95s: Vec<String> = calibration
+        .iter()
+        .map(|c| {
+            let us = verify::nemesis::exposure_span::p95_us(c).unwrap_or_default();
+            format!("{} {}.{} ms", c.column, us / 1000, (us % 1000) / 100)
+        })
+        .collect();
+    format!(
+        "sized from this run's own calibration before its trials: {} trials per column with no \
+         change in the world, each path from decision_saved to the POST's answer measured; the \
+         slowest column's 95th percentile ({}) and a quarter more",
+        verify::nemesis::exposure_span::CALIBRATION_TRIALS,
+        p95s.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use verify::nemesis::exposure_span::{ColumnPaths, ExposureSpan};
+    use verify::nemesis::NemesisPlan;
+
+    #[test]
+    fn the_span_says_how_it_was_sized() {
+        let mut plan = NemesisPlan {
+            nemeses: vec!["exposure".into()],
+            columns: vec!["no_check".into(), "interlock".into()],
+            trials: 1,
+            seed: 1,
+            shard: None,
+            merged: None,
+            exposure: None,
+        };
+        assert!(sized(&plan).starts_with("fixed"));
+        plan.exposure = Some(ExposureSpan {
+            span_ms: 9,
+            calibration: None,
+        });
+        assert!(sized(&plan).starts_with("given on the command line"));
+        plan.exposure = Some(ExposureSpan {
+            span_ms: 9,
+            calibration: Some(vec![
+                ColumnPaths {
+                    column: "no_check".into(),
+                    paths_us: vec![1_200, 2_000],
+                },
+                ColumnPaths {
+                    column: "interlock".into(),
+                    paths_us: vec![6_950],
+                },
+            ]),
+        });
+        let words = sized(&plan);
+        assert!(
+            words.contains("(no_check 2.0 ms, interlock 6.9 ms)"),
+            "{words}"
+        );
+    }
 }

@@ -388,8 +388,9 @@ fn nemesis_pages(
     Ok(nemeses)
 }
 
-/// The run's settings a replay must repeat (`--clock-start`, `--outage-ms`), as arguments.
-fn replay_args(env: &verify::results::Environment) -> String {
+/// The run's settings a replay must repeat (`--clock-start`, `--outage-ms`, a recorded
+/// `--exposure-span-ms`), as arguments.
+fn replay_args(env: &verify::results::Environment, plan: &verify::nemesis::NemesisPlan) -> String {
     let mut args = String::new();
     if let Some(start) = env
         .clock_start
@@ -403,6 +404,9 @@ fn replay_args(env: &verify::results::Environment) -> String {
     if let Some(ms) = env.outage_ms {
         args.push_str(&format!(" --outage-ms {ms}"));
     }
+    if let Some(e) = &plan.exposure {
+        args.push_str(&format!(" --exposure-span-ms {}", e.span_ms));
+    }
     args
 }
 
@@ -410,7 +414,7 @@ fn replay_args(env: &verify::results::Environment) -> String {
 /// receipt as `verify` checks it: (file name, HTML).
 fn trial_pages(campaign: &Campaign<'_>) -> Result<Vec<(String, String)>, SiteError> {
     let file = campaign.file;
-    let replay_args = replay_args(&file.environment);
+    let replay_args = replay_args(&file.environment, &file.plan);
     let mut trials = Vec::new();
     for (t, kind) in campaign
         .figures

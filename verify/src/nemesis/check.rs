@@ -201,6 +201,8 @@ fn verify_parts<'t, E: Send>(
     }
     let mut receipts_verified = 0;
     let (well_formed, fits) = check_plan_size(head, count, &mut f);
+    super::exposure_span::check(&head.plan, &mut f);
+    let span_ms = head.plan.exposure_span_ms();
     let receipt_key = match (key, signer) {
         (KeyCheck::Pinned(k), _) => KeyCheck::Pinned(*k),
         (KeyCheck::SelfAttested, Some(k)) => KeyCheck::Pinned(k),
@@ -228,7 +230,7 @@ fn verify_parts<'t, E: Send>(
                     check_ground_truth(&base, t, &mut found);
                     check_clock_start(&base, t, clock_start, &mut found);
                     check_judgement(&base, t, max_in_flight_ms, &mut found);
-                    super::drawn::check_drawn(&base, t, &mut found);
+                    super::drawn::check_drawn(&base, t, span_ms, &mut found);
                     // A merged file's trial was run, and its receipt signed, by its shard.
                     let shard_key = merged.as_ref().map(|m| m.key_for(t));
                     let receipt_key = shard_key.as_ref().unwrap_or(&receipt_key);

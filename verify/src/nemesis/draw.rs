@@ -160,15 +160,12 @@ const INTERLOCK_WRITES: (u32, u32) = (16, 16);
 /// right after the step to inside the next one.
 pub const RANDOM_KILL_JITTER_US: u64 = 3_000;
 
-/// The span over which the exposure nemesis draws its world change, ms after the decide worker's
-/// `decision_saved` step, the same for every column: a little more than the slowest column's
-/// time to its POST's answer (measured on a release build with 32 trials at once, from the end
-/// of the decision's approval read, which comes before `decision_saved`, to the answer: p95
-/// no_check 10.6 ms, hand_check 17.9, interlock 25.3, p99 interlock 30.4), so that each
-/// column's violation rate is its unguarded window's share of one common span. Fixed, not yet
-/// sized from each run's own measured paths (issue 35 asks for that): the Nemesis page shows
-/// each column's decision phase and where the changes landed, so a span that no longer fits
-/// the machine shows there.
+/// The span over which the exposure nemesis draws its world change in a run that records no
+/// span of its own (every run before runs sized it, [`super::exposure_span`]): ms after the
+/// decide worker's `decision_saved` step, the same for every column, a little more than the
+/// slowest column's time to its POST's answer as once measured on a release build with 32
+/// trials at once (p95 interlock 25.3 ms, p99 30.4), so that each column's violation rate is its
+/// unguarded window's share of one common span.
 pub const EXPOSURE_SPAN_MS: u64 = 32;
 
 // The draws below follow one fixed rule, the one every published run was drawn with, so a
@@ -222,6 +219,12 @@ fn index(rng: &mut impl Rng, len: usize) -> usize {
 /// Draws a trial's plan from its seed, for a column (`kill_at_step`, `kill_random` and the
 /// mid-check pauses depend on it); `None` when `column` is not one of billing_credit's.
 pub fn draw_for(nemesis: Nemesis, column: &str, seed: u64) -> Option<Draw> {
+    draw_for_span(nemesis, column, seed, EXPOSURE_SPAN_MS)
+}
+
+/// [`draw_for`] in a run whose exposure span is `span_ms` (the plan's
+/// [`exposure`](super::NemesisPlan::exposure), [`EXPOSURE_SPAN_MS`] for a run that records none).
+pub fn draw_for_span(nemesis: Nemesis, column: &str, seed: u64, span_ms: u64) -> Option<Draw> {
     if column_steps(column).is_empty() {
         return None;
     }
@@ -249,7 +252,7 @@ pub fn draw_for(nemesis: Nemesis, column: &str, seed: u64) -> Option<Draw> {
         | Nemesis::RevokeInOutage
         | Nemesis::RevokeMidCheck
         | Nemesis::NoteMidCheck
-        | Nemesis::Exposure => draw_world_fault(nemesis, column, &mut rng, &mut d),
+        | Nemesis::Exposure => draw_world_fault(nemesis, column, span_ms, &mut rng, &mut d),
     }
     Some(d)
 }
@@ -410,7 +413,7 @@ fn draw_worker_fault(nemesis: Nemesis, column: &str, rng: &mut StdRng, d: &mut D
 /// The changes in the world around the decide worker: a second worker, a revocation during the
 /// outage, mid-check or at a drawn instant, billing's credit note mid-check. Other nemeses draw
 /// nothing here.
-fn draw_world_fault(nemesis: Nemesis, column: &str, rng: &mut StdRng, d: &mut Draw) {
+fn draw_world_fault(nemesis: Nemesis, column: &str, span_ms: u64, rng: &mut StdRng, d: &mut Draw) {
     match nemesis {
         Nemesis::TwoWorkers => d.second_worker = true,
         Nemesis::RevokeInOutage => {
@@ -436,7 +439,7 @@ fn draw_world_fault(nemesis: Nemesis, column: &str, rng: &mut StdRng, d: &mut Dr
             // violations of the clock's making. The renewal outage runs after the worker.
             d.outage = RENEWAL;
             d.world = Some(WorldFault::Revoke);
-            d.world_at_us = Some(between(rng, 0, EXPOSURE_SPAN_MS * 1_000));
+            d.world_at_us = Some(between(rng, 0, span_ms.saturating_mul(1_000)));
         }
         _ => {}
     }

@@ -8,7 +8,7 @@
 //! A stage of [`super::check::verify_nemesis`], run for every trial.
 
 use super::check::code;
-use super::draw::{draw_for, Draw, ServiceFault, WorldFault};
+use super::draw::{draw_for_span, Draw, ServiceFault, WorldFault};
 use super::nemeses::Nemesis;
 use super::Trial;
 use crate::finding::Finding;
@@ -34,8 +34,8 @@ impl ServiceFault {
 }
 
 /// Compares trial `t` (at `base`, e.g. `trials[3]`) with the draw of its seed; each difference
-/// is a finding of code [`code::DRAW`].
-pub fn check_drawn(base: &str, t: &Trial, f: &mut Vec<Finding>) {
+/// is a finding of code [`code::DRAW`]. `span_ms`: the plan's exposure span.
+pub fn check_drawn(base: &str, t: &Trial, span_ms: u64, f: &mut Vec<Finding>) {
     let Some(nemesis) = Nemesis::from_name(&t.nemesis) else {
         f.push(Finding::new(
             format!("{base}.nemesis"),
@@ -47,7 +47,7 @@ pub fn check_drawn(base: &str, t: &Trial, f: &mut Vec<Finding>) {
         ));
         return;
     };
-    let Some(d) = draw_for(nemesis, &t.column, t.seed) else {
+    let Some(d) = draw_for_span(nemesis, &t.column, t.seed, span_ms) else {
         f.push(Finding::new(
             format!("{base}.column"),
             code::DRAW,
@@ -253,7 +253,7 @@ mod tests {
 
     fn findings(t: &Trial) -> Vec<(String, String)> {
         let mut f = Vec::new();
-        check_drawn("trials[0]", t, &mut f);
+        check_drawn("trials[0]", t, super::super::draw::EXPOSURE_SPAN_MS, &mut f);
         f.into_iter().map(|x| (x.code, x.path)).collect()
     }
 

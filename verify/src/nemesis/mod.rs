@@ -33,6 +33,7 @@ mod bind;
 pub mod check;
 pub mod draw;
 pub mod drawn;
+pub mod exposure_span;
 pub mod merge;
 pub mod nemeses;
 mod plan;
@@ -97,6 +98,20 @@ pub struct NemesisPlan {
     /// head. Absent on a whole run and on a shard.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<Merged>,
+    /// With the exposure nemesis: the span its world changes are drawn over and how it was
+    /// sized ([`exposure_span`]). Absent: [`draw::EXPOSURE_SPAN_MS`] (runs before spans were
+    /// sized, and runs without exposure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exposure: Option<exposure_span::ExposureSpan>,
+}
+
+impl NemesisPlan {
+    /// The span, ms, the plan's exposure trials are drawn over.
+    pub fn exposure_span_ms(&self) -> u64 {
+        self.exposure
+            .as_ref()
+            .map_or(draw::EXPOSURE_SPAN_MS, |e| e.span_ms)
+    }
 }
 
 /// One slice of a campaign: shard `index` (from 1) of `count`. Trial `i` of every nemesis and

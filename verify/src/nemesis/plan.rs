@@ -163,6 +163,7 @@ impl<'p> PairSummaries<'p> {
                 seed: self.plan.seed,
                 shard: self.plan.shard,
                 merged: None,
+                exposure: None,
             };
             self.derived.extend(summarize(&one, &self.pending));
         }

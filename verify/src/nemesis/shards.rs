@@ -54,6 +54,7 @@ pub fn shard_plan(plan: &NemesisPlan, shard: Shard) -> NemesisPlan {
         seed: plan.seed,
         shard: Some(shard),
         merged: None,
+        exposure: plan.exposure.clone(),
     }
 }
 

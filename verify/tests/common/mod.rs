@@ -36,6 +36,7 @@ pub fn nemesis_file_from(spec: &synthetic::Spec) -> (NemesisFile, SigningKey) {
         seed: SEED,
         shard: None,
         merged: None,
+        exposure: None,
     };
     let max_in_flight_ms = results.environment.claim.max_in_flight_ms;
     let mut trials = Vec::new();
