@@ -51,6 +51,11 @@ impl BuiltFrom {
         }
     }
 
+    /// `line` (what a run ran against), followed by [`BuiltFrom::words`].
+    pub fn after(&self, line: String, data: Option<&String>) -> String {
+        format!("{line} {}", self.words(data.map(String::as_str)))
+    }
+
     /// One sentence: at which commit the data was made and how that stands to the site's.
     pub fn words(&self, data: Option<&str>) -> String {
         let Some(data) = data.filter(|d| !d.is_empty()) else {

@@ -306,6 +306,25 @@ fn violation_view<'a>(t: &'a CapTrial) -> ViolationView<'a> {
     }
 }
 
+/// The page's header: the run's, saying what the campaign ran against (its own file, not the
+/// matrix) and at which commit.
+fn header(
+    nav: &crate::shared_cap::NavFn<'_>,
+    env: &verify::shared_cap::record::CapEnvironment,
+    path: &Path,
+    built_from: &crate::built_from::BuiltFrom,
+) -> Result<Option<crate::pages::Nav>, SiteError> {
+    let mut header = nav("", "nemesis", Vec::new(), "Nemesis".into());
+    if let Some(h) = header.as_mut() {
+        let ran = crate::shared_cap::ran_line(env).map_err(|e| SiteError::Data {
+            path: path.to_path_buf(),
+            problem: e.to_string(),
+        })?;
+        h.ran = built_from.after(ran, env.git_commit.as_ref());
+    }
+    Ok(header)
+}
+
 /// Reads, checks and renders the campaign of the run `name`, if `nemesis/<name>.json.gz` (or
 /// `.json`) exists;
 /// `nav` builds the run's header (as its other pages have it).
@@ -356,18 +375,7 @@ pub fn render(
         &json_name,
         nav,
     )?;
-    let mut header = nav("", "nemesis", Vec::new(), "Nemesis".into());
-    // The page says what the campaign ran against (its own file), not the matrix.
-    if let Some(h) = header.as_mut() {
-        h.ran = format!(
-            "{} {}",
-            crate::shared_cap::ran_line(&file.environment).map_err(|e| SiteError::Data {
-                path: path.clone(),
-                problem: e.to_string(),
-            })?,
-            built_from.words(file.environment.git_commit.as_deref())
-        );
-    }
+    let header = header(nav, &file.environment, &path, built_from)?;
     let html = page(
         &format!("{name}/{PAGE}"),
         &NemesisPage {

@@ -339,13 +339,8 @@ fn render_file(
     let mut report =
         report_view::build(verified, &json_name).map_err(|e| data_err(e.to_string()))?;
     let results_dir = path.parent().unwrap_or_else(|| Path::new("."));
-    report.ran = format!(
-        "{} {}",
-        report.ran,
-        options
-            .built_from
-            .words(verified.file().environment.git_commit.as_deref())
-    );
+    let data_commit = verified.file().environment.git_commit.as_ref();
+    report.ran = options.built_from.after(report.ran, data_commit);
     report.env.key = provenance::KeyPolicy::of(pinned.is_some());
     report.env.signer_label =
         provenance::signer_label(results_dir, &report.env.signer, report.env.key);

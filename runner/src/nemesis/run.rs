@@ -66,6 +66,28 @@ struct Started {
     journal: Option<String>,
 }
 
+impl Started {
+    /// What every trial of the run needs from it; the exposure span is the fixed one until
+    /// the run sizes its own.
+    fn context(
+        &self,
+        clock_start: ClockStart,
+        outage_ms: Option<u64>,
+        exposure_span_ms: Option<u64>,
+    ) -> TrialContext<'_> {
+        TrialContext {
+            backend: &self.backend,
+            exe: &self.exe,
+            run_dir: self.dir.path(),
+            key_file: self.key.path(),
+            journal: self.journal.as_deref(),
+            clock_start: clock_start.unix(),
+            outage_ms,
+            exposure_span_ms: exposure_span_ms.unwrap_or(verify::nemesis::draw::EXPOSURE_SPAN_MS),
+        }
+    }
+}
+
 fn start(journal: Option<&str>, signing_key: Option<&Path>) -> Result<Started, SetupError> {
     let (dir, key) = crate::run::run_dir_and_key("interlock-nemesis-", signing_key)?;
     let run_id = format!("{:08x}", rand::random::<u32>());
@@ -102,16 +124,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome, NemesisRunE
     // and nothing is written.
     let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     crate::run::install_signal_handler(cancel.clone()).map_err(SetupError::from)?;
-    let mut ctx = TrialContext {
-        backend: &s.backend,
-        exe: &s.exe,
-        run_dir: s.dir.path(),
-        key_file: s.key.path(),
-        journal: s.journal.as_deref(),
-        clock_start: args.clock_start.unix(),
-        outage_ms: args.outage_ms,
-        exposure_span_ms: verify::nemesis::draw::EXPOSURE_SPAN_MS,
-    };
+    let mut ctx = s.context(args.clock_start, args.outage_ms, None);
     plan.exposure = super::calibration::exposure_span(
         &plan,
         args.exposure_span_ms,
@@ -394,16 +407,7 @@ pub fn replay(
     let column = Column::parse(column).map_err(NemesisRunError::Column)?;
     let s = start(None, None)?;
     super::storage::preflight(&[nemesis], s.dir.path(), &s.exe)?;
-    let ctx = TrialContext {
-        backend: &s.backend,
-        exe: &s.exe,
-        run_dir: s.dir.path(),
-        key_file: s.key.path(),
-        journal: s.journal.as_deref(),
-        clock_start: clock_start.unix(),
-        outage_ms,
-        exposure_span_ms: exposure_span_ms.unwrap_or(verify::nemesis::draw::EXPOSURE_SPAN_MS),
-    };
+    let ctx = s.context(clock_start, outage_ms, exposure_span_ms);
     let trial = run_trial(
         &ctx,
         TrialSpec {

@@ -247,15 +247,12 @@ pub fn render(
         file: &file,
         figures: &figures,
         report,
-        ran: format!(
-            "{} {}",
+        ran: options.built_from.after(
             crate::report_view::ran_line(&file.environment).map_err(|e| SiteError::Data {
                 path: path.clone(),
                 problem: e.to_string(),
             })?,
-            options
-                .built_from
-                .words(file.environment.git_commit.as_deref())
+            file.environment.git_commit.as_ref(),
         ),
         signer_label: signer_label(results_dir, &file, policy),
         key,

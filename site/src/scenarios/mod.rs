@@ -159,11 +159,7 @@ impl<S: Views> ScenarioSite for Pages<S> {
         let summary = S::summary(&verified);
         let cells = S::cells(&verified);
         let file = verified.file();
-        let mut environment: Vec<(String, String)> = file
-            .environment
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let mut environment: Vec<(String, String)> = file.environment.clone().into_iter().collect();
         let data_commit = file.environment.get("git_commit").map(String::as_str);
         environment.push(("data and site".into(), built_from.words(data_commit)));
         let policy = KeyPolicy::of(matches!(key, KeyCheck::Pinned(_)));

@@ -355,13 +355,8 @@ pub fn render(
     let name = run_name(&file.environment);
     let backend_label =
         backend_words(&file.environment.backend).map_err(|e| data_err(e.to_string()))?;
-    let ran = format!(
-        "{} {}",
-        ran_line(&file.environment).map_err(|e| data_err(e.to_string()))?,
-        options
-            .built_from
-            .words(file.environment.git_commit.as_deref())
-    );
+    let ran = ran_line(&file.environment).map_err(|e| data_err(e.to_string()))?;
+    let ran = (options.built_from).after(ran, file.environment.git_commit.as_ref());
     let json_name = crate::verification::data_name(name, &bytes);
     let summary = summary_rows(figures);
     let verdict_line = verdict_line(&summary);
