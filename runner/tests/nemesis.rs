@@ -195,38 +195,32 @@ fn steps_pauses_and_timed_kills_replay_to_the_same_outcome() {
     assert!(replayed >= 9, "only {replayed} trials replayed");
 }
 
-/// Whether this machine can run the storage and clock nemeses (disk_full mounts a tmpfs, so it
-/// needs root; dedup_expired needs libfaketime). Outside CI a machine that cannot says so and
-/// the test is skipped; under CI (`.ci/run` runs as root and installs faketime) it must.
+/// Whether this machine can run the clock nemesis (dedup_expired needs libfaketime). Outside CI
+/// a machine that cannot says so and the test is skipped; under CI (`.ci/run` installs
+/// faketime) it must.
 fn can_run_storage_nemeses() -> bool {
-    let root = std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false);
     let faketime = std::path::Path::new("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
         .exists()
         || std::path::Path::new("/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1").exists();
-    if root && faketime {
+    if faketime {
         return true;
     }
     assert!(
         std::env::var_os("CI").is_none(),
-        "under CI the storage nemeses must run: root {root}, libfaketime {faketime}"
+        "under CI the clock nemesis must run: libfaketime {faketime}"
     );
-    eprintln!("SKIPPED: disk_full needs root and dedup_expired libfaketime (root {root}, libfaketime {faketime})");
+    eprintln!("SKIPPED: dedup_expired needs libfaketime (the faketime package)");
     false
 }
 
 #[test]
-#[ignore = "needs root (tmpfs for disk_full) and libfaketime; run with --include-ignored"]
+#[ignore = "needs libfaketime (dedup_expired); run with --include-ignored"]
 fn the_new_nemeses_run_are_judged_and_replay() {
     if !can_run_storage_nemeses() {
         return;
     }
     let file = run_nemesis_on(
-        "stop_holder,torn_tail,disk_full,dedup_expired,decides_again,kill_recovery",
+        "stop_holder,torn_tail,dedup_expired,decides_again,kill_recovery",
         2,
         31,
         16,
@@ -260,7 +254,6 @@ fn the_new_nemeses_run_are_judged_and_replay() {
                 assert_eq!(torn.fired, u32::from(t.column != "no_check"), "{}", t.id);
                 assert!(!t.unresolved, "{}: {:?}", t.id, t.restart_error);
             }
-            "disk_full" => assert!(fault("disk_full").is_some(), "{}", t.id),
             // A resend under a key the service forgot runs again: no_check, killed after its
             // POST landed, credits twice.
             "dedup_expired" => {
@@ -288,7 +281,7 @@ fn the_new_nemeses_run_are_judged_and_replay() {
     for t in file
         .trials
         .iter()
-        .filter(|t| t.index == 0 && t.nemesis != "stop_holder" && t.nemesis != "disk_full")
+        .filter(|t| t.index == 0 && t.nemesis != "stop_holder")
     {
         let text = replay(&t.id, None);
         for want in [
