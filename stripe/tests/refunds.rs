@@ -405,13 +405,19 @@ fn a_held_refund_whose_client_gave_up_lands_and_only_then_counts_as_ended() {
         &refund_params(&pi, 2_000, "T-1"),
         Some("refund-T-1"),
     );
-    assert!(gave_up.is_err(), "the client was answered within its timeout");
+    assert!(
+        gave_up.is_err(),
+        "the client was answered within its timeout"
+    );
     assert_eq!(emu.faults().fired(rule), 1);
     // Still held: affected, not ended.
     assert_eq!(emu.faults().ended(rule), 0);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while emu.faults().ended(rule) == 0 {
-        assert!(std::time::Instant::now() < deadline, "the held refund never ended");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the held refund never ended"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     // Once ended, the refund is there: the held request landed without its client.
