@@ -173,6 +173,70 @@ fn shared_cap_holds_the_cap_on_a_postgres_journal_at_every_step() {
     }
 }
 
+#[test]
+#[ignore = "needs PostgreSQL: INTERLOCK_TEST_PG_URL (.ci/pg-cluster start); run with --include-ignored"]
+fn hand_pg_lock_runs_in_the_matrix_and_under_kill_while_held_on_a_postgres_journal() {
+    let Some(url) = pg_url() else { return };
+    let (output, out) = run_cap(&["--journal", &url, "--no-site"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    assert!(stdout.contains("verify: ok (20 cells"), "{stdout}");
+    let bytes = std::fs::read(out.path().join("shared_cap.json")).unwrap();
+    let verify::load::Document::SharedCap(file) = verify::load::load_document(&bytes).unwrap()
+    else {
+        panic!("not a shared_cap file")
+    };
+    let pg: Vec<_> = file
+        .cells
+        .iter()
+        .filter(|c| c.column == "hand_pg_lock")
+        .collect();
+    assert_eq!(pg.len(), 4);
+    for c in &pg {
+        assert!(c.harness_error.is_none(), "{:?}", c.harness_error);
+        assert!(c.answers_match, "{}:{}", c.crash_point, c.overlap);
+    }
+    assert!(file.summary.iter().any(|s| s.column == "hand_pg_lock"));
+
+    let (output, out) = run_cap(&[
+        "--journal",
+        &url,
+        "--nemesis",
+        "kill_while_held",
+        "--trials",
+        "2",
+        "--no-site",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("verify: ok (10 trials"), "{output:?}");
+    let bytes = verify::input::read_file(&out.path().join("nemesis/shared_cap.json.gz")).unwrap();
+    let verify::load::Document::SharedCapNemesis(file) =
+        verify::load::load_document(&bytes).unwrap()
+    else {
+        panic!("not a shared_cap nemesis file")
+    };
+    for t in file
+        .trials
+        .iter()
+        .filter(|t| ["hand_pg_lock", "interlock"].contains(&t.cell.column.as_str()))
+    {
+        let c = &t.cell;
+        assert!(c.harness_error.is_none(), "{}: {:?}", t.id, c.harness_error);
+        assert_eq!(
+            c.tickets[0].killed_at.as_deref(),
+            Some("request_held"),
+            "{}",
+            t.id
+        );
+        assert!(t.held.as_ref().is_some_and(|h| h.landed), "{}", t.id);
+        // The SIGKILL ended a's session and so released its lock: b ran to its end by itself.
+        assert_eq!(c.tickets[1].first_exit, "finished by itself", "{}", t.id);
+        if c.column == "interlock" {
+            assert!(c.invariant_held, "{}", t.id);
+        }
+    }
+}
+
 /// `runner --scenario shared_cap` with `extra`, into a fresh directory.
 fn run_cap(extra: &[&str]) -> (std::process::Output, tempfile::TempDir) {
     let out = tempfile::tempdir().unwrap();

@@ -207,7 +207,13 @@ fn load_nemesis(path: &std::path::Path) -> verify::shared_cap::nemesis::record::
 
 #[test]
 fn a_nemesis_campaign_runs_its_drawn_kills_through_real_processes_and_verifies() {
-    let (output, out) = run(&["--nemesis", "all", "--trials", "2", "--no-site"]);
+    let (output, out) = run(&[
+        "--nemesis",
+        "kill_at_step,kill_both,kill_restart",
+        "--trials",
+        "2",
+        "--no-site",
+    ]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{output:?}");
     assert!(stdout.contains("verify: ok (24 trials"), "{stdout}");
@@ -237,6 +243,47 @@ fn a_nemesis_campaign_runs_its_drawn_kills_through_real_processes_and_verifies()
     )
     .unwrap();
     assert!(verify::shared_cap::nemesis::check::check(&file, &KeyCheck::Pinned(key)).ok);
+}
+
+#[test]
+fn kill_while_held_kills_a_while_its_refund_is_held_and_the_held_refund_lands() {
+    let (output, out) = run(&["--nemesis", "kill_while_held", "--trials", "2", "--no-site"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("verify: ok (8 trials"), "{output:?}");
+    let file = load_nemesis(&out.path().join("nemesis/shared_cap.json.gz"));
+    // Without the run's PostgreSQL there is no hand_pg_lock column.
+    assert_eq!(
+        file.plan.columns,
+        ["no_check", "hand_check", "hand_lock", "interlock"]
+    );
+    for t in &file.trials {
+        let held = t.held.as_ref().expect("a held trial records its hold");
+        assert!(held.taken && held.landed, "{}: {held:?}", t.id);
+        if t.cell.column == "no_check" {
+            // Its restart resends under the held key and may give up on 409s: published as is.
+            continue;
+        }
+        let c = &t.cell;
+        assert!(c.harness_error.is_none(), "{}: {:?}", t.id, c.harness_error);
+        assert_eq!(
+            c.tickets[0].killed_at.as_deref(),
+            Some("request_held"),
+            "{}",
+            t.id
+        );
+        assert!(held.killed_after_ms.is_some(), "{}", t.id);
+        // The held refund landed after a was gone: Stripe holds a refund of a's ticket.
+        assert!(
+            c.truth.of_ticket(&c.tickets[0].ticket_id).next().is_some(),
+            "{}",
+            t.id
+        );
+        // b ran after a's death by itself, whatever it decided.
+        assert_eq!(c.tickets[1].first_exit, "finished by itself", "{}", t.id);
+        if c.column == "interlock" {
+            assert!(c.invariant_held, "{}", t.id);
+        }
+    }
 }
 
 #[test]

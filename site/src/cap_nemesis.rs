@@ -206,6 +206,13 @@ fn draw_words(t: &CapTrial) -> String {
     let mut parts = vec![t.draw.overlap.clone()];
     let landed = |i: usize| t.cell.tickets.get(i).is_some_and(|x| x.killed_at.is_some());
     let mark = |ok: bool| if ok { "" } else { " (did not land)" };
+    if let Some(ms) = t.draw.hold_a_ms {
+        let fate = match &t.held {
+            Some(h) if h.landed => "; it landed after the kill",
+            _ => "; it did not land",
+        };
+        parts.push(format!("a's refund held {ms} ms at the service{fate}"));
+    }
     if let Some(k) = &t.draw.kill_a {
         parts.push(format!("kill a at {k}{}", mark(landed(0))));
     }

@@ -43,6 +43,16 @@ pub fn utc_ms(ts_ms: i64) -> String {
     }
 }
 
+/// An interval on a rate, from ppm, as percentages with one decimal: the lower end rounded down
+/// and the upper up, so the text never claims more than the interval; `n/a` over no trials.
+pub fn interval(lower_ppm: u32, upper_ppm: u32, n: u32) -> String {
+    if n == 0 {
+        return "n/a".into();
+    }
+    let (lo, hi) = (lower_ppm / 1_000, upper_ppm.div_ceil(1_000));
+    format!("{}.{}–{}.{}%", lo / 10, lo % 10, hi / 10, hi % 10)
+}
+
 /// `k/n`.
 pub fn ratio(k: u32, n: u32) -> String {
     format!("{k}/{n}")
@@ -51,6 +61,13 @@ pub fn ratio(k: u32, n: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interval_is_rounded_outwards() {
+        assert_eq!(interval(621_073, 967_930, 20), "62.1–96.8%");
+        assert_eq!(interval(831_566, 1_000_000, 20), "83.1–100.0%");
+        assert_eq!(interval(0, 1_000_000, 0), "n/a");
+    }
 
     #[test]
     fn formats() {

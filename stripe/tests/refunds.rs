@@ -389,6 +389,43 @@ fn a_held_refund_makes_a_concurrent_retry_409_and_still_lands_once() {
 }
 
 #[test]
+fn a_held_refund_whose_client_gave_up_lands_and_only_then_counts_as_ended() {
+    let emu = emulator();
+    let key = new_key();
+    // The client gives up after 200 ms; the refund is held 3 000 ms.
+    let c = keyed_client(emu, &key, Duration::from_millis(200));
+    let pi = pay(&c, 10_000);
+    let rule = emu.faults().add(
+        FaultRule::new("POST", "/v1/refunds", FaultAction::Delay { ms: 3_000 })
+            .for_key(&key)
+            .times(1),
+    );
+    let gave_up = c.post(
+        "/v1/refunds",
+        &refund_params(&pi, 2_000, "T-1"),
+        Some("refund-T-1"),
+    );
+    assert!(
+        gave_up.is_err(),
+        "the client was answered within its timeout"
+    );
+    assert_eq!(emu.faults().fired(rule), 1);
+    // Still held: affected, not ended.
+    assert_eq!(emu.faults().ended(rule), 0);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while emu.faults().ended(rule) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the held refund never ended"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Once ended, the refund is there: the held request landed without its client.
+    assert_eq!(refunds_of(&c, &pi).len(), 1);
+    emu.faults().remove(rule);
+}
+
+#[test]
 fn refunds_of_unknown_or_unpaid_payments_and_non_positive_amounts_are_refused() {
     let c = client();
     let err = c

@@ -294,3 +294,26 @@ fn killed_at_is_bound_to_the_first_exit() {
     let f = findings(&v);
     assert!(has(&f, "does not fit its first exit"), "{f:?}");
 }
+
+#[test]
+fn a_hand_pg_lock_cell_in_a_run_without_its_database_is_a_finding() {
+    let mut v = genuine();
+    assert_eq!(v["environment"]["journal"], "file");
+    let i = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|c| c["column"] == "hand_check")
+        .unwrap();
+    // Same steps, same proof rule: only the database rule can catch it.
+    v["cells"][i]["column"] = serde_json::json!("hand_pg_lock");
+    let f = findings(&v);
+    assert!(
+        f.iter()
+            .any(|x| x.contains("hand_pg_lock takes its lock in the run's PostgreSQL database")),
+        "{f:?}"
+    );
+    // On a database journal the same cell is not refused for it.
+    v["environment"]["journal"] = serde_json::json!("postgresql");
+    assert!(!findings(&v).iter().any(|x| x.contains("takes its lock")));
+}

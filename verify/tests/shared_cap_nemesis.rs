@@ -310,3 +310,76 @@ fn a_trials_tickets_are_bound_to_their_receipts_and_exits() {
     let f = findings(&v);
     assert!(has(&f, "does not fit its first exit"), "{f:?}");
 }
+
+#[test]
+fn a_plan_with_hand_pg_lock_in_a_run_without_its_database_is_a_finding() {
+    let mut v = genuine();
+    assert_eq!(v["environment"]["journal"], "file");
+    v["plan"]["columns"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!("hand_pg_lock"));
+    let f = findings(&v);
+    assert!(
+        has(
+            &f,
+            "plan.columns: hand_pg_lock takes its lock in the run's PostgreSQL"
+        ),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn a_hold_recorded_where_none_was_drawn_or_missing_where_one_was_is_a_finding() {
+    let mut v = genuine();
+    v["trials"][0]["held"] = json!({"taken": true, "landed": true});
+    let f = findings(&v);
+    assert!(
+        has(&f, "records a held refund; its draw holds none"),
+        "{f:?}"
+    );
+
+    let mut v = genuine();
+    v["trials"][0]["draw"]["hold_a_ms"] = json!(2_000);
+    let f = findings(&v);
+    assert!(has(&f, "no record of the hold"), "{f:?}");
+}
+
+#[test]
+fn a_kill_while_held_without_a_taken_post_or_a_landed_hold_without_as_refund_is_a_finding() {
+    let mut v = genuine();
+    let i = v["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|t| t["cell"]["harness_error"].is_null())
+        .unwrap();
+    let a_ticket = v["trials"][i]["cell"]["tickets"][0]["ticket_id"].clone();
+    v["trials"][i]["draw"]["hold_a_ms"] = json!(2_000);
+    v["trials"][i]["draw"]["kill_a"] = json!("request_held");
+    v["trials"][i]["cell"]["crash_point"] = json!("request_held");
+    v["trials"][i]["cell"]["tickets"][0]["killed_at"] = json!("request_held");
+    v["trials"][i]["held"] = json!({"taken": false, "landed": true});
+    // Stripe holds no refund of a's ticket.
+    let refunds = v["trials"][i]["cell"]["truth"]["refunds"]
+        .as_array_mut()
+        .unwrap();
+    refunds.retain(|r| r["ticket"] != a_ticket);
+    let f = findings(&v);
+    assert!(has(&f, "the service never took it"), "{f:?}");
+    assert!(
+        has(
+            &f,
+            "recorded as landed; Stripe holds no refund of worker a's ticket"
+        ),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn a_kill_at_the_held_step_in_a_trial_that_holds_nothing_is_refused_at_load() {
+    let mut v = genuine();
+    v["trials"][0]["cell"]["tickets"][0]["killed_at"] = json!("request_held");
+    let e = load(&v).unwrap_err();
+    assert!(e.contains("killed_at"), "{e}");
+}

@@ -84,6 +84,15 @@ pub enum ScenarioError {
     /// The decision or case is not usable (amount outside the approval, wrong case, ...).
     #[error("{0}")]
     Invalid(String),
+    /// A PostgreSQL call of a hand-written column failed (the `hand_pg_lock` column's lock).
+    #[error("PostgreSQL ({what}): {source}")]
+    Database {
+        /// What the column was doing, e.g. "take the order's advisory lock".
+        what: &'static str,
+        /// The client's error.
+        #[source]
+        source: Box<postgres::Error>,
+    },
 }
 
 impl ScenarioError {
@@ -98,6 +107,13 @@ impl ScenarioError {
     pub(crate) fn gate(what: impl Into<String>) -> impl FnOnce(::interlock::GateError) -> Self {
         let what = what.into();
         move |source| ScenarioError::Gate {
+            what,
+            source: Box::new(source),
+        }
+    }
+
+    pub(crate) fn database(what: &'static str) -> impl FnOnce(postgres::Error) -> Self {
+        move |source| ScenarioError::Database {
             what,
             source: Box::new(source),
         }

@@ -12,7 +12,10 @@
 //! billing_credit's hand_check logs. `hand_lock` does the same while holding an exclusive
 //! `flock` on `order.lock` in the cell directory, from before the lookup until the `sent` line
 //! is durable: two workers on one host then check-and-send one at a time (a SIGKILL releases the
-//! lock with the process). Two hosts do not share the lock.
+//! lock with the process). Two hosts do not share the lock. `hand_pg_lock` holds a PostgreSQL
+//! advisory lock on the order instead ([`super::pg_lock`]), in the database the interlock
+//! column's journal is in, over the same span: both hosts reach it, and a SIGKILL ends the
+//! holder's session and so releases it.
 
 use super::order::{Decision, OrderFile, Ticket};
 use super::refund::{post_refund, refunds};
@@ -29,6 +32,48 @@ pub(crate) use crate::billing_credit::hand_check::Phase;
 
 fn log_path(cell_dir: &Path, ticket: &str) -> PathBuf {
     cell_dir.join(format!("hand_check-{ticket}.log"))
+}
+
+/// Which lock, if any, the column holds around check-and-send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lock {
+    /// `hand_check`: none.
+    None,
+    /// `hand_lock`: an `flock` of the cell's lock file (one host).
+    File,
+    /// `hand_pg_lock`: a PostgreSQL advisory lock on the order, in the journal's database.
+    Database,
+}
+
+/// A lock the column holds, released after the `sent` line is durable.
+enum Held {
+    None,
+    File(OrderLock),
+    Database(Box<super::pg_lock::PgOrderLock>),
+}
+
+impl Held {
+    fn take(lock: Lock, cell_dir: &Path, order: &OrderFile) -> Result<Held, ScenarioError> {
+        Ok(match lock {
+            Lock::None => Held::None,
+            Lock::File => Held::File(OrderLock::take(cell_dir)?),
+            Lock::Database => Held::Database(Box::new(super::pg_lock::PgOrderLock::take(
+                cell_dir,
+                &order.order_id,
+            )?)),
+        })
+    }
+
+    fn release(self) -> Result<(), ScenarioError> {
+        match self {
+            Held::None => Ok(()),
+            Held::File(lock) => {
+                drop(lock);
+                Ok(())
+            }
+            Held::Database(lock) => lock.release(),
+        }
+    }
 }
 
 /// An exclusive `flock` on the cell's lock file, released when dropped (or when the process
@@ -52,9 +97,10 @@ impl OrderLock {
     }
 }
 
-/// One pass of the column for `ticket`; `locked` makes it `hand_lock` (the lock is held from
-/// before the lookup until the `sent` line is durable). Each step's log line is durable before
-/// its crash point fires.
+/// One pass of the column for `ticket`; `lock` makes it `hand_lock` or `hand_pg_lock` (the lock
+/// is held from before the lookup until the `sent` line is durable, and released once the pass
+/// has ended, whatever its answer). Each step's log line is durable before its crash point
+/// fires.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn send(
     client: &stripe::Client,
@@ -63,14 +109,27 @@ pub(crate) fn send(
     ticket: &Ticket,
     decision: &Decision,
     phase: Phase,
-    locked: bool,
+    lock: Lock,
     crash: Option<&Crash>,
 ) -> Result<String, ScenarioError> {
-    let _lock = if locked {
-        Some(OrderLock::take(cell_dir)?)
-    } else {
-        None
-    };
+    let held = Held::take(lock, cell_dir, order)?;
+    let answer = checked_send(client, cell_dir, order, ticket, decision, phase, crash);
+    let released = held.release();
+    let answer = answer?;
+    released?;
+    Ok(answer)
+}
+
+/// The checks and the send, in order, under whatever lock [`send`] holds.
+fn checked_send(
+    client: &stripe::Client,
+    cell_dir: &Path,
+    order: &OrderFile,
+    ticket: &Ticket,
+    decision: &Decision,
+    phase: Phase,
+    crash: Option<&Crash>,
+) -> Result<String, ScenarioError> {
     let log = PlainLog {
         path: log_path(cell_dir, &ticket.name),
         agent: AGENT,

@@ -5,10 +5,12 @@
 //! What lives here:
 //! * opening an order: a $100 PaymentIntent confirmed with the test card, and two tickets, each
 //!   approved for one $20 refund ([`open_order`], [`OrderFile`]);
-//! * the four columns behind [`send`] and [`restart`], one ticket per worker: `no_check` (each
+//! * the five columns behind [`send`] and [`restart`], one ticket per worker: `no_check` (each
 //!   ticket's own idempotency key), `hand_check` (lists the order's refunds, sends only if
 //!   refunded + mine ≤ cap), `hand_lock` (the same under an `flock` around check-and-send:
-//!   correct on one host only) and `interlock` (the gate with one budget for the order);
+//!   correct on one host only), `hand_pg_lock` (the same under a PostgreSQL advisory lock in the
+//!   journal's database: both hosts share it) and `interlock` (the gate with one budget for the
+//!   order);
 //! * the ground truth: every refund of the payment ([`ground_truth`]).
 //!
 //! What does not: worker processes, SIGKILL, timing and the results file belong to the runner;
@@ -18,6 +20,7 @@ mod hand_check;
 mod interlock;
 mod no_check;
 mod order;
+mod pg_lock;
 mod refund;
 
 pub use hand_check::read_log;
@@ -43,7 +46,7 @@ pub const JOURNAL_FILE: &str = "journal.jsonl";
 /// Optional file naming the journal store instead of [`JOURNAL_FILE`] (a `postgres://` URL).
 pub const JOURNAL_LOCATION_FILE: &str = "journal.location";
 
-/// The four ways of sending a ticket's refund that the experiment compares.
+/// The five ways of sending a ticket's refund that the experiment compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Column {
     /// Save the decision, POST under the ticket's own idempotency key; the restart re-sends it.
@@ -54,26 +57,44 @@ pub enum Column {
     /// `hand_check` under an exclusive `flock` of one file, held from the lookup to the logged
     /// answer: what a careful engineer on one host writes.
     HandLock,
+    /// `hand_check` under a session-level PostgreSQL advisory lock on the order, in the database
+    /// the interlock column's journal is in, held from before the lookup to the logged answer:
+    /// what a careful engineer on two hosts writes. Needs the run's PostgreSQL (`--journal`).
+    HandPgLock,
     /// The Interlock gate, with one budget (the cap) for the order.
     Interlock,
 }
 
 impl Column {
     /// Every column, in display order.
-    pub const ALL: [Column; 4] = [
+    pub const ALL: [Column; 5] = [
         Column::NoCheck,
         Column::HandCheck,
         Column::HandLock,
+        Column::HandPgLock,
         Column::Interlock,
     ];
 
-    /// `no_check`, `hand_check`, `hand_lock` or `interlock`.
+    /// `no_check`, `hand_check`, `hand_lock`, `hand_pg_lock` or `interlock`: verify's names
+    /// ([`verify::shared_cap::plan::COLUMNS`], in the same order).
     pub fn as_str(self) -> &'static str {
+        let [no_check, hand_check, hand_lock, hand_pg_lock, interlock] =
+            verify::shared_cap::plan::COLUMNS;
         match self {
-            Column::NoCheck => "no_check",
-            Column::HandCheck => "hand_check",
-            Column::HandLock => "hand_lock",
-            Column::Interlock => "interlock",
+            Column::NoCheck => no_check,
+            Column::HandCheck => hand_check,
+            Column::HandLock => hand_lock,
+            Column::HandPgLock => hand_pg_lock,
+            Column::Interlock => interlock,
+        }
+    }
+
+    /// The lock a hand-written column holds around check-and-send.
+    fn lock(self) -> hand_check::Lock {
+        match self {
+            Column::HandLock => hand_check::Lock::File,
+            Column::HandPgLock => hand_check::Lock::Database,
+            _ => hand_check::Lock::None,
         }
     }
 }
@@ -166,14 +187,14 @@ pub fn send(
     crate::billing_credit::fire(crash.as_ref(), CrashPoint::DecisionSaved);
     match column {
         Column::NoCheck => no_check::send(client, &order, t, &decision, crash.as_ref()),
-        Column::HandCheck | Column::HandLock => hand_check::send(
+        Column::HandCheck | Column::HandLock | Column::HandPgLock => hand_check::send(
             client,
             cell_dir,
             &order,
             t,
             &decision,
             hand_check::Phase::Decide,
-            column == Column::HandLock,
+            column.lock(),
             crash.as_ref(),
         ),
         Column::Interlock => interlock::submit(
@@ -201,7 +222,7 @@ pub fn restart(
             let status = no_check::send(client, &order, t, &decision, crash.as_ref())?;
             finished(column, client, cell_dir, ticket, status, gate_key, settings)
         }
-        Column::HandCheck | Column::HandLock => {
+        Column::HandCheck | Column::HandLock | Column::HandPgLock => {
             let status = hand_check::send(
                 client,
                 cell_dir,
@@ -209,7 +230,7 @@ pub fn restart(
                 t,
                 &decision,
                 hand_check::Phase::Restart,
-                column == Column::HandLock,
+                column.lock(),
                 crash.as_ref(),
             )?;
             finished(column, client, cell_dir, ticket, status, gate_key, settings)
@@ -222,7 +243,7 @@ pub fn restart(
 
 /// The report of a worker whose first phase ended by itself with `status` (not killed): for
 /// `interlock` the effect's journal kinds and receipt (also written as `receipt-<ticket>.json`),
-/// for `hand_check`/`hand_lock` the ticket's log.
+/// for the hand-written columns the ticket's log.
 pub fn finished(
     column: Column,
     client: &stripe::Client,
@@ -271,7 +292,7 @@ mod tests {
         }
         let e = "hand".parse::<Column>().unwrap_err().to_string();
         assert!(
-            e.contains("no_check, hand_check, hand_lock, interlock"),
+            e.contains("no_check, hand_check, hand_lock, hand_pg_lock, interlock"),
             "{e}"
         );
     }

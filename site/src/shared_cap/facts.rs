@@ -11,7 +11,7 @@ use verify::shared_cap::{CAP_CENTS, PAYMENT_CENTS, REFUND_CENTS};
 pub(super) fn verdict_line(summary: &[SummaryRow]) -> String {
     let parts: Vec<String> = summary
         .iter()
-        .map(|SummaryRow { s, judged }| {
+        .map(|SummaryRow { s, judged, .. }| {
             format!(
                 "{} held the cap in {}/{judged} (worker a killed in {} of them)",
                 s.column, s.held, s.killed

@@ -23,9 +23,8 @@ use std::path::Path;
 use verify::figures::shared_cap::CapFigures;
 use verify::receipt::KeyCheck;
 use verify::shared_cap::check::CapReport;
-use verify::shared_cap::plan::COLUMNS;
 use verify::shared_cap::record::{run_name, CapCell, CapEnvironment, CapResults, SCENARIO};
-use verify::shared_cap::summary::ColumnSummary;
+use verify::shared_cap::summary::{columns_of, ColumnSummary};
 
 /// The scenario's title on every page of a one-host run.
 pub const TITLE: &str = "shared_cap: two support bots, one order, one refund cap";
@@ -68,6 +67,9 @@ pub struct SummaryRow {
     pub s: ColumnSummary,
     /// Cells judged (not harness errors): the denominator of the column's ratios.
     pub judged: u32,
+    /// The two-sided 95% interval on the rate at which the cap held over the column's repeats,
+    /// as verify derived it, in words.
+    pub held_interval: String,
 }
 
 /// Each column's [`SummaryRow`], in the summary's order, from the figures `verify` derived.
@@ -75,9 +77,13 @@ pub fn summary_rows(figures: &CapFigures) -> Vec<SummaryRow> {
     figures
         .columns()
         .iter()
-        .map(|c| SummaryRow {
-            s: c.summary().clone(),
-            judged: c.judged(),
+        .map(|c| {
+            let (lower, upper) = c.held_interval95_ppm();
+            SummaryRow {
+                s: c.summary().clone(),
+                judged: c.judged(),
+                held_interval: crate::format::interval(lower, upper, c.judged()),
+            }
         })
         .collect()
 }
@@ -218,7 +224,7 @@ fn rows(file: &CapResults, figures: &CapFigures) -> Vec<RowView> {
         .map(|(crash, overlap)| RowView {
             crash: crash.to_owned(),
             overlap: overlap.to_owned(),
-            cells: COLUMNS
+            cells: columns_of(&file.cells)
                 .iter()
                 .map(|col| {
                     file.cells
@@ -389,7 +395,7 @@ pub fn render(
             setup: &setup,
             nemesis: nemesis.as_ref().map(|n| n.headline.as_str()),
             rows: &row_views,
-            columns: &COLUMNS,
+            columns: &columns_of(&file.cells),
             file,
             json_name: &json_name,
             backend_label,

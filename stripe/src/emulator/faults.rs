@@ -134,6 +134,8 @@ struct Active {
     id: FaultId,
     rule: FaultRule,
     fired: u32,
+    /// Requests the rule affected whose handling ended (applied and answered, or turned away).
+    ended: u32,
 }
 
 #[derive(Debug, Default)]
@@ -161,7 +163,12 @@ impl FaultHandle {
         let mut rules = self.rules();
         rules.next += 1;
         let id = FaultId(rules.next);
-        rules.active.push(Active { id, rule, fired: 0 });
+        rules.active.push(Active {
+            id,
+            rule,
+            fired: 0,
+            ended: 0,
+        });
         id
     }
 
@@ -198,19 +205,37 @@ impl FaultHandle {
             .map_or(0, |a| a.fired)
     }
 
-    /// The action for this request, if a rule with uses left matches it.
+    /// How many requests the rule affected have been handled to their end: applied (or turned
+    /// away) and answered, whether or not their client was still there to read the answer. A
+    /// request held by [`FaultAction::Delay`] counts once it has landed (0 once removed).
+    pub fn ended(&self, id: FaultId) -> u32 {
+        self.rules()
+            .active
+            .iter()
+            .find(|a| a.id == id)
+            .map_or(0, |a| a.ended)
+    }
+
+    /// The rule and action for this request, if a rule with uses left matches it.
     pub(crate) fn take(
         &self,
         method: &str,
         path: &str,
         api_key: Option<&str>,
-    ) -> Option<FaultAction> {
+    ) -> Option<(FaultId, FaultAction)> {
         let mut rules = self.rules();
         let active = rules.active.iter_mut().find(|a| {
             a.rule.matches(method, path, api_key) && a.rule.times.is_none_or(|n| a.fired < n)
         })?;
         active.fired += 1;
-        Some(active.rule.action.clone())
+        Some((active.id, active.rule.action.clone()))
+    }
+
+    /// Records that a request rule `id` affected has been handled to its end.
+    pub(crate) fn end(&self, id: FaultId) {
+        if let Some(a) = self.rules().active.iter_mut().find(|a| a.id == id) {
+            a.ended += 1;
+        }
     }
 }
 

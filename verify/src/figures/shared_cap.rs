@@ -1,7 +1,9 @@
 //! The figures of a shared_cap results file: each column's summary with its judged cells (the
 //! denominator of its ratios) and the rows where it went over the cap, and each cell's refunds
-//! that count; each with the definitions the published pages use.
+//! that count, and the 95% interval on the rate at which its cap held over its repeats; each
+//! with the definitions the published pages use.
 
+use crate::nemesis::rules::clopper_pearson_interval95_ppm;
 use crate::receipt::KeyCheck;
 use crate::shared_cap::check::{check as check_cap, CapReport};
 use crate::shared_cap::record::CapResults;
@@ -39,6 +41,7 @@ pub struct CapRow {
 pub struct CapColumn {
     summary: ColumnSummary,
     judged: u32,
+    held_interval95_ppm: (u32, u32),
     over_rows: Vec<CapRow>,
 }
 
@@ -51,6 +54,13 @@ impl CapColumn {
     /// Cells judged (not harness errors): the denominator of the column's ratios.
     pub fn judged(&self) -> u32 {
         self.judged
+    }
+
+    /// The two-sided 95% Clopper–Pearson interval on the rate at which the cap held, over the
+    /// column's judged cells (every row and repeat), in parts per million: (lower, upper). The
+    /// method of the nemesis pages' bounds ([`crate::nemesis::rules`]).
+    pub fn held_interval95_ppm(&self) -> (u32, u32) {
+        self.held_interval95_ppm
     }
 
     /// The distinct rows, in file order, in which a judged cell of the column refunded more
@@ -75,10 +85,14 @@ impl CapFigures {
             columns: report
                 .summary
                 .iter()
-                .map(|s| CapColumn {
-                    summary: s.clone(),
-                    judged: s.cells.saturating_sub(s.harness_errors),
-                    over_rows: over_rows(file, &s.column),
+                .map(|s| {
+                    let judged = s.cells.saturating_sub(s.harness_errors);
+                    CapColumn {
+                        summary: s.clone(),
+                        judged,
+                        held_interval95_ppm: clopper_pearson_interval95_ppm(s.held, judged),
+                        over_rows: over_rows(file, &s.column),
+                    }
                 })
                 .collect(),
             refunds: file

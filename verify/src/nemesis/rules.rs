@@ -185,17 +185,33 @@ fn binomial_cdf(x: u32, n: u32, p: f64) -> f64 {
 /// parts per million rounded up: the p at which P(X <= x) = 0.05. With x = 0 it is
 /// 1 - 0.05^(1/n) (n = 200: 14 868 ppm, about 1.5%); with n = 0 nothing is bounded (1 000 000).
 pub fn clopper_pearson_upper95_ppm(x: u32, n: u32) -> u32 {
+    clopper_pearson_upper_ppm(x, n, 0.05)
+}
+
+/// The two-sided 95% Clopper–Pearson interval on a rate after `x` events in `n` trials, in parts
+/// per million: each end the one-sided bound at 2.5% (the lower end rounded down, the upper
+/// up). With n = 0 nothing is bounded (0 to 1 000 000).
+pub fn clopper_pearson_interval95_ppm(x: u32, n: u32) -> (u32, u32) {
+    let x = x.min(n);
+    let upper = clopper_pearson_upper_ppm(x, n, 0.025);
+    let lower = 1_000_000 - clopper_pearson_upper_ppm(n - x, n, 0.025);
+    (lower, upper)
+}
+
+/// The one-sided Clopper–Pearson upper bound with `tail` left above it: the p at which
+/// P(X <= x) = tail, in ppm rounded up.
+fn clopper_pearson_upper_ppm(x: u32, n: u32, tail: f64) -> u32 {
     if n == 0 || x >= n {
         return 1_000_000;
     }
     let upper = if x == 0 {
-        1.0 - 0.05f64.powf(1.0 / f64::from(n))
+        1.0 - tail.powf(1.0 / f64::from(n))
     } else {
-        // The cdf falls as p rises: bisect for the p where it crosses 0.05.
+        // The cdf falls as p rises: bisect for the p where it crosses the tail.
         let (mut lo, mut hi) = (f64::from(x) / f64::from(n), 1.0f64);
         for _ in 0..100 {
             let mid = 0.5 * (lo + hi);
-            if binomial_cdf(x, n, mid) > 0.05 {
+            if binomial_cdf(x, n, mid) > tail {
                 lo = mid;
             } else {
                 hi = mid;
@@ -349,6 +365,24 @@ mod tests {
                 "{count} credit(s) of {cents} against {w:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_two_sided_interval_matches_known_values() {
+        // 17 of 20: 0.6210732 to 0.9679291 (exact binomial interval, tables).
+        let (lo, hi) = clopper_pearson_interval95_ppm(17, 20);
+        assert!((621_072..=621_074).contains(&lo), "{lo}");
+        assert!((967_929..=967_930).contains(&hi), "{hi}");
+        // 20 of 20: 0.8315665 to 1.
+        let (lo, hi) = clopper_pearson_interval95_ppm(20, 20);
+        assert!((831_565..=831_567).contains(&lo), "{lo}");
+        assert_eq!(hi, 1_000_000);
+        assert_eq!(clopper_pearson_interval95_ppm(0, 5).0, 0);
+        assert_eq!(clopper_pearson_interval95_ppm(0, 0), (0, 1_000_000));
+        // The overlap the referee pointed at: 17/20 and 20/20 cannot be told apart.
+        assert!(
+            clopper_pearson_interval95_ppm(17, 20).1 > clopper_pearson_interval95_ppm(20, 20).0
+        );
     }
 
     #[test]

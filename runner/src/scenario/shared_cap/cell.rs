@@ -16,8 +16,10 @@ use verify::results::FreeForm;
 use verify::shared_cap::plan::PlannedCell;
 use verify::shared_cap::record::{CapCell, OrderRecord, TicketRecord};
 
+mod held;
 mod processes;
 
+use held::HeldRule;
 use processes::{together, Ended, Worker};
 
 /// Everything a cell needs from the run.
@@ -106,6 +108,9 @@ pub struct CellSpec<'s> {
     pub kill_b: Option<&'s str>,
     /// Where worker `a`'s restart is killed, if it is (a final restart then finishes).
     pub kill_restart: Option<&'s str>,
+    /// `kill_while_held`: the service holds worker `a`'s refund POST this long, ms, and `a` is
+    /// SIGKILLed while it is held.
+    pub hold_a_ms: Option<u64>,
 }
 
 /// Starts one worker per entry, blocked on its start pipe, then releases them together and
@@ -115,6 +120,7 @@ fn first_phases(
     dir: &Path,
     api_key: &str,
     spec: &CellSpec<'_>,
+    held: Option<&HeldRule>,
 ) -> Result<Result<(Ended, Ended), CellError>, CellAbort> {
     let concurrent = spec.overlap != "sequential";
     let send = |ticket, crash| Worker {
@@ -123,8 +129,17 @@ fn first_phases(
         phase: CapPhase::Send,
         crash,
         wait_go: concurrent,
+        held: None,
     };
-    let (a, b) = (send("a", spec.kill_a), send("b", spec.kill_b));
+    // A held trial's worker `a` announces no step where it is killed: the service holds it.
+    let a = match held {
+        Some(h) => Worker {
+            held: Some(h),
+            ..send("a", None)
+        },
+        None => send("a", spec.kill_a),
+    };
+    let b = send("b", spec.kill_b);
     let ended = if concurrent {
         together(ctx, dir, api_key, &[a, b])?
     } else {
@@ -211,6 +226,7 @@ fn final_reports(
         phase: CapPhase::Restart,
         crash,
         wait_go: both,
+        held: None,
     };
     let workers: Vec<Worker<'_>> = restarts
         .iter()
@@ -256,6 +272,8 @@ pub struct Outcome {
     pub cell: CapCell,
     /// Where worker `a`'s restart was SIGKILLed, if it was.
     pub restart_killed_at: Option<String>,
+    /// `kill_while_held`: what became of worker `a`'s held refund POST.
+    pub held: Option<verify::shared_cap::nemesis::record::HeldRefund>,
 }
 
 /// Runs one cell or trial to a judged (or harness-error) cell; `name` names its directory.
@@ -266,8 +284,12 @@ pub fn run_spec(
     spec: &CellSpec<'_>,
 ) -> Result<Outcome, CellAbort> {
     let (dir, api_key, client, order) = open_cell(ctx, index, name)?;
+    let held = match spec.hold_a_ms {
+        Some(ms) => Some(HeldRule::install(ctx.backend.faults(), &api_key, ms)?),
+        None => None,
+    };
     let started = Instant::now();
-    let (ended_a, ended_b) = match first_phases(ctx, &dir, &api_key, spec)? {
+    let (ended_a, ended_b) = match first_phases(ctx, &dir, &api_key, spec, held.as_ref())? {
         Ok(pair) => pair,
         Err(e) => (Ended::Failed(e.to_string()), Ended::Failed(e.to_string())),
     };
@@ -279,6 +301,12 @@ pub fn run_spec(
         [&ended_a, &ended_b],
         &mut harness,
     )?;
+    // The held refund lands when its hold ends, whoever is left to read the answer: the ground
+    // truth is read once it has.
+    let held = held.map(|h| h.settle(ctx.worker_timeout));
+    if held.as_ref().is_some_and(|h| h.taken && !h.landed) {
+        harness.get_or_insert("the held refund had not landed when its hold was long over".into());
+    }
     let truth = cap::ground_truth(&client, &order).unwrap_or_else(|e| {
         harness.get_or_insert(format!("reading the ground truth: {e}"));
         verify::shared_cap::OrderTruth {
@@ -324,6 +352,7 @@ pub fn run_spec(
     Ok(Outcome {
         cell,
         restart_killed_at,
+        held,
     })
 }
 
@@ -343,6 +372,7 @@ pub fn run_cell(
         kill_a: Some(spec.crash_point),
         kill_b: None,
         kill_restart: None,
+        hold_a_ms: None,
     };
     let mut cell = run_spec(ctx, index, &name, &cell_spec)?.cell;
     cell.crash_point = spec.crash_point.to_owned();

@@ -22,9 +22,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use verify::shared_cap::check::{check, sign, FORMAT};
-use verify::shared_cap::plan::{every_step_plan, plan, PlannedCell, COLUMNS};
+use verify::shared_cap::plan::{columns_for, every_step_plan, plan, PlannedCell, DATABASE_JOURNAL};
 use verify::shared_cap::record::{CapEnvironment, CapResults, SCENARIO};
-use verify::shared_cap::summary::summarize;
+use verify::shared_cap::summary::{columns_of, summarize};
 
 /// The shared_cap scenario.
 pub struct SharedCap;
@@ -67,13 +67,24 @@ impl ScenarioRun for SharedCap {
     }
 }
 
+/// Where a run's journal is, in `environment.journal`'s words: its PostgreSQL database with
+/// `--journal`, else one file per cell. `hand_pg_lock` runs only on the database.
+pub(crate) fn journal_kind(args: &RunArgs) -> &'static str {
+    if args.journal.is_some() {
+        DATABASE_JOURNAL
+    } else {
+        "file"
+    }
+}
+
 /// What a run checks before any cell runs: the plan, the number of jobs, the output
 /// directories.
 fn checked_plan(args: &RunArgs) -> Result<(Vec<PlannedCell>, usize), SharedCapError> {
+    let columns = columns_for(journal_kind(args));
     let cells_plan = if args.every_step {
-        every_step_plan(args.repeat)
+        every_step_plan(args.repeat, &columns)
     } else {
-        plan(args.repeat)
+        plan(args.repeat, &columns)
     };
     if cells_plan.is_empty() {
         return Err(SharedCapError::NoRepeat);
@@ -191,12 +202,7 @@ impl Setup {
             git_commit: git_commit(),
             seed: self.seed,
             public_key: self.key.public_hex(),
-            journal: if self.journal.is_some() {
-                "postgresql"
-            } else {
-                "file"
-            }
-            .into(),
+            journal: journal_kind(args).into(),
             max_in_flight_ms: settings.max_in_flight.as_millis() as u64,
             command: format!(
                 "runner --scenario shared_cap --seed {}{options}{}{}{}",
@@ -346,7 +352,7 @@ fn write_signed(
         generated_at: crate::results::now_rfc3339(),
         environment,
         want: verify::shared_cap::WANT.to_owned(),
-        summary: summarize(&cells, &COLUMNS),
+        summary: summarize(&cells, &columns_of(&cells)),
         cells,
         signature: None,
     };

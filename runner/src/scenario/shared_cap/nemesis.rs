@@ -16,7 +16,7 @@ use verify::shared_cap::nemesis::draw::{draw, trial_id, Draw};
 use verify::shared_cap::nemesis::record::{Campaign, CapNemesisFile, CapTrial};
 use verify::shared_cap::nemesis::summary::summarize;
 use verify::shared_cap::nemesis::{FORMAT, NEMESES};
-use verify::shared_cap::plan::COLUMNS;
+use verify::shared_cap::plan::columns_for;
 use verify::shared_cap::record::{run_name, SCENARIO};
 
 /// `all`, or a comma-separated list of shared_cap's nemeses, each at most once, in run order.
@@ -42,10 +42,15 @@ pub fn parse_list(list: &str) -> Result<Vec<String>, SharedCapError> {
 }
 
 /// The campaign's trials, in plan order: nemesis, then column, then index.
-fn plan(seed: u64, nemeses: &[String], trials: u32) -> Result<Vec<Planned>, SharedCapError> {
+fn plan(
+    seed: u64,
+    nemeses: &[String],
+    columns: &[&str],
+    trials: u32,
+) -> Result<Vec<Planned>, SharedCapError> {
     let mut out = Vec::new();
     for n in nemeses {
-        for c in COLUMNS {
+        for &c in columns {
             for i in 0..trials {
                 let d = draw(seed, n, c, i).ok_or_else(|| SharedCapError::NothingToDraw {
                     nemesis: n.clone(),
@@ -74,7 +79,16 @@ pub fn run(args: &RunArgs, list: &str) -> Result<RunOutcome, SharedCapError> {
     let setup = Setup::new(args)?;
     let ctx = setup.context();
     let seed = ctx.seed;
-    let planned = plan(seed, &nemeses, args.trials)?;
+    let columns: Vec<String> = columns_for(super::journal_kind(args))
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let planned = plan(
+        seed,
+        &nemeses,
+        &columns.iter().map(String::as_str).collect::<Vec<_>>(),
+        args.trials,
+    )?;
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
@@ -83,7 +97,7 @@ pub fn run(args: &RunArgs, list: &str) -> Result<RunOutcome, SharedCapError> {
         &format!(
             "nemesis {} x {} columns x {} trials",
             nemeses.join(","),
-            COLUMNS.len(),
+            columns.len(),
             args.trials
         ),
         jobs,
@@ -99,11 +113,11 @@ pub fn run(args: &RunArgs, list: &str) -> Result<RunOutcome, SharedCapError> {
         generated_at: crate::results::now_rfc3339(),
         environment,
         want: verify::shared_cap::WANT.to_owned(),
-        summary: summarize(&trials, &nemeses, &COLUMNS.map(str::to_owned)),
+        summary: summarize(&trials, &nemeses, &columns),
         plan: Campaign {
             seed,
             nemeses,
-            columns: COLUMNS.map(str::to_owned).to_vec(),
+            columns,
             trials: args.trials,
         },
         trials,
@@ -135,6 +149,7 @@ fn run_one(
         kill_a: d.kill_a.as_deref(),
         kill_b: d.kill_b.as_deref(),
         kill_restart: d.kill_restart.as_deref(),
+        hold_a_ms: d.hold_a_ms,
     };
     let result = run_spec(ctx, i, &id, &spec).map(|outcome| {
         let mut cell = outcome.cell;
@@ -148,6 +163,7 @@ fn run_one(
             index: *index,
             draw: d.clone(),
             restart_killed_at: outcome.restart_killed_at,
+            held: outcome.held,
             cell,
         }
     });

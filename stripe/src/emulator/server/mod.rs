@@ -263,7 +263,15 @@ async fn process(
         Ok(admitted) => admitted,
         Err(e) => return answer(&Answer::error(&e, key_ref, &request_id)),
     };
-    let fault = app.faults.take(&method, &path, Some(&api_key));
+    let (rule, fault) = match app.faults.take(&method, &path, Some(&api_key)) {
+        Some((id, action)) => (Some(id), Some(action)),
+        None => (None, None),
+    };
+    // Counted as ended when this request's handling is over, by whichever return.
+    let _ended = RuleEnded {
+        faults: &app.faults,
+        rule,
+    };
     if let Some(a) = fault_in_front(fault.as_ref(), key_ref, &request_id) {
         return answer(&a);
     }
@@ -293,6 +301,20 @@ async fn process(
         conn.kill.store(true, Ordering::SeqCst);
     }
     answer(&settled)
+}
+
+/// Marks the request a fault rule affected as handled to its end when dropped.
+struct RuleEnded<'a> {
+    faults: &'a FaultHandle,
+    rule: Option<super::faults::FaultId>,
+}
+
+impl Drop for RuleEnded<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.rule {
+            self.faults.end(id);
+        }
+    }
 }
 
 /// A POST's `Idempotency-Key` (other methods' keys are ignored).

@@ -388,6 +388,9 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
     for (i, c) in file.cells.iter().enumerate() {
         listing.keep_listed(&mut findings);
         check_labels(i, c, &mut seen, &mut findings);
+        if let Some(why) = super::plan::database_problem(&c.column, &file.environment.journal) {
+            findings.push(format!("{}: {why}", label(i, c)));
+        }
         super::bind::check_tickets(&label(i, c), c, resolved.as_ref(), &mut findings);
         if !c.judged() {
             continue;
@@ -397,7 +400,7 @@ pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
             check_cell(i, c, k, &mut findings);
         }
     }
-    let summary = summarize(&file.cells, &COLUMNS);
+    let summary = summarize(&file.cells, &super::summary::columns_of(&file.cells));
     if summary != file.summary {
         findings
             .push("summary: differs from the summary the cells give (re-derived by verify)".into());

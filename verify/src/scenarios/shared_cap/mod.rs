@@ -31,9 +31,9 @@ pub const TICKET_KEY: &str = "ticket";
 /// The metadata key of the order.
 pub const ORDER_KEY: &str = "order";
 
-/// no_check, hand_check and hand_lock: their POST created the refund.
+/// no_check and the hand-written columns: their POST created the refund.
 pub const REFUNDED: &str = "REFUNDED";
-/// hand_check and hand_lock: the order's refunds plus this one would pass the cap.
+/// The hand-written columns: the order's refunds plus this one would pass the cap.
 pub const REFUSED_OVER_CAP: &str = "REFUSED:over_cap";
 
 /// Whether a ticket's final status says its refund went out (or was already out): the

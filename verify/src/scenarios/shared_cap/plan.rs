@@ -5,14 +5,54 @@ pub const CRASH_POINTS: [&str; 2] = ["before_send", "after_send"];
 /// How the two workers overlap.
 pub const OVERLAPS: [&str; 2] = ["sequential", "concurrent"];
 /// The columns, in display order.
-pub const COLUMNS: [&str; 4] = ["no_check", "hand_check", "hand_lock", "interlock"];
+pub const COLUMNS: [&str; 5] = [
+    "no_check",
+    "hand_check",
+    "hand_lock",
+    HAND_PG_LOCK,
+    "interlock",
+];
+
+/// The hand-written check under a PostgreSQL advisory lock, in the database the interlock
+/// column's journal is in: the one column that needs the run's database.
+pub const HAND_PG_LOCK: &str = "hand_pg_lock";
+
+/// `environment.journal` of a run whose journal is the run's PostgreSQL database.
+pub const DATABASE_JOURNAL: &str = "postgresql";
+
+/// Whether `column` runs only where the run's journal is its PostgreSQL database (its lock lives
+/// there).
+pub fn needs_database(column: &str) -> bool {
+    column == HAND_PG_LOCK
+}
+
+/// Why a `column` cell cannot be in a run whose journal is `journal`: the column needs the run's
+/// database and the run had none (its lock would have been nowhere).
+pub fn database_problem(column: &str, journal: &str) -> Option<String> {
+    (needs_database(column) && journal != DATABASE_JOURNAL).then(|| {
+        format!(
+            "{column} takes its lock in the run's PostgreSQL database; this run's journal is \
+             {:?}",
+            crate::display::shorten(journal, 40)
+        )
+    })
+}
+
+/// The columns a run whose journal is `journal` runs, in display order: every column, but
+/// `hand_pg_lock` only on a [`DATABASE_JOURNAL`].
+pub fn columns_for(journal: &str) -> Vec<&'static str> {
+    COLUMNS
+        .into_iter()
+        .filter(|c| journal == DATABASE_JOURNAL || !needs_database(c))
+        .collect()
+}
 
 /// Every step at which worker `a` can be killed, per column: the steps that column passes, in
 /// the order it passes them (`--every-step`). `premises` is the hand-written columns' cap check.
 pub fn kill_steps(column: &str) -> &'static [&'static str] {
     match column {
         "no_check" => &["decision_saved", "before_send", "after_send"],
-        "hand_check" | "hand_lock" => &[
+        "hand_check" | "hand_lock" | HAND_PG_LOCK => &[
             "decision_saved",
             "lookup",
             "approval",
@@ -48,13 +88,14 @@ pub struct PlannedCell {
     pub repeat: u32,
 }
 
-/// The default matrix: every crash point × overlap × column, `repeats` times, rows first.
-pub fn plan(repeats: u32) -> Vec<PlannedCell> {
+/// The default matrix: every crash point × overlap × one of `columns` (in [`COLUMNS`]),
+/// `repeats` times, rows first.
+pub fn plan(repeats: u32, columns: &[&'static str]) -> Vec<PlannedCell> {
     let mut out = Vec::new();
     for repeat in 0..repeats {
         for crash_point in CRASH_POINTS {
             for overlap in OVERLAPS {
-                for column in COLUMNS {
+                for &column in columns {
                     out.push(PlannedCell {
                         crash_point,
                         overlap,
@@ -69,12 +110,12 @@ pub fn plan(repeats: u32) -> Vec<PlannedCell> {
 }
 
 /// `--every-step`: worker `a` killed at every step its column passes ([`kill_steps`]) × overlap,
-/// `repeats` times.
-pub fn every_step_plan(repeats: u32) -> Vec<PlannedCell> {
+/// for each of `columns`, `repeats` times.
+pub fn every_step_plan(repeats: u32, columns: &[&'static str]) -> Vec<PlannedCell> {
     let mut out = Vec::new();
     for repeat in 0..repeats {
         for overlap in OVERLAPS {
-            for column in COLUMNS {
+            for &column in columns {
                 for &crash_point in kill_steps(column) {
                     out.push(PlannedCell {
                         crash_point,
@@ -123,19 +164,30 @@ mod tests {
 
     #[test]
     fn the_default_plan_is_every_row_times_every_column() {
-        let p = plan(2);
-        assert_eq!(p.len(), 2 * 2 * 2 * 4);
+        let p = plan(2, &COLUMNS);
+        assert_eq!(p.len(), 2 * 2 * 2 * 5);
         let distinct: std::collections::HashSet<_> = p.iter().collect();
         assert_eq!(distinct.len(), p.len());
         assert_eq!(p[0].column, "no_check");
-        assert_eq!(p[3].column, "interlock");
-        assert_eq!(p[4].overlap, "concurrent");
+        assert_eq!(p[3].column, HAND_PG_LOCK);
+        assert_eq!(p[4].column, "interlock");
+        assert_eq!(p[5].overlap, "concurrent");
+    }
+
+    #[test]
+    fn hand_pg_lock_is_planned_only_on_a_database_journal_and_passes_hand_checks_steps() {
+        assert_eq!(columns_for(DATABASE_JOURNAL), COLUMNS.to_vec());
+        let on_files = columns_for("file");
+        assert_eq!(on_files.len(), COLUMNS.len() - 1);
+        assert!(!on_files.contains(&HAND_PG_LOCK));
+        assert!(plan(1, &on_files).iter().all(|c| c.column != HAND_PG_LOCK));
+        assert_eq!(kill_steps(HAND_PG_LOCK), kill_steps("hand_check"));
     }
 
     #[test]
     fn every_step_covers_each_columns_steps_and_the_named_points() {
-        let p = every_step_plan(1);
-        assert_eq!(p.len(), 2 * (3 + 8 + 8 + 7));
+        let p = every_step_plan(1, &COLUMNS);
+        assert_eq!(p.len(), 2 * (3 + 8 + 8 + 8 + 7));
         for c in COLUMNS {
             for point in CRASH_POINTS {
                 assert!(is_kill_step(c, point), "{c} {point}");

@@ -3,7 +3,7 @@
 //! - `interlock`: the receipt verifies against the run's key, what it says happened agrees with
 //!   Stripe (a refund tagged with the ticket exists iff the receipt proves one), and when it
 //!   proves one, the committed evidence names the one refund Stripe holds for the ticket.
-//! - `hand_check`, `hand_lock`: the last line of the ticket's plain log agrees with Stripe (a
+//! - `hand_check`, `hand_lock`, `hand_pg_lock`: the last line of the ticket's plain log agrees with Stripe (a
 //!   `sent` or a `lookup` that found one, naming a refund Stripe holds for the ticket; or a
 //!   refusal while Stripe holds none). A plain file the worker wrote itself: it agrees or not,
 //!   it cannot be verified.
@@ -26,10 +26,13 @@ pub fn proves(
             .receipt
             .as_ref()
             .is_some_and(|bundle| receipt_proves(bundle, &ticket.ticket_id, truth, key)),
-        "hand_check" | "hand_lock" => ticket.log.as_deref().is_some_and(|log| {
-            let lines: Vec<Value> = log.iter().map(crate::results::FreeForm::to_value).collect();
-            log_agrees(&lines, &ticket.ticket_id, truth)
-        }),
+        "hand_check" | "hand_lock" | super::plan::HAND_PG_LOCK => {
+            ticket.log.as_deref().is_some_and(|log| {
+                let lines: Vec<Value> =
+                    log.iter().map(crate::results::FreeForm::to_value).collect();
+                log_agrees(&lines, &ticket.ticket_id, truth)
+            })
+        }
         _ => false,
     }
 }

@@ -81,7 +81,7 @@ pub struct CapCell {
     pub crash_point: String,
     /// `sequential` or `concurrent`.
     pub overlap: String,
-    /// `no_check`, `hand_check`, `hand_lock` or `interlock`.
+    /// One of [`super::plan::COLUMNS`].
     pub column: String,
     /// Repeat index.
     pub repeat: u32,
@@ -157,7 +157,7 @@ pub struct TicketRecord {
     pub journal_kinds: Vec<String>,
     /// `interlock` only: the effect's receipt bundle.
     pub receipt: Option<ReceiptBundle>,
-    /// `hand_check` and `hand_lock`: the ticket's plain log.
+    /// The hand-written columns: the ticket's plain log.
     pub log: Option<Vec<FreeForm>>,
     /// [`super::answer_matches`] for this ticket.
     pub answer_matches: bool,

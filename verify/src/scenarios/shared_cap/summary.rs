@@ -29,6 +29,15 @@ pub struct ColumnSummary {
     pub harness_errors: u32,
 }
 
+/// The columns a file's summary lists: each column of [`super::plan::COLUMNS`] that has a cell
+/// in `cells`, in display order (a run without the database runs no `hand_pg_lock` cell).
+pub fn columns_of(cells: &[CapCell]) -> Vec<&'static str> {
+    super::plan::COLUMNS
+        .into_iter()
+        .filter(|col| cells.iter().any(|c| c.column == *col))
+        .collect()
+}
+
 /// The summary of `cells`, one entry per column in `columns` order.
 pub fn summarize(cells: &[CapCell], columns: &[&str]) -> Vec<ColumnSummary> {
     columns

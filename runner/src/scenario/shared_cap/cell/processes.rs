@@ -2,6 +2,7 @@
 //! released together, and watched to their end: SIGKILLed at their crash point, or their report
 //! read.
 
+use super::held::HeldRule;
 use super::{ticket_dir, CapContext};
 use crate::cell::{describe_exit, kill_and_reap, line_reader, ms, stderr_tail, CellAbort, Line};
 use crate::cell_error::CellError;
@@ -15,6 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use verify::shared_cap::nemesis::HELD_STEP;
 
 /// How one worker process ended.
 pub(super) enum Ended {
@@ -38,6 +40,8 @@ pub(super) struct Worker<'a> {
     pub(super) crash: Option<&'a str>,
     /// Whether it waits for `go` on stdin before it starts.
     pub(super) wait_go: bool,
+    /// `kill_while_held`: SIGKILLed once the service has taken its refund POST and holds it.
+    pub(super) held: Option<&'a HeldRule>,
 }
 
 /// Spawns a worker: own process group, stdout piped, stderr to a file in the cell dir.
@@ -53,6 +57,7 @@ fn spawn(
         phase,
         crash,
         wait_go,
+        held: _,
     } = *w;
     let name = format!("{}-{ticket}", phase.as_str());
     let stderr_path = dir.join(format!("{name}.stderr"));
@@ -105,12 +110,37 @@ fn spawn(
     })
 }
 
-/// Watches a worker to its end: SIGKILLs it when it announces `crash` (confirming signal 9),
-/// or collects its report when it finishes by itself.
+/// SIGKILLs a worker whose refund POST the service holds (confirming signal 9 and that the
+/// request is still held when the worker is gone).
+fn kill_held(mut child: Child, held: &HeldRule, taken: Instant) -> Ended {
+    let status = kill_and_reap(&mut child);
+    let after = taken.elapsed();
+    drop(child.stdin.take());
+    match status {
+        _ if held.landed() => {
+            Ended::Failed("the held refund landed before the worker was SIGKILLed".into())
+        }
+        Some(s) if s.signal() == Some(libc::SIGKILL) => {
+            held.killed(after);
+            Ended::Killed {
+                at: HELD_STEP.to_owned(),
+            }
+        }
+        Some(s) => Ended::Failed(format!(
+            "a worker was sent SIGKILL but {}",
+            describe_exit(&s)
+        )),
+        None => Ended::Failed("could not collect a killed worker's exit status".into()),
+    }
+}
+
+/// Watches a worker to its end: SIGKILLs it when it announces `crash` (confirming signal 9), or
+/// when the service has taken its held POST (`held`), or collects its report when it finishes by
+/// itself.
 fn watch(
     ctx: &CapContext<'_>,
     mut child: Child,
-    crash: Option<&str>,
+    (crash, held): (Option<&str>, Option<&HeldRule>),
     stderr: &Path,
 ) -> Result<Ended, CellAbort> {
     let lines = line_reader(&mut child);
@@ -120,6 +150,9 @@ fn watch(
         if ctx.cancel.load(Ordering::SeqCst) {
             kill_and_reap(&mut child);
             return Err(CellAbort::Cancelled);
+        }
+        if let Some(h) = held.filter(|h| h.taken()) {
+            return Ok(kill_held(child, h, Instant::now()));
         }
         match lines.recv_timeout(Duration::from_millis(20)) {
             Ok(Line::Text(l)) => match l.strip_prefix(CRASH_LINE_PREFIX) {
@@ -231,7 +264,7 @@ pub(super) fn together(
             .zip(workers)
             .map(|(child, w)| {
                 let stderr = dir.join(format!("{}-{}.stderr", w.phase.as_str(), w.ticket));
-                s.spawn(move || watch(ctx, child, w.crash, &stderr))
+                s.spawn(move || watch(ctx, child, (w.crash, w.held), &stderr))
             })
             .collect();
         handles.into_iter().map(|h| h.join()).collect()

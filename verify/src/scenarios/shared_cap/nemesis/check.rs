@@ -87,25 +87,32 @@ pub fn labels_known(t: &CapTrial) -> Result<(), (&'static str, String)> {
             return Err((field, format!("not one of {}", OVERLAPS.join(", "))));
         }
     }
+    // A held trial kills worker `a` where the service holds its POST, a step no worker
+    // announces; every other kill is at a step its column passes.
+    let held = t.draw.hold_a_ms.is_some();
     let step_ok = |s: &str| is_kill_step(column, s);
+    let a_step_ok = |s: &str| step_ok(s) || (held && s == super::HELD_STEP);
     let first_kills = [
-        ("draw.kill_a", t.draw.kill_a.as_deref()),
-        ("draw.kill_b", t.draw.kill_b.as_deref()),
+        ("draw.kill_a", t.draw.kill_a.as_deref(), true),
+        ("draw.kill_b", t.draw.kill_b.as_deref(), false),
         (
             "cell.tickets[0].killed_at",
             t.cell.tickets.first().and_then(|x| x.killed_at.as_deref()),
+            true,
         ),
         (
             "cell.tickets[1].killed_at",
             t.cell.tickets.get(1).and_then(|x| x.killed_at.as_deref()),
+            false,
         ),
     ];
-    for (field, step) in first_kills {
-        if step.is_some_and(|s| !step_ok(s)) {
+    for (field, step, of_a) in first_kills {
+        let ok = |s: &str| if of_a { a_step_ok(s) } else { step_ok(s) };
+        if step.is_some_and(|s| !ok(s)) {
             return Err((field, format!("not a step the {column} column passes")));
         }
     }
-    if t.cell.crash_point != NO_KILL && !step_ok(&t.cell.crash_point) {
+    if t.cell.crash_point != NO_KILL && !a_step_ok(&t.cell.crash_point) {
         return Err((
             "cell.crash_point",
             format!("neither {NO_KILL:?} nor a step of {column}"),
@@ -171,6 +178,11 @@ fn check_plan(file: &CapNemesisFile, findings: &mut Vec<String>) {
             p.columns.len(),
             p.trials,
         ));
+    }
+    for c in &p.columns {
+        if let Some(why) = crate::shared_cap::plan::database_problem(c, &file.environment.journal) {
+            findings.push(format!("plan.columns: {why}"));
+        }
     }
     for (i, (t, (n, c, index))) in file.trials.iter().zip(planned(file)).enumerate() {
         let want_id = trial_id(p.seed, n, c, index);
@@ -238,6 +250,40 @@ fn check_kills(i: usize, t: &CapTrial, findings: &mut Vec<String>) {
     }
 }
 
+/// A held trial's record of its held POST: present exactly when the draw holds one; a kill of
+/// `a` at the held step only after the service took its POST; and a POST that landed leaves
+/// worker `a`'s refund at Stripe (the rule is the ground truth's, not the runner's word).
+fn check_held(i: usize, t: &CapTrial, findings: &mut Vec<String>) {
+    let at = trial_label(i, t);
+    let Some(held) = &t.held else {
+        if t.draw.hold_a_ms.is_some() {
+            findings.push(format!(
+                "{at}: the draw holds a's refund; no record of the hold"
+            ));
+        }
+        return;
+    };
+    if t.draw.hold_a_ms.is_none() {
+        findings.push(format!("{at}: records a held refund; its draw holds none"));
+        return;
+    }
+    let a = t.cell.tickets.first();
+    let killed_held = a.and_then(|x| x.killed_at.as_deref()) == Some(super::HELD_STEP);
+    if killed_held && !(held.taken && held.killed_after_ms.is_some()) {
+        findings.push(format!(
+            "{at}: worker a is recorded killed while its refund was held, but the service never \
+             took it"
+        ));
+    }
+    let a_refunded = a.is_some_and(|x| t.cell.truth.of_ticket(&x.ticket_id).next().is_some());
+    if t.cell.judged() && held.landed && !a_refunded {
+        findings.push(format!(
+            "{at}: the held refund is recorded as landed; Stripe holds no refund of worker a's \
+             ticket"
+        ));
+    }
+}
+
 /// How findings name trial `i`: its index and its id, cut.
 fn trial_label(i: usize, t: &CapTrial) -> String {
     format!(
@@ -291,6 +337,7 @@ pub fn check(file: &CapNemesisFile, key: &KeyCheck) -> CapNemesisReport {
     for (i, t) in file.trials.iter().enumerate() {
         listing.keep_listed(&mut findings);
         check_kills(i, t, &mut findings);
+        check_held(i, t, &mut findings);
         let at = trial_label(i, t);
         crate::shared_cap::bind::check_tickets(&at, &t.cell, resolved.as_ref(), &mut findings);
         if !t.cell.judged() {

@@ -18,7 +18,18 @@ pub struct Draw {
     pub kill_b: Option<String>,
     /// The step worker `a`'s restart is SIGKILLed at, if it is.
     pub kill_restart: Option<String>,
+    /// `kill_while_held`: how long the service holds worker `a`'s refund POST before it applies
+    /// it, ms (worker `a` is SIGKILLed while it is held, at [`super::HELD_STEP`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_a_ms: Option<u64>,
 }
+
+/// The shortest hold `kill_while_held` draws, ms: long enough for worker `b` to run its checks
+/// while `a`'s refund is held.
+pub const HOLD_MIN_MS: u64 = 1_000;
+/// The longest hold `kill_while_held` draws, ms: inside the emulator's declared in-flight bound
+/// (5 500 ms), so the fault is within every column's assumptions.
+pub const HOLD_MAX_MS: u64 = 4_500;
 
 /// The steps a restart passes, per column, in order: the checks again (hand-written columns),
 /// the resend (every column), and the gate's record of the answer (interlock). A restart that
@@ -26,7 +37,7 @@ pub struct Draw {
 pub fn restart_steps(column: &str) -> &'static [&'static str] {
     match column {
         "no_check" => &["before_send", "after_send"],
-        "hand_check" | "hand_lock" => &[
+        "hand_check" | "hand_lock" | crate::shared_cap::plan::HAND_PG_LOCK => &[
             "lookup",
             "approval",
             "premises",
@@ -70,10 +81,20 @@ impl Dice {
 
     /// One of `options` (two bytes per pick: sixteen picks per trial at most).
     fn pick<'a>(&mut self, options: &[&'a str]) -> Option<&'a str> {
+        let n = self.next_u16() as usize;
+        options.get(n % options.len().max(1)).copied()
+    }
+
+    /// A number in `low..=high` (two bytes, as a pick).
+    fn between(&mut self, low: u64, high: u64) -> u64 {
+        let span = high.saturating_sub(low).saturating_add(1);
+        low + u64::from(self.next_u16()) % span
+    }
+
+    fn next_u16(&mut self) -> u16 {
         let at = self.used % 31;
         self.used += 2;
-        let n = u16::from_be_bytes([self.bytes[at], self.bytes[at + 1]]) as usize;
-        options.get(n % options.len().max(1)).copied()
+        u16::from_be_bytes([self.bytes[at], self.bytes[at + 1]])
     }
 }
 
@@ -96,6 +117,7 @@ pub fn draw(seed: u64, nemesis: &str, column: &str, index: u32) -> Option<Draw> 
                 kill_a: if victim == "a" { at.clone() } else { None },
                 kill_b: if victim == "b" { at } else { None },
                 kill_restart: None,
+                hold_a_ms: None,
             }
         }
         "kill_both" => Draw {
@@ -103,12 +125,24 @@ pub fn draw(seed: u64, nemesis: &str, column: &str, index: u32) -> Option<Draw> 
             kill_a: step(&mut dice),
             kill_b: step(&mut dice),
             kill_restart: None,
+            hold_a_ms: None,
+        },
+        // Worker `a` runs alone, its POST is held and it is killed; then `b` runs: the overlap
+        // is sequential whatever was drawn for it (the dice still turn, so the other
+        // nemeses' draws are unchanged).
+        super::KILL_WHILE_HELD => Draw {
+            overlap: OVERLAPS[0].to_owned(),
+            kill_a: Some(super::HELD_STEP.to_owned()),
+            kill_b: None,
+            kill_restart: None,
+            hold_a_ms: Some(dice.between(HOLD_MIN_MS, HOLD_MAX_MS)),
         },
         _ => Draw {
             overlap,
             kill_a: step(&mut dice),
             kill_b: None,
             kill_restart: dice.pick(restart_steps(column)).map(str::to_owned),
+            hold_a_ms: None,
         },
     };
     Some(drawn)
@@ -129,6 +163,26 @@ mod tests {
         assert!(others.iter().any(|o| *o != a), "every trial drew the same");
         assert!(draw(7, "kill_everything", "interlock", 0).is_none());
         assert!(draw(7, "kill_both", "two_phase", 0).is_none());
+    }
+
+    #[test]
+    fn kill_while_held_holds_a_inside_the_bound_kills_it_there_and_runs_b_after() {
+        let mut holds = std::collections::BTreeSet::new();
+        for column in COLUMNS {
+            for i in 0..100 {
+                let d = draw(5, super::super::KILL_WHILE_HELD, column, i).unwrap();
+                assert_eq!(d.overlap, "sequential");
+                assert_eq!(d.kill_a.as_deref(), Some(super::super::HELD_STEP));
+                assert_eq!((d.kill_b.as_ref(), d.kill_restart.as_ref()), (None, None));
+                let hold = d.hold_a_ms.unwrap();
+                assert!((HOLD_MIN_MS..=HOLD_MAX_MS).contains(&hold), "{hold}");
+                assert!(hold < crate::billing_credit::assumptions::EMULATOR_MAX_IN_FLIGHT_MS);
+                holds.insert(hold);
+                // The other nemeses never hold.
+                assert!(draw(5, "kill_both", column, i).unwrap().hold_a_ms.is_none());
+            }
+        }
+        assert!(holds.len() > 100, "the holds are drawn, not fixed");
     }
 
     #[test]

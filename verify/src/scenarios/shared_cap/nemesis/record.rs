@@ -59,6 +59,9 @@ pub struct CapTrial {
     pub draw: Draw,
     /// The step worker `a`'s restart was SIGKILLed at, if it was.
     pub restart_killed_at: Option<String>,
+    /// `kill_while_held`: what became of worker `a`'s held refund POST.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<HeldRefund>,
     /// The trial as a matrix cell records it: `crash_point` is the drawn kill of worker `a`
     /// (`none` when it has none), `repeat` the trial's index.
     pub cell: CapCell,
@@ -75,4 +78,19 @@ impl CapTrial {
             .count() as u32;
         first + u32::from(self.restart_killed_at.is_some())
     }
+}
+
+/// What the runner saw of a refund POST the service held (`kill_while_held`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeldRefund {
+    /// The service took worker `a`'s POST and held it (the rule fired).
+    pub taken: bool,
+    /// The held request had ended (applied and answered to nobody) when the runner read the
+    /// ground truth: it waited for that before reading.
+    pub landed: bool,
+    /// From the runner seeing the service take the POST to its SIGKILL of `a`, ms (absent when
+    /// `a` was not killed while it was held).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub killed_after_ms: Option<u64>,
 }
