@@ -112,18 +112,19 @@ mod tests {
         let bytes = verify::input::read_file(&path).unwrap();
         // Loading checks the format string and every field against today's types.
         let file = verify::load::load_nemesis(&bytes).unwrap();
-        // Added since the committed run was made (issue 35, item 4); it is regenerated once
-        // the referee's round four has landed (item 7), and this list goes.
-        let since = [Nemesis::WriteEnospc, Nemesis::FsyncEio];
+        // Every nemesis a campaign runs today (`all`: the retired ones left out).
         assert_eq!(
             file.plan.nemeses,
-            Nemesis::ALL
+            parse_list("all")
+                .unwrap()
                 .into_iter()
-                .filter(|n| !since.contains(n))
                 .map(|n| n.as_str().to_owned())
                 .collect::<Vec<_>>(),
             "the committed run does not have every nemesis: run it again"
         );
+        // Its exposure span was sized from its own paths, not given or fixed.
+        let exposure = file.plan.exposure.as_ref().expect("an exposure span");
+        assert!(exposure.calibration.is_some(), "{exposure:?}");
         assert_eq!(
             file.plan.columns,
             scenarios::billing_credit::Column::ALL

@@ -465,6 +465,9 @@ mod tests {
         let file: serde_json::Value = serde_json::from_slice(&text).unwrap();
         let trials = file["trials"].as_array().unwrap();
         assert!(!trials.is_empty());
+        let span = file["plan"]["exposure"]["span_ms"]
+            .as_u64()
+            .unwrap_or(EXPOSURE_SPAN_MS);
         let detail = |t: &serde_json::Value, kind: &str| -> String {
             let faults = t["faults"].as_array().unwrap();
             let fault = faults.iter().find(|f| f["kind"] == kind);
@@ -477,7 +480,7 @@ mod tests {
             let id = t["id"].as_str().unwrap();
             let nemesis = Nemesis::from_name(t["nemesis"].as_str().unwrap()).unwrap();
             let column = COLUMNS.into_iter().find(|c| t["column"] == *c).unwrap();
-            let d = draw_for(nemesis, column, t["seed"].as_u64().unwrap()).unwrap();
+            let d = draw_for_span(nemesis, column, t["seed"].as_u64().unwrap(), span).unwrap();
             assert_eq!(t["outage"], d.outage, "{id}");
             if let Some(ServiceFault::Delay { ms }) = d.service {
                 let delay = t["faults"]

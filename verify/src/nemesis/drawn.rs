@@ -251,9 +251,9 @@ mod tests {
         crate::load::load_nemesis(&bytes).unwrap()
     }
 
-    fn findings(t: &Trial) -> Vec<(String, String)> {
+    fn findings_over(t: &Trial, span_ms: u64) -> Vec<(String, String)> {
         let mut f = Vec::new();
-        check_drawn("trials[0]", t, super::super::draw::EXPOSURE_SPAN_MS, &mut f);
+        check_drawn("trials[0]", t, span_ms, &mut f);
         f.into_iter().map(|x| (x.code, x.path)).collect()
     }
 
@@ -262,6 +262,8 @@ mod tests {
     #[test]
     fn every_committed_trial_is_its_draw_and_an_edited_one_is_not() {
         let file = committed();
+        let span = file.plan.exposure_span_ms();
+        let findings = |t: &Trial| findings_over(t, span);
         let mut stop = None;
         let mut timed = None;
         let mut held = None;

@@ -63,7 +63,11 @@ pub fn span_from(calibration: &[ColumnPaths]) -> Option<u64> {
     if calibration.is_empty() {
         return None;
     }
-    Some((slowest.saturating_mul(5).div_ceil(4)).div_ceil(1_000).max(1))
+    Some(
+        (slowest.saturating_mul(5).div_ceil(4))
+            .div_ceil(1_000)
+            .max(1),
+    )
 }
 
 /// The plan's exposure record, checked: a span in 1..=[`MAX_SPAN_MS`], and a calibration (when
@@ -142,9 +146,18 @@ mod tests {
         check(&plan, &mut f);
         assert!(f.is_empty(), "{f:?}");
         for (span, cal) in [
-            (6, Some(vec![paths("no_check", &[2]), paths("interlock", &[4])])),
-            (5, Some(vec![paths("interlock", &[4]), paths("no_check", &[2])])),
-            (5, Some(vec![paths("no_check", &[]), paths("interlock", &[4])])),
+            (
+                6,
+                Some(vec![paths("no_check", &[2]), paths("interlock", &[4])]),
+            ),
+            (
+                5,
+                Some(vec![paths("interlock", &[4]), paths("no_check", &[2])]),
+            ),
+            (
+                5,
+                Some(vec![paths("no_check", &[]), paths("interlock", &[4])]),
+            ),
             (0, None),
         ] {
             plan.exposure = Some(ExposureSpan {
