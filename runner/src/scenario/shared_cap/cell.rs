@@ -70,7 +70,7 @@ fn ticket_record(
     let first_exit = match first {
         Ended::Killed { at } => format!("SIGKILLed by the runner at {at}"),
         Ended::Finished(_) => "finished by itself".to_owned(),
-        Ended::Failed(why) => why.clone(),
+        Ended::Failed(why) | Ended::Errored(why) => why.clone(),
     };
     let amount = cap::Decision::load(&ticket_dir(ctx, dir, &t.name), &t.name)
         .ok()
@@ -83,6 +83,10 @@ fn ticket_record(
         killed_at,
         first_exit,
         status: report.map(|r| r.status.clone()).unwrap_or_default(),
+        restart_error: report
+            .and_then(|r| r.detail.get("restart_error"))
+            .and_then(|e| e.as_str())
+            .map(str::to_owned),
         effect_id: report.and_then(|r| r.effect_id.clone()),
         journal_kinds: report.map(|r| r.journal_kinds.clone()).unwrap_or_default(),
         receipt: report.and_then(|r| r.receipt.clone()),
@@ -197,6 +201,21 @@ fn open_cell(
     Ok((dir, api_key, client, order))
 }
 
+/// The report of a final restart that ended in an error: status
+/// [`RESTART_FAILED`](verify::nemesis::rules::RESTART_FAILED), its error in `detail`.
+fn unresolved(why: String) -> RestartReport {
+    RestartReport {
+        status: verify::nemesis::rules::RESTART_FAILED.to_owned(),
+        via: None,
+        effect_id: None,
+        journal_kinds: Vec::new(),
+        receipt: None,
+        hand_check_log: None,
+        waited_ms: 0,
+        detail: serde_json::json!({ "restart_error": why }),
+    }
+}
+
 /// Both tickets' final reports: a worker that finished by itself reports its own; a killed one
 /// is restarted (both together when both were killed), worker `a`'s restart killed where the
 /// spec says and restarted once more. Returns the reports and where `a`'s restart was killed;
@@ -214,7 +233,7 @@ fn final_reports(
         match ended {
             Ended::Finished(r) => reports[i] = Some((**r).clone()),
             Ended::Killed { .. } => restarts.push((i, ticket)),
-            Ended::Failed(why) => {
+            Ended::Failed(why) | Ended::Errored(why) => {
                 harness.get_or_insert(format!("worker {ticket}: {why}"));
             }
         }
@@ -257,6 +276,8 @@ fn final_reports(
         };
         match ended {
             Ended::Finished(r) => reports[i] = Some(*r),
+            // The final restart's own error: the ticket is unresolved, and judged.
+            Ended::Errored(why) => reports[i] = Some(unresolved(why)),
             Ended::Failed(why) | Ended::Killed { at: why } => {
                 harness.get_or_insert(format!("the restart of worker {ticket}: {why}"));
             }

@@ -19,22 +19,10 @@ use verify::shared_cap::nemesis::{FORMAT, NEMESES};
 use verify::shared_cap::plan::columns_for;
 use verify::shared_cap::record::{run_name, SCENARIO};
 
-/// Nemeses `all` leaves out (they run when named). `kill_while_held`: no_check's restart, answered
-/// "in use" under its key while a's refund is held, gives up with its outcome unknown and exits
-/// with an error, which the harness records as HARNESS_ERROR although it is the column's own
-/// answer; until a restart that ends in an error is counted as unresolved (as billing_credit
-/// counts it), a campaign of `all` would be mostly harness errors in that column.
-pub const NOT_IN_ALL: [&str; 1] = [verify::shared_cap::nemesis::KILL_WHILE_HELD];
-
-/// `all` (every nemesis but [`NOT_IN_ALL`]), or a comma-separated list of shared_cap's nemeses,
-/// each at most once, in run order.
+/// `all`, or a comma-separated list of shared_cap's nemeses, each at most once, in run order.
 pub fn parse_list(list: &str) -> Result<Vec<String>, SharedCapError> {
     if list.trim() == "all" {
-        return Ok(NEMESES
-            .into_iter()
-            .filter(|n| !NOT_IN_ALL.contains(n))
-            .map(str::to_owned)
-            .collect());
+        return Ok(NEMESES.map(str::to_owned).to_vec());
     }
     let mut out: Vec<String> = Vec::new();
     for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {

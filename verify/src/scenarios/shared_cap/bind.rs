@@ -12,6 +12,7 @@
 //! - a harness-error cell says why.
 
 use super::record::{CapCell, TicketRecord};
+use crate::nemesis::rules::RESTART_FAILED;
 use crate::receipt::{verify_bundle, KeyCheck, ReceiptReport};
 use ed25519_dalek::VerifyingKey;
 use serde_json::Value;
@@ -58,6 +59,11 @@ pub(crate) fn check_tickets(
     for (j, t) in c.tickets.iter().enumerate() {
         let at = format!("{at}: tickets[{j}]");
         check_exit(&at, t, judged, findings);
+        check_unresolved(&at, t, findings);
+        // An unresolved ticket's restart ended in an error: it has no final record to bind.
+        if t.status == RESTART_FAILED {
+            continue;
+        }
         if c.column != "interlock" {
             if t.receipt.is_some() || t.effect_id.is_some() || !t.journal_kinds.is_empty() {
                 findings.push(format!(
@@ -78,6 +84,26 @@ pub(crate) fn check_tickets(
             )),
             _ => {}
         }
+    }
+}
+
+/// An unresolved ticket (status [`RESTART_FAILED`]) was killed, so it had a final restart, and
+/// says how that restart ended; a ticket that is not unresolved carries no restart error.
+fn check_unresolved(at: &str, t: &TicketRecord, findings: &mut Vec<String>) {
+    let unresolved = t.status == RESTART_FAILED;
+    let explained = t
+        .restart_error
+        .as_deref()
+        .is_some_and(|e| !e.trim().is_empty());
+    if unresolved && (t.killed_at.is_none() || !explained) {
+        findings.push(format!(
+            "{at}: status {RESTART_FAILED} needs a killed worker and its restart's error"
+        ));
+    }
+    if !unresolved && t.restart_error.is_some() {
+        findings.push(format!(
+            "{at}: a restart error on a ticket whose status is not {RESTART_FAILED}"
+        ));
     }
 }
 
@@ -154,5 +180,51 @@ fn check_receipt(
                 allowed.join(" or ")
             }
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ticket(status: &str, killed: bool, error: Option<&str>) -> TicketRecord {
+        serde_json::from_value(serde_json::json!({
+            "name": "a",
+            "ticket_id": "TCK-00000001",
+            "approval": {"id": "approval-TCK-00000001", "approver": "support-lead",
+                         "max_cents": 2000, "revoked": null},
+            "amount": 2000,
+            "killed_at": if killed { Some("request_held") } else { None },
+            "first_exit": "",
+            "status": status,
+            "restart_error": error,
+            "effect_id": null,
+            "journal_kinds": [],
+            "receipt": null,
+            "log": null,
+            "answer_matches": false,
+            "proof": false
+        }))
+        .unwrap()
+    }
+
+    /// An unresolved ticket is a killed one whose restart's error is recorded; a restart error
+    /// belongs to an unresolved ticket only.
+    #[test]
+    fn an_unresolved_ticket_says_how_its_restart_ended() {
+        let found = |t: &TicketRecord| {
+            let mut f = Vec::new();
+            check_unresolved("t", t, &mut f);
+            f.len()
+        };
+        assert_eq!(
+            found(&ticket(RESTART_FAILED, true, Some("gave up: 409"))),
+            0
+        );
+        assert_eq!(found(&ticket(RESTART_FAILED, true, None)), 1);
+        assert_eq!(found(&ticket(RESTART_FAILED, true, Some(" "))), 1);
+        assert_eq!(found(&ticket(RESTART_FAILED, false, Some("x"))), 1);
+        assert_eq!(found(&ticket("REFUNDED", true, Some("x"))), 1);
+        assert_eq!(found(&ticket("REFUNDED", true, None)), 0);
     }
 }

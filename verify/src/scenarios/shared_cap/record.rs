@@ -149,8 +149,12 @@ pub struct TicketRecord {
     pub killed_at: Option<String>,
     /// How the first worker process ended, in words.
     pub first_exit: String,
-    /// The final status: the first worker's own when it was not killed, else its restart's.
+    /// The final status: the first worker's own when it was not killed, else its restart's
+    /// (`RESTART_FAILED` when the final restart ended in an error: the ticket is unresolved).
     pub status: String,
+    /// For an unresolved ticket: how its final restart ended, with the tail of its stderr.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_error: Option<String>,
     /// `interlock` only: the effect id.
     pub effect_id: Option<String>,
     /// `interlock` only: the entry kinds of the effect's journal chain.

@@ -24,6 +24,9 @@ pub(super) enum Ended {
     Killed { at: String },
     /// It finished by itself and reported.
     Finished(Box<RestartReport>),
+    /// It exited by itself with an error (the column's own failure: after a restart, the
+    /// ticket is unresolved, as billing_credit counts it), in words with its stderr's tail.
+    Errored(String),
     /// Anything else: a harness error, in words.
     Failed(String),
 }
@@ -198,7 +201,7 @@ fn watch(
         }
     };
     if !status.success() {
-        return Ok(Ended::Failed(format!(
+        return Ok(Ended::Errored(format!(
             "a worker {}; stderr: {}",
             describe_exit(&status),
             stderr_tail(stderr)
