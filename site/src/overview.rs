@@ -119,8 +119,8 @@ pub fn nemesis_line(columns: &[String], facts: &Facts, judged: u32) -> String {
         )
     });
     let mut out = format!(
-        "Of {} randomized fault trials, {judged} were judged (the rest were killed before any \
-         decision, or their fault never fired: {} of them, counted apart). Violations within each column's assumptions: {within}. Violations beyond \
+        "Of {} randomized fault trials, {judged} were judged (the rest ended before any \
+         decision existed, killed or failing the decision's own write, or their fault never fired: {} of them, counted apart). Violations within each column's assumptions: {within}. Violations beyond \
          them (a request held past the declared bound, or a change after the column's last \
          read): {beyond}. Wrong answers, within and beyond: {wrong}. Under-credits (the \
          approved credit not issued, or a smaller one), within and beyond: {under}.",

@@ -21,7 +21,7 @@ use verify::nemesis::NemesisFile;
 /// | `violations_beyond.C`, `wrong_beyond.C` | integer | violations and wrong answers beyond the assumptions |
 /// | `under_credits_within.C`, `under_credits_beyond.C` | integer | under-credits (credits short of the want) within / beyond the assumptions |
 /// | `under_crediting.C` | text | nemeses with under-credits (with counts), or `none` |
-/// | `unresolved.C`, `nothing_decided.C` | integer | restarts that ended in an error; trials killed before any decision (not judged) |
+/// | `unresolved.C`, `nothing_decided.C` | integer | restarts that ended in an error; trials that ended before any decision existed, killed or failing the decision's own write (not judged) |
 /// | `distinct_within.C` | integer | distinct interleavings within assumptions, summed over nemeses |
 /// | `exposure.judged.C`, `exposure.violations.C`, `exposure.bound.C` | integer, integer, text | the exposure nemesis: trials, violations and the 95% bound on its violation rate |
 /// | `violating_nemeses.C` | text | nemeses with violations within assumptions (with counts), or `none` |
