@@ -522,3 +522,33 @@ fn a_nemesis_trial_that_is_not_a_plain_pass_is_listed_under_its_row_with_what_it
     file.trials[i].violation = true;
     assert_eq!(listed(&file.trials[i]), Some(Listed::Violation));
 }
+
+/// The referee of round four, finding 4: a trial that drew restart kills, all of which found
+/// the restart finished (kill_recovery), ran without its fault even though its decide kill
+/// landed; so did one whose decide kill never landed. Each kind of kill drawn must land once.
+#[test]
+fn a_trial_whose_drawn_restart_kills_never_landed_did_not_fire() {
+    let (file, _) = common::nemesis_file();
+    let mut t = file
+        .trials
+        .iter()
+        .find(|t| t.counted())
+        .cloned()
+        .expect("a counted trial");
+    let kill = |worker: &str, delivered: bool| verify::nemesis::Kill {
+        worker: worker.into(),
+        at_ms: 0,
+        after: "decision_saved".into(),
+        delivered,
+        last_step: None,
+    };
+    t.faults.clear();
+    t.kills = vec![kill("decide", true), kill("restart-1", false)];
+    assert!(!t.fault_fired());
+    t.kills.push(kill("restart-2", true));
+    assert!(t.fault_fired());
+    t.kills = vec![kill("decide", false), kill("restart-1", true)];
+    assert!(!t.fault_fired());
+    t.kills = vec![kill("decide", true)];
+    assert!(t.fault_fired());
+}

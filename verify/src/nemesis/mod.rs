@@ -237,16 +237,25 @@ impl Trial {
         self.judged() && rules::under_credit(&self.ground_truth, self.want)
     }
 
-    /// Every fault the trial recorded fired, and where kills were drawn at least one landed: a
-    /// recorded fault that hit nothing (`fired: 0`, e.g. a tear of a record the column does not
-    /// keep) or kills that all found the worker finished mean the trial ran without its fault.
-    /// Such a trial is counted apart in the figures the pages show, never as judged and
-    /// passed. What the record cannot tell stays unknown: a disk_full trial's tmpfs was filled,
-    /// which says nothing of whether a write failed.
+    /// Every fault the trial recorded fired, and each kind of worker the trial drew kills for
+    /// (the decide worker; its restarts) was killed at least once: a recorded fault that hit
+    /// nothing (`fired: 0`, e.g. a tear of a record the column does not keep), or kills of one
+    /// kind that all found the worker finished (a restart that finished before its drawn step,
+    /// under kill_recovery), mean the trial ran without its fault. Such a trial is counted apart
+    /// in the figures the pages show, never as judged and passed. What the record cannot tell
+    /// stays unknown: a disk_full trial's tmpfs was filled, which says nothing of whether a
+    /// write failed.
     pub fn fault_fired(&self) -> bool {
         let faults = self.faults.iter().all(|f| f.fired > 0);
-        let kills = self.kills.is_empty() || self.kills.iter().any(|k| k.delivered);
-        faults && kills
+        let landed = |decide: bool| {
+            let of_kind = || {
+                self.kills
+                    .iter()
+                    .filter(move |k| (k.worker == "decide") == decide)
+            };
+            of_kind().next().is_none() || of_kind().any(|k| k.delivered)
+        };
+        faults && landed(true) && landed(false)
     }
 
     /// The trial is judged and its fault fired ([`Trial::fault_fired`]): what the pages count.
