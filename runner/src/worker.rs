@@ -278,16 +278,11 @@ fn resume(args: &WorkerArgs) -> Result<i32, WorkerError> {
         decide_again(args, &client, dir, pct, crash.clone())?;
     }
     let report = if !dir.join(bc::DECISION_FILE).exists() {
-        bc::RestartReport {
-            status: NOT_DECIDED.into(),
-            via: None,
-            effect_id: None,
-            journal_kinds: Vec::new(),
-            receipt: None,
-            hand_check_log: None,
-            waited_ms: 0,
-            detail: json!({"note": "killed before any decision was saved: nothing to resume"}),
-        }
+        bc::RestartReport::without_gate(
+            NOT_DECIDED.into(),
+            None,
+            json!({"note": "killed before any decision was saved: nothing to resume"}),
+        )
     } else {
         match restart(crash.clone()) {
             Ok(r) => r,

@@ -67,13 +67,12 @@ impl BuiltFrom {
                 short(data)
             );
         };
-        if data == site {
-            return format!(
-                "Data made at commit {}, the commit this site was built from.",
-                short(data)
-            );
-        }
-        match (self.distance)(data, site) {
+        let distance = if data == site {
+            Some(0)
+        } else {
+            (self.distance)(data, site)
+        };
+        match distance {
             Some(0) => format!(
                 "Data made at commit {}, the commit this site was built from.",
                 short(data)

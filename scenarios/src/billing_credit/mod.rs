@@ -165,6 +165,27 @@ pub struct RestartReport {
     pub detail: serde_json::Value,
 }
 
+impl RestartReport {
+    /// A report with no gate record: a hand-written column's (its log, if it keeps one), or one
+    /// the harness writes for a worker that has none (nothing decided, a restart that failed).
+    pub fn without_gate(
+        status: String,
+        hand_check_log: Option<Vec<serde_json::Value>>,
+        detail: serde_json::Value,
+    ) -> RestartReport {
+        RestartReport {
+            status,
+            via: None,
+            effect_id: None,
+            journal_kinds: Vec::new(),
+            receipt: None,
+            hand_check_log,
+            waited_ms: 0,
+            detail,
+        }
+    }
+}
+
 /// The decide phase: saves `decision.json` (fsync) in `cell_dir`, then sends the credit the
 /// column's way and returns its status. `crash` fires the hook at its point (the worker passes
 /// one; tests pass a panicking one); `gate_key` signs the interlock journal.
@@ -235,16 +256,11 @@ pub fn restart_with(
     match column {
         Column::NoCheck => {
             let (status, posted) = no_check::send(client, &case, &decision, crash.as_ref())?;
-            Ok(RestartReport {
-                status: status.to_owned(),
-                via: None,
-                effect_id: None,
-                journal_kinds: Vec::new(),
-                receipt: None,
-                hand_check_log: None,
-                waited_ms: 0,
-                detail: serde_json::json!({"credit": posted.id, "replayed": posted.replayed}),
-            })
+            Ok(RestartReport::without_gate(
+                status.to_owned(),
+                None,
+                serde_json::json!({"credit": posted.id, "replayed": posted.replayed}),
+            ))
         }
         Column::HandCheck => {
             let (status, credit) = hand_check::send(
@@ -265,16 +281,7 @@ pub fn restart_with(
                     serde_json::json!({ "credit": credit, "log_unreadable": e.to_string() }),
                 ),
             };
-            Ok(RestartReport {
-                status,
-                via: None,
-                effect_id: None,
-                journal_kinds: Vec::new(),
-                receipt: None,
-                hand_check_log: log,
-                waited_ms: 0,
-                detail,
-            })
+            Ok(RestartReport::without_gate(status, log, detail))
         }
         Column::Interlock => interlock::restart(
             client, cell_dir, &case, &decision, gate_key, settings, crash,

@@ -262,19 +262,14 @@ pub fn finished(
                 client, cell_dir, &order, t, &decision, status, gate_key, settings,
             )
         }
-        _ => Ok(RestartReport {
+        _ => Ok(RestartReport::without_gate(
             status,
-            via: None,
-            effect_id: None,
-            journal_kinds: Vec::new(),
-            receipt: None,
-            hand_check_log: match column {
+            match column {
                 Column::NoCheck => None,
                 _ => read_log(cell_dir, ticket).ok(),
             },
-            waited_ms: 0,
-            detail: serde_json::Value::Null,
-        }),
+            serde_json::Value::Null,
+        )),
     }
 }
 

@@ -338,6 +338,14 @@ fn ids_and_receipts(
     Ok((ids_html, receipts))
 }
 
+/// [`ran_line`] followed by where the run's data was made against the site's commit.
+fn header_line(
+    env: &CapEnvironment,
+    built_from: &crate::built_from::BuiltFrom,
+) -> Result<String, ViewError> {
+    Ok(built_from.after(ran_line(env)?, env.git_commit.as_ref()))
+}
+
 /// Renders a shared_cap file `verify` accepted under the build's key (`pinned`, or the file's
 /// own). Its Nemesis page is rendered too when `nemesis/<run name>.json.gz` (or `.json`) is
 /// beside it.
@@ -361,8 +369,8 @@ pub fn render(
     let name = run_name(&file.environment);
     let backend_label =
         backend_words(&file.environment.backend).map_err(|e| data_err(e.to_string()))?;
-    let ran = ran_line(&file.environment).map_err(|e| data_err(e.to_string()))?;
-    let ran = (options.built_from).after(ran, file.environment.git_commit.as_ref());
+    let ran =
+        header_line(&file.environment, &options.built_from).map_err(|e| data_err(e.to_string()))?;
     let json_name = crate::verification::data_name(name, &bytes);
     let summary = summary_rows(figures);
     let verdict_line = verdict_line(&summary);
@@ -381,7 +389,6 @@ pub fn render(
         &|up, current, crumbs, here| nav(up, current, crumbs, here),
         &options.built_from,
     )?;
-    let row_views = rows(file, figures);
     let report_html = page(
         &format!("{name}/index.html"),
         &ReportPage {
@@ -394,7 +401,7 @@ pub fn render(
             verdict: &verdict,
             setup: &setup,
             nemesis: nemesis.as_ref().map(|n| n.headline.as_str()),
-            rows: &row_views,
+            rows: &rows(file, figures),
             columns: &columns_of(&file.cells),
             file,
             json_name: &json_name,

@@ -204,16 +204,11 @@ fn open_cell(
 /// The report of a final restart that ended in an error: status
 /// [`RESTART_FAILED`](verify::nemesis::rules::RESTART_FAILED), its error in `detail`.
 fn unresolved(why: String) -> RestartReport {
-    RestartReport {
-        status: verify::nemesis::rules::RESTART_FAILED.to_owned(),
-        via: None,
-        effect_id: None,
-        journal_kinds: Vec::new(),
-        receipt: None,
-        hand_check_log: None,
-        waited_ms: 0,
-        detail: serde_json::json!({ "restart_error": why }),
-    }
+    RestartReport::without_gate(
+        verify::nemesis::rules::RESTART_FAILED.to_owned(),
+        None,
+        serde_json::json!({ "restart_error": why }),
+    )
 }
 
 /// Both tickets' final reports: a worker that finished by itself reports its own; a killed one
