@@ -138,10 +138,29 @@ pub fn nemesis_line(columns: &[String], facts: &Facts, judged: u32) -> String {
                 text(facts, &format!("exposure.judged.{c}"))
             )
         });
+        let windows = per(&|c| format!("{c} {}", text(facts, &format!("window.p50.{c}"))));
         out.push_str(&format!(
-            " Under exposure (the approval revoked at an instant drawn over one span after the \
-             decision, the same for every column, while the worker runs): {exposure}."
+            " Under exposure (the approval revoked at an instant drawn over one span from the \
+             saved decision, the same for every column, while the worker runs): {exposure}; \
+             each column's unguarded window measured on those trials, median: {windows}."
         ));
+        let early: Vec<String> = columns
+            .iter()
+            .filter(|c| {
+                let opened = int(facts, &format!("exposure.opened_before_saved.{c}"));
+                let of = int(facts, &format!("exposure.windowed.{c}"));
+                matches!((opened, of), (Some(o), Some(n)) if 2 * o > n)
+            })
+            .cloned()
+            .collect();
+        if !early.is_empty() {
+            out.push_str(&format!(
+                " {}'s window mostly opens before the draw begins (at the decision's own read), \
+                 so its count understates its exposure and does not compare with the others'; \
+                 its measured window does.",
+                words(&early)
+            ));
+        }
     }
     out
 }

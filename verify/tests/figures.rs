@@ -296,6 +296,52 @@ fn a_shared_cap_run_names_the_rows_each_column_went_over_the_cap_and_each_cells_
 }
 
 #[test]
+fn a_shared_cap_run_counts_only_cells_whose_kill_landed_and_gives_its_weakest_rows_interval() {
+    use verify::shared_cap::record::CapResults;
+    let mut file: CapResults = cap_fixture("shared_cap.json");
+    let before = verify::figures::shared_cap::check(&file, &KeyCheck::SelfAttested).figures;
+    // Make one judged cell of interlock a cell whose kill did not land: it leaves the landed
+    // count and its row's count, held or not.
+    let i = file
+        .cells
+        .iter()
+        .position(|c| c.column == "interlock" && c.judged() && c.a_killed())
+        .unwrap();
+    for t in &mut file.cells[i].tickets {
+        t.killed_at = None;
+    }
+    let after = verify::figures::shared_cap::check(&file, &KeyCheck::SelfAttested).figures;
+    let col = |f: &verify::figures::shared_cap::CapFigures| {
+        f.columns()
+            .iter()
+            .find(|c| c.summary().column == "interlock")
+            .cloned()
+            .unwrap()
+    };
+    let (b, a) = (col(&before), col(&after));
+    assert_eq!(a.landed(), b.landed() - 1);
+    assert_eq!(
+        a.held_landed(),
+        b.held_landed() - u32::from(file.cells[i].invariant_held)
+    );
+    assert_eq!(a.judged(), b.judged());
+    for c in before.columns() {
+        let w = c.weakest_row().unwrap();
+        let rate = |held: u32, landed: u32| f64::from(held) / f64::from(landed);
+        let (lower, upper) = w.interval95_ppm;
+        assert!(lower <= upper && upper <= 1_000_000);
+        let point = (rate(w.held, w.landed) * 1e6) as u32;
+        assert!(
+            lower <= point && point <= upper,
+            "{}: {w:?}",
+            c.summary().column
+        );
+        assert!(w.landed <= c.landed() && w.held <= c.held_landed());
+        assert!(rate(w.held, w.landed) <= rate(c.held_landed(), c.landed()) + 1e-12);
+    }
+}
+
+#[test]
 fn a_shared_cap_campaign_counts_every_kill_once_and_names_the_trials_that_broke_the_cap() {
     use verify::shared_cap::nemesis::record::{CapNemesisFile, CapTrial};
     use verify::shared_cap::nemesis::summary::all_kills_landed;

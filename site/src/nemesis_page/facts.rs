@@ -30,6 +30,8 @@ use verify::nemesis::NemesisFile;
 /// | `window.n.C`, `window.p50.C`, `window.p95.C` | integer, text, text | the column's unguarded window for the approval (last read to POST applied) over its exposure trials: how many, median and 95th percentile |
 /// | `exposure.timed.C`, `exposure.decision_p50.C`, `exposure.decision_p95.C` | integer, text, text | the exposure trials whose timeline has the decide worker's `started` and `decision_saved` steps, and the decision phase between them (identical code in every column: equal load shows as equal lengths): median and 95th percentile |
 /// | `exposure.changed.C`, `exposure.after_saved.C` | integer | exposure trials with a world change and a `decision_saved` step, and of those the ones whose change began at or after `decision_saved` (where the columns' code differs) |
+/// | `exposure.windowed.C`, `exposure.opened_before_saved.C`, `exposure.undrawn_p50.C` | integer, integer, text | exposure trials with an unguarded window and a `decision_saved` step; of those, the ones whose window opened before `decision_saved`, where the draw begins; and the median part of the window no drawn change could land in |
+/// | `within_began_in_hold.C` | integer | trials within assumptions in which a worker process began while another's credit POST was still held at the service |
 /// | `replay.exact`, `replay.timed` | text | the plan's nemeses whose trials replay exactly from their ids, and those that depend on timing ([`verify::nemesis::draw::replays_exactly`]) |
 /// | `exposure.span` | duration | the span exposure's changes are drawn over, after `decision_saved` |
 /// | `exposure.sized` | text | how that span was sized: from this run's calibration (each column's 95th-percentile path from `decision_saved` to the POST's answer), given on the command line, or the fixed span of runs that recorded none |
@@ -175,6 +177,19 @@ fn window_facts(column: &str, c: &ColumnFigures, facts: &mut Facts) {
     facts.insert(
         format!("exposure.after_saved.{column}"),
         int(phase.changed_after_saved),
+    );
+    facts.insert(format!("exposure.windowed.{column}"), int(phase.windowed));
+    facts.insert(
+        format!("exposure.opened_before_saved.{column}"),
+        int(phase.opened_before_saved),
+    );
+    facts.insert(
+        format!("exposure.undrawn_p50.{column}"),
+        ms(phase.undrawn_p50_us),
+    );
+    facts.insert(
+        format!("within_began_in_hold.{column}"),
+        int(c.within_began_in_hold()),
     );
 }
 

@@ -1,24 +1,30 @@
-//! The facts a shared_cap run's prose may use, and its verdict in one line: every number from
+//! The facts a shared_cap run's prose may use (`held.C` over the cells whose kill of worker `a`
+//! landed, `apart.C` the others, `weakest.C` the row it held least in), and its verdict in one line: every number from
 //! the summary and the figures `verify` derived.
 
 use super::SummaryRow;
 use crate::facts::{Fact, Facts};
-use verify::figures::shared_cap::{CapFigures, CapRow};
+use verify::figures::shared_cap::{CapFigures, CapRow, RowHeld};
 use verify::shared_cap::record::CapResults;
 use verify::shared_cap::{CAP_CENTS, PAYMENT_CENTS, REFUND_CENTS};
 
-/// Each column's held count, in one sentence.
+/// Each column's held count over the cells whose kill landed, and the cells counted apart, in
+/// one sentence.
 pub(super) fn verdict_line(summary: &[SummaryRow]) -> String {
-    let parts: Vec<String> = summary
+    let held: Vec<String> = summary
         .iter()
-        .map(|SummaryRow { s, judged, .. }| {
-            format!(
-                "{} held the cap in {}/{judged} (worker a killed in {} of them)",
-                s.column, s.held, s.killed
-            )
-        })
+        .map(|r| format!("{} {}/{}", r.s.column, r.held_landed, r.landed))
         .collect();
-    format!("{}.", parts.join("; "))
+    let apart: Vec<String> = summary
+        .iter()
+        .map(|r| format!("{} {}", r.s.column, r.apart))
+        .collect();
+    format!(
+        "The cap held, over the cells whose kill of worker a landed: {}. Cells where a ended \
+         before its crash point, counted apart: {}.",
+        held.join(", "),
+        apart.join(", ")
+    )
 }
 
 /// The fact table of a run: the amounts, and per column its ratios and the rows it went over.
@@ -34,7 +40,15 @@ pub(super) fn facts(file: &CapResults, figures: &CapFigures) -> Facts {
     );
     for c in figures.columns() {
         let (s, judged) = (c.summary(), c.judged());
-        f.insert(format!("held.{}", s.column), Fact::Ratio(s.held, judged));
+        f.insert(
+            format!("held.{}", s.column),
+            Fact::Ratio(c.held_landed(), c.landed()),
+        );
+        f.insert(
+            format!("apart.{}", s.column),
+            Fact::Int(i64::from(judged.saturating_sub(c.landed()))),
+        );
+        f.insert(format!("weakest.{}", s.column), weakest(c.weakest_row()));
         f.insert(
             format!("killed.{}", s.column),
             Fact::Ratio(s.killed, judged),
@@ -68,4 +82,20 @@ fn over_rows(rows: &[CapRow]) -> Fact {
     } else {
         rows.join("; ")
     })
+}
+
+/// A column's weakest row in words: the row, its held cells over its landed ones and the 95%
+/// interval over its repeats; `n/a` where no kill landed.
+pub(super) fn weakest(row: Option<&RowHeld>) -> Fact {
+    Fact::Text(row.map_or("n/a".into(), |r| {
+        let (lower, upper) = r.interval95_ppm;
+        format!(
+            "{}, {}: {}/{} ({})",
+            r.row.crash_point,
+            r.row.overlap,
+            r.held,
+            r.landed,
+            crate::format::interval(lower, upper, r.landed)
+        )
+    }))
 }

@@ -67,9 +67,14 @@ pub struct SummaryRow {
     pub s: ColumnSummary,
     /// Cells judged (not harness errors): the denominator of the column's ratios.
     pub judged: u32,
-    /// The two-sided 95% interval on the rate at which the cap held over the column's repeats,
-    /// as verify derived it, in words.
-    pub held_interval: String,
+    /// Judged cells whose kill of worker `a` landed (the fault fired).
+    pub landed: u32,
+    /// Of those, the cells whose cap held.
+    pub held_landed: u32,
+    /// Judged cells whose kill did not land (`a` ended before its point), counted apart.
+    pub apart: u32,
+    /// The row the column held least in, with the 95% interval over its repeats, in words.
+    pub weakest: String,
 }
 
 /// Each column's [`SummaryRow`], in the summary's order, from the figures `verify` derived.
@@ -77,13 +82,13 @@ pub fn summary_rows(figures: &CapFigures) -> Vec<SummaryRow> {
     figures
         .columns()
         .iter()
-        .map(|c| {
-            let (lower, upper) = c.held_interval95_ppm();
-            SummaryRow {
-                s: c.summary().clone(),
-                judged: c.judged(),
-                held_interval: crate::format::interval(lower, upper, c.judged()),
-            }
+        .map(|c| SummaryRow {
+            s: c.summary().clone(),
+            judged: c.judged(),
+            landed: c.landed(),
+            held_landed: c.held_landed(),
+            apart: c.judged().saturating_sub(c.landed()),
+            weakest: facts::weakest(c.weakest_row()).to_string(),
         })
         .collect()
 }

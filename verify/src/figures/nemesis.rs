@@ -8,7 +8,9 @@
 //! [`verify_nemesis`]; the pages show [`SummaryRow::shown`].
 
 use crate::nemesis::check::{verify_nemesis, NemesisReport};
-use crate::nemesis::rules::{percentile, summarize_refs, unguarded_window_us};
+use crate::nemesis::rules::{
+    began_during_a_hold, percentile, summarize_refs, unguarded_window_at_us, unguarded_window_us,
+};
 use crate::nemesis::{NemesisFile, NemesisSummary, Trial};
 use crate::receipt::KeyCheck;
 use std::collections::BTreeMap;
@@ -166,6 +168,7 @@ pub struct ColumnFigures {
     window_p50_us: Option<u64>,
     window_p95_us: Option<u64>,
     exposure_phase: ExposurePhase,
+    within_began_in_hold: u32,
     nemeses: Vec<NemesisColumn>,
 }
 
@@ -186,6 +189,14 @@ pub struct ExposurePhase {
     pub changed: u32,
     /// Of those, the ones whose change began at or after `decision_saved`.
     pub changed_after_saved: u32,
+    /// Exposure trials with an unguarded window for the approval and a `decision_saved` step.
+    pub windowed: u32,
+    /// Of those, the ones whose window opened before `decision_saved`, where the draw begins: a
+    /// part of the window no drawn change can land in.
+    pub opened_before_saved: u32,
+    /// The median, over the windowed trials, of the part of the window before
+    /// `decision_saved`, µs (0 where the window opened after it).
+    pub undrawn_p50_us: Option<u64>,
 }
 
 /// The instant (µs into the trial) the decide worker passed `step`, if its timeline says.
@@ -197,7 +208,7 @@ fn decide_step_at(t: &Trial, step: &str) -> Option<u64> {
 }
 
 impl ExposurePhase {
-    fn derive(trials: &[&Trial]) -> ExposurePhase {
+    fn derive(trials: &[&Trial], max_in_flight_ms: u64) -> ExposurePhase {
         let mut phases: Vec<u64> = trials
             .iter()
             .filter_map(|t| {
@@ -220,7 +231,20 @@ impl ExposurePhase {
                 Some(change.at_us >= saved)
             })
             .collect();
+        let mut undrawn: Vec<u64> = trials
+            .iter()
+            .filter_map(|t| {
+                let saved = decide_step_at(t, "decision_saved")?;
+                let (opened, _) =
+                    unguarded_window_at_us(&t.timeline, "approval", max_in_flight_ms)?;
+                Some(saved.saturating_sub(opened))
+            })
+            .collect();
+        undrawn.sort_unstable();
         ExposurePhase {
+            windowed: count(undrawn.len()),
+            opened_before_saved: count(undrawn.iter().filter(|u| **u > 0).count()),
+            undrawn_p50_us: percentile(&undrawn, 50),
             timed: count(phases.len()),
             decision_p50_us: percentile(&phases, 50),
             decision_p95_us: percentile(&phases, 95),
@@ -409,7 +433,11 @@ impl ColumnFigures {
             windows: count(windows.len()),
             window_p50_us: percentile(&windows, 50),
             window_p95_us: percentile(&windows, 95),
-            exposure_phase: ExposurePhase::derive(&exposed),
+            exposure_phase: ExposurePhase::derive(
+                &exposed,
+                file.environment.claim.max_in_flight_ms,
+            ),
+            within_began_in_hold: how_many(&within, |t| began_during_a_hold(&t.timeline)),
             nemeses: file
                 .plan
                 .nemeses
@@ -538,6 +566,13 @@ impl ColumnFigures {
     /// Where the column's exposure trials stood when the world changed.
     pub fn exposure_phase(&self) -> ExposurePhase {
         self.exposure_phase
+    }
+
+    /// Trials within assumptions in which a worker process began while another's credit POST
+    /// was still held at the service: the within-assumptions trials that test a restart meeting
+    /// its predecessor's request in flight.
+    pub fn within_began_in_hold(&self) -> u32 {
+        self.within_began_in_hold
     }
 
     /// Per nemesis of the plan, in plan order, the column's figures under it.

@@ -1,7 +1,8 @@
 //! The figures of a shared_cap results file: each column's summary with its judged cells (the
 //! denominator of its ratios) and the rows where it went over the cap, and each cell's refunds
-//! that count, and the 95% interval on the rate at which its cap held over its repeats; each
-//! with the definitions the published pages use.
+//! that count, and, over the cells whose kill of worker `a` landed, how often its cap held and
+//! its weakest row with the 95% interval over that row's repeats; each with the definitions the
+//! published pages use.
 
 use crate::nemesis::rules::clopper_pearson_interval95_ppm;
 use crate::receipt::KeyCheck;
@@ -36,12 +37,29 @@ pub struct CapRow {
     pub overlap: String,
 }
 
+/// How a column did in one row over the repeats whose kill of worker `a` landed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowHeld {
+    /// The row.
+    pub row: CapRow,
+    /// Judged cells of the row whose kill of `a` landed.
+    pub landed: u32,
+    /// Of those, the cells whose cap held.
+    pub held: u32,
+    /// The two-sided 95% Clopper–Pearson interval on the rate at which the cap held in this
+    /// row, over those cells (the row's repeats are draws of one configuration), in parts per
+    /// million: (lower, upper).
+    pub interval95_ppm: (u32, u32),
+}
+
 /// One column's figures.
 #[derive(Debug, Clone)]
 pub struct CapColumn {
     summary: ColumnSummary,
     judged: u32,
-    held_interval95_ppm: (u32, u32),
+    landed: u32,
+    held_landed: u32,
+    weakest_row: Option<RowHeld>,
     over_rows: Vec<CapRow>,
 }
 
@@ -56,11 +74,22 @@ impl CapColumn {
         self.judged
     }
 
-    /// The two-sided 95% Clopper–Pearson interval on the rate at which the cap held, over the
-    /// column's judged cells (every row and repeat), in parts per million: (lower, upper). The
-    /// method of the nemesis pages' bounds ([`crate::nemesis::rules`]).
-    pub fn held_interval95_ppm(&self) -> (u32, u32) {
-        self.held_interval95_ppm
+    /// Judged cells whose kill of worker `a` landed at the row's crash point: the cells in
+    /// which the fault fired. The others (`a` ended before its point) are counted apart.
+    pub fn landed(&self) -> u32 {
+        self.landed
+    }
+
+    /// Of the [`Self::landed`] cells, those whose cap held.
+    pub fn held_landed(&self) -> u32 {
+        self.held_landed
+    }
+
+    /// The row with the lowest rate of held caps over its landed cells (on a tie the one with
+    /// the fewest, whose interval is widest; then the first in file order), with its 95% interval: rows are different configurations, so one interval
+    /// over every row would treat them as draws of one. `None` when no kill landed.
+    pub fn weakest_row(&self) -> Option<&RowHeld> {
+        self.weakest_row.as_ref()
     }
 
     /// The distinct rows, in file order, in which a judged cell of the column refunded more
@@ -86,11 +115,13 @@ impl CapFigures {
                 .summary
                 .iter()
                 .map(|s| {
-                    let judged = s.cells.saturating_sub(s.harness_errors);
+                    let rows = rows_held(file, &s.column);
                     CapColumn {
                         summary: s.clone(),
-                        judged,
-                        held_interval95_ppm: clopper_pearson_interval95_ppm(s.held, judged),
+                        judged: s.cells.saturating_sub(s.harness_errors),
+                        landed: rows.iter().map(|r| r.landed).sum(),
+                        held_landed: rows.iter().map(|r| r.held).sum(),
+                        weakest_row: weakest(rows),
                         over_rows: over_rows(file, &s.column),
                     }
                 })
@@ -120,6 +151,56 @@ impl CapFigures {
     pub fn refunds(&self, index: usize) -> Option<u32> {
         self.refunds.get(index).copied()
     }
+}
+
+/// Per row of `column` in file order with at least one judged cell whose kill of `a` landed:
+/// those cells and how many held.
+fn rows_held(file: &CapResults, column: &str) -> Vec<RowHeld> {
+    let mut rows: Vec<RowHeld> = Vec::new();
+    for c in file
+        .cells
+        .iter()
+        .filter(|c| c.column == column && c.judged() && c.a_killed())
+    {
+        let row = CapRow {
+            crash_point: c.crash_point.clone(),
+            overlap: c.overlap.clone(),
+        };
+        let at = match rows.iter().position(|r| r.row == row) {
+            Some(at) => at,
+            None => {
+                rows.push(RowHeld {
+                    row,
+                    landed: 0,
+                    held: 0,
+                    interval95_ppm: (0, 0),
+                });
+                rows.len() - 1
+            }
+        };
+        rows[at].landed += 1;
+        rows[at].held += u32::from(c.invariant_held);
+    }
+    for r in &mut rows {
+        r.interval95_ppm = clopper_pearson_interval95_ppm(r.held, r.landed);
+    }
+    rows
+}
+
+/// The row with the lowest held rate (compared exactly, as fractions); on a tie the one with
+/// the fewest landed cells, whose interval is widest; then the first.
+fn weakest(rows: Vec<RowHeld>) -> Option<RowHeld> {
+    rows.into_iter().reduce(|best, r| {
+        let (mine, theirs) = (
+            u64::from(r.held) * u64::from(best.landed),
+            u64::from(best.held) * u64::from(r.landed),
+        );
+        if mine < theirs || (mine == theirs && r.landed < best.landed) {
+            r
+        } else {
+            best
+        }
+    })
 }
 
 /// The rows (crash point, overlap) in which `column` went over the cap, in file order.

@@ -58,7 +58,8 @@ pub const NOT_DECIDED: &str = "NOT_DECIDED";
 pub const RESTART_FAILED: &str = "RESTART_FAILED";
 
 pub use crate::scenarios::billing_credit::assumptions::{
-    assumption_broken, unguarded_window_us, AFTER_LAST_READ, BEYOND_BOUND, REPLAYED, WORLD,
+    assumption_broken, began_during_a_hold, unguarded_window_at_us, unguarded_window_us,
+    AFTER_LAST_READ, BEYOND_BOUND, REPLAYED, WORLD,
 };
 
 /// A trial's interleaving, as 16 hex digits: a hash of its timeline's events in order (who did
@@ -497,6 +498,40 @@ mod tests {
             None
         );
         assert_eq!(unguarded_window_us(&t[..2], "approval", 5_500), None);
+    }
+
+    #[test]
+    fn a_restart_that_began_while_its_predecessors_post_was_held_is_found() {
+        let held = [
+            ev(20, "decide", "post", "", Some(1_300)),
+            ev(30, WORLD, "kill", "decide", None),
+            ev(900, "restart", "read", "approval", Some(905)),
+        ];
+        assert!(began_during_a_hold(&held));
+        let after = [
+            ev(20, "decide", "post", "", Some(1_300)),
+            ev(30, WORLD, "kill", "decide", None),
+            ev(1_400, "restart", "read", "approval", Some(1_405)),
+        ];
+        assert!(!began_during_a_hold(&after));
+        let unheld = [
+            post(20, "decide"),
+            ev(30, WORLD, "kill", "decide", None),
+            ev(900, "restart", "read", "approval", Some(905)),
+        ];
+        assert!(!began_during_a_hold(&unheld));
+        assert_eq!(
+            unguarded_window_at_us(
+                &[
+                    ev(10, "decide", "read", "approval", Some(12)),
+                    post(50, "decide"),
+                    ev(58, "decide", "answered", "", None)
+                ],
+                "approval",
+                5_500
+            ),
+            Some((12, 58))
+        );
     }
 
     #[test]

@@ -99,10 +99,38 @@ pub fn assumption_broken(
 /// read. Measured on the trials of a nemesis that pauses and kills nobody, it is how long a
 /// change of `fact` could land unseen.
 pub fn unguarded_window_us(timeline: &[Event], fact: &str, max_in_flight_ms: u64) -> Option<u64> {
+    let (read, applied) = unguarded_window_at_us(timeline, fact, max_in_flight_ms)?;
+    Some(applied.saturating_sub(read))
+}
+
+/// Where [`unguarded_window_us`]'s window lies on the trial's clock, µs: (its start, the end of
+/// the last read of `fact` the POST rests on; its end, when the POST was applied).
+pub fn unguarded_window_at_us(
+    timeline: &[Event],
+    fact: &str,
+    max_in_flight_ms: u64,
+) -> Option<(u64, u64)> {
     let posts = Posts::new(timeline, max_in_flight_ms);
     let (i, post) = posts.applying().next()?;
     let read = posts.last_read(post, fact)?;
-    Some(posts.applied_by(i).saturating_sub(read))
+    Some((read, posts.applied_by(i)))
+}
+
+/// Whether a worker process began while a credit POST of another process was still held at
+/// the service: the one interleaving in which a restart's checks and resends meet a request of
+/// its predecessor that has left and not yet been applied (a held POST's hold ends at its
+/// `until_us`).
+pub fn began_during_a_hold(timeline: &[Event]) -> bool {
+    let spans = process_spans(timeline);
+    timeline
+        .iter()
+        .filter(|e| e.kind == "post" && e.actor != WORLD)
+        .filter_map(|p| Some((p, p.until_us?)))
+        .any(|(p, hold_end)| {
+            spans.iter().any(|(actor, (began, _))| {
+                *actor != p.actor && *began > p.at_us && *began < hold_end
+            })
+        })
 }
 
 /// What the rule needs of a timeline's credit POSTs, computed once: each POST's answer, each
