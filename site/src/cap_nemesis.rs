@@ -61,6 +61,11 @@ struct RowView<'a> {
     bound: String,
     /// The heat map's class of the violation rate.
     heat: &'static str,
+    /// Distinct configurations among the counted trials, and those that held in every trial.
+    configurations: u32,
+    configurations_held: u32,
+    /// The 95% upper bound over configurations, each counted once.
+    configurations_bound: String,
 }
 
 /// One nemesis: what it does and its rows.
@@ -262,6 +267,12 @@ fn nemesis_views(figures: &CapNemesisFigures) -> Vec<NemesisView<'_>> {
                         r.summary().judged,
                     ),
                     heat: crate::nemesis_figures::heat_band(r.not_held_ppm()),
+                    configurations: r.configurations(),
+                    configurations_held: r.configurations_held(),
+                    configurations_bound: crate::nemesis_page::bound(
+                        r.configurations_upper95_ppm(),
+                        r.configurations(),
+                    ),
                 })
                 .collect(),
         })

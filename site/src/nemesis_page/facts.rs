@@ -25,6 +25,7 @@ use verify::nemesis::NemesisFile;
 /// | `distinct_within.C` | integer | distinct interleavings within assumptions, summed over nemeses |
 /// | `exposure.judged.C`, `exposure.violations.C`, `exposure.bound.C` | integer, integer, text | the exposure nemesis: trials, violations and the 95% bound on its violation rate |
 /// | `violating_nemeses.C` | text | nemeses with violations within assumptions (with counts), or `none` |
+/// | `under_crediting_nemeses.C` | text | nemeses with under-credits within assumptions (with counts), or `none` |
 /// | `violations_within.N.C`, `within.N.C` | integer | the same per nemesis |
 /// | `judged.N.C`, `violations.N.C`, `under_credits.N.C`, `wrong.N.C`, `unresolved.N.C` | integer | per nemesis, over all its judged trials (within and beyond) |
 /// | `window.n.C`, `window.p50.C`, `window.p95.C` | integer, text, text | the column's unguarded window for the approval (last read to POST applied) over its exposure trials: how many, median and 95th percentile |
@@ -216,6 +217,15 @@ fn nemesis_facts(column: &str, c: &ColumnFigures, facts: &mut Facts) {
     facts.insert(
         format!("wholly_beyond.{column}"),
         list_or_none(c.wholly_beyond().into_iter().map(str::to_owned).collect()),
+    );
+    facts.insert(
+        format!("under_crediting_nemeses.{column}"),
+        list_or_none(
+            c.under_crediting_within()
+                .into_iter()
+                .map(|(n, v)| format!("{n} ({v})"))
+                .collect(),
+        ),
     );
     facts.insert(
         format!("violating_nemeses.{column}"),

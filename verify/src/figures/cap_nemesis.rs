@@ -41,11 +41,43 @@ fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
+/// A trial's configuration: its overlap and the steps of its kills of `a`, `b` and `a`'s restart.
+type Configuration = (String, Option<String>, Option<String>, Option<String>);
+
+/// The distinct configurations of a nemesis and column's counted trials, and how many held in
+/// every trial: (configurations, held).
+fn configurations(file: &CapNemesisFile, s: &NemesisSummary) -> (u32, u32) {
+    let mut seen: std::collections::BTreeMap<Configuration, bool> =
+        std::collections::BTreeMap::new();
+    for t in file.trials.iter().filter(|t| {
+        t.nemesis == s.nemesis
+            && t.cell.column == s.column
+            && t.cell.judged()
+            && all_kills_landed(t)
+    }) {
+        let d = &t.draw;
+        let key = (
+            d.overlap.clone(),
+            d.kill_a.clone(),
+            d.kill_b.clone(),
+            d.kill_restart.clone(),
+        );
+        let held = seen.entry(key).or_insert(true);
+        *held &= t.cell.invariant_held;
+    }
+    (
+        count(seen.len()),
+        count(seen.values().filter(|h| **h).count()),
+    )
+}
+
 /// One nemesis × column: its summary, the judged trials in which the cap did not hold, and
 /// their rate.
 #[derive(Debug, Clone)]
 pub struct NemesisRow {
     summary: NemesisSummary,
+    configurations: u32,
+    configurations_held: u32,
 }
 
 impl NemesisRow {
@@ -57,6 +89,28 @@ impl NemesisRow {
     /// Judged trials in which the cap did not hold.
     pub fn not_held(&self) -> u32 {
         self.summary.judged.saturating_sub(self.summary.held)
+    }
+
+    /// Distinct configurations among the counted trials (judged, every drawn kill landed): the
+    /// overlap and the steps of each kill, the hold's length left out (it stays inside the
+    /// bound). Trials of one configuration repeat one interleaving up to timing, so they are
+    /// not independent samples of the space.
+    pub fn configurations(&self) -> u32 {
+        self.configurations
+    }
+
+    /// Of those configurations, the ones in which every counted trial held the cap.
+    pub fn configurations_held(&self) -> u32 {
+        self.configurations_held
+    }
+
+    /// The one-sided 95% Clopper–Pearson upper bound on the rate of configurations that break
+    /// the cap, each configuration counted once, in parts per million.
+    pub fn configurations_upper95_ppm(&self) -> u32 {
+        crate::nemesis::rules::clopper_pearson_upper95_ppm(
+            self.configurations - self.configurations_held,
+            self.configurations,
+        )
     }
 
     /// Those trials per million judged trials (rounded down); `None` when none was judged.
@@ -171,7 +225,14 @@ pub struct CapNemesisFigures {
 
 impl CapNemesisFigures {
     fn derive(file: &CapNemesisFile, summary: &[NemesisSummary]) -> CapNemesisFigures {
-        let row = |s: &NemesisSummary| NemesisRow { summary: s.clone() };
+        let row = |s: &NemesisSummary| {
+            let (configurations, configurations_held) = configurations(file, s);
+            NemesisRow {
+                summary: s.clone(),
+                configurations,
+                configurations_held,
+            }
+        };
         let columns = file
             .plan
             .columns

@@ -143,6 +143,8 @@ pub struct NemesisColumn {
     pub within: u32,
     /// Of those, violations.
     pub violations_within: u32,
+    /// Of those, under-credits.
+    pub under_credits_within: u32,
 }
 
 /// One column's figures over its judged trials (neither harness errors nor trials with nothing
@@ -456,6 +458,7 @@ impl ColumnFigures {
                         unresolved: how_many(&of, |t| t.unresolved),
                         within: count(within.len()),
                         violations_within: how_many(&within, |t| t.violation),
+                        under_credits_within: how_many(&within, Trial::under_credit),
                     }
                 })
                 .collect(),
@@ -607,6 +610,16 @@ impl ColumnFigures {
             .iter()
             .filter(|n| n.violations_within > 0)
             .map(|n| (n.nemesis.as_str(), n.violations_within))
+            .collect()
+    }
+
+    /// The nemeses under which the column credited less than wanted within its assumptions,
+    /// with how many times, in plan order.
+    pub fn under_crediting_within(&self) -> Vec<(&str, u32)> {
+        self.nemeses
+            .iter()
+            .filter(|n| n.under_credits_within > 0)
+            .map(|n| (n.nemesis.as_str(), n.under_credits_within))
             .collect()
     }
 }
