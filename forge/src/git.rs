@@ -509,7 +509,7 @@ mod tests {
             matches!(entry, Ok(ReflogEntry { ref commit, at: 1_767_225_601 }) if commit == sha)
         );
         assert!(parse_reflog_line(&["reflog"], "nonsense").is_err());
-        assert!(parse_reflog_line(&["reflog"], &format!("{sha} main@{{1}")).is_err());
+        assert!(parse_reflog_line(&["reflog"], &format!("{sha} main@{{1")).is_err());
     }
 
     #[test]

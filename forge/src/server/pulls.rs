@@ -72,7 +72,7 @@ async fn merge_to_end(
     let fault = app.faults.take(&repo, number);
     let ask = match parse_merge(&body) {
         Ok(ask) => ask,
-        Err(refused) => return refused,
+        Err(bad) => return answer::error(bad.status, &bad.message, DOC_MERGE),
     };
     if let Some(Fault::Hold { ms }) = fault {
         tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -116,27 +116,43 @@ fn refused(refusal: &Refusal) -> Response {
     }
 }
 
+/// A merge request's body the service cannot take: its status (400 or 422) and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct BadInput {
+    status: StatusCode,
+    message: String,
+}
+
+impl BadInput {
+    fn invalid(message: String) -> BadInput {
+        BadInput {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            message,
+        }
+    }
+}
+
 /// The merge request's body: empty, or a JSON object whose `sha`, `commit_title` and
 /// `commit_message` are strings and whose `merge_method` is `merge` when given. Malformed JSON is
 /// a 400, a field of the wrong type or value a 422.
-fn parse_merge(body: &[u8]) -> Result<MergeAsk, Response> {
+fn parse_merge(body: &[u8]) -> Result<MergeAsk, BadInput> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(MergeAsk::default());
     }
-    let invalid =
-        |message: String| answer::error(StatusCode::UNPROCESSABLE_ENTITY, &message, DOC_MERGE);
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|_| answer::error(StatusCode::BAD_REQUEST, "Problems parsing JSON", DOC_MERGE))?;
+    let value: Value = serde_json::from_slice(body).map_err(|_| BadInput {
+        status: StatusCode::BAD_REQUEST,
+        message: "Problems parsing JSON".into(),
+    })?;
     let Value::Object(fields) = value else {
-        return Err(invalid(
+        return Err(BadInput::invalid(
             "Invalid request.\n\nThe body is not an object.".into(),
         ));
     };
-    let text = |name: &str| -> Result<Option<String>, Response> {
+    let text = |name: &str| -> Result<Option<String>, BadInput> {
         match fields.get(name) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(invalid(format!(
+            Some(other) => Err(BadInput::invalid(format!(
                 "Invalid request.\n\nFor 'properties/{name}', {other} is not a string."
             ))),
         }
@@ -144,7 +160,7 @@ fn parse_merge(body: &[u8]) -> Result<MergeAsk, Response> {
     match text("merge_method")?.as_deref() {
         None | Some("merge") => {}
         Some(other) => {
-            return Err(invalid(format!(
+            return Err(BadInput::invalid(format!(
                 "Invalid request.\n\nmerge_method {other:?} is not supported here: only \"merge\"."
             )))
         }
@@ -165,7 +181,7 @@ mod tests {
         let status = |body: &str| {
             parse_merge(body.as_bytes())
                 .err()
-                .map(|r| r.status().as_u16())
+                .map(|b| b.status.as_u16())
         };
         assert_eq!(status(""), None);
         assert_eq!(
