@@ -133,8 +133,8 @@ impl BadInput {
 }
 
 /// The merge request's body: empty, or a JSON object whose `sha`, `commit_title` and
-/// `commit_message` are strings and whose `merge_method` is `merge` when given. Malformed JSON is
-/// a 400, a field of the wrong type or value a 422.
+/// `commit_message` are strings and whose `merge_method` is `merge` when given. Malformed JSON or
+/// a body that is not an object is a 400, a field of the wrong type or value a 422.
 fn parse_merge(body: &[u8]) -> Result<MergeAsk, BadInput> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(MergeAsk::default());
@@ -144,9 +144,10 @@ fn parse_merge(body: &[u8]) -> Result<MergeAsk, BadInput> {
         message: "Problems parsing JSON".into(),
     })?;
     let Value::Object(fields) = value else {
-        return Err(BadInput::invalid(
-            "Invalid request.\n\nThe body is not an object.".into(),
-        ));
+        return Err(BadInput {
+            status: StatusCode::BAD_REQUEST,
+            message: "Body should be a JSON object".into(),
+        });
     };
     let text = |name: &str| -> Result<Option<String>, BadInput> {
         match fields.get(name) {
@@ -190,7 +191,7 @@ mod tests {
         );
         assert_eq!(status(r#"{"merge_method":"merge"}"#), None);
         assert_eq!(status("{"), Some(400));
-        assert_eq!(status("[]"), Some(422));
+        assert_eq!(status("[]"), Some(400));
         assert_eq!(status(r#"{"sha":1}"#), Some(422));
         assert_eq!(status(r#"{"merge_method":"squash"}"#), Some(422));
     }

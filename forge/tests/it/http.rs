@@ -64,7 +64,8 @@ fn an_unknown_owner_repository_pull_or_path_is_a_404_in_githubs_shape_with_git()
 }
 
 #[test]
-fn invalid_merge_input_is_a_422_malformed_json_a_400_and_nothing_merges_with_git() {
+fn invalid_merge_fields_are_a_422_a_body_that_is_no_json_object_a_400_and_nothing_merges_with_git()
+{
     let case = Case::new();
     let path = "/repos/interlock/case-1/pulls/1/merge";
     for (body, status) in [
@@ -72,7 +73,7 @@ fn invalid_merge_input_is_a_422_malformed_json_a_400_and_nothing_merges_with_git
         (r#"{"merge_method":"rebase"}"#, 422),
         (r#"{"sha":42}"#, 422),
         (r#"{"commit_title":["t"]}"#, 422),
-        ("[]", 422),
+        ("[]", 400),
         ("{", 400),
     ] {
         let answer = case.http("PUT", path, body);

@@ -227,3 +227,29 @@ fn a_head_that_does_not_merge_cleanly_is_not_mergeable_and_refused_with_405_with
     );
     assert_eq!(case.main(), before);
 }
+
+#[test]
+fn concurrent_merges_of_one_pull_request_make_one_merge_and_one_405_with_git() {
+    let case = Case::new();
+    let h = case.pull.head.clone();
+    let answers: Vec<_> = std::thread::scope(|s| {
+        let racers: Vec<_> = (0..4)
+            .map(|_| {
+                let client = case.client(TIMEOUT);
+                let ask = ask(Some(&h));
+                s.spawn(move || client.merge(1, &ask))
+            })
+            .collect();
+        racers.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    let merged: Vec<_> = answers.iter().filter_map(|a| a.as_ref().ok()).collect();
+    assert_eq!(merged.len(), 1, "{answers:?}");
+    for refused in answers.iter().filter_map(|a| a.as_ref().err()) {
+        assert!(
+            matches!(refused, ClientError::Refused { status: 405, .. }),
+            "{refused:?}"
+        );
+    }
+    let truth = case.forge.truth(&case.name, 1, &h, None).unwrap();
+    assert_eq!(truth.updates, vec![merge_of(merged[0], &h)]);
+}
