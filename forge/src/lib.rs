@@ -215,7 +215,9 @@ impl Forge {
     }
 
     /// Injects a fault into the next merge request (`PUT .../merge`) of `repo`'s pull `pull`
-    /// (once).
+    /// (once). The next request naming that pull request takes it whatever its answer; the
+    /// faults after the commit strike only when that request makes the merge (a refused request
+    /// gets its refusal).
     pub fn set_fault(&self, repo: &str, pull: u64, fault: Fault) {
         self.app.faults.set(repo, pull, fault);
     }
