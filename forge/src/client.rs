@@ -210,7 +210,7 @@ impl Client {
     }
 
     /// Pages through the commits of `branch` (newest first) and returns the first whose message
-    /// contains `needle` (a trailer line such as "Interlock-Effect: <id>"), reading at most
+    /// contains `needle` (a trailer line such as `Interlock-Effect: <id>`), reading at most
     /// `max_pages` pages (following the `Link` header's `next`).
     pub fn find_commit(
         &self,

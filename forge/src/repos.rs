@@ -50,12 +50,23 @@ impl Repos {
         locks.entry(name.to_string()).or_default().clone()
     }
 
-    fn repo(&self, name: &str) -> Repo {
-        Repo {
+    fn git_dir(&self, name: &str) -> PathBuf {
+        self.root.join(format!("{name}.git"))
+    }
+
+    /// Runs `f` on repository `name` (a valid name) with its lock held.
+    fn locked<R>(
+        &self,
+        name: &str,
+        f: impl FnOnce(Repo) -> Result<R, ForgeError>,
+    ) -> Result<R, ForgeError> {
+        let lock = self.lock_of(name);
+        let _held = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        f(Repo {
             name: name.to_string(),
-            git: Git::at(&self.root.join(format!("{name}.git"))),
+            git: Git::at(&self.git_dir(name)),
             pulls_file: self.root.join(format!("{name}.pulls.json")),
-        }
+        })
     }
 
     /// Runs `f` on repository `name` with its lock held; [`ForgeError::NoSuchRepo`] when there is
@@ -68,13 +79,12 @@ impl Repos {
         if !valid_name(name) {
             return Err(ForgeError::NoSuchRepo(name.to_string()));
         }
-        let lock = self.lock_of(name);
-        let _held = lock.lock().unwrap_or_else(PoisonError::into_inner);
-        let repo = self.repo(name);
-        if !repo.pulls_file.is_file() {
-            return Err(ForgeError::NoSuchRepo(name.to_string()));
-        }
-        f(&repo)
+        self.locked(name, |repo| {
+            if !repo.pulls_file.is_file() {
+                return Err(ForgeError::NoSuchRepo(name.to_string()));
+            }
+            f(&repo)
+        })
     }
 
     /// Creates repository `name` (a bare repository, then whatever `f` puts in it) with its lock
@@ -87,15 +97,14 @@ impl Repos {
         if !valid_name(name) {
             return Err(ForgeError::InvalidName(name.to_string()));
         }
-        let lock = self.lock_of(name);
-        let _held = lock.lock().unwrap_or_else(PoisonError::into_inner);
-        let repo = self.repo(name);
-        let dir = self.root.join(format!("{name}.git"));
-        if dir.exists() || repo.pulls_file.exists() {
-            return Err(ForgeError::Exists(name.to_string()));
-        }
-        let git = Git::init_bare(&dir)?;
-        f(&Repo { git, ..repo })
+        self.locked(name, |repo| {
+            let dir = self.git_dir(name);
+            if dir.exists() || repo.pulls_file.exists() {
+                return Err(ForgeError::Exists(name.to_string()));
+            }
+            Git::init_bare(&dir)?;
+            f(&repo)
+        })
     }
 }
 
