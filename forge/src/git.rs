@@ -512,6 +512,32 @@ mod tests {
         assert!(parse_reflog_line(&["reflog"], &format!("{sha} main@{{1")).is_err());
     }
 
+    /// Needs the `git` command line.
+    #[test]
+    fn a_branch_moves_only_from_the_commit_it_is_at_with_git() -> Result<(), ForgeError> {
+        let dir = tempfile::tempdir().map_err(|source| ForgeError::Io {
+            path: "tempdir".into(),
+            source,
+        })?;
+        let git = Git::init_bare(&dir.path().join("r.git"))?;
+        let a = git.commit_file(None, "a", "a\n", "a\n", Actor::Setup, EPOCH + 1)?;
+        let b = git.commit_file(Some(&a), "b", "b\n", "b\n", Actor::Setup, EPOCH + 2)?;
+        assert!(git.update_branch("main", &a, None, "create", Actor::Setup, EPOCH + 1)?);
+        assert!(!git.update_branch("main", &b, None, "again", Actor::Setup, EPOCH + 2)?);
+        assert!(!git.update_branch("main", &b, Some(&b), "stale", Actor::Setup, EPOCH + 2)?);
+        assert_eq!(git.branch_head("main")?, a);
+        assert!(git.update_branch("main", &b, Some(&a), "move", Actor::Setup, EPOCH + 2)?);
+        assert_eq!(git.branch_head("main")?, b);
+        let log: Vec<(String, u64)> = git
+            .reflog("main")?
+            .into_iter()
+            .map(|e| (e.commit, e.at))
+            .collect();
+        assert_eq!(log, vec![(a, EPOCH + 1), (b, EPOCH + 2)]);
+        assert_eq!(git.next_tick()?, EPOCH + 3);
+        Ok(())
+    }
+
     #[test]
     fn only_forty_lowercase_hex_digits_are_an_object_name() {
         assert!(is_object_name("a28d604265c9ff1f50d4eb977a0347818890473b"));

@@ -63,7 +63,10 @@ fn router(app: Arc<App>) -> Router {
             put(pulls::merge),
         )
         .route("/repos/{owner}/{repo}/commits", get(commits::list))
+        // Paths and methods outside the subset: GitHub-shaped 404s (no HTTP 405 here, which
+        // the merge endpoint gives a meaning of its own).
         .fallback(|| async { answer::not_found(answer::DOC_REST) })
+        .method_not_allowed_fallback(|| async { answer::not_found(answer::DOC_REST) })
         .with_state(app)
 }
 

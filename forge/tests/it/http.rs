@@ -42,6 +42,8 @@ fn an_unknown_owner_repository_pull_or_path_is_a_404_in_githubs_shape_with_git()
         ("GET", "/repos/interlock/no-such-case/commits"),
         ("GET", "/repos/interlock/case-1/commits?sha=no-such-branch"),
         ("GET", "/elsewhere"),
+        ("DELETE", "/repos/interlock/case-1/pulls/1"),
+        ("POST", "/repos/interlock/case-1/pulls/1/merge"),
     ] {
         let answer = case.http(method, path, "");
         assert_eq!(answer.status, 404, "{method} {path}");
