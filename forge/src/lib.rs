@@ -143,6 +143,17 @@ pub struct Forge {
     running: Running,
 }
 
+/// [`ForgeError::NotMerged`]'s reason when the pull request was merged already.
+const ALREADY_MERGED: &str = "it is merged already";
+
+impl ForgeError {
+    /// Whether a merge the harness asked for was refused because the pull request was merged
+    /// already (someone cannot merge what is merged).
+    pub fn already_merged(&self) -> bool {
+        matches!(self, ForgeError::NotMerged { reason, .. } if *reason == ALREADY_MERGED)
+    }
+}
+
 impl Forge {
     /// Starts on 127.0.0.1 port 0; repositories live under `root/<name>.git` (bare, reflogs on:
     /// `core.logAllRefUpdates=always`), one repository per case so cases never share a branch.
@@ -197,7 +208,7 @@ impl Forge {
                         pull,
                     }
                 }
-                Refusal::AlreadyMerged => "it is merged already",
+                Refusal::AlreadyMerged => ALREADY_MERGED,
                 Refusal::HeadModified => "its head moved",
                 Refusal::Conflict => "its head does not merge cleanly",
             };

@@ -90,6 +90,9 @@ pub enum Internal {
     /// A shared_cap worker process started by the runner (not for direct use).
     #[command(hide = true)]
     CapWorker(Box<crate::scenario::shared_cap::worker::CapWorkerArgs>),
+    /// A pr_merge worker process started by the runner (not for direct use).
+    #[command(hide = true)]
+    MergeWorker(Box<crate::scenario::pr_merge::worker::MergeWorkerArgs>),
     /// Re-read every Stripe object a results file names and compare it with the file.
     #[command(long_about = RECONCILE_ABOUT, after_help = RECONCILE_AFTER_HELP)]
     Reconcile(ReconcileArgs),
@@ -228,8 +231,9 @@ pub struct ReconcileArgs {
 pub struct RunArgs {
     /// Scenario to run: billing_credit (one credit racing a billing run; writes
     /// DIR/billing_credit.json), shared_cap (two bots refunding one order under one cap; writes
-    /// DIR/shared_cap.json; its matrix is fixed, decided by the policy), or all (each in turn,
-    /// then one site over both).
+    /// DIR/shared_cap.json; its matrix is fixed, decided by the policy), pr_merge (an agent
+    /// merging a reviewed pull request at a git forge on loopback; writes DIR/pr_merge.json), or
+    /// all (each in turn, then one site over them).
     #[arg(long, required_unless_present = "replay", value_parser = crate::scenario::choices())]
     pub scenario: Option<String>,
 

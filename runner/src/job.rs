@@ -53,6 +53,8 @@ pub enum Job {
     Worker(Box<WorkerArgs>),
     /// A shared_cap worker process (started by the runner).
     CapWorker(Box<CapWorkerArgs>),
+    /// A pr_merge worker process (started by the runner).
+    MergeWorker(Box<crate::scenario::pr_merge::worker::MergeWorkerArgs>),
     /// `runner reconcile`.
     Reconcile(ReconcileArgs),
     /// `runner merge`.
@@ -151,6 +153,7 @@ impl TryFrom<Cli> for Job {
         Ok(match cli.command {
             Some(Internal::Worker(args)) => Job::Worker(args),
             Some(Internal::CapWorker(args)) => Job::CapWorker(args),
+            Some(Internal::MergeWorker(args)) => Job::MergeWorker(args),
             Some(Internal::Reconcile(args)) => Job::Reconcile(args),
             Some(Internal::Merge(args)) => Job::Merge(args),
             Some(Internal::Keygen(args)) => Job::Keygen(args),
@@ -255,6 +258,7 @@ impl Job {
         match self {
             Job::Worker(args) => Ok(exit_with(crate::worker::main(&args))),
             Job::CapWorker(args) => Ok(exit_with(crate::scenario::shared_cap::worker::main(&args))),
+            Job::MergeWorker(args) => Ok(exit_with(crate::scenario::pr_merge::worker::main(&args))),
             Job::Reconcile(args) => Ok(Outcome::Exit(crate::reconcile::command(&args))),
             Job::Merge(args) => Ok(crate::nemesis::merge_shards(&args).map(passed)?),
             Job::Keygen(args) => keygen(&args),

@@ -1,54 +1,144 @@
-//! The pr_merge skeleton through the runner's registry: named on the command line, refused with
-//! why before anything runs, and left out of `--scenario all`'s list.
-#![allow(clippy::expect_used)]
+//! `runner --scenario pr_merge` end to end: one real worker process per cell against the run's
+//! forge (real git repositories on loopback), SIGKILLed before or after its merge request, the
+//! outage made while it is dead, the repository read back with git, and a signed results file
+//! that verifies. Needs the `git` CLI.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use std::process::Command;
+use verify::contract::{read_and_check, Verified};
+use verify::receipt::KeyCheck;
+use verify::scenarios::pr_merge::PrMerge;
 
-fn runner(args: &[&str]) -> (Option<i32>, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_runner"))
+fn runner(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_runner"))
         .args(args)
         .output()
-        .expect("the runner binary starts");
-    (
-        output.status.code(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+        .expect("the runner binary starts")
+}
+
+fn matrix() -> (Verified<PrMerge>, String) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = dir.path().to_str().expect("a UTF-8 path");
+    let site = dir.path().join("site");
+    let output = runner(&[
+        "--scenario",
+        "pr_merge",
+        "--jobs",
+        "4",
+        "--out",
+        out,
+        "--site-out",
+        site.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "runner failed: {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    assert!(stdout.contains("verify: ok"), "{stdout}");
+    assert!(
+        site.join("pr_merge/index.html").exists(),
+        "the report was rendered"
+    );
+    let bytes = std::fs::read(dir.path().join("pr_merge.json")).unwrap();
+    let verified = read_and_check::<PrMerge>(&bytes, &KeyCheck::SelfAttested)
+        .unwrap_or_else(|_| panic!("the written file does not verify"));
+    (verified, stdout)
 }
 
 #[test]
-fn pr_merge_is_a_scenario_the_runner_refuses_to_run_yet() {
+fn the_matrix_runs_through_real_processes_and_git_and_verifies_with_every_tier_two_outcome() {
+    let (v, _) = matrix();
+    let file = v.file();
+    assert_eq!(file.cells.len(), 2 * 4 * 4);
+    assert_eq!(
+        file.environment.get("backend").map(String::as_str),
+        Some("forge")
+    );
+    for (i, c) in file.cells.iter().enumerate() {
+        let at = format!(
+            "{}:{}:{}",
+            c.planned.crash_point, c.planned.outage, c.planned.column
+        );
+        assert!(c.harness_error.is_none(), "{at}: {:?}", c.harness_error);
+        // The runner's SIGKILL ended the first worker at the planned point.
+        assert_eq!(
+            c.ticket.killed_at.as_deref(),
+            Some(c.planned.crash_point.as_str()),
+            "{at}"
+        );
+        let j = v.judgement(i).expect("every cell is judged");
+        if c.planned.column == "interlock" {
+            assert!(
+                j.invariant_held && j.answer_matches,
+                "{at}: {j:?} {}",
+                c.ticket.status
+            );
+            assert!(c.ticket.receipt.is_some(), "{at}");
+        }
+    }
+    let status_of = |crash: &str, outage: &str, column: &str| {
+        file.cells
+            .iter()
+            .find(|c| {
+                c.planned.crash_point == crash
+                    && c.planned.outage == outage
+                    && c.planned.column == column
+            })
+            .map(|c| c.ticket.status.clone())
+            .unwrap_or_default()
+    };
+    // A crash after the merge left: the lookup finds it.
+    assert_eq!(
+        status_of("after_send", "none", "interlock"),
+        "COMMITTED_ON_QUERY"
+    );
+    // A crash before it left: after the in-flight bound, not found, re-checked and resent.
+    assert_eq!(
+        status_of("before_send", "none", "interlock"),
+        "REAPPLIED_AFTER_QUERY"
+    );
+    assert_eq!(
+        status_of("before_send", "base_moved", "interlock"),
+        "REAPPLIED_AFTER_QUERY"
+    );
+    // The head moved while the worker was dead: the re-checked premise refuses.
+    assert!(
+        status_of("before_send", "unreviewed_push", "interlock").starts_with("REFUSED:"),
+        "{}",
+        status_of("before_send", "unreviewed_push", "interlock")
+    );
+    // no_check merges the unreviewed head: it sends no sha.
+    let no_check = v.summary().get("no_check").expect("no_check's summary");
+    assert!(no_check.unreviewed > 0, "{no_check:?}");
+}
+
+#[test]
+fn a_pr_merge_campaign_is_refused_with_why_before_anything_runs() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let out = dir.path().join("out");
-    let out = out.to_str().expect("a UTF-8 path");
-    for args in [
-        &["--scenario", "pr_merge", "--out", out][..],
-        &["--scenario", "pr_merge", "--nemesis", "all", "--out", out][..],
-    ] {
-        let (code, stderr) = runner(args);
-        assert_eq!(code, Some(2), "{args:?}: {stderr}");
-        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
-        assert!(
-            stderr.contains("--scenario pr_merge cannot be run yet: its rules (verify)"),
-            "{args:?}: {stderr}"
-        );
-    }
-    assert!(!dir.path().join("out").exists(), "nothing is written");
-}
-
-#[test]
-fn a_campaign_without_a_scenario_lists_only_scenarios_that_run() {
-    let (code, stderr) = runner(&["--scenario", "all", "--nemesis", "all"]);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("--scenario billing_credit"), "{stderr}");
-    assert!(!stderr.contains("pr_merge"), "{stderr}");
+    let output = runner(&[
+        "--scenario",
+        "pr_merge",
+        "--nemesis",
+        "all",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("its nemesis campaign is not built yet"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn help_names_pr_merge_among_the_scenarios() {
-    let output = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .arg("--help")
-        .output()
-        .expect("the runner binary starts");
+    let output = runner(&["--help"]);
     let help = String::from_utf8_lossy(&output.stdout);
     assert!(help.contains("pr_merge"), "{help}");
 }

@@ -20,6 +20,9 @@ pub enum ScenarioError {
     /// A shared_cap run.
     #[error(transparent)]
     SharedCap(#[from] SharedCapError),
+    /// A pr_merge run.
+    #[error(transparent)]
+    PrMerge(#[from] super::pr_merge::PrMergeError),
     /// A scenario whose runs are not built yet.
     #[error("--scenario {name} cannot be run yet: {why}")]
     NotBuilt {
@@ -38,6 +41,7 @@ impl ScenarioError {
             ScenarioError::Matrix(RunError::Interrupted(_))
                 | ScenarioError::Nemesis(NemesisRunError::Interrupted(_))
                 | ScenarioError::SharedCap(SharedCapError::Interrupted(_))
+                | ScenarioError::PrMerge(super::pr_merge::PrMergeError::Interrupted(_))
         )
     }
 }

@@ -47,6 +47,11 @@ pub trait Views: Scenario + Sized {
     fn summary(v: &Verified<Self>) -> Table;
     /// Every cell, with its derived judgement.
     fn cells(v: &Verified<Self>) -> Table;
+    /// What the figures show, in the scenario's words, one sentence or two each (built from the
+    /// derived figures only). None by default.
+    fn notes(_v: &Verified<Self>) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A scenario the site renders, without its types.
@@ -116,6 +121,7 @@ struct ReportPage<'a> {
     about: &'a str,
     counts: &'a str,
     summary: &'a Table,
+    notes: Vec<String>,
     cells: &'a Table,
     environment: Vec<(String, String)>,
     generated_at: &'a str,
@@ -180,6 +186,7 @@ impl<S: Views> ScenarioSite for Pages<S> {
             about: S::ABOUT,
             counts: &counts,
             summary: &summary,
+            notes: S::notes(&verified),
             cells: &cells,
             environment,
             generated_at: &file.generated_at,

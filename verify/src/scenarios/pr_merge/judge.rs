@@ -107,11 +107,16 @@ fn consistent(cell: &Cell) -> Vec<Finding> {
             ));
         }
     }
-    if (truth.outage_merge.is_some()) != (cell.planned.outage == "merged_by_other") {
+    // Someone else merges during the outage, unless the case's own merge had already merged the
+    // pull request (a merged pull request cannot be merged again): then the outage changed nothing.
+    let planned_other = cell.planned.outage == "merged_by_other";
+    let already_merged = truth.outage_merge.is_none() && !case_merges(truth).is_empty();
+    if truth.outage_merge.is_some() != planned_other && !(planned_other && already_merged) {
         out.push(Finding::new(
             "truth.outage_merge",
             crate::finding::code::GROUND_TRUTH_INCONSISTENT,
-            "an outage merge is recorded exactly when the outage is merged_by_other",
+            "an outage merge is recorded exactly when the outage is merged_by_other and the \
+             case had not merged the pull request already",
         ));
     }
     out

@@ -203,6 +203,19 @@ fn an_outage_merge_that_is_not_a_recorded_merge_is_inconsistent_ground_truth() {
 }
 
 #[test]
+fn someone_else_cannot_merge_what_the_case_already_merged_and_nothing_else_excuses_no_outage_merge()
+{
+    // The case's merge landed before the outage: the other person's merge is refused, and
+    // the cell is consistent without an outage merge.
+    let c = cell("merged_by_other", MERGED, vec![merge("m1", H)], None);
+    let j = judge(&c).unwrap();
+    assert!(j.invariant_held && j.answer_matches, "{j:?}");
+    // No merge by the case and none by the outage: the planned outage did not happen.
+    let c = cell("merged_by_other", "REFUSED:already_merged", vec![], None);
+    assert!(judge(&c).is_err());
+}
+
+#[test]
 fn the_default_plan_has_every_crash_point_outage_and_column_and_refuses_unknown_names() {
     let p = plan(&Params::default(), usize::MAX).unwrap_or_default();
     assert_eq!(p.len(), 2 * 4 * 4);

@@ -1,0 +1,344 @@
+//! One pr_merge cell: open the case (its own repository at the forge), run the worker until it
+//! is SIGKILLed at the row's crash point, make the outage while it is dead, restart it, read the
+//! repository back with git and judge with `verify::scenarios::pr_merge`.
+
+use super::worker::MergePhase;
+use crate::cell::{describe_exit, kill_and_reap, line_reader, ms, stderr_tail, CellAbort, Line};
+use crate::worker::{CRASH_LINE_PREFIX, NO_CRASH};
+use scenarios::billing_credit::{RestartReport, ScenarioSettings};
+use scenarios::pr_merge::{Approval, CaseFile, APPROVER};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use verify::scenarios::pr_merge::{judge, Cell, Planned, TicketRecord, WorkerExit};
+
+/// How long an approval holds after the runner opens its case: far longer than any cell runs.
+const APPROVAL_HOLDS_MS: u64 = 3_600_000;
+
+/// What every cell of a run shares.
+pub(crate) struct MergeContext<'a> {
+    pub(crate) forge: &'a forge::Forge,
+    pub(crate) exe: &'a Path,
+    pub(crate) run_dir: &'a Path,
+    pub(crate) key_file: &'a Path,
+    pub(crate) cancel: &'a AtomicBool,
+    pub(crate) settings: ScenarioSettings,
+    pub(crate) request_timeout: Duration,
+    pub(crate) worker_timeout: Duration,
+}
+
+/// How one worker process ended.
+enum Ended {
+    /// SIGKILLed by the runner at the point it announced.
+    Killed { at: String },
+    /// It finished by itself and reported.
+    Finished(Box<RestartReport>),
+    /// It exited by itself with an error, in words with its stderr's tail.
+    Errored(String),
+    /// Anything else: a harness error, in words.
+    Failed(String),
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, ms)
+}
+
+/// Runs cell `index` of the plan.
+pub(crate) fn run_cell(
+    ctx: &MergeContext<'_>,
+    index: usize,
+    planned: &Planned,
+) -> Result<Cell, CellAbort> {
+    let repo = format!("case-{index:03}");
+    let label = format!(
+        "{}:{}:{}",
+        planned.crash_point, planned.outage, planned.column
+    );
+    let setup = |what: &'static str| {
+        let label = label.clone();
+        move |e: String| CellAbort::Setup(format!("cell {label} ({what}): {e}"))
+    };
+    let pull = ctx
+        .forge
+        .create_case(&repo)
+        .map_err(|e| setup("open its repository")(e.to_string()))?;
+    let dir = ctx.run_dir.join(&repo);
+    std::fs::create_dir_all(&dir).map_err(|e| setup("make its directory")(e.to_string()))?;
+    let case = CaseFile {
+        repo: repo.clone(),
+        pull: pull.number,
+        reviewed_head: pull.head.clone(),
+        approval: Approval {
+            id: format!("ap_{repo}"),
+            approver: APPROVER.to_owned(),
+            pull: pull.number,
+            expires_at_ms: now_ms() + APPROVAL_HOLDS_MS,
+            revoked: None,
+        },
+    };
+    case.save(&dir)
+        .map_err(|e| setup("write case.json")(e.to_string()))?;
+    let mut cell = Cell {
+        planned: planned.clone(),
+        pull: pull.number,
+        truth: verify::scenarios::pr_merge::RepoTruth {
+            reviewed_head: pull.head.clone(),
+            updates: Vec::new(),
+            outage_merge: None,
+        },
+        ticket: TicketRecord {
+            status: String::new(),
+            effect_id: None,
+            journal_kinds: None,
+            receipt: None,
+            killed_at: None,
+            first_exit: None,
+        },
+        harness_error: None,
+        worker_output: None,
+        judgement: None,
+    };
+    let first = run_worker(
+        ctx,
+        &dir,
+        &case,
+        &planned.column,
+        MergePhase::Send,
+        Some(&planned.crash_point),
+    )?;
+    let at = match first {
+        Ended::Killed { at } => at,
+        Ended::Finished(r) => {
+            return Ok(harness_error(
+                cell,
+                format!(
+                    "the worker finished ({}) before its crash point {}",
+                    r.status, planned.crash_point
+                ),
+                None,
+            ))
+        }
+        Ended::Errored(why) | Ended::Failed(why) => return Ok(harness_error(cell, why, None)),
+    };
+    cell.ticket.killed_at = Some(at.clone());
+    cell.ticket.first_exit = Some(WorkerExit {
+        code: None,
+        signal: Some(libc::SIGKILL),
+        at: Some(at),
+    });
+    match outage(ctx.forge, &case, &planned.outage) {
+        Ok(merge) => cell.truth.outage_merge = merge,
+        Err(e) => return Ok(harness_error(cell, format!("the outage failed: {e}"), None)),
+    }
+    match run_worker(ctx, &dir, &case, &planned.column, MergePhase::Restart, None)? {
+        Ended::Finished(report) => {
+            cell.ticket.status = report.status;
+            if planned.column == "interlock" {
+                cell.ticket.effect_id = report.effect_id;
+                cell.ticket.journal_kinds = Some(report.journal_kinds);
+                cell.ticket.receipt = report.receipt;
+            }
+        }
+        // The column's own failure after the crash: its case is unresolved.
+        Ended::Errored(why) => {
+            cell.ticket.status = "RESTART_FAILED".into();
+            cell.worker_output = Some(why);
+        }
+        Ended::Killed { at } => {
+            return Ok(harness_error(
+                cell,
+                format!("the restart announced a crash point ({at}) it was not given"),
+                None,
+            ))
+        }
+        Ended::Failed(why) => return Ok(harness_error(cell, why, None)),
+    }
+    match ctx.forge.truth(
+        &repo,
+        pull.number,
+        &pull.head,
+        cell.truth.outage_merge.clone(),
+    ) {
+        Ok(truth) => cell.truth = truth,
+        Err(e) => {
+            return Ok(harness_error(
+                cell,
+                format!("cannot read the repository back: {e}"),
+                None,
+            ))
+        }
+    }
+    match judge(&cell) {
+        Ok(j) => cell.judgement = Some(j),
+        Err(findings) => {
+            let why: Vec<String> = findings.iter().map(ToString::to_string).collect();
+            return Ok(harness_error(
+                cell,
+                format!(
+                    "the repository does not show the cell as planned: {}",
+                    why.join("; ")
+                ),
+                None,
+            ));
+        }
+    }
+    Ok(cell)
+}
+
+fn harness_error(mut cell: Cell, why: String, output: Option<String>) -> Cell {
+    cell.harness_error = Some(why);
+    cell.worker_output = output.or(cell.worker_output);
+    cell.judgement = None;
+    cell
+}
+
+/// Makes the row's outage while the worker is dead; the merge commit when someone else merged.
+/// Someone else cannot merge a pull request the worker's merge already closed: that outage then
+/// changes nothing (as at GitHub, whose merge endpoint refuses an already merged pull request).
+fn outage(
+    forge: &forge::Forge,
+    case: &CaseFile,
+    outage: &str,
+) -> Result<Option<String>, forge::ForgeError> {
+    match outage {
+        "unreviewed_push" => forge.push_unreviewed(&case.repo, case.pull).map(|_| None),
+        "merged_by_other" => match forge.merge_as_other(&case.repo, case.pull) {
+            Ok(merge) => Ok(Some(merge)),
+            Err(e) if e.already_merged() => Ok(None),
+            Err(e) => Err(e),
+        },
+        "base_moved" => forge.commit_on_base(&case.repo).map(|_| None),
+        _ => Ok(None),
+    }
+}
+
+/// Spawns a worker of `phase` and watches it to its end.
+fn run_worker(
+    ctx: &MergeContext<'_>,
+    dir: &Path,
+    case: &CaseFile,
+    column: &str,
+    phase: MergePhase,
+    crash: Option<&str>,
+) -> Result<Ended, CellAbort> {
+    let stderr_path = dir.join(format!("{}.stderr", phase.as_str()));
+    let stderr = match std::fs::File::create(&stderr_path) {
+        Ok(f) => f,
+        Err(e) => {
+            return Ok(Ended::Failed(format!(
+                "cannot create the worker's log: {e}"
+            )))
+        }
+    };
+    let mut cmd = Command::new(ctx.exe);
+    cmd.arg("merge-worker")
+        .arg(phase.as_str())
+        .args(["--column", column])
+        .args(["--crash", crash.unwrap_or(NO_CRASH)])
+        .arg("--cell-dir")
+        .arg(dir)
+        .arg("--key-file")
+        .arg(ctx.key_file)
+        .args(["--forge-url", &ctx.forge.url()])
+        .args(["--repo", &case.repo])
+        .args(["--request-timeout-ms", &ms(ctx.request_timeout).to_string()])
+        .args([
+            "--max-in-flight-ms",
+            &ms(ctx.settings.max_in_flight).to_string(),
+        ])
+        .args(["--claim-ttl-ms", &ms(ctx.settings.claim_ttl).to_string()])
+        // stdin is a pipe the runner never writes: a worker blocks on it at its crash point.
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(stderr))
+        .process_group(0);
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return Ok(Ended::Failed(format!(
+                "cannot start {}: {e}",
+                ctx.exe.display()
+            )))
+        }
+    };
+    watch(ctx, child, crash, &stderr_path)
+}
+
+/// Watches a worker to its end: SIGKILLs it when it announces `crash` (confirming signal 9),
+/// or collects its report when it finishes by itself.
+fn watch(
+    ctx: &MergeContext<'_>,
+    mut child: Child,
+    crash: Option<&str>,
+    stderr: &Path,
+) -> Result<Ended, CellAbort> {
+    let lines = line_reader(&mut child);
+    let deadline = Instant::now() + ctx.worker_timeout;
+    let mut output = Vec::new();
+    let announced = loop {
+        if ctx.cancel.load(Ordering::SeqCst) {
+            kill_and_reap(&mut child);
+            return Err(CellAbort::Cancelled);
+        }
+        match lines.recv_timeout(Duration::from_millis(20)) {
+            Ok(Line::Text(l)) => match l.strip_prefix(CRASH_LINE_PREFIX) {
+                Some(point) => break Some(point.trim().to_owned()),
+                None => output.push(l),
+            },
+            Ok(Line::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => break None,
+            Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() > deadline => {
+                kill_and_reap(&mut child);
+                return Ok(Ended::Failed(format!(
+                    "a worker did not finish within {} s and was killed; stderr: {}",
+                    ctx.worker_timeout.as_secs(),
+                    stderr_tail(stderr)
+                )));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    };
+    if let Some(point) = announced {
+        let status = kill_and_reap(&mut child);
+        drop(child.stdin.take());
+        return Ok(match status {
+            _ if Some(point.as_str()) != crash => Ended::Failed(format!(
+                "a worker announced crash point `{point}`, expected `{}`",
+                crash.unwrap_or(NO_CRASH)
+            )),
+            Some(s) if s.signal() == Some(libc::SIGKILL) => Ended::Killed { at: point },
+            Some(s) => Ended::Failed(format!(
+                "a worker was sent SIGKILL but {}",
+                describe_exit(&s)
+            )),
+            None => Ended::Failed("could not collect a killed worker's exit status".into()),
+        });
+    }
+    drop(child.stdin.take());
+    let status = match child.wait() {
+        Ok(s) => s,
+        Err(e) => {
+            return Ok(Ended::Failed(format!(
+                "could not collect a worker's exit: {e}"
+            )))
+        }
+    };
+    if !status.success() {
+        return Ok(Ended::Errored(format!(
+            "a worker {}; stderr: {}",
+            describe_exit(&status),
+            stderr_tail(stderr)
+        )));
+    }
+    let Some(last) = output.iter().rev().find(|l| !l.trim().is_empty()) else {
+        return Ok(Ended::Failed("a worker printed no report".into()));
+    };
+    Ok(match serde_json::from_str::<RestartReport>(last) {
+        Ok(r) => Ended::Finished(Box::new(r)),
+        Err(e) => Ended::Failed(format!("a worker's last line is not a report ({e})")),
+    })
+}

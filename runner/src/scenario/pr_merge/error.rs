@@ -1,0 +1,49 @@
+//! Why a pr_merge run could not start or finish.
+
+use crate::run::{Interrupted, SetupError};
+use std::path::PathBuf;
+
+/// Why `runner --scenario pr_merge` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PrMergeError {
+    /// The run's directory, key or signal handler.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// The forge could not start.
+    #[error("cannot start the git forge (a GitHub REST subset over git repositories): {0}")]
+    Forge(#[source] forge::ForgeError),
+    /// `--repeat 0`.
+    #[error("--repeat must be at least 1")]
+    NoRepeat,
+    /// `--jobs 0`.
+    #[error("--jobs must be at least 1")]
+    NoJobs,
+    /// `--out` cannot be written.
+    #[error("cannot write into --out {}: {error}", dir.display())]
+    Out {
+        /// The directory.
+        dir: PathBuf,
+        /// What failed.
+        error: std::io::Error,
+    },
+    /// A cell could not even open its case.
+    #[error("the run could not go on: {0}")]
+    CouldNotContinue(String),
+    /// Ctrl-C or SIGTERM.
+    #[error(transparent)]
+    Interrupted(#[from] Interrupted),
+    /// The results could not be signed.
+    #[error("cannot sign the results: {0}")]
+    Sign(#[source] verify::contract::SigningError),
+    /// The results could not be serialized.
+    #[error("cannot serialize the results: {0}")]
+    Serialize(#[source] serde_json::Error),
+    /// The results could not be written.
+    #[error("cannot write {}: {error}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        error: std::io::Error,
+    },
+}
