@@ -32,6 +32,13 @@ impl Faults {
         waiting.insert((repo.to_string(), pull), fault);
     }
 
+    /// Whether a fault is still waiting for a merge request of `repo`'s pull `pull` (none has
+    /// taken it yet).
+    pub(crate) fn waiting(&self, repo: &str, pull: u64) -> bool {
+        let waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        waiting.contains_key(&(repo.to_string(), pull))
+    }
+
     /// Takes the fault waiting for a merge request of `repo`'s pull `pull`, if any.
     pub(crate) fn take(&self, repo: &str, pull: u64) -> Option<Fault> {
         let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
@@ -47,9 +54,11 @@ mod tests {
     fn a_fault_is_taken_once_and_only_by_its_pull_request() {
         let faults = Faults::default();
         faults.set("a", 1, Fault::FailAfterCommit);
+        assert!(faults.waiting("a", 1) && !faults.waiting("a", 2));
         assert_eq!(faults.take("a", 2), None);
         assert_eq!(faults.take("b", 1), None);
         assert_eq!(faults.take("a", 1), Some(Fault::FailAfterCommit));
         assert_eq!(faults.take("a", 1), None);
+        assert!(!faults.waiting("a", 1));
     }
 }

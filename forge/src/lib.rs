@@ -233,6 +233,12 @@ impl Forge {
         self.app.faults.set(repo, pull, fault);
     }
 
+    /// Whether the fault set for `repo`'s pull `pull` still waits: no merge request has taken
+    /// it. Once a held request took it, the request is at the service, held.
+    pub fn fault_waiting(&self, repo: &str, pull: u64) -> bool {
+        self.app.faults.waiting(repo, pull)
+    }
+
     /// The ground truth of the case, read with git: every update of `main` and of the pull
     /// request's branch after [`Forge::create_case`] returned, in the order git wrote them (from
     /// the reflogs), each merge commit on `main` with the head it merged (its second parent).

@@ -1,7 +1,7 @@
 //! `runner --scenario pr_merge` end to end: one real worker process per cell against the run's
 //! forge (real git repositories on loopback), SIGKILLed before or after its merge request, the
 //! outage made while it is dead, the repository read back with git, and a signed results file
-//! that verifies. Needs the `git` CLI.
+//! that verifies; and its nemesis campaign. Needs the `git` CLI.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use std::process::Command;
@@ -116,22 +116,62 @@ fn the_matrix_runs_through_real_processes_and_git_and_verifies_with_every_tier_t
 }
 
 #[test]
-fn a_pr_merge_campaign_is_refused_with_why_before_anything_runs() {
+fn a_campaign_draws_every_nemesis_and_verifies_with_no_interlock_violation_within_assumptions() {
+    use verify::scenarios::pr_merge_nemesis::{PrMergeNemesis, NEMESES};
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let out = dir.path().join("out");
+    let out = dir.path().to_str().expect("a UTF-8 path");
     let output = runner(&[
         "--scenario",
         "pr_merge",
         "--nemesis",
         "all",
+        "--trials",
+        "2",
+        "--seed",
+        "5",
+        "--jobs",
+        "4",
+        "--no-site",
         "--out",
-        out.to_str().unwrap(),
+        out,
     ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("verify: ok"), "{stdout}");
+    let bytes = std::fs::read(dir.path().join("pr_merge_nemesis.json")).unwrap();
+    let v = read_and_check::<PrMergeNemesis>(&bytes, &KeyCheck::SelfAttested)
+        .unwrap_or_else(|_| panic!("the campaign does not verify"));
+    assert_eq!(v.file().cells.len(), NEMESES.len() * 4 * 2);
+    for (key, s) in v.summary() {
+        if key.ends_with(":interlock") {
+            assert_eq!(s.violations_within, 0, "{key}: {s:?}");
+            assert_eq!(s.wrong_within, 0, "{key}: {s:?}");
+        }
+    }
+    // The service's precondition refuses native's merge after a push mid-check, and no_check,
+    // which sends no sha, merges the unreviewed head (beyond its assumptions).
+    let push = |column: &str| {
+        v.summary()
+            .get(&format!("push_mid_check:{column}"))
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(
+        push("native").violations_within + push("native").violations_beyond,
+        0
+    );
     assert!(
-        stderr.contains("its nemesis campaign is not built yet"),
+        push("no_check").violations_beyond > 0,
+        "{:?}",
+        push("no_check")
+    );
+    // A campaign names an unknown nemesis with the ones it has.
+    let bad = runner(&["--scenario", "pr_merge", "--nemesis", "yolo", "--out", out]);
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("pr_merge has no nemesis \"yolo\""),
         "{stderr}"
     );
 }

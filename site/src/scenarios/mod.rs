@@ -4,6 +4,7 @@
 //! report page through the scenario's [`Views`]. Nothing here reads a file, checks or counts.
 
 pub mod pr_merge;
+pub mod pr_merge_nemesis;
 
 use crate::error::SiteError;
 use crate::pages::VERSION;
@@ -18,6 +19,7 @@ use verify::receipt::KeyCheck;
 pub static REGISTRY: &[&dyn ScenarioSite] = &[
     // One line per scenario on the contract.
     &Pages::<verify::scenarios::pr_merge::PrMerge>::NEW,
+    &Pages::<verify::scenarios::pr_merge_nemesis::PrMergeNemesis>::NEW,
 ];
 
 /// The registered scenario of this name.

@@ -8,6 +8,7 @@
 
 pub mod billing_credit;
 pub mod pr_merge;
+pub mod pr_merge_nemesis;
 pub mod receipt_proof;
 pub mod shared_cap;
 
@@ -20,6 +21,7 @@ use crate::contract::Registered;
 pub static REGISTRY: &[&dyn Registered] = &[
     // One line per scenario on the contract.
     &crate::contract::Entry::<pr_merge::PrMerge>::NEW,
+    &crate::contract::Entry::<pr_merge_nemesis::PrMergeNemesis>::NEW,
 ];
 
 /// The registered scenario of this name.

@@ -4,9 +4,10 @@
 
 use super::worker::MergePhase;
 use crate::cell::{describe_exit, kill_and_reap, line_reader, ms, stderr_tail, CellAbort, Line};
-use crate::worker::{CRASH_LINE_PREFIX, NO_CRASH};
+use crate::worker::{CONTINUE_LINE, CRASH_LINE_PREFIX, NO_CRASH, PAUSE_LINE_PREFIX};
 use scenarios::billing_credit::{RestartReport, ScenarioSettings};
 use scenarios::pr_merge::{Approval, CaseFile, APPROVER};
+use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -14,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use verify::scenarios::pr_merge::{judge, Cell, Planned, TicketRecord, WorkerExit};
+use verify::scenarios::pr_merge_nemesis::HELD_STEP;
 
 /// How long an approval holds after the runner opens its case: far longer than any cell runs.
 const APPROVAL_HOLDS_MS: u64 = 3_600_000;
@@ -31,7 +33,7 @@ pub(crate) struct MergeContext<'a> {
 }
 
 /// How one worker process ended.
-enum Ended {
+pub(crate) enum Ended {
     /// SIGKILLed by the runner at the point it announced.
     Killed { at: String },
     /// It finished by itself and reported.
@@ -48,27 +50,21 @@ fn now_ms() -> u64 {
         .map_or(0, ms)
 }
 
-/// Runs cell `index` of the plan.
-pub(crate) fn run_cell(
+/// Opens case `index`: its own repository at the forge, its directory, its `case.json` with an
+/// approval to merge the pull request at its head. `label` names the cell in errors.
+pub(crate) fn open_case(
     ctx: &MergeContext<'_>,
     index: usize,
-    planned: &Planned,
-) -> Result<Cell, CellAbort> {
-    let repo = format!("case-{index:03}");
-    let label = format!(
-        "{}:{}:{}",
-        planned.crash_point, planned.outage, planned.column
-    );
-    let setup = |what: &'static str| {
-        let label = label.clone();
-        move |e: String| CellAbort::Setup(format!("cell {label} ({what}): {e}"))
-    };
+    label: &str,
+) -> Result<(CaseFile, std::path::PathBuf), CellAbort> {
+    let repo = format!("case-{index:04}");
+    let setup = |what: &str, e: String| CellAbort::Setup(format!("cell {label} ({what}): {e}"));
     let pull = ctx
         .forge
         .create_case(&repo)
-        .map_err(|e| setup("open its repository")(e.to_string()))?;
+        .map_err(|e| setup("open its repository", e.to_string()))?;
     let dir = ctx.run_dir.join(&repo);
-    std::fs::create_dir_all(&dir).map_err(|e| setup("make its directory")(e.to_string()))?;
+    std::fs::create_dir_all(&dir).map_err(|e| setup("make its directory", e.to_string()))?;
     let case = CaseFile {
         repo: repo.clone(),
         pull: pull.number,
@@ -82,12 +78,27 @@ pub(crate) fn run_cell(
         },
     };
     case.save(&dir)
-        .map_err(|e| setup("write case.json")(e.to_string()))?;
+        .map_err(|e| setup("write case.json", e.to_string()))?;
+    Ok((case, dir))
+}
+
+/// Runs cell `index` of the plan.
+pub(crate) fn run_cell(
+    ctx: &MergeContext<'_>,
+    index: usize,
+    planned: &Planned,
+) -> Result<Cell, CellAbort> {
+    let label = format!(
+        "{}:{}:{}",
+        planned.crash_point, planned.outage, planned.column
+    );
+    let (case, dir) = open_case(ctx, index, &label)?;
+    let repo = case.repo.clone();
     let mut cell = Cell {
         planned: planned.clone(),
-        pull: pull.number,
+        pull: case.pull,
         truth: verify::scenarios::pr_merge::RepoTruth {
-            reviewed_head: pull.head.clone(),
+            reviewed_head: case.reviewed_head.clone(),
             updates: Vec::new(),
             outage_merge: None,
         },
@@ -160,8 +171,8 @@ pub(crate) fn run_cell(
     }
     match ctx.forge.truth(
         &repo,
-        pull.number,
-        &pull.head,
+        case.pull,
+        &case.reviewed_head,
         cell.truth.outage_merge.clone(),
     ) {
         Ok(truth) => cell.truth = truth,
@@ -190,9 +201,15 @@ pub(crate) fn run_cell(
     Ok(cell)
 }
 
+/// Marks `cell` a harness error with `why` and the worker output that shows it (verify refuses
+/// a harness error without both): `output`, else what the cell kept, else a line saying no
+/// worker was running.
 fn harness_error(mut cell: Cell, why: String, output: Option<String>) -> Cell {
     cell.harness_error = Some(why);
-    cell.worker_output = output.or(cell.worker_output);
+    cell.worker_output = output
+        .or(cell.worker_output)
+        .filter(|o| !o.trim().is_empty())
+        .or_else(|| Some("(no worker output: the harness failed outside a worker)".into()));
     cell.judgement = None;
     cell
 }
@@ -200,7 +217,7 @@ fn harness_error(mut cell: Cell, why: String, output: Option<String>) -> Cell {
 /// Makes the row's outage while the worker is dead; the merge commit when someone else merged.
 /// Someone else cannot merge a pull request the worker's merge already closed: that outage then
 /// changes nothing (as at GitHub, whose merge endpoint refuses an already merged pull request).
-fn outage(
+pub(crate) fn outage(
     forge: &forge::Forge,
     case: &CaseFile,
     outage: &str,
@@ -217,8 +234,28 @@ fn outage(
     }
 }
 
+/// What the runner does to a worker while it runs, besides watching it to its end.
+#[derive(Default)]
+pub(crate) struct Watch<'w> {
+    /// SIGKILL it when it announces this step.
+    pub(crate) crash: Option<&'w str>,
+    /// Pause it at this step, call `on_pause` (the world changes), then let it go on.
+    pub(crate) pause_at: Option<&'w str>,
+    /// What the runner does while the worker is paused.
+    pub(crate) on_pause: Option<&'w dyn Fn() -> Result<(), String>>,
+    /// SIGKILL it once the forge has taken its merge request for this repository and pull
+    /// request (the request is then held at the service).
+    pub(crate) held: Option<(&'w str, u64)>,
+}
+
+/// How a watched worker ended, and the step it was paused at, if it was.
+pub(crate) struct Watched {
+    pub(crate) ended: Ended,
+    pub(crate) paused_at: Option<String>,
+}
+
 /// Spawns a worker of `phase` and watches it to its end.
-fn run_worker(
+pub(crate) fn run_worker(
     ctx: &MergeContext<'_>,
     dir: &Path,
     case: &CaseFile,
@@ -226,14 +263,33 @@ fn run_worker(
     phase: MergePhase,
     crash: Option<&str>,
 ) -> Result<Ended, CellAbort> {
+    let watch = Watch {
+        crash,
+        ..Watch::default()
+    };
+    run_watched(ctx, dir, case, column, phase, &watch).map(|w| w.ended)
+}
+
+/// Spawns a worker of `phase` and watches it to its end as `watch` says.
+pub(crate) fn run_watched(
+    ctx: &MergeContext<'_>,
+    dir: &Path,
+    case: &CaseFile,
+    column: &str,
+    phase: MergePhase,
+    watch: &Watch<'_>,
+) -> Result<Watched, CellAbort> {
+    let crash = watch.crash;
     let stderr_path = dir.join(format!("{}.stderr", phase.as_str()));
+    let failed = |why: String| {
+        Ok(Watched {
+            ended: Ended::Failed(why),
+            paused_at: None,
+        })
+    };
     let stderr = match std::fs::File::create(&stderr_path) {
         Ok(f) => f,
-        Err(e) => {
-            return Ok(Ended::Failed(format!(
-                "cannot create the worker's log: {e}"
-            )))
-        }
+        Err(e) => return failed(format!("cannot create the worker's log: {e}")),
     };
     let mut cmd = Command::new(ctx.exe);
     cmd.arg("merge-worker")
@@ -253,46 +309,79 @@ fn run_worker(
         ])
         .args(["--claim-ttl-ms", &ms(ctx.settings.claim_ttl).to_string()])
         // stdin is a pipe the runner never writes: a worker blocks on it at its crash point.
+        .args(
+            watch
+                .pause_at
+                .map(|p| ["--pause-at", p])
+                .into_iter()
+                .flatten(),
+        )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(stderr))
         .process_group(0);
     let child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => {
-            return Ok(Ended::Failed(format!(
-                "cannot start {}: {e}",
-                ctx.exe.display()
-            )))
-        }
+        Err(e) => return failed(format!("cannot start {}: {e}", ctx.exe.display())),
     };
-    watch(ctx, child, crash, &stderr_path)
+    watch_to_end(ctx, child, watch, &stderr_path)
 }
 
-/// Watches a worker to its end: SIGKILLs it when it announces `crash` (confirming signal 9),
-/// or collects its report when it finishes by itself.
-fn watch(
+/// Watches a worker to its end as `watch` says: SIGKILLs it when it announces its crash point
+/// (confirming signal 9) or once its held request was taken, pauses it, or collects its report
+/// when it finishes by itself.
+fn watch_to_end(
     ctx: &MergeContext<'_>,
     mut child: Child,
-    crash: Option<&str>,
+    watch: &Watch<'_>,
     stderr: &Path,
+) -> Result<Watched, CellAbort> {
+    let mut paused_at = None;
+    let ended = watch_loop(ctx, &mut child, watch, stderr, &mut paused_at)?;
+    Ok(Watched { ended, paused_at })
+}
+
+fn watch_loop(
+    ctx: &MergeContext<'_>,
+    child: &mut Child,
+    watch: &Watch<'_>,
+    stderr: &Path,
+    paused_at: &mut Option<String>,
 ) -> Result<Ended, CellAbort> {
-    let lines = line_reader(&mut child);
+    let crash = watch.crash;
+    let lines = line_reader(child);
     let deadline = Instant::now() + ctx.worker_timeout;
     let mut output = Vec::new();
     let announced = loop {
         if ctx.cancel.load(Ordering::SeqCst) {
-            kill_and_reap(&mut child);
+            kill_and_reap(child);
             return Err(CellAbort::Cancelled);
         }
-        match lines.recv_timeout(Duration::from_millis(20)) {
-            Ok(Line::Text(l)) => match l.strip_prefix(CRASH_LINE_PREFIX) {
-                Some(point) => break Some(point.trim().to_owned()),
-                None => output.push(l),
-            },
+        if let Some((repo, pull)) = watch.held {
+            if !ctx.forge.fault_waiting(repo, pull) {
+                break Some(HELD_STEP.to_owned());
+            }
+        }
+        let poll = if watch.held.is_some() { 2 } else { 20 };
+        match lines.recv_timeout(Duration::from_millis(poll)) {
+            Ok(Line::Text(l)) => {
+                if let Some(point) = l.strip_prefix(CRASH_LINE_PREFIX) {
+                    break Some(point.trim().to_owned());
+                }
+                if let Some(point) = l.strip_prefix(PAUSE_LINE_PREFIX) {
+                    let point = point.trim().to_owned();
+                    if let Err(why) = pause(child, watch, &point) {
+                        kill_and_reap(child);
+                        return Ok(Ended::Failed(why));
+                    }
+                    *paused_at = Some(point);
+                    continue;
+                }
+                output.push(l);
+            }
             Ok(Line::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => break None,
             Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() > deadline => {
-                kill_and_reap(&mut child);
+                kill_and_reap(child);
                 return Ok(Ended::Failed(format!(
                     "a worker did not finish within {} s and was killed; stderr: {}",
                     ctx.worker_timeout.as_secs(),
@@ -303,12 +392,17 @@ fn watch(
         }
     };
     if let Some(point) = announced {
-        let status = kill_and_reap(&mut child);
+        let status = kill_and_reap(child);
         drop(child.stdin.take());
+        let expected = if watch.held.is_some() {
+            Some(HELD_STEP)
+        } else {
+            crash
+        };
         return Ok(match status {
-            _ if Some(point.as_str()) != crash => Ended::Failed(format!(
+            _ if Some(point.as_str()) != expected => Ended::Failed(format!(
                 "a worker announced crash point `{point}`, expected `{}`",
-                crash.unwrap_or(NO_CRASH)
+                expected.unwrap_or(NO_CRASH)
             )),
             Some(s) if s.signal() == Some(libc::SIGKILL) => Ended::Killed { at: point },
             Some(s) => Ended::Failed(format!(
@@ -341,4 +435,25 @@ fn watch(
         Ok(r) => Ended::Finished(Box::new(r)),
         Err(e) => Ended::Failed(format!("a worker's last line is not a report ({e})")),
     })
+}
+
+/// A worker announced it is paused at `point`: if it is the step to pause at, let the world
+/// change, then tell it to go on.
+fn pause(child: &mut Child, watch: &Watch<'_>, point: &str) -> Result<(), String> {
+    if watch.pause_at != Some(point) {
+        return Err(format!(
+            "a worker paused at `{point}`, expected `{}`",
+            watch.pause_at.unwrap_or("none")
+        ));
+    }
+    if let Some(change) = watch.on_pause {
+        change()?;
+    }
+    let Some(stdin) = child.stdin.as_mut() else {
+        return Err("the paused worker has no stdin".into());
+    };
+    stdin
+        .write_all(format!("{CONTINUE_LINE}\n").as_bytes())
+        .and_then(|()| stdin.flush())
+        .map_err(|e| format!("cannot tell the paused worker to go on: {e}"))
 }

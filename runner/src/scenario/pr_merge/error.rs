@@ -12,9 +12,17 @@ pub enum PrMergeError {
     /// The forge could not start.
     #[error("cannot start the git forge (a GitHub REST subset over git repositories): {0}")]
     Forge(#[source] forge::ForgeError),
-    /// `--repeat 0`.
-    #[error("--repeat must be at least 1")]
+    /// `--repeat 0` (or `--trials 0`).
+    #[error("--repeat (or --trials) must be at least 1")]
     NoRepeat,
+    /// `--nemesis` names a nemesis pr_merge does not have.
+    #[error("--nemesis: pr_merge has no nemesis {got:?}; pass all or some of: {known}")]
+    UnknownNemesis {
+        /// The name given.
+        got: String,
+        /// The names it has.
+        known: String,
+    },
     /// `--jobs 0`.
     #[error("--jobs must be at least 1")]
     NoJobs,

@@ -8,6 +8,7 @@
 
 mod cell;
 mod error;
+mod nemesis;
 pub mod worker;
 
 use super::{RunKind, ScenarioError, ScenarioOption, ScenarioRun};
@@ -21,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use verify::contract::{self, FileSignature, Scenario, ScenarioFile};
-use verify::scenarios::pr_merge::{plan, summarize, Cell, Params, PrMerge as Rules};
+use verify::scenarios::pr_merge::{plan, Cell, Params, PrMerge as Rules};
 
 /// The forge's server-side in-flight bound. The forge applies a merge within milliseconds of
 /// receiving it (a git merge-tree, commit-tree and update-ref under the repository's lock); only
@@ -57,11 +58,8 @@ impl ScenarioRun for PrMerge {
         Ok(run(args)?)
     }
 
-    fn nemesis(&self, _args: &RunArgs, _list: &str) -> Result<Outcome, ScenarioError> {
-        Err(ScenarioError::NotBuilt {
-            name: Rules::NAME,
-            why: "its nemesis campaign is not built yet; its matrix is (drop --nemesis)",
-        })
+    fn nemesis(&self, args: &RunArgs, list: &str) -> Result<Outcome, ScenarioError> {
+        Ok(nemesis::run(args, list).map(Outcome::Cells)?)
     }
 }
 
@@ -76,6 +74,37 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome, PrMergeError> {
     };
     let cells_plan =
         plan(&params, usize::MAX).map_err(|e| PrMergeError::CouldNotContinue(e.to_string()))?;
+    let command = format!(
+        "runner --scenario pr_merge{}",
+        if args.repeat == 1 {
+            String::new()
+        } else {
+            format!(" --repeat {}", args.repeat)
+        }
+    );
+    run_plan::<Rules>(
+        args,
+        params,
+        &cells_plan,
+        &command,
+        |p| format!("{}:{}:{}", p.crash_point, p.outage, p.column),
+        run_cell,
+        cell_line,
+    )
+}
+
+/// Runs `cells_plan` of scenario `S` on the run's forge, `one` cell at a time on `--jobs`
+/// threads, then signs, writes (`DIR/<S::NAME>.json`) and checks the file.
+pub(crate) fn run_plan<S: Scenario>(
+    args: &RunArgs,
+    params: S::Params,
+    cells_plan: &[S::Planned],
+    command: &str,
+    label: impl Fn(&S::Planned) -> String + Sync,
+    one: impl Fn(&MergeContext<'_>, usize, &S::Planned) -> Result<S::Cell, crate::cell::CellAbort>
+        + Sync,
+    line: impl Fn(&S::Cell) -> String + Sync,
+) -> Result<RunOutcome, PrMergeError> {
     let jobs = match args.jobs {
         Some(0) => return Err(PrMergeError::NoJobs),
         Some(n) => n,
@@ -98,7 +127,8 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome, PrMergeError> {
         FORGE_REQUEST_TIMEOUT,
     );
     eprintln!(
-        "runner: pr_merge, {} cell(s), {jobs} job(s), backend {BACKEND} ({}), decider policy",
+        "runner: {}, {} cell(s), {jobs} job(s), backend {BACKEND} ({}), decider policy",
+        S::NAME,
         cells_plan.len(),
         forge.url()
     );
@@ -112,9 +142,9 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome, PrMergeError> {
         request_timeout: FORGE_REQUEST_TIMEOUT,
         worker_timeout: settings.claim_ttl + settings.max_in_flight + Duration::from_secs(60),
     };
-    let slots = Mutex::new((0..cells_plan.len()).map(|_| None).collect::<Vec<_>>());
-    let next = AtomicUsize::new(0);
     let n = cells_plan.len();
+    let slots = Mutex::new((0..n).map(|_| None).collect::<Vec<_>>());
+    let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..jobs {
             s.spawn(|| loop {
@@ -126,18 +156,12 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome, PrMergeError> {
                     break;
                 }
                 let p = &cells_plan[i];
-                let result = run_cell(&ctx, i, p);
-                let line = match &result {
-                    Ok(c) => cell_line(c),
+                let result = one(&ctx, i, p);
+                let shown = match &result {
+                    Ok(c) => line(c),
                     Err(abort) => format!("{abort:?}"),
                 };
-                eprintln!(
-                    "  [{}/{n}] {}:{}:{} {line}",
-                    i + 1,
-                    p.crash_point,
-                    p.outage,
-                    p.column
-                );
+                eprintln!("  [{}/{n}] {} {shown}", i + 1, label(p));
                 if matches!(result, Err(crate::cell::CellAbort::Setup(_))) {
                     ctx.cancel.store(true, Ordering::SeqCst);
                 }
@@ -177,30 +201,20 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome, PrMergeError> {
             "max_in_flight_ms",
             FORGE_MAX_IN_FLIGHT.as_millis().to_string(),
         ),
-        (
-            "command",
-            format!(
-                "runner --scenario pr_merge{}",
-                if args.repeat == 1 {
-                    String::new()
-                } else {
-                    format!(" --repeat {}", args.repeat)
-                }
-            ),
-        ),
+        ("command", command.to_owned()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
     key.delete().map_err(SetupError::DeleteKey)?;
-    let pairs: Vec<_> = cells
+    let judged: Vec<(&S::Cell, &S::Judgement)> = cells
         .iter()
-        .filter_map(|c| c.judgement.as_ref().map(|j| (c, j)))
+        .filter_map(|c| S::stated(c).map(|j| (c, j)))
         .collect();
-    let summary = summarize(&pairs);
-    let mut file = ScenarioFile::<Rules> {
+    let summary = S::summarize(&judged);
+    let mut file = ScenarioFile::<S> {
         format: contract::FORMAT.to_owned(),
-        scenario: Rules::NAME.to_owned(),
+        scenario: S::NAME.to_owned(),
         generated_at: crate::results::now_rfc3339(),
         environment,
         params,
@@ -216,18 +230,23 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome, PrMergeError> {
     drop(signing_key);
     let mut bytes = serde_json::to_vec_pretty(&file).map_err(PrMergeError::Serialize)?;
     bytes.push(b'\n');
-    let path = args.out.join(format!("{}.json", Rules::NAME));
+    let path = args.out.join(format!("{}.json", S::NAME));
     crate::results::write_atomically(&path, &bytes).map_err(|error| PrMergeError::Write {
         path: path.clone(),
         error,
     })?;
-    print_summary(&file, started.elapsed());
-    println!("results: {}", path.display());
     let harness_errors = file
         .cells
         .iter()
-        .filter(|c| c.harness_error.is_some())
+        .filter(|c| !verify::contract::judged::<S>(c))
         .count();
+    println!(
+        "{} cells in {:.1} s (wall), backend {BACKEND}, decider policy, {harness_errors} harness \
+         error(s)",
+        file.cells.len(),
+        started.elapsed().as_secs_f64()
+    );
+    println!("results: {}", path.display());
     let verified = match verify::contract::check(file, &verify::receipt::KeyCheck::Pinned(public)) {
         Ok(v) => {
             println!(
@@ -273,19 +292,5 @@ fn cell_line(c: &Cell) -> String {
             }
         ),
         None => "not judged".into(),
-    }
-}
-
-fn print_summary(file: &ScenarioFile<Rules>, wall: Duration) {
-    println!(
-        "{} cells in {:.1} s (wall), backend {BACKEND}, decider policy",
-        file.cells.len(),
-        wall.as_secs_f64()
-    );
-    for (column, s) in &file.summary {
-        println!(
-            "  {column:<10} held {}/{}  over {}  under {}  unreviewed {}  wrong answers {}",
-            s.held, s.judged, s.over, s.under, s.unreviewed, s.wrong_answers
-        );
     }
 }

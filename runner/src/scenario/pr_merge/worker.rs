@@ -7,10 +7,12 @@
 //! last line and exits 0.
 
 use crate::keys::read_signing_key;
-use crate::worker::{crash_hook, NO_CRASH};
+use crate::worker::{crash_hook, CONTINUE_LINE, NO_CRASH, PAUSE_LINE_PREFIX};
 use scenarios::billing_credit as bc;
 use scenarios::pr_merge::{self as pm, Column};
+use std::io::{BufRead, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Which phase a case's worker runs.
@@ -44,6 +46,10 @@ pub struct MergeWorkerArgs {
     /// Crash point: before_send, after_send (or another step the phase passes), or none.
     #[arg(long, default_value = NO_CRASH)]
     pub crash: String,
+    /// Pause at this step (print `INTERLOCK-PAUSED <step>`, wait for a line on stdin, go on):
+    /// the runner changes the world meanwhile. With a --crash point, the crash point wins.
+    #[arg(long)]
+    pub pause_at: Option<String>,
     /// The cell directory holding case.json.
     #[arg(long)]
     pub cell_dir: PathBuf,
@@ -93,6 +99,27 @@ pub fn main(args: &MergeWorkerArgs) -> i32 {
     }
 }
 
+/// The hook of `--pause-at`: announce the step, wait for the runner's `continue` on stdin, go on.
+/// If stdin closes instead (the runner died), exit without going on.
+fn pause_hook() -> bc::CrashHook {
+    Arc::new(|point: bc::CrashPoint| {
+        {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{PAUSE_LINE_PREFIX}{}", point.as_str());
+            let _ = out.flush();
+        }
+        let mut line = String::new();
+        let read = std::io::stdin().lock().read_line(&mut line);
+        if !matches!(read, Ok(n) if n > 0 && line.trim() == CONTINUE_LINE) {
+            eprintln!(
+                "worker: stdin closed while paused at {}; exiting without going on",
+                point.as_str()
+            );
+            std::process::exit(70);
+        }
+    })
+}
+
 fn run(args: &MergeWorkerArgs) -> Result<(), MergeWorkerError> {
     let column: Column = args.column.parse()?;
     let client = forge::client::Client::new(
@@ -106,9 +133,10 @@ fn run(args: &MergeWorkerArgs) -> Result<(), MergeWorkerError> {
         max_in_flight: Duration::from_millis(args.max_in_flight_ms),
         claim_ttl: Duration::from_millis(args.claim_ttl_ms),
     };
-    let crash = match args.crash.as_str() {
-        NO_CRASH => None,
-        name => Some((bc::CrashPoint::step(name)?, crash_hook())),
+    let crash = match (args.crash.as_str(), &args.pause_at) {
+        (NO_CRASH, None) => None,
+        (NO_CRASH, Some(step)) => Some((bc::CrashPoint::step(step)?, pause_hook())),
+        (name, _) => Some((bc::CrashPoint::step(name)?, crash_hook())),
     };
     let report = match args.phase {
         MergePhase::Send => {

@@ -128,7 +128,13 @@ pub fn judge(cell: &Cell) -> Result<Judgement, Vec<Finding>> {
     if !problems.is_empty() {
         return Err(problems);
     }
-    let truth = &cell.truth;
+    Ok(judgement(&cell.truth, &cell.ticket.status))
+}
+
+/// The judgement of a case from its ground truth and its final status, once the truth is known
+/// to be consistent with the case's plan: the want rule, the merges the case made, whether an
+/// unreviewed head was merged, the invariant and the answer.
+pub fn judgement(truth: &RepoTruth, status: &str) -> Judgement {
     let merges = case_merges(truth);
     let merged_unreviewed = merges.iter().any(|&i| {
         truth
@@ -139,12 +145,12 @@ pub fn judge(cell: &Cell) -> Result<Judgement, Vec<Finding>> {
     });
     let want = want(truth);
     let count = u32::try_from(merges.len()).unwrap_or(u32::MAX);
-    let says_merged = status_says_merged(&cell.ticket.status);
-    Ok(Judgement {
+    let says_merged = status_says_merged(status);
+    Judgement {
         want,
         merges: count,
         merged_unreviewed,
         invariant_held: count == want && !merged_unreviewed,
         answer_matches: says_merged == (count > 0),
-    })
+    }
 }

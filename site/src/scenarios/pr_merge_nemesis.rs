@@ -1,0 +1,174 @@
+//! pr_merge_nemesis's views: the figures `verify` derived, in this campaign's words.
+
+use super::{Table, Views};
+use verify::contract::Verified;
+use verify::scenarios::pr_merge_nemesis::{NemesisColumn, PrMergeNemesis};
+
+impl Views for PrMergeNemesis {
+    const TITLE: &'static str =
+        "pr_merge nemesis: randomized faults on merging a reviewed pull request";
+    const ABOUT: &'static str = "Kills at every step of every column and of its restart, a merge \
+        request held at the service while its worker is killed (inside and past the declared \
+        in-flight bound), answers dropped or replaced by a 500 after the merge landed, and an \
+        unreviewed push while the worker is paused mid-check; each trial judged by pr_merge's \
+        want rule and labelled within or beyond its column's assumptions by one rule.";
+
+    fn summary(v: &Verified<Self>) -> Table {
+        let rows = v
+            .summary()
+            .iter()
+            .map(|(key, s)| {
+                let (nemesis, column) = key.split_once(':').unwrap_or((key, ""));
+                vec![
+                    format!("{nemesis} · {column}"),
+                    s.judged.to_string(),
+                    s.not_fired.to_string(),
+                    format!(
+                        "{} ({} violations, {} wrong)",
+                        s.within, s.violations_within, s.wrong_within
+                    ),
+                    format!(
+                        "{} ({} violations, {} wrong)",
+                        s.beyond, s.violations_beyond, s.wrong_beyond
+                    ),
+                    s.unresolved.to_string(),
+                ]
+            })
+            .collect();
+        Table {
+            caption: "Per nemesis and column, re-derived by verify from the repositories' merges"
+                .into(),
+            headers: [
+                "nemesis · column",
+                "judged",
+                "fault did not fire (apart)",
+                "within assumptions",
+                "beyond assumptions",
+                "unresolved",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+        }
+    }
+
+    fn notes(v: &Verified<Self>) -> Vec<String> {
+        let mut totals: std::collections::BTreeMap<&str, NemesisColumn> = Default::default();
+        for (key, s) in v.summary() {
+            let column = key.split_once(':').map_or(key.as_str(), |(_, c)| c);
+            let t = totals.entry(column).or_default();
+            t.judged += s.judged;
+            t.not_fired += s.not_fired;
+            t.within += s.within;
+            t.violations_within += s.violations_within;
+            t.wrong_within += s.wrong_within;
+            t.beyond += s.beyond;
+            t.violations_beyond += s.violations_beyond;
+            t.wrong_beyond += s.wrong_beyond;
+            t.unresolved += s.unresolved;
+        }
+        let per = |f: &dyn Fn(&NemesisColumn) -> String| {
+            totals
+                .iter()
+                .map(|(c, t)| format!("{c} {}", f(t)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        vec![
+            format!(
+                "Within each column's assumptions, violations over fired trials: {}. Wrong \
+                 answers within them: {}.",
+                per(&|t| format!("{} of {}", t.violations_within, t.within)),
+                per(&|t| t.wrong_within.to_string())
+            ),
+            format!(
+                "Beyond them (a request held past the declared bound; for no_check, which sends \
+                 no sha, a push after its decision): violations {}, wrong answers {}.",
+                per(&|t| format!("{} of {}", t.violations_beyond, t.beyond)),
+                per(&|t| t.wrong_beyond.to_string())
+            ),
+            format!(
+                "Trials whose drawn fault did not fire (a kill at a step the worker never \
+                 reached, a fault the request never took), counted apart: {}. Unresolved \
+                 (the last restart ended in an error): {}.",
+                per(&|t| t.not_fired.to_string()),
+                per(&|t| t.unresolved.to_string())
+            ),
+            "The service keeps the merge's own state: a second merge of a merged pull request is \
+             refused (405), so a request held, dropped or answered 500 cannot land twice, at any \
+             hold. What differs between the columns is what they answer, and whether the \
+             record proves it."
+                .to_owned(),
+        ]
+    }
+
+    fn cells(v: &Verified<Self>) -> Table {
+        let rows = v
+            .file()
+            .cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let d = &c.planned.draw;
+                let mut faults = vec![format!("outage {}", d.outage)];
+                if let Some(k) = &d.kill_at {
+                    faults.push(format!("kill at {k}"));
+                }
+                if let Some(k) = &d.restart_kill_at {
+                    faults.push(format!("restart killed at {k}"));
+                }
+                if let Some(h) = d.hold_ms {
+                    faults.push(format!("held {h} ms"));
+                }
+                if let Some(a) = &d.answer {
+                    faults.push(format!("answer {a}"));
+                }
+                if let Some(p) = &d.pause_at {
+                    faults.push(format!("push while paused at {p}"));
+                }
+                let judged = match v.judgement(i) {
+                    Some(j) => format!(
+                        "{}{}: {} merge(s), want {}{}{}",
+                        if j.merge.invariant_held {
+                            "held"
+                        } else {
+                            "VIOLATED"
+                        },
+                        if j.fired { "" } else { " (fault did not fire)" },
+                        j.merge.merges,
+                        j.merge.want,
+                        if j.merge.answer_matches {
+                            ""
+                        } else {
+                            "; wrong answer"
+                        },
+                        j.beyond
+                            .as_ref()
+                            .map(|b| format!("; beyond: {b}"))
+                            .unwrap_or_default()
+                    ),
+                    None => format!(
+                        "harness error: {}",
+                        c.harness_error.as_deref().unwrap_or_default()
+                    ),
+                };
+                vec![
+                    format!(
+                        "{} · {} #{}",
+                        c.planned.nemesis, c.planned.column, c.planned.index
+                    ),
+                    faults.join("; "),
+                    c.ticket.status.clone(),
+                    judged,
+                ]
+            })
+            .collect();
+        Table {
+            caption: "Every trial: nemesis · column #index".into(),
+            headers: ["trial", "drawn faults", "final answer", "judged"]
+                .map(String::from)
+                .to_vec(),
+            rows,
+        }
+    }
+}

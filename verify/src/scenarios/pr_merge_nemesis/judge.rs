@@ -1,0 +1,145 @@
+//! The judgement of a pr_merge trial: whether its faults fired, whether they stayed within the
+//! column's assumptions (one rule for every column), and the merge judgement of `pr_merge`.
+
+use super::plan::{FORGE_MAX_IN_FLIGHT_MS, HELD_STEP};
+use super::record::Cell;
+use crate::finding::Finding;
+use crate::scenarios::pr_merge::{judgement, Branch, Judgement};
+use serde::{Deserialize, Serialize};
+
+/// The final status of a trial whose last restart ended in an error: unresolved.
+pub const RESTART_FAILED: &str = "RESTART_FAILED";
+
+/// What the rules derive for a judged trial.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrialJudgement {
+    /// Every fault the trial drew landed where drawn (a kill at its step, the restart's kill,
+    /// the pause, the service's fault taken by the first merge request). A trial whose fault did
+    /// not fire measured something else and is counted apart.
+    pub fired: bool,
+    /// Why the trial lies beyond the column's assumptions, or `None` within them.
+    pub beyond: Option<String>,
+    /// The merge judgement (want, merges, invariant, answer).
+    pub merge: Judgement,
+}
+
+/// Whether each drawn fault fired.
+pub fn fired(cell: &Cell) -> bool {
+    let d = &cell.planned.draw;
+    let kill = match d.kill_at.as_deref() {
+        Some(k) => cell.ticket.killed_at.as_deref() == Some(k),
+        None => cell.ticket.killed_at.is_none(),
+    };
+    let restart = d
+        .restart_kill_at
+        .as_deref()
+        .is_none_or(|k| cell.restart_killed_at.as_deref() == Some(k));
+    let pause = d
+        .pause_at
+        .as_deref()
+        .is_none_or(|p| cell.paused_at.as_deref() == Some(p));
+    let fault = (d.hold_ms.is_none() && d.answer.is_none()) || cell.fault_taken == Some(true);
+    kill && restart && pause && fault
+}
+
+/// Whether the head moved off the reviewed head in the trial (an unreviewed push).
+fn head_moved(cell: &Cell) -> bool {
+    cell.truth
+        .updates
+        .iter()
+        .any(|u| u.branch == Branch::Head && u.commit != cell.truth.reviewed_head)
+}
+
+/// The one rule for every column: a trial lies beyond the column's assumptions when a merge
+/// request was held at the service longer than the declared in-flight bound, or when a fact the
+/// merge rests on changed after the column's last read of it and nothing guards it. The head is
+/// guarded by the service's own precondition for every column that passes `sha`; `no_check`
+/// passes none and reads nothing after its decision, so a push after it is beyond its
+/// assumptions. The approval is not changed by any nemesis here.
+pub fn beyond(cell: &Cell) -> Option<String> {
+    if let Some(hold) = cell.planned.draw.hold_ms {
+        if hold > FORGE_MAX_IN_FLIGHT_MS && cell.fault_taken == Some(true) {
+            return Some(format!(
+                "the merge request was held {hold} ms at the service, past the declared \
+                 in-flight bound of {FORGE_MAX_IN_FLIGHT_MS} ms"
+            ));
+        }
+    }
+    if cell.planned.column == "no_check" && head_moved(cell) {
+        return Some(
+            "the head moved after no_check's last read (its decision), and it sends no sha".into(),
+        );
+    }
+    None
+}
+
+/// The trial's ground truth shows its plan: an unreviewed push exactly when its outage or its
+/// pause made one, the base moved exactly when its outage did, and someone else's merge exactly
+/// when the outage was that (unless the case had merged already).
+fn consistent(cell: &Cell) -> Vec<Finding> {
+    let d = &cell.planned.draw;
+    let truth = &cell.truth;
+    let mut out = Vec::new();
+    let pushed_by_plan = d.outage == "unreviewed_push" || cell.paused_at.is_some();
+    let base_moved = truth
+        .updates
+        .iter()
+        .any(|u| u.branch == Branch::Base && u.merged_head.is_none());
+    for (shows, planned, what) in [
+        (head_moved(cell), pushed_by_plan, "an unreviewed push"),
+        (base_moved, d.outage == "base_moved", "the base moving"),
+    ] {
+        if shows != planned {
+            out.push(Finding::new(
+                "truth.updates",
+                crate::finding::code::GROUND_TRUTH_INCONSISTENT,
+                format!("the repository shows {what} exactly when the trial made it"),
+            ));
+        }
+    }
+    let other = d.outage == "merged_by_other";
+    let merged_already = truth.outage_merge.is_none()
+        && truth
+            .updates
+            .iter()
+            .any(|u| u.branch == Branch::Base && u.merged_head.is_some());
+    let recorded = truth.outage_merge.as_ref().is_none_or(|m| {
+        truth
+            .updates
+            .iter()
+            .any(|u| &u.commit == m && u.branch == Branch::Base && u.merged_head.is_some())
+    });
+    if !recorded || (truth.outage_merge.is_some() != other && !(other && merged_already)) {
+        out.push(Finding::new(
+            "truth.outage_merge",
+            crate::finding::code::GROUND_TRUTH_INCONSISTENT,
+            "someone else's merge is recorded, as a merge on the base branch, exactly when the \
+             outage is merged_by_other and the case had not merged already",
+        ));
+    }
+    if cell.planned.draw.kill_at.as_deref() == Some(HELD_STEP)
+        && cell.ticket.killed_at.as_deref() == Some(HELD_STEP)
+        && cell.fault_taken != Some(true)
+    {
+        out.push(Finding::new(
+            "ticket.killed_at",
+            crate::finding::code::GROUND_TRUTH_INCONSISTENT,
+            "a worker killed while its request was held, with no request taken by the service",
+        ));
+    }
+    out
+}
+
+/// The judgement of a trial; findings when its ground truth does not add up.
+pub fn judge(cell: &Cell) -> Result<TrialJudgement, Vec<Finding>> {
+    let problems = consistent(cell);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok(TrialJudgement {
+        fired: fired(cell),
+        beyond: beyond(cell),
+        merge: judgement(&cell.truth, &cell.ticket.status),
+    })
+}

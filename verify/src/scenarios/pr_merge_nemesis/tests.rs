@@ -1,0 +1,172 @@
+use super::*;
+use crate::scenarios::pr_merge::{Branch, RefUpdate, RepoTruth, TicketRecord, WorkerExit, MERGED};
+
+const H: &str = "1111111111111111111111111111111111111111";
+
+fn params() -> Params {
+    Params {
+        seed: 7,
+        trials: 5,
+        nemeses: NEMESES.map(String::from).to_vec(),
+        columns: crate::scenarios::pr_merge::COLUMNS
+            .map(String::from)
+            .to_vec(),
+    }
+}
+
+fn trial(nemesis: &str, column: &str, index: u32) -> Cell {
+    let draw = draw(7, nemesis, column, index);
+    let merge = RefUpdate {
+        branch: Branch::Base,
+        commit: "m".repeat(40),
+        merged_head: Some(H.into()),
+    };
+    Cell {
+        planned: Planned {
+            nemesis: nemesis.into(),
+            column: column.into(),
+            index,
+            draw: draw.clone(),
+        },
+        pull: 1,
+        truth: RepoTruth {
+            reviewed_head: H.into(),
+            updates: vec![merge],
+            outage_merge: None,
+        },
+        ticket: TicketRecord {
+            status: MERGED.into(),
+            effect_id: None,
+            journal_kinds: None,
+            receipt: None,
+            killed_at: draw.kill_at.clone(),
+            first_exit: draw.kill_at.as_ref().map(|k| WorkerExit {
+                code: None,
+                signal: Some(9),
+                at: Some(k.clone()),
+            }),
+        },
+        restart_killed_at: draw.restart_kill_at.clone(),
+        paused_at: draw.pause_at.clone(),
+        fault_taken: (draw.hold_ms.is_some() || draw.answer.is_some()).then_some(true),
+        harness_error: None,
+        worker_output: None,
+        judgement: None,
+    }
+}
+
+#[test]
+fn every_draw_derives_from_the_seed_and_the_trials_place_and_stays_in_its_columns_steps() {
+    let p = plan(&params(), usize::MAX).unwrap();
+    assert_eq!(p.len(), NEMESES.len() * 4 * 5);
+    assert_eq!(p, plan(&params(), usize::MAX).unwrap());
+    let other = Params {
+        seed: 8,
+        ..params()
+    };
+    assert_ne!(
+        p,
+        plan(&other, usize::MAX).unwrap(),
+        "another seed draws otherwise"
+    );
+    for t in &p {
+        let d = &t.draw;
+        if let Some(k) = d.kill_at.as_deref().filter(|k| *k != HELD_STEP) {
+            assert!(first_steps(&t.column).contains(&k), "{t:?}");
+        }
+        if let Some(k) = &d.restart_kill_at {
+            assert!(restart_steps(&t.column).contains(&k.as_str()), "{t:?}");
+        }
+        if let Some(s) = &d.pause_at {
+            assert!(pause_steps(&t.column).contains(&s.as_str()), "{t:?}");
+        }
+        match (t.nemesis.as_str(), d.hold_ms) {
+            ("kill_while_held", Some(h)) => assert!(h <= FORGE_MAX_IN_FLIGHT_MS, "{t:?}"),
+            ("held_beyond_bound", Some(h)) => assert!(h > FORGE_MAX_IN_FLIGHT_MS, "{t:?}"),
+            ("kill_while_held" | "held_beyond_bound", None) => panic!("{t:?}"),
+            (_, h) => assert_eq!(h, None, "{t:?}"),
+        }
+    }
+    assert!(plan(
+        &Params {
+            trials: 0,
+            ..params()
+        },
+        usize::MAX
+    )
+    .is_err());
+    assert!(plan(&params(), 10).is_err());
+}
+
+#[test]
+fn a_trial_fired_only_when_every_drawn_fault_landed_where_drawn() {
+    let c = trial("kill_at_step", "hand_check", 0);
+    assert!(fired(&c));
+    let mut missed = c.clone();
+    missed.ticket.killed_at = None;
+    missed.ticket.first_exit = None;
+    assert!(!fired(&missed));
+    let mut c = trial("kill_restart", "native", 1);
+    assert!(fired(&c));
+    c.restart_killed_at = None;
+    assert!(!fired(&c));
+    let mut c = trial("drop_answer", "interlock", 2);
+    assert!(fired(&c));
+    c.fault_taken = Some(false);
+    assert!(!fired(&c));
+    let mut c = trial("push_mid_check", "hand_check", 3);
+    assert!(fired(&c));
+    c.paused_at = None;
+    assert!(!fired(&c));
+}
+
+#[test]
+fn one_rule_puts_a_hold_past_the_bound_and_an_unguarded_push_beyond_assumptions() {
+    for column in crate::scenarios::pr_merge::COLUMNS {
+        let c = trial("held_beyond_bound", column, 0);
+        assert!(beyond(&c).is_some(), "{column}");
+        let c = trial("kill_while_held", column, 0);
+        assert_eq!(beyond(&c), None, "{column}");
+        let mut c = trial("push_mid_check", column, 0);
+        c.truth.updates.insert(
+            0,
+            RefUpdate {
+                branch: Branch::Head,
+                commit: "2".repeat(40),
+                merged_head: None,
+            },
+        );
+        // Only no_check sends no sha: for the others the service's precondition guards the head.
+        assert_eq!(beyond(&c).is_some(), column == "no_check", "{column}");
+    }
+}
+
+#[test]
+fn the_summary_counts_fired_trials_within_and_beyond_and_the_rest_apart() {
+    let mut cells = Vec::new();
+    let mut held = trial("kill_at_step", "native", 0);
+    held.planned.draw.outage = "none".into();
+    cells.push(held);
+    let mut missed = trial("kill_at_step", "native", 1);
+    missed.planned.draw.outage = "none".into();
+    missed.ticket.killed_at = None;
+    missed.ticket.first_exit = None;
+    cells.push(missed);
+    let mut twice = trial("held_beyond_bound", "native", 0);
+    twice.truth.updates.push(RefUpdate {
+        branch: Branch::Base,
+        commit: "n".repeat(40),
+        merged_head: Some(H.into()),
+    });
+    cells.push(twice);
+    let judged: Vec<_> = cells.iter().map(|c| (c, judge(c).unwrap())).collect();
+    let pairs: Vec<_> = judged.iter().map(|(c, j)| (*c, j)).collect();
+    let s = summarize(&pairs);
+    let k = &s["kill_at_step:native"];
+    assert_eq!(
+        (k.judged, k.not_fired, k.within, k.violations_within),
+        (2, 1, 1, 0)
+    );
+    let b = &s["held_beyond_bound:native"];
+    assert_eq!((b.beyond, b.violations_beyond, b.within), (1, 1, 0));
+}
