@@ -94,11 +94,16 @@ impl Views for PrMergeNemesis {
                 per(&|t| t.not_fired.to_string()),
                 per(&|t| t.unresolved.to_string())
             ),
-            "The service keeps the merge's own state: a second merge of a merged pull request is \
-             refused (405), so a request held, dropped or answered 500 cannot land twice, at any \
-             hold. What differs between the columns is what they answer, and whether the \
-             record proves it."
-                .to_owned(),
+            format!(
+                "Trials in which a case merged the pull request twice: {}. The service keeps the \
+                 merge's own state and refuses to merge a merged pull request (405): a request \
+                 held, dropped or answered 500 is not a second merge once one landed. What \
+                 differs between the columns is what they answer, and whether a record proves it.",
+                (0..v.file().cells.len())
+                    .filter_map(|i| v.judgement(i))
+                    .filter(|j| j.merge.merges > 1)
+                    .count()
+            ),
         ]
     }
 
