@@ -17,7 +17,7 @@ pub use plan::{plan, Params, Planned, COLUMNS, CRASH_POINTS, OUTAGES};
 pub use record::{Branch, Cell, RefUpdate, RepoTruth, TicketRecord, WorkerExit};
 pub use summary::{summarize, ColumnSummary, Summary};
 
-use crate::contract::{Evidence, Exit, HarnessError, PlanError, Scenario, Ticket};
+use crate::contract::{Evidence, HarnessError, PlanError, Scenario};
 use crate::finding::Finding;
 use crate::receipt::ReceiptReport;
 
@@ -41,25 +41,8 @@ impl Scenario for PrMerge {
     }
 
     fn evidence(cell: &Cell) -> Evidence<'_> {
-        let t = &cell.ticket;
-        let ticket = Ticket {
-            path: "ticket".into(),
-            gated: cell.planned.column == "interlock",
-            status: &t.status,
-            effect_id: t.effect_id.as_deref(),
-            journal_kinds: t.journal_kinds.as_deref(),
-            receipt: t.receipt.as_ref(),
-            killed_at: t.killed_at.as_deref(),
-            first_exit: t.first_exit.as_ref().map(|e| match e.signal {
-                Some(signal) => Exit::Signal {
-                    signal,
-                    at: e.at.as_deref(),
-                },
-                None => Exit::Code(e.code.unwrap_or(-1)),
-            }),
-        };
         Evidence {
-            tickets: vec![ticket],
+            tickets: vec![cell.ticket.evidence(cell.planned.column == "interlock")],
             harness_error: cell.harness_error.as_deref().map(|reason| HarnessError {
                 reason,
                 output: cell.worker_output.as_deref(),

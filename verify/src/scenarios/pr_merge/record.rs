@@ -90,3 +90,39 @@ pub struct WorkerExit {
     /// The point it had announced when the signal came.
     pub at: Option<String>,
 }
+
+impl TicketRecord {
+    /// The ticket as the trusted core binds it (path `ticket`); `gated` when its column sends
+    /// through the gate (it must carry its receipt).
+    pub fn evidence(&self, gated: bool) -> crate::contract::Ticket<'_> {
+        use crate::contract::Exit;
+        crate::contract::Ticket {
+            path: "ticket".into(),
+            gated,
+            status: &self.status,
+            effect_id: self.effect_id.as_deref(),
+            journal_kinds: self.journal_kinds.as_deref(),
+            receipt: self.receipt.as_ref(),
+            killed_at: self.killed_at.as_deref(),
+            first_exit: self.first_exit.as_ref().map(|e| match e.signal {
+                Some(signal) => Exit::Signal {
+                    signal,
+                    at: e.at.as_deref(),
+                },
+                None => Exit::Code(e.code.unwrap_or(-1)),
+            }),
+        }
+    }
+
+    /// A ticket with nothing recorded yet: the runner fills it in as the cell runs.
+    pub fn blank() -> TicketRecord {
+        TicketRecord {
+            status: String::new(),
+            effect_id: None,
+            journal_kinds: None,
+            receipt: None,
+            killed_at: None,
+            first_exit: None,
+        }
+    }
+}

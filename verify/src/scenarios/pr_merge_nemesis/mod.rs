@@ -19,7 +19,7 @@ pub use plan::{
 pub use record::Cell;
 pub use summary::{summarize, NemesisColumn, Summary};
 
-use crate::contract::{Evidence, Exit, HarnessError, PlanError, Scenario, Ticket};
+use crate::contract::{Evidence, HarnessError, PlanError, Scenario};
 use crate::finding::Finding;
 use crate::receipt::ReceiptReport;
 
@@ -43,24 +43,8 @@ impl Scenario for PrMergeNemesis {
     }
 
     fn evidence(cell: &Cell) -> Evidence<'_> {
-        let t = &cell.ticket;
         Evidence {
-            tickets: vec![Ticket {
-                path: "ticket".into(),
-                gated: cell.planned.column == "interlock",
-                status: &t.status,
-                effect_id: t.effect_id.as_deref(),
-                journal_kinds: t.journal_kinds.as_deref(),
-                receipt: t.receipt.as_ref(),
-                killed_at: t.killed_at.as_deref(),
-                first_exit: t.first_exit.as_ref().map(|e| match e.signal {
-                    Some(signal) => Exit::Signal {
-                        signal,
-                        at: e.at.as_deref(),
-                    },
-                    None => Exit::Code(e.code.unwrap_or(-1)),
-                }),
-            }],
+            tickets: vec![cell.ticket.evidence(cell.planned.column == "interlock")],
             harness_error: cell.harness_error.as_deref().map(|reason| HarnessError {
                 reason,
                 output: cell.worker_output.as_deref(),
