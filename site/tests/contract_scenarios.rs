@@ -53,8 +53,26 @@ fn a_verified_pr_merge_file_gets_its_report_data_and_front_page_entry() {
         "{page}"
     );
     assert!(out.path().join("data/pr_merge.json").is_file());
+    // What the figures show, from verify's figures: every column held in every cell, so native
+    // (the service's precondition alone) ties with the gate on the merges.
+    assert!(page.contains("What the figures show"), "{page}");
+    assert!(
+        page.contains(
+            "Columns that held it in every judged cell: hand_check, interlock, native, no_check."
+        ),
+        "{page}"
+    );
+    assert!(
+        page.contains("native, which relies on the service&#39;s precondition alone, ties"),
+        "{page}"
+    );
     let index = std::fs::read_to_string(out.path().join("index.html")).unwrap();
     assert!(index.contains("href=\"pr_merge/index.html\""), "{index}");
+    // The front page carries the verdict, the first of those notes.
+    assert!(
+        index.contains("<p class=\"verdict\">Invariant held (at most one merge"),
+        "{index}"
+    );
 }
 
 #[test]

@@ -110,6 +110,8 @@ pub struct IndexEntry {
     pub signed_by: String,
     /// The per-column table.
     pub summary: Table,
+    /// The verdict: the scenario's first note, when it has notes.
+    pub verdict: Option<String>,
 }
 
 /// The report page of a scenario on the contract.
@@ -165,6 +167,7 @@ impl<S: Views> ScenarioSite for Pages<S> {
             report.cells, report.judged, report.receipts
         );
         let summary = S::summary(&verified);
+        let notes = S::notes(&verified);
         let cells = S::cells(&verified);
         let file = verified.file();
         let mut environment: Vec<(String, String)> = file.environment.clone().into_iter().collect();
@@ -188,7 +191,7 @@ impl<S: Views> ScenarioSite for Pages<S> {
             about: S::ABOUT,
             counts: &counts,
             summary: &summary,
-            notes: S::notes(&verified),
+            notes: notes.clone(),
             cells: &cells,
             environment,
             generated_at: &file.generated_at,
@@ -208,6 +211,7 @@ impl<S: Views> ScenarioSite for Pages<S> {
                 counts,
                 signed_by,
                 summary,
+                verdict: notes.first().cloned(),
             },
             folder,
             html,
