@@ -84,7 +84,7 @@ pub fn verdict_line(columns: &[String], facts: &Facts) -> String {
 /// and the exposure nemesis's violations (the comparison of each column's unguarded window).
 /// `judged` is the campaign's judged trials as `verify` counted them; facts `nemesis.trials`,
 /// `within.C`, `nothing_decided.C`, `violations_within.C`, `violations_beyond.C`,
-/// `wrong_within.C`, `wrong_beyond.C`, `under_credits_within.C`, `under_credits_beyond.C`,
+/// `wrong_within.C`, `wrong_beyond.C`, `unresolved.C`, `under_credits_within.C`, `under_credits_beyond.C`,
 /// `exposure.violations.C`, `exposure.judged.C`.
 pub fn nemesis_line(columns: &[String], facts: &Facts, judged: u32) -> String {
     let per = |f: &dyn Fn(&String) -> String| -> String {
@@ -111,6 +111,12 @@ pub fn nemesis_line(columns: &[String], facts: &Facts, judged: u32) -> String {
                 + int(facts, &format!("wrong_beyond.{c}")).unwrap_or(0)
         )
     });
+    let unresolved = per(&|c| {
+        format!(
+            "{c} {}",
+            int(facts, &format!("unresolved.{c}")).unwrap_or(0)
+        )
+    });
     let under = per(&|c| {
         format!(
             "{c} {}",
@@ -122,8 +128,9 @@ pub fn nemesis_line(columns: &[String], facts: &Facts, judged: u32) -> String {
         "Of {} randomized fault trials, {judged} were judged (the rest ended before any \
          decision existed, killed or failing the decision's own write, or their fault never fired: {} of them, counted apart). Violations within each column's assumptions: {within}. Violations beyond \
          them (a request held past the declared bound, or a change after the column's last \
-         read): {beyond}. Wrong answers, within and beyond: {wrong}. Under-credits (the \
-         approved credit not issued, or a smaller one), within and beyond: {under}.",
+         read): {beyond}. Wrong answers, within and beyond: {wrong}. Unresolved (the last restart \
+         ended in an error and gave no answer): {unresolved}. Under-credits (the approved credit \
+         not issued, or a smaller one), within and beyond: {under}.",
         text(facts, "nemesis.trials"),
         text(facts, "nemesis.not_fired"),
     );
