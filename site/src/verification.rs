@@ -232,6 +232,9 @@ pub fn load_verified(
     };
     let refused = |refusal: Refusal| unverified(refusal.to_string());
     if let Some(head) = verify::contract::read_head(&bytes) {
+        if stored.is_some() {
+            return Err(unreadable(verify::contract::COMPRESSED_REFUSED.to_owned()));
+        }
         let site = crate::scenarios::registered(&head.scenario);
         return match (wanted, site) {
             (Wanted::Results, Some(site)) => Ok((Accepted::Contract(site), bytes)),

@@ -60,14 +60,16 @@ pub(crate) fn send(
     }
     log.step("lookup", json!({ "found": null }))?;
     fire(crash, CrashPoint::Lookup);
-    if !case.approval.covers(decision.pull, now_ms()) {
+    // The approval, read afresh at this step: it may have been revoked since the case was read.
+    let approval = CaseFile::load(cell_dir)?.approval;
+    if !approval.covers(decision.pull, now_ms()) {
         log.step(
             "refused",
-            json!({ "why": "approval", "approval": case.approval }),
+            json!({ "why": "approval", "approval": approval }),
         )?;
         return Ok(REFUSED_APPROVAL.to_owned());
     }
-    log.step("approval", json!({ "approval": case.approval.id }))?;
+    log.step("approval", json!({ "approval": approval.id }))?;
     fire(crash, CrashPoint::Approval);
     let pull = client
         .pull(decision.pull)

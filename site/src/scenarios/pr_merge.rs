@@ -105,8 +105,8 @@ impl Views for PrMerge {
             ),
             "The approval is the other thing the service cannot check: it knows nothing of it. \
              Only hand_check and interlock re-read it before a send; this matrix never revokes \
-             it."
-            .to_owned(),
+             it (the campaign's revoke_mid_check does)."
+                .to_owned(),
         ]
     }
 

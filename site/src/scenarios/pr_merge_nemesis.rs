@@ -4,14 +4,48 @@ use super::{Table, Views};
 use verify::contract::Verified;
 use verify::scenarios::pr_merge_nemesis::{NemesisColumn, PrMergeNemesis};
 
+/// How many distinct configurations the campaign's trials hold (the nemesis, the column and the
+/// draw, the hold's length left out), in a sentence.
+fn distinct(v: &Verified<PrMergeNemesis>) -> String {
+    let configurations: std::collections::BTreeSet<String> = v
+        .file()
+        .cells
+        .iter()
+        .map(|c| {
+            let d = &c.planned.draw;
+            format!(
+                "{} {} {} {:?} {:?} {:?} {:?} {}",
+                c.planned.nemesis,
+                c.planned.column,
+                d.outage,
+                d.kill_at,
+                d.restart_kill_at,
+                d.pause_at,
+                d.answer,
+                d.hold_ms.is_some()
+            )
+        })
+        .collect();
+    format!(
+        "The {} trials hold {} distinct configurations (nemesis, column, outage and the steps of \
+         each fault; the hold's length left out): trials of one configuration repeat one \
+         interleaving up to timing, so the counts above are not that many independent samples.",
+        v.file().cells.len(),
+        configurations.len()
+    )
+}
+
 impl Views for PrMergeNemesis {
     const TITLE: &'static str =
         "pr_merge nemesis: randomized faults on merging a reviewed pull request";
-    const ABOUT: &'static str = "Kills at every step of every column and of its restart, a merge \
-        request held at the service while its worker is killed (inside and past the declared \
-        in-flight bound), answers dropped or replaced by a 500 after the merge landed, and an \
-        unreviewed push while the worker is paused mid-check; each trial judged by pr_merge's \
-        want rule and labelled within or beyond its column's assumptions by one rule.";
+    const ABOUT: &'static str = "Kills at every step of each column and at its restart's send \
+        steps, a merge request held at the service while its worker is killed (inside and past \
+        the declared in-flight bound), answers dropped or replaced by a 500 after the merge \
+        landed, and an unreviewed push or the approval revoked while the worker is paused \
+        mid-check; each trial judged by pr_merge's want rule and labelled within or beyond its \
+        column's assumptions by one rule: a hold past the bound, or a change after the \
+        column's last read of a fact that nothing else guards (the service's sha guards the \
+        head for every column that passes it).";
 
     fn summary(v: &Verified<Self>) -> Table {
         let rows = v
@@ -74,6 +108,18 @@ impl Views for PrMergeNemesis {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        let revoked: Vec<String> = v
+            .summary()
+            .iter()
+            .filter_map(|(key, s)| {
+                let column = key.strip_prefix("revoke_mid_check:")?;
+                Some(format!(
+                    "{column} {} of {}",
+                    s.violations_within + s.violations_beyond,
+                    s.within + s.beyond
+                ))
+            })
+            .collect();
         vec![
             format!(
                 "Within each column's assumptions, violations over fired trials: {}. Wrong \
@@ -81,6 +127,14 @@ impl Views for PrMergeNemesis {
                 per(&|t| format!("{} of {}", t.violations_within, t.within)),
                 per(&|t| t.wrong_within.to_string())
             ),
+            "What those zeros measure: the service's own guards more than the columns. It \
+             refuses a second merge of a merged pull request (405) and a merge whose sha is not \
+             the head (409), and a push before no_check's merge is beyond its assumptions (it \
+             sends no sha), so within assumptions only a revoked approval could make a column \
+             break the invariant. The columns differ there, in their answers and in whether a \
+             record proves them."
+                .to_owned(),
+            distinct(v),
             format!(
                 "Beyond them (a request held past the declared bound; for no_check, which sends \
                  no sha, a push after its decision): violations {}, wrong answers {}.",
@@ -93,6 +147,18 @@ impl Views for PrMergeNemesis {
                  (the last restart ended in an error): {}.",
                 per(&|t| t.not_fired.to_string()),
                 per(&|t| t.unresolved.to_string())
+            ),
+            format!(
+                "Where the service's precondition cannot help: the approval. Revoked while the \
+                 worker was mid-check, merges that went out anyway: {}. The service knows \
+                 nothing of the approval, so native merges whenever the head is unchanged; \
+                 hand_check misses a revocation after its own check, and the gate one after \
+                 its check at DISPATCHED (both beyond their assumptions).",
+                if revoked.is_empty() {
+                    "not run".to_owned()
+                } else {
+                    revoked.join(", ")
+                }
             ),
             format!(
                 "Trials in which a case merged the pull request twice: {}. The service keeps the \

@@ -211,14 +211,19 @@ pub fn check_file(path: &Path, pinned: &Pinned) -> (Status, Vec<String>, FileJso
 pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<String>, FileJson) {
     let name = path.display().to_string();
     // A gzip file (by its first bytes, whatever its name) is decompressed within its limits.
-    let bytes = match crate::input::read_file(path) {
+    let raw = match std::fs::read(path) {
         Ok(b) => b,
-        Err(crate::input::InputError::Io(e)) => {
-            return could_not_check(&name, &format!("cannot read: {e}"))
-        }
+        Err(e) => return could_not_check(&name, &format!("cannot read: {e}")),
+    };
+    let compressed = crate::input::is_gzip(&raw);
+    let bytes = match crate::input::decompressed(raw) {
+        Ok(b) => b,
         Err(e) => return could_not_check(&name, &e.to_string()),
     };
     if let Some(head) = crate::contract::read_head(&bytes) {
+        if compressed {
+            return could_not_check(&name, crate::contract::COMPRESSED_REFUSED);
+        }
         return registered_outcome(&name, &head, &bytes, options);
     }
     let doc = match load_for_check(&bytes) {

@@ -37,6 +37,7 @@ pub use evidence::{Evidence, Exit, HarnessError, Ticket};
 pub use file::{file_hash, sign, FileSignature, ScenarioFile, SigningError, FORMAT};
 pub use registry::{
     read, read_and_check, read_head, Entry, FileHead, Refused, Registered, ScenarioReport,
+    COMPRESSED_REFUSED, CONTAINER_ALLOWANCE, MAX_DEPTH, MIN_BYTES_PER_CONTAINER,
 };
 pub use stages::{check, Report, Verified, MAX_FINDINGS};
 

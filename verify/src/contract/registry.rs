@@ -47,6 +47,7 @@ pub fn read<S: Scenario>(text: &[u8]) -> Result<ScenarioFile<S>, ReadError> {
     // (a map or an environment read twice would keep only its last), no long string, no file
     // denser than the runner writes.
     crate::load::within_limits(text).map_err(|e| ReadError::Limits(e.to_string()))?;
+    containers_within_budget(text)?;
     let mut de = serde_json::Deserializer::from_slice(text);
     let file: ScenarioFile<S> =
         serde_path_to_error::deserialize(&mut de).map_err(|e| ReadError::Shape {
@@ -56,6 +57,67 @@ pub fn read<S: Scenario>(text: &[u8]) -> Result<ScenarioFile<S>, ReadError> {
     de.end().map_err(|e| ReadError::Trailing(e.to_string()))?;
     Ok(file)
 }
+
+/// At least this many bytes of text per JSON object or array of a scenario file (plus
+/// [`CONTAINER_ALLOWANCE`]): the runner's files hold one per 110 to 190 bytes, and every
+/// container becomes a map or a vector in memory, built twice for the file's hash (a file of
+/// nested `{"k":{…}}` holds one per 9 bytes and would take tens of times its size).
+pub const MIN_BYTES_PER_CONTAINER: usize = 96;
+/// Containers any scenario file may hold whatever its size.
+pub const CONTAINER_ALLOWANCE: usize = 4096;
+/// How deep a scenario file may nest objects and arrays (the runner's files nest at most 11).
+pub const MAX_DEPTH: usize = 32;
+
+/// Refuses a scenario file with more objects and arrays than its size allows, or nested deeper
+/// than [`MAX_DEPTH`], counted in one pass over its text before anything is built.
+fn containers_within_budget(text: &[u8]) -> Result<(), ReadError> {
+    let (mut in_string, mut escaped) = (false, false);
+    let (mut depth, mut deepest, mut containers) = (0usize, 0usize, 0usize);
+    for &b in text {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                containers += 1;
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    let allowed = text.len() / MIN_BYTES_PER_CONTAINER + CONTAINER_ALLOWANCE;
+    if containers > allowed {
+        return Err(ReadError::Limits(format!(
+            "limit: {containers} JSON objects and arrays in {} bytes: more than one per \
+             {MIN_BYTES_PER_CONTAINER} bytes (at most {allowed}); the runner's files hold one \
+             per 110 bytes or more",
+            text.len()
+        )));
+    }
+    if deepest > MAX_DEPTH {
+        return Err(ReadError::Limits(format!(
+            "limit: objects and arrays nested {deepest} deep, more than {MAX_DEPTH}"
+        )));
+    }
+    Ok(())
+}
+
+/// Why a scenario file on the contract is refused when it comes compressed: read plain, its
+/// text is its size on disk, and the checks hold at most a few times that; a compressed one
+/// could expand to sixteen times its size, which its object trees and the hashing of each cell
+/// would hold ten times over (a forger's review: 947 KB of gzip, 680 MB).
+pub const COMPRESSED_REFUSED: &str = "a scenario file on the contract (interlock-scenario/1) is \
+     read plain, never compressed: its text is then its size on disk, which bounds what the \
+     checks hold; decompress it (gzip -d) and check the .json";
 
 /// Why a text did not become a [`super::Verified`].
 #[derive(Debug)]

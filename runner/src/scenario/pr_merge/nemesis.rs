@@ -1,7 +1,7 @@
 //! `runner --scenario pr_merge --nemesis LIST`: randomized trials on the pr_merge case
 //! (`verify::scenarios::pr_merge_nemesis`). Each trial opens its own repository, sets the
 //! service fault it drew, runs the worker (SIGKILLed at its drawn step, or while its request is
-//! held, or paused while a person pushes), makes the drawn outage, restarts it (its restart
+//! held, or paused while a person pushes or the approval is revoked), makes the drawn outage, restarts it (its restart
 //! killed where drawn, then restarted again), reads the repository back with git and is judged
 //! by the same rules. Writes `DIR/pr_merge_nemesis.json`, signed, and checks it.
 
@@ -150,11 +150,20 @@ fn run_trial(ctx: &MergeContext<'_>, index: usize, planned: &Planned) -> Result<
     if let Some(f) = fault {
         ctx.forge.set_fault(&case.repo, case.pull, f);
     }
-    let push = || {
-        ctx.forge
+    let change = || match planned.nemesis.as_str() {
+        "revoke_mid_check" => {
+            let mut revoked = CaseFile::load(&dir)
+                .map_err(|e| format!("cannot read the case to revoke its approval: {e}"))?;
+            revoked.approval.revoked = Some("revoked while the worker was mid-check".into());
+            revoked
+                .save(&dir)
+                .map_err(|e| format!("cannot revoke the approval: {e}"))
+        }
+        _ => ctx
+            .forge
             .push_unreviewed(&case.repo, case.pull)
             .map(|_| ())
-            .map_err(|e| format!("the push while the worker was paused failed: {e}"))
+            .map_err(|e| format!("the push while the worker was paused failed: {e}")),
     };
     let held = d.kill_at.as_deref() == Some(HELD_STEP);
     let watch = Watch {
@@ -163,7 +172,7 @@ fn run_trial(ctx: &MergeContext<'_>, index: usize, planned: &Planned) -> Result<
         on_pause: d
             .pause_at
             .as_ref()
-            .map(|_| &push as &dyn Fn() -> Result<(), String>),
+            .map(|_| &change as &dyn Fn() -> Result<(), String>),
         held: held.then_some((case.repo.as_str(), case.pull)),
     };
     let first = run_watched(ctx, &dir, &case, &planned.column, MergePhase::Send, &watch)?;

@@ -43,6 +43,43 @@ pub fn fired(cell: &Cell) -> bool {
     kill && restart && pause && fault
 }
 
+/// The step the approval was revoked at, when the trial revoked it.
+pub fn revoked_at(cell: &Cell) -> Option<&str> {
+    (cell.planned.nemesis == "revoke_mid_check")
+        .then_some(cell.paused_at.as_deref())
+        .flatten()
+}
+
+/// Whether `column` reads the approval again after passing `step`, before its merge request:
+/// `hand_check` re-reads it at its approval check (after its lookup), the gate checks its lease
+/// at DISPATCHED (and at PROPOSED and AUTHORIZED before it); `no_check` and `native` never read
+/// it.
+pub fn reads_approval_after(column: &str, step: &str) -> bool {
+    match column {
+        "hand_check" => matches!(step, "decision_saved" | "lookup"),
+        "interlock" => matches!(step, "decision_saved" | "proposed" | "authorized"),
+        _ => false,
+    }
+}
+
+/// Whether the head moved off the reviewed head before the case's first merge (or at all, when
+/// the case made none): a push after the case merged changed nothing it rested on.
+fn head_moved_before_first_merge(cell: &Cell) -> bool {
+    let truth = &cell.truth;
+    for u in &truth.updates {
+        let case_merge = u.branch == Branch::Base
+            && u.merged_head.is_some()
+            && truth.outage_merge.as_deref() != Some(u.commit.as_str());
+        if case_merge {
+            return false;
+        }
+        if u.branch == Branch::Head && u.commit != truth.reviewed_head {
+            return true;
+        }
+    }
+    false
+}
+
 /// Whether the head moved off the reviewed head in the trial (an unreviewed push).
 fn head_moved(cell: &Cell) -> bool {
     cell.truth
@@ -56,8 +93,18 @@ fn head_moved(cell: &Cell) -> bool {
 /// merge rests on changed after the column's last read of it and nothing guards it. The head is
 /// guarded by the service's own precondition for every column that passes `sha`; `no_check`
 /// passes none and reads nothing after its decision, so a push after it is beyond its
-/// assumptions. The approval is not changed by any nemesis here.
+/// assumptions. The approval is guarded by no service: a revocation is beyond the assumptions
+/// of a column that reads it for the last time before the step it was revoked at (`no_check`
+/// and `native` never read it).
 pub fn beyond(cell: &Cell) -> Option<String> {
+    if let Some(step) = revoked_at(cell) {
+        if !reads_approval_after(&cell.planned.column, step) {
+            return Some(format!(
+                "the approval was revoked at {step}, after {}'s last read of it",
+                cell.planned.column
+            ));
+        }
+    }
     if let Some(hold) = cell.planned.draw.hold_ms {
         if hold > FORGE_MAX_IN_FLIGHT_MS && cell.fault_taken == Some(true) {
             return Some(format!(
@@ -66,7 +113,7 @@ pub fn beyond(cell: &Cell) -> Option<String> {
             ));
         }
     }
-    if cell.planned.column == "no_check" && head_moved(cell) {
+    if cell.planned.column == "no_check" && head_moved_before_first_merge(cell) {
         return Some(
             "the head moved after no_check's last read (its decision), and it sends no sha".into(),
         );
@@ -81,7 +128,8 @@ fn consistent(cell: &Cell) -> Vec<Finding> {
     let d = &cell.planned.draw;
     let truth = &cell.truth;
     let mut out = Vec::new();
-    let pushed_by_plan = d.outage == "unreviewed_push" || cell.paused_at.is_some();
+    let pushed_by_plan = d.outage == "unreviewed_push"
+        || (cell.planned.nemesis == "push_mid_check" && cell.paused_at.is_some());
     let base_moved = truth
         .updates
         .iter()
@@ -137,9 +185,16 @@ pub fn judge(cell: &Cell) -> Result<TrialJudgement, Vec<Finding>> {
     if !problems.is_empty() {
         return Err(problems);
     }
+    let mut merge = judgement(&cell.truth, &cell.ticket.status);
+    if revoked_at(cell).is_some() {
+        // Revoked before any send of the case (every pause step is before its first merge
+        // request): the case may merge nothing.
+        merge.want = 0;
+        merge.invariant_held = merge.merges == 0;
+    }
     Ok(TrialJudgement {
         fired: fired(cell),
         beyond: beyond(cell),
-        merge: judgement(&cell.truth, &cell.ticket.status),
+        merge,
     })
 }

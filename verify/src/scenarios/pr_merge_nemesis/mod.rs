@@ -1,8 +1,8 @@
 //! `pr_merge_nemesis`: randomized faults on the pr_merge case (DESIGN §4.9), on the contract.
 //! Kills at every step of every column and of their restarts, a merge request held at the
 //! service (inside and past the declared in-flight bound) while its worker is killed, answers
-//! dropped or replaced by a 500 after the merge landed, and an unreviewed push while the worker
-//! is paused mid-check. Every draw derives from the campaign's seed and the trial's place;
+//! dropped or replaced by a 500 after the merge landed, and an unreviewed push or the approval
+//! revoked while the worker is paused mid-check. Every draw derives from the campaign's seed and the trial's place;
 //! every trial is judged by `pr_merge`'s want rule and labelled within or beyond its column's
 //! assumptions by one rule ([`judge::beyond`]). Files are `interlock-scenario/1`.
 
@@ -11,7 +11,9 @@ mod plan;
 mod record;
 mod summary;
 
-pub use judge::{beyond, fired, judge, TrialJudgement, RESTART_FAILED};
+pub use judge::{
+    beyond, fired, judge, reads_approval_after, revoked_at, TrialJudgement, RESTART_FAILED,
+};
 pub use plan::{
     draw, first_steps, pause_steps, plan, restart_steps, Draw, Params, Planned,
     FORGE_MAX_IN_FLIGHT_MS, HELD_STEP, NEMESES,

@@ -16,15 +16,18 @@ use sha2::{Digest, Sha256};
 /// * `fail_after_commit`: the merge lands and is answered 500;
 /// * `push_mid_check`: the worker paused at a drawn step before its send while a person pushes
 ///   an unreviewed commit to the branch;
+/// * `revoke_mid_check`: the worker paused at a drawn step before its send while the approval
+///   is revoked;
 /// * `held_beyond_bound`: the request held past the declared bound, the worker killed while it
 ///   is held (beyond every column's assumptions).
-pub const NEMESES: [&str; 7] = [
+pub const NEMESES: [&str; 8] = [
     "kill_at_step",
     "kill_restart",
     "kill_while_held",
     "drop_answer",
     "fail_after_commit",
     "push_mid_check",
+    "revoke_mid_check",
     "held_beyond_bound",
 ];
 
@@ -125,7 +128,8 @@ pub struct Draw {
     pub restart_kill_at: Option<String>,
     /// How long the service holds the first merge request, ms.
     pub hold_ms: Option<u64>,
-    /// Where the first worker is paused while a person pushes to the branch.
+    /// Where the first worker is paused while a person pushes to the branch (`push_mid_check`)
+    /// or the approval is revoked (`revoke_mid_check`).
     pub pause_at: Option<String>,
     /// The fault on the first merge request's answer: `drop` or `500`.
     pub answer: Option<String>,
@@ -204,7 +208,7 @@ pub fn draw(seed: u64, nemesis: &str, column: &str, index: u32) -> Draw {
         }
         "drop_answer" => d.answer = Some("drop".into()),
         "fail_after_commit" => d.answer = Some("500".into()),
-        "push_mid_check" => {
+        "push_mid_check" | "revoke_mid_check" => {
             let steps = pause_steps(column);
             d.pause_at = one_of(steps, r(1, steps.len()));
         }

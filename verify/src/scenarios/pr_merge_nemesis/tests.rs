@@ -170,3 +170,57 @@ fn the_summary_counts_fired_trials_within_and_beyond_and_the_rest_apart() {
     let b = &s["held_beyond_bound:native"];
     assert_eq!((b.beyond, b.violations_beyond, b.within), (1, 1, 0));
 }
+
+#[test]
+fn a_revocation_mid_check_wants_no_merge_and_is_beyond_a_column_that_read_the_approval_before() {
+    for (column, step, within) in [
+        ("hand_check", "lookup", true),
+        ("hand_check", "premises", false),
+        ("interlock", "authorized", true),
+        ("interlock", "dispatched", false),
+        ("native", "decision_saved", false),
+        ("no_check", "decision_saved", false),
+    ] {
+        let mut c = trial("revoke_mid_check", column, 0);
+        c.planned.draw.pause_at = Some(step.into());
+        c.paused_at = Some(step.into());
+        let j = judge(&c).unwrap();
+        // The case merged once (the fixture's merge) after the revocation: a violation.
+        assert_eq!(
+            (j.merge.want, j.merge.invariant_held),
+            (0, false),
+            "{column} {step}"
+        );
+        assert_eq!(
+            j.beyond.is_none(),
+            within,
+            "{column} {step}: {:?}",
+            j.beyond
+        );
+        c.truth.updates.clear();
+        c.ticket.status = "REFUSED:approval".into();
+        let j = judge(&c).unwrap();
+        assert!(
+            j.merge.invariant_held && j.merge.answer_matches,
+            "{column} {step}"
+        );
+        // A pause that never happened revoked nothing: the trial did not fire.
+        c.paused_at = None;
+        assert!(!fired(&c));
+    }
+}
+
+#[test]
+fn a_push_after_no_checks_own_merge_changed_nothing_it_rested_on() {
+    let mut c = trial("kill_at_step", "no_check", 0);
+    c.planned.draw.outage = "unreviewed_push".into();
+    let push = RefUpdate {
+        branch: Branch::Head,
+        commit: "2".repeat(40),
+        merged_head: None,
+    };
+    c.truth.updates.push(push.clone());
+    assert_eq!(beyond(&c), None, "the push came after the merge");
+    c.truth.updates.insert(0, push);
+    assert!(beyond(&c).is_some(), "the push came before the merge");
+}
