@@ -136,8 +136,9 @@ impl Views for PrMergeNemesis {
                 .to_owned(),
             distinct(v),
             format!(
-                "Beyond them (a request held past the declared bound; for no_check, which sends \
-                 no sha, a push after its decision): violations {}, wrong answers {}.",
+                "Beyond them (a request held past the declared bound; the approval revoked after \
+                 the column's last read of it; for no_check, which sends no sha, a push before its \
+                 merge): violations {}, wrong answers {}.",
                 per(&|t| format!("{} of {}", t.violations_beyond, t.beyond)),
                 per(&|t| t.wrong_beyond.to_string())
             ),
