@@ -185,6 +185,9 @@ pub mod code {
     /// A settling entry's in-flight bound was counted from before the last resend answer that
     /// said a request under the key was still executing (`resend_answers`, DESIGN §4.10).
     pub const BOUND_BEFORE_IN_USE: &str = "bound_before_in_use";
+    /// A settling entry that rests on the in-flight bound was written before the bound had
+    /// passed since it was counted: the "not found" it trusted came too early to mean anything.
+    pub const BOUND_NOT_WAITED: &str = "bound_not_waited";
     /// A REFUSED target_failed_at_recovery whose last resend answer said the request was still
     /// executing: recovery gave up on a request the service said was in flight.
     pub const GAVE_UP_WHILE_IN_USE: &str = "gave_up_while_in_use";

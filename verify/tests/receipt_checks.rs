@@ -59,6 +59,19 @@ fn build(bodies: Vec<Value>) -> ReceiptBundle {
     seal_chain(&key(), &eid(), 1_000, bodies)
 }
 
+/// [`build`] with the first entry written at `ts_ms` (an entry that rests on an in-flight
+/// bound must come after the bound has passed since it was counted).
+fn build_from(ts_ms: i64, bodies: Vec<Value>) -> ReceiptBundle {
+    seal_chain(&key(), &eid(), ts_ms, bodies)
+}
+
+/// [`build_from`], then sealed.
+fn sealed_from(ts_ms: i64, bodies: Vec<Value>) -> ReceiptBundle {
+    let mut b = build_from(ts_ms, bodies);
+    verify::binding::seal_bundle(&mut b, &key(), 1_000_000).unwrap();
+    b
+}
+
 /// [`build`], then sealed: only a sealed receipt can prove an effect did not happen.
 fn sealed(bodies: Vec<Value>) -> ReceiptBundle {
     let mut b = build(bodies);
@@ -699,7 +712,7 @@ fn tamper_rebuild_the_chain_with_fresh_hashes() {
 /// extra kind fields and new refusal codes verify like any other.
 #[test]
 fn recovery_entries_with_in_flight_fields_and_new_refusal_codes_verify() {
-    let in_flight = json!({"assumed_max_in_flight_ms": 5500, "counted_from_ms": 1_795_994_632_962_i64,
+    let in_flight = json!({"assumed_max_in_flight_ms": 5500, "counted_from_ms": 1_000,
                            "in_flight_basis": "claim found free"});
     let mut refusal = json!({"kind": "REFUSED", "code": "target_failed_at_recovery",
         "reason": "the service failed the request and a lookup did not find it", "resolves": true,
@@ -710,7 +723,10 @@ fn recovery_entries_with_in_flight_fields_and_new_refusal_codes_verify() {
         reapply[k] = v.clone();
     }
     reapply["rechecked"] = checks();
-    let refused = sealed(vec![proposed(), authorized(), dispatched(), refusal]);
+    let refused = sealed_from(
+        10_000,
+        vec![proposed(), authorized(), dispatched(), refusal],
+    );
     let r = verify_bundle(&refused, &pinned());
     assert!(r.valid, "{:?}", r.problems);
     assert_eq!(r.happened, Happened::No);
@@ -718,7 +734,10 @@ fn recovery_entries_with_in_flight_fields_and_new_refusal_codes_verify() {
         r.refused.as_ref().and_then(|x| x.code.as_deref()),
         Some("target_failed_at_recovery")
     );
-    let reapplied = build(vec![proposed(), authorized(), dispatched(), reapply]);
+    let reapplied = build_from(
+        10_000,
+        vec![proposed(), authorized(), dispatched(), reapply],
+    );
     let r = verify_bundle(&reapplied, &pinned());
     assert!(r.valid, "{:?}", r.problems);
     assert_eq!(r.happened, Happened::Yes);
@@ -829,13 +848,13 @@ fn bound_before_in_use() {
     ]);
     let ok = refused_after_answers("target_failed_at_recovery", 3_000, answers.clone());
     let r = verify_bundle(
-        &build(vec![proposed(), authorized(), dispatched(), ok]),
+        &build_from(10_000, vec![proposed(), authorized(), dispatched(), ok]),
         &pinned(),
     );
     assert!(r.problems.is_empty(), "{:?}", codes(&r));
     let early = refused_after_answers("target_failed_at_recovery", 1_999, answers);
     fails(
-        &build(vec![proposed(), authorized(), dispatched(), early]),
+        &build_from(10_000, vec![proposed(), authorized(), dispatched(), early]),
         &pinned(),
         code::BOUND_BEFORE_IN_USE,
         Some(3),
@@ -869,4 +888,24 @@ fn gave_up_while_in_use() {
         &pinned(),
     );
     assert!(r.problems.is_empty(), "{:?}", codes(&r));
+}
+
+/// A settling entry that rests on the in-flight bound must be written after the bound has
+/// passed since it was counted: a reapply or a refusal on a "not found" looked up sooner proves
+/// nothing (a referee's review of pr_merge: nothing checked it).
+#[test]
+fn an_entry_written_before_its_bound_passed_fails() {
+    let mut early = committed("recovery-reapply");
+    early["rechecked"] = checks();
+    early["assumed_max_in_flight_ms"] = json!(5_500);
+    early["counted_from_ms"] = json!(9_000);
+    let b = build_from(
+        10_000,
+        vec![proposed(), authorized(), dispatched(), early.clone()],
+    );
+    fails(&b, &pinned(), code::BOUND_NOT_WAITED, Some(3));
+    early["counted_from_ms"] = json!(4_000);
+    let b = build_from(10_000, vec![proposed(), authorized(), dispatched(), early]);
+    let r = verify_bundle(&b, &pinned());
+    assert!(r.valid, "{:?}", codes(&r));
 }

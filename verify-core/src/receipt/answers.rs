@@ -22,6 +22,25 @@ pub struct AnswersProblem {
     pub what: String,
 }
 
+/// A settling entry that rests on the in-flight bound (`assumed_max_in_flight_ms`, counted from
+/// `counted_from_ms`) was written no earlier than the bound after that instant: recovery trusts a
+/// "not found" only then, and the entry comes after the lookup it rests on. `None` when it holds
+/// or the entry states no such bound.
+pub fn waited(obj: &Map<String, Value>) -> Option<AnswersProblem> {
+    let bound = obj
+        .get("assumed_max_in_flight_ms")
+        .and_then(Value::as_u64)?;
+    let from = obj.get("counted_from_ms").and_then(Value::as_u64)?;
+    let at = obj.get("ts_ms").and_then(Value::as_u64)?;
+    (at < from.saturating_add(bound)).then(|| AnswersProblem {
+        code: crate::problem::code::BOUND_NOT_WAITED,
+        what: format!(
+            "rests on an in-flight bound of {bound} ms counted from {from} ms, but was written at \
+             {at} ms, before the bound had passed"
+        ),
+    })
+}
+
 /// Check the `resend_answers` of a settling entry (`kind` COMMITTED, REFUSED or AMBIGUOUS);
 /// `None` when it has none or they hold.
 pub fn check(kind: &str, obj: &Map<String, Value>) -> Option<AnswersProblem> {
@@ -322,5 +341,25 @@ mod tests {
             let p = check("AMBIGUOUS", &e).map(|p| p.code);
             assert_eq!(p, Some(crate::problem::code::MALFORMED_ENTRY), "{e:?}");
         }
+    }
+
+    #[test]
+    fn a_settling_entry_written_before_its_bound_had_passed_is_refused() {
+        let waited_out = entry(json!({
+            "kind": "COMMITTED", "ts_ms": 2_100, "assumed_max_in_flight_ms": 2_000,
+            "counted_from_ms": 100,
+        }));
+        assert_eq!(waited(&waited_out), None);
+        let early = entry(json!({
+            "kind": "COMMITTED", "ts_ms": 2_099, "assumed_max_in_flight_ms": 2_000,
+            "counted_from_ms": 100,
+        }));
+        let p = waited(&early).map(|p| p.code);
+        assert_eq!(p, Some(crate::problem::code::BOUND_NOT_WAITED));
+        // No bound stated, or no instant it was counted from: nothing to hold it to.
+        assert_eq!(
+            waited(&entry(json!({"kind": "COMMITTED", "ts_ms": 1}))),
+            None
+        );
     }
 }

@@ -106,6 +106,9 @@ impl<'a> Replay<'a> {
             if let Some(p) = super::answers::check(kind.as_str(), obj) {
                 self.put(i, Some(kind.as_str()), p.code, p.what);
             }
+            if let Some(p) = super::answers::waited(obj) {
+                self.put(i, Some(kind.as_str()), p.code, p.what);
+            }
         }
         match kind {
             Kind::Proposed => self.proposed(i, obj),
