@@ -40,11 +40,10 @@ fn a_verified_pr_merge_file_gets_its_report_data_and_front_page_entry() {
         page.contains("32 cells, 32 judged, 8 receipts verified"),
         "{page}"
     );
-    // Every column: 8 cells, all held; the two merged_by_other cells answer "merged" while the
-    // merge was someone else's, so they are wrong answers (verify's figures, not the site's).
+    // Every column: 8 cells, all held, every answer right (verify's figures, not the site's).
     assert!(
         page.contains(
-            "<th scope=\"row\">interlock</th><td>8/8</td><td>0</td><td>0</td><td>0</td><td>2</td>"
+            "<th scope=\"row\">interlock</th><td>8/8</td><td>0</td><td>0</td><td>0</td><td>0</td>"
         ),
         "{page}"
     );

@@ -13,8 +13,9 @@ use verify::scenarios::pr_merge::{
 /// The reviewed head of every case.
 pub const H: &str = "1111111111111111111111111111111111111111";
 
-/// A sealed receipt of a merge committed on its first send, for case `case`.
-pub fn receipt(key: &SigningKey, case: &str) -> verify::entry::ReceiptBundle {
+/// A sealed receipt of a merge committed on its first send, for case `case`, naming the merge
+/// commit `merge_commit`.
+pub fn receipt(key: &SigningKey, case: &str, merge_commit: &str) -> verify::entry::ReceiptBundle {
     let eid = billing_credit_effect_id(case);
     let effect = json!({"pull": 1, "sha": H, "merge_method": "merge"});
     let premises = json!({"head": H, "state": "open"});
@@ -26,7 +27,7 @@ pub fn receipt(key: &SigningKey, case: &str) -> verify::entry::ReceiptBundle {
         json!({"kind": "AUTHORIZED", "lease": "ap_1"}),
         json!({"kind": "DISPATCHED", "effect": effect, "lease": "ap_1", "premises": premises,
                "checks": {"lease_live": true, "grant": grant, "violations": []}}),
-        json!({"kind": "COMMITTED", "via": "send", "evidence": {"merge_commit": "m"}}),
+        json!({"kind": "COMMITTED", "via": "send", "evidence": {"merge_commit": merge_commit}}),
     ];
     let mut bundle = seal_chain(key, &eid, 1_789_339_200_000, bodies);
     verify::binding::seal_bundle(&mut bundle, key, 1_789_339_201_000)
@@ -37,7 +38,6 @@ pub fn receipt(key: &SigningKey, case: &str) -> verify::entry::ReceiptBundle {
 /// Cell `index` of the plan: the case merged the reviewed head once, the planned outage shows
 /// after that merge, the worker was killed at the planned crash point; judged by the rules.
 fn cell(key: &SigningKey, index: usize, planned: Planned) -> Cell {
-    let other = planned.outage == "merged_by_other";
     let merge = RefUpdate {
         branch: Branch::Base,
         commit: format!("{index:040x}"),
@@ -55,12 +55,13 @@ fn cell(key: &SigningKey, index: usize, planned: Planned) -> Cell {
         merged_head: None,
     });
     let gated = planned.column == "interlock";
-    let receipt = gated.then(|| receipt(key, &format!("pr-{index}")));
+    let receipt = gated.then(|| receipt(key, &format!("pr-{index}"), &merge.commit));
     let mut cell = Cell {
         pull: 1,
         truth: RepoTruth {
             reviewed_head: H.into(),
-            outage_merge: other.then(|| merge.commit.clone()),
+            // Under merged_by_other the case had merged first: nobody else could merge it after.
+            outage_merge: None,
             updates: std::iter::once(merge).chain(outage).collect(),
         },
         ticket: TicketRecord {
@@ -89,7 +90,7 @@ fn cell(key: &SigningKey, index: usize, planned: Planned) -> Cell {
 }
 
 /// A signed pr_merge file of the default plan, judged by the scenario's own rules: every
-/// case merged the reviewed head once (the outage's merge, under `merged_by_other`), the
+/// case merged the reviewed head once (under `merged_by_other` before anyone else could), the
 /// interlock column's tickets with their sealed receipts.
 pub fn signed_file(key: &SigningKey) -> ScenarioFile<PrMerge> {
     let params = Params::default();

@@ -1,4 +1,4 @@
-//! What a scenario file on the contract may cost to read: refused before anything is built when
+//! What a scenario file on the contract may cost to read, and what its receipts must agree with: refused before anything is built when
 //! it holds more objects and arrays than its size allows or nests them too deep, and refused
 //! when it comes compressed (a forger's review: 947 KB of gzip expanded to a file whose trees took
 //! 680 MB).
@@ -79,4 +79,38 @@ fn a_compressed_scenario_file_is_refused_by_the_command_with_how_to_fix_it() {
     assert_eq!(refused.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("read plain, never compressed"), "{stderr}");
     assert!(stderr.contains("gzip -d"), "{stderr}");
+}
+
+#[test]
+fn a_receipt_naming_another_head_or_another_merge_than_the_repository_holds_is_found() {
+    let key = SigningKey::from_bytes(&[7u8; 32]);
+    let file = synthetic::pr_merge::signed_file(&key);
+    let cell = file
+        .cells
+        .iter()
+        .find(|c| c.ticket.receipt.is_some())
+        .expect("a gated cell");
+    let findings = |t: &verify::scenarios::pr_merge::TicketRecord| {
+        verify::scenarios::pr_merge::receipt_findings(&cell.truth, t)
+            .into_iter()
+            .map(|f| f.path)
+            .collect::<Vec<_>>()
+    };
+    assert!(findings(&cell.ticket).is_empty());
+    let mut other_merge = cell.ticket.clone();
+    if let Some(r) = other_merge.receipt.as_mut() {
+        r.entries[3]["evidence"]["merge_commit"] = serde_json::json!("e".repeat(40));
+    }
+    assert_eq!(
+        findings(&other_merge),
+        ["ticket.receipt.entries[3].evidence.merge_commit"]
+    );
+    let mut other_head = cell.ticket.clone();
+    if let Some(r) = other_head.receipt.as_mut() {
+        r.entries[2]["effect"]["sha"] = serde_json::json!("f".repeat(40));
+    }
+    assert_eq!(
+        findings(&other_head),
+        ["ticket.receipt.entries[2].effect.sha"]
+    );
 }

@@ -1,6 +1,6 @@
 //! The want rule and the judgement of a pr_merge cell, from the repository's ground truth.
 
-use super::record::{Branch, Cell, RepoTruth};
+use super::record::{Branch, Cell, RepoTruth, TicketRecord};
 use crate::finding::Finding;
 use serde::{Deserialize, Serialize};
 
@@ -122,9 +122,59 @@ fn consistent(cell: &Cell) -> Vec<Finding> {
     out
 }
 
+/// What a gated ticket's receipt says of the merge, held to the repository: the head its
+/// proposal and dispatch name is the reviewed head, and a merge commit its COMMITTED entry names
+/// is one of the case's merges on the base branch (a receipt of another merge, or of another
+/// head, would verify on its own).
+pub fn receipt_findings(truth: &RepoTruth, ticket: &TicketRecord) -> Vec<Finding> {
+    let Some(bundle) = &ticket.receipt else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let merges: Vec<&str> = case_merges(truth)
+        .into_iter()
+        .filter_map(|i| truth.updates.get(i).map(|u| u.commit.as_str()))
+        .collect();
+    for (i, e) in bundle.entries.iter().enumerate() {
+        let kind = e.get("kind").and_then(serde_json::Value::as_str);
+        let sha = e
+            .get("effect")
+            .and_then(|x| x.get("sha"))
+            .and_then(serde_json::Value::as_str);
+        if let Some(sha) = sha.filter(|s| *s != truth.reviewed_head) {
+            out.push(Finding::new(
+                format!("ticket.receipt.entries[{i}].effect.sha"),
+                crate::finding::code::GROUND_TRUTH_INCONSISTENT,
+                format!(
+                    "the receipt's {} names head {}, not the reviewed head",
+                    kind.unwrap_or("entry"),
+                    crate::display::shorten(sha, 40)
+                ),
+            ));
+        }
+        let merged = e
+            .get("evidence")
+            .and_then(|x| x.get("merge_commit"))
+            .and_then(serde_json::Value::as_str);
+        if let Some(m) = merged.filter(|m| kind == Some("COMMITTED") && !merges.contains(m)) {
+            out.push(Finding::new(
+                format!("ticket.receipt.entries[{i}].evidence.merge_commit"),
+                crate::finding::code::GROUND_TRUTH_INCONSISTENT,
+                format!(
+                    "the receipt's COMMITTED names merge commit {}, which is not one of the \
+                     case's merges in the repository",
+                    crate::display::shorten(m, 40)
+                ),
+            ));
+        }
+    }
+    out
+}
+
 /// The judgement of a cell; findings when its ground truth does not add up.
 pub fn judge(cell: &Cell) -> Result<Judgement, Vec<Finding>> {
-    let problems = consistent(cell);
+    let mut problems = consistent(cell);
+    problems.extend(receipt_findings(&cell.truth, &cell.ticket));
     if !problems.is_empty() {
         return Err(problems);
     }

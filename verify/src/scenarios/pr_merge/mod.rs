@@ -12,7 +12,7 @@ mod plan;
 mod record;
 mod summary;
 
-pub use judge::{judge, judgement, status_says_merged, want, Judgement, MERGED};
+pub use judge::{judge, judgement, receipt_findings, status_says_merged, want, Judgement, MERGED};
 pub use plan::{plan, Params, Planned, COLUMNS, CRASH_POINTS, OUTAGES};
 pub use record::{Branch, Cell, RefUpdate, RepoTruth, TicketRecord, WorkerExit};
 pub use summary::{summarize, ColumnSummary, Summary};

@@ -181,7 +181,11 @@ fn consistent(cell: &Cell) -> Vec<Finding> {
 
 /// The judgement of a trial; findings when its ground truth does not add up.
 pub fn judge(cell: &Cell) -> Result<TrialJudgement, Vec<Finding>> {
-    let problems = consistent(cell);
+    let mut problems = consistent(cell);
+    problems.extend(crate::scenarios::pr_merge::receipt_findings(
+        &cell.truth,
+        &cell.ticket,
+    ));
     if !problems.is_empty() {
         return Err(problems);
     }
