@@ -48,6 +48,9 @@ pub struct Rendered {
     pub bytes: Vec<u8>,
     /// The campaign in one sentence (the report and the front page repeat it).
     pub headline: String,
+    /// At which commit the campaign's data was made and how that stands to the site's, in one
+    /// sentence (the front page gives it beside the headline: the matrix's may differ).
+    pub data_commit: String,
     /// Pages of the receipts of the trials that broke the cap: (effect id, page, bundle JSON).
     pub receipts: Vec<(String, String, String)>,
 }
@@ -418,6 +421,7 @@ pub fn render(
         bytes,
         headline,
         receipts,
+        data_commit: built_from.words(file.environment.git_commit.as_deref()),
     }))
 }
 

@@ -426,7 +426,9 @@ pub fn render(
             ran: ran.clone(),
             summary,
             json_name,
-            nemesis_line: nemesis.as_ref().map(|n| n.headline.clone()),
+            nemesis_line: nemesis
+                .as_ref()
+                .map(|n| format!("{} For the campaign: {}", n.headline, n.data_commit)),
         },
         bytes,
         report_html,
