@@ -114,3 +114,41 @@ fn a_receipt_naming_another_head_or_another_merge_than_the_repository_holds_is_f
         ["ticket.receipt.entries[2].effect.sha"]
     );
 }
+
+#[test]
+fn a_gated_ticket_whose_restart_failed_is_unresolved_like_any_columns_and_needs_no_receipt() {
+    use verify::contract::{check, sign};
+    use verify::receipt::KeyCheck;
+    use verify::scenarios::pr_merge::{judge, summarize, RESTART_FAILED};
+    let key = SigningKey::from_bytes(&[7u8; 32]);
+    let mut file = synthetic::pr_merge::signed_file(&key);
+    let i = file
+        .cells
+        .iter()
+        .position(|c| c.ticket.receipt.is_some())
+        .expect("a gated cell");
+    let unresolved = |file: &mut verify::contract::ScenarioFile<PrMerge>, status: &str| {
+        let c = &mut file.cells[i];
+        c.ticket.status = status.into();
+        c.ticket.receipt = None;
+        c.ticket.effect_id = None;
+        c.ticket.journal_kinds = None;
+        c.judgement = judge(c).ok();
+        let pairs: Vec<_> = file
+            .cells
+            .iter()
+            .filter_map(|c| c.judgement.as_ref().map(|j| (c, j)))
+            .collect();
+        file.summary = summarize(&pairs);
+        sign(file, &key).unwrap();
+    };
+    let pinned = KeyCheck::Pinned(key.verifying_key());
+    unresolved(&mut file, RESTART_FAILED);
+    let v = check(file, &pinned).unwrap_or_else(|r| panic!("{:?}", r.findings));
+    // The failed restart gave no answer: it counts as a wrong answer here, against the column.
+    assert_eq!(v.summary()["interlock"].wrong_answers, 1);
+    // Any other status still needs the gate's receipt.
+    let mut file = synthetic::pr_merge::signed_file(&key);
+    unresolved(&mut file, "COMMITTED");
+    assert!(check(file, &pinned).is_err());
+}

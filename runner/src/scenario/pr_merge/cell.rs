@@ -150,7 +150,7 @@ pub(crate) fn run_cell(
         }
         // The column's own failure after the crash: its case is unresolved.
         Ended::Errored(why) => {
-            cell.ticket.status = "RESTART_FAILED".into();
+            cell.ticket.status = verify::scenarios::pr_merge::RESTART_FAILED.into();
             cell.worker_output = Some(why);
         }
         Ended::Killed { at } => {

@@ -14,7 +14,7 @@ mod summary;
 
 pub use judge::{judge, judgement, receipt_findings, status_says_merged, want, Judgement, MERGED};
 pub use plan::{plan, Params, Planned, COLUMNS, CRASH_POINTS, OUTAGES};
-pub use record::{Branch, Cell, RefUpdate, RepoTruth, TicketRecord, WorkerExit};
+pub use record::{Branch, Cell, RefUpdate, RepoTruth, TicketRecord, WorkerExit, RESTART_FAILED};
 pub use summary::{summarize, ColumnSummary, Summary};
 
 use crate::contract::{Evidence, HarnessError, PlanError, Scenario};

@@ -91,14 +91,20 @@ pub struct WorkerExit {
     pub at: Option<String>,
 }
 
+/// The final status of a ticket whose last restart ended in an error: unresolved, whatever
+/// the column (one rule for every column; such a worker wrote no report, so a gated one carries
+/// no receipt either).
+pub const RESTART_FAILED: &str = "RESTART_FAILED";
+
 impl TicketRecord {
     /// The ticket as the trusted core binds it (path `ticket`); `gated` when its column sends
-    /// through the gate (it must carry its receipt).
+    /// through the gate: it must then carry its receipt, unless its restart failed
+    /// ([`RESTART_FAILED`]: no report, no receipt; counted unresolved, against the column).
     pub fn evidence(&self, gated: bool) -> crate::contract::Ticket<'_> {
         use crate::contract::Exit;
         crate::contract::Ticket {
             path: "ticket".into(),
-            gated,
+            gated: gated && self.status != RESTART_FAILED,
             status: &self.status,
             effect_id: self.effect_id.as_deref(),
             journal_kinds: self.journal_kinds.as_deref(),

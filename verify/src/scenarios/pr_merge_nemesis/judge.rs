@@ -7,8 +7,7 @@ use crate::finding::Finding;
 use crate::scenarios::pr_merge::{judgement, Branch, Judgement};
 use serde::{Deserialize, Serialize};
 
-/// The final status of a trial whose last restart ended in an error: unresolved.
-pub const RESTART_FAILED: &str = "RESTART_FAILED";
+pub use crate::scenarios::pr_merge::RESTART_FAILED;
 
 /// What the rules derive for a judged trial.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
