@@ -122,9 +122,16 @@ impl Views for PrMergeNemesis {
             .collect();
         vec![
             format!(
-                "Within each column's assumptions, violations over fired trials: {}. Wrong \
-                 answers within them: {}.",
+                "Within each column's assumptions, violations over fired trials: {}, as the \
+                 service's own guards make certain (it refuses a second merge and a moved head); \
+                 the columns differ where the service cannot help. With the approval revoked \
+                 mid-check, merges that went out anyway: {}. Wrong answers within assumptions: {}.",
                 per(&|t| format!("{} of {}", t.violations_within, t.within)),
+                if revoked.is_empty() {
+                    "not run".to_owned()
+                } else {
+                    revoked.join(", ")
+                },
                 per(&|t| t.wrong_within.to_string())
             ),
             "What those zeros measure: the service's own guards more than the columns. It \
