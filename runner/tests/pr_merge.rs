@@ -110,6 +110,22 @@ fn the_matrix_runs_through_real_processes_and_git_and_verifies_with_every_tier_t
         "{}",
         status_of("before_send", "unreviewed_push", "interlock")
     );
+    // Someone else merged while the worker was dead: hand_check's refusal and the gate's
+    // receipt (its re-checked state) say so; the service's bare 405, all native and no_check
+    // answer, does not.
+    for (i, c) in file.cells.iter().enumerate() {
+        if (c.planned.crash_point.as_str(), c.planned.outage.as_str())
+            == ("before_send", "merged_by_other")
+        {
+            let j = v.judgement(i).expect("every cell is judged");
+            let gated_or_careful = matches!(c.planned.column.as_str(), "hand_check" | "interlock");
+            assert_eq!(
+                j.answer_matches, gated_or_careful,
+                "{}: {}",
+                c.planned.column, c.ticket.status
+            );
+        }
+    }
     // no_check merges the unreviewed head: it sends no sha.
     let no_check = v.summary().get("no_check").expect("no_check's summary");
     assert!(no_check.unreviewed > 0, "{no_check:?}");
@@ -149,6 +165,22 @@ fn a_campaign_draws_every_nemesis_and_verifies_with_no_interlock_violation_withi
             assert_eq!(s.wrong_within, 0, "{key}: {s:?}");
         }
     }
+    // The gate's restart killed inside its recovery (seed 5 draws its lookup, after the first
+    // worker was killed before its merge request): the kill landed, the next restart settled.
+    let mut inside = 0;
+    for (i, c) in v.file().cells.iter().enumerate() {
+        let at = c.restart_killed_at.as_deref();
+        if c.planned.column == "interlock" && matches!(at, Some("premises" | "approval" | "lookup"))
+        {
+            inside += 1;
+            let j = v.judgement(i).expect("every trial is judged");
+            assert!(
+                j.fired && j.merge.invariant_held && j.merge.answer_matches,
+                "{c:?}"
+            );
+        }
+    }
+    assert!(inside > 0, "no gate restart was killed inside its recovery");
     // The service's precondition refuses native's merge after a push mid-check, and no_check,
     // which sends no sha, merges the unreviewed head (beyond its assumptions).
     let push = |column: &str| {

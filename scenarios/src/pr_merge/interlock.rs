@@ -45,15 +45,16 @@ fn open_gate(
     settings: &ScenarioSettings,
 ) -> Result<Gate<MergeTarget, CaseApproval>, ScenarioError> {
     let steps = crash.clone();
+    let approval = CaseApproval {
+        cell_dir: cell_dir.to_path_buf(),
+        crash: crash.clone(),
+    };
     let target = MergeTarget::new(client.clone(), case.pull, settings.max_in_flight, crash);
     let config = GateConfig {
         claim_ttl: settings.claim_ttl,
         ..GateConfig::default()
     };
     let (journal, shown) = journal_location(cell_dir, JOURNAL_LOCATION_FILE, JOURNAL_FILE);
-    let approval = CaseApproval {
-        cell_dir: cell_dir.to_path_buf(),
-    };
     let mut gate = Gate::open_at(&journal, target, approval, gate_key.clone(), config)
         .map_err(ScenarioError::gate(format!("open the journal {shown}")))?;
     observe_steps(&mut gate, steps);

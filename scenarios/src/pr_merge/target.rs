@@ -5,7 +5,7 @@
 use super::case::{CaseFile, Decision};
 use super::merge::{put_merge, trailer, BASE, DISPATCH_TRAILER, EFFECT_TRAILER, LOOKUP_PAGES};
 use crate::billing_credit::target::premise_violations;
-use crate::billing_credit::{now_ms, Crash};
+use crate::billing_credit::{fire, now_ms, Crash, CrashPoint};
 use ::interlock::{Capabilities, LeaseCheck, LeaseError, LeaseStore, Target, TargetError};
 use forge::client::{Client, ClientError};
 use serde::{Deserialize, Serialize};
@@ -74,7 +74,8 @@ impl std::fmt::Debug for MergeTarget {
 
 impl MergeTarget {
     /// A target for pull request `pull` of `client`'s repository; `crash` fires inside the
-    /// send (after DISPATCHED).
+    /// send (after DISPATCHED), after each premise read (`premises`) and after each lookup
+    /// (`lookup`): a restart killed there is killed inside the gate's recovery.
     pub fn new(
         client: Client,
         pull: u64,
@@ -118,7 +119,9 @@ impl Target for MergeTarget {
             "head": premises.get("head").cloned().unwrap_or(Value::Null),
             "state": premises.get("state").cloned().unwrap_or(Value::Null),
         });
-        Ok(premise_violations(&recorded, &live))
+        let violations = premise_violations(&recorded, &live);
+        fire(self.crash.as_ref(), CrashPoint::Premises);
+        Ok(violations)
     }
 
     fn apply(&self, effect_id: &str, _effect: &Value) -> Result<Value, TargetError> {
@@ -161,6 +164,7 @@ impl Target for MergeTarget {
             .client
             .find_commit(BASE, &needle, LOOKUP_PAGES)
             .map_err(|e| to_target_error(e, "look the merge up"))?;
+        fire(self.crash.as_ref(), CrashPoint::Lookup);
         Ok(found.map(|c| {
             json!({
                 "status": "found",
@@ -173,10 +177,19 @@ impl Target for MergeTarget {
 
 /// The case's approval as the gate's lease store, re-read from `case.json` at every check (the
 /// runner may revoke it while a worker runs): live when unrevoked, unexpired and naming the
-/// effect's pull request.
-#[derive(Debug, Clone)]
+/// effect's pull request. `crash` fires after each read (`approval`).
+#[derive(Clone)]
 pub(crate) struct CaseApproval {
     pub(crate) cell_dir: PathBuf,
+    pub(crate) crash: Option<Crash>,
+}
+
+impl std::fmt::Debug for CaseApproval {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaseApproval")
+            .field("cell_dir", &self.cell_dir)
+            .finish()
+    }
 }
 
 impl LeaseStore for CaseApproval {
@@ -190,6 +203,7 @@ impl LeaseStore for CaseApproval {
         let grant = serde_json::to_value(&case.approval).map_err(|e| LeaseError {
             reason: format!("cannot render the approval: {e}"),
         })?;
+        fire(self.crash.as_ref(), CrashPoint::Approval);
         Ok(LeaseCheck {
             live,
             grant: Some(grant),

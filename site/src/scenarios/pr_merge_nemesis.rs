@@ -178,6 +178,7 @@ impl Views for PrMergeNemesis {
                     .filter(|j| j.merge.merges > 1)
                     .count()
             ),
+            held_note(v),
         ]
     }
 
@@ -250,4 +251,35 @@ impl Views for PrMergeNemesis {
             rows,
         }
     }
+}
+
+/// What a held merge request can do here (no second merge: the service merges a pull request
+/// once), with the held nemeses' figures per column from the verified summary.
+fn held_note(v: &Verified<PrMergeNemesis>) -> String {
+    let held: Vec<String> = ["kill_while_held", "held_beyond_bound"]
+        .iter()
+        .flat_map(|n| {
+            v.summary().iter().filter_map(move |(key, s)| {
+                let column = key.strip_prefix(n)?.strip_prefix(':')?;
+                Some(format!(
+                    "{n} {column}: {} violations and {} wrong answers over {} fired trials",
+                    s.violations_within + s.violations_beyond,
+                    s.wrong_within + s.wrong_beyond,
+                    s.within + s.beyond
+                ))
+            })
+        })
+        .collect();
+    if held.is_empty() {
+        return "No nemesis held a merge request in this campaign.".into();
+    }
+    format!(
+        "A held merge request cannot make a second merge here, inside the bound or past it: a \
+         restart's request either merges first, and the held one is then refused (405), or comes \
+         after the held one landed and is refused or finds it. Unlike a credit, a merge cannot \
+         land twice, so the in-flight bound the gate waits out before its lookup guards against \
+         nothing the service does not already refuse; it would matter for a service that applies \
+         a held request beside a resent one. Held trials: {}.",
+        held.join("; ")
+    )
 }

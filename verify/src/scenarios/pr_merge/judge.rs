@@ -7,6 +7,10 @@ use serde::{Deserialize, Serialize};
 /// The hand-written columns' status for a merge they sent.
 pub const MERGED: &str = "MERGED";
 
+/// `hand_check`'s status when it finds the pull request already merged (and not by its own
+/// merge, which its lookup finds first).
+pub const ALREADY_MERGED: &str = "REFUSED:already_merged";
+
 /// What the rules derive for a judged cell.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -20,7 +24,10 @@ pub struct Judgement {
     pub merged_unreviewed: bool,
     /// `merges == want` and nothing unreviewed merged.
     pub invariant_held: bool,
-    /// The final status says merged exactly when the case made a merge.
+    /// The final answer agrees with the repository: it says merged when the case made a merge;
+    /// when someone else merged the pull request and the case made none, it says so (a
+    /// refusal that gives no reason, such as the service's 405, does not); otherwise it does
+    /// not say merged.
     pub answer_matches: bool,
 }
 
@@ -30,6 +37,40 @@ pub fn status_says_merged(status: &str) -> bool {
     use crate::scenarios::billing_credit::FOUND_BY_LOOKUP;
     [MERGED, FOUND_BY_LOOKUP].contains(&status)
         || crate::protocol::Status::parse(status).is_some_and(crate::protocol::Status::is_committed)
+}
+
+/// The premise violation the gate's merge target records when the pull request it was to merge
+/// has been merged: its state was `"open"` and is now `"merged"` (the target writes each
+/// violation as `<premise>: was <recorded>, now <live>`, values as JSON).
+pub fn merged_state_violation() -> String {
+    format!(
+        "state: was {}, now {}",
+        serde_json::json!("open"),
+        serde_json::json!("merged")
+    )
+}
+
+/// Whether the ticket's answer says the pull request was merged, and not by this case: the
+/// hand-written [`ALREADY_MERGED`], or a receipt whose final entry is a refusal naming
+/// [`merged_state_violation`] among the premises it re-checked (the gate's answer is its
+/// receipt; its status alone names only the refusal's code).
+pub fn says_merged_by_other(ticket: &TicketRecord) -> bool {
+    if ticket.status == ALREADY_MERGED {
+        return true;
+    }
+    let Some(last) = ticket.receipt.as_ref().and_then(|b| b.entries.last()) else {
+        return false;
+    };
+    if last.get("kind").and_then(serde_json::Value::as_str) != Some("REFUSED") {
+        return false;
+    }
+    let wanted = merged_state_violation();
+    ["rechecked", "checks"].iter().any(|field| {
+        last.get(field)
+            .and_then(|c| c.get("violations"))
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|v| v.iter().any(|x| x.as_str() == Some(wanted.as_str())))
+    })
 }
 
 /// The case's merges: every merge commit of the pull request on the base branch but the one the
@@ -178,13 +219,13 @@ pub fn judge(cell: &Cell) -> Result<Judgement, Vec<Finding>> {
     if !problems.is_empty() {
         return Err(problems);
     }
-    Ok(judgement(&cell.truth, &cell.ticket.status))
+    Ok(judgement(&cell.truth, &cell.ticket))
 }
 
-/// The judgement of a case from its ground truth and its final status, once the truth is known
-/// to be consistent with the case's plan: the want rule, the merges the case made, whether an
-/// unreviewed head was merged, the invariant and the answer.
-pub fn judgement(truth: &RepoTruth, status: &str) -> Judgement {
+/// The judgement of a case from its ground truth and its ticket (final status and receipt),
+/// once the truth is known to be consistent with the case's plan: the want rule, the merges the
+/// case made, whether an unreviewed head was merged, the invariant and the answer.
+pub fn judgement(truth: &RepoTruth, ticket: &TicketRecord) -> Judgement {
     let merges = case_merges(truth);
     let merged_unreviewed = merges.iter().any(|&i| {
         truth
@@ -195,12 +236,19 @@ pub fn judgement(truth: &RepoTruth, status: &str) -> Judgement {
     });
     let want = want(truth);
     let count = u32::try_from(merges.len()).unwrap_or(u32::MAX);
-    let says_merged = status_says_merged(status);
+    let says_merged = status_says_merged(&ticket.status);
+    let answer_matches = if count > 0 {
+        says_merged
+    } else if truth.outage_merge.is_some() {
+        says_merged_by_other(ticket)
+    } else {
+        !says_merged
+    };
     Judgement {
         want,
         merges: count,
         merged_unreviewed,
         invariant_held: count == want && !merged_unreviewed,
-        answer_matches: says_merged == (count > 0),
+        answer_matches,
     }
 }

@@ -12,7 +12,10 @@ mod plan;
 mod record;
 mod summary;
 
-pub use judge::{judge, judgement, receipt_findings, status_says_merged, want, Judgement, MERGED};
+pub use judge::{
+    judge, judgement, merged_state_violation, receipt_findings, says_merged_by_other,
+    status_says_merged, want, Judgement, ALREADY_MERGED, MERGED,
+};
 pub use plan::{plan, Params, Planned, COLUMNS, CRASH_POINTS, OUTAGES};
 pub use record::{Branch, Cell, RefUpdate, RepoTruth, TicketRecord, WorkerExit, RESTART_FAILED};
 pub use summary::{summarize, ColumnSummary, Summary};

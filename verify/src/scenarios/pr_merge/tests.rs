@@ -120,7 +120,7 @@ fn a_push_after_the_cases_merge_of_the_reviewed_head_leaves_it_held() {
 fn a_merge_by_someone_else_is_not_the_cases_and_leaves_it_nothing_to_merge() {
     let j = judged(&cell(
         "merged_by_other",
-        "REFUSED:stale_premise",
+        ALREADY_MERGED,
         vec![merge("other", H)],
         Some("other"),
     ));
@@ -136,6 +136,54 @@ fn a_merge_by_someone_else_is_not_the_cases_and_leaves_it_nothing_to_merge() {
         Some("other"),
     ));
     assert_eq!((j.want, j.merges, j.invariant_held), (0, 1, false));
+}
+
+/// A ticket refused by the gate, its receipt ending in a REFUSED entry whose re-checked
+/// premises name `violations`.
+fn gate_refused(violations: &[&str]) -> TicketRecord {
+    let mut t = cell(
+        "merged_by_other",
+        "REFUSED:stale_premise_at_recovery",
+        vec![],
+        None,
+    )
+    .ticket;
+    t.receipt = Some(crate::entry::ReceiptBundle {
+        format: crate::entry::RECEIPT_FORMAT.into(),
+        effect_id: "e".repeat(64),
+        entries: vec![serde_json::json!({
+            "kind": "REFUSED",
+            "code": "stale_premise_at_recovery",
+            "rechecked": { "violations": violations, "lease_live": true },
+        })],
+        head: None,
+    });
+    t
+}
+
+#[test]
+fn when_someone_else_merged_first_only_an_answer_that_says_so_matches() {
+    let truth = RepoTruth {
+        reviewed_head: H.into(),
+        updates: vec![merge("other", H)],
+        outage_merge: Some("other".into()),
+    };
+    let answer = |t: &TicketRecord| judgement(&truth, t).answer_matches;
+    let plain = |status: &str| cell("merged_by_other", status, vec![], None).ticket;
+    // hand_check's refusal names the merge; the service's 405 and a bare refusal do not.
+    assert!(answer(&plain(ALREADY_MERGED)));
+    assert!(!answer(&plain("REFUSED_BY_SERVICE:405")));
+    assert!(!answer(&plain("REFUSED:stale_premise_at_recovery")));
+    // The gate's answer is its receipt: a refusal that re-checked the state and found it merged.
+    assert!(answer(&gate_refused(&[&merged_state_violation()])));
+    assert!(!answer(&gate_refused(&["head: was \"a\", now \"b\""])));
+    assert!(!answer(&gate_refused(&[])));
+    // The same violation in an entry that is not the final refusal says nothing.
+    let mut t = gate_refused(&[&merged_state_violation()]);
+    if let Some(b) = t.receipt.as_mut() {
+        b.entries.push(serde_json::json!({ "kind": "COMMITTED" }));
+    }
+    assert!(!answer(&t));
 }
 
 #[test]

@@ -188,7 +188,7 @@ pub fn judge(cell: &Cell) -> Result<TrialJudgement, Vec<Finding>> {
     if !problems.is_empty() {
         return Err(problems);
     }
-    let mut merge = judgement(&cell.truth, &cell.ticket.status);
+    let mut merge = judgement(&cell.truth, &cell.ticket);
     if revoked_at(cell).is_some() {
         // Revoked before any send of the case (every pause step is before its first merge
         // request): the case may merge nothing.

@@ -67,7 +67,9 @@ pub fn first_steps(column: &str) -> &'static [&'static str] {
 }
 
 /// The steps a restart passes when the first worker was killed before its merge request (a
-/// restart that finds the merge passes fewer).
+/// restart that finds the merge passes fewer). The gate's restart is its recovery: it re-reads
+/// the premises and the approval, looks its merge up (once the in-flight bound has passed), and
+/// only then resends; its target announces each of those reads.
 pub fn restart_steps(column: &str) -> &'static [&'static str] {
     match column {
         "no_check" | "native" => &["before_send", "after_send"],
@@ -80,7 +82,14 @@ pub fn restart_steps(column: &str) -> &'static [&'static str] {
             "after_send",
             "sent_logged",
         ],
-        "interlock" => &["before_send", "after_send", "committed"],
+        "interlock" => &[
+            "premises",
+            "approval",
+            "lookup",
+            "before_send",
+            "after_send",
+            "committed",
+        ],
         _ => &[],
     }
 }
