@@ -38,8 +38,9 @@ fn distinct(v: &Verified<PrMergeNemesis>) -> String {
 impl Views for PrMergeNemesis {
     const TITLE: &'static str =
         "pr_merge nemesis: randomized faults on merging a reviewed pull request";
-    const ABOUT: &'static str = "Kills at every step of each column and at its restart's send \
-        steps, a merge request held at the service while its worker is killed (inside and past \
+    const ABOUT: &'static str = "Kills at every step of each column and of its restart (the \
+        gate's inside its recovery too: after its premise read, its approval read and its \
+        lookup), a merge request held at the service while its worker is killed (inside and past \
         the declared in-flight bound), answers dropped or replaced by a 500 after the merge \
         landed, and an unreviewed push or the approval revoked while the worker is paused \
         mid-check; each trial judged by pr_merge's want rule and labelled within or beyond its \
