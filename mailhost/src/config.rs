@@ -93,36 +93,41 @@ pub(crate) fn main_cf(layout: &Layout, accounts: &Accounts, token: &str) -> Stri
     text
 }
 
-/// `master.cf`: the SMTP listener on `127.0.0.1:port` and the internal services Postfix needs.
-/// No service runs chrooted (the columns are: service, type, private, unprivileged, chroot,
-/// wakeup, process limit, command).
-pub(crate) fn master_cf(port: u16) -> String {
+/// `master.cf`: the SMTP listener on `127.0.0.1:port` (none when `listen` is false: an outage
+/// that leaves delivery running) and the internal services Postfix needs. No service runs
+/// chrooted (the columns are: service, type, private, unprivileged, chroot, wakeup, process
+/// limit, command).
+pub(crate) fn master_cf(port: u16, listen: bool) -> String {
+    let listener = format!("127.0.0.1:{port} inet n - n - - smtpd");
     let services = [
-        format!("127.0.0.1:{port} inet n - n - - smtpd"),
-        "pickup unix n - n 60 1 pickup".into(),
-        "cleanup unix n - n - 0 cleanup".into(),
-        "qmgr unix n - n 300 1 qmgr".into(),
-        "rewrite unix - - n - - trivial-rewrite".into(),
-        "bounce unix - - n - 0 bounce".into(),
-        "defer unix - - n - 0 bounce".into(),
-        "trace unix - - n - 0 bounce".into(),
-        "verify unix - - n - 1 verify".into(),
-        "flush unix n - n 1000? 0 flush".into(),
-        "proxymap unix - - n - - proxymap".into(),
-        "showq unix n - n - - showq".into(),
-        "error unix - - n - - error".into(),
-        "retry unix - - n - - error".into(),
-        "discard unix - - n - - discard".into(),
+        "pickup unix n - n 60 1 pickup",
+        "cleanup unix n - n - 0 cleanup",
+        "qmgr unix n - n 300 1 qmgr",
+        "rewrite unix - - n - - trivial-rewrite",
+        "bounce unix - - n - 0 bounce",
+        "defer unix - - n - 0 bounce",
+        "trace unix - - n - 0 bounce",
+        "verify unix - - n - 1 verify",
+        "flush unix n - n 1000? 0 flush",
+        "proxymap unix - - n - - proxymap",
+        "showq unix n - n - - showq",
+        "error unix - - n - - error",
+        "retry unix - - n - - error",
+        "discard unix - - n - - discard",
         // virtual(8) runs as root to deliver as the mailbox's owner
-        "virtual unix - n n - - virtual".into(),
-        "anvil unix - - n - 1 anvil".into(),
-        "scache unix - - n - 1 scache".into(),
-        "postlog unix-dgram n - n - 1 postlogd".into(),
+        "virtual unix - n n - - virtual",
+        "anvil unix - - n - 1 anvil",
+        "scache unix - - n - 1 scache",
+        "postlog unix-dgram n - n - 1 postlogd",
     ];
     let mut text =
         String::from("# Written by mailhost for one private instance; rewritten at every start.\n");
+    if listen {
+        text.push_str(&listener);
+        text.push('\n');
+    }
     for service in services {
-        text.push_str(&service);
+        text.push_str(service);
         text.push('\n');
     }
     text
@@ -192,7 +197,7 @@ mod tests {
 
     #[test]
     fn master_cf_listens_on_loopback_only_and_chroots_nothing() {
-        let text = master_cf(2525);
+        let text = master_cf(2525, true);
         let services: Vec<Vec<&str>> = text
             .lines()
             .filter(|line| !line.starts_with('#'))
@@ -204,5 +209,14 @@ mod tests {
         assert!(services.iter().all(|s| s[4] == "n"), "no chroot");
         assert!(services.iter().any(|s| s[7] == "virtual"));
         assert!(!services.iter().any(|s| s[7] == "smtp" || s[7] == "local"));
+    }
+
+    #[test]
+    fn master_cf_without_the_listener_differs_only_by_it() {
+        let with: Vec<String> = master_cf(2525, true).lines().map(str::to_string).collect();
+        let without: Vec<String> = master_cf(2525, false).lines().map(str::to_string).collect();
+        let removed: Vec<&String> = with.iter().filter(|l| !without.contains(l)).collect();
+        assert_eq!(removed, ["127.0.0.1:2525 inet n - n - - smtpd"]);
+        assert_eq!(with.len(), without.len() + 1);
     }
 }

@@ -66,6 +66,16 @@ pub enum MailError {
         /// The last thing seen (an error, or another greeting).
         last: String,
     },
+    /// The SMTP listener still accepted connections after it was removed.
+    #[error(
+        "127.0.0.1:{port} still accepts connections {waited:?} after its listener was removed"
+    )]
+    StillListening {
+        /// The port.
+        port: u16,
+        /// How long was waited.
+        waited: Duration,
+    },
     /// Processes of the instance were still running after it was stopped and killed.
     #[error("processes {pids:?} of the instance (process group {group}) outlived its stop")]
     Lingering {

@@ -87,7 +87,6 @@ impl MailHost {
             &layout.conf().join("main.cf"),
             &config::main_cf(&layout, &accounts, &token),
         )?;
-        write(&layout.conf().join("master.cf"), &config::master_cf(port))?;
         let mut host = MailHost {
             layout,
             postfix,
@@ -128,6 +127,11 @@ impl MailHost {
     /// Stops the instance (an outage: connections to its port are refused) and waits until
     /// none of its processes is left. Its queue and Maildir stay; [`MailHost::restart`] brings
     /// it back. Stopping a stopped instance does nothing.
+    ///
+    /// A delivery in progress is cut too, and Postfix delivers at least once: a message whose
+    /// Maildir file was written just before the stop, but not yet marked done in the queue, is
+    /// delivered again after the restart. For an outage that leaves delivery alone, use
+    /// [`MailHost::refuse_connections`].
     pub fn stop(&mut self) -> Result<(), MailError> {
         if !self.running {
             return Ok(());
@@ -136,13 +140,14 @@ impl MailHost {
         self.postfix.stop(&self.layout)
     }
 
-    /// Starts the stopped instance again on the same port, with the queue and Maildir it had
-    /// (messages accepted before the stop are delivered after). Fails if another program took
-    /// the port meanwhile.
+    /// Starts the stopped instance again on the same port, listening, with the queue and
+    /// Maildir it had (messages accepted before the stop are delivered after). Fails if another
+    /// program took the port meanwhile.
     pub fn restart(&mut self) -> Result<(), MailError> {
         if self.running {
             return Ok(());
         }
+        self.write_master_cf(true)?;
         self.postfix.start(&self.layout)?;
         self.running = true;
         if let Err(e) = postfix::wait_greeting(self.port, &self.token) {
@@ -151,6 +156,38 @@ impl MailHost {
             return Err(e);
         }
         Ok(())
+    }
+
+    /// Closes the SMTP listener of the running instance while the rest of it runs on (an outage of the
+    /// front door only: messages already accepted are still delivered, and a session in
+    /// progress is cut). Returns once connections to the port are refused;
+    /// [`MailHost::accept_connections`] opens it again.
+    pub fn refuse_connections(&mut self) -> Result<(), MailError> {
+        self.write_master_cf(false)?;
+        self.postfix.reload(&self.layout)?;
+        let port = self.port;
+        let start = Instant::now();
+        if postfix::wait_until(postfix::READY_LIMIT, || !postfix::accepts(port)) {
+            return Ok(());
+        }
+        Err(MailError::StillListening {
+            port,
+            waited: start.elapsed(),
+        })
+    }
+
+    /// Opens the SMTP listener closed by [`MailHost::refuse_connections`] again; returns once
+    /// the instance greets as itself on its port.
+    pub fn accept_connections(&mut self) -> Result<(), MailError> {
+        self.write_master_cf(true)?;
+        self.postfix.reload(&self.layout)?;
+        postfix::wait_greeting(self.port, &self.token)
+    }
+
+    /// Writes `master.cf`, with the SMTP listener or without it.
+    fn write_master_cf(&self, listen: bool) -> Result<(), MailError> {
+        let path = self.layout.conf().join("master.cf");
+        write(&path, &config::master_cf(self.port, listen))
     }
 
     /// The messages delivered into the Maildir whose [`CASE_HEADER`] is `case`, read from the

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// How long a start may take to answer with the instance's greeting.
-const READY_LIMIT: Duration = Duration::from_secs(20);
+pub(crate) const READY_LIMIT: Duration = Duration::from_secs(20);
 
 /// How long the instance's processes may take to end after `postfix stop`, before they are
 /// killed.
@@ -49,6 +49,13 @@ impl Postfix {
     /// returns once the master daemon has bound its sockets.
     pub(crate) fn start(&self, layout: &Layout) -> Result<(), MailError> {
         self.run(layout, "start")
+    }
+
+    /// `postfix -c <conf> reload`: the master daemon reads its configuration again (a service
+    /// removed from `master.cf` stops at once, one added starts listening). Returns before the
+    /// master has acted on it.
+    pub(crate) fn reload(&self, layout: &Layout) -> Result<(), MailError> {
+        self.run(layout, "reload")
     }
 
     /// Stops the instance as `postfix stop` does, by sending the master daemon `SIGTERM` (it
@@ -174,6 +181,11 @@ pub(crate) fn wait_greeting(port: u16, token: &str) -> Result<(), MailError> {
         waited: start.elapsed(),
         last,
     })
+}
+
+/// Whether a connection to 127.0.0.1:`port` is accepted now.
+pub(crate) fn accepts(port: u16) -> bool {
+    TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok()
 }
 
 /// The first line the server on `port` sends, after which the session is ended with `QUIT`.

@@ -90,3 +90,44 @@ fn a_second_start_on_a_running_root_fails_and_leaves_the_first_running() {
     h.send(&email("still-up", 2)).unwrap();
     assert_eq!(h.delivered("still-up").len(), 2);
 }
+
+#[test]
+#[ignore = "needs postfix (apt-get install postfix)"]
+fn a_closed_listener_refuses_connections_while_accepted_mail_is_still_delivered() {
+    let mut h = Host::start();
+    h.send(&email("front-door", 1)).unwrap();
+    h.host.refuse_connections().unwrap();
+    assert!(h.host.is_running());
+    let e = h.send(&email("front-door", 2)).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SendError::NotSent {
+                step: Step::Connect,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(h.delivered("front-door").len(), 1);
+    h.host.accept_connections().unwrap();
+    h.send(&email("front-door", 3)).unwrap();
+    let ids: Vec<_> = h
+        .delivered("front-door")
+        .into_iter()
+        .map(|d| d.message_id.unwrap_or_default())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert!(ids.contains(&"<refund-front-door-3@interlock.test>".to_string()));
+}
+
+#[test]
+#[ignore = "needs postfix (apt-get install postfix)"]
+fn a_restart_after_a_closed_listener_listens_again() {
+    let mut h = Host::start();
+    h.host.refuse_connections().unwrap();
+    h.host.stop().unwrap();
+    h.host.restart().unwrap();
+    h.send(&email("reopened", 1)).unwrap();
+    assert_eq!(h.delivered("reopened").len(), 1);
+}
