@@ -1,7 +1,7 @@
 //! A mail host in a temporary root, messages for it, and a raw SMTP session.
 
 use mailhost::client::{self, Accepted, Email, SendError};
-use mailhost::{Delivered, MailHost};
+use mailhost::{Delivered, MailError, MailHost};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::time::Duration;
@@ -15,15 +15,25 @@ pub const DRAIN_LIMIT: Duration = Duration::from_secs(30);
 /// A running mail host in a temporary root (dropped in field order: the host stops first).
 pub struct Host {
     pub host: MailHost,
-    _root: tempfile::TempDir,
+    pub _root: tempfile::TempDir,
 }
 
 impl Host {
-    /// A mail host on a fresh root.
-    pub fn start() -> Host {
+    /// A mail host on a fresh root; `None` (the test says it was skipped, and passes) when
+    /// Postfix is not installed or this is not root, outside CI. Under CI (`CI` set) a missing
+    /// Postfix fails the test: `.ci/run` installs it.
+    pub fn start() -> Option<Host> {
         let root = tempfile::tempdir().expect("a temporary directory");
-        let host = MailHost::start(root.path()).expect("the mail host starts");
-        Host { host, _root: root }
+        match MailHost::start(root.path()) {
+            Ok(host) => Some(Host { host, _root: root }),
+            Err(e @ (MailError::NotInstalled(_) | MailError::NotRoot(_)))
+                if std::env::var_os("CI").is_none() =>
+            {
+                eprintln!("skipped: {e}");
+                None
+            }
+            Err(e) => panic!("the mail host does not start: {e}"),
+        }
     }
 
     /// Sends `email` with the worker's client.
