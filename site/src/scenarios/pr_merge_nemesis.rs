@@ -88,20 +88,7 @@ impl Views for PrMergeNemesis {
     }
 
     fn notes(v: &Verified<Self>) -> Vec<String> {
-        let mut totals: std::collections::BTreeMap<&str, NemesisColumn> = Default::default();
-        for (key, s) in v.summary() {
-            let column = key.split_once(':').map_or(key.as_str(), |(_, c)| c);
-            let t = totals.entry(column).or_default();
-            t.judged += s.judged;
-            t.not_fired += s.not_fired;
-            t.within += s.within;
-            t.violations_within += s.violations_within;
-            t.wrong_within += s.wrong_within;
-            t.beyond += s.beyond;
-            t.violations_beyond += s.violations_beyond;
-            t.wrong_beyond += s.wrong_beyond;
-            t.unresolved += s.unresolved;
-        }
+        let totals = column_totals(v);
         let per = |f: &dyn Fn(&NemesisColumn) -> String| {
             totals
                 .iter()
@@ -109,18 +96,7 @@ impl Views for PrMergeNemesis {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let revoked: Vec<String> = v
-            .summary()
-            .iter()
-            .filter_map(|(key, s)| {
-                let column = key.strip_prefix("revoke_mid_check:")?;
-                Some(format!(
-                    "{column} {} of {}",
-                    s.violations_within + s.violations_beyond,
-                    s.within + s.beyond
-                ))
-            })
-            .collect();
+        let revoked = revoked_merges(v);
         vec![
             format!(
                 "Within each column's assumptions, violations over fired trials: {}, as the \
@@ -283,4 +259,39 @@ fn held_note(v: &Verified<PrMergeNemesis>) -> String {
          a held request beside a resent one. Held trials: {}.",
         held.join("; ")
     )
+}
+
+/// Each column's figures summed over the nemeses.
+fn column_totals(v: &Verified<PrMergeNemesis>) -> std::collections::BTreeMap<&str, NemesisColumn> {
+    let mut totals: std::collections::BTreeMap<&str, NemesisColumn> = Default::default();
+    for (key, s) in v.summary() {
+        let column = key.split_once(':').map_or(key.as_str(), |(_, c)| c);
+        let t = totals.entry(column).or_default();
+        t.judged += s.judged;
+        t.not_fired += s.not_fired;
+        t.within += s.within;
+        t.violations_within += s.violations_within;
+        t.wrong_within += s.wrong_within;
+        t.beyond += s.beyond;
+        t.violations_beyond += s.violations_beyond;
+        t.wrong_beyond += s.wrong_beyond;
+        t.unresolved += s.unresolved;
+    }
+    totals
+}
+
+/// Per column, the merges that went out with the approval revoked mid-check, over its fired
+/// revoke_mid_check trials.
+fn revoked_merges(v: &Verified<PrMergeNemesis>) -> Vec<String> {
+    v.summary()
+        .iter()
+        .filter_map(|(key, s)| {
+            let column = key.strip_prefix("revoke_mid_check:")?;
+            Some(format!(
+                "{column} {} of {}",
+                s.violations_within + s.violations_beyond,
+                s.within + s.beyond
+            ))
+        })
+        .collect()
 }
