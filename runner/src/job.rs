@@ -251,14 +251,25 @@ fn refuse_unmet_needs(args: &RunArgs) -> Result<(), Refused> {
     }
 }
 
+/// Runs a worker process's body once it watches for its runner's end: a worker whose runner is
+/// gone stops ([`crate::parent_watch`]).
+fn as_worker(body: impl FnOnce() -> i32) -> i32 {
+    crate::parent_watch::exit_when_parent_gone();
+    body()
+}
+
 impl Job {
     /// Runs the job. Errors are the run's: it could not start or go on (exit 2), or it was
     /// interrupted ([`crate::run::Interrupted`], exit 130 or 143).
     pub fn run(self) -> Result<Outcome, JobError> {
         match self {
-            Job::Worker(args) => Ok(exit_with(crate::worker::main(&args))),
-            Job::CapWorker(args) => Ok(exit_with(crate::scenario::shared_cap::worker::main(&args))),
-            Job::MergeWorker(args) => Ok(exit_with(crate::scenario::pr_merge::worker::main(&args))),
+            Job::Worker(args) => Ok(exit_with(as_worker(|| crate::worker::main(&args)))),
+            Job::CapWorker(args) => Ok(exit_with(as_worker(|| {
+                crate::scenario::shared_cap::worker::main(&args)
+            }))),
+            Job::MergeWorker(args) => Ok(exit_with(as_worker(|| {
+                crate::scenario::pr_merge::worker::main(&args)
+            }))),
             Job::Reconcile(args) => Ok(Outcome::Exit(crate::reconcile::command(&args))),
             Job::Merge(args) => Ok(crate::nemesis::merge_shards(&args).map(passed)?),
             Job::Keygen(args) => keygen(&args),

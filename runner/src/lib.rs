@@ -16,6 +16,7 @@ mod judge;
 mod keys;
 mod matrix;
 mod nemesis;
+mod parent_watch;
 mod progress;
 mod reconcile;
 mod results;

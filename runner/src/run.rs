@@ -61,8 +61,9 @@ pub(crate) fn journal_schema(url: &str, run_id: &str) -> Result<String, SetupErr
     Ok(format!("{url}{sep}options=-c%20search_path%3D{schema}"))
 }
 
-/// The run's temporary directory (named with `prefix`) and its signing key in it: the stable
-/// key of `--signing-key` or the environment when one is given, else a fresh per-run key.
+/// The run's temporary directory (named with `prefix`) and its signing key, held in memory (never
+/// in that directory): the stable key of `--signing-key` or the environment when one is given,
+/// else a fresh per-run key.
 pub(crate) fn run_dir_and_key(
     prefix: &str,
     signing_key: Option<&std::path::Path>,
@@ -72,8 +73,8 @@ pub(crate) fn run_dir_and_key(
         .tempdir()
         .map_err(SetupError::RunDir)?;
     let key = match crate::keys::stable_key(signing_key)? {
-        Some(stable) => RunKey::save(run_dir.path(), stable),
-        None => RunKey::generate(run_dir.path()),
+        Some(stable) => RunKey::hold(stable),
+        None => RunKey::generate(),
     }
     .map_err(SetupError::RunKey)?;
     Ok((run_dir, key))
@@ -94,11 +95,8 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     let decider_args = decider_args(args);
     let ctx = run.cell_context(args, rows.as_ref(), &decider_args);
     let cells = run_cells(&ctx, args, &plan, jobs);
-    // The manifest is signed with the run's key; read it back before the file goes.
-    let signing_key = crate::keys::read_signing_key(run.key.path()).map_err(SetupError::from);
-    // The private key file is not needed any more, whatever happened.
-    run.key.delete().map_err(SetupError::DeleteKey)?;
-    let signing_key = signing_key?;
+    // The manifest is signed with the run's key, read back from where the workers read it.
+    let signing_key = crate::keys::read_signing_key(run.key.path()).map_err(SetupError::from)?;
     let cells = collect_cells(cells, &run.cancel)?;
     let environment = run.environment(args, jobs);
     let harness_errors = cells.iter().filter(|c| c.is_harness_error()).count();

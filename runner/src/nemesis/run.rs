@@ -151,9 +151,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome, NemesisRunE
         return Err(crate::run::Interrupted.into());
     }
     let trials = collect_trials(slots)?;
-    let signing = crate::keys::read_signing_key(s.key.path()).map_err(SetupError::from);
-    s.key.delete().map_err(SetupError::DeleteKey)?;
-    let signing = signing?;
+    let signing = crate::keys::read_signing_key(s.key.path()).map_err(SetupError::from)?;
     let summary = summarize(&plan, &trials);
     let mut file = NemesisFile {
         format: NEMESIS_FORMAT.into(),
@@ -427,7 +425,6 @@ pub fn replay(
             calibration: false,
         },
     )?;
-    s.key.delete().map_err(SetupError::DeleteKey)?;
     debug_assert_eq!(trial.id, trial_id(nemesis.as_str(), column.as_str(), seed));
     let kills: Vec<String> = trial
         .kills

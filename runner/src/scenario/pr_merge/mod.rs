@@ -206,7 +206,6 @@ pub(crate) fn run_plan<S: Scenario>(
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
-    key.delete().map_err(SetupError::DeleteKey)?;
     let judged: Vec<(&S::Cell, &S::Judgement)> = cells
         .iter()
         .filter_map(|c| S::stated(c).map(|j| (c, j)))

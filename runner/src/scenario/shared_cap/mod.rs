@@ -233,7 +233,6 @@ impl Setup {
         drop(self.hosts);
         let signing_key = crate::keys::read_signing_key(self.key.path()).map_err(SetupError::from);
         let public = self.key.public();
-        self.key.delete().map_err(SetupError::DeleteKey)?;
         Ok((signing_key?, public))
     }
 }
