@@ -122,7 +122,14 @@ impl Outcome {
                         o.results_path.display()
                     );
                 }
-                pass_or_fail(o.verified && o.harness_errors == 0)
+                if o.site_failed {
+                    eprintln!(
+                        "the report site could not be rendered (see above); the results are \
+                         written in {}",
+                        o.results_path.display()
+                    );
+                }
+                pass_or_fail(o.verified && o.harness_errors == 0 && !o.site_failed)
             }
             Outcome::Trials(o) => {
                 if o.harness_errors > 0 {
@@ -304,7 +311,7 @@ fn passed(ok: bool) -> Outcome {
 /// `runner keygen FILE`: writes the key and prints its allowed-signers line.
 fn keygen(args: &KeygenArgs) -> Result<Outcome, JobError> {
     let public = crate::keys::keygen(&args.file).map_err(JobError::Keygen)?;
-    println!("{public} {}", args.comment);
+    say!("{public} {}", args.comment);
     Ok(Outcome::Exit(0))
 }
 
@@ -316,19 +323,14 @@ fn run_all(args: &RunArgs) -> Result<RunOutcome, ScenarioError> {
         results_path: args.out.clone(),
         harness_errors: 0,
         verified: true,
+        site_failed: false,
     };
     for scenario in crate::scenario::runnable() {
         let one = scenario.matrix(&each)?;
         total.harness_errors += one.harness_errors;
         total.verified &= one.verified;
     }
-    if !args.no_site {
-        if total.verified {
-            crate::run::render_site(&args.out, &args.site_out);
-        } else {
-            eprintln!("site: not rendered, because a results file does not verify");
-        }
-    }
+    total.site_failed = !crate::run::site_after(args, total.verified);
     Ok(total)
 }
 

@@ -171,7 +171,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome, NemesisRunE
         &verify::receipt::KeyCheck::Pinned(s.key.public()),
     );
     print_verified(&report, "signed by the run's key");
-    println!("results: {}", path.display());
+    say!("results: {}", path.display());
     Ok(NemesisOutcome {
         path,
         verified: report.ok,
@@ -380,7 +380,7 @@ fn write(args: &NemesisArgs<'_>, file: &NemesisFile) -> Result<PathBuf, NemesisR
             error,
         })?;
     if let Some(plain) = replaced {
-        println!("{}", crate::results::replaced_line(&plain, &path));
+        say!("{}", crate::results::replaced_line(&plain, &path));
     }
     Ok(path)
 }
@@ -436,7 +436,7 @@ pub fn replay(
             )
         })
         .collect();
-    println!(
+    say!(
         "trial {}{}: outage {}, faults {:?}, kills {:?}, outcome {}, case credits {} (want {}), violation {}, answer matches {}",
         trial.id,
         at.map(|a| format!(" at {a}")).unwrap_or_default(),
@@ -449,13 +449,13 @@ pub fn replay(
         trial.violation,
         trial.answer_matches
     );
-    println!(
+    say!(
         "clock start {clock_start}{}",
         outage_ms
             .map(|ms| format!(", outages of {ms} ms at least"))
             .unwrap_or_default()
     );
-    println!("{}", amounts_line(&trial.ground_truth, clock_start));
+    say!("{}", amounts_line(&trial.ground_truth, clock_start));
     Ok(!trial.is_harness_error())
 }
 

@@ -239,23 +239,20 @@ pub(crate) fn run_plan<S: Scenario>(
         .iter()
         .filter(|c| !verify::contract::judged::<S>(c))
         .count();
-    println!(
+    say!(
         "{} cells in {:.1} s (wall), backend {BACKEND}, decider policy, {harness_errors} harness \
          error(s)",
         file.cells.len(),
         started.elapsed().as_secs_f64()
     );
-    println!("results: {}", path.display());
+    say!("results: {}", path.display());
     let verified = match verify::contract::check(file, &verify::receipt::KeyCheck::Pinned(public)) {
         Ok(v) => {
-            println!(
+            say!(
                 "verify: ok ({} cells, {} receipts, signed by the run's key)",
                 v.report().cells,
                 v.report().receipts
             );
-            if !args.no_site {
-                crate::run::render_site(&args.out, &args.site_out);
-            }
             true
         }
         Err(report) => {
@@ -269,6 +266,7 @@ pub(crate) fn run_plan<S: Scenario>(
     Ok(RunOutcome {
         harness_errors,
         results_path: path,
+        site_failed: !crate::run::site_after(args, verified),
         verified,
     })
 }
