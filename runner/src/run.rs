@@ -143,6 +143,7 @@ fn checked_plan(args: &RunArgs) -> Result<(matrix::Plan, usize), RunError> {
         error,
     })?;
     if !args.no_site {
+        site::check_out_dir(&args.site_out).map_err(RunError::SiteFolder)?;
         results::check_writable(&args.site_out).map_err(|error| RunError::SiteOut {
             dir: args.site_out.clone(),
             error,

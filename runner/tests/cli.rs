@@ -312,3 +312,36 @@ fn a_closed_standard_output_silences_the_run_not_its_work() {
     assert!(out.join("pr_merge.json").is_file());
     assert!(dir.path().join("site/index.html").is_file());
 }
+
+#[test]
+fn a_site_out_folder_that_holds_no_site_is_refused_before_any_cell_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("mine");
+    std::fs::create_dir(&site).unwrap();
+    std::fs::write(site.join("notes.txt"), "mine").unwrap();
+    for scenario in ["billing_credit", "pr_merge", "shared_cap"] {
+        let done = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .args(["--scenario", scenario, "--out"])
+            .arg(dir.path().join("out"))
+            .arg("--site-out")
+            .arg(&site)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert_eq!(done.status.code(), Some(2), "{scenario}: {stderr}");
+        assert!(
+            stderr.contains("--site-out: cannot build the site into")
+                && stderr.contains("holds files and no site"),
+            "{scenario}: {stderr}"
+        );
+        assert!(!dir
+            .path()
+            .join("out")
+            .join(format!("{scenario}.json"))
+            .exists());
+        assert_eq!(
+            std::fs::read_to_string(site.join("notes.txt")).unwrap(),
+            "mine"
+        );
+    }
+}

@@ -115,6 +115,9 @@ pub(crate) fn run_plan<S: Scenario>(
         dir: args.out.clone(),
         error,
     })?;
+    if !args.no_site {
+        site::check_out_dir(&args.site_out).map_err(PrMergeError::SiteFolder)?;
+    }
     let started = Instant::now();
     let (run_dir, key) =
         crate::run::run_dir_and_key("interlock-pr-merge-", args.signing_key.as_deref())?;
