@@ -28,7 +28,8 @@ use verify::scenarios::pr_merge::{plan, Cell, Params, PrMerge as Rules};
 /// receiving it (a git merge-tree, commit-tree and update-ref under the repository's lock); only
 /// an injected hold keeps one longer, and the matrix injects none. The gate trusts a "not
 /// found" only this long after it found the sender's claim free.
-pub const FORGE_MAX_IN_FLIGHT: Duration = Duration::from_millis(2_000);
+pub const FORGE_MAX_IN_FLIGHT: Duration =
+    Duration::from_millis(verify::scenarios::pr_merge::DECLARED_MAX_IN_FLIGHT_MS);
 /// The forge client's request timeout.
 pub const FORGE_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// The backend's name in the results' environment.
