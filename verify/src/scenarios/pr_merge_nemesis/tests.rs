@@ -232,5 +232,8 @@ fn held_within_draws_short_holds_often_and_never_reaches_the_bound() {
     assert!(held_within(999) < FORGE_MAX_IN_FLIGHT_MS);
     assert!(held_within(5_000) < FORGE_MAX_IN_FLIGHT_MS);
     let short = (0..1000).filter(|&x| held_within(x) < 50).count();
-    assert!((100..250).contains(&short), "{short} of 1000 draws under 50 ms");
+    assert!(
+        (100..250).contains(&short),
+        "{short} of 1000 draws under 50 ms"
+    );
 }
