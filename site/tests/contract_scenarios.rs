@@ -72,6 +72,12 @@ fn a_verified_pr_merge_file_gets_its_report_data_and_front_page_entry() {
         index.contains("<p class=\"verdict\">Invariant held (at most one merge"),
         "{index}"
     );
+    // And what it ran against, and the data's commit, as every other block does (the
+    // synthetic file states no service detail and no decider; its commit is not a full hash).
+    assert!(
+        index.contains("Service: not stated. Decider: not stated. "),
+        "{index}"
+    );
 }
 
 #[test]

@@ -112,6 +112,9 @@ pub struct IndexEntry {
     pub summary: Table,
     /// The verdict: the scenario's first note, when it has notes.
     pub verdict: Option<String>,
+    /// What the run ran against and when its data was made, as words (the service, the
+    /// decider, the data's commit beside the site's).
+    pub ran: String,
 }
 
 /// The report page of a scenario on the contract.
@@ -173,6 +176,13 @@ impl<S: Views> ScenarioSite for Pages<S> {
         let mut environment: Vec<(String, String)> = file.environment.clone().into_iter().collect();
         let data_commit = file.environment.get("git_commit").map(String::as_str);
         environment.push(("data and site".into(), built_from.words(data_commit)));
+        let said = |k: &str| file.environment.get(k).map_or("not stated", String::as_str);
+        let ran = format!(
+            "Service: {}. Decider: {}. {}",
+            said("backend_detail"),
+            said("decider"),
+            built_from.words(data_commit)
+        );
         let policy = KeyPolicy::of(matches!(key, KeyCheck::Pinned(_)));
         let signed_by = format!(
             "signer {} ({}{})",
@@ -212,6 +222,7 @@ impl<S: Views> ScenarioSite for Pages<S> {
                 signed_by,
                 summary,
                 verdict: notes.first().cloned(),
+                ran,
             },
             folder,
             html,
