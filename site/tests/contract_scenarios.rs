@@ -161,3 +161,25 @@ fn a_scenario_run_whose_file_name_is_not_a_plain_name_is_refused() {
         }
     }
 }
+
+#[test]
+fn the_published_pr_merge_campaign_page_gives_the_gates_time_from_its_receipts() {
+    let dir = tempfile::tempdir().unwrap();
+    let published = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/pr_merge_nemesis.json");
+    std::fs::copy(&published, dir.path().join("pr_merge_nemesis.json")).unwrap();
+    let out = build(dir.path(), None).unwrap();
+    let page = std::fs::read_to_string(out.path().join("pr_merge_nemesis/index.html")).unwrap();
+    let text = page.replace('\n', " ");
+    let at = text
+        .find("cost here is time.")
+        .unwrap_or_else(|| panic!("no time note: {text}"));
+    // A resend after the lookup waited out the 2000 ms bound, so its median is above it.
+    let rest = &text[at..];
+    let reapplied = rest
+        .split("REAPPLIED_AFTER_QUERY ")
+        .nth(1)
+        .and_then(|r| r.split(" ms").next())
+        .and_then(|ms| ms.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no REAPPLIED_AFTER_QUERY median: {rest}"));
+    assert!(reapplied >= 2_000, "{reapplied}");
+}

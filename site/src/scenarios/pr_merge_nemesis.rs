@@ -154,6 +154,7 @@ impl Views for PrMergeNemesis {
                     .count()
             ),
             held_note(v),
+            gate_time_note(v),
         ]
     }
 
@@ -325,4 +326,47 @@ fn steps_after_last_read() -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// The gate's cost in time, from its verified receipts: per final status, the median from its
+/// first DISPATCHED entry to its last entry.
+fn gate_time_note(v: &Verified<PrMergeNemesis>) -> String {
+    let mut by_status: std::collections::BTreeMap<&str, Vec<u64>> = Default::default();
+    for (i, c) in v.file().cells.iter().enumerate() {
+        if v.judgement(i).is_none() {
+            continue;
+        }
+        let Some(r) = &c.ticket.receipt else { continue };
+        let ts = |e: &serde_json::Value| e.get("ts_ms").and_then(serde_json::Value::as_u64);
+        let dispatched = r
+            .entries
+            .iter()
+            .find(|e| e.get("kind").and_then(serde_json::Value::as_str) == Some("DISPATCHED"))
+            .and_then(ts);
+        if let (Some(d), Some(end)) = (dispatched, r.entries.last().and_then(ts)) {
+            by_status
+                .entry(c.ticket.status.as_str())
+                .or_default()
+                .push(end.saturating_sub(d));
+        }
+    }
+    if by_status.is_empty() {
+        return "No gated trial reached DISPATCHED in this campaign.".into();
+    }
+    let parts: Vec<String> = by_status
+        .iter_mut()
+        .map(|(status, times)| {
+            times.sort_unstable();
+            let median = times.get(times.len() / 2).copied().unwrap_or_default();
+            format!("{status} {median} ms ({} trials)", times.len())
+        })
+        .collect();
+    format!(
+        "The gate's cost here is time. From its DISPATCHED entry to its last, median per final \
+         answer, from its signed receipts: {}. A recovery that resends or refuses after a \
+         lookup first waits out the declared in-flight bound ({} ms) since it found the \
+         sender's claim free; answers that rest on the service's own reply do not wait.",
+        parts.join(", "),
+        verify::scenarios::pr_merge::DECLARED_MAX_IN_FLIGHT_MS
+    )
 }
