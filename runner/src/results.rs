@@ -149,6 +149,8 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     })();
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
+    } else {
+        crate::run::note_written(path);
     }
     written
 }

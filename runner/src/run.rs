@@ -22,6 +22,7 @@ pub use errors::{RunError, SetupError};
 use provenance::reproduce_command;
 pub(crate) use provenance::{git_commit, without_password};
 pub(crate) use signals::install_signal_handler;
+pub(crate) use signals::note_written;
 pub use signals::{interrupted_exit_code, Interrupted};
 
 /// What a finished run produced.
@@ -143,11 +144,11 @@ fn checked_plan(args: &RunArgs) -> Result<(matrix::Plan, usize), RunError> {
         error,
     })?;
     if !args.no_site {
-        site::check_out_dir(&args.site_out).map_err(RunError::SiteFolder)?;
         results::check_writable(&args.site_out).map_err(|error| RunError::SiteOut {
             dir: args.site_out.clone(),
             error,
         })?;
+        site::check_out_dir(&args.site_out).map_err(RunError::SiteFolder)?;
     }
     if args.backend == crate::backend::BackendKind::Stripe && args.seed.is_some() {
         eprintln!(

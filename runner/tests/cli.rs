@@ -345,3 +345,41 @@ fn a_site_out_folder_that_holds_no_site_is_refused_before_any_cell_runs() {
         );
     }
 }
+
+#[test]
+fn ctrl_c_while_keeping_the_emulator_says_the_written_results_are_kept() {
+    let out = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args([
+            "--scenario",
+            "billing_credit",
+            "--cells",
+            "before_send:renewal:interlock",
+            "--no-site",
+            "--keep-emulator",
+        ])
+        .arg("--out")
+        .arg(out.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The run is written and the emulator serves once this line is out.
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while stdout.read_line(&mut line).unwrap() > 0 && !line.contains("emulator: serving") {
+        line.clear();
+    }
+    assert!(line.contains("emulator: serving"), "the run never served");
+    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    kill_process(pid, Signal::INT).unwrap();
+    let done = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("the results already written are kept"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("no results"), "{stderr}");
+    assert!(out.path().join("billing_credit.json").is_file());
+}

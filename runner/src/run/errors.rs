@@ -129,7 +129,7 @@ mod tests {
 
     #[test]
     fn a_wrapped_cause_follows_its_context_on_the_one_line() {
-        let cases: [(Box<dyn std::error::Error>, &str); 6] = [
+        let cases: [(Box<dyn std::error::Error>, &str); 5] = [
             (
                 Box::new(RunError::from(SetupError::RunDir(io("gone")))),
                 "cannot create the run's temporary directory: gone",
@@ -153,10 +153,6 @@ mod tests {
                 Box::new(RunError::CouldNotContinue("the emulator is gone".into())),
                 "the run could not continue: the emulator is gone",
             ),
-            (
-                Box::new(RunError::from(Interrupted)),
-                "interrupted: workers were stopped and no results were written",
-            ),
         ];
         for (error, want) in cases {
             assert_eq!(
@@ -164,5 +160,12 @@ mod tests {
                 format!("runner: error: {want}")
             );
         }
+        // An interruption's words name what was written before it (other tests of this process
+        // write files), so only its start is fixed.
+        let interrupted = error_line("runner", &RunError::from(Interrupted));
+        assert!(
+            interrupted.starts_with("runner: error: interrupted: workers were stopped and "),
+            "{interrupted}"
+        );
     }
 }

@@ -4,10 +4,54 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// The run was interrupted (Ctrl-C or SIGTERM): workers were killed, nothing was written.
+/// The run was interrupted (Ctrl-C or SIGTERM): workers were killed, and nothing more was
+/// written; its words name the results files written before (by [`note_written`]), which are
+/// kept.
 #[derive(Debug, thiserror::Error)]
-#[error("interrupted: workers were stopped and no results were written")]
+#[error("interrupted: workers were stopped and {}", written_words())]
 pub struct Interrupted;
+
+/// Results files this process has written (complete: each written whole, then renamed).
+static WRITTEN: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Records a results file written whole, so an interruption afterwards names it.
+pub(crate) fn note_written(path: &std::path::Path) {
+    let mut written = WRITTEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !written.iter().any(|p| p == path) {
+        written.push(path.to_path_buf());
+    }
+}
+
+/// What the signal handler says as the run stops.
+fn stopping_words() -> String {
+    let none = WRITTEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .is_empty();
+    if none {
+        "workers are killed and no results will be written".to_owned()
+    } else {
+        "nothing more will be written; the results already written are kept".to_owned()
+    }
+}
+
+/// What an interruption leaves: no results, or the files written before it (kept).
+fn written_words() -> String {
+    let written = WRITTEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if written.is_empty() {
+        "no results were written".to_owned()
+    } else {
+        let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+        format!(
+            "nothing more was written; written before and kept: {}",
+            names.join(", ")
+        )
+    }
+}
 
 /// Why the Ctrl-C / SIGTERM handler could not be installed.
 #[derive(Debug, thiserror::Error)]
@@ -74,7 +118,7 @@ pub(crate) fn install_signal_handler(cancel: Arc<AtomicBool>) -> Result<(), Sign
                     let _ =
                         STOPPED_BY.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
                     if !cancel.swap(true, Ordering::SeqCst) {
-                        eprintln!("\ninterrupted: stopping workers; no results will be written");
+                        eprintln!("\ninterrupted: stopping; {}", stopping_words());
                     }
                 }
             })

@@ -99,13 +99,13 @@ fn checked_plan(args: &RunArgs) -> Result<(Vec<PlannedCell>, usize), SharedCapEr
         error,
     })?;
     if !args.no_site {
-        site::check_out_dir(&args.site_out).map_err(SharedCapError::SiteFolder)?;
         crate::results::check_writable(&args.site_out).map_err(|error| {
             SharedCapError::SiteOut {
                 dir: args.site_out.clone(),
                 error,
             }
         })?;
+        site::check_out_dir(&args.site_out).map_err(SharedCapError::SiteFolder)?;
     }
     let jobs = jobs.min(cells_plan.len());
     Ok((cells_plan, jobs))
