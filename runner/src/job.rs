@@ -55,6 +55,8 @@ pub enum Job {
     CapWorker(Box<CapWorkerArgs>),
     /// A pr_merge worker process (started by the runner).
     MergeWorker(Box<crate::scenario::pr_merge::worker::MergeWorkerArgs>),
+    /// A notify worker process (started by the runner).
+    NotifyWorker(Box<crate::scenario::notify::worker::NotifyWorkerArgs>),
     /// `runner reconcile`.
     Reconcile(ReconcileArgs),
     /// `runner merge`.
@@ -154,6 +156,7 @@ impl TryFrom<Cli> for Job {
             Some(Internal::Worker(args)) => Job::Worker(args),
             Some(Internal::CapWorker(args)) => Job::CapWorker(args),
             Some(Internal::MergeWorker(args)) => Job::MergeWorker(args),
+            Some(Internal::NotifyWorker(args)) => Job::NotifyWorker(args),
             Some(Internal::Reconcile(args)) => Job::Reconcile(args),
             Some(Internal::Merge(args)) => Job::Merge(args),
             Some(Internal::Keygen(args)) => Job::Keygen(args),
@@ -259,6 +262,7 @@ impl Job {
             Job::Worker(args) => Ok(exit_with(crate::worker::main(&args))),
             Job::CapWorker(args) => Ok(exit_with(crate::scenario::shared_cap::worker::main(&args))),
             Job::MergeWorker(args) => Ok(exit_with(crate::scenario::pr_merge::worker::main(&args))),
+            Job::NotifyWorker(args) => Ok(exit_with(crate::scenario::notify::worker::main(&args))),
             Job::Reconcile(args) => Ok(Outcome::Exit(crate::reconcile::command(&args))),
             Job::Merge(args) => Ok(crate::nemesis::merge_shards(&args).map(passed)?),
             Job::Keygen(args) => keygen(&args),
