@@ -26,6 +26,31 @@ pub const CARD: &str = "pm_card_refundFail";
 /// Longest wait for the mail server's queue to empty before the mailbox is read.
 const QUEUE_LIMIT: Duration = Duration::from_secs(20);
 
+/// Why a cell did not run to its end: its harness error, in words.
+#[derive(Debug, thiserror::Error)]
+enum Problem {
+    #[error("the worker finished ({status}) before its crash point {point}")]
+    FinishedEarly { status: String, point: String },
+    #[error("{0}")]
+    Worker(String),
+    #[error("the restart announced a crash point ({0}) it was not given")]
+    RestartAnnounced(String),
+    #[error("the mail queue did not empty: {0}")]
+    Queue(#[source] mailhost::MailError),
+    #[error("cannot read the mailbox: {0}")]
+    Mailbox(#[source] mailhost::MailError),
+    #[error("the refund could not be made to fail: {0}")]
+    FailRefund(#[source] stripe::emulator::RefundCannotFail),
+    #[error("the approval could not be revoked: {0}")]
+    Revoke(#[source] scenarios::billing_credit::ScenarioError),
+    #[error("cannot read the refund back: {0}")]
+    Refund(#[source] scenarios::notify::NotifyError),
+    #[error("cannot read the approval back: {0}")]
+    Approval(#[source] scenarios::billing_credit::ScenarioError),
+    #[error("the case does not show the cell as planned: {0}")]
+    NotAsPlanned(String),
+}
+
 /// What every cell of a run shares.
 pub(crate) struct NotifyContext<'a> {
     pub(crate) services: &'a super::services::Services,
@@ -174,27 +199,23 @@ pub(crate) fn run_cell(
         Ok(j) => cell.judgement = Some(j),
         Err(findings) => {
             let why: Vec<String> = findings.iter().map(ToString::to_string).collect();
-            let why = format!(
-                "the case does not show the cell as planned: {}",
-                why.join("; ")
-            );
-            return Ok(harness_error(cell, why));
+            return Ok(harness_error(cell, Problem::NotAsPlanned(why.join("; "))));
         }
     }
     Ok(cell)
 }
 
 /// The first worker's end: it must be the kill at the planned crash point.
-fn record_kill(cell: &mut Cell, first: Ended) -> Result<(), String> {
+fn record_kill(cell: &mut Cell, first: Ended) -> Result<(), Problem> {
     let at = match first {
         Ended::Killed { at } => at,
         Ended::Finished(r) => {
-            return Err(format!(
-                "the worker finished ({}) before its crash point {}",
-                r.status, cell.planned.crash_point
-            ))
+            return Err(Problem::FinishedEarly {
+                status: r.status,
+                point: cell.planned.crash_point.clone(),
+            })
         }
-        Ended::Errored(why) | Ended::Failed(why) => return Err(why),
+        Ended::Errored(why) | Ended::Failed(why) => return Err(Problem::Worker(why)),
     };
     cell.ticket.killed_at = Some(at.clone());
     cell.ticket.first_exit = Some(WorkerExit {
@@ -206,7 +227,7 @@ fn record_kill(cell: &mut Cell, first: Ended) -> Result<(), String> {
 }
 
 /// The restarted worker's end: its report, or an unresolved case when the column failed.
-fn record_restart(cell: &mut Cell, restart: Ended) -> Result<(), String> {
+fn record_restart(cell: &mut Cell, restart: Ended) -> Result<(), Problem> {
     match restart {
         Ended::Finished(report) => {
             cell.ticket.status = report.status;
@@ -223,21 +244,16 @@ fn record_restart(cell: &mut Cell, restart: Ended) -> Result<(), String> {
             cell.worker_output = Some(why);
             Ok(())
         }
-        Ended::Killed { at } => Err(format!(
-            "the restart announced a crash point ({at}) it was not given"
-        )),
-        Ended::Failed(why) => Err(why),
+        Ended::Killed { at } => Err(Problem::RestartAnnounced(at)),
+        Ended::Failed(why) => Err(Problem::Worker(why)),
     }
 }
 
 /// The case's messages in the Maildir, read once the queue is empty.
-fn read_mailbox(ctx: &NotifyContext<'_>, case: &str) -> Result<Vec<Message>, String> {
+fn read_mailbox(ctx: &NotifyContext<'_>, case: &str) -> Result<Vec<Message>, Problem> {
     let mail = &ctx.services.mail;
-    mail.wait_queue_empty(QUEUE_LIMIT)
-        .map_err(|e| format!("the mail queue did not empty: {e}"))?;
-    let messages = mail
-        .messages(case)
-        .map_err(|e| format!("cannot read the mailbox: {e}"))?;
+    mail.wait_queue_empty(QUEUE_LIMIT).map_err(Problem::Queue)?;
+    let messages = mail.messages(case).map_err(Problem::Mailbox)?;
     Ok(messages
         .into_iter()
         .map(|m| Message {
@@ -248,15 +264,16 @@ fn read_mailbox(ctx: &NotifyContext<'_>, case: &str) -> Result<Vec<Message>, Str
 }
 
 /// Makes the row's outage while the worker is dead.
-fn outage(ctx: &NotifyContext<'_>, opened: &Opened, outage: &str) -> Result<(), String> {
+fn outage(ctx: &NotifyContext<'_>, opened: &Opened, outage: &str) -> Result<(), Problem> {
     match outage {
         "refund_failed" => ctx
             .services
             .emulator
             .fail_refund(&opened.api_key, &opened.case.refund)
-            .map_err(|e| format!("the refund could not be made to fail: {e}")),
-        "approval_revoked" => CaseFile::revoke(&opened.dir, "revoked by support-lead")
-            .map_err(|e| format!("the approval could not be revoked: {e}")),
+            .map_err(Problem::FailRefund),
+        "approval_revoked" => {
+            CaseFile::revoke(&opened.dir, "revoked by support-lead").map_err(Problem::Revoke)
+        }
         _ => Ok(()),
     }
 }
@@ -266,12 +283,12 @@ fn read_truth(
     ctx: &NotifyContext<'_>,
     opened: &Opened,
     truth: &mut MailTruth,
-) -> Result<(), String> {
+) -> Result<(), Problem> {
     truth.delivered = read_mailbox(ctx, &opened.case.case)?;
     truth.refund_status = scenarios::notify::refund_status(&opened.stripe, &opened.case.refund)
-        .map_err(|e| format!("cannot read the refund back: {e}"))?;
+        .map_err(Problem::Refund)?;
     truth.approval_revoked = CaseFile::load(&opened.dir)
-        .map_err(|e| format!("cannot read the approval back: {e}"))?
+        .map_err(Problem::Approval)?
         .approval
         .revoked
         .is_some();
@@ -280,8 +297,8 @@ fn read_truth(
 
 /// Marks `cell` a harness error with `why` and the worker output that shows it (verify refuses
 /// a harness error without both).
-fn harness_error(mut cell: Cell, why: String) -> Cell {
-    cell.harness_error = Some(why);
+fn harness_error(mut cell: Cell, why: Problem) -> Cell {
+    cell.harness_error = Some(why.to_string());
     cell.worker_output = cell
         .worker_output
         .filter(|o| !o.trim().is_empty())
