@@ -210,8 +210,9 @@ impl Client {
     }
 
     /// Pages through the commits of `branch` (newest first) and returns the first whose message
-    /// contains `needle` (a trailer line such as `Interlock-Effect: <id>`), reading at most
-    /// `max_pages` pages (following the `Link` header's `next`).
+    /// has `needle` as one whole line (a trailer line such as `Interlock-Effect: <id>`: a line
+    /// that only begins with it, `... #10` for `... #1`, is another), reading at most `max_pages`
+    /// pages (following the `Link` header's `next`).
     pub fn find_commit(
         &self,
         branch: &str,
@@ -233,7 +234,7 @@ impl Client {
             let (headers, commits): (_, Vec<WireCommit>) = read(self.http.get(&page).send())?;
             if let Some(found) = commits
                 .into_iter()
-                .find(|c| c.commit.message.contains(needle))
+                .find(|c| c.commit.message.lines().any(|l| l.trim_end() == needle))
             {
                 return Ok(Some(CommitView {
                     sha: found.sha,

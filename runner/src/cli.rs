@@ -56,9 +56,11 @@ Examples:
     runner --scenario billing_credit --backend stripe --decider anthropic
 
 Exit status: 0 every cell ran and the file verifies; 1 results written but a cell is a
-HARNESS_ERROR or the file does not verify; 2 bad usage or the run could not start (every
-option, --out and --site-out are checked before any cell runs); 130 interrupted by Ctrl-C
-(SIGINT), 143 by SIGTERM: workers killed, nothing written.";
+HARNESS_ERROR, the file does not verify, or the report site could not be rendered; 2 bad usage
+or the run could not start (every option, --out and --site-out are checked before any cell
+runs); 130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM: workers killed, nothing written. A
+closed standard output (`runner ... | head`) silences the output, not the run: the exit status
+is the same as if everything had been printed.";
 
 /// `runner`: the experiment matrix.
 #[derive(Debug, Parser)]

@@ -124,7 +124,14 @@ impl Outcome {
                         o.results_path.display()
                     );
                 }
-                pass_or_fail(o.verified && o.harness_errors == 0)
+                if o.site_failed {
+                    eprintln!(
+                        "the report site could not be rendered (see above); the results are \
+                         written in {}",
+                        o.results_path.display()
+                    );
+                }
+                pass_or_fail(o.verified && o.harness_errors == 0 && !o.site_failed)
             }
             Outcome::Trials(o) => {
                 if o.harness_errors > 0 {
@@ -254,15 +261,28 @@ fn refuse_unmet_needs(args: &RunArgs) -> Result<(), Refused> {
     }
 }
 
+/// Runs a worker process's body once it watches for its runner's end: a worker whose runner is
+/// gone stops ([`crate::parent_watch`]).
+fn as_worker(body: impl FnOnce() -> i32) -> i32 {
+    crate::parent_watch::exit_when_parent_gone();
+    body()
+}
+
 impl Job {
     /// Runs the job. Errors are the run's: it could not start or go on (exit 2), or it was
     /// interrupted ([`crate::run::Interrupted`], exit 130 or 143).
     pub fn run(self) -> Result<Outcome, JobError> {
         match self {
-            Job::Worker(args) => Ok(exit_with(crate::worker::main(&args))),
-            Job::CapWorker(args) => Ok(exit_with(crate::scenario::shared_cap::worker::main(&args))),
-            Job::MergeWorker(args) => Ok(exit_with(crate::scenario::pr_merge::worker::main(&args))),
-            Job::NotifyWorker(args) => Ok(exit_with(crate::scenario::notify::worker::main(&args))),
+            Job::Worker(args) => Ok(exit_with(as_worker(|| crate::worker::main(&args)))),
+            Job::CapWorker(args) => Ok(exit_with(as_worker(|| {
+                crate::scenario::shared_cap::worker::main(&args)
+            }))),
+            Job::MergeWorker(args) => Ok(exit_with(as_worker(|| {
+                crate::scenario::pr_merge::worker::main(&args)
+            }))),
+            Job::NotifyWorker(args) => Ok(exit_with(as_worker(|| {
+                crate::scenario::notify::worker::main(&args)
+            }))),
             Job::Reconcile(args) => Ok(Outcome::Exit(crate::reconcile::command(&args))),
             Job::Merge(args) => Ok(crate::nemesis::merge_shards(&args).map(passed)?),
             Job::Keygen(args) => keygen(&args),
@@ -297,7 +317,7 @@ fn passed(ok: bool) -> Outcome {
 /// `runner keygen FILE`: writes the key and prints its allowed-signers line.
 fn keygen(args: &KeygenArgs) -> Result<Outcome, JobError> {
     let public = crate::keys::keygen(&args.file).map_err(JobError::Keygen)?;
-    println!("{public} {}", args.comment);
+    say!("{public} {}", args.comment);
     Ok(Outcome::Exit(0))
 }
 
@@ -309,19 +329,14 @@ fn run_all(args: &RunArgs) -> Result<RunOutcome, ScenarioError> {
         results_path: args.out.clone(),
         harness_errors: 0,
         verified: true,
+        site_failed: false,
     };
     for scenario in crate::scenario::runnable() {
         let one = scenario.matrix(&each)?;
         total.harness_errors += one.harness_errors;
         total.verified &= one.verified;
     }
-    if !args.no_site {
-        if total.verified {
-            crate::run::render_site(&args.out, &args.site_out);
-        } else {
-            eprintln!("site: not rendered, because a results file does not verify");
-        }
-    }
+    total.site_failed = !crate::run::site_after(args, total.verified);
     Ok(total)
 }
 

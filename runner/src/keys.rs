@@ -5,50 +5,67 @@
 //! and a key derived from it would let anyone forge entries. A per-run key proves only that the
 //! file was not changed after the run; runs published from CI are signed with the project's
 //! stable key instead (`--signing-key FILE` or `INTERLOCK_SIGNING_KEY`, [`stable_key`]), whose
-//! public half is listed in `results/SIGNERS`. The private key lives only in a file readable by
-//! the owner (mode 0600) inside the run's temporary directory; workers get its path. The public key
-//! is published as `environment.signer`, and the file is deleted when the run ends, on success, on
-//! error and on Ctrl-C ([`RunKey`] deletes it on drop).
+//! public half is listed in `results/SIGNERS`. The private key is never written to disk: the
+//! runner holds it in an anonymous in-memory file (`memfd_create`, mode 0600, sealed against
+//! writes), which its workers read through `/proc/<runner>/fd/<n>` while the runner lives; it goes
+//! with the runner's last reference, on success, on error, on Ctrl-C and on a SIGKILL alike
+//! ([`RunKey`]). The public key is published as `environment.signer`.
 
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use rand::rngs::SysRng;
 use rand::TryRng;
-use std::fs::{self, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-/// The run's signing key, saved to a private file that is removed on drop.
+/// The run's signing key, held in an anonymous in-memory file of the runner that its workers
+/// read by path while the runner lives. Nothing of it is on disk; closing it (drop, or the
+/// runner's death) frees it.
 #[derive(Debug)]
 pub struct RunKey {
+    /// The in-memory file, kept open for as long as the key is held: the path names it.
+    _open: File,
     path: PathBuf,
     public: VerifyingKey,
 }
 
 impl RunKey {
-    /// Generates a key from OS randomness and writes it (hex, 0600) to `dir/signing.key`.
-    pub fn generate(dir: &Path) -> std::io::Result<RunKey> {
-        RunKey::save(dir, fresh_key()?)
+    /// Generates a key from OS randomness and holds it in memory ([`RunKey::hold`]).
+    pub fn generate() -> std::io::Result<RunKey> {
+        RunKey::hold(fresh_key()?)
     }
 
-    /// Writes a given key (a stable one, [`stable_key`]) for the run's workers, like
-    /// [`RunKey::generate`]; the copy is deleted when the run ends, the original is untouched.
-    pub fn save(dir: &Path, key: SigningKey) -> std::io::Result<RunKey> {
-        let path = dir.join("signing.key");
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)?;
+    /// Holds `key` (a fresh or a stable one, [`stable_key`]) for the run's workers: hex in an
+    /// anonymous in-memory file (close-on-exec, mode 0600, sealed against any further write or
+    /// resize), readable by its path ([`RunKey::path`]) while this process lives.
+    pub fn hold(key: SigningKey) -> std::io::Result<RunKey> {
+        use rustix::fs::{fchmod, fcntl_add_seals, memfd_create, MemfdFlags, Mode, SealFlags};
+        let fd = memfd_create(
+            "interlock-run-key",
+            MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
+        )?;
+        fchmod(&fd, Mode::from_raw_mode(0o600))?;
+        let mut file = File::from(fd);
         file.write_all(hex::encode(key.to_bytes()).as_bytes())?;
-        file.sync_all()?;
+        fcntl_add_seals(
+            &file,
+            SealFlags::WRITE | SealFlags::GROW | SealFlags::SHRINK | SealFlags::SEAL,
+        )?;
+        let path = PathBuf::from(format!(
+            "/proc/{}/fd/{}",
+            std::process::id(),
+            file.as_raw_fd()
+        ));
         Ok(RunKey {
+            _open: file,
             path,
             public: key.verifying_key(),
         })
     }
 
-    /// Where the private key is (handed to workers).
+    /// Where a worker reads the private key (a path into this process's open files).
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -61,21 +78,6 @@ impl RunKey {
     /// The public key as lowercase hex (`environment.signer`).
     pub fn public_hex(&self) -> String {
         hex::encode(self.public.to_bytes())
-    }
-
-    /// Deletes the private key file now; reports whether it is gone.
-    pub fn delete(&self) -> std::io::Result<()> {
-        match fs::remove_file(&self.path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(e),
-        }
-    }
-}
-
-impl Drop for RunKey {
-    fn drop(&mut self) {
-        let _ = self.delete();
     }
 }
 
@@ -155,7 +157,7 @@ pub enum KeyError {
     },
 }
 
-/// Reads a signing key file written by [`RunKey::generate`] (used by workers).
+/// Reads a signing key file: a stable key's, or the path a [`RunKey`] gives its workers.
 pub fn read_signing_key(path: &Path) -> Result<SigningKey, KeyError> {
     let text = fs::read_to_string(path).map_err(|source| KeyError::Read {
         path: path.to_owned(),
@@ -244,17 +246,21 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
-    fn key_file_is_private_readable_and_deleted_on_drop() {
-        let dir = tempfile::tempdir().unwrap();
-        let key = RunKey::generate(dir.path()).unwrap();
+    fn a_run_key_is_held_in_memory_private_sealed_and_readable_by_its_path() {
+        let key = RunKey::generate().unwrap();
+        assert!(key.path().starts_with("/proc"), "{}", key.path().display());
         let mode = fs::metadata(key.path()).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         let signing = read_signing_key(key.path()).unwrap();
         assert_eq!(signing.verifying_key(), key.public());
         assert_eq!(key.public_hex().len(), 64);
-        let path = key.path().to_path_buf();
-        drop(key);
-        assert!(!path.exists());
+        // Sealed: neither the runner nor a worker can change the key under the others.
+        let mut again = OpenOptions::new().write(true).open(key.path()).unwrap();
+        assert!(again.write_all(b"00").is_err());
+        assert_eq!(
+            read_signing_key(key.path()).unwrap().verifying_key(),
+            key.public()
+        );
     }
 
     #[test]
@@ -274,7 +280,7 @@ mod tests {
         fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).unwrap();
         let got = stable_key(Some(&p)).unwrap().unwrap();
         assert_eq!(got.verifying_key(), key.verifying_key());
-        let saved = RunKey::save(dir.path(), got).unwrap();
+        let saved = RunKey::hold(got).unwrap();
         assert_eq!(saved.public(), key.verifying_key());
     }
 

@@ -5,6 +5,17 @@
 //! [`Job::try_from`] checks every option combination once, [`Job::run`] runs it, and
 //! [`Outcome::exit_code`] says how it ended. The scenarios are the registry in [`scenario`].
 
+/// `println!` for the runner's own output: a line on standard output, or nothing once it is
+/// closed (`runner ... | head`): the run goes on, writes its files and exits as if everything
+/// had been printed, as `verify` does. Workers keep `println!`: their report line is their
+/// answer, and a worker that cannot give it must fail.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 mod backend;
 mod cell;
 mod cell_error;
@@ -16,6 +27,7 @@ mod judge;
 mod keys;
 mod matrix;
 mod nemesis;
+mod parent_watch;
 mod progress;
 mod reconcile;
 mod results;

@@ -310,7 +310,7 @@ pub fn command(args: &crate::cli::ReconcileArgs) -> u8 {
     };
     let checked = verify::check::verify_results(&file, &verify::receipt::KeyCheck::SelfAttested);
     if !checked.ok {
-        println!("{shown}: does not verify (run `verify {shown}` for the findings); reconcile compares only a file that verifies: FAILED");
+        say!("{shown}: does not verify (run `verify {shown}` for the findings); reconcile compares only a file that verifies: FAILED");
         return 1;
     }
     let account = match Account::from_args(
@@ -331,19 +331,19 @@ pub fn command(args: &crate::cli::ReconcileArgs) -> u8 {
             2
         }
         Ok(diffs) if diffs.is_empty() => {
-            println!(
+            say!(
                 "{shown}: {} cells re-read; every object matches the ground truth and every credit the gate sent carries its receipt's DISPATCHED hash: OK",
                 file.cells.len()
             );
             0
         }
         Ok(diffs) => {
-            println!(
+            say!(
                 "{shown}: {} difference(s) between the file and what Stripe holds now: FAILED",
                 diffs.len()
             );
             for d in &diffs {
-                println!("  {}", verify::display::escape(&d.to_string()));
+                say!("  {}", verify::display::escape(&d.to_string()));
             }
             1
         }

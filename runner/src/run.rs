@@ -33,6 +33,8 @@ pub struct RunOutcome {
     pub harness_errors: usize,
     /// The results file verified with `verify` (None: verification unavailable).
     pub verified: bool,
+    /// The report site was asked for and could not be rendered (the results are written).
+    pub site_failed: bool,
 }
 
 /// `environment.journal` of a run whose journal was in PostgreSQL.
@@ -61,8 +63,9 @@ pub(crate) fn journal_schema(url: &str, run_id: &str) -> Result<String, SetupErr
     Ok(format!("{url}{sep}options=-c%20search_path%3D{schema}"))
 }
 
-/// The run's temporary directory (named with `prefix`) and its signing key in it: the stable
-/// key of `--signing-key` or the environment when one is given, else a fresh per-run key.
+/// The run's temporary directory (named with `prefix`) and its signing key, held in memory (never
+/// in that directory): the stable key of `--signing-key` or the environment when one is given,
+/// else a fresh per-run key.
 pub(crate) fn run_dir_and_key(
     prefix: &str,
     signing_key: Option<&std::path::Path>,
@@ -72,8 +75,8 @@ pub(crate) fn run_dir_and_key(
         .tempdir()
         .map_err(SetupError::RunDir)?;
     let key = match crate::keys::stable_key(signing_key)? {
-        Some(stable) => RunKey::save(run_dir.path(), stable),
-        None => RunKey::generate(run_dir.path()),
+        Some(stable) => RunKey::hold(stable),
+        None => RunKey::generate(),
     }
     .map_err(SetupError::RunKey)?;
     Ok((run_dir, key))
@@ -94,11 +97,8 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     let decider_args = decider_args(args);
     let ctx = run.cell_context(args, rows.as_ref(), &decider_args);
     let cells = run_cells(&ctx, args, &plan, jobs);
-    // The manifest is signed with the run's key; read it back before the file goes.
-    let signing_key = crate::keys::read_signing_key(run.key.path()).map_err(SetupError::from);
-    // The private key file is not needed any more, whatever happened.
-    run.key.delete().map_err(SetupError::DeleteKey)?;
-    let signing_key = signing_key?;
+    // The manifest is signed with the run's key, read back from where the workers read it.
+    let signing_key = crate::keys::read_signing_key(run.key.path()).map_err(SetupError::from)?;
     let cells = collect_cells(cells, &run.cancel)?;
     let environment = run.environment(args, jobs);
     let harness_errors = cells.iter().filter(|c| c.is_harness_error()).count();
@@ -108,15 +108,16 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     let results_path = write_results(args, &file)?;
     print_summary(&file, started.elapsed());
     if let Some(note) = run.backend.rate_limit_note() {
-        println!("{note}");
+        say!("{note}");
     }
-    println!("results: {}", results_path.display());
+    say!("results: {}", results_path.display());
     let verified = check_written(&results_path, &run.key.public());
-    publish(args, verified, &run, &results_path);
+    let site_failed = !publish(args, verified, &run, &results_path);
     Ok(RunOutcome {
         results_path,
         harness_errors,
         verified,
+        site_failed,
     })
 }
 
@@ -142,6 +143,7 @@ fn checked_plan(args: &RunArgs) -> Result<(matrix::Plan, usize), RunError> {
         error,
     })?;
     if !args.no_site {
+        site::check_out_dir(&args.site_out).map_err(RunError::SiteFolder)?;
         results::check_writable(&args.site_out).map_err(|error| RunError::SiteOut {
             dir: args.site_out.clone(),
             error,
@@ -359,30 +361,38 @@ fn write_results(args: &RunArgs, file: &ResultsFile) -> Result<PathBuf, RunError
 }
 
 /// After a written run: the site when the file verifies (unless `--no-site`), and the emulator
-/// kept serving with `--keep-emulator`.
-fn publish(args: &RunArgs, verified: bool, run: &Started, results_path: &Path) {
-    if !args.no_site {
-        if verified {
-            render_site(&args.out, &args.site_out);
-        } else {
-            eprintln!("site: not rendered, because the results file does not verify");
-        }
-    }
+/// kept serving with `--keep-emulator`. False when the site was to be rendered and could not be.
+fn publish(args: &RunArgs, verified: bool, run: &Started, results_path: &Path) -> bool {
+    let site_ok = site_after(args, verified);
     if args.keep_emulator {
         keep_serving(&run.backend, &run.run_id, results_path, &run.cancel);
     }
+    site_ok
+}
+
+/// The site after a written run, unless `--no-site`: rendered when the results verify, else
+/// not (and said so). False only when it was to be rendered and could not be.
+pub(crate) fn site_after(args: &RunArgs, verified: bool) -> bool {
+    if args.no_site {
+        return true;
+    }
+    if !verified {
+        eprintln!("site: not rendered, because the results do not verify");
+        return true;
+    }
+    render_site(&args.out, &args.site_out)
 }
 
 /// `--keep-emulator`: say where the run's emulator serves and how to reconcile against it, then
 /// keep it serving until Ctrl-C.
 fn keep_serving(backend: &Backend, run_id: &str, results: &std::path::Path, cancel: &AtomicBool) {
     let url = backend.base_url();
-    println!("emulator: serving the run's objects at {url} (emulator run {run_id}) until Ctrl-C");
-    println!(
+    say!("emulator: serving the run's objects at {url} (emulator run {run_id}) until Ctrl-C");
+    say!(
         "emulator: cell i's objects are read with the key {}",
         crate::keys::cell_read_key(run_id, 0).replace("cell000", "cellNNN")
     );
-    println!(
+    say!(
         "emulator: runner reconcile {} --base-url {url} --emulator-run {run_id}",
         results.display()
     );
@@ -392,7 +402,7 @@ fn keep_serving(backend: &Backend, run_id: &str, results: &std::path::Path, canc
 }
 
 fn print_summary(file: &ResultsFile, wall: Duration) {
-    println!(
+    say!(
         "{} cells in {:.1} s (wall), backend {}, decider {}",
         file.cells.len(),
         wall.as_secs_f64(),
@@ -405,7 +415,7 @@ fn print_summary(file: &ResultsFile, wall: Duration) {
                 v.map(|ms| format!("{:.2}s", ms as f64 / 1000.0))
                     .unwrap_or_else(|| "-".into())
             };
-            println!(
+            say!(
                 "  {column:<10} held {}/{}  answers {}/{}  proof {}/{}  median {} crash->settled ({} after restart){}",
                 s.held,
                 s.cells,
@@ -443,9 +453,10 @@ fn check_written(path: &Path, key: &ed25519_dalek::VerifyingKey) -> bool {
     };
     let report = verify::check::verify_results(&file, &verify::receipt::KeyCheck::Pinned(*key));
     if report.ok {
-        println!(
+        say!(
             "verify: ok ({} cells, {} receipts, signed by the run's key)",
-            report.cells, report.receipts
+            report.cells,
+            report.receipts
         );
         true
     } else {
@@ -457,10 +468,17 @@ fn check_written(path: &Path, key: &ed25519_dalek::VerifyingKey) -> bool {
     }
 }
 
-/// Renders the report site from the results directory and prints its index path.
-pub(crate) fn render_site(results_dir: &Path, out: &Path) {
+/// Renders the report site from the results directory and prints its index path; false (and
+/// why, on stderr) when it could not.
+pub(crate) fn render_site(results_dir: &Path, out: &Path) -> bool {
     match site::build(results_dir, out) {
-        Ok(report) => println!("site: {}", report.index.display()),
-        Err(e) => eprintln!("site: could not render the report: {e}"),
+        Ok(report) => {
+            say!("site: {}", report.index.display());
+            true
+        }
+        Err(e) => {
+            eprintln!("site: could not render the report: {e}");
+            false
+        }
     }
 }

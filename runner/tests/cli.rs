@@ -254,3 +254,94 @@ fn each_refusal_before_a_run_starts_is_its_exact_line() {
         assert_eq!(stderr, format!("runner: error: {want}\n"), "{args:?}");
     }
 }
+
+/// A pr_merge matrix (seconds, git only) into `out`, with `stdout` as given; its exit code and
+/// stderr.
+fn pr_merge_into(
+    out: &std::path::Path,
+    site: &std::path::Path,
+    stdout: Stdio,
+) -> (Option<i32>, String) {
+    let child = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["--scenario", "pr_merge", "--jobs", "2"])
+        .arg("--out")
+        .arg(out)
+        .arg("--site-out")
+        .arg(site)
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let done = child.wait_with_output().unwrap();
+    (
+        done.status.code(),
+        String::from_utf8_lossy(&done.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_site_that_cannot_be_rendered_fails_the_run_and_keeps_its_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    // A stray file the site cannot read, beside the results the run writes.
+    std::fs::write(out.join("stray.json"), "{}").unwrap();
+    let (code, stderr) = pr_merge_into(&out, &dir.path().join("site"), Stdio::null());
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("site: could not render the report"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the report site could not be rendered"),
+        "{stderr}"
+    );
+    assert!(out.join("pr_merge.json").is_file());
+}
+
+#[test]
+fn a_closed_standard_output_silences_the_run_not_its_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    // A pipe whose reading end is closed before the run writes its first line.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let (code, stderr) = pr_merge_into(&out, &dir.path().join("site"), Stdio::from(writer));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(out.join("pr_merge.json").is_file());
+    assert!(dir.path().join("site/index.html").is_file());
+}
+
+#[test]
+fn a_site_out_folder_that_holds_no_site_is_refused_before_any_cell_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("mine");
+    std::fs::create_dir(&site).unwrap();
+    std::fs::write(site.join("notes.txt"), "mine").unwrap();
+    for scenario in ["billing_credit", "pr_merge", "shared_cap"] {
+        let done = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .args(["--scenario", scenario, "--out"])
+            .arg(dir.path().join("out"))
+            .arg("--site-out")
+            .arg(&site)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert_eq!(done.status.code(), Some(2), "{scenario}: {stderr}");
+        assert!(
+            stderr.contains("--site-out: cannot build the site into")
+                && stderr.contains("holds files and no site"),
+            "{scenario}: {stderr}"
+        );
+        assert!(!dir
+            .path()
+            .join("out")
+            .join(format!("{scenario}.json"))
+            .exists());
+        assert_eq!(
+            std::fs::read_to_string(site.join("notes.txt")).unwrap(),
+            "mine"
+        );
+    }
+}

@@ -15,6 +15,17 @@ pub enum SiteError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// The output folder cannot take a site: the build would replace files that are not one.
+    #[error(
+        "cannot build the site into {path}: {why}; choose a new or empty folder, or one an \
+         earlier build wrote"
+    )]
+    NotASiteFolder {
+        /// The output folder asked for.
+        path: PathBuf,
+        /// Why it cannot take the site.
+        why: &'static str,
+    },
     /// The results directory holds no results file.
     #[error("no results file (*.json) in {0}")]
     NoResults(PathBuf),

@@ -31,6 +31,7 @@ pub mod shared_cap;
 pub mod verification;
 
 mod output;
+mod staging;
 
 pub use error::SiteError;
 pub use prose::ProseSource;
@@ -98,6 +99,12 @@ struct Rendered {
     withheld: Option<String>,
 }
 
+/// Whether a build may write into `out_dir` (a new or empty folder, or a site an earlier build
+/// wrote: a build replaces the whole folder); checked before a long run that ends in a build.
+pub fn check_out_dir(out_dir: &Path) -> Result<(), SiteError> {
+    staging::accepted(out_dir).map(|_| ())
+}
+
 /// Build with explicit options: every results file is read, verified and rendered before the
 /// output directory is touched; then the pages and data are written.
 pub fn build_with(
@@ -121,7 +128,11 @@ pub fn build_with(
     } = render_all(&results_files(results_dir)?, options, pinned.as_ref())?;
     one_folder_per_run(&caps)?;
     contracts_apart(&rendered, &caps, &contracts)?;
-    // Everything rendered: only now touch the output directory.
+    // Everything rendered: only now write, into a fresh folder that replaces the output folder
+    // once every page is in it.
+    let staging = staging::Staging::begin(out_dir)?;
+    let final_dir = staging.out_dir().to_path_buf();
+    let out_dir = staging.root();
     let mut pages = Vec::new();
     mkdir(out_dir)?;
     let data = out_dir.join("data");
@@ -149,9 +160,15 @@ pub fn build_with(
         pages::index(&reports, &cap_entries, &contract_entries)?.as_bytes(),
     )?;
     pages.insert(0, index.clone());
+    let built = staging.root().to_path_buf();
+    staging.commit()?;
+    let placed = |p: PathBuf| match p.strip_prefix(&built) {
+        Ok(rel) => final_dir.join(rel),
+        Err(_) => p,
+    };
     Ok(BuildReport {
-        index,
-        pages,
+        index: placed(index),
+        pages: pages.into_iter().map(placed).collect(),
         withheld,
     })
 }

@@ -142,16 +142,22 @@ fn a_repeated_matrix_renders_every_repeat() {
 }
 
 #[test]
-fn a_rebuild_drops_receipts_of_an_earlier_run_only() {
+fn a_rebuild_replaces_the_whole_site_folder() {
     let (out, _) = support::build_fixture_site();
     let receipts = out.path().join("billing_credit/receipts");
     let stale = receipts.join(format!("{}.html", "ab".repeat(32)));
-    let foreign = out.path().join("notes.txt");
+    let added = out.path().join("notes.txt");
     std::fs::write(&stale, "old").unwrap();
-    std::fs::write(&foreign, "keep").unwrap();
+    std::fs::write(&added, "added to the site folder").unwrap();
     site::build(&support::fixture_dir(), out.path()).unwrap();
     assert!(!stale.exists(), "a receipt page of another run is removed");
-    assert!(foreign.exists(), "files the site does not own are kept");
+    // The folder is the site's: a build replaces it whole (a folder holding no site is refused,
+    // see tests/whole_builds.rs).
+    assert!(
+        !added.exists(),
+        "a file added to a site folder does not survive a rebuild"
+    );
+    assert!(receipts.is_dir());
 }
 
 #[test]

@@ -101,4 +101,12 @@ fn find_commit_finds_a_merge_by_its_trailer_across_pages_and_not_beyond_max_page
             .unwrap(),
         None
     );
+    // A trailer is a whole line: `e-7` does not find `e-70`'s merge, nor `e-` either.
+    for prefix in ["Interlock-Effect: e-", "Interlock-Effect: e"] {
+        assert_eq!(
+            client.find_commit("main", prefix, 10).unwrap(),
+            None,
+            "{prefix}"
+        );
+    }
 }

@@ -53,7 +53,7 @@ pub(super) fn amounts_line(g: &verify::results::GroundTruth, clock_start: ClockS
 /// What verifying the written file found, on the terminal.
 pub(super) fn print_verified(report: &verify::nemesis::check::NemesisReport, signed: &str) {
     if report.ok {
-        println!(
+        say!(
             "verify: ok ({} trials, {} receipts, {signed})",
             report.trials.unwrap_or(0),
             report.receipts.unwrap_or(0)
@@ -83,8 +83,8 @@ pub(super) fn progress(total: usize) -> ProgressBar {
 /// The campaign's summary table: per nemesis and column, its trials, violations, under-credits
 /// and settle times.
 pub(super) fn print_summary(file: &NemesisFile, wall_s: f64) {
-    println!("{} trials in {wall_s:.1} s (wall)", file.trials.len());
-    println!(
+    say!("{} trials in {wall_s:.1} s (wall)", file.trials.len());
+    say!(
         "  {:<18} {:<10} {:>6} {:>10} {:>9} {:>6} {:>6} {:>9} {:>7} {:>7} {:>7}",
         "nemesis",
         "column",
@@ -106,7 +106,7 @@ pub(super) fn print_summary(file: &NemesisFile, wall_s: f64) {
             .filter(|t| t.nemesis == s.nemesis && t.column == s.column && t.under_credit())
             .count();
         let o = |v: Option<u64>| v.map_or("-".to_owned(), |x| x.to_string());
-        println!(
+        say!(
             "  {:<18} {:<10} {:>6} {:>10} {:>8.2}% {:>6} {:>6} {:>9} {:>7} {:>7} {:>7}{}",
             s.nemesis,
             s.column,

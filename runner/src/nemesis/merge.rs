@@ -43,7 +43,7 @@ pub fn merge_shards(args: &MergeArgs) -> Result<bool, MergeShardsError> {
         })?;
     drop(bytes);
     if let Some(plain) = replaced {
-        println!("{}", crate::results::replaced_line(&plain, &path));
+        say!("{}", crate::results::replaced_line(&plain, &path));
     }
     super::console::print_summary(&merged, wall.elapsed().as_secs_f64());
     let report = verify_nemesis_pinning(
@@ -59,7 +59,7 @@ pub fn merge_shards(args: &MergeArgs) -> Result<bool, MergeShardsError> {
             verify::fingerprint(&signing.verifying_key())
         ),
     );
-    println!("results: {}", path.display());
+    say!("results: {}", path.display());
     Ok(report.ok)
 }
 

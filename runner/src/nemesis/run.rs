@@ -151,9 +151,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome, NemesisRunE
         return Err(crate::run::Interrupted.into());
     }
     let trials = collect_trials(slots)?;
-    let signing = crate::keys::read_signing_key(s.key.path()).map_err(SetupError::from);
-    s.key.delete().map_err(SetupError::DeleteKey)?;
-    let signing = signing?;
+    let signing = crate::keys::read_signing_key(s.key.path()).map_err(SetupError::from)?;
     let summary = summarize(&plan, &trials);
     let mut file = NemesisFile {
         format: NEMESIS_FORMAT.into(),
@@ -173,7 +171,7 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome, NemesisRunE
         &verify::receipt::KeyCheck::Pinned(s.key.public()),
     );
     print_verified(&report, "signed by the run's key");
-    println!("results: {}", path.display());
+    say!("results: {}", path.display());
     Ok(NemesisOutcome {
         path,
         verified: report.ok,
@@ -382,7 +380,7 @@ fn write(args: &NemesisArgs<'_>, file: &NemesisFile) -> Result<PathBuf, NemesisR
             error,
         })?;
     if let Some(plain) = replaced {
-        println!("{}", crate::results::replaced_line(&plain, &path));
+        say!("{}", crate::results::replaced_line(&plain, &path));
     }
     Ok(path)
 }
@@ -427,7 +425,6 @@ pub fn replay(
             calibration: false,
         },
     )?;
-    s.key.delete().map_err(SetupError::DeleteKey)?;
     debug_assert_eq!(trial.id, trial_id(nemesis.as_str(), column.as_str(), seed));
     let kills: Vec<String> = trial
         .kills
@@ -439,7 +436,7 @@ pub fn replay(
             )
         })
         .collect();
-    println!(
+    say!(
         "trial {}{}: outage {}, faults {:?}, kills {:?}, outcome {}, case credits {} (want {}), violation {}, answer matches {}",
         trial.id,
         at.map(|a| format!(" at {a}")).unwrap_or_default(),
@@ -452,13 +449,13 @@ pub fn replay(
         trial.violation,
         trial.answer_matches
     );
-    println!(
+    say!(
         "clock start {clock_start}{}",
         outage_ms
             .map(|ms| format!(", outages of {ms} ms at least"))
             .unwrap_or_default()
     );
-    println!("{}", amounts_line(&trial.ground_truth, clock_start));
+    say!("{}", amounts_line(&trial.ground_truth, clock_start));
     Ok(!trial.is_harness_error())
 }
 

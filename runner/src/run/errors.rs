@@ -39,7 +39,7 @@ pub enum SetupError {
     /// The stable signing key could not be read.
     #[error(transparent)]
     Key(#[from] crate::keys::KeyError),
-    /// The run's key file could not be written.
+    /// The run's key could not be held in memory for its workers.
     #[error("cannot create the run's signing key")]
     RunKey(#[source] std::io::Error),
     /// The Ctrl-C / SIGTERM handler could not be installed.
@@ -51,9 +51,6 @@ pub enum SetupError {
     /// The runner's own binary (which the workers run) could not be found.
     #[error("cannot find the runner's own binary")]
     OwnBinary(#[source] std::io::Error),
-    /// The run's key file could not be deleted at the end.
-    #[error("cannot delete the run's private key file")]
-    DeleteKey(#[source] std::io::Error),
 }
 
 /// Why a billing_credit matrix run could not start or go on, or [`Interrupted`].
@@ -95,6 +92,9 @@ pub enum RunError {
         /// Why.
         error: std::io::Error,
     },
+    /// `--site-out` is a folder a site build would not replace (checked before any cell runs).
+    #[error("--site-out: {0}")]
+    SiteFolder(site::SiteError),
     /// A cell could not even open its case.
     #[error("the run could not continue: {0}")]
     CouldNotContinue(String),
@@ -131,8 +131,8 @@ mod tests {
     fn a_wrapped_cause_follows_its_context_on_the_one_line() {
         let cases: [(Box<dyn std::error::Error>, &str); 6] = [
             (
-                Box::new(RunError::from(SetupError::DeleteKey(io("gone")))),
-                "cannot delete the run's private key file: gone",
+                Box::new(RunError::from(SetupError::RunDir(io("gone")))),
+                "cannot create the run's temporary directory: gone",
             ),
             (
                 Box::new(RunError::Write {

@@ -62,7 +62,7 @@ mod tests {
         assert!(ScenarioError::from(SharedCapError::from(Interrupted)).is_interrupted());
         assert!(!ScenarioError::from(RunError::NoJobs).is_interrupted());
         assert!(
-            !ScenarioError::from(SharedCapError::from(SetupError::DeleteKey(
+            !ScenarioError::from(SharedCapError::from(SetupError::RunDir(
                 std::io::Error::other("gone")
             )))
             .is_interrupted()

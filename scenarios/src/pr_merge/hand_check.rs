@@ -1,12 +1,12 @@
 //! The `hand_check` column: the careful merge a good engineer writes by hand.
 //!
-//! Before every send, first run and restart alike:
+//! Before every send, first run and restart alike, in the order the scenario defines it:
 //! 1. look its own merge up: a commit on the base branch whose message carries the trailer
 //!    `Merge-Ticket: <repo>#<pull>` → `FOUND_BY_LOOKUP`;
-//! 2. the approval, re-read from `case.json`, is unrevoked, unexpired and names the pull
-//!    request → else `REFUSED:approval`;
-//! 3. re-read the pull request: still open and unmerged → else `REFUSED:already_merged` (or
+//! 2. re-read the pull request: still open and unmerged → else `REFUSED:already_merged` (or
 //!    `REFUSED:closed`); its head is still the reviewed one → else `REFUSED:head_moved`;
+//! 3. the approval, re-read from `case.json`, is unrevoked, unexpired and names the pull
+//!    request → else `REFUSED:approval`;
 //! 4. log `send`, merge with `sha = H` and the trailer, log `sent` → `MERGED`, or
 //!    `REFUSED_BY_SERVICE:<status>` when the service refused.
 //!
@@ -54,23 +54,14 @@ pub(crate) fn send(
     let found = client
         .find_commit(BASE, &needle, LOOKUP_PAGES)
         .map_err(MergeError::forge(format!("look up the merge of {ticket}")))?;
-    if let Some(c) = found {
-        log.step("lookup", json!({ "found": c.sha }))?;
+    log.step(
+        "lookup",
+        json!({ "found": found.as_ref().map(|c| c.sha.clone()) }),
+    )?;
+    fire(crash, CrashPoint::Lookup);
+    if found.is_some() {
         return Ok(FOUND_BY_LOOKUP.to_owned());
     }
-    log.step("lookup", json!({ "found": null }))?;
-    fire(crash, CrashPoint::Lookup);
-    // The approval, read afresh at this step: it may have been revoked since the case was read.
-    let approval = CaseFile::load(cell_dir)?.approval;
-    if !approval.covers(decision.pull, now_ms()) {
-        log.step(
-            "refused",
-            json!({ "why": "approval", "approval": approval }),
-        )?;
-        return Ok(REFUSED_APPROVAL.to_owned());
-    }
-    log.step("approval", json!({ "approval": approval.id }))?;
-    fire(crash, CrashPoint::Approval);
     let pull = client
         .pull(decision.pull)
         .map_err(MergeError::forge(format!(
@@ -95,6 +86,17 @@ pub(crate) fn send(
         json!({ "head": pull.head_sha, "state": pull.state }),
     )?;
     fire(crash, CrashPoint::Premises);
+    // The approval, read afresh at this step: it may have been revoked since the case was read.
+    let approval = CaseFile::load(cell_dir)?.approval;
+    if !approval.covers(decision.pull, now_ms()) {
+        log.step(
+            "refused",
+            json!({ "why": "approval", "approval": approval }),
+        )?;
+        return Ok(REFUSED_APPROVAL.to_owned());
+    }
+    log.step("approval", json!({ "approval": approval.id }))?;
+    fire(crash, CrashPoint::Approval);
     log.step("send", json!({ "sha": decision.sha }))?;
     fire(crash, CrashPoint::SendLogged);
     let status = match put_merge(

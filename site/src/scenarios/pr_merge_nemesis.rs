@@ -97,26 +97,26 @@ impl Views for PrMergeNemesis {
                 .join(", ")
         };
         let revoked = revoked_merges(v);
+        let revoked = if revoked.is_empty() {
+            "not run".to_owned()
+        } else {
+            revoked.join(", ")
+        };
         vec![
             format!(
-                "Within each column's assumptions, violations over fired trials: {}, as the \
-                 service's own guards make certain (it refuses a second merge and a moved head); \
-                 the columns differ where the service cannot help. With the approval revoked \
-                 mid-check, merges that went out anyway: {}. Wrong answers within assumptions: {}.",
+                "Within each column's assumptions, violations over fired trials: {}; wrong \
+                 answers: {}. The zeros are mostly the service's guards: it refuses a second \
+                 merge (405) and a merge whose sha is not the head (409), and no_check, which \
+                 sends no sha, has every push before its merge counted beyond its assumptions, \
+                 so its zero says nothing of the head. With the approval revoked while the \
+                 worker was paused before its send, merges that went out anyway: {revoked} \
+                 (these count pause steps, not time: see below).",
                 per(&|t| format!("{} of {}", t.violations_within, t.within)),
-                if revoked.is_empty() {
-                    "not run".to_owned()
-                } else {
-                    revoked.join(", ")
-                },
-                per(&|t| t.wrong_within.to_string())
+                per(&|t| t.wrong_within.to_string()),
             ),
-            "What those zeros measure: the service's own guards more than the columns. It \
-             refuses a second merge of a merged pull request (405) and a merge whose sha is not \
-             the head (409), and a push before no_check's merge is beyond its assumptions (it \
-             sends no sha), so within assumptions only a revoked approval could make a column \
-             break the invariant. The columns differ there, in their answers and in whether a \
-             record proves them."
+            "What those zeros measure: the service's own guards more than the columns. Within \
+             assumptions only a revoked approval could make a column break the invariant; the \
+             columns differ there, in their answers, and in whether a record proves them."
                 .to_owned(),
             distinct(v),
             format!(
@@ -135,15 +135,13 @@ impl Views for PrMergeNemesis {
             ),
             format!(
                 "Where the service's precondition cannot help: the approval. Revoked while the \
-                 worker was mid-check, merges that went out anyway: {}. The service knows \
-                 nothing of the approval, so native merges whenever the head is unchanged; \
-                 hand_check misses a revocation after its own check, and the gate one after \
-                 its check at DISPATCHED (both beyond their assumptions).",
-                if revoked.is_empty() {
-                    "not run".to_owned()
-                } else {
-                    revoked.join(", ")
-                }
+                 worker was paused at a step before its send, merges that went out anyway: \
+                 {revoked}. These count steps, not time: a pause at a given step always ends the \
+                 same way, so a column's figure is the share of its drawn pause steps that come \
+                 after its last read of the approval ({}). The service knows nothing of the \
+                 approval; hand_check reads it after its premise read, the gate at its check \
+                 before DISPATCHED; a revocation after that read is beyond their assumptions.",
+                steps_after_last_read()
             ),
             format!(
                 "Trials in which a case merged the pull request twice: {}. The service keeps the \
@@ -231,7 +229,8 @@ impl Views for PrMergeNemesis {
 }
 
 /// What a held merge request can do here (no second merge: the service merges a pull request
-/// once), with the held nemeses' figures per column from the verified summary.
+/// once; but a held merge that lands while a restart checks and sends can make its answer
+/// wrong), with the held nemeses' figures per column from the verified summary.
 fn held_note(v: &Verified<PrMergeNemesis>) -> String {
     let held: Vec<String> = ["kill_while_held", "held_beyond_bound"]
         .iter()
@@ -251,12 +250,14 @@ fn held_note(v: &Verified<PrMergeNemesis>) -> String {
         return "No nemesis held a merge request in this campaign.".into();
     }
     format!(
-        "A held merge request cannot make a second merge here, inside the bound or past it: a \
-         restart's request either merges first, and the held one is then refused (405), or comes \
-         after the held one landed and is refused or finds it. Unlike a credit, a merge cannot \
-         land twice, so the in-flight bound the gate waits out before its lookup guards against \
-         nothing the service does not already refuse; it would matter for a service that applies \
-         a held request beside a resent one. Held trials: {}.",
+        "A held merge request cannot make a second merge here: the service merges a pull request \
+         once. What it can break is the answer: a held merge that lands after a restart's lookup \
+         and before its send (the restart's merge is then refused 405), or between its lookup \
+         and its read of the pull request (it reads \"already merged\" and takes the merge for \
+         someone else's), leaves an answer the repository contradicts. A restart that waits out \
+         the declared in-flight bound before it looks up (the gate) cannot meet a merge that is \
+         still held; one that does not can, inside the bound. kill_while_held draws short holds \
+         as often as long ones for that reason. Held trials: {}.",
         held.join("; ")
     )
 }
@@ -294,4 +295,32 @@ fn revoked_merges(v: &Verified<PrMergeNemesis>) -> Vec<String> {
             ))
         })
         .collect()
+}
+
+/// Per column, the pause steps after its last read of the approval, of all its pause steps (from
+/// verify's step tables).
+fn steps_after_last_read() -> String {
+    use verify::scenarios::pr_merge_nemesis::{pause_steps, reads_approval_after};
+    verify::scenarios::pr_merge::COLUMNS
+        .iter()
+        .map(|column| {
+            let steps = pause_steps(column);
+            let after: Vec<&str> = steps
+                .iter()
+                .copied()
+                .filter(|s| !reads_approval_after(column, s))
+                .collect();
+            format!(
+                "{column} {} of {} steps{}",
+                after.len(),
+                steps.len(),
+                if after.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", after.join(", "))
+                }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }

@@ -39,6 +39,9 @@ pub enum NotifyRunError {
         /// What failed.
         error: std::io::Error,
     },
+    /// `--site-out` is a folder a site build would not replace (checked before any cell runs).
+    #[error("--site-out: {0}")]
+    SiteFolder(#[source] site::SiteError),
     /// A cell could not even open its case.
     #[error("the run could not go on: {0}")]
     CouldNotContinue(String),

@@ -38,7 +38,7 @@ fn environment(key: &RunKey, repeat: u32) -> BTreeMap<String, String> {
 }
 
 /// Signs and writes `DIR/notify.json`, then checks it pinned to the run's key (and renders the
-/// site unless `--no-site`).
+/// site when it verifies, unless `--no-site`).
 pub(super) fn finish(
     args: &crate::cli::RunArgs,
     key: &RunKey,
@@ -49,7 +49,6 @@ pub(super) fn finish(
     let signing_key = crate::keys::read_signing_key(key.path()).map_err(SetupError::from)?;
     let public = key.public();
     let environment = environment(key, params.repeats);
-    key.delete().map_err(SetupError::DeleteKey)?;
     let judged: Vec<_> = cells
         .iter()
         .filter_map(|c| Rules::stated(c).map(|j| (c, j)))
@@ -83,37 +82,31 @@ pub(super) fn finish(
         .iter()
         .filter(|c| !contract::judged::<Rules>(c))
         .count();
-    println!(
+    say!(
         "{} cells in {:.1} s (wall), mail server postfix, Stripe emulator, decider policy, \
          {harness_errors} harness error(s)",
         file.cells.len(),
         started.elapsed().as_secs_f64()
     );
-    println!("results: {}", path.display());
-    let verified = check(args, file, public);
+    say!("results: {}", path.display());
+    let verified = check(file, public);
     Ok(RunOutcome {
         harness_errors,
         results_path: path,
+        site_failed: !crate::run::site_after(args, verified),
         verified,
     })
 }
 
-/// Checks the written file pinned to the run's key; renders the site when it verifies.
-fn check(
-    args: &crate::cli::RunArgs,
-    file: ScenarioFile<Rules>,
-    public: ed25519_dalek::VerifyingKey,
-) -> bool {
+/// Checks the written file pinned to the run's key.
+fn check(file: ScenarioFile<Rules>, public: ed25519_dalek::VerifyingKey) -> bool {
     match contract::check(file, &verify::receipt::KeyCheck::Pinned(public)) {
         Ok(v) => {
-            println!(
+            say!(
                 "verify: ok ({} cells, {} receipts, signed by the run's key)",
                 v.report().cells,
                 v.report().receipts
             );
-            if !args.no_site {
-                crate::run::render_site(&args.out, &args.site_out);
-            }
             true
         }
         Err(report) => {

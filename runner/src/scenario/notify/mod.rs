@@ -86,6 +86,9 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome, NotifyRunError> {
         dir: args.out.clone(),
         error,
     })?;
+    if !args.no_site {
+        site::check_out_dir(&args.site_out).map_err(NotifyRunError::SiteFolder)?;
+    }
     let started = Instant::now();
     let (run_dir, key) =
         crate::run::run_dir_and_key("interlock-notify-", args.signing_key.as_deref())?;

@@ -34,6 +34,9 @@ pub enum PrMergeError {
         /// What failed.
         error: std::io::Error,
     },
+    /// `--site-out` is a folder a site build would not replace (checked before any cell runs).
+    #[error("--site-out: {0}")]
+    SiteFolder(site::SiteError),
     /// A cell could not even open its case.
     #[error("the run could not go on: {0}")]
     CouldNotContinue(String),

@@ -28,7 +28,8 @@ use verify::scenarios::pr_merge::{plan, Cell, Params, PrMerge as Rules};
 /// receiving it (a git merge-tree, commit-tree and update-ref under the repository's lock); only
 /// an injected hold keeps one longer, and the matrix injects none. The gate trusts a "not
 /// found" only this long after it found the sender's claim free.
-pub const FORGE_MAX_IN_FLIGHT: Duration = Duration::from_millis(2_000);
+pub const FORGE_MAX_IN_FLIGHT: Duration =
+    Duration::from_millis(verify::scenarios::pr_merge::DECLARED_MAX_IN_FLIGHT_MS);
 /// The forge client's request timeout.
 pub const FORGE_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// The backend's name in the results' environment.
@@ -115,6 +116,9 @@ pub(crate) fn run_plan<S: Scenario>(
         dir: args.out.clone(),
         error,
     })?;
+    if !args.no_site {
+        site::check_out_dir(&args.site_out).map_err(PrMergeError::SiteFolder)?;
+    }
     let started = Instant::now();
     let (run_dir, key) =
         crate::run::run_dir_and_key("interlock-pr-merge-", args.signing_key.as_deref())?;
@@ -206,7 +210,6 @@ pub(crate) fn run_plan<S: Scenario>(
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
-    key.delete().map_err(SetupError::DeleteKey)?;
     let judged: Vec<(&S::Cell, &S::Judgement)> = cells
         .iter()
         .filter_map(|c| S::stated(c).map(|j| (c, j)))
@@ -240,23 +243,20 @@ pub(crate) fn run_plan<S: Scenario>(
         .iter()
         .filter(|c| !verify::contract::judged::<S>(c))
         .count();
-    println!(
+    say!(
         "{} cells in {:.1} s (wall), backend {BACKEND}, decider policy, {harness_errors} harness \
          error(s)",
         file.cells.len(),
         started.elapsed().as_secs_f64()
     );
-    println!("results: {}", path.display());
+    say!("results: {}", path.display());
     let verified = match verify::contract::check(file, &verify::receipt::KeyCheck::Pinned(public)) {
         Ok(v) => {
-            println!(
+            say!(
                 "verify: ok ({} cells, {} receipts, signed by the run's key)",
                 v.report().cells,
                 v.report().receipts
             );
-            if !args.no_site {
-                crate::run::render_site(&args.out, &args.site_out);
-            }
             true
         }
         Err(report) => {
@@ -270,6 +270,7 @@ pub(crate) fn run_plan<S: Scenario>(
     Ok(RunOutcome {
         harness_errors,
         results_path: path,
+        site_failed: !crate::run::site_after(args, verified),
         verified,
     })
 }

@@ -31,6 +31,9 @@ pub enum SharedCapError {
         /// Why.
         error: std::io::Error,
     },
+    /// `--site-out` is a folder a site build would not replace.
+    #[error("--site-out: {0}")]
+    SiteFolder(site::SiteError),
     /// `--site-out` cannot be written.
     #[error(
         "--site-out {}: cannot write the report there: {error}; pass a directory you can \

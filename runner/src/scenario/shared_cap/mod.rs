@@ -99,6 +99,7 @@ fn checked_plan(args: &RunArgs) -> Result<(Vec<PlannedCell>, usize), SharedCapEr
         error,
     })?;
     if !args.no_site {
+        site::check_out_dir(&args.site_out).map_err(SharedCapError::SiteFolder)?;
         crate::results::check_writable(&args.site_out).map_err(|error| {
             SharedCapError::SiteOut {
                 dir: args.site_out.clone(),
@@ -233,7 +234,6 @@ impl Setup {
         drop(self.hosts);
         let signing_key = crate::keys::read_signing_key(self.key.path()).map_err(SetupError::from);
         let public = self.key.public();
-        self.key.delete().map_err(SetupError::DeleteKey)?;
         Ok((signing_key?, public))
     }
 }
@@ -291,11 +291,12 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome, SharedCapError> {
     drop(signing_key);
     print_summary(&file, started.elapsed());
     let path = args.out.join(results_file(&file.environment));
-    println!("results: {}", path.display());
-    let verified = check_written(args, &file, &public);
+    say!("results: {}", path.display());
+    let verified = check_written(&file, &public);
     Ok(RunOutcome {
         harness_errors: file.cells.iter().filter(|c| !c.judged()).count(),
         results_path: path,
+        site_failed: !crate::run::site_after(args, verified),
         verified,
     })
 }
@@ -367,18 +368,14 @@ fn write_signed(
     Ok(file)
 }
 
-/// Checks the written file with verify's rules against the run's key, prints the verdict, and
-/// renders the site when it holds (unless `--no-site`).
-fn check_written(args: &RunArgs, file: &CapResults, key: &ed25519_dalek::VerifyingKey) -> bool {
+/// Checks the written file with verify's rules against the run's key and prints the verdict.
+fn check_written(file: &CapResults, key: &ed25519_dalek::VerifyingKey) -> bool {
     let report = check(file, &verify::receipt::KeyCheck::Pinned(*key));
     if report.ok {
-        println!(
+        say!(
             "verify: ok ({} cells, signed by the run's key)",
             report.cells
         );
-        if !args.no_site {
-            crate::run::render_site(&args.out, &args.site_out);
-        }
     } else {
         eprintln!("verify: the results file does NOT verify:");
         for f in report.findings.iter().take(10) {
@@ -407,14 +404,14 @@ pub(crate) fn cell_line(c: &verify::shared_cap::record::CapCell) -> String {
 }
 
 fn print_summary(file: &CapResults, wall: Duration) {
-    println!(
+    say!(
         "{} cells in {:.1} s (wall), backend {}, decider policy",
         file.cells.len(),
         wall.as_secs_f64(),
         file.environment.backend
     );
     for s in &file.summary {
-        println!(
+        say!(
             "  {:<10} held {}/{}  a killed {}  over the cap {}  answers {}/{}  proof {}/{} tickets{}",
             s.column,
             s.held,

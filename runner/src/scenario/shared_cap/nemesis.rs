@@ -127,12 +127,13 @@ pub fn run(args: &RunArgs, list: &str) -> Result<RunOutcome, SharedCapError> {
     drop(signing_key);
     let path = write(args, &file)?;
     print_summary(&file, started.elapsed());
-    println!("results: {}", path.display());
+    say!("results: {}", path.display());
     let verified = check_written(&file, &public);
     Ok(RunOutcome {
         harness_errors: file.trials.iter().filter(|t| !t.cell.judged()).count(),
         results_path: path,
         verified,
+        site_failed: false,
     })
 }
 
@@ -187,7 +188,7 @@ fn write(args: &RunArgs, file: &CapNemesisFile) -> Result<std::path::PathBuf, Sh
             error,
         })?;
     if let Some(plain) = replaced {
-        println!("{}", crate::results::replaced_line(&plain, &path));
+        say!("{}", crate::results::replaced_line(&plain, &path));
     }
     Ok(path)
 }
@@ -196,7 +197,7 @@ fn write(args: &RunArgs, file: &CapNemesisFile) -> Result<std::path::PathBuf, Sh
 fn check_written(file: &CapNemesisFile, public: &ed25519_dalek::VerifyingKey) -> bool {
     let report = check(file, &KeyCheck::Pinned(*public));
     if report.ok {
-        println!(
+        say!(
             "verify: ok ({} trials, signed by the run's key)",
             report.trials
         );
@@ -210,14 +211,14 @@ fn check_written(file: &CapNemesisFile, public: &ed25519_dalek::VerifyingKey) ->
 }
 
 fn print_summary(file: &CapNemesisFile, wall: std::time::Duration) {
-    println!(
+    say!(
         "{} trials in {:.1} s (wall), backend {}, decider policy",
         file.trials.len(),
         wall.as_secs_f64(),
         file.environment.backend
     );
     for s in &file.summary {
-        println!(
+        say!(
             "  {:<12} {:<10} held {}/{}  every kill landed {}  over the cap {}  answers {}/{}{}",
             s.nemesis,
             s.column,

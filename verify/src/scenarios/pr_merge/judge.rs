@@ -163,10 +163,59 @@ fn consistent(cell: &Cell) -> Vec<Finding> {
     out
 }
 
+/// The in-flight bound the forge declares, ms: how late a merge request that left its client can
+/// still land. A gate's recovery may trust a lookup's "not found" only once this much time has
+/// passed since it found the sender's claim free.
+pub const DECLARED_MAX_IN_FLIGHT_MS: u64 = 2_000;
+
+/// Whether a settling entry rests on a lookup's "not found" (trusted only after the in-flight
+/// bound): a merge resent by recovery, or a recovery's refusal for a changed premise or a revoked
+/// approval (a tier-2 recovery refuses only once its lookup has not found the merge).
+fn rests_on_not_found(entry: &serde_json::Value) -> bool {
+    let text = |k: &str| entry.get(k).and_then(serde_json::Value::as_str);
+    match text("kind") {
+        Some("COMMITTED") => text("via") == Some("recovery-reapply"),
+        Some("REFUSED") => matches!(
+            text("code"),
+            Some("stale_premise_at_recovery" | "lease_at_recovery")
+        ),
+        _ => false,
+    }
+}
+
+/// An entry resting on a lookup's "not found" must state the bound it waited and the instant it
+/// counted from, and the bound must be at least the forge's declared one (verify-core checks it
+/// was waited): a gate configured with a shorter bound, or none, trusted a lookup too early.
+fn bound_findings(i: usize, entry: &serde_json::Value) -> Option<Finding> {
+    if !rests_on_not_found(entry) {
+        return None;
+    }
+    let bound = entry
+        .get("assumed_max_in_flight_ms")
+        .and_then(serde_json::Value::as_u64);
+    let counted = entry
+        .get("counted_from_ms")
+        .and_then(serde_json::Value::as_u64);
+    let problem = match (bound, counted) {
+        (None, _) | (_, None) => "states no in-flight bound or no instant it counted from".into(),
+        (Some(b), Some(_)) if b < DECLARED_MAX_IN_FLIGHT_MS => format!(
+            "rests on an in-flight bound of {b} ms, shorter than the forge's declared \
+             {DECLARED_MAX_IN_FLIGHT_MS} ms"
+        ),
+        _ => return None,
+    };
+    Some(Finding::new(
+        format!("ticket.receipt.entries[{i}]"),
+        crate::finding::code::GROUND_TRUTH_INCONSISTENT,
+        format!("a settling entry that trusted a lookup's \"not found\" {problem}"),
+    ))
+}
+
 /// What a gated ticket's receipt says of the merge, held to the repository: the head its
 /// proposal and dispatch name is the reviewed head, and a merge commit its COMMITTED entry names
 /// is one of the case's merges on the base branch (a receipt of another merge, or of another
-/// head, would verify on its own).
+/// head, would verify on its own); an entry that trusted a lookup's "not found" rests on the
+/// forge's declared in-flight bound ([`DECLARED_MAX_IN_FLIGHT_MS`]).
 pub fn receipt_findings(truth: &RepoTruth, ticket: &TicketRecord) -> Vec<Finding> {
     let Some(bundle) = &ticket.receipt else {
         return Vec::new();
@@ -177,6 +226,7 @@ pub fn receipt_findings(truth: &RepoTruth, ticket: &TicketRecord) -> Vec<Finding
         .filter_map(|i| truth.updates.get(i).map(|u| u.commit.as_str()))
         .collect();
     for (i, e) in bundle.entries.iter().enumerate() {
+        out.extend(bound_findings(i, e));
         let kind = e.get("kind").and_then(serde_json::Value::as_str);
         let sha = e
             .get("effect")

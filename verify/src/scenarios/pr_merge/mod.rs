@@ -14,7 +14,7 @@ mod summary;
 
 pub use judge::{
     judge, judgement, merged_state_violation, receipt_findings, says_merged_by_other,
-    status_says_merged, want, Judgement, ALREADY_MERGED, MERGED,
+    status_says_merged, want, Judgement, ALREADY_MERGED, DECLARED_MAX_IN_FLIGHT_MS, MERGED,
 };
 pub use plan::{plan, Params, Planned, COLUMNS, CRASH_POINTS, OUTAGES};
 pub use record::{Branch, Cell, RefUpdate, RepoTruth, TicketRecord, WorkerExit, RESTART_FAILED};

@@ -293,3 +293,49 @@ fn a_plan_larger_than_the_file_is_refused_before_it_is_built() {
     );
     assert_eq!(plan(&Params::default(), 32).map(|p| p.len()), Ok(32));
 }
+
+#[test]
+fn an_entry_that_trusted_a_not_found_must_rest_on_the_forges_declared_bound() {
+    let truth = RepoTruth {
+        reviewed_head: H.into(),
+        updates: vec![merge("m1", H)],
+        outage_merge: None,
+    };
+    let with = |entry: serde_json::Value| {
+        let mut t = cell("none", "REAPPLIED_AFTER_QUERY", vec![], None).ticket;
+        t.receipt = Some(crate::entry::ReceiptBundle {
+            format: crate::entry::RECEIPT_FORMAT.into(),
+            effect_id: "e".repeat(64),
+            entries: vec![entry],
+            head: None,
+        });
+        receipt_findings(&truth, &t)
+    };
+    let reapplied = |bound: Option<u64>| {
+        let mut e = serde_json::json!({
+            "kind": "COMMITTED", "via": "recovery-reapply",
+            "evidence": { "merge_commit": "m1" }, "counted_from_ms": 5,
+        });
+        if let (Some(b), Some(m)) = (bound, e.as_object_mut()) {
+            m.insert("assumed_max_in_flight_ms".into(), b.into());
+        }
+        e
+    };
+    assert!(with(reapplied(Some(DECLARED_MAX_IN_FLIGHT_MS))).is_empty());
+    for bad in [None, Some(0), Some(1), Some(DECLARED_MAX_IN_FLIGHT_MS - 1)] {
+        let found = with(reapplied(bad));
+        assert_eq!(found.len(), 1, "{bad:?}: {found:?}");
+    }
+    // A refusal at recovery rests on the lookup too; one that read the service's own answer does
+    // not, nor does a merge found by the lookup.
+    let refused = serde_json::json!({ "kind": "REFUSED", "code": "stale_premise_at_recovery" });
+    assert_eq!(with(refused).len(), 1);
+    for fine in [
+        serde_json::json!({ "kind": "REFUSED", "code": "target_failed_at_recovery" }),
+        serde_json::json!({
+            "kind": "COMMITTED", "via": "recovery-query", "evidence": { "merge_commit": "m1" },
+        }),
+    ] {
+        assert!(with(fine.clone()).is_empty(), "{fine}");
+    }
+}

@@ -50,12 +50,12 @@ pub fn revoked_at(cell: &Cell) -> Option<&str> {
 }
 
 /// Whether `column` reads the approval again after passing `step`, before its merge request:
-/// `hand_check` re-reads it at its approval check (after its lookup), the gate checks its lease
-/// at DISPATCHED (and at PROPOSED and AUTHORIZED before it); `no_check` and `native` never read
-/// it.
+/// `hand_check` re-reads it at its approval check (after its lookup and its premise read), the
+/// gate checks its lease at DISPATCHED (and at PROPOSED and AUTHORIZED before it); `no_check`
+/// and `native` never read it.
 pub fn reads_approval_after(column: &str, step: &str) -> bool {
     match column {
-        "hand_check" => matches!(step, "decision_saved" | "lookup"),
+        "hand_check" => matches!(step, "decision_saved" | "lookup" | "premises"),
         "interlock" => matches!(step, "decision_saved" | "proposed" | "authorized"),
         _ => false,
     }

@@ -11,7 +11,8 @@ use sha2::{Digest, Sha256};
 /// * `kill_restart`: killed before or after its merge request, then its restart killed at a
 ///   drawn step of the restart;
 /// * `kill_while_held`: the service holds the merge request (inside the declared in-flight
-///   bound) and the worker is SIGKILLed while it is held; an outage drawn;
+///   bound, short holds as often as long ones: [`held_within`]) and the worker is SIGKILLed
+///   while it is held; an outage drawn;
 /// * `drop_answer`: the merge lands and its connection closes without an answer;
 /// * `fail_after_commit`: the merge lands and is answered 500;
 /// * `push_mid_check`: the worker paused at a drawn step before its send while a person pushes
@@ -37,7 +38,14 @@ pub const HELD_STEP: &str = "request_held";
 
 /// The declared in-flight bound of the forge, ms (the runner states it with its
 /// justification; a hold past it is beyond every column's assumptions).
-pub const FORGE_MAX_IN_FLIGHT_MS: u64 = 2_000;
+pub const FORGE_MAX_IN_FLIGHT_MS: u64 = crate::scenarios::pr_merge::DECLARED_MAX_IN_FLIGHT_MS;
+
+/// A hold inside the bound for `kill_while_held`, from a draw `x` in `0..1000`: `1 + x²·(bound −
+/// 2)/10⁶` ms, so short holds (the ones that land while a restart checks and sends: under 50 ms
+/// for about one trial in six) are drawn as often as long ones, and none reaches the bound.
+pub fn held_within(x: u64) -> u64 {
+    1 + x.min(999).pow(2) * (FORGE_MAX_IN_FLIGHT_MS - 2) / 1_000_000
+}
 
 /// Every step a column's first worker passes, in order.
 pub fn first_steps(column: &str) -> &'static [&'static str] {
@@ -46,8 +54,8 @@ pub fn first_steps(column: &str) -> &'static [&'static str] {
         "hand_check" => &[
             "decision_saved",
             "lookup",
-            "approval",
             "premises",
+            "approval",
             "send_logged",
             "before_send",
             "after_send",
@@ -75,8 +83,8 @@ pub fn restart_steps(column: &str) -> &'static [&'static str] {
         "no_check" | "native" => &["before_send", "after_send"],
         "hand_check" => &[
             "lookup",
-            "approval",
             "premises",
+            "approval",
             "send_logged",
             "before_send",
             "after_send",
@@ -101,8 +109,8 @@ pub fn pause_steps(column: &str) -> &'static [&'static str] {
         "hand_check" => &[
             "decision_saved",
             "lookup",
-            "approval",
             "premises",
+            "approval",
             "send_logged",
         ],
         "interlock" => &["decision_saved", "proposed", "authorized", "dispatched"],
@@ -208,7 +216,7 @@ pub fn draw(seed: u64, nemesis: &str, column: &str, index: u32) -> Draw {
         }
         "kill_while_held" => {
             d.kill_at = Some(HELD_STEP.into());
-            d.hold_ms = Some(500 + r(1, 1_001));
+            d.hold_ms = Some(held_within(r(1, 1_000)));
             d.outage = any_outage;
         }
         "held_beyond_bound" => {

@@ -175,7 +175,8 @@ fn the_summary_counts_fired_trials_within_and_beyond_and_the_rest_apart() {
 fn a_revocation_mid_check_wants_no_merge_and_is_beyond_a_column_that_read_the_approval_before() {
     for (column, step, within) in [
         ("hand_check", "lookup", true),
-        ("hand_check", "premises", false),
+        ("hand_check", "premises", true),
+        ("hand_check", "approval", false),
         ("interlock", "authorized", true),
         ("interlock", "dispatched", false),
         ("native", "decision_saved", false),
@@ -223,4 +224,16 @@ fn a_push_after_no_checks_own_merge_changed_nothing_it_rested_on() {
     assert_eq!(beyond(&c), None, "the push came after the merge");
     c.truth.updates.insert(0, push);
     assert!(beyond(&c).is_some(), "the push came before the merge");
+}
+
+#[test]
+fn held_within_draws_short_holds_often_and_never_reaches_the_bound() {
+    assert_eq!(held_within(0), 1);
+    assert!(held_within(999) < FORGE_MAX_IN_FLIGHT_MS);
+    assert!(held_within(5_000) < FORGE_MAX_IN_FLIGHT_MS);
+    let short = (0..1000).filter(|&x| held_within(x) < 50).count();
+    assert!(
+        (100..250).contains(&short),
+        "{short} of 1000 draws under 50 ms"
+    );
 }

@@ -1,0 +1,87 @@
+//! A site is built whole: a rebuild leaves no page of an earlier build, a failed build leaves the
+//! previous site as it was, and a folder holding anything but a site is refused untouched.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use ed25519_dalek::SigningKey;
+use site::{build, SiteError};
+use std::path::Path;
+
+/// A results directory holding one genuine pr_merge file.
+fn results() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let file = synthetic::pr_merge::signed_file(&SigningKey::from_bytes(&[31; 32]));
+    std::fs::write(
+        dir.path().join("pr_merge.json"),
+        serde_json::to_vec(&file).unwrap(),
+    )
+    .unwrap();
+    dir
+}
+
+/// Every file under `dir`, as paths relative to it, sorted.
+fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_rebuild_leaves_no_page_of_an_earlier_build() {
+    let data = results();
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("public");
+    build(data.path(), &out).unwrap();
+    let first = tree(&out);
+    // A page an earlier build wrote that this one does not (another scenario, another run).
+    std::fs::create_dir_all(out.join("old_scenario")).unwrap();
+    std::fs::write(out.join("old_scenario/index.html"), "stale").unwrap();
+    let report = build(data.path(), &out).unwrap();
+    assert_eq!(tree(&out), first);
+    assert!(report.index.ends_with("public/index.html"), "{report:?}");
+    assert!(report.index.is_file());
+    // Nothing of the build is left beside the folder.
+    let beside: Vec<_> = std::fs::read_dir(root.path()).unwrap().flatten().collect();
+    assert_eq!(beside.len(), 1, "{beside:?}");
+}
+
+#[test]
+fn a_failed_build_leaves_the_previous_site_as_it_was() {
+    let data = results();
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("public");
+    build(data.path(), &out).unwrap();
+    let before = tree(&out);
+    let index = std::fs::read(out.join("index.html")).unwrap();
+    // A file that fails verification: the build stops before it writes anything.
+    std::fs::write(data.path().join("stray.json"), "{}").unwrap();
+    assert!(build(data.path(), &out).is_err());
+    assert_eq!(tree(&out), before);
+    assert_eq!(std::fs::read(out.join("index.html")).unwrap(), index);
+    let beside: Vec<_> = std::fs::read_dir(root.path()).unwrap().flatten().collect();
+    assert_eq!(beside.len(), 1, "{beside:?}");
+}
+
+#[test]
+fn a_folder_holding_something_else_is_refused_and_left_untouched() {
+    let data = results();
+    let out = tempfile::tempdir().unwrap();
+    std::fs::write(out.path().join("notes.txt"), "mine").unwrap();
+    let e = build(data.path(), out.path()).unwrap_err();
+    assert!(matches!(e, SiteError::NotASiteFolder { .. }), "{e}");
+    assert!(
+        e.to_string().contains("choose a new or empty folder"),
+        "{e}"
+    );
+    assert_eq!(tree(out.path()), vec!["notes.txt".to_owned()]);
+}
