@@ -293,3 +293,63 @@ fn the_campaign_workflow_runs_shards_as_a_matrix_then_merges_verifies_and_attest
         Some("campaign/nemesis/billing_credit.json.gz")
     );
 }
+
+/// Whether any string anywhere under `doc` names a secret (`secrets.`).
+fn names_a_secret(doc: &Yaml) -> bool {
+    match doc {
+        Yaml::String(s) => s.contains("secrets."),
+        Yaml::Hash(h) => h
+            .iter()
+            .any(|(k, v)| names_a_secret(k) || names_a_secret(v)),
+        Yaml::Array(a) => a.iter().any(names_a_secret),
+        _ => false,
+    }
+}
+
+/// Every job that reads a secret, and why it is not guarded: it must run in the `signing`
+/// environment (whose deployment rule admits only `main`) and only on `refs/heads/main` (an `if:`
+/// that holds whatever the repository's settings).
+fn unguarded_secret_jobs(name: &str, doc: &Yaml) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(jobs) = doc["jobs"].as_hash() else {
+        return out;
+    };
+    for (id, job) in jobs {
+        if !names_a_secret(job) {
+            continue;
+        }
+        let id = id.as_str().unwrap_or("?");
+        let env = job["environment"]
+            .as_str()
+            .or_else(|| job["environment"]["name"].as_str());
+        if env != Some("signing") {
+            out.push(format!(
+                "{name}: job {id} reads a secret outside the signing environment"
+            ));
+        }
+        let on_main = job["if"]
+            .as_str()
+            .is_some_and(|c| c.replace(' ', "").contains("github.ref=='refs/heads/main'"));
+        if !on_main {
+            out.push(format!(
+                "{name}: job {id} reads a secret without `if: github.ref == 'refs/heads/main'`"
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_job_that_reads_a_secret_runs_only_on_main_in_the_signing_environment() {
+    let mut problems = Vec::new();
+    for (name, doc) in workflows() {
+        problems.extend(unguarded_secret_jobs(&name, &doc));
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+    // The checker catches a job that reads one without either guard.
+    let bad = parse(
+        "bad.yml",
+        "jobs:\n  run:\n    runs-on: x\n    steps:\n      - run: echo\n        env:\n          K: ${{ secrets.K }}\n",
+    );
+    assert_eq!(unguarded_secret_jobs("bad.yml", &bad).len(), 2);
+}

@@ -256,8 +256,10 @@ fn held_note(v: &Verified<PrMergeNemesis>) -> String {
          and its read of the pull request (it reads \"already merged\" and takes the merge for \
          someone else's), leaves an answer the repository contradicts. A restart that waits out \
          the declared in-flight bound before it looks up (the gate) cannot meet a merge that is \
-         still held; one that does not can, inside the bound. kill_while_held draws short holds \
-         as often as long ones for that reason. Held trials: {}.",
+         still held. One that does not wait meets it only if the merge lands in that window, a \
+         few milliseconds wide; kill_while_held draws short holds as often as long ones so that \
+         some land near it, and its trials are samples, not a search: a count of zero below \
+         does not show the window closed. Held trials: {}.",
         held.join("; ")
     )
 }
