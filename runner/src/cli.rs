@@ -95,6 +95,9 @@ pub enum Internal {
     /// A pr_merge worker process started by the runner (not for direct use).
     #[command(hide = true)]
     MergeWorker(Box<crate::scenario::pr_merge::worker::MergeWorkerArgs>),
+    /// A notify worker process started by the runner (not for direct use).
+    #[command(hide = true)]
+    NotifyWorker(Box<crate::scenario::notify::worker::NotifyWorkerArgs>),
     /// Re-read every Stripe object a results file names and compare it with the file.
     #[command(long_about = RECONCILE_ABOUT, after_help = RECONCILE_AFTER_HELP)]
     Reconcile(ReconcileArgs),

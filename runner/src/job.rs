@@ -55,6 +55,8 @@ pub enum Job {
     CapWorker(Box<CapWorkerArgs>),
     /// A pr_merge worker process (started by the runner).
     MergeWorker(Box<crate::scenario::pr_merge::worker::MergeWorkerArgs>),
+    /// A notify worker process (started by the runner).
+    NotifyWorker(Box<crate::scenario::notify::worker::NotifyWorkerArgs>),
     /// `runner reconcile`.
     Reconcile(ReconcileArgs),
     /// `runner merge`.
@@ -161,6 +163,7 @@ impl TryFrom<Cli> for Job {
             Some(Internal::Worker(args)) => Job::Worker(args),
             Some(Internal::CapWorker(args)) => Job::CapWorker(args),
             Some(Internal::MergeWorker(args)) => Job::MergeWorker(args),
+            Some(Internal::NotifyWorker(args)) => Job::NotifyWorker(args),
             Some(Internal::Reconcile(args)) => Job::Reconcile(args),
             Some(Internal::Merge(args)) => Job::Merge(args),
             Some(Internal::Keygen(args)) => Job::Keygen(args),
@@ -276,6 +279,9 @@ impl Job {
             }))),
             Job::MergeWorker(args) => Ok(exit_with(as_worker(|| {
                 crate::scenario::pr_merge::worker::main(&args)
+            }))),
+            Job::NotifyWorker(args) => Ok(exit_with(as_worker(|| {
+                crate::scenario::notify::worker::main(&args)
             }))),
             Job::Reconcile(args) => Ok(Outcome::Exit(crate::reconcile::command(&args))),
             Job::Merge(args) => Ok(crate::nemesis::merge_shards(&args).map(passed)?),

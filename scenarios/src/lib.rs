@@ -6,5 +6,6 @@
 //! drives them in real worker processes and SIGKILLs them, and `verify` owns the judgement.
 
 pub mod billing_credit;
+pub mod notify;
 pub mod pr_merge;
 pub mod shared_cap;

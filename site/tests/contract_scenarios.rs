@@ -183,3 +183,42 @@ fn the_published_pr_merge_campaign_page_gives_the_gates_time_from_its_receipts()
         .unwrap_or_else(|| panic!("no REAPPLIED_AFTER_QUERY median: {rest}"));
     assert!(reapplied >= 2_000, "{reapplied}");
 }
+
+#[test]
+fn the_committed_notify_run_gets_its_report_with_what_each_handoffs_mailbox_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/notify.json");
+    std::fs::copy(committed, dir.path().join("notify.json")).unwrap();
+    let out = build(dir.path(), None).unwrap();
+    let page = std::fs::read_to_string(out.path().join("notify/index.html")).unwrap();
+    assert!(
+        page.contains("24 cells, 24 judged, 6 receipts verified"),
+        "{page}"
+    );
+    // verify's figures per column: emails sent / wanted, held, more, fewer, wrong, handoffs.
+    assert!(
+        page.contains(
+            "<th scope=\"row\">interlock</th><td>3 / 4</td><td>5/6</td><td>0</td><td>1</td>\
+             <td>0</td><td>6</td>"
+        ),
+        "{page}"
+    );
+    assert!(
+        page.contains(
+            "<th scope=\"row\">no_check</th><td>9 / 4</td><td>1/6</td><td>5</td><td>0</td>\
+             <td>0</td><td>0</td>"
+        ),
+        "{page}"
+    );
+    // For every case handed to a person, what the mailbox held.
+    assert!(
+        page.contains("interlock handed 6 case(s) to a person. What the mailbox held for each:"),
+        "{page}"
+    );
+    assert!(
+        page.contains("after_send · none #0 (AMBIGUOUS): 1 email(s) in the mailbox, 1 wanted"),
+        "{page}"
+    );
+    let index = std::fs::read_to_string(out.path().join("index.html")).unwrap();
+    assert!(index.contains("href=\"notify/index.html\""), "{index}");
+}

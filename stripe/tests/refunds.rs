@@ -609,3 +609,79 @@ fn payment_method_types_is_writable_in_dahlia_only() {
         );
     }
 }
+
+/// A payment with the refund-failure test card and a $20 refund of it, on a fresh key.
+fn refund_on_failing_card() -> (String, Client, Value) {
+    let key = new_key();
+    let c = keyed_client(emulator(), &key, Duration::from_secs(30));
+    let pi = c
+        .post(
+            "/v1/payment_intents",
+            &Params::new()
+                .set("amount", 2_000)
+                .set("currency", "usd")
+                .set("payment_method", "pm_card_refundFail")
+                .set("confirm", "true")
+                .set("automatic_payment_methods[enabled]", "true")
+                .set("automatic_payment_methods[allow_redirects]", "never"),
+            None,
+        )
+        .unwrap()
+        .body;
+    assert_eq!(pi["status"], "succeeded");
+    let r = refund(&c, &pi, 2_000, "T-9", None).body;
+    (key, c, r)
+}
+
+fn get_refund(c: &Client, r: &Value) -> Value {
+    c.get(
+        &format!("/v1/refunds/{}", r["id"].as_str().unwrap()),
+        &Params::new(),
+    )
+    .unwrap()
+    .body
+}
+
+#[test]
+fn a_refund_of_the_refund_failure_card_succeeds_first_and_reads_failed_once_it_failed() {
+    let (key, c, r) = refund_on_failing_card();
+    assert_eq!(r["status"], "succeeded");
+    assert!(r.get("failure_reason").is_none());
+    assert_eq!(get_refund(&c, &r)["status"], "succeeded");
+    let id = r["id"].as_str().unwrap();
+    emulator().fail_refund(&key, id).unwrap();
+    let failed = get_refund(&c, &r);
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed["failure_reason"], "expired_or_canceled_card");
+    assert_eq!(failed["amount"], 2_000);
+    // Failing it again changes nothing.
+    emulator().fail_refund(&key, id).unwrap();
+    assert_eq!(get_refund(&c, &r), failed);
+}
+
+#[test]
+fn only_a_refund_of_the_refund_failure_card_can_fail() {
+    let key = new_key();
+    let c = keyed_client(emulator(), &key, Duration::from_secs(30));
+    let pi = pay(&c, 10_000);
+    let r = refund(&c, &pi, 2_000, "T-1", None).body;
+    let id = r["id"].as_str().unwrap();
+    assert_eq!(
+        emulator().fail_refund(&key, id),
+        Err(stripe::emulator::RefundCannotFail::NotFailingCard(
+            id.to_owned()
+        ))
+    );
+    assert_eq!(get_refund(&c, &r)["status"], "succeeded");
+    assert_eq!(
+        emulator().fail_refund(&key, "re_missing"),
+        Err(stripe::emulator::RefundCannotFail::NoSuchRefund(
+            "re_missing".into()
+        ))
+    );
+    // State is per key: another account's refund of that id is not this one's.
+    let (_, _, other) = refund_on_failing_card();
+    assert!(emulator()
+        .fail_refund(&key, other["id"].as_str().unwrap())
+        .is_err());
+}

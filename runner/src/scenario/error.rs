@@ -23,6 +23,9 @@ pub enum ScenarioError {
     /// A pr_merge run.
     #[error(transparent)]
     PrMerge(#[from] super::pr_merge::PrMergeError),
+    /// A notify run.
+    #[error(transparent)]
+    Notify(#[from] super::notify::NotifyRunError),
     /// A scenario whose runs are not built yet.
     #[error("--scenario {name} cannot be run yet: {why}")]
     NotBuilt {
@@ -42,6 +45,7 @@ impl ScenarioError {
                 | ScenarioError::Nemesis(NemesisRunError::Interrupted(_))
                 | ScenarioError::SharedCap(SharedCapError::Interrupted(_))
                 | ScenarioError::PrMerge(super::pr_merge::PrMergeError::Interrupted(_))
+                | ScenarioError::Notify(super::notify::NotifyRunError::Interrupted(_))
         )
     }
 }

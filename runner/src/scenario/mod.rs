@@ -5,6 +5,7 @@
 
 pub mod billing_credit;
 mod error;
+pub mod notify;
 pub mod pr_merge;
 pub mod shared_cap;
 
@@ -19,6 +20,7 @@ pub const SCENARIOS: &[&dyn ScenarioRun] = &[
     &billing_credit::BillingCredit,
     &shared_cap::SharedCap,
     &pr_merge::PrMerge,
+    &notify::Notify,
 ];
 
 /// `--scenario all`: every scenario's matrix in turn, then one site over all of them.

@@ -3,6 +3,7 @@
 //! it ([`verify::contract::read_and_check`]), and maps the [`Verified`] value it gets to one
 //! report page through the scenario's [`Views`]. Nothing here reads a file, checks or counts.
 
+pub mod notify;
 pub mod pr_merge;
 pub mod pr_merge_nemesis;
 
@@ -20,6 +21,7 @@ pub static REGISTRY: &[&dyn ScenarioSite] = &[
     // One line per scenario on the contract.
     &Pages::<verify::scenarios::pr_merge::PrMerge>::NEW,
     &Pages::<verify::scenarios::pr_merge_nemesis::PrMergeNemesis>::NEW,
+    &Pages::<verify::scenarios::notify::Notify>::NEW,
 ];
 
 /// The registered scenario of this name.

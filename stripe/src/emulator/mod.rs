@@ -29,6 +29,7 @@ mod state;
 mod versions;
 
 pub use faults::{FaultAction, FaultHandle, FaultId, FaultRule};
+pub use payments::RefundCannotFail;
 pub use ratelimit::{EndpointLimit, RateLimit};
 pub use versions::{AcceptedVersion, ACCEPTED_VERSIONS};
 
@@ -204,6 +205,16 @@ impl RunningEmulator {
         change: impl FnOnce(i64) -> R,
     ) -> Result<(R, i64), NoSuchClock> {
         self.app.step_clock_around(api_key, clock_id, change)
+    }
+
+    /// Makes refund `refund_id` of the account of `api_key` fail, as Stripe does some time
+    /// after a refund of a payment made with the refund-failure test card
+    /// (`pm_card_refundFail`): from then on the refund reads `status: failed` with
+    /// `failure_reason: expired_or_canceled_card`. Stripe decides when; here the harness does.
+    /// Refunds of other payments cannot fail. A tool for an experiment harness; Stripe has no
+    /// such control.
+    pub fn fail_refund(&self, api_key: &str, refund_id: &str) -> Result<(), RefundCannotFail> {
+        self.app.fail_refund(api_key, refund_id)
     }
 
     /// Adds and clears fault rules while the emulator runs.

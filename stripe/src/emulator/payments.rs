@@ -31,7 +31,7 @@ pub(crate) struct Decline {
 
 /// The test cards the emulator knows. Any other `pm_...` is an unknown
 /// PaymentMethod (404), as at Stripe for an id that does not exist.
-pub(crate) const TEST_CARDS: [TestCard; 4] = [
+pub(crate) const TEST_CARDS: [TestCard; 5] = [
     TestCard {
         token: "pm_card_visa",
         brand: "visa",
@@ -42,6 +42,14 @@ pub(crate) const TEST_CARDS: [TestCard; 4] = [
         token: "pm_card_mastercard",
         brand: "mastercard",
         last4: "4444",
+        decline: None,
+    },
+    // Stripe's refund-failure card (4000 0000 0000 5126): the payment succeeds; its refunds are
+    // `succeeded` when made and fail later ([`REFUND_FAILS`]).
+    TestCard {
+        token: REFUND_FAILS,
+        brand: "visa",
+        last4: "5126",
         decline: None,
     },
     TestCard {
@@ -63,6 +71,14 @@ pub(crate) const TEST_CARDS: [TestCard; 4] = [
         }),
     },
 ];
+
+/// The test card whose refunds fail after the fact: a refund of its payment is created
+/// `succeeded`, and later (when the harness says, [`fail_refund`]) turns `failed` with
+/// `failure_reason: expired_or_canceled_card`, as Stripe's does asynchronously.
+pub(crate) const REFUND_FAILS: &str = "pm_card_refundFail";
+
+/// The `failure_reason` a refund of the [`REFUND_FAILS`] card fails with.
+pub(crate) const REFUND_FAILURE_REASON: &str = "expired_or_canceled_card";
 
 /// The test card a token names, if the emulator knows it.
 pub(crate) fn test_card(token: &str) -> Option<TestCard> {
@@ -154,6 +170,41 @@ pub(crate) struct Refund {
     pub reason: Option<String>,
     pub metadata: Metadata,
     pub balance_transaction: String,
+    /// Once the refund failed: why (`status` is then `failed`, else `succeeded`).
+    pub failure_reason: Option<&'static str>,
+}
+
+/// Why a refund cannot be made to fail.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RefundCannotFail {
+    /// The account has no refund of that id.
+    #[error("no refund {0} in this account")]
+    NoSuchRefund(String),
+    /// The refund's payment was not made with the refund-failure test card
+    /// (`pm_card_refundFail`): its refunds do not fail.
+    #[error("refund {0} is of a payment whose refunds do not fail (only pm_card_refundFail's do)")]
+    NotFailingCard(String),
+}
+
+/// Makes refund `id` fail, as Stripe does some time after a refund of the refund-failure
+/// card: its status becomes `failed` with [`REFUND_FAILURE_REASON`]. Failing a failed refund
+/// again changes nothing. Only a refund of a [`REFUND_FAILS`] payment can fail.
+pub(crate) fn fail_refund(
+    refunds: &mut std::collections::BTreeMap<String, Refund>,
+    charges: &std::collections::BTreeMap<String, Charge>,
+    id: &str,
+) -> Result<(), RefundCannotFail> {
+    let refund = refunds
+        .get_mut(id)
+        .ok_or_else(|| RefundCannotFail::NoSuchRefund(id.to_owned()))?;
+    let fails = charges
+        .get(&refund.charge)
+        .is_some_and(|c| c.card.token == REFUND_FAILS);
+    if !fails {
+        return Err(RefundCannotFail::NotFailingCard(id.to_owned()));
+    }
+    refund.failure_reason = Some(REFUND_FAILURE_REASON);
+    Ok(())
 }
 
 /// Why a refund of a charge is refused.

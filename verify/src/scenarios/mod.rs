@@ -7,6 +7,7 @@
 //! Two so far: [`billing_credit`] and [`shared_cap`].
 
 pub mod billing_credit;
+pub mod notify;
 pub mod pr_merge;
 pub mod pr_merge_nemesis;
 pub mod receipt_proof;
@@ -22,6 +23,7 @@ pub static REGISTRY: &[&dyn Registered] = &[
     // One line per scenario on the contract.
     &crate::contract::Entry::<pr_merge::PrMerge>::NEW,
     &crate::contract::Entry::<pr_merge_nemesis::PrMergeNemesis>::NEW,
+    &crate::contract::Entry::<notify::Notify>::NEW,
 ];
 
 /// The registered scenario of this name.

@@ -182,7 +182,7 @@ pub(crate) fn charge(a: &Account, c: &Charge) -> Value {
 }
 
 pub(crate) fn refund(r: &Refund) -> Value {
-    json!({
+    let mut rendered = json!({
         "id": r.id,
         "object": "refund",
         "amount": r.amount,
@@ -202,7 +202,12 @@ pub(crate) fn refund(r: &Refund) -> Value {
         "reason": r.reason,
         "receipt_number": null,
         "source_transfer_reversal": null,
-        "status": "succeeded",
+        "status": if r.failure_reason.is_some() { "failed" } else { "succeeded" },
         "transfer_reversal": null,
-    })
+    });
+    // Stripe sends `failure_reason` only on a refund that failed.
+    if let (Some(why), Some(o)) = (r.failure_reason, rendered.as_object_mut()) {
+        o.insert("failure_reason".into(), json!(why));
+    }
+    rendered
 }

@@ -135,6 +135,7 @@ pub(super) fn create_refund(a: &mut Account, form: &Form<'_>) -> Result<Value, A
         reason,
         metadata,
         balance_transaction,
+        failure_reason: None,
     };
     if let Some(c) = a.charges.get_mut(&charge.id) {
         c.amount_refunded += amount;

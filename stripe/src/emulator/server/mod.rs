@@ -83,6 +83,21 @@ impl App {
         Ok((changed, before))
     }
 
+    /// Makes refund `id` of the account of `api_key` fail (see
+    /// [`super::payments::fail_refund`]), with that account locked.
+    pub fn fail_refund(
+        &self,
+        api_key: &str,
+        id: &str,
+    ) -> Result<(), super::payments::RefundCannotFail> {
+        let account = self.account(api_key);
+        let mut a = lock(&account);
+        let Account {
+            refunds, charges, ..
+        } = &mut *a;
+        super::payments::fail_refund(refunds, charges, id)
+    }
+
     fn request_id(&self) -> String {
         let n = self.requests.fetch_add(1, Ordering::Relaxed) + 1;
         request_id(self.seed, n)
