@@ -175,16 +175,7 @@ impl<S: Views> ScenarioSite for Pages<S> {
         let notes = S::notes(&verified);
         let cells = S::cells(&verified);
         let file = verified.file();
-        let mut environment: Vec<(String, String)> = file.environment.clone().into_iter().collect();
-        let data_commit = file.environment.get("git_commit").map(String::as_str);
-        environment.push(("data and site".into(), built_from.words(data_commit)));
-        let said = |k: &str| file.environment.get(k).map_or("not stated", String::as_str);
-        let ran = format!(
-            "Service: {}. Decider: {}. {}",
-            said("backend_detail"),
-            said("decider"),
-            built_from.words(data_commit)
-        );
+        let (environment, ran) = environment_and_ran(&file.environment, built_from);
         let policy = KeyPolicy::of(matches!(key, KeyCheck::Pinned(_)));
         let signed_by = format!(
             "signer {} ({}{})",
@@ -232,6 +223,25 @@ impl<S: Views> ScenarioSite for Pages<S> {
             bytes: text.to_vec(),
         })
     }
+}
+
+/// The report's environment rows (the file's, and how its data's commit stands to the site's)
+/// and the front page's line on what the run ran against.
+fn environment_and_ran(
+    env: &std::collections::BTreeMap<String, String>,
+    built_from: &crate::built_from::BuiltFrom,
+) -> (Vec<(String, String)>, String) {
+    let mut environment: Vec<(String, String)> = env.clone().into_iter().collect();
+    let data_commit = env.get("git_commit").map(String::as_str);
+    environment.push(("data and site".into(), built_from.words(data_commit)));
+    let said = |k: &str| env.get(k).map_or("not stated", String::as_str);
+    let ran = format!(
+        "Service: {}. Decider: {}. {}",
+        said("backend_detail"),
+        said("decider"),
+        built_from.words(data_commit)
+    );
+    (environment, ran)
 }
 
 /// The first findings of a refused file, for the error.
