@@ -59,52 +59,64 @@ impl PgStore {
         Err(left_out())
     }
 
+    /// As the PostgreSQL store's `send_window`; unreachable, as no value of `Self` exists.
     pub fn send_window(&self) -> Duration {
         match self.never {}
     }
 
+    /// As the PostgreSQL store's `shown`; unreachable, as no value of `Self` exists.
     pub fn shown(&self) -> &Path {
         match self.never {}
     }
 
+    /// As the PostgreSQL store's `lock`; unreachable, as no value of `Self` exists.
     pub fn lock(&self, _effect_id: &str) -> Result<PgSection<'_>, JournalError> {
         match self.never {}
     }
 
+    /// As the PostgreSQL store's `peek`; unreachable, as no value of `Self` exists.
     pub fn peek(&self) -> Result<PgSection<'_>, JournalError> {
         match self.never {}
     }
 
+    /// As the PostgreSQL store's `try_claim`; unreachable, as no value of `Self` exists.
     pub fn try_claim(&self, _effect_id: &str) -> Result<Option<PgClaim<'_>>, JournalError> {
         match self.never {}
     }
 
+    /// As the PostgreSQL store's `read_record`; unreachable, as no value of `Self` exists.
     pub fn read_record(&self, _effect_id: &str) -> Option<(ClaimRecord, bool)> {
         match self.never {}
     }
 }
 
 impl PgSection<'_> {
+    /// As the PostgreSQL store's `holds_lock`; unreachable, as no value of `Self` exists.
     pub(crate) fn holds_lock(&self) -> bool {
         match self.never {}
     }
 
+    /// As the PostgreSQL store's `lock_budget`; unreachable, as no value of `Self` exists.
     pub(crate) fn lock_budget(&mut self, _id: &str) -> Result<(), JournalError> {
         match self.never {}
     }
 
+    /// As the PostgreSQL store's `shown`; unreachable, as no value of `Self` exists.
     pub(crate) fn shown(&self) -> &Path {
         match self.never {}
     }
 
+    /// As the PostgreSQL store's `record_gen`; unreachable, as no value of `Self` exists.
     pub fn record_gen(&self, _effect_id: &str) -> Result<u64, JournalError> {
         match self.never {}
     }
 
+    /// As the PostgreSQL store's `index`; unreachable, as no value of `Self` exists.
     pub fn index(&self) -> &Index {
         match self.never {}
     }
 
+    /// As the PostgreSQL store's `entry`; unreachable, as no value of `Self` exists.
     pub fn entry(
         &self,
         _effect_id: &str,
@@ -113,6 +125,7 @@ impl PgSection<'_> {
         match self.never {}
     }
 
+    /// As the PostgreSQL store's `append`; unreachable, as no value of `Self` exists.
     pub fn append(
         &mut self,
         _effect_id: &str,
@@ -126,18 +139,22 @@ impl PgSection<'_> {
 }
 
 impl PgClaim<'_> {
+    /// As the PostgreSQL store's `write_record`; unreachable, as no value of `Self` exists.
     pub fn write_record(&self, _record: &ClaimRecord) -> Result<(), JournalError> {
         match self.never {}
     }
 
+    /// As the PostgreSQL store's `release`; unreachable, as no value of `Self` exists.
     pub fn release(self, _key: &SigningKey) {
         match self.never {}
     }
 
+    /// As the PostgreSQL store's `confirm`; unreachable, as no value of `Self` exists.
     pub fn confirm(&self) -> Result<SendDeadline, JournalError> {
         match self.never {}
     }
 
+    /// As the PostgreSQL store's `remove`; unreachable, as no value of `Self` exists.
     pub fn remove(self) {
         match self.never {}
     }
