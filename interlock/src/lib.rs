@@ -16,6 +16,11 @@ mod gate;
 pub mod journal;
 mod lease;
 pub mod marks;
+#[cfg(feature = "postgres")]
+mod pg;
+// Without the `postgres` feature: the same names, no values (a `postgres://` journal is refused).
+#[cfg(not(feature = "postgres"))]
+#[path = "pg_off.rs"]
 mod pg;
 mod proposal;
 mod recover;

@@ -317,3 +317,25 @@ fn settled_effects_leave_no_claim_files() {
     let claims = dir.path().join("j.jsonl.claims");
     assert_eq!(std::fs::read_dir(&claims).unwrap().count(), 0);
 }
+
+/// Built without the `postgres` feature, the gate keeps no journal in PostgreSQL: opening or
+/// reading a `postgres://` location is a database error that says so, naming no credentials.
+#[cfg(not(feature = "postgres"))]
+#[test]
+fn without_the_postgres_feature_a_postgres_location_is_refused() {
+    let at = interlock::Location::parse("postgres://user:secret@db.invalid/journal");
+    assert!(matches!(at, interlock::Location::Postgres(_)));
+    let target = MemTarget::new(Tier::One, true);
+    let Err(GateError::Journal(e @ JournalError::Database { .. })) =
+        Gate::open_at(&at, target, AllLive, key(), GateConfig::default())
+    else {
+        panic!("a postgres:// journal opened without the postgres feature");
+    };
+    let said = e.to_string();
+    assert!(said.contains("`postgres` feature"), "{said}");
+    assert!(!said.contains("secret"), "{said}");
+    let Err(e @ JournalError::Database { .. }) = interlock::read_entries(&at) else {
+        panic!("a postgres:// journal read without the postgres feature");
+    };
+    assert!(e.to_string().contains("`postgres` feature"), "{e}");
+}

@@ -1,4 +1,5 @@
-//! `verify`: checks receipt bundles and results files offline.
+//! `interlock-verify` (also built as `verify`, its older name): checks receipt bundles and
+//! results files offline.
 //!
 //! Exit codes: 0 every check holds; 1 a check failed; 2 could not check (unreadable file, unknown
 //! format, bad arguments). Verdicts go to standard output; a file that could not be checked and
@@ -17,10 +18,42 @@ use verify::cli::{
     usage_error_line, NotBefore, Options, Pinned, Status, JSON_BUDGET_MIN,
 };
 
+/// After the options: every format the command reads, and its exit codes. Wrapped at 100
+/// columns, as clap wraps the rest.
+const AFTER_HELP: &str = "\
+Formats (told apart by their `format` field, whatever the file's name):
+  interlock-receipt/1             a receipt bundle: one effect's signed, hash-chained entries
+  original receipt bundle         the original Python implementation's (no `format` field)
+  interlock-results/2             a billing_credit results file (the runner's matrix)
+  original results file           the original Python implementation's (no `format` field)
+  interlock-shared-cap/1          a shared_cap results file
+  interlock-shared-cap-nemesis/1  a shared_cap nemesis file
+  interlock-nemesis/3             a billing_credit nemesis file (trials under injected faults)
+  interlock-scenario/1            a file of a scenario on the contract (pr_merge,
+                                  pr_merge_nemesis); read plain only, never compressed
+  gzip                            any of the others but the last, compressed (`*.json.gz`, told
+                                  by its first bytes): decompressed to at most 32 times its size
+                                  (at least 1 MiB, at most 1 GiB), refused past that
+
+Exit status: 0 every check of every file holds; 1 a check failed (a file is FAILED); 2 could
+not check (an unreadable file, an unknown format, bad arguments). The worst file decides. Every
+argument and every file's readability is checked before any file is. A closed standard output
+(`interlock-verify FILE | head`) silences the output, not the checks: the exit status is the
+same as if everything had been printed.
+
+Examples (`verify` is the same program under its older name):
+  interlock-verify --signers results/SIGNERS results/*.json results/nemesis/*.json.gz
+  interlock-verify --key 64HEXCHARS --json receipt.json";
+
 /// Check Interlock receipt bundles and results files offline: hash chains, signatures, replay
 /// rules, and every judgement and summary number re-derived from the raw data.
 #[derive(Parser, Debug)]
-#[command(name = "verify", version, max_term_width = 100)]
+#[command(
+    name = "interlock-verify",
+    version,
+    max_term_width = 100,
+    after_help = AFTER_HELP
+)]
 struct Args {
     /// The ed25519 public key that must have signed everything: 64 hex characters, or a file
     /// holding them (or the 32 raw bytes). Get it from somewhere other than the file you check
@@ -43,11 +76,8 @@ struct Args {
     /// that states no such time fails too.
     #[arg(long, value_name = "TIME")]
     not_before: Option<String>,
-    /// Receipt bundles (`interlock-receipt/1` or original), results files
-    /// (`interlock-results/2` or original, shared_cap's, nemesis files) and files of the scenarios
-    /// on the contract (`interlock-scenario/1`). A file that starts with the gzip magic bytes
-    /// (the runner writes its campaign files as `*.json.gz`) is decompressed first, to at most
-    /// 32 times its size (at least 1 MiB, at most 1 GiB); past that it is refused (exit 2).
+    /// Receipt bundles, results files, nemesis files and files of the scenarios on the
+    /// contract, plain or gzip-compressed: see Formats below.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
 }
@@ -133,7 +163,13 @@ fn check_inputs(args: &Args) -> Result<(Pinned, Option<NotBefore>), Vec<anyhow::
     }
 }
 
-fn run(args: &Args, pinned: &Pinned, not_before: Option<NotBefore>, out: &mut Out) -> Status {
+fn run(
+    tool: &str,
+    args: &Args,
+    pinned: &Pinned,
+    not_before: Option<NotBefore>,
+    out: &mut Out,
+) -> Status {
     let options = Options {
         pinned,
         json: args.json,
@@ -158,7 +194,7 @@ fn run(args: &Args, pinned: &Pinned, not_before: Option<NotBefore>, out: &mut Ou
             // Not a verdict: an error, on standard error like the others.
             for l in shown_lines(&lines) {
                 if text.spend(&l) {
-                    error(&format!("verify: error: {l}"));
+                    error(&format!("{tool}: error: {l}"));
                 }
             }
         } else if !(args.json || (args.quiet && status == Status::Ok)) {
@@ -174,7 +210,7 @@ fn run(args: &Args, pinned: &Pinned, not_before: Option<NotBefore>, out: &mut Ou
             reports.push(value);
         }
     }
-    if let Some(line) = text.left_out() {
+    if let Some(line) = text.left_out(tool) {
         // Standard output holds only the JSON report under `--json`.
         if args.json {
             error(&line);
@@ -223,18 +259,30 @@ impl TextBudget {
     }
 
     /// The closing line, when the budget ran out.
-    fn left_out(&self) -> Option<String> {
+    fn left_out(&self, tool: &str) -> Option<String> {
         let [ok, failed, unchecked] = self.not_shown;
         self.spent.then(|| {
             format!(
-                "verify: the output budget ran out; {} file(s) not shown in full: {ok} OK, {failed} FAILED, {unchecked} could not be checked (the exit code covers every file; check fewer files at once to see them)",
+                "{tool}: the output budget ran out; {} file(s) not shown in full: {ok} OK, {failed} FAILED, {unchecked} could not be checked (the exit code covers every file; check fewer files at once to see them)",
                 ok + failed + unchecked
             )
         })
     }
 }
 
-fn main() -> ExitCode {
+/// The name the program was called by, for its messages: `verify` under its older name,
+/// `interlock-verify` otherwise.
+fn tool() -> &'static str {
+    let called = std::env::args_os().next().map(PathBuf::from);
+    match called.as_deref().and_then(Path::file_name) {
+        Some(name) if name == "verify" => "verify",
+        _ => "interlock-verify",
+    }
+}
+
+/// The command: `interlock-verify` and `verify` (`src/bin/verify.rs`) both run this.
+pub(crate) fn main() -> ExitCode {
+    let tool = tool();
     let args = match Args::try_parse() {
         Ok(a) => a,
         // --help and --version are not errors.
@@ -243,22 +291,25 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            error(&usage_error_line("verify", &e.render().to_string()));
+            error(&usage_error_line(tool, &e.render().to_string()));
             return ExitCode::from(2);
         }
     };
     let mut out = Out { open: true };
     match check_inputs(&args) {
-        Ok((pinned, not_before)) => ExitCode::from(run(&args, &pinned, not_before, &mut out) as u8),
+        Ok((pinned, not_before)) => {
+            ExitCode::from(run(tool, &args, &pinned, not_before, &mut out) as u8)
+        }
         Err(errors) => {
             let lines: Vec<String> = errors
                 .iter()
-                .map(|e| error_line("verify", e.as_ref()))
+                .map(|e| error_line(tool, e.as_ref()))
                 .collect();
             if args.json {
+                let prefix = format!("{tool}: error: ");
                 let first = lines
                     .first()
-                    .map_or("", |l| l.trim_start_matches("verify: error: "));
+                    .map_or("", |l| l.strip_prefix(&prefix).unwrap_or(l));
                 out.line(&json_error(first));
             }
             lines.iter().for_each(|l| error(l));

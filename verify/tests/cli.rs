@@ -1,4 +1,5 @@
-//! The `verify` binary end to end: exit codes 0 / 1 / 2 and what it prints.
+//! The `verify` binary end to end (`interlock-verify` is the same program): exit codes 0 / 1 / 2
+//! and what it prints.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -526,6 +527,69 @@ fn help_wraps_at_the_terminal_width_and_at_100_columns_without_one() {
     let plain = widest(&[]);
     assert!((60..=100).contains(&plain), "widest help line: {plain}");
     assert!(widest(&[("COLUMNS", "60")]) <= 60);
+}
+
+/// `--help` of both names of the command, its words joined by single spaces (as wrapped).
+fn help_of(exe: &str) -> String {
+    let out = Command::new(exe).arg("--help").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn help_names_every_format_it_reads_and_the_exit_codes() {
+    for exe in [
+        env!("CARGO_BIN_EXE_interlock-verify"),
+        env!("CARGO_BIN_EXE_verify"),
+    ] {
+        let help = help_of(exe);
+        // Every `format` the loaders know, by the constants they match on.
+        for format in [
+            verify::entry::RECEIPT_FORMAT,
+            verify::results::RESULTS_FORMAT,
+            verify::nemesis::NEMESIS_FORMAT,
+            verify::shared_cap::check::FORMAT,
+            verify::shared_cap::nemesis::FORMAT,
+            verify::contract::FORMAT,
+        ] {
+            assert!(help.contains(format), "{exe}: {format} not in: {help}");
+        }
+        // The files without a `format`, and the compressed ones.
+        for other in [
+            "original receipt bundle",
+            "original results file",
+            "gzip",
+            "*.json.gz",
+        ] {
+            assert!(help.contains(other), "{exe}: {other} not in: {help}");
+        }
+        for code in [
+            "Exit status: 0 every check of every file holds;",
+            "1 a check failed",
+            "2 could not check",
+        ] {
+            assert!(help.contains(code), "{exe}: {code} not in: {help}");
+        }
+    }
+}
+
+#[test]
+fn the_command_names_itself_by_the_name_it_was_called_by() {
+    let out = Command::new(env!("CARGO_BIN_EXE_interlock-verify"))
+        .arg("--bogus")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("interlock-verify: error: "), "{stderr}");
+    assert!(
+        stderr.trim_end().ends_with("see `interlock-verify --help`"),
+        "{stderr}"
+    );
+    assert!(help_of(env!("CARGO_BIN_EXE_interlock-verify"))
+        .contains("Usage: interlock-verify [OPTIONS] <FILE>..."));
+    assert!(help_of(env!("CARGO_BIN_EXE_verify")).contains("Usage: verify [OPTIONS] <FILE>..."));
 }
 
 #[test]

@@ -146,12 +146,14 @@ fn caps(
 
 /// The advisory-lock namespace of a PostgreSQL journal kept in `schema`: the first key of its
 /// two-key advisory locks, for tests that look at the locks a gate holds.
+#[cfg(feature = "postgres")]
 pub fn pg_journal_namespace(schema: &str) -> i32 {
     crate::pg::journal_namespace(schema)
 }
 
 /// The advisory-lock key of an effect's sections in a PostgreSQL journal kept in `schema`, for
 /// tests that hold it from another session.
+#[cfg(feature = "postgres")]
 pub fn pg_effect_lock_key(schema: &str, effect_id: &str) -> i64 {
     crate::pg::effect_key(schema, effect_id)
 }

@@ -41,7 +41,12 @@ impl Setup {
 /// `INTERLOCK_TEST_PG_URL`) runs them against PostgreSQL, each test in a fresh schema; anything
 /// else against a JSONL file in the test's temporary directory.
 pub fn on_postgres() -> bool {
-    std::env::var("INTERLOCK_TEST_STORE").as_deref() == Ok("postgres")
+    let asked = std::env::var("INTERLOCK_TEST_STORE").as_deref() == Ok("postgres");
+    assert!(
+        !asked || cfg!(feature = "postgres"),
+        "INTERLOCK_TEST_STORE=postgres needs interlock's `postgres` feature (on by default)"
+    );
+    asked
 }
 
 /// Say that a file-only test does not apply to the store under test.

@@ -7,7 +7,6 @@
 //! [`crate::scenarios::billing_credit`].
 
 use crate::entry::ReceiptBundle;
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -24,7 +23,8 @@ pub use truth::{BalanceTxnTruth, CaseCredit, CreditNoteTruth, GroundTruth, Invoi
 pub const RESULTS_FORMAT: &str = "interlock-results/2";
 
 /// A whole results file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ResultsFile {
     /// Always [`RESULTS_FORMAT`].
@@ -53,9 +53,8 @@ pub struct ResultsFile {
 }
 
 /// One planned (row, column) pair.
-#[derive(
-    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
-)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CellLabel {
     /// Crash point.
@@ -68,7 +67,8 @@ pub struct CellLabel {
 
 /// The run's signature over the whole results file: the canonical hash of every cell and of
 /// everything else in the file, signed with the run's key (see [`crate::manifest`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
     /// Hex SHA-256 of the canonical JSON of everything in the file but `cells` and `manifest`.
@@ -84,7 +84,8 @@ pub struct Manifest {
 }
 
 /// Where and how the run happened.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Environment {
     /// `emulator` (the project's own Stripe emulator on loopback) or `stripe_test_mode`.
@@ -124,7 +125,8 @@ pub struct Environment {
 }
 
 /// The decider that turned a case into an amount and a description.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct DeciderInfo {
     /// `policy` (deterministic, no model) or `anthropic` (a model through the Messages API).
@@ -134,7 +136,8 @@ pub struct DeciderInfo {
 }
 
 /// Claim and recovery settings of the gate in this run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ClaimSettings {
     /// How long a request that left a dead sender can still land at the service.
@@ -148,7 +151,8 @@ pub struct ClaimSettings {
 }
 
 /// One row of the matrix.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RowSpec {
     /// Crash point: `before_send` or `after_send`.
@@ -158,7 +162,8 @@ pub struct RowSpec {
 }
 
 /// One cell: one case run through one column with one crash point and one outage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Cell {
     /// Crash point.
@@ -208,13 +213,13 @@ pub struct Cell {
     /// Interlock only: the kinds of the effect's journal entries, in order.
     pub journal_kinds: Vec<String>,
     /// Interlock only: the effect's full receipt bundle.
-    #[schemars(with = "Option<serde_json::Value>")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<serde_json::Value>"))]
     pub receipt: Option<ReceiptBundle>,
     /// hand_check only: every line of its plain log.
-    #[schemars(with = "Option<Vec<serde_json::Value>>")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<Vec<serde_json::Value>>"))]
     pub hand_check_log: Option<Vec<FreeForm>>,
     /// The restart worker's JSON output line.
-    #[schemars(with = "Option<serde_json::Value>")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<serde_json::Value>"))]
     pub restart: Option<FreeForm>,
 }
 
@@ -237,7 +242,8 @@ impl Cell {
 }
 
 /// The support case a cell opened.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Case {
     /// `case-<10 hex>`.
@@ -251,7 +257,8 @@ pub struct Case {
 }
 
 /// Support's approval of one goodwill credit.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Approval {
     /// `approval-<case id>`.
@@ -265,7 +272,8 @@ pub struct Approval {
 }
 
 /// Who revoked an approval, and when.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Revocation {
     /// Who revoked it.
@@ -276,7 +284,8 @@ pub struct Revocation {
 }
 
 /// What the invariant allows this case to have credited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Want {
     /// Number of case credits allowed (0 or 1).
@@ -286,7 +295,8 @@ pub struct Want {
 }
 
 /// Runner-measured wall-clock timings of a cell, in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Timings {
     /// From the runner seeing the worker killed to the restart process exiting (includes the outage).
@@ -298,7 +308,8 @@ pub struct Timings {
 }
 
 /// The decision a worker saved before sending.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Decision {
     /// Credit amount in cents (positive).
@@ -317,7 +328,8 @@ pub struct Decision {
 }
 
 /// The premises of the billing_credit decision.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Premises {
     /// The subscription's `status` (must stay `active`).
@@ -327,7 +339,8 @@ pub struct Premises {
 }
 
 /// The three premise candidates at the three instants.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Observations {
     /// Read with the premises, when deciding (`null` if the worker never got that far).
@@ -339,7 +352,8 @@ pub struct Observations {
 }
 
 /// Values of the premise candidates, cents.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Candidates {
     /// The customer's balance (negative when the customer is owed).
@@ -351,7 +365,8 @@ pub struct Candidates {
 }
 
 /// What the runner did during the outage.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct OutageRecord {
     /// The subscription_cycle invoice the renewal produced.
@@ -369,7 +384,8 @@ pub struct OutageRecord {
 }
 
 /// Every Stripe id of a case.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct StripeIds {
     /// Test clock.
@@ -387,7 +403,8 @@ pub struct StripeIds {
 }
 
 /// Counts and medians of one column.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ColumnSummary {
     /// Cells of the column that ran to a judgement (HARNESS_ERROR cells are counted apart).
@@ -422,7 +439,8 @@ pub fn median_ms(values: &[u64]) -> Option<u64> {
     }
 }
 
-/// The JSON Schema of a results file, for publishing beside it.
+/// The JSON Schema of a results file, for publishing beside it (feature `schema`).
+#[cfg(feature = "schema")]
 pub fn json_schema() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(ResultsFile)).unwrap_or(serde_json::Value::Null)
 }
@@ -442,6 +460,7 @@ mod tests {
         assert_eq!(median_ms(&[3, 5]), Some(4));
     }
 
+    #[cfg(feature = "schema")]
     #[test]
     fn schema_names_the_format_fields() {
         let schema = json_schema().to_string();

@@ -4,7 +4,8 @@
 use super::*;
 
 /// What Stripe holds for the case's customer, read after the restart exited.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct GroundTruth {
     /// Every credit to the customer that billing did not make (negative `adjustment` balance
@@ -29,7 +30,8 @@ pub struct GroundTruth {
 }
 
 /// One of this case's credits.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CaseCredit {
     /// `cbtxn_...`.
@@ -47,7 +49,8 @@ pub struct CaseCredit {
 }
 
 /// A credit note as read back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreditNoteTruth {
     /// `cn_...`.
@@ -65,7 +68,8 @@ pub struct CreditNoteTruth {
 }
 
 /// A customer balance transaction as read back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct BalanceTxnTruth {
     /// `cbtxn_...`.
@@ -88,7 +92,8 @@ pub struct BalanceTxnTruth {
 }
 
 /// An invoice as read back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct InvoiceTruth {
     /// `in_...`.

@@ -5,7 +5,8 @@ use super::{status_says_refunded, CAP_CENTS, REFUND_CENTS};
 use serde::{Deserialize, Serialize};
 
 /// One refund as Stripe holds it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RefundTruth {
     /// `re_...`.
@@ -30,7 +31,8 @@ impl RefundTruth {
 }
 
 /// What Stripe holds for one order after both workers settled.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct OrderTruth {
     /// The payment (`pi_...`).
