@@ -31,7 +31,6 @@ pub(crate) fn write_scenario(
     let receipts_dir = dir.join("receipts");
     mkdir(&dir)?;
     mkdir(&receipts_dir)?;
-    remove_stale_receipts(&receipts_dir)?;
     for (name, html) in [("index.html", &r.report_html), ("ids.html", &r.ids_html)] {
         let page = dir.join(name);
         write(&page, html.as_bytes())?;
@@ -103,7 +102,6 @@ pub(crate) fn write_shared_cap(
     let dir = out_dir.join(&c.index.scenario);
     let receipts_dir = dir.join("receipts");
     mkdir(&receipts_dir)?;
-    remove_stale_receipts(&receipts_dir)?;
     for (name, html) in [("index.html", &c.report_html), ("ids.html", &c.ids_html)] {
         let page = dir.join(name);
         write(&page, html.as_bytes())?;
@@ -124,26 +122,6 @@ pub(crate) fn write_shared_cap(
         pages.push(page);
     }
     Ok(pages)
-}
-
-/// Remove receipt pages and bundles of an earlier build (another run's effects) from a
-/// `<scenario>/receipts/` directory this crate owns; nothing else in the output is deleted.
-fn remove_stale_receipts(dir: &Path) -> Result<(), SiteError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| SiteError::io("reading directory", dir, e))?;
-    for entry in entries {
-        let path = entry
-            .map_err(|e| SiteError::io("reading directory", dir, e))?
-            .path();
-        let ours = path.extension().is_some_and(|x| x == "html" || x == "json")
-            && path
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .is_some_and(|s| s.chars().all(|c| c.is_ascii_hexdigit()));
-        if ours && path.is_file() {
-            std::fs::remove_file(&path).map_err(|e| SiteError::io("removing", &path, e))?;
-        }
-    }
-    Ok(())
 }
 
 /// Create a directory and its parents.
