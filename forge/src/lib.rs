@@ -22,7 +22,7 @@ mod repos;
 mod server;
 mod truth;
 
-pub use faults::Fault;
+pub use faults::{Fault, RELEASE_LIMIT};
 pub use pulls::Pull;
 
 use faults::Faults;
@@ -237,6 +237,13 @@ impl Forge {
     /// it. Once a held request took it, the request is at the service, held.
     pub fn fault_waiting(&self, repo: &str, pull: u64) -> bool {
         self.app.faults.waiting(repo, pull)
+    }
+
+    /// Releases the merge request of `repo`'s pull `pull` held by [`Fault::HoldUntilReleased`]
+    /// and returns once the service has applied or refused it, with how long it was held;
+    /// `None` when no request is held there.
+    pub fn release(&self, repo: &str, pull: u64) -> Option<std::time::Duration> {
+        self.app.faults.release(repo, pull)
     }
 
     /// The ground truth of the case, read with git: every update of `main` and of the pull

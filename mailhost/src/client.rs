@@ -132,13 +132,26 @@ pub fn send(
     email: &Email,
     timeout: Duration,
 ) -> Result<Accepted, SendError> {
+    send_with(host, port, email, timeout, None)
+}
+
+/// As [`send`], calling `mid_data` once inside the transaction: after `DATA` was answered `354`
+/// and the first half of the message's text was written and flushed, before the rest and the
+/// final `.` (the place a client killed mid-message leaves a transaction the server discards).
+pub fn send_with(
+    host: &str,
+    port: u16,
+    email: &Email,
+    timeout: Duration,
+    mid_data: Option<&dyn Fn()>,
+) -> Result<Accepted, SendError> {
     let message = build(email)?;
     let envelope = message.envelope().clone();
     let text = message.formatted();
     let hello = ClientId::Domain(CLIENT_NAME.to_string());
     let mut conn = SmtpConnection::connect((host, port), Some(timeout), &hello, None, None)
         .map_err(|e| before_text(Step::Connect, &e))?;
-    let accepted = transaction(&mut conn, &envelope, &text);
+    let accepted = transaction(&mut conn, &envelope, &text, mid_data);
     // The outcome is known by now. QUIT is a courtesy whose failure changes nothing, said only
     // to a server that is answering; a broken or silent connection is just closed (dropped).
     if matches!(accepted, Ok(_) | Err(SendError::Refused { .. })) {
@@ -152,6 +165,7 @@ fn transaction(
     conn: &mut SmtpConnection,
     envelope: &Envelope,
     text: &[u8],
+    mid_data: Option<&dyn Fn()>,
 ) -> Result<Accepted, SendError> {
     let mut params = Vec::new();
     if !text.is_ascii() {
@@ -173,7 +187,18 @@ fn transaction(
         });
     }
     // From here on the server holds part of the message: only its answer settles the outcome.
-    match conn.message(text) {
+    // lettre writes and flushes each part before it asks for the next, so the hook runs with
+    // the first half at the server and the rest, and the final `.`, not yet sent.
+    let (first, rest) = text.split_at(text.len() / 2);
+    let parts = [first, rest].into_iter().enumerate().map(|(i, part)| {
+        if i == 1 {
+            if let Some(hook) = mid_data {
+                hook();
+            }
+        }
+        part
+    });
+    match conn.message_iter(parts) {
         Ok(reply) if u16::from(reply.code()) == 250 => Ok(Accepted {
             code: 250,
             text: reply_text(&reply),
@@ -187,15 +212,31 @@ fn transaction(
             ),
         }),
         Err(e) => Err(match e.status() {
-            Some(code) => SendError::Refused {
-                step: Step::Message,
-                code: code.into(),
-                text: answer_text(&e),
-            },
+            Some(code) => after_text(code.into(), answer_text(&e)),
             None => SendError::Unknown {
                 reason: e.to_string(),
             },
         }),
+    }
+}
+
+/// A failure code answering the message's text. A permanent refusal (5xx) is the server's
+/// verdict on the message before it took it: settled, not sent. A transient one (4xx) can come
+/// from the server's own failure after its queue file was already complete (Postfix answers
+/// `451 4.3.0 Error: queue file write error` when its cleanup process dies after marking the
+/// file ready, and the queue manager still delivers that file): the message may have been
+/// accepted, so the outcome is unknown (`docs/smtp.md`).
+fn after_text(code: u16, text: String) -> SendError {
+    if (500..600).contains(&code) {
+        SendError::Refused {
+            step: Step::Message,
+            code,
+            text,
+        }
+    } else {
+        SendError::Unknown {
+            reason: format!("answered {code} {text} after the message's text"),
+        }
     }
 }
 
@@ -276,6 +317,22 @@ fn queue_id(reply: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_transient_failure_after_the_text_is_unknown_and_a_permanent_one_is_settled() {
+        let transient = super::after_text(451, "4.3.0 Error: queue file write error".into());
+        assert!(!transient.settled_not_sent(), "{transient}");
+        let permanent = super::after_text(552, "5.3.4 Message size exceeds limit".into());
+        assert!(permanent.settled_not_sent(), "{permanent}");
+        assert!(matches!(
+            permanent,
+            super::SendError::Refused {
+                step: super::Step::Message,
+                code: 552,
+                ..
+            }
+        ));
+    }
     use super::*;
 
     fn email() -> Email {

@@ -49,6 +49,7 @@ Examples:
   runner --scenario billing_credit --repeat 5 --jobs 4 --out /tmp/run --no-site
   runner --scenario billing_credit --nemesis all --trials 20 --seed 20
   runner --scenario billing_credit --nemesis all --trials 20 --seed 20 --shard 2/4
+  runner --scenario billing_credit --nemesis all --trials 300 --signing-key run.key --resume
   runner merge --out results shard1.json.gz shard2.json.gz shard3.json.gz shard4.json.gz
   runner --replay kill_in_flight:interlock:0b31576be2e5da
   runner --replay kill_random:hand_check:04befcf35ecc7d --at premises
@@ -58,7 +59,10 @@ Examples:
 Exit status: 0 every cell ran and the file verifies; 1 results written but a cell is a
 HARNESS_ERROR, the file does not verify, or the report site could not be rendered; 2 bad usage
 or the run could not start (every option, --out and --site-out are checked before any cell
-runs); 130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM: workers killed, nothing written. A
+runs); 3 the disk filled during a nemesis campaign: its finished trials are kept in its partial
+file (the message says where, and the command that resumes it); 130 interrupted by Ctrl-C
+(SIGINT), 143 by SIGTERM: workers killed, nothing more written (a nemesis campaign's finished
+trials are kept in its partial file, and the message gives the command that resumes it). A
 closed standard output (`runner ... | head`) silences the output, not the run: the exit status
 is the same as if everything had been printed.";
 
@@ -252,7 +256,13 @@ pub struct RunArgs {
     /// DIR/nemesis/billing_credit.json.gz. With --scenario shared_cap:
     /// `all` or some of kill_at_step (worker a or b killed at a drawn step), kill_both, and
     /// kill_restart (a killed, then its restart killed); writes DIR/nemesis/shared_cap.json.gz
-    /// (shared_cap_two_hosts.json.gz with --two-hosts). Campaign files are gzip-compressed; a
+    /// (shared_cap_two_hosts.json.gz with --two-hosts). With --scenario pr_merge: `all` or some
+    /// of kill_at_step, kill_restart, kill_while_held, drop_answer, fail_after_commit,
+    /// push_mid_check, revoke_mid_check, held_beyond_bound, release_mid_restart; writes
+    /// DIR/pr_merge_nemesis.json.
+    /// With --scenario notify (Postfix, root): `all` or some of kill_at_step, kill_restart (both
+    /// kill inside the SMTP DATA too) and change_mid_check; writes DIR/notify_nemesis.json.
+    /// Campaign files are gzip-compressed; a
     /// plain .json of the same name left in DIR/nemesis/ is removed (the new file replaces it).
     #[arg(long, value_name = "LIST", conflicts_with_all = ["cells", "repeat"])]
     pub nemesis: Option<String>,
@@ -268,6 +278,15 @@ pub struct RunArgs {
     /// be at most --trials.
     #[arg(long, value_name = "K/N", requires = "nemesis", value_parser = parse_shard)]
     pub shard: Option<verify::nemesis::Shard>,
+
+    /// With --nemesis (billing_credit): continue the campaign whose finished trials are in
+    /// DIR/nemesis/billing_credit.partial.jsonl (kept as they finish; an interruption prints
+    /// the exact command), with the same options and the run's --signing-key: only the trials
+    /// not yet finished run, and the file written is the one the campaign would have written
+    /// whole. Without --seed the campaign's own seed is used. A campaign signed by a per-run key
+    /// cannot be resumed: its key ended with its runner.
+    #[arg(long, requires = "nemesis")]
+    pub resume: bool,
 
     /// Run one nemesis trial again from its id (as printed and in the results file).
     #[arg(long, value_name = "ID", conflicts_with_all = ["nemesis", "cells"])]

@@ -37,6 +37,15 @@ pub enum JobError {
 }
 
 impl JobError {
+    /// Whether the job stopped because the disk filled (exit [`crate::DISK_FULL_EXIT`]): its
+    /// finished work is kept, and the message says where.
+    pub fn is_disk_full(&self) -> bool {
+        matches!(
+            self,
+            JobError::Scenario(ScenarioError::Nemesis(NemesisRunError::DiskFull { .. }))
+        )
+    }
+
     /// Whether the job was interrupted (Ctrl-C or SIGTERM) rather than failed.
     pub fn is_interrupted(&self) -> bool {
         match self {
@@ -205,6 +214,7 @@ fn run_job(args: RunArgs) -> Result<Job, Refused> {
         }
     }
     refuse_unmet_needs(&args)?;
+    refuse_resume_elsewhere(&args, scenario)?;
     Ok(match (scenario, args.nemesis.clone()) {
         (Some(scenario), Some(list)) => Job::Nemesis {
             scenario,
@@ -228,6 +238,23 @@ fn one_scenario_please(kind: RunKind) -> String {
             names.join(" or ")
         ),
         RunKind::Matrix => format!("--scenario: pass {} or --scenario {ALL}", names.join(", ")),
+    }
+}
+
+/// `--resume` continues a billing_credit campaign: the only campaign loop that keeps its
+/// finished trials in a partial file yet.
+fn refuse_resume_elsewhere(
+    args: &RunArgs,
+    scenario: Option<&'static dyn ScenarioRun>,
+) -> Result<(), Refused> {
+    let billing_credit = verify::scenarios::Scenario::BillingCredit.as_str();
+    match scenario {
+        Some(s) if args.resume && s.name() != billing_credit => Err(Refused(format!(
+            "--resume continues a --scenario {billing_credit} campaign; {}'s campaigns keep no \
+             partial file to resume from yet (drop --resume)",
+            s.name()
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -294,6 +321,13 @@ impl Job {
             )
             .map(passed)?),
             Job::Matrix { scenario, args } => Ok(scenario.matrix(&args).map(Outcome::Cells)?),
+            // A resume reads the campaign's partial file, which billing_credit's campaign keeps
+            // (the only one refuse_resume_elsewhere lets through).
+            Job::Nemesis { list, args, .. } if args.resume => {
+                Ok(crate::nemesis::resume_campaign(&args, &list)
+                    .map(Outcome::Trials)
+                    .map_err(ScenarioError::from)?)
+            }
             Job::Nemesis {
                 scenario,
                 list,
@@ -398,6 +432,15 @@ mod tests {
         assert!(matches!(
             job(&["--scenario", "shared_cap", "--nemesis", "kill_both"]),
             Ok(Job::Nemesis { .. })
+        ));
+        assert!(
+            refusal(&["--scenario", "shared_cap", "--nemesis", "all", "--resume"])
+                .starts_with("--resume continues a --scenario billing_credit campaign")
+        );
+        assert!(refusal(&["--scenario", "billing_credit", "--resume"]).contains("--nemesis"));
+        assert!(matches!(
+            job(&["--scenario", "billing_credit", "--nemesis", "all", "--resume"]),
+            Ok(Job::Nemesis { args, .. }) if args.resume
         ));
     }
 

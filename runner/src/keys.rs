@@ -29,6 +29,7 @@ pub struct RunKey {
     _open: File,
     path: PathBuf,
     public: VerifyingKey,
+    stable: bool,
 }
 
 impl RunKey {
@@ -62,7 +63,23 @@ impl RunKey {
             _open: file,
             path,
             public: key.verifying_key(),
+            stable: false,
         })
+    }
+
+    /// Holds the stable key `key` ([`stable_key`]) as [`RunKey::hold`] does, remembering that
+    /// it outlives the run ([`RunKey::is_stable`]).
+    pub fn hold_stable(key: SigningKey) -> std::io::Result<RunKey> {
+        Ok(RunKey {
+            stable: true,
+            ..RunKey::hold(key)?
+        })
+    }
+
+    /// Whether the key outlives the run (`--signing-key` or [`SIGNING_KEY_ENV`]); a per-run
+    /// key ends with the runner.
+    pub fn is_stable(&self) -> bool {
+        self.stable
     }
 
     /// Where a worker reads the private key (a path into this process's open files).

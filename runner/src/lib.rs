@@ -28,6 +28,7 @@ mod keys;
 mod matrix;
 mod nemesis;
 mod parent_watch;
+pub mod partial;
 mod progress;
 mod reconcile;
 mod results;
@@ -40,3 +41,7 @@ mod worker_error;
 
 pub use job::{Job, JobError, Outcome, Refused};
 pub use run::{interrupted_exit_code, Interrupted};
+
+/// The exit code of a run stopped by a full disk: its finished work is kept (a nemesis
+/// campaign's in its partial file), unlike a run that could not start (2).
+pub const DISK_FULL_EXIT: u8 = 3;

@@ -34,11 +34,18 @@ fn run() -> anyhow::Result<ExitCode> {
 }
 
 /// The one place an error becomes an exit code (cli.rs's "Exit status"): one line on stderr,
-/// and 2 (bad usage, or the run could not start or go on) or, after an interruption, 130 or 143.
+/// and 2 (bad usage, or the run could not start or go on), 3 (the disk filled; the finished
+/// work is kept) or, after an interruption, 130 or 143.
 fn exit_code_of(e: &anyhow::Error) -> ExitCode {
     if let Some(Usage(rendered)) = e.downcast_ref::<Usage>() {
         eprintln!("{}", usage_error_line("runner", rendered));
         return ExitCode::from(2);
+    }
+    if e.downcast_ref::<JobError>()
+        .is_some_and(JobError::is_disk_full)
+    {
+        eprintln!("{}", error_line("runner", e.as_ref()));
+        return ExitCode::from(runner::DISK_FULL_EXIT);
     }
     if e.downcast_ref::<JobError>()
         .is_some_and(JobError::is_interrupted)

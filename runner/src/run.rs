@@ -22,8 +22,8 @@ pub use errors::{RunError, SetupError};
 use provenance::reproduce_command;
 pub(crate) use provenance::{git_commit, without_password};
 pub(crate) use signals::install_signal_handler;
-pub(crate) use signals::note_written;
 pub use signals::{interrupted_exit_code, Interrupted};
+pub(crate) use signals::{note_kept, note_written};
 
 /// What a finished run produced.
 #[derive(Debug)]
@@ -76,7 +76,7 @@ pub(crate) fn run_dir_and_key(
         .tempdir()
         .map_err(SetupError::RunDir)?;
     let key = match crate::keys::stable_key(signing_key)? {
-        Some(stable) => RunKey::hold(stable),
+        Some(stable) => RunKey::hold_stable(stable),
         None => RunKey::generate(),
     }
     .map_err(SetupError::RunKey)?;
@@ -148,7 +148,7 @@ fn checked_plan(args: &RunArgs) -> Result<(matrix::Plan, usize), RunError> {
             dir: args.site_out.clone(),
             error,
         })?;
-        site::check_out_dir(&args.site_out).map_err(RunError::SiteFolder)?;
+        site::check_folders(&args.site_out, &args.out).map_err(RunError::SiteFolder)?;
     }
     if args.backend == crate::backend::BackendKind::Stripe && args.seed.is_some() {
         eprintln!(

@@ -24,7 +24,7 @@ mod decision;
 mod hooks;
 
 use decision::{ask_decider, replayed_decision};
-pub(crate) use hooks::crash_hook;
+pub(crate) use hooks::{block_at, crash_hook, pause_hook};
 use hooks::{step_arg, step_hook};
 
 /// Prefix of the line announcing the crash point.

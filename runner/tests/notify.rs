@@ -83,3 +83,62 @@ fn the_matrix_runs_on_a_real_mail_server_and_the_gate_answers_ambiguous_never_tw
     assert_eq!(summary["hand_resend"].over, 1);
     assert_eq!(summary["hand_resend"].wrong_answers, 2);
 }
+
+#[test]
+#[ignore = "needs postfix (apt-get install postfix) and root"]
+fn a_campaign_kills_inside_data_and_the_gate_never_sends_twice_nor_answers_wrong() {
+    use verify::scenarios::notify_nemesis::{NotifyNemesis, MID_DATA, NEMESES};
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = dir.path().to_str().expect("a UTF-8 path");
+    let output = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["--scenario", "notify", "--nemesis", "all", "--trials", "4"])
+        .args(["--seed", "3", "--no-site", "--out", out])
+        .output()
+        .expect("the runner binary starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("verify: ok"), "{stdout}");
+    let bytes = std::fs::read(dir.path().join("notify_nemesis.json")).unwrap();
+    let v = read_and_check::<NotifyNemesis>(&bytes, &KeyCheck::SelfAttested)
+        .unwrap_or_else(|_| panic!("the campaign does not verify"));
+    assert_eq!(v.file().cells.len(), NEMESES.len() * 4 * 4);
+    let mut mid_data_kills = 0;
+    for (i, c) in v.file().cells.iter().enumerate() {
+        assert!(c.harness_error.is_none(), "{c:?}");
+        let j = v.judgement(i).expect("every trial is judged");
+        // Every drawn fault lands, but a restart kill where the restart settles without a step
+        // (the gate's AMBIGUOUS, hand_check's escalation, a refusal): counted apart.
+        let restart_passed_no_step =
+            c.planned.nemesis == "kill_restart" && c.restart_killed_at.is_none();
+        assert!(j.fired || restart_passed_no_step, "{c:?}");
+        if c.planned.column == "interlock" {
+            assert!(j.mail.delivered <= 1, "the gate sent twice: {c:?}");
+            assert_ne!(j.mail.answer, Answer::Wrong, "{c:?}");
+        }
+        let first_mid_data = c.ticket.killed_at.as_deref() == Some(MID_DATA);
+        if first_mid_data || c.restart_killed_at.as_deref() == Some(MID_DATA) {
+            mid_data_kills += 1;
+        }
+        if first_mid_data {
+            assert!(
+                c.truth.before_outage.is_empty(),
+                "the server kept a message whose DATA never ended: {c:?}"
+            );
+        }
+    }
+    assert!(mid_data_kills > 0, "seed 3 draws kills inside DATA");
+    // The summary agrees: no second email and no wrong answer from the gate, within its
+    // assumptions or beyond them.
+    for (key, s) in v
+        .summary()
+        .iter()
+        .filter(|(k, _)| k.ends_with(":interlock"))
+    {
+        assert_eq!(
+            (s.over_within, s.wrong_within, s.wrong_beyond),
+            (0, 0, 0),
+            "{key}"
+        );
+    }
+}

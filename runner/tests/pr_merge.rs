@@ -214,3 +214,70 @@ fn help_names_pr_merge_among_the_scenarios() {
     let help = String::from_utf8_lossy(&output.stdout);
     assert!(help.contains("pr_merge"), "{help}");
 }
+
+#[test]
+fn help_lists_every_nemesis_of_the_contract_scenarios() {
+    let output = runner(&["--help"]);
+    // clap wraps long help: compare with the line breaks and indentation folded away.
+    let help: String = String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let names = verify::scenarios::pr_merge_nemesis::NEMESES
+        .iter()
+        .chain(verify::scenarios::notify_nemesis::NEMESES.iter());
+    for name in names {
+        assert!(help.contains(name), "--help does not name {name}");
+    }
+    assert!(help.contains("DIR/pr_merge_nemesis.json"), "{help}");
+    assert!(help.contains("DIR/notify_nemesis.json"), "{help}");
+}
+
+#[test]
+fn a_held_merge_landed_inside_the_restarts_checks_makes_hand_check_wrong_and_not_the_gate() {
+    use verify::scenarios::pr_merge_nemesis::PrMergeNemesis;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = dir.path().to_str().expect("a UTF-8 path");
+    let output = runner(&[
+        "--scenario",
+        "pr_merge",
+        "--nemesis",
+        "release_mid_restart",
+        "--trials",
+        "4",
+        "--seed",
+        "2",
+        "--no-site",
+        "--out",
+        out,
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let bytes = std::fs::read(dir.path().join("pr_merge_nemesis.json")).unwrap();
+    let v = read_and_check::<PrMergeNemesis>(&bytes, &KeyCheck::SelfAttested)
+        .unwrap_or_else(|_| panic!("the campaign does not verify"));
+    for (i, c) in v.file().cells.iter().enumerate() {
+        let j = v.judgement(i).expect("every trial is judged");
+        assert!(j.fired, "the release landed where drawn: {c:?}");
+        assert_eq!(c.released_at, c.planned.draw.release_at, "{c:?}");
+    }
+    let row = |column: &str| {
+        v.summary()
+            .get(&format!("release_mid_restart:{column}"))
+            .cloned()
+            .unwrap()
+    };
+    // hand_check does not wait out the in-flight bound: every release step lies after its
+    // lookup and before its merge request, inside the bound, so each of its answers is wrong.
+    let hc = row("hand_check");
+    assert!(hc.within > 0, "{hc:?}");
+    assert_eq!(hc.wrong_within, hc.within, "{hc:?}");
+    // The gate looks its merge up again once the bound has passed: never wrong, never twice.
+    let gate = row("interlock");
+    assert_eq!(
+        (gate.wrong_within, gate.violations_within, gate.wrong_beyond),
+        (0, 0, 0),
+        "{gate:?}"
+    );
+}

@@ -53,6 +53,8 @@ pub struct Rendered {
     pub data_commit: String,
     /// Pages of the receipts of the trials that broke the cap: (effect id, page, bundle JSON).
     pub receipts: Vec<(String, String, String)>,
+    /// The figures `verify` derived from the campaign (the report's opening uses them).
+    pub figures: CapNemesisFigures,
 }
 
 /// One nemesis × column, formatted.
@@ -422,6 +424,7 @@ pub fn render(
         headline,
         receipts,
         data_commit: built_from.words(file.environment.git_commit.as_deref()),
+        figures: *figures,
     }))
 }
 

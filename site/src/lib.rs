@@ -20,6 +20,8 @@ pub mod facts;
 pub mod format;
 pub mod nemesis_figures;
 pub mod nemesis_page;
+pub mod opening;
+pub mod outcome_chart;
 pub mod overview;
 pub mod pages;
 pub mod placeholders;
@@ -105,6 +107,13 @@ pub fn check_out_dir(out_dir: &Path) -> Result<(), SiteError> {
     staging::accepted(out_dir).map(|_| ())
 }
 
+/// [`check_out_dir`], and the results folder (the runner's `--out`) not inside the output
+/// folder, which a build replaces whole.
+pub fn check_folders(out_dir: &Path, results_dir: &Path) -> Result<(), SiteError> {
+    staging::results_apart(out_dir, results_dir)?;
+    check_out_dir(out_dir)
+}
+
 /// Build with explicit options: every results file is read, verified and rendered before the
 /// output directory is touched; then the pages and data are written.
 pub fn build_with(
@@ -112,6 +121,7 @@ pub fn build_with(
     out_dir: &Path,
     options: &BuildOptions,
 ) -> Result<BuildReport, SiteError> {
+    staging::results_apart(out_dir, results_dir)?;
     let pinned = match options.pinned_key {
         Some(bytes) => Some(
             ed25519_dalek::VerifyingKey::from_bytes(&bytes).map_err(|e| SiteError::Data {
@@ -376,6 +386,8 @@ fn render_file(
     report.nemesis_line = nemesis.as_ref().map(|n| n.headline.clone());
     let facts = facts::compute(verified.file(), verified.figures(), &report);
     report.verdict_line = overview::verdict_line(&report.columns, &facts);
+    report.opening =
+        opening::results::opening(&report, &facts, nemesis.as_ref().map(|n| &n.campaign));
     let report_html = report_page(&report, verified.file(), &prose_files, &facts)?;
     let ids_html = pages::ids(&report)?;
     let mut receipts = Vec::new();

@@ -85,10 +85,27 @@ pub fn verdict_line(columns: &[String], facts: &Facts) -> String {
 /// `judged` is the campaign's judged trials as `verify` counted them; facts `nemesis.trials`,
 /// `within.C`, `nothing_decided.C`, `violations_within.C`, `violations_beyond.C`,
 /// `wrong_within.C`, `wrong_beyond.C`, `unresolved.C`, `under_credits_within.C`, `under_credits_beyond.C`,
-/// `exposure.violations.C`, `exposure.judged.C`.
-pub fn nemesis_line(columns: &[String], facts: &Facts, judged: u32) -> String {
+/// `exposure.violations.C`, `exposure.judged.C`; and, beside the violations beyond the
+/// assumptions and the wrong answers, the `nemeses` that caused them (`violations.N.C`,
+/// `violations_within.N.C`, `wrong.N.C`).
+pub fn nemesis_line(columns: &[String], nemeses: &[String], facts: &Facts, judged: u32) -> String {
     let per = |f: &dyn Fn(&String) -> String| -> String {
         words(&columns.iter().map(f).collect::<Vec<_>>())
+    };
+    // The nemeses behind a column's count, beside it: `(late_beyond_bound 60, two_workers 6)`.
+    let by_nemesis = |count: &dyn Fn(&str) -> i64| -> String {
+        let by: Vec<String> = nemeses
+            .iter()
+            .filter_map(|n| {
+                let k = count(n);
+                (k > 0).then(|| format!("{n} {k}"))
+            })
+            .collect();
+        if by.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", by.join(", "))
+        }
     };
     let within = per(&|c| {
         format!(
@@ -99,16 +116,21 @@ pub fn nemesis_line(columns: &[String], facts: &Facts, judged: u32) -> String {
     });
     let beyond = per(&|c| {
         format!(
-            "{c} {} of {}",
+            "{c} {} of {}{}",
             text(facts, &format!("violations_beyond.{c}")),
-            text(facts, &format!("beyond.{c}"))
+            text(facts, &format!("beyond.{c}")),
+            by_nemesis(&|n| {
+                int(facts, &format!("violations.{n}.{c}")).unwrap_or(0)
+                    - int(facts, &format!("violations_within.{n}.{c}")).unwrap_or(0)
+            })
         )
     });
     let wrong = per(&|c| {
         format!(
-            "{c} {}",
+            "{c} {}{}",
             int(facts, &format!("wrong_within.{c}")).unwrap_or(0)
-                + int(facts, &format!("wrong_beyond.{c}")).unwrap_or(0)
+                + int(facts, &format!("wrong_beyond.{c}")).unwrap_or(0),
+            by_nemesis(&|n| int(facts, &format!("wrong.{n}.{c}")).unwrap_or(0))
         )
     });
     let unresolved = per(&|c| {
@@ -128,7 +150,9 @@ pub fn nemesis_line(columns: &[String], facts: &Facts, judged: u32) -> String {
         "Of {} randomized fault trials, {judged} were judged (the rest ended before any \
          decision existed, killed or failing the decision's own write, or their fault never fired: {} of them, counted apart). Violations within each column's assumptions: {within}. Violations beyond \
          them (a request held past the declared bound, or a change after the column's last \
-         read): {beyond}. Wrong answers, within and beyond: {wrong}. Unresolved (the last restart \
+         read; by fault, beside each count): {beyond}: failures no check on the client can \
+         prevent, reported as measured. Wrong answers (an answer that contradicts what Stripe \
+         holds), within and beyond, by fault: {wrong}. Unresolved (the last restart \
          ended in an error and gave no answer): {unresolved}. Under-credits (the approved credit \
          not issued, or a smaller one), within and beyond: {under}.",
         text(facts, "nemesis.trials"),

@@ -79,6 +79,8 @@ pub struct IndexPage<'a> {
     pub contracts: &'a [crate::scenarios::IndexEntry],
     /// No scenario header on the front page.
     pub nav: Option<Nav>,
+    /// The front page's opening: what was tested and found over every report.
+    pub front: crate::opening::Front,
 }
 
 /// One line of the Rows section.
@@ -120,6 +122,8 @@ pub struct ReportPage<'a> {
     pub candidates: &'a [&'a str],
     /// The scenario header.
     pub nav: Option<Nav>,
+    /// The report's opening ([`crate::opening`]).
+    pub o: &'a crate::opening::Opening,
 }
 
 /// A scenario's Ids page.
@@ -186,6 +190,21 @@ pub fn index(
             caps,
             contracts,
             nav: None,
+            front: crate::opening::front(
+                &reports
+                    .iter()
+                    .map(|r| (r.scenario.as_str(), r.title.as_str(), &r.opening))
+                    .chain(
+                        caps.iter()
+                            .map(|c| (c.scenario.as_str(), c.title.as_str(), &c.opening)),
+                    )
+                    .chain(
+                        contracts
+                            .iter()
+                            .map(|c| (c.folder.as_str(), c.title.as_str(), &c.opening)),
+                    )
+                    .collect::<Vec<_>>(),
+            ),
         },
     )
 }
@@ -232,6 +251,7 @@ pub fn report(
             row_lines,
             chart,
             candidates: &CANDIDATES,
+            o: &r.opening,
             nav: Some(Nav::new(
                 r,
                 "",

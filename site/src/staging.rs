@@ -14,10 +14,34 @@ pub(crate) struct Staging {
     committed: bool,
 }
 
-/// Whether `dir` holds a site this crate built (its index and stylesheet), so replacing it loses
+/// The file every build writes at the top of its folder, and the only sign that a folder is a
+/// site a build may replace (an `index.html` and a `style.css` are in many folders that are not).
+pub(crate) const MARKER: &str = ".interlock-site";
+
+/// What the marker file says to whoever opens it.
+const MARKER_TEXT: &str = "This folder was written by `site build` (Interlock's report). A \
+    build replaces the whole folder: keep nothing else in it.\n";
+
+/// Whether `dir` holds a site this crate built (its marker file), so replacing it loses
 /// nothing of anyone else's.
 fn holds_a_site(dir: &Path) -> bool {
-    dir.join("index.html").is_file() && dir.join("style.css").is_file()
+    dir.join(MARKER).is_file()
+}
+
+/// Refuses a results folder inside the output folder (or the same folder): the build replaces
+/// the whole output folder, and the results would go with it.
+pub(crate) fn results_apart(out_dir: &Path, results_dir: &Path) -> Result<(), SiteError> {
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let (out, results) = (absolute(out_dir), absolute(results_dir));
+    let lexical = |p: &Path| p.components().collect::<PathBuf>();
+    if lexical(&results).starts_with(lexical(&out)) {
+        return Err(SiteError::NotASiteFolder {
+            path: out_dir.to_path_buf(),
+            why: "the results folder is inside it (or is it), and a build replaces the whole \
+                  folder: choose another output folder",
+        });
+    }
+    Ok(())
 }
 
 /// Whether `dir` is an empty folder.
@@ -45,11 +69,31 @@ pub(crate) fn accepted(out_dir: &Path) -> Result<PathBuf, SiteError> {
     if !is_empty(&real)? && !holds_a_site(&real) {
         return Err(SiteError::NotASiteFolder {
             path: out_dir.to_path_buf(),
-            why: "it holds files and no site (no index.html and style.css), and a build \
-                  replaces the whole folder",
+            why: "it holds files and no site a build wrote (no .interlock-site file), and a \
+                  build replaces the whole folder: empty it, remove it, or choose another",
         });
     }
     Ok(real)
+}
+
+/// Removes the staging and set-aside folders of earlier builds into `parent/name` whose process
+/// is gone (a build killed before it could clean up): `.name.building-PID`, `.name.old-PID`.
+fn remove_abandoned(parent: &Path, name: &str) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let file = file.to_string_lossy();
+        let pid = [".building-", ".old-"].iter().find_map(|kind| {
+            file.strip_prefix(&format!(".{name}{kind}"))
+                .and_then(|p| p.parse::<u32>().ok())
+        });
+        let gone = pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists());
+        if gone {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 impl Staging {
@@ -68,6 +112,7 @@ impl Staging {
             parent
         };
         crate::output::mkdir(parent)?;
+        remove_abandoned(parent, &name.to_string_lossy());
         let root = parent.join(format!(
             ".{}.building-{}",
             name.to_string_lossy(),
@@ -78,6 +123,9 @@ impl Staging {
                 .map_err(|e| SiteError::io("removing an earlier build's folder", &root, e))?;
         }
         crate::output::mkdir(&root)?;
+        let marker = root.join(MARKER);
+        std::fs::write(&marker, MARKER_TEXT)
+            .map_err(|e| SiteError::io("writing the site's marker", &marker, e))?;
         Ok(Staging {
             out_dir,
             root,

@@ -271,6 +271,8 @@ pub fn load_verified(
         }
         (Wanted::Nemesis, Document::Nemesis(file)) => {
             let checked = accept_nemesis(&file, key).map_err(refused)?;
+            let origin = Origin::new(&file.environment.git_commit, &file.environment.signer);
+            agrees_with_matrix(path, &origin, CommitRule::Same)?;
             Accepted::Nemesis {
                 file,
                 report: checked.report,
@@ -281,6 +283,8 @@ pub fn load_verified(
             let verify::figures::cap_nemesis::Checked { report, figures } =
                 verify::figures::cap_nemesis::check(&file, key);
             first_lines(report.ok, &report.findings).map_err(refused)?;
+            let origin = Origin::new(&file.environment.git_commit, &file.environment.public_key);
+            agrees_with_matrix(path, &origin, CommitRule::Shown)?;
             Accepted::SharedCapNemesis {
                 file,
                 report,
@@ -311,6 +315,144 @@ pub fn load_verified(
         }
     };
     Ok((accepted, stored.unwrap_or(bytes)))
+}
+
+/// Which code made a file and which key signed it: the two things a scenario's files must not
+/// disagree on unseen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The commit the run recorded (`environment.git_commit`), if it did.
+    pub commit: Option<String>,
+    /// The public key (hex) the file is signed with.
+    pub signer: String,
+}
+
+impl Origin {
+    /// The origin of a file made at `commit` and signed by `signer`.
+    pub fn new(commit: &Option<String>, signer: &str) -> Origin {
+        Origin {
+            commit: commit.clone(),
+            signer: signer.to_owned(),
+        }
+    }
+}
+
+/// Whether a scenario's campaign may come from other code than its matrix file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitRule {
+    /// No: the report puts the campaign's headline into the matrix's verdict, one sentence
+    /// about one code (billing_credit).
+    Same,
+    /// Yes: every page that shows the campaign beside the run says the campaign's own commit
+    /// (shared_cap: "For the campaign: Data made at commit …").
+    Shown,
+}
+
+/// Why a scenario's campaign (`campaign`) cannot be shown with its matrix file (`matrix`):
+/// made at another commit where `commits` is [`CommitRule::Same`] (both recorded one); or
+/// signed by another key where either key is the project's stable key (`listed`: in the
+/// results directory's `SIGNERS`), which would make one scenario half vouched for by the
+/// project. Two per-run keys always differ (each run makes its own), and each page names its
+/// file's key, so that alone is no disagreement. `None` when they agree.
+pub fn disagreement(
+    matrix: &Origin,
+    campaign: &Origin,
+    commits: CommitRule,
+    listed: &dyn Fn(&str) -> bool,
+) -> Option<String> {
+    if let (CommitRule::Same, Some(m), Some(c)) = (commits, &matrix.commit, &campaign.commit) {
+        if m != c {
+            return Some(format!(
+                "the campaign was made at commit {c} and the matrix at commit {m}: the report \
+                 joins them in one verdict, so they must come from the same code; run the \
+                 campaign again at the matrix's commit (or the matrix at the campaign's), or \
+                 leave the campaign out of the results directory"
+            ));
+        }
+    }
+    let stable = [&matrix.signer, &campaign.signer]
+        .into_iter()
+        .filter(|k| listed(k))
+        .count();
+    if matrix.signer != campaign.signer && stable > 0 {
+        return Some(format!(
+            "the campaign is signed by the key {} and the matrix by {}, and {} the project's \
+             stable key listed in SIGNERS: one scenario's files must be signed by the same \
+             stable key, or by none; sign both with the project's key",
+            fingerprint(&campaign.signer),
+            fingerprint(&matrix.signer),
+            if stable == 2 {
+                "each is"
+            } else {
+                "one of them is"
+            }
+        ));
+    }
+    None
+}
+
+/// A key's fingerprint as `verify` prints it (the hex itself when it names no key).
+fn fingerprint(signer: &str) -> String {
+    verify::entry::decode_lower_hex::<32>(signer)
+        .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
+        .map_or_else(|| signer.to_owned(), |k| verify::fingerprint(&k))
+}
+
+/// The campaign at `path` (`DIR/nemesis/<stem>.json[.gz]`), made and signed as `campaign`
+/// says, refused when it disagrees with its scenario's matrix file `DIR/<stem>.json`
+/// ([`disagreement`]). A campaign without a matrix file beside it has nothing to disagree
+/// with.
+fn agrees_with_matrix(
+    path: &Path,
+    campaign: &Origin,
+    commits: CommitRule,
+) -> Result<(), SiteError> {
+    /// The fields of a matrix file this check reads (billing_credit's `signer`, shared_cap's
+    /// `public_key`); the build verifies the whole file where it renders it.
+    #[derive(serde::Deserialize)]
+    struct Head {
+        environment: HeadEnvironment,
+    }
+    #[derive(serde::Deserialize)]
+    struct HeadEnvironment {
+        git_commit: Option<String>,
+        signer: Option<String>,
+        public_key: Option<String>,
+    }
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let stem = name
+        .strip_suffix(".json.gz")
+        .or_else(|| name.strip_suffix(".json"))
+        .unwrap_or(name);
+    let Some(results_dir) = path.parent().and_then(Path::parent) else {
+        return Ok(());
+    };
+    let matrix_path = results_dir.join(format!("{stem}.json"));
+    if !matrix_path.is_file() {
+        return Ok(());
+    }
+    let bytes =
+        std::fs::read(&matrix_path).map_err(|e| SiteError::io("reading", &matrix_path, e))?;
+    let head: Head = serde_json::from_slice(&bytes).map_err(|e| SiteError::Unreadable {
+        path: matrix_path.clone(),
+        problem: e.to_string(),
+    })?;
+    let env = head.environment;
+    let matrix = Origin {
+        commit: env.git_commit,
+        signer: env.signer.or(env.public_key).unwrap_or_default(),
+    };
+    let listed = |key: &str| crate::provenance::is_listed(results_dir, key);
+    match disagreement(&matrix, campaign, commits, &listed) {
+        Some(why) => Err(SiteError::Data {
+            path: path.to_path_buf(),
+            problem: format!("it disagrees with {}: {why}", matrix_path.display()),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Where the campaign file `<stem>` is in `dir`: `<stem>.json.gz` (as the runner writes it) or
@@ -521,4 +663,61 @@ fn entry_checks(r: &ReceiptReport, published: &str) -> Vec<EntryCheck> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "0123456789abcdef0123456789abcdef01234567";
+    const B: &str = "89abcdef0123456789abcdef0123456789abcdef";
+
+    fn origin(commit: Option<&str>, signer: &str) -> Origin {
+        Origin {
+            commit: commit.map(str::to_owned),
+            signer: signer.to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_campaign_of_other_code_is_a_disagreement_where_the_report_joins_them_in_one_verdict() {
+        let none = |_: &str| false;
+        let (m, c) = (origin(Some(A), "k1"), origin(Some(B), "k2"));
+        let why = disagreement(&m, &c, CommitRule::Same, &none).unwrap_or_default();
+        assert!(
+            why.contains(&format!("made at commit {B} and the matrix at commit {A}")),
+            "{why}"
+        );
+        // Where every page says the campaign's own commit, or a run did not record its commit,
+        // or two per-run keys (each run makes its own): nothing to refuse.
+        assert_eq!(disagreement(&m, &c, CommitRule::Shown, &none), None);
+        let unrecorded = origin(None, "k2");
+        assert_eq!(disagreement(&m, &unrecorded, CommitRule::Same, &none), None);
+        assert_eq!(
+            disagreement(&m, &origin(Some(A), "k2"), CommitRule::Same, &none),
+            None
+        );
+    }
+
+    #[test]
+    fn a_stable_key_beside_another_key_in_one_scenario_is_a_disagreement() {
+        let project = |k: &str| k == "project";
+        let m = origin(Some(A), "project");
+        for rule in [CommitRule::Same, CommitRule::Shown] {
+            let why =
+                disagreement(&m, &origin(Some(A), "per-run"), rule, &project).unwrap_or_default();
+            assert!(
+                why.contains("one of them is the project's stable key"),
+                "{why}"
+            );
+            assert_eq!(
+                disagreement(&m, &origin(Some(A), "project"), rule, &project),
+                None
+            );
+        }
+        let both = |_: &str| true;
+        let why = disagreement(&m, &origin(Some(A), "other"), CommitRule::Shown, &both)
+            .unwrap_or_default();
+        assert!(why.contains("each is the project's stable key"), "{why}");
+    }
 }

@@ -222,3 +222,66 @@ fn the_committed_notify_run_gets_its_report_with_what_each_handoffs_mailbox_held
     let index = std::fs::read_to_string(out.path().join("index.html")).unwrap();
     assert!(index.contains("href=\"notify/index.html\""), "{index}");
 }
+
+#[test]
+fn the_committed_notify_campaign_page_says_what_a_guess_costs_and_what_the_gate_costs() {
+    use verify::scenarios::notify_nemesis::NotifyNemesis;
+    let dir = tempfile::tempdir().unwrap();
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/notify_nemesis.json");
+    let bytes = std::fs::read(&committed).unwrap();
+    std::fs::write(dir.path().join("notify_nemesis.json"), &bytes).unwrap();
+    let v = verify::contract::read_and_check::<NotifyNemesis>(
+        &bytes,
+        &verify::receipt::KeyCheck::SelfAttested,
+    )
+    .unwrap_or_else(|_| panic!("the committed campaign verifies"));
+    let out = build(dir.path(), None).unwrap();
+    let page = std::fs::read_to_string(out.path().join("notify_nemesis/index.html")).unwrap();
+    let text = page.split_whitespace().collect::<Vec<_>>().join(" ");
+    // The figures on the page are verify's, summed per column.
+    type Figure = dyn Fn(&verify::scenarios::notify_nemesis::NemesisColumn) -> u32;
+    let sum_of = |kills_only: bool, column: &str, f: &Figure| {
+        v.summary()
+            .iter()
+            .filter(|(k, _)| k.ends_with(&format!(":{column}")))
+            .filter(|(k, _)| !kills_only || k.starts_with("kill_"))
+            .map(|(_, s)| f(s))
+            .sum::<u32>()
+    };
+    let sum = |column: &str, f: &Figure| sum_of(false, column, f);
+    // The cost sentence is over the kill nemeses (a pause hands nothing off).
+    let kills = |column: &str, f: &Figure| sum_of(true, column, f);
+    let killed: u32 = ["no_check", "hand_check", "hand_resend", "interlock"]
+        .iter()
+        .map(|c| sum(c, &|s| s.killed_mid_data))
+        .sum();
+    assert!(killed > 0, "the committed campaign kills inside DATA");
+    assert!(
+        text.contains(&format!(
+            "inside the SMTP DATA (half of the message at the server, its final dot never \
+             sent), of first workers and of restarts: {killed}; of those, messages the server \
+             kept: 0"
+        )),
+        "{text}"
+    );
+    let resend = format!(
+        "hand_resend {} second or unwanted emails and {} answers the mailbox contradicts",
+        kills("hand_resend", &|s| s.over_within),
+        kills("hand_resend", &|s| s.wrong_within)
+    );
+    assert!(text.contains(&resend), "{resend}: {text}");
+    let gate = format!(
+        "interlock {} handoffs in {} trials, the mailbox holding the email in {} of them",
+        kills("interlock", &|s| s.handoffs_within),
+        kills("interlock", &|s| s.within),
+        kills("interlock", &|s| s.handoffs_found_sent)
+    );
+    assert!(text.contains(&gate), "{gate}: {text}");
+    // Neither the gate nor hand_check sent twice or answered wrong here: the page states the tie.
+    assert_eq!(sum("interlock", &|s| s.over_within + s.wrong_within), 0);
+    assert_eq!(sum("hand_check", &|s| s.over_within + s.wrong_within), 0);
+    assert!(
+        text.contains("the gate ties the careful hand-written check"),
+        "{text}"
+    );
+}

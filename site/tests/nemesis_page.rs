@@ -104,3 +104,46 @@ fn a_nemesis_file_that_does_not_verify_is_not_rendered() {
     let err = site::build(&results, &dir.path().join("public")).unwrap_err();
     assert!(err.to_string().contains("failed verification"), "{err}");
 }
+
+#[test]
+fn a_campaign_of_other_code_or_beside_a_stable_key_of_another_signer_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    copy_results(&results);
+    let campaign = verify::load::load_nemesis(
+        &verify::input::read_file(&results.join("nemesis/billing_credit.json.gz")).unwrap(),
+    )
+    .unwrap();
+    // The campaign's signer listed as the project's stable key; the matrix signed by another.
+    let signers = results.join("SIGNERS");
+    std::fs::write(
+        &signers,
+        format!("{} project\n", campaign.environment.signer),
+    )
+    .unwrap();
+    let err = site::build(&results, &dir.path().join("public")).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("one of them is the project's stable key listed in SIGNERS"),
+        "{err}"
+    );
+    std::fs::remove_file(&signers).unwrap();
+    // A matrix made (and signed) at another commit than the campaign.
+    let spec = synthetic::Spec::default();
+    let mut matrix = synthetic::generate(&spec);
+    matrix.environment.git_commit = Some("0123456789abcdef0123456789abcdef01234567".into());
+    verify::manifest::sign(&mut matrix, &synthetic::signing_key(&spec)).unwrap();
+    std::fs::write(
+        results.join("billing_credit.json"),
+        serde_json::to_vec_pretty(&matrix).unwrap(),
+    )
+    .unwrap();
+    let err = site::build(&results, &dir.path().join("public")).unwrap_err();
+    let commit = campaign.environment.git_commit.unwrap();
+    assert!(
+        err.to_string().contains(&format!(
+            "the campaign was made at commit {commit} and the matrix at commit 0123456789ab"
+        )),
+        "{err}"
+    );
+}

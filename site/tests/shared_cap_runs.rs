@@ -61,8 +61,8 @@ fn a_one_host_run_and_a_two_host_run_each_get_their_own_folder_and_index_entry()
     assert!(index.contains("href=\"shared_cap_two_hosts/index.html\""));
     assert_eq!(
         index.matches("<p class=\"lede\">").count(),
-        2,
-        "a verdict each"
+        3,
+        "the opening's line on what Interlock is, then a verdict each"
     );
     assert!(index.contains(site::shared_cap::TITLE_TWO_HOSTS));
     assert!(support::assert_links_resolve(root) > 50);

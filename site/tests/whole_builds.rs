@@ -85,3 +85,83 @@ fn a_folder_holding_something_else_is_refused_and_left_untouched() {
     );
     assert_eq!(tree(out.path()), vec!["notes.txt".to_owned()]);
 }
+
+#[test]
+fn a_folder_with_an_index_and_a_stylesheet_but_no_marker_is_not_taken_for_a_site() {
+    let data = results();
+    let root = tempfile::tempdir().unwrap();
+    let web = root.path().join("myweb");
+    std::fs::create_dir_all(web.join("src")).unwrap();
+    for (file, text) in [
+        ("index.html", "hi"),
+        ("style.css", "body{}"),
+        ("notes.txt", "precious"),
+        ("src/app.js", "x"),
+    ] {
+        std::fs::write(web.join(file), text).unwrap();
+    }
+    let before = tree(&web);
+    match build(data.path(), &web) {
+        Err(SiteError::NotASiteFolder { why, .. }) => {
+            assert!(why.contains(".interlock-site"), "{why}")
+        }
+        other => panic!("not refused: {:?}", other.map(|_| ())),
+    }
+    assert_eq!(tree(&web), before, "nothing of it was touched");
+    // A folder a build wrote carries the marker, and is replaced.
+    let out = root.path().join("public");
+    build(data.path(), &out).unwrap();
+    assert!(out.join(".interlock-site").is_file());
+    build(data.path(), &out).unwrap();
+}
+
+#[test]
+fn results_inside_the_output_folder_are_refused_before_anything_is_written() {
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("public");
+    build(results().path(), &out).unwrap();
+    // The runner's --out inside the site, or the same folder: the swap would delete them.
+    for inside in [out.clone(), out.join("data")] {
+        let before = tree(&out);
+        match build(&inside, &out) {
+            Err(SiteError::NotASiteFolder { why, .. }) => {
+                assert!(why.contains("results folder is inside it"), "{why}")
+            }
+            other => panic!("{} not refused: {:?}", inside.display(), other.map(|_| ())),
+        }
+        assert_eq!(tree(&out), before);
+        assert!(site::check_folders(&out, &inside).is_err());
+    }
+    assert!(site::check_folders(&out, root.path().join("results").as_path()).is_ok());
+}
+
+#[test]
+fn a_build_removes_what_a_killed_build_left_beside_the_folder() {
+    let data = results();
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("public");
+    // No process has this id (above the kernel's pid_max).
+    for kind in ["building", "old"] {
+        let left = root.path().join(format!(".public.{kind}-4194305"));
+        std::fs::create_dir_all(&left).unwrap();
+        std::fs::write(left.join("index.html"), "left").unwrap();
+    }
+    // A build of another folder's name is not this build's to remove.
+    let other = root.path().join(".site.building-4194305");
+    std::fs::create_dir_all(&other).unwrap();
+    build(data.path(), &out).unwrap();
+    let beside: Vec<String> = std::fs::read_dir(root.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(beside.contains(&"public".to_owned()), "{beside:?}");
+    assert!(
+        beside.contains(&".site.building-4194305".to_owned()),
+        "{beside:?}"
+    );
+    assert!(
+        !beside.iter().any(|b| b.starts_with(".public.")),
+        "{beside:?}"
+    );
+}

@@ -3,6 +3,7 @@
 use super::answer::{self, DOC_GET_PULL, DOC_MERGE};
 use super::listener::Cut;
 use super::{blocking, target, App};
+use crate::faults::RELEASE_LIMIT;
 use crate::git::Actor;
 use crate::pulls::{self, MergeAsk, PullState, Refusal};
 use crate::Fault;
@@ -74,14 +75,26 @@ async fn merge_to_end(
         Ok(ask) => ask,
         Err(bad) => return answer::error(bad.status, &bad.message, DOC_MERGE),
     };
-    if let Some(Fault::Hold { ms }) = fault {
-        tokio::time::sleep(Duration::from_millis(ms)).await;
+    let mut landed = None;
+    match fault {
+        Some(Fault::Hold { ms }) => tokio::time::sleep(Duration::from_millis(ms)).await,
+        Some(Fault::HoldUntilReleased) => {
+            let release = app.faults.hold(&repo, number);
+            if let Ok(Ok(tell)) = tokio::time::timeout(RELEASE_LIMIT, release).await {
+                landed = Some(tell);
+            }
+        }
+        _ => {}
     }
     let done = blocking(move || {
         app.repos
             .with(&repo, |r| pulls::merge(r, number, &ask, Actor::Agent))
     })
     .await;
+    if let Some(tell) = landed {
+        // Applied or refused: the harness that released the request may go on.
+        let _ = tell.send(());
+    }
     match done {
         Ok(Ok(sha)) => match fault {
             Some(Fault::FailAfterCommit) => answer::server_error(DOC_MERGE),
@@ -89,7 +102,7 @@ async fn merge_to_end(
                 cut.cut();
                 answer::server_error(DOC_MERGE)
             }
-            Some(Fault::Hold { .. }) | None => answer::json(
+            Some(Fault::Hold { .. } | Fault::HoldUntilReleased) | None => answer::json(
                 StatusCode::OK,
                 &json!({ "sha": sha, "merged": true, "message": "Pull Request successfully merged" }),
             ),

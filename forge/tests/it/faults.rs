@@ -96,3 +96,35 @@ fn drop_after_commit_closes_the_connection_without_an_answer_yet_the_merge_is_in
         .unwrap();
     assert_eq!(found.map(|c| c.sha), Some(merge));
 }
+
+#[test]
+fn a_merge_held_until_released_lands_when_released_and_not_before_with_git() {
+    let case = Case::new();
+    case.forge
+        .set_fault(&case.name, 1, Fault::HoldUntilReleased);
+    let client = case.client(Duration::from_millis(300));
+    let answer = client.merge(1, &ask(&case.pull.head));
+    assert!(
+        matches!(answer, Err(ClientError::Unknown { .. })),
+        "{answer:?}"
+    );
+    assert!(
+        !case.forge.fault_waiting(&case.name, 1),
+        "the request took it"
+    );
+    // Well past the client's timeout, nothing has landed: the request is still held.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        case.main(),
+        case.pull.base,
+        "nothing landed before the release"
+    );
+    let held = case
+        .forge
+        .release(&case.name, 1)
+        .expect("a request was held");
+    assert!(held >= Duration::from_millis(500), "{held:?}");
+    // The release returns once the merge is in git.
+    merged_once(&case);
+    assert_eq!(case.forge.release(&case.name, 1), None, "released once");
+}

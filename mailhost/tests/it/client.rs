@@ -25,17 +25,31 @@ fn a_250_after_the_final_dot_is_accepted_and_names_the_queue_id() {
 }
 
 #[test]
-fn a_failure_answer_after_the_final_dot_is_a_refusal() {
-    let server = Scripted::start(Ending::AnswerMessage("451 4.3.0 try again later"));
+fn a_permanent_failure_after_the_final_dot_is_a_refusal() {
+    let server = Scripted::start(Ending::AnswerMessage("554 5.7.1 message rejected"));
     let e = send_to(&server, Duration::from_secs(5)).unwrap_err();
     match &e {
         SendError::Refused { step, code, text } => {
-            assert_eq!((*step, *code), (Step::Message, 451));
-            assert!(text.contains("try again later"), "{text}");
+            assert_eq!((*step, *code), (Step::Message, 554));
+            assert!(text.contains("message rejected"), "{text}");
         }
         other => panic!("{other}"),
     }
     assert!(e.settled_not_sent());
+    server.finish();
+}
+
+#[test]
+fn a_transient_failure_after_the_final_dot_leaves_the_outcome_unknown() {
+    // Postfix answers 451 when its cleanup process fails, possibly after the queue file was
+    // complete, and then delivers it: the client cannot take the 451 as "not sent".
+    let server = Scripted::start(Ending::AnswerMessage("451 4.3.0 try again later"));
+    let e = send_to(&server, Duration::from_secs(5)).unwrap_err();
+    assert!(
+        matches!(&e, SendError::Unknown { reason } if reason.contains("451")),
+        "{e}"
+    );
+    assert!(!e.settled_not_sent());
     server.finish();
 }
 

@@ -8,6 +8,7 @@ mod calibration;
 mod console;
 mod decide;
 mod faults;
+mod kept;
 mod merge;
 mod merge_error;
 mod opening;
@@ -26,7 +27,7 @@ mod write_fault;
 
 pub use merge::merge_shards;
 pub use merge_error::MergeShardsError;
-pub use run::{replay, run_nemesis, NemesisArgs, NemesisOutcome};
+pub use run::{replay, resume_campaign, run_nemesis, NemesisArgs, NemesisOutcome};
 pub use run_error::NemesisRunError;
 
 pub use verify::nemesis::nemeses::Nemesis;

@@ -2,10 +2,12 @@
 //! results file, verify it; and `--replay ID`: run one trial again from its id.
 
 use super::console::{amounts_line, print_summary, print_verified, progress};
+use super::kept::{CampaignRecord, Kept};
 use super::run_error::NemesisRunError;
 use super::trial::{run_trial, TrialContext, TrialSpec};
 use super::Nemesis;
 use crate::backend::{Backend, BackendKind};
+use crate::cli::RunArgs;
 use crate::clock::ClockStart;
 use crate::keys::RunKey;
 use crate::run::SetupError;
@@ -108,6 +110,39 @@ fn start(journal: Option<&str>, signing_key: Option<&Path>) -> Result<Started, S
 
 /// Runs every planned trial and writes `DIR/nemesis/billing_credit.json.gz`.
 pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome, NemesisRunError> {
+    run_campaign(args, false)
+}
+
+/// `--resume`: continues the campaign of `args` (`--scenario billing_credit --nemesis LIST`)
+/// whose finished trials are in its partial file, running only the others.
+pub fn resume_campaign(args: &RunArgs, list: &str) -> Result<NemesisOutcome, NemesisRunError> {
+    run_campaign(&NemesisArgs::of(args, list)?, true)
+}
+
+impl<'a> NemesisArgs<'a> {
+    /// The campaign `--scenario billing_credit --nemesis LIST` asks for.
+    pub fn of(args: &'a RunArgs, list: &str) -> Result<NemesisArgs<'a>, NemesisRunError> {
+        Ok(NemesisArgs {
+            nemeses: super::parse_list(list)?,
+            trials: args.trials,
+            seed: args.seed,
+            // Trials mostly wait (on the in-flight bound, on held requests), so more than the
+            // cores.
+            jobs: args.jobs.unwrap_or(32),
+            out: &args.out,
+            journal: args.journal.as_deref(),
+            clock_start: args.clock_start,
+            outage_ms: args.outage_ms,
+            exposure_span_ms: args.exposure_span_ms,
+            shard: args.shard,
+            signing_key: args.signing_key.as_deref(),
+        })
+    }
+}
+
+/// Runs the campaign (`resume`: the trials its partial file does not hold yet), keeping each
+/// finished trial in its partial file, and writes the whole campaign's file.
+fn run_campaign(args: &NemesisArgs<'_>, resume: bool) -> Result<NemesisOutcome, NemesisRunError> {
     let wall = Instant::now();
     let out_dir = args.out.join("nemesis");
     crate::results::check_writable(&out_dir).map_err(|error| NemesisRunError::Out {
@@ -116,55 +151,64 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome, NemesisRunE
     })?;
     // The code that runs is the code at the start (files may change while a long run goes on).
     let git_commit = crate::run::git_commit();
-    let (mut plan, specs) = plan_trials(args)?;
+    let partial = super::kept::partial_path(&out_dir, args.shard);
+    // A resume without --seed continues with the campaign's own.
+    let seed = match args.seed {
+        None if resume => super::kept::recorded_seed(&partial)?,
+        seed => seed,
+    };
+    let (plan, specs) = plan_trials(args, seed)?;
     super::calibration::check_given(&plan, args.exposure_span_ms)?;
     let s = start(args.journal, args.signing_key)?;
     super::storage::preflight(&args.nemeses, s.dir.path(), &s.exe)?;
     // Ctrl-C / SIGTERM: no new trial starts; running trials end (every worker wait is bounded)
-    // and nothing is written.
+    // and are kept; the final file is not written.
     let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     crate::run::install_signal_handler(cancel.clone()).map_err(SetupError::from)?;
     let mut ctx = s.context(args.clock_start, args.outage_ms, None);
-    plan.exposure = super::calibration::exposure_span(
-        &plan,
-        args.exposure_span_ms,
-        specs.len(),
-        &|calibration| run_trials(&ctx, calibration, args.jobs, &cancel),
-    )?;
-    if cancel.load(Ordering::SeqCst) {
-        return Err(crate::run::Interrupted.into());
-    }
-    ctx.exposure_span_ms = plan.exposure_span_ms();
-    eprintln!(
-        "runner: nemesis {} x 3 columns x {} trials{} = {} trials, {} jobs, seed {}",
-        plan.nemeses.join(","),
-        args.trials,
-        args.shard
-            .map(|s| format!(", shard {} of {}", s.index, s.count))
-            .unwrap_or_default(),
-        specs.len(),
-        args.jobs,
-        plan.seed
-    );
-    let slots = run_trials(&ctx, &specs, args.jobs, &cancel);
-    if cancel.load(Ordering::SeqCst) {
-        return Err(crate::run::Interrupted.into());
-    }
-    let trials = collect_trials(slots)?;
-    let signing = crate::keys::read_signing_key(s.key.path()).map_err(SetupError::from)?;
-    let summary = summarize(&plan, &trials);
-    let mut file = NemesisFile {
-        format: NEMESIS_FORMAT.into(),
-        scenario: Scenario::BillingCredit.as_str().into(),
-        generated: crate::results::now_rfc3339(),
+    let mut record = CampaignRecord {
         environment: environment(args, &s, plan.seed, git_commit),
         plan,
-        trials,
-        summary,
-        signature: FileSignature::default(),
     };
-    verify::nemesis::sign::sign(&mut file, &signing)?;
-    let path = write(args, &file)?;
+    let ids: Vec<String> = specs
+        .iter()
+        .map(|t| trial_id(t.nemesis.as_str(), t.column.as_str(), t.seed))
+        .collect();
+    let next = super::kept::next_words(&s.key, resume_command(args, record.plan.seed));
+    let (kept, done) = if resume {
+        let given = args.exposure_span_ms.is_some();
+        super::kept::resume(&partial, &mut record, given, &s.key, &ids, next)?
+    } else {
+        record.plan.exposure = super::calibration::exposure_span(
+            &record.plan,
+            args.exposure_span_ms,
+            specs.len(),
+            &|calibration| run_trials(&ctx, calibration, args.jobs, &cancel, None),
+        )?;
+        if cancel.load(Ordering::SeqCst) {
+            return Err(crate::run::Interrupted.into());
+        }
+        let kept = super::kept::create(&partial, &record, &s.key, next)?;
+        (kept, Vec::new())
+    };
+    ctx.exposure_span_ms = record.plan.exposure_span_ms();
+    let todo: Vec<TrialSpec> = specs
+        .iter()
+        .filter(|t| done.iter().all(|(at, _)| *at != t.slot))
+        .copied()
+        .collect();
+    announce(args, &record.plan, specs.len());
+    let slots = run_trials(&ctx, &todo, args.jobs, &cancel, Some(&kept));
+    if let Some(failure) = kept.take_failure() {
+        return Err(kept.append_failed(failure));
+    }
+    if cancel.load(Ordering::SeqCst) {
+        return Err(crate::run::Interrupted.into());
+    }
+    let trials = in_plan_order(specs.len(), done, &todo, slots)?;
+    let file = signed_file(record, trials, &s.key)?;
+    let path = write(args, &file).map_err(|(path, error)| kept.stopped_by(&path, error))?;
+    kept.finished()?;
     print_summary(&file, wall.elapsed().as_secs_f64());
     let report = verify::nemesis::check::verify_nemesis(
         &file,
@@ -179,9 +223,50 @@ pub fn run_nemesis(args: &NemesisArgs<'_>) -> Result<NemesisOutcome, NemesisRunE
     })
 }
 
+/// The campaign's first line: what runs.
+fn announce(args: &NemesisArgs<'_>, plan: &NemesisPlan, trials: usize) {
+    eprintln!(
+        "runner: nemesis {} x 3 columns x {} trials{} = {} trials, {} jobs, seed {}",
+        plan.nemeses.join(","),
+        args.trials,
+        args.shard
+            .map(|s| format!(", shard {} of {}", s.index, s.count))
+            .unwrap_or_default(),
+        trials,
+        args.jobs,
+        plan.seed
+    );
+}
+
+/// The campaign's file: `record`'s plan and environment, its `trials` in plan order and their
+/// summary, signed once with the run's key.
+fn signed_file(
+    record: CampaignRecord,
+    trials: Vec<Trial>,
+    key: &RunKey,
+) -> Result<NemesisFile, NemesisRunError> {
+    let signing = crate::keys::read_signing_key(key.path()).map_err(SetupError::from)?;
+    let summary = summarize(&record.plan, &trials);
+    let mut file = NemesisFile {
+        format: NEMESIS_FORMAT.into(),
+        scenario: Scenario::BillingCredit.as_str().into(),
+        generated: crate::results::now_rfc3339(),
+        environment: record.environment,
+        plan: record.plan,
+        trials,
+        summary,
+        signature: FileSignature::default(),
+    };
+    verify::nemesis::sign::sign(&mut file, &signing)?;
+    Ok(file)
+}
+
 /// The campaign's plan (the seed drawn when not given) and its trials, a shard's slice only.
-fn plan_trials(args: &NemesisArgs<'_>) -> Result<(NemesisPlan, Vec<TrialSpec>), NemesisRunError> {
-    let seed = args.seed.unwrap_or_else(|| rand::random::<u64>() >> 11);
+fn plan_trials(
+    args: &NemesisArgs<'_>,
+    seed: Option<u64>,
+) -> Result<(NemesisPlan, Vec<TrialSpec>), NemesisRunError> {
+    let seed = seed.unwrap_or_else(|| rand::random::<u64>() >> 11);
     let plan = NemesisPlan {
         nemeses: args.nemeses.iter().map(|n| n.as_str().to_owned()).collect(),
         columns: Column::ALL.iter().map(|c| c.as_str().to_owned()).collect(),
@@ -246,13 +331,15 @@ fn run_order(specs: &[TrialSpec]) -> Vec<usize> {
 }
 
 /// Runs the trials on `jobs` threads behind a progress bar, printing each violation's replay
-/// command; no new trial starts once `cancel` is set. Trials start in [`run_order`]; each
-/// result goes to its place in the plan.
+/// command; no new trial starts once `cancel` is set or a trial could not be kept. Trials start
+/// in [`run_order`]; each result goes to its place in `specs`, and each finished trial to
+/// `kept` (at its place in the plan, `slot`) as soon as it finishes.
 fn run_trials(
     ctx: &TrialContext<'_>,
     specs: &[TrialSpec],
     jobs: usize,
     cancel: &std::sync::atomic::AtomicBool,
+    kept: Option<&Kept>,
 ) -> Slots {
     let bar = progress(specs.len());
     let slots: Mutex<Slots> = Mutex::new((0..specs.len()).map(|_| None).collect());
@@ -261,7 +348,7 @@ fn run_trials(
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1).min(specs.len().max(1)) {
             scope.spawn(|| loop {
-                if cancel.load(Ordering::SeqCst) {
+                if cancel.load(Ordering::SeqCst) || kept.is_some_and(Kept::failed) {
                     break;
                 }
                 let Some(&i) = order.get(next.fetch_add(1, Ordering::SeqCst)) else {
@@ -271,6 +358,9 @@ fn run_trials(
                     break;
                 };
                 let result = run_trial(ctx, spec);
+                if let (Ok(t), Some(kept)) = (&result, kept) {
+                    kept.keep(spec.slot, t);
+                }
                 if let Ok(t) = &result {
                     if t.violation {
                         bar.println(format!(
@@ -290,17 +380,34 @@ fn run_trials(
     slots.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The trials in plan order; an error when one could not run.
-fn collect_trials(slots: Slots) -> Result<Vec<Trial>, NemesisRunError> {
-    let mut trials = Vec::with_capacity(slots.len());
-    for slot in slots {
-        match slot {
-            Some(Ok(t)) => trials.push(t),
-            Some(Err(e)) => return Err(NemesisRunError::CouldNotContinue(e)),
-            None => return Err(NemesisRunError::TrialDidNotRun),
+/// The campaign's `planned` trials in plan order: those `done` before (at their places) and
+/// those of `todo` (at their specs' slots) as `slots` holds them; an error when one could not
+/// run.
+fn in_plan_order(
+    planned: usize,
+    done: Vec<(usize, Trial)>,
+    todo: &[TrialSpec],
+    slots: Slots,
+) -> Result<Vec<Trial>, NemesisRunError> {
+    let mut all: Vec<Option<Trial>> = (0..planned).map(|_| None).collect();
+    for (at, trial) in done {
+        if let Some(place) = all.get_mut(at) {
+            *place = Some(trial);
         }
     }
-    Ok(trials)
+    for (spec, slot) in todo.iter().zip(slots) {
+        let trial = match slot {
+            Some(Ok(t)) => t,
+            Some(Err(e)) => return Err(NemesisRunError::CouldNotContinue(e)),
+            None => return Err(NemesisRunError::TrialDidNotRun),
+        };
+        if let Some(place) = all.get_mut(spec.slot) {
+            *place = Some(trial);
+        }
+    }
+    all.into_iter()
+        .map(|t| t.ok_or(NemesisRunError::TrialDidNotRun))
+        .collect()
 }
 
 /// The campaign's record of where and how it ran, with the command that runs it again.
@@ -340,9 +447,44 @@ fn environment(
 
 /// The command that runs the campaign (or its shard) again.
 fn command(args: &NemesisArgs<'_>, seed: u64) -> String {
+    format!(
+        "cargo run --release -p runner -- {}",
+        campaign_options(args, seed)
+    )
+}
+
+/// The command that resumes the campaign from its partial file: its options, its `--out`, and
+/// the key it is signed with.
+fn resume_command(args: &NemesisArgs<'_>, seed: u64) -> String {
+    let key = match args.signing_key {
+        Some(path) => format!(" --signing-key {}", shell_word(&path.display().to_string())),
+        None => format!(" (with {} set as now)", crate::keys::SIGNING_KEY_ENV),
+    };
+    format!(
+        "runner {} --out {} --resume{key}",
+        campaign_options(args, seed),
+        shell_word(&args.out.display().to_string())
+    )
+}
+
+/// `word` as a shell reads it back: as it is when it is plain, else single-quoted.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-./:=,+@%".contains(&b));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// The options of the campaign (or its shard), as its command lines give them.
+fn campaign_options(args: &NemesisArgs<'_>, seed: u64) -> String {
     let nemeses: Vec<&str> = args.nemeses.iter().map(|n| n.as_str()).collect();
     format!(
-        "cargo run --release -p runner -- --scenario billing_credit --nemesis {} --trials {} --seed {seed} --jobs {} --clock-start {}{}{}{}",
+        "--scenario billing_credit --nemesis {} --trials {} --seed {seed} --jobs {} --clock-start {}{}{}{}",
         nemeses.join(","),
         args.trials,
         args.jobs,
@@ -365,20 +507,18 @@ fn command(args: &NemesisArgs<'_>, seed: u64) -> String {
 }
 
 /// Writes the campaign (compact JSON, gzip-compressed: a run of a few thousand trials is tens of
-/// megabytes of JSON) to `DIR/nemesis/`, as the whole file or a shard's; returns its path.
-fn write(args: &NemesisArgs<'_>, file: &NemesisFile) -> Result<PathBuf, NemesisRunError> {
-    let mut bytes = serde_json::to_vec(file).map_err(NemesisRunError::Serialize)?;
-    bytes.push(b'\n');
+/// megabytes of JSON) to `DIR/nemesis/`, as the whole file or a shard's; returns its path, or
+/// the path it could not write and why.
+fn write(args: &NemesisArgs<'_>, file: &NemesisFile) -> Result<PathBuf, (PathBuf, std::io::Error)> {
     let stem = match args.shard {
         Some(s) => shard_file_stem(s),
         None => Scenario::BillingCredit.as_str().to_owned(),
     };
     let path = crate::results::campaign_path(&args.out.join("nemesis"), &stem);
+    let mut bytes = serde_json::to_vec(file).map_err(|e| (path.clone(), e.into()))?;
+    bytes.push(b'\n');
     let replaced =
-        crate::results::write_campaign(&path, &bytes).map_err(|error| NemesisRunError::Write {
-            path: path.clone(),
-            error,
-        })?;
+        crate::results::write_campaign(&path, &bytes).map_err(|error| (path.clone(), error))?;
     if let Some(plain) = replaced {
         say!("{}", crate::results::replaced_line(&plain, &path));
     }

@@ -78,6 +78,21 @@ pub enum NemesisRunError {
         #[source]
         error: std::io::Error,
     },
+    /// The disk filled: a trial or the results could not be written. The finished trials are
+    /// kept in the campaign's partial file (exit 3).
+    #[error(
+        "the disk is full: cannot write {} (free space there before going on); {kept}",
+        .path.display()
+    )]
+    DiskFull {
+        /// The file that could not be written.
+        path: PathBuf,
+        /// Where the finished trials are kept and what to do next, as a clause.
+        kept: String,
+    },
+    /// The campaign's partial file could not be created, resumed or kept.
+    #[error(transparent)]
+    Partial(#[from] crate::partial::PartialError),
     /// `--replay ID` is not a trial id.
     #[error("{0:?} is not a trial id (nemesis:column:14 hex)")]
     NotATrialId(String),

@@ -6,32 +6,37 @@ use std::path::PathBuf;
 
 /// The commit of the code that ran, with `-dirty` appended when tracked files differ from it (as
 /// `git describe --dirty` marks it), so a published run never claims a commit it did not run.
+/// The published results under `results/` are data, not code: a run written there beside
+/// another one, before both are committed, does not make the next run's commit dirty.
 pub(crate) fn git_commit() -> Option<String> {
     let dirs = [
         std::env::current_dir().ok(),
         Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))),
     ];
-    for dir in dirs.into_iter().flatten() {
-        let out = std::process::Command::new("git")
-            .args(["rev-parse", "HEAD"])
-            .current_dir(&dir)
-            .stderr(std::process::Stdio::null())
-            .output();
-        if let Ok(out) = out {
-            let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            if out.status.success() && text.len() == 40 {
-                let dirty = std::process::Command::new("git")
-                    .args(["status", "--porcelain", "--untracked-files=no"])
-                    .current_dir(&dir)
-                    .stderr(std::process::Stdio::null())
-                    .output()
-                    .map(|o| !o.status.success() || !o.stdout.is_empty())
-                    .unwrap_or(true);
-                return Some(if dirty { format!("{text}-dirty") } else { text });
-            }
-        }
+    dirs.into_iter().flatten().find_map(|dir| commit_of(&dir))
+}
+
+/// [`git_commit`] of the repository `dir` is in, if it is in one.
+fn commit_of(dir: &std::path::Path) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(dir)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || text.len() != 40 {
+        return None;
     }
-    None
+    let dirty = std::process::Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=no", "--"])
+        .args([":(top)", ":(top,exclude)results"])
+        .current_dir(dir)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .map(|o| !o.status.success() || !o.stdout.is_empty())
+        .unwrap_or(true);
+    Some(if dirty { format!("{text}-dirty") } else { text })
 }
 
 /// `arg` as a shell reads it back: as it is when it is plain, else single-quoted.
@@ -84,6 +89,35 @@ pub(crate) fn without_password(arg: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_changed_results_file_is_data_and_a_changed_source_file_makes_the_commit_dirty() {
+        let repo = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+                .args(args)
+                .current_dir(repo.path())
+                .output()
+                .unwrap()
+                .status
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::create_dir_all(repo.path().join("results")).unwrap();
+        std::fs::write(repo.path().join("results/run.json"), "{}").unwrap();
+        std::fs::write(repo.path().join("code.rs"), "fn a() {}").unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "c"]);
+        let sub = repo.path().join("results");
+        let clean = super::commit_of(&sub).unwrap();
+        assert_eq!(clean.len(), 40, "{clean}");
+        std::fs::write(repo.path().join("results/run.json"), "{\"new\": 1}").unwrap();
+        assert_eq!(super::commit_of(&sub).unwrap(), clean);
+        std::fs::write(repo.path().join("code.rs"), "fn b() {}").unwrap();
+        assert_eq!(super::commit_of(&sub).unwrap(), format!("{clean}-dirty"));
+    }
 
     #[test]
     fn published_database_urls_carry_no_password() {

@@ -24,16 +24,39 @@ pub(crate) fn note_written(path: &std::path::Path) {
     }
 }
 
+/// What a run keeps of its finished work in a partial file, and how to go on from it (one
+/// sentence), while it has one: an interruption says it.
+static KEPT: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Records (or, with `None`, forgets) what the run keeps in its partial file and how to go on
+/// from it, so an interruption names them.
+pub(crate) fn note_kept(words: Option<String>) {
+    *KEPT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = words;
+}
+
+/// What the run keeps in its partial file, if it keeps anything.
+fn kept() -> Option<String> {
+    KEPT.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
+}
+
 /// What the signal handler says as the run stops.
 fn stopping_words() -> String {
     let none = WRITTEN
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .is_empty();
-    if none {
-        "workers are killed and no results will be written".to_owned()
-    } else {
-        "nothing more will be written; the results already written are kept".to_owned()
+    match (none, kept()) {
+        (true, None) => "workers are killed and no results will be written".to_owned(),
+        (true, Some(kept)) => {
+            format!("workers are killed and the results file will not be written; {kept}")
+        }
+        (false, _) => {
+            "nothing more will be written; the results already written are kept".to_owned()
+        }
     }
 }
 
@@ -42,14 +65,18 @@ fn written_words() -> String {
     let written = WRITTEN
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if written.is_empty() {
-        "no results were written".to_owned()
-    } else {
-        let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
-        format!(
-            "nothing more was written; written before and kept: {}",
-            names.join(", ")
-        )
+    match kept() {
+        Some(kept) if written.is_empty() => {
+            format!("the results file was not written; {kept}")
+        }
+        None if written.is_empty() => "no results were written".to_owned(),
+        _ => {
+            let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+            format!(
+                "nothing more was written; written before and kept: {}",
+                names.join(", ")
+            )
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 //! A scenario is a folder here that implements [`ScenarioRun`], plus one line in [`SCENARIOS`].
 
 pub mod billing_credit;
+mod cells;
 mod error;
 pub mod notify;
 pub mod pr_merge;

@@ -6,25 +6,47 @@ use super::{CONTINUE_LINE, CRASH_LINE_PREFIX, PAUSE_LINE_PREFIX, STEP_LINE_PREFI
 use crate::matrix::CrashPoint;
 use crate::worker_error::WorkerError;
 use scenarios::billing_credit as bc;
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::sync::Arc;
 
-/// The crash hook: announce on stdout, flush, block on stdin until SIGKILLed.
-pub(crate) fn crash_hook() -> bc::CrashHook {
+/// The hook of `--pause-at`: announce the step, wait for the runner's `continue` on stdin, go on.
+/// If stdin closes instead (the runner died), exit without going on.
+pub(crate) fn pause_hook() -> bc::CrashHook {
     Arc::new(|point: bc::CrashPoint| {
         {
             let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{CRASH_LINE_PREFIX}{}", point.as_str());
+            let _ = writeln!(out, "{PAUSE_LINE_PREFIX}{}", point.as_str());
             let _ = out.flush();
         }
-        let mut sink = Vec::new();
-        let _ = std::io::stdin().read_to_end(&mut sink);
-        eprintln!(
-            "worker: stdin closed while waiting to be killed at {}; exiting without sending",
-            point.as_str()
-        );
-        std::process::exit(70);
+        let mut line = String::new();
+        let read = std::io::stdin().lock().read_line(&mut line);
+        if !matches!(read, Ok(n) if n > 0 && line.trim() == CONTINUE_LINE) {
+            eprintln!(
+                "worker: stdin closed while paused at {}; exiting without going on",
+                point.as_str()
+            );
+            std::process::exit(70);
+        }
     })
+}
+
+/// Announces `name` as the crash point on stdout, then blocks on stdin until SIGKILLed; if
+/// stdin closes instead (the runner died), exits without going on.
+pub(crate) fn block_at(name: &str) {
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{CRASH_LINE_PREFIX}{name}");
+        let _ = out.flush();
+    }
+    let mut sink = Vec::new();
+    let _ = std::io::stdin().read_to_end(&mut sink);
+    eprintln!("worker: stdin closed while waiting to be killed at {name}; exiting without sending");
+    std::process::exit(70);
+}
+
+/// The crash hook: announce on stdout, flush, block on stdin until SIGKILLed.
+pub(crate) fn crash_hook() -> bc::CrashHook {
+    Arc::new(|point: bc::CrashPoint| block_at(point.as_str()))
 }
 
 /// The nemesis hook, called at every step: print `INTERLOCK-STEP <step>` (after the step is

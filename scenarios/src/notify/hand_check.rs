@@ -11,12 +11,12 @@
 
 use super::case::{CaseFile, Decision};
 use super::error::NotifyError;
-use super::mail::{plain_message_id, refund_status, send_email, MailServer};
+use super::mail::{plain_message_id, refund_status, send_email};
+use super::Worker;
 use super::AGENT;
 use crate::billing_credit::hand_check::{read_jsonl, Phase, PlainLog};
-use crate::billing_credit::{now_ms, Crash};
+use crate::billing_credit::{fire, now_ms, Crash, CrashPoint};
 use serde_json::{json, Value};
-use std::path::Path;
 use verify::scenarios::notify::{ESCALATED, REFUSED_APPROVAL, REFUSED_REFUND, SENT};
 
 /// The hand-written log's file name in the cell directory.
@@ -47,14 +47,13 @@ pub(crate) fn last_send(lines: &[Value]) -> LastSend {
 /// Runs the column: on restart, first what the log says; then the checks and the send. Each
 /// log line is durable before the next step.
 pub(crate) fn send(
-    stripe: &stripe::Client,
-    server: &MailServer,
-    cell_dir: &Path,
+    w: &Worker<'_>,
     decision: &Decision,
     phase: Phase,
     resend: bool,
     crash: Option<&Crash>,
 ) -> Result<String, NotifyError> {
+    let (stripe, server, cell_dir) = (w.stripe, w.server, w.cell_dir);
     let column = if resend { "hand_resend" } else { "hand_check" };
     let log = PlainLog {
         path: cell_dir.join(LOG_FILE),
@@ -63,9 +62,13 @@ pub(crate) fn send(
         phase,
     };
     if phase == Phase::Restart {
-        // A log that cannot be read is a log with nothing in it.
-        let lines = read_jsonl(&log.path).unwrap_or_default();
-        match last_send(&lines) {
+        // A missing log shows no send begun. A log that exists but cannot be read (a damaged
+        // line) cannot show that none was: it is as unsure as a send begun and never ended.
+        let last = match read_jsonl(&log.path) {
+            Ok(lines) => last_send(&lines),
+            Err(_) => LastSend::Unfinished,
+        };
+        match last {
             LastSend::Ended => return Ok(SENT.to_owned()),
             LastSend::Unfinished if !resend => {
                 log.step(
@@ -86,6 +89,7 @@ pub(crate) fn send(
         )?;
         return Ok(REFUSED_REFUND.to_owned());
     }
+    fire(crash, CrashPoint::Premises);
     // The approval, read afresh at this step: it may have been revoked since the case was read.
     let approval = CaseFile::load(cell_dir)?.approval;
     if !approval.covers(&decision.case, now_ms()) {
@@ -95,14 +99,18 @@ pub(crate) fn send(
         )?;
         return Ok(REFUSED_APPROVAL.to_owned());
     }
+    fire(crash, CrashPoint::Approval);
     let message_id = plain_message_id(decision, column, phase_name(phase));
     log.step("send", json!({ "message_id": message_id }))?;
-    let accepted =
-        send_email(server, decision, &message_id, crash).map_err(|source| NotifyError::Mail {
+    fire(crash, CrashPoint::SendLogged);
+    let accepted = send_email(server, decision, &message_id, crash, w.mid_data.as_ref()).map_err(
+        |source| NotifyError::Mail {
             case: decision.case.clone(),
             source,
-        })?;
+        },
+    )?;
     log.step("sent", json!({ "reply": accepted.text }))?;
+    fire(crash, CrashPoint::SentLogged);
     Ok(SENT.to_owned())
 }
 

@@ -8,7 +8,7 @@
 
 use super::case::{CaseFile, Decision};
 use super::error::NotifyError;
-use super::mail::MailServer;
+use super::mail::{MailServer, MidData};
 use super::target::{premises, CaseApproval, MailTarget};
 use super::AGENT;
 use crate::billing_credit::interlock::{describe, journal_location, observe_steps, settle};
@@ -45,6 +45,7 @@ pub(crate) struct GateParts<'a> {
     pub(crate) server: &'a MailServer,
     pub(crate) gate_key: &'a ed25519_dalek::SigningKey,
     pub(crate) settings: &'a ScenarioSettings,
+    pub(crate) mid_data: Option<MidData>,
 }
 
 fn open_gate(
@@ -62,7 +63,8 @@ fn open_gate(
         parts.server.clone(),
         case.refund.clone(),
         crash,
-    );
+    )
+    .with_mid_data(parts.mid_data.clone());
     let config = GateConfig {
         claim_ttl: parts.settings.claim_ttl,
         ..GateConfig::default()
@@ -93,14 +95,16 @@ pub(crate) fn submit(
 }
 
 /// Restart phase: recover the case's effect until resolved (or submit it again when the kill
-/// came before its dispatch was durable); write `receipt.json`.
+/// came before its proposal was durable); write `receipt.json`. `crash` fires at the steps the
+/// restart passes (a nemesis kills restarts too).
 pub(crate) fn restart(
     parts: &GateParts<'_>,
     cell_dir: &Path,
     decision: &Decision,
+    crash: Option<Crash>,
 ) -> Result<RestartReport, NotifyError> {
     let case = CaseFile::load(cell_dir)?;
-    let gate = open_gate(parts, cell_dir, &case, None)?;
+    let gate = open_gate(parts, cell_dir, &case, crash)?;
     let p = proposal(&case, decision)?;
     let eid = effect_id(&p);
     let (_, shown) = journal_location(cell_dir, JOURNAL_LOCATION_FILE, JOURNAL_FILE);

@@ -9,6 +9,10 @@ use std::time::Duration;
 use stripe::{Client, Params};
 use verify::scenarios::notify::MAIL_DOMAIN;
 
+/// A hook called inside the SMTP `DATA`, with half of the message's text at the server
+/// (`mailhost::client::send_with`): where a nemesis kills a worker mid-message.
+pub type MidData = std::sync::Arc<dyn Fn() + Send + Sync>;
+
 /// Where the mail server listens and how long the client waits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MailServer {
@@ -29,12 +33,13 @@ pub fn sender() -> String {
 ///
 /// The crash hook fires right before the SMTP transaction ([`CrashPoint::BeforeSend`]) and
 /// right after the server's `250` to the message's text ([`CrashPoint::AfterSend`]), before
-/// anything recorded it.
+/// anything recorded it; `mid_data` runs inside the `DATA`, between them.
 pub(crate) fn send_email(
     server: &MailServer,
     decision: &Decision,
     message_id: &str,
     crash: Option<&Crash>,
+    mid_data: Option<&MidData>,
 ) -> Result<Accepted, SendError> {
     let email = Email {
         from: sender(),
@@ -48,7 +53,9 @@ pub(crate) fn send_email(
             .to_owned(),
     };
     fire(crash, CrashPoint::BeforeSend);
-    let accepted = mailhost::client::send(&server.host, server.port, &email, server.timeout)?;
+    let hook = mid_data.map(|h| h.as_ref() as &dyn Fn());
+    let accepted =
+        mailhost::client::send_with(&server.host, server.port, &email, server.timeout, hook)?;
     fire(crash, CrashPoint::AfterSend);
     Ok(accepted)
 }
@@ -69,8 +76,14 @@ pub fn refund_status(stripe: &Client, refund: &str) -> Result<String, NotifyErro
         .ok_or_else(|| NotifyError::NoStatus(refund.to_owned()))
 }
 
-/// A hand-written column's message id: the case, the column and the phase (each send is a new
-/// message; nothing looks it up).
+/// A hand-written column's message id: the case, the column, the phase and the sending process
+/// and instant, so that every send is a message of its own, as a mail client makes it (two
+/// restarts that both send give the customer two messages with two ids; nothing looks them up).
 pub(crate) fn plain_message_id(decision: &Decision, column: &str, phase: &str) -> String {
-    format!("<{}.{column}.{phase}@{MAIL_DOMAIN}>", decision.case)
+    format!(
+        "<{}.{column}.{phase}.{}.{}@{MAIL_DOMAIN}>",
+        decision.case,
+        std::process::id(),
+        crate::billing_credit::now_ms()
+    )
 }

@@ -25,7 +25,7 @@ pub use case::{Approval, CaseFile, Decision, CASE_FILE, DECISION_FILE};
 pub use error::NotifyError;
 pub use hand_check::LOG_FILE;
 pub use interlock::{JOURNAL_FILE, JOURNAL_LOCATION_FILE, RECEIPT_FILE};
-pub use mail::{refund_status, sender, MailServer};
+pub use mail::{refund_status, sender, MailServer, MidData};
 pub use target::MailTarget;
 
 use crate::billing_credit::hand_check::{read_jsonl, Phase};
@@ -109,6 +109,9 @@ pub struct Worker<'a> {
     pub gate_key: &'a ed25519_dalek::SigningKey,
     /// The gate's settings.
     pub settings: &'a ScenarioSettings,
+    /// Run inside each SMTP `DATA`, with half of the message at the server (a nemesis kills
+    /// the worker there); `None` sends without a pause.
+    pub mid_data: Option<MidData>,
 }
 
 impl Worker<'_> {
@@ -118,6 +121,7 @@ impl Worker<'_> {
             server: self.server,
             gate_key: self.gate_key,
             settings: self.settings,
+            mid_data: self.mid_data.clone(),
         }
     }
 }
@@ -130,11 +134,15 @@ pub fn send(w: &Worker<'_>, column: Column, crash: Option<Crash>) -> Result<Stri
     decision.save(w.cell_dir)?;
     fire(crash.as_ref(), CrashPoint::DecisionSaved);
     match column {
-        Column::NoCheck => plain::send(w.server, &decision, "decide", crash.as_ref()),
-        Column::HandCheck | Column::HandResend => hand_check::send(
-            w.stripe,
+        Column::NoCheck => plain::send(
             w.server,
-            w.cell_dir,
+            &decision,
+            "decide",
+            crash.as_ref(),
+            w.mid_data.as_ref(),
+        ),
+        Column::HandCheck | Column::HandResend => hand_check::send(
+            w,
             &decision,
             Phase::Decide,
             column == Column::HandResend,
@@ -145,20 +153,24 @@ pub fn send(w: &Worker<'_>, column: Column, crash: Option<Crash>) -> Result<Stri
 }
 
 /// Second phase of a killed worker: finish the case's email as the column does after a crash.
-pub fn restart(w: &Worker<'_>, column: Column) -> Result<RestartReport, NotifyError> {
+/// `crash` fires at the steps the restart passes (a nemesis kills restarts too).
+pub fn restart(
+    w: &Worker<'_>,
+    column: Column,
+    crash: Option<Crash>,
+) -> Result<RestartReport, NotifyError> {
     let decision = Decision::load(w.cell_dir)?;
+    let mid_data = w.mid_data.as_ref();
     let status = match column {
-        Column::NoCheck => plain::send(w.server, &decision, "restart", None)?,
+        Column::NoCheck => plain::send(w.server, &decision, "restart", crash.as_ref(), mid_data)?,
         Column::HandCheck | Column::HandResend => hand_check::send(
-            w.stripe,
-            w.server,
-            w.cell_dir,
+            w,
             &decision,
             Phase::Restart,
             column == Column::HandResend,
-            None,
+            crash.as_ref(),
         )?,
-        Column::Interlock => return interlock::restart(&w.gate(), w.cell_dir, &decision),
+        Column::Interlock => return interlock::restart(&w.gate(), w.cell_dir, &decision, crash),
     };
     finished(w, column, status)
 }

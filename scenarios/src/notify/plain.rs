@@ -3,7 +3,7 @@
 
 use super::case::Decision;
 use super::error::NotifyError;
-use super::mail::{plain_message_id, send_email, MailServer};
+use super::mail::{plain_message_id, send_email, MailServer, MidData};
 use crate::billing_credit::Crash;
 use verify::scenarios::notify::SENT;
 
@@ -14,11 +14,14 @@ pub(crate) fn send(
     decision: &Decision,
     phase: &str,
     crash: Option<&Crash>,
+    mid_data: Option<&MidData>,
 ) -> Result<String, NotifyError> {
     let message_id = plain_message_id(decision, "no_check", phase);
-    send_email(server, decision, &message_id, crash).map_err(|source| NotifyError::Mail {
-        case: decision.case.clone(),
-        source,
+    send_email(server, decision, &message_id, crash, mid_data).map_err(|source| {
+        NotifyError::Mail {
+            case: decision.case.clone(),
+            source,
+        }
     })?;
     Ok(SENT.to_owned())
 }

@@ -3,9 +3,9 @@
 //! ([`CaseApproval`]).
 
 use super::case::{CaseFile, Decision};
-use super::mail::{refund_status, send_email, MailServer};
+use super::mail::{refund_status, send_email, MailServer, MidData};
 use crate::billing_credit::target::premise_violations;
-use crate::billing_credit::{now_ms, Crash};
+use crate::billing_credit::{fire, now_ms, Crash, CrashPoint};
 use ::interlock::{Capabilities, LeaseCheck, LeaseError, LeaseStore, Target, TargetError};
 use mailhost::client::SendError;
 use serde_json::{json, Value};
@@ -27,6 +27,7 @@ pub struct MailTarget {
     server: MailServer,
     refund: String,
     crash: Option<Crash>,
+    mid_data: Option<MidData>,
 }
 
 impl std::fmt::Debug for MailTarget {
@@ -52,7 +53,15 @@ impl MailTarget {
             server,
             refund,
             crash,
+            mid_data: None,
         }
+    }
+
+    /// The same target, running `hook` inside each send's SMTP `DATA` (half of the message's
+    /// text at the server).
+    pub fn with_mid_data(mut self, hook: Option<MidData>) -> MailTarget {
+        self.mid_data = hook;
+        self
     }
 }
 
@@ -92,6 +101,9 @@ impl Target for MailTarget {
         let recorded = json!({
             "refund_status": premises.get("refund_status").cloned().unwrap_or(Value::Null),
         });
+        // The refund was read: a nemesis may kill or pause the sender here, as it does after
+        // the hand-written columns' premise read.
+        fire(self.crash.as_ref(), CrashPoint::Premises);
         Ok(premise_violations(&recorded, &live))
     }
 
@@ -114,8 +126,14 @@ impl Target for MailTarget {
                 reason: format!("effect {effect_id} is not an email payload: {e}"),
             })?;
         let message_id = gate_message_id(dispatch, &decision.case);
-        let accepted = send_email(&self.server, &decision, &message_id, self.crash.as_ref())
-            .map_err(to_target_error)?;
+        let accepted = send_email(
+            &self.server,
+            &decision,
+            &message_id,
+            self.crash.as_ref(),
+            self.mid_data.as_ref(),
+        )
+        .map_err(to_target_error)?;
         Ok(json!({
             "status": "accepted",
             "reply": accepted.text,

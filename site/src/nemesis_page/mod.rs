@@ -129,6 +129,8 @@ pub struct Rendered {
     pub bytes: Vec<u8>,
     /// The run in one sentence ([`crate::overview::nemesis_line`]).
     pub headline: String,
+    /// What the report's opening needs of the campaign: the figures `verify` derived.
+    pub campaign: crate::opening::results::Campaign,
 }
 
 /// A scenario's nemesis file, compressed (`nemesis/<scenario>.json.gz`) or plain, if there is
@@ -259,7 +261,12 @@ pub fn render(
     };
     let rows = table_rows(&file, &figures);
     let page_facts = facts(&file, &figures);
-    let headline = crate::overview::nemesis_line(&file.plan.columns, &page_facts, figures.judged());
+    let headline = crate::overview::nemesis_line(
+        &file.plan.columns,
+        &file.plan.nemeses,
+        &page_facts,
+        figures.judged(),
+    );
     let prose = crate::prose::render(&prose.0, &prose.1, &page_facts)?;
     let kills = kill_rows(&file);
     let nemeses = nemesis_pages(&campaign, &rows, &kills)?;
@@ -295,6 +302,11 @@ pub fn render(
         json_name,
         bytes,
         headline,
+        campaign: crate::opening::results::Campaign {
+            columns: file.plan.columns.clone(),
+            max_in_flight_ms: file.environment.claim.max_in_flight_ms,
+            figures: *figures,
+        },
     }))
 }
 

@@ -77,6 +77,9 @@ pub struct Report {
     pub verdict_line: String,
     /// The nemesis run in one sentence, when one is published ([`crate::overview::nemesis_line`]).
     pub nemesis_line: Option<String>,
+    /// The report's opening: what was tested and found, how to check it, the definitions and
+    /// the outcomes figure ([`crate::opening`]).
+    pub opening: crate::opening::Opening,
 }
 
 /// One row of the main table.
@@ -214,6 +217,7 @@ pub fn build(verified: &Verified, json_name: &str) -> Result<Report, ViewError> 
         nemesis: false,
         verdict_line: String::new(),
         nemesis_line: None,
+        opening: crate::opening::Opening::default(),
     })
 }
 

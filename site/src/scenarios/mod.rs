@@ -4,6 +4,7 @@
 //! report page through the scenario's [`Views`]. Nothing here reads a file, checks or counts.
 
 pub mod notify;
+pub mod notify_nemesis;
 pub mod pr_merge;
 pub mod pr_merge_nemesis;
 
@@ -22,6 +23,7 @@ pub static REGISTRY: &[&dyn ScenarioSite] = &[
     &Pages::<verify::scenarios::pr_merge::PrMerge>::NEW,
     &Pages::<verify::scenarios::pr_merge_nemesis::PrMergeNemesis>::NEW,
     &Pages::<verify::scenarios::notify::Notify>::NEW,
+    &Pages::<verify::scenarios::notify_nemesis::NotifyNemesis>::NEW,
 ];
 
 /// The registered scenario of this name.
@@ -55,6 +57,18 @@ pub trait Views: Scenario + Sized {
     /// derived figures only). None by default.
     fn notes(_v: &Verified<Self>) -> Vec<String> {
         Vec::new()
+    }
+    /// The report's opening: what was tested and found, how to check it, the terms and the
+    /// outcomes figure. By default [`crate::opening::stated`] of the scenario's `ABOUT` and
+    /// notes, with no figure.
+    fn opening(v: &Verified<Self>, json_name: &str) -> crate::opening::Opening {
+        crate::opening::stated(crate::opening::Stated {
+            about: Self::ABOUT,
+            notes: &Self::notes(v),
+            environment: &v.file().environment,
+            columns: &crate::opening::planned_columns(&v.file().params),
+            json_name,
+        })
     }
 }
 
@@ -117,6 +131,8 @@ pub struct IndexEntry {
     /// What the run ran against and when its data was made, as words (the service, the
     /// decider, the data's commit beside the site's).
     pub ran: String,
+    /// The report's opening.
+    pub opening: crate::opening::Opening,
 }
 
 /// The report page of a scenario on the contract.
@@ -127,7 +143,6 @@ struct ReportPage<'a> {
     version: &'a str,
     nav: Option<crate::pages::Nav>,
     title: &'a str,
-    about: &'a str,
     counts: &'a str,
     summary: &'a Table,
     notes: Vec<String>,
@@ -137,6 +152,7 @@ struct ReportPage<'a> {
     signer: &'a str,
     key: KeyPolicy,
     json_name: &'a str,
+    o: &'a crate::opening::Opening,
 }
 
 impl<S: Views> ScenarioSite for Pages<S> {
@@ -174,6 +190,7 @@ impl<S: Views> ScenarioSite for Pages<S> {
         let summary = S::summary(&verified);
         let notes = S::notes(&verified);
         let cells = S::cells(&verified);
+        let opening = S::opening(&verified, &json_name);
         let file = verified.file();
         let (environment, ran) = environment_and_ran(&file.environment, built_from);
         let policy = KeyPolicy::of(matches!(key, KeyCheck::Pinned(_)));
@@ -191,7 +208,6 @@ impl<S: Views> ScenarioSite for Pages<S> {
             version: VERSION,
             nav: None,
             title: S::TITLE,
-            about: S::ABOUT,
             counts: &counts,
             summary: &summary,
             notes: notes.clone(),
@@ -201,6 +217,7 @@ impl<S: Views> ScenarioSite for Pages<S> {
             signer: report.signer.as_deref().unwrap_or_default(),
             key: policy,
             json_name: &json_name,
+            o: &opening,
         };
         let html = page.render().map_err(|source| SiteError::Template {
             page: format!("{folder}/index.html"),
@@ -216,6 +233,7 @@ impl<S: Views> ScenarioSite for Pages<S> {
                 summary,
                 verdict: notes.first().cloned(),
                 ran,
+                opening,
             },
             folder,
             html,

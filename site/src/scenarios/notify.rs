@@ -60,9 +60,13 @@ impl Views for Notify {
         let mut notes = vec![
             format!(
                 "What a guess costs and what the gate costs, in emails and in people: emails \
-                 sent / wanted: {}; violations (a second email, an email after the refund \
+                 sent / wanted: {}; violations (a second email, an email sent after the refund \
                  failed or the approval was revoked, or none where one was wanted): {}; wrong \
-                 answers: {}; cases handed to a person: {}.",
+                 answers: {}; cases handed to a person: {}. Wanted: one email per case, or none \
+                 when the refund failed or the approval was revoked before the case's first \
+                 email was delivered; an email already delivered when the refund later failed \
+                 stays wanted, since no column can take it back (the customer then holds an \
+                 email the refund no longer bears out, whatever the column).",
                 per(&|s| format!("{} / {}", s.emails_sent, s.emails_wanted)),
                 per(&|s| s.judged.saturating_sub(s.held).to_string()),
                 per(&|s| s.wrong_answers.to_string()),
@@ -101,6 +105,7 @@ impl Views for Notify {
                             Answer::Matches => "",
                             Answer::Wrong => "; wrong answer",
                             Answer::HandedOff => "; handed to a person",
+                            Answer::Unresolved => "; no final answer (unresolved)",
                         }
                     ),
                     None => format!(

@@ -41,7 +41,8 @@ impl Views for PrMergeNemesis {
     const ABOUT: &'static str = "Kills at every step of each column and of its restart (the \
         gate's inside its recovery too: after its premise read, its approval read and its \
         lookup), a merge request held at the service while its worker is killed (inside and past \
-        the declared in-flight bound), answers dropped or replaced by a 500 after the merge \
+        the declared in-flight bound, or until the runner lands it at a drawn step of the \
+        restart), answers dropped or replaced by a 500 after the merge \
         landed, and an unreviewed push or the approval revoked while the worker is paused \
         mid-check; each trial judged by pr_merge's want rule and labelled within or beyond its \
         column's assumptions by one rule: a hold past the bound, or a change after the \
@@ -114,10 +115,7 @@ impl Views for PrMergeNemesis {
                 per(&|t| format!("{} of {}", t.violations_within, t.within)),
                 per(&|t| t.wrong_within.to_string()),
             ),
-            "What those zeros measure: the service's own guards more than the columns. Within \
-             assumptions only a revoked approval could make a column break the invariant; the \
-             columns differ there, in their answers, and in whether a record proves them."
-                .to_owned(),
+            zeros_note(&totals),
             distinct(v),
             format!(
                 "Beyond them (a request held past the declared bound; the approval revoked after \
@@ -180,7 +178,15 @@ impl Views for PrMergeNemesis {
                     faults.push(format!("answer {a}"));
                 }
                 if let Some(p) = &d.pause_at {
-                    faults.push(format!("push while paused at {p}"));
+                    let what = if c.planned.nemesis == "revoke_mid_check" {
+                        "approval revoked"
+                    } else {
+                        "push"
+                    };
+                    faults.push(format!("{what} while paused at {p}"));
+                }
+                if let Some(r) = &d.release_at {
+                    faults.push(format!("held until released at the restart's {r}"));
                 }
                 let judged = match v.judgement(i) {
                     Some(j) => format!(
@@ -233,20 +239,24 @@ impl Views for PrMergeNemesis {
 /// once; but a held merge that lands while a restart checks and sends can make its answer
 /// wrong), with the held nemeses' figures per column from the verified summary.
 fn held_note(v: &Verified<PrMergeNemesis>) -> String {
-    let held: Vec<String> = ["kill_while_held", "held_beyond_bound"]
-        .iter()
-        .flat_map(|n| {
-            v.summary().iter().filter_map(move |(key, s)| {
-                let column = key.strip_prefix(n)?.strip_prefix(':')?;
-                Some(format!(
-                    "{n} {column}: {} violations and {} wrong answers over {} fired trials",
-                    s.violations_within + s.violations_beyond,
-                    s.wrong_within + s.wrong_beyond,
-                    s.within + s.beyond
-                ))
-            })
+    let held: Vec<String> = [
+        "kill_while_held",
+        "held_beyond_bound",
+        "release_mid_restart",
+    ]
+    .iter()
+    .flat_map(|n| {
+        v.summary().iter().filter_map(move |(key, s)| {
+            let column = key.strip_prefix(n)?.strip_prefix(':')?;
+            Some(format!(
+                "{n} {column}: {} violations and {} wrong answers over {} fired trials",
+                s.violations_within + s.violations_beyond,
+                s.wrong_within + s.wrong_beyond,
+                s.within + s.beyond
+            ))
         })
-        .collect();
+    })
+    .collect();
     if held.is_empty() {
         return "No nemesis held a merge request in this campaign.".into();
     }
@@ -255,14 +265,64 @@ fn held_note(v: &Verified<PrMergeNemesis>) -> String {
          once. What it can break is the answer: a held merge that lands after a restart's lookup \
          and before its send (the restart's merge is then refused 405), or between its lookup \
          and its read of the pull request (it reads \"already merged\" and takes the merge for \
-         someone else's), leaves an answer the repository contradicts. A restart that waits out \
-         the declared in-flight bound before it looks up (the gate) cannot meet a merge that is \
-         still held. One that does not wait meets it only if the merge lands in that window, a \
+         someone else's), leaves an answer the repository contradicts. A restart that trusts a \
+         \"not found\" only once the declared in-flight bound has passed (the gate: it looks its \
+         merge up at once, and again after the bound before it sends) cannot meet a merge that \
+         is still held. One that does not wait meets it only if the merge lands in that window, a \
          few milliseconds wide; kill_while_held draws short holds as often as long ones so that \
-         some land near it, and its trials are samples, not a search: a count of zero below \
-         does not show the window closed. Held trials: {}.",
+         some land near it, and its trials are samples, not a search. release_mid_restart \
+         searches the window instead: the service holds the request until the runner releases \
+         it, and the runner lands it at a drawn step of the restart before its merge request \
+         ({}), so every step is met; within or beyond is then decided by how long the request \
+         was held, as measured. Held trials: {}.",
+        release_steps_text(),
         held.join("; ")
     )
+}
+
+/// Per column, the restart steps at which release_mid_restart lands the held merge (from
+/// verify's step table).
+fn release_steps_text() -> String {
+    verify::scenarios::pr_merge::COLUMNS
+        .iter()
+        .map(|c| {
+            let steps = verify::scenarios::pr_merge_nemesis::release_steps(c);
+            format!("{c}: {}", steps.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// What the zeros within assumptions measure, said only when every column has them.
+fn zeros_note(totals: &std::collections::BTreeMap<&str, NemesisColumn>) -> String {
+    let none_broke = totals.values().all(|t| t.violations_within == 0);
+    let wrong: Vec<String> = totals
+        .iter()
+        .filter(|(_, t)| t.wrong_within > 0)
+        .map(|(c, t)| format!("{c} {}", t.wrong_within))
+        .collect();
+    let differ = if wrong.is_empty() {
+        "No column answered wrong within its assumptions either.".to_owned()
+    } else {
+        format!(
+            "Where the columns differ is in their answers (wrong within assumptions: {}; \
+             release_mid_restart shows why for hand_check: a held merge that lands inside a \
+             restart's checks is taken for someone else's or answered by the service's 405) and \
+             in whether a record proves them.",
+            wrong.join(", ")
+        )
+    };
+    if none_broke {
+        format!(
+            "What those zeros measure: the service's own guards more than the columns. Within \
+             each column's assumptions no column broke the invariant: the service refuses a \
+             second merge and a merge of a moved head, and every revocation that went through \
+             came after the column's last read of the approval, which is beyond its assumptions \
+             by rule. {differ}"
+        )
+    } else {
+        differ
+    }
 }
 
 /// Each column's figures summed over the nemeses.

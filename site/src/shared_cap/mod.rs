@@ -9,6 +9,7 @@
 //! `scenarios/<run name>/` (a file missing there is `shared_cap`'s).
 
 mod facts;
+mod opening;
 mod receipts;
 
 pub(crate) use receipts::{receipt_pages, NavFn, ReceiptsOf};
@@ -58,6 +59,8 @@ pub struct IndexEntry {
     pub json_name: String,
     /// The run's campaign in one sentence, when it has a Nemesis page.
     pub nemesis_line: Option<String>,
+    /// The report's opening ([`crate::opening`]).
+    pub opening: crate::opening::Opening,
 }
 
 /// One column's summary as verify derived it, with the figures the tables print beside it.
@@ -163,6 +166,8 @@ struct ReportPage<'a> {
     backend_label: String,
     /// How the signer key was checked.
     key: crate::provenance::KeyPolicy,
+    /// The report's opening.
+    o: &'a crate::opening::Opening,
 }
 
 #[derive(Template)]
@@ -394,6 +399,20 @@ pub fn render(
         &|up, current, crumbs, here| nav(up, current, crumbs, here),
         &options.built_from,
     )?;
+    let rows = rows(file, figures);
+    let columns: Vec<String> = columns_of(&file.cells)
+        .iter()
+        .map(|c| (*c).to_owned())
+        .collect();
+    let opening = opening::opening(&opening::Inputs {
+        summary: &summary,
+        rows: &rows,
+        columns: &columns,
+        campaign: nemesis.as_ref().map(|n| &n.figures),
+        backend: &backend_label,
+        hosts: file.environment.hosts,
+        json_name: &json_name,
+    });
     let report_html = page(
         &format!("{name}/index.html"),
         &ReportPage {
@@ -406,12 +425,13 @@ pub fn render(
             verdict: &verdict,
             setup: &setup,
             nemesis: nemesis.as_ref().map(|n| n.headline.as_str()),
-            rows: &rows(file, figures),
+            rows: &rows,
             columns: &columns_of(&file.cells),
             file,
             json_name: &json_name,
             backend_label,
             key: crate::provenance::KeyPolicy::of(pinned.is_some()),
+            o: &opening,
         },
     )?;
     let (ids_html, mut receipts) = ids_and_receipts(name, file, figures, &key, &json_name, &nav)?;
@@ -429,6 +449,7 @@ pub fn render(
             nemesis_line: nemesis
                 .as_ref()
                 .map(|n| format!("{} For the campaign: {}", n.headline, n.data_commit)),
+            opening,
         },
         bytes,
         report_html,

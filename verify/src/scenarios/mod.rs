@@ -8,6 +8,7 @@
 
 pub mod billing_credit;
 pub mod notify;
+pub mod notify_nemesis;
 pub mod pr_merge;
 pub mod pr_merge_nemesis;
 pub mod receipt_proof;
@@ -24,6 +25,7 @@ pub static REGISTRY: &[&dyn Registered] = &[
     &crate::contract::Entry::<pr_merge::PrMerge>::NEW,
     &crate::contract::Entry::<pr_merge_nemesis::PrMergeNemesis>::NEW,
     &crate::contract::Entry::<notify::Notify>::NEW,
+    &crate::contract::Entry::<notify_nemesis::NotifyNemesis>::NEW,
 ];
 
 /// The registered scenario of this name.

@@ -28,7 +28,7 @@ const QUEUE_LIMIT: Duration = Duration::from_secs(20);
 
 /// Why a cell did not run to its end: its harness error, in words.
 #[derive(Debug, thiserror::Error)]
-enum Problem {
+pub(super) enum Problem {
     #[error("the worker finished ({status}) before its crash point {point}")]
     FinishedEarly { status: String, point: String },
     #[error("{0}")]
@@ -66,10 +66,10 @@ pub(crate) struct NotifyContext<'a> {
 }
 
 /// A case as the runner opened it.
-struct Opened {
-    case: CaseFile,
-    dir: PathBuf,
-    api_key: String,
+pub(super) struct Opened {
+    pub(super) case: CaseFile,
+    pub(super) dir: PathBuf,
+    pub(super) api_key: String,
     stripe: Client,
 }
 
@@ -81,7 +81,11 @@ fn now_ms() -> u64 {
 
 /// Opens case `index`: its own emulator account, a $20 payment with [`CARD`] refunded in full
 /// (the refund the agent made), its directory and `case.json` with the approval.
-fn open_case(ctx: &NotifyContext<'_>, index: usize, label: &str) -> Result<Opened, CellAbort> {
+pub(super) fn open_case(
+    ctx: &NotifyContext<'_>,
+    index: usize,
+    label: &str,
+) -> Result<Opened, CellAbort> {
     let name = format!("notify-{index:04}");
     let api_key = format!("sk_test_{}", name.replace('-', "_"));
     let setup = |what: &str, e: String| CellAbort::Setup(format!("cell {label} ({what}): {e}"));
@@ -176,6 +180,7 @@ pub(crate) fn run_cell(
         column: &planned.column,
         phase,
         crash,
+        pause: None,
     };
     let first = run_worker(ctx, &job(NotifyPhase::Send, Some(&planned.crash_point)))?;
     if let Err(why) = record_kill(&mut cell, first) {
@@ -250,7 +255,7 @@ fn record_restart(cell: &mut Cell, restart: Ended) -> Result<(), Problem> {
 }
 
 /// The case's messages in the Maildir, read once the queue is empty.
-fn read_mailbox(ctx: &NotifyContext<'_>, case: &str) -> Result<Vec<Message>, Problem> {
+pub(super) fn read_mailbox(ctx: &NotifyContext<'_>, case: &str) -> Result<Vec<Message>, Problem> {
     let mail = &ctx.services.mail;
     mail.wait_queue_empty(QUEUE_LIMIT).map_err(Problem::Queue)?;
     let messages = mail.messages(case).map_err(Problem::Mailbox)?;
@@ -264,7 +269,11 @@ fn read_mailbox(ctx: &NotifyContext<'_>, case: &str) -> Result<Vec<Message>, Pro
 }
 
 /// Makes the row's outage while the worker is dead.
-fn outage(ctx: &NotifyContext<'_>, opened: &Opened, outage: &str) -> Result<(), Problem> {
+pub(super) fn outage(
+    ctx: &NotifyContext<'_>,
+    opened: &Opened,
+    outage: &str,
+) -> Result<(), Problem> {
     match outage {
         "refund_failed" => ctx
             .services
@@ -279,7 +288,7 @@ fn outage(ctx: &NotifyContext<'_>, opened: &Opened, outage: &str) -> Result<(), 
 }
 
 /// After the restart: the mailbox, the refund's status and the approval, read back.
-fn read_truth(
+pub(super) fn read_truth(
     ctx: &NotifyContext<'_>,
     opened: &Opened,
     truth: &mut MailTruth,

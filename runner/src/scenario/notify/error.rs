@@ -25,8 +25,16 @@ pub enum NotifyRunError {
     /// The Stripe emulator could not start.
     #[error("cannot start the Stripe emulator: {0}")]
     Emulator(#[source] stripe::emulator::EmulatorError),
-    /// `--repeat 0`.
-    #[error("--repeat must be at least 1")]
+    /// `--nemesis` names a nemesis the notify campaign does not have.
+    #[error("unknown notify nemesis {got:?} (known: {known}, or all)")]
+    UnknownNemesis {
+        /// What was given.
+        got: String,
+        /// The nemeses there are.
+        known: String,
+    },
+    /// `--repeat 0` or `--trials 0`.
+    #[error("--repeat and --trials must be at least 1")]
     NoRepeat,
     /// `--jobs 0`.
     #[error("--jobs must be at least 1")]

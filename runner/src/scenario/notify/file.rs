@@ -1,4 +1,4 @@
-//! The notify results file: the environment, the summary, the signature; written, then checked
+//! A notify results file (the matrix's or the campaign's): the environment, the summary, the signature; written, then checked
 //! with `verify` pinned to the run's key.
 
 use super::error::NotifyRunError;
@@ -7,15 +7,10 @@ use crate::run::{git_commit, RunOutcome, SetupError};
 use std::collections::BTreeMap;
 use std::time::Instant;
 use verify::contract::{self, FileSignature, Scenario, ScenarioFile};
-use verify::scenarios::notify::{Answer, Cell, Notify as Rules, Params};
+use verify::scenarios::notify::{Answer, Cell};
 
 /// The environment the file records: what served the run and how it was asked for.
-fn environment(key: &RunKey, repeat: u32) -> BTreeMap<String, String> {
-    let command = if repeat == 1 {
-        "runner --scenario notify".to_owned()
-    } else {
-        format!("runner --scenario notify --repeat {repeat}")
-    };
+fn environment(key: &RunKey, command: &str) -> BTreeMap<String, String> {
     [
         ("backend", "postfix+emulator".to_owned()),
         (
@@ -30,33 +25,34 @@ fn environment(key: &RunKey, repeat: u32) -> BTreeMap<String, String> {
         ("public_key", key.public_hex()),
         ("journal", "file".to_owned()),
         ("target_tier", "3".to_owned()),
-        ("command", command),
+        ("command", command.to_owned()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect()
 }
 
-/// Signs and writes `DIR/notify.json`, then checks it pinned to the run's key (and renders the
-/// site when it verifies, unless `--no-site`).
-pub(super) fn finish(
+/// Signs and writes `DIR/<S::NAME>.json`, then checks it pinned to the run's key (and renders
+/// the site when it verifies, unless `--no-site`).
+pub(super) fn finish<S: Scenario>(
     args: &crate::cli::RunArgs,
     key: &RunKey,
-    params: Params,
-    cells: Vec<Cell>,
+    params: S::Params,
+    command: &str,
+    cells: Vec<S::Cell>,
     started: Instant,
 ) -> Result<RunOutcome, NotifyRunError> {
     let signing_key = crate::keys::read_signing_key(key.path()).map_err(SetupError::from)?;
     let public = key.public();
-    let environment = environment(key, params.repeats);
+    let environment = environment(key, command);
     let judged: Vec<_> = cells
         .iter()
-        .filter_map(|c| Rules::stated(c).map(|j| (c, j)))
+        .filter_map(|c| S::stated(c).map(|j| (c, j)))
         .collect();
-    let summary = Rules::summarize(&judged);
-    let mut file = ScenarioFile::<Rules> {
+    let summary = S::summarize(&judged);
+    let mut file = ScenarioFile::<S> {
         format: contract::FORMAT.to_owned(),
-        scenario: Rules::NAME.to_owned(),
+        scenario: S::NAME.to_owned(),
         generated_at: crate::results::now_rfc3339(),
         environment,
         params,
@@ -72,7 +68,7 @@ pub(super) fn finish(
     drop(signing_key);
     let mut bytes = serde_json::to_vec_pretty(&file).map_err(NotifyRunError::Serialize)?;
     bytes.push(b'\n');
-    let path = args.out.join(format!("{}.json", Rules::NAME));
+    let path = args.out.join(format!("{}.json", S::NAME));
     crate::results::write_atomically(&path, &bytes).map_err(|error| NotifyRunError::Write {
         path: path.clone(),
         error,
@@ -80,7 +76,7 @@ pub(super) fn finish(
     let harness_errors = file
         .cells
         .iter()
-        .filter(|c| !contract::judged::<Rules>(c))
+        .filter(|c| !contract::judged::<S>(c))
         .count();
     say!(
         "{} cells in {:.1} s (wall), mail server postfix, Stripe emulator, decider policy, \
@@ -99,7 +95,7 @@ pub(super) fn finish(
 }
 
 /// Checks the written file pinned to the run's key.
-fn check(file: ScenarioFile<Rules>, public: ed25519_dalek::VerifyingKey) -> bool {
+fn check<S: Scenario>(file: ScenarioFile<S>, public: ed25519_dalek::VerifyingKey) -> bool {
     match contract::check(file, &verify::receipt::KeyCheck::Pinned(public)) {
         Ok(v) => {
             say!(
@@ -135,6 +131,7 @@ pub(super) fn cell_line(c: &Cell) -> String {
                 Answer::Matches => "",
                 Answer::Wrong => " (wrong answer)",
                 Answer::HandedOff => " (handed to a person)",
+                Answer::Unresolved => " (no final answer)",
             }
         ),
         None => "not judged".into(),

@@ -6,11 +6,13 @@
 //! SIGKILLs it right before the SMTP transaction or right after the server's `250`, makes the
 //! outage while it is dead, restarts it, waits until the mail queue is empty, reads the
 //! mailbox, the refund and the approval back and judges with `verify::scenarios::notify`.
-//! Writes `DIR/notify.json`, signed with the run's key, and checks it.
+//! Writes `DIR/notify.json`, signed with the run's key, and checks it. `--nemesis` runs the
+//! campaign of [`nemesis`] on the same services.
 
 mod cell;
 mod error;
 mod file;
+mod nemesis;
 mod process;
 mod services;
 pub mod worker;
@@ -21,11 +23,11 @@ use crate::job::Outcome;
 use crate::run::{install_signal_handler, Interrupted, RunOutcome, SetupError};
 use cell::{run_cell, NotifyContext};
 pub use error::{NotifyRunError, POSTFIX_HINT};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use verify::contract::Scenario;
-use verify::scenarios::notify::{plan, Cell, Notify as Rules, Params, Planned};
+use verify::scenarios::notify::{plan, Notify as Rules, Params};
 
 /// The Stripe and SMTP clients' timeout.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -57,11 +59,8 @@ impl ScenarioRun for Notify {
         Ok(run(args)?)
     }
 
-    fn nemesis(&self, _args: &RunArgs, _list: &str) -> Result<Outcome, ScenarioError> {
-        Err(ScenarioError::NotBuilt {
-            name: Rules::NAME,
-            why: "its nemesis is not built yet (run its matrix without --nemesis)",
-        })
+    fn nemesis(&self, args: &RunArgs, list: &str) -> Result<Outcome, ScenarioError> {
+        Ok(nemesis::run(args, list).map(Outcome::Cells)?)
     }
 }
 
@@ -76,6 +75,34 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome, NotifyRunError> {
     };
     let cells_plan =
         plan(&params, usize::MAX).map_err(|e| NotifyRunError::CouldNotContinue(e.to_string()))?;
+    let command = if args.repeat == 1 {
+        "runner --scenario notify".to_owned()
+    } else {
+        format!("runner --scenario notify --repeat {}", args.repeat)
+    };
+    run_plan::<Rules>(
+        args,
+        params,
+        &cells_plan,
+        &command,
+        |p| format!("{}:{}:{}", p.crash_point, p.outage, p.column),
+        run_cell,
+        file::cell_line,
+    )
+}
+
+/// Runs `cells_plan` of scenario `S` on the run's mail server and emulator, `one` cell at a
+/// time on `--jobs` threads, then signs, writes (`DIR/<S::NAME>.json`) and checks the file.
+fn run_plan<S: Scenario>(
+    args: &RunArgs,
+    params: S::Params,
+    cells_plan: &[S::Planned],
+    command: &str,
+    label: impl Fn(&S::Planned) -> String + Sync,
+    one: impl Fn(&NotifyContext<'_>, usize, &S::Planned) -> Result<S::Cell, crate::cell::CellAbort>
+        + Sync,
+    line: impl Fn(&S::Cell) -> String + Sync,
+) -> Result<RunOutcome, NotifyRunError> {
     let jobs = match args.jobs {
         Some(0) => return Err(NotifyRunError::NoJobs),
         Some(n) => n,
@@ -87,7 +114,7 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome, NotifyRunError> {
         error,
     })?;
     if !args.no_site {
-        site::check_out_dir(&args.site_out).map_err(NotifyRunError::SiteFolder)?;
+        site::check_folders(&args.site_out, &args.out).map_err(NotifyRunError::SiteFolder)?;
     }
     let started = Instant::now();
     let (run_dir, key) =
@@ -112,65 +139,25 @@ pub fn run(args: &RunArgs) -> Result<RunOutcome, NotifyRunError> {
         worker_timeout: CLAIM_TTL + Duration::from_secs(60),
     };
     eprintln!(
-        "runner: notify, {} cell(s), {jobs} job(s), mail server 127.0.0.1:{} (Postfix), Stripe \
+        "runner: {}, {} cell(s), {jobs} job(s), mail server 127.0.0.1:{} (Postfix), Stripe \
          emulator {}, decider policy",
+        S::NAME,
         cells_plan.len(),
         ctx.smtp_port,
         ctx.stripe_url
     );
-    let cells = run_cells(&ctx, &cells_plan, jobs)?;
+    let cells = super::cells::run_cells(
+        cells_plan,
+        jobs,
+        ctx.cancel,
+        &label,
+        &|i, p| one(&ctx, i, p),
+        &line,
+    )
+    .map_err(|stopped| match stopped {
+        super::cells::CellsStopped::CouldNotContinue(e) => NotifyRunError::CouldNotContinue(e),
+        super::cells::CellsStopped::Interrupted => Interrupted.into(),
+    })?;
     drop(services);
-    file::finish(args, &key, params, cells, started)
-}
-
-/// Runs every planned cell on `jobs` threads, in plan order in the result.
-fn run_cells(
-    ctx: &NotifyContext<'_>,
-    cells_plan: &[Planned],
-    jobs: usize,
-) -> Result<Vec<Cell>, NotifyRunError> {
-    let n = cells_plan.len();
-    let slots = Mutex::new((0..n).map(|_| None).collect::<Vec<_>>());
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..jobs {
-            s.spawn(|| loop {
-                if ctx.cancel.load(Ordering::SeqCst) {
-                    break;
-                }
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(p) = cells_plan.get(i) else { break };
-                let result = run_cell(ctx, i, p);
-                let shown = match &result {
-                    Ok(c) => file::cell_line(c),
-                    Err(abort) => format!("{abort:?}"),
-                };
-                eprintln!(
-                    "  [{}/{n}] {}:{}:{} {shown}",
-                    i + 1,
-                    p.crash_point,
-                    p.outage,
-                    p.column
-                );
-                if matches!(result, Err(crate::cell::CellAbort::Setup(_))) {
-                    ctx.cancel.store(true, Ordering::SeqCst);
-                }
-                if let Ok(mut slots) = slots.lock() {
-                    slots[i] = Some(result);
-                }
-            });
-        }
-    });
-    let slots = slots.into_inner().unwrap_or_else(|e| e.into_inner());
-    let mut cells = Vec::with_capacity(n);
-    for slot in slots {
-        match slot {
-            Some(Ok(c)) => cells.push(c),
-            Some(Err(crate::cell::CellAbort::Setup(e))) => {
-                return Err(NotifyRunError::CouldNotContinue(e))
-            }
-            Some(Err(crate::cell::CellAbort::Cancelled)) | None => return Err(Interrupted.into()),
-        }
-    }
-    Ok(cells)
+    file::finish::<S>(args, &key, params, command, cells, started)
 }

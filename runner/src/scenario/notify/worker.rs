@@ -7,11 +7,12 @@
 //! report's shape) as its last line and exits 0.
 
 use crate::keys::read_signing_key;
-use crate::worker::{crash_hook, NO_CRASH, STRIPE_KEY_ENV};
+use crate::worker::{block_at, crash_hook, pause_hook, NO_CRASH, STRIPE_KEY_ENV};
 use scenarios::billing_credit as bc;
 use scenarios::notify::{self as nt, Column, MailServer, Worker};
 use std::path::PathBuf;
 use std::time::Duration;
+use verify::scenarios::notify_nemesis::MID_DATA;
 
 /// Which phase a case's worker runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -42,9 +43,14 @@ pub struct NotifyWorkerArgs {
     /// Column: no_check, hand_check, hand_resend or interlock.
     #[arg(long)]
     pub column: String,
-    /// Crash point: before_send, after_send (or another step the phase passes), or none.
+    /// Crash point: before_send, after_send, mid_data (inside the SMTP DATA, half of the
+    /// message at the server) or another step the phase passes, or none.
     #[arg(long, default_value = NO_CRASH)]
     pub crash: String,
+    /// Pause at this step (print `INTERLOCK-PAUSED <step>`, wait for `continue` on stdin, go
+    /// on): where a nemesis changes the case under a live worker.
+    #[arg(long)]
+    pub pause_at: Option<String>,
     /// The cell directory holding case.json.
     #[arg(long)]
     pub cell_dir: PathBuf,
@@ -113,23 +119,27 @@ fn run(args: &NotifyWorkerArgs) -> Result<(), NotifyWorkerError> {
         max_in_flight: Duration::ZERO,
         claim_ttl: Duration::from_millis(args.claim_ttl_ms),
     };
+    let mid_data =
+        (args.crash == MID_DATA).then(|| std::sync::Arc::new(|| block_at(MID_DATA)) as nt::MidData);
     let worker = Worker {
         stripe: &stripe,
         server: &server,
         cell_dir: &args.cell_dir,
         gate_key: &key,
         settings: &settings,
+        mid_data,
     };
-    let crash = match args.crash.as_str() {
-        NO_CRASH => None,
-        name => Some((bc::CrashPoint::step(name)?, crash_hook())),
+    let crash = match (args.crash.as_str(), &args.pause_at) {
+        (_, Some(step)) => Some((bc::CrashPoint::step(step)?, pause_hook())),
+        (NO_CRASH | MID_DATA, None) => None,
+        (name, None) => Some((bc::CrashPoint::step(name)?, crash_hook())),
     };
     let report = match args.phase {
         NotifyPhase::Send => {
             let status = nt::send(&worker, column, crash)?;
             nt::finished(&worker, column, status)?
         }
-        NotifyPhase::Restart => nt::restart(&worker, column)?,
+        NotifyPhase::Restart => nt::restart(&worker, column, crash)?,
     };
     let line = serde_json::to_string(&report).map_err(NotifyWorkerError::Report)?;
     println!("{line}");

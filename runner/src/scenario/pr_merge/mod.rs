@@ -18,8 +18,8 @@ use crate::run::{git_commit, install_signal_handler, Interrupted, RunOutcome, Se
 use cell::{run_cell, MergeContext};
 pub use error::PrMergeError;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use verify::contract::{self, FileSignature, Scenario, ScenarioFile};
 use verify::scenarios::pr_merge::{plan, Cell, Params, PrMerge as Rules};
@@ -117,7 +117,7 @@ pub(crate) fn run_plan<S: Scenario>(
         error,
     })?;
     if !args.no_site {
-        site::check_out_dir(&args.site_out).map_err(PrMergeError::SiteFolder)?;
+        site::check_folders(&args.site_out, &args.out).map_err(PrMergeError::SiteFolder)?;
     }
     let started = Instant::now();
     let (run_dir, key) =
@@ -146,46 +146,18 @@ pub(crate) fn run_plan<S: Scenario>(
         request_timeout: FORGE_REQUEST_TIMEOUT,
         worker_timeout: settings.claim_ttl + settings.max_in_flight + Duration::from_secs(60),
     };
-    let n = cells_plan.len();
-    let slots = Mutex::new((0..n).map(|_| None).collect::<Vec<_>>());
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..jobs {
-            s.spawn(|| loop {
-                if ctx.cancel.load(Ordering::SeqCst) {
-                    break;
-                }
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= n {
-                    break;
-                }
-                let p = &cells_plan[i];
-                let result = one(&ctx, i, p);
-                let shown = match &result {
-                    Ok(c) => line(c),
-                    Err(abort) => format!("{abort:?}"),
-                };
-                eprintln!("  [{}/{n}] {} {shown}", i + 1, label(p));
-                if matches!(result, Err(crate::cell::CellAbort::Setup(_))) {
-                    ctx.cancel.store(true, Ordering::SeqCst);
-                }
-                if let Ok(mut slots) = slots.lock() {
-                    slots[i] = Some(result);
-                }
-            });
-        }
-    });
-    let slots = slots.into_inner().unwrap_or_else(|e| e.into_inner());
-    let mut cells = Vec::with_capacity(n);
-    for slot in slots {
-        match slot {
-            Some(Ok(c)) => cells.push(c),
-            Some(Err(crate::cell::CellAbort::Setup(e))) => {
-                return Err(PrMergeError::CouldNotContinue(e))
-            }
-            Some(Err(crate::cell::CellAbort::Cancelled)) | None => return Err(Interrupted.into()),
-        }
-    }
+    let cells = super::cells::run_cells(
+        cells_plan,
+        jobs,
+        ctx.cancel,
+        &label,
+        &|i, p| one(&ctx, i, p),
+        &line,
+    )
+    .map_err(|stopped| match stopped {
+        super::cells::CellsStopped::CouldNotContinue(e) => PrMergeError::CouldNotContinue(e),
+        super::cells::CellsStopped::Interrupted => Interrupted.into(),
+    })?;
     drop(forge);
     let signing_key = crate::keys::read_signing_key(key.path()).map_err(SetupError::from)?;
     let public = key.public();

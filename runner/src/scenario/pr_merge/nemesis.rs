@@ -20,25 +20,12 @@ use verify::scenarios::pr_merge_nemesis::{
 /// The nemeses `list` names (`all`, or comma-separated names of
 /// [`verify::scenarios::pr_merge_nemesis::NEMESES`]).
 fn nemeses(list: &str) -> Result<Vec<String>, PrMergeError> {
-    if list.trim() == "all" {
-        return Ok(NEMESES.map(String::from).to_vec());
-    }
-    let names: Vec<String> = list
-        .split(',')
-        .map(|n| n.trim().to_owned())
-        .filter(|n| !n.is_empty())
-        .collect();
-    match names.iter().find(|n| !NEMESES.contains(&n.as_str())) {
-        Some(bad) => Err(PrMergeError::UnknownNemesis {
-            got: bad.clone(),
+    crate::scenario::cells::nemesis_names(list, &NEMESES).map_err(|got| {
+        PrMergeError::UnknownNemesis {
+            got,
             known: NEMESES.join(", "),
-        }),
-        None if names.is_empty() => Err(PrMergeError::UnknownNemesis {
-            got: list.to_owned(),
-            known: NEMESES.join(", "),
-        }),
-        None => Ok(names),
-    }
+        }
+    })
 }
 
 /// Runs a pr_merge campaign of the nemeses in `list`, `--trials` per nemesis and column.
@@ -136,12 +123,15 @@ fn run_trial(ctx: &MergeContext<'_>, index: usize, planned: &Planned) -> Result<
         ticket: TicketRecord::blank(),
         restart_killed_at: None,
         paused_at: None,
+        released_at: None,
+        held_ms: None,
         fault_taken: None,
         harness_error: None,
         worker_output: None,
         judgement: None,
     };
     let fault = match (d.hold_ms, d.answer.as_deref()) {
+        _ if d.release_at.is_some() => Some(forge::Fault::HoldUntilReleased),
         (Some(ms), _) => Some(forge::Fault::Hold { ms }),
         (None, Some("drop")) => Some(forge::Fault::DropAfterCommit),
         (None, Some(_)) => Some(forge::Fault::FailAfterCommit),
@@ -200,23 +190,43 @@ fn run_trial(ctx: &MergeContext<'_>, index: usize, planned: &Planned) -> Result<
         Ok(merge) => cell.truth.outage_merge = merge,
         Err(e) => return Ok(harness_error(cell, format!("the outage failed: {e}"))),
     }
+    // release_mid_restart: the held merge lands when the restart pauses at the drawn step,
+    // and the runner learns how long it was held once it has landed.
+    let held_for = std::cell::Cell::new(None);
+    // A restart may announce the step again (the gate looks up once at once, and again once
+    // the in-flight bound has passed): the merge is released at the first announcement only.
+    let release = || match (held_for.get(), ctx.forge.release(&case.repo, case.pull)) {
+        (Some(_), _) => Ok(()),
+        (None, Some(held)) => {
+            held_for.set(Some(crate::cell::ms(held)));
+            Ok(())
+        }
+        (None, None) => Err("no merge request was held to release".to_owned()),
+    };
+    let mut release_at = d.release_at.as_deref();
     if restart {
         let mut crash = d.restart_kill_at.as_deref();
         loop {
             let watch = Watch {
                 crash,
+                pause_at: release_at,
+                on_pause: release_at.map(|_| &release as &dyn Fn() -> Result<(), String>),
                 ..Watch::default()
             };
-            match run_watched(
+            let watched = run_watched(
                 ctx,
                 &dir,
                 &case,
                 &planned.column,
                 MergePhase::Restart,
                 &watch,
-            )?
-            .ended
-            {
+            )?;
+            if watched.paused_at.is_some() {
+                cell.released_at = watched.paused_at;
+                cell.held_ms = held_for.get();
+                release_at = None;
+            }
+            match watched.ended {
                 Ended::Killed { at } if crash.is_some() => {
                     cell.restart_killed_at = Some(at);
                     crash = None;
@@ -240,6 +250,11 @@ fn run_trial(ctx: &MergeContext<'_>, index: usize, planned: &Planned) -> Result<
                 Ended::Failed(why) => return Ok(harness_error(cell, why)),
             }
         }
+    }
+    if release_at.is_some() {
+        // The restart never reached the drawn step: land the held merge now, before the
+        // repository is read (the trial did not fire).
+        let _ = ctx.forge.release(&case.repo, case.pull);
     }
     match ctx.forge.truth(
         &case.repo,

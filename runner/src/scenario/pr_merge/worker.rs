@@ -7,12 +7,10 @@
 //! last line and exits 0.
 
 use crate::keys::read_signing_key;
-use crate::worker::{crash_hook, CONTINUE_LINE, NO_CRASH, PAUSE_LINE_PREFIX};
+use crate::worker::{crash_hook, pause_hook, NO_CRASH};
 use scenarios::billing_credit as bc;
 use scenarios::pr_merge::{self as pm, Column};
-use std::io::{BufRead, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Which phase a case's worker runs.
@@ -97,27 +95,6 @@ pub fn main(args: &MergeWorkerArgs) -> i32 {
             1
         }
     }
-}
-
-/// The hook of `--pause-at`: announce the step, wait for the runner's `continue` on stdin, go on.
-/// If stdin closes instead (the runner died), exit without going on.
-fn pause_hook() -> bc::CrashHook {
-    Arc::new(|point: bc::CrashPoint| {
-        {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{PAUSE_LINE_PREFIX}{}", point.as_str());
-            let _ = out.flush();
-        }
-        let mut line = String::new();
-        let read = std::io::stdin().lock().read_line(&mut line);
-        if !matches!(read, Ok(n) if n > 0 && line.trim() == CONTINUE_LINE) {
-            eprintln!(
-                "worker: stdin closed while paused at {}; exiting without going on",
-                point.as_str()
-            );
-            std::process::exit(70);
-        }
-    })
 }
 
 fn run(args: &MergeWorkerArgs) -> Result<(), MergeWorkerError> {

@@ -105,7 +105,7 @@ fn checked_plan(args: &RunArgs) -> Result<(Vec<PlannedCell>, usize), SharedCapEr
                 error,
             }
         })?;
-        site::check_out_dir(&args.site_out).map_err(SharedCapError::SiteFolder)?;
+        site::check_folders(&args.site_out, &args.out).map_err(SharedCapError::SiteFolder)?;
     }
     let jobs = jobs.min(cells_plan.len());
     Ok((cells_plan, jobs))

@@ -30,7 +30,16 @@ pub enum Answer {
     Wrong,
     /// It says it cannot know ([`HANDOFF_STATUSES`]): handed to a person, never wrong.
     HandedOff,
+    /// It gave no final answer ([`UNRESOLVED_STATUSES`]: the restart failed, or the gate left
+    /// the effect in flight for a recovery that did not run): neither right nor wrong, counted
+    /// unresolved, against the column.
+    Unresolved,
 }
+
+/// The statuses that give no final answer: a restart that ended in an error, and the gate's
+/// `IN_FLIGHT` ("run recovery"), which says nothing of whether the email went out.
+pub const UNRESOLVED_STATUSES: [&str; 2] =
+    [crate::scenarios::pr_merge::RESTART_FAILED, "IN_FLIGHT"];
 
 /// What the rules derive for a judged cell.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,10 +86,12 @@ pub fn want(truth: &MailTruth) -> u32 {
     u32::from(!(blocked && truth.before_outage.is_empty()))
 }
 
-/// The answer rule, one for every column: a handoff is never wrong; any other answer must
-/// agree with the mailbox (says sent ⇔ the case has an email).
+/// The answer rule, one for every column: no final answer is unresolved, a handoff is never
+/// wrong; any other answer must agree with the mailbox (says sent ⇔ the case has an email).
 pub fn answer(status: &str, delivered: u32) -> Answer {
-    if status_hands_off(status) {
+    if UNRESOLVED_STATUSES.contains(&status) {
+        Answer::Unresolved
+    } else if status_hands_off(status) {
         Answer::HandedOff
     } else if status_says_sent(status) == (delivered > 0) {
         Answer::Matches
@@ -160,7 +171,18 @@ fn consistent(cell: &Cell) -> Vec<Finding> {
 /// DISPATCHED entry of the receipt ([`gate_message_id`]): the gate sent nothing that its
 /// receipt does not account for.
 pub fn receipt_findings(cell: &Cell) -> Vec<Finding> {
-    let Some(bundle) = &cell.ticket.receipt else {
+    case_receipt_findings(&cell.case, &cell.refund, &cell.truth, &cell.ticket)
+}
+
+/// [`receipt_findings`] of a case given by its parts (its name, its refund, its ground truth and
+/// its ticket), for the campaign's trials too.
+pub fn case_receipt_findings(
+    case: &str,
+    refund: &str,
+    truth: &MailTruth,
+    ticket: &TicketRecord,
+) -> Vec<Finding> {
+    let Some(bundle) = &ticket.receipt else {
         return Vec::new();
     };
     let mut out = Vec::new();
@@ -169,15 +191,15 @@ pub fn receipt_findings(cell: &Cell) -> Vec<Finding> {
         let kind = e.get("kind").and_then(serde_json::Value::as_str);
         if kind == Some("DISPATCHED") {
             if let Some(h) = e.get("hash").and_then(serde_json::Value::as_str) {
-                anchors.push(gate_message_id(h, &cell.case));
+                anchors.push(gate_message_id(h, case));
             }
         }
         let Some(effect) = e.get("effect") else {
             continue;
         };
         let field = |k: &str| effect.get(k).and_then(serde_json::Value::as_str);
-        for (key, want) in [("case", &cell.case), ("refund", &cell.refund)] {
-            if field(key) != Some(want.as_str()) {
+        for (key, want) in [("case", case), ("refund", refund)] {
+            if field(key) != Some(want) {
                 out.push(inconsistent(
                     &format!("ticket.receipt.entries[{i}].effect.{key}"),
                     format!(
@@ -188,7 +210,7 @@ pub fn receipt_findings(cell: &Cell) -> Vec<Finding> {
             }
         }
     }
-    for (i, m) in cell.truth.delivered.iter().enumerate() {
+    for (i, m) in truth.delivered.iter().enumerate() {
         if !m.message_id.as_ref().is_some_and(|id| anchors.contains(id)) {
             out.push(inconsistent(
                 &format!("truth.delivered[{i}].message_id"),

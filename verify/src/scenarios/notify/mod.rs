@@ -15,9 +15,9 @@ mod record;
 mod summary;
 
 pub use judge::{
-    answer, gate_message_id, judge, judgement, receipt_findings, status_hands_off,
-    status_says_sent, want, Answer, Judgement, ESCALATED, HANDOFF_STATUSES, MAIL_DOMAIN,
-    REFUSED_APPROVAL, REFUSED_REFUND, SENT,
+    answer, case_receipt_findings, gate_message_id, judge, judgement, receipt_findings,
+    status_hands_off, status_says_sent, want, Answer, Judgement, ESCALATED, HANDOFF_STATUSES,
+    MAIL_DOMAIN, REFUSED_APPROVAL, REFUSED_REFUND, SENT, UNRESOLVED_STATUSES,
 };
 pub use plan::{plan, Params, Planned, COLUMNS, CRASH_POINTS, OUTAGES};
 pub use record::{Cell, MailTruth, Message};

@@ -26,6 +26,10 @@ pub struct ColumnSummary {
     pub wrong_answers: u32,
     /// Cells whose answer says it cannot know: handed to a person.
     pub handoffs: u32,
+    /// Cells that gave no final answer (the restart failed, or the gate's effect was left in
+    /// flight): neither right nor wrong.
+    #[serde(default)]
+    pub unresolved: u32,
     /// For every handoff, what the person would have found in the mailbox.
     pub handed_off: Vec<Handoff>,
 }
@@ -63,6 +67,7 @@ pub fn summarize(judged: &[(&Cell, &Judgement)]) -> Summary {
         s.over += u32::from(j.delivered > j.want);
         s.under += u32::from(j.delivered < j.want);
         s.wrong_answers += u32::from(j.answer == Answer::Wrong);
+        s.unresolved += u32::from(j.answer == Answer::Unresolved);
         if j.answer == Answer::HandedOff {
             s.handoffs += 1;
             s.handed_off.push(Handoff {

@@ -131,9 +131,12 @@ fn any_other_answer_must_agree_with_the_mailbox() {
     assert_eq!(answer(REFUSED_APPROVAL, 0), Answer::Matches);
     assert_eq!(answer(REFUSED_APPROVAL, 1), Answer::Wrong);
     assert_eq!(answer("REFUSED:lease", 1), Answer::Wrong);
-    // A restart that failed states nothing was sent: the mailbox decides.
-    assert_eq!(answer("RESTART_FAILED", 0), Answer::Matches);
-    assert_eq!(answer("RESTART_FAILED", 1), Answer::Wrong);
+    // A restart that failed, and the gate's IN_FLIGHT, give no answer: neither right nor wrong.
+    for status in UNRESOLVED_STATUSES {
+        for delivered in [0, 1] {
+            assert_eq!(answer(status, delivered), Answer::Unresolved, "{status}");
+        }
+    }
 }
 
 #[test]

@@ -38,8 +38,13 @@ pub fn fired(cell: &Cell) -> bool {
         .pause_at
         .as_deref()
         .is_none_or(|p| cell.paused_at.as_deref() == Some(p));
-    let fault = (d.hold_ms.is_none() && d.answer.is_none()) || cell.fault_taken == Some(true);
-    kill && restart && pause && fault
+    let release = d
+        .release_at
+        .as_deref()
+        .is_none_or(|r| cell.released_at.as_deref() == Some(r) && cell.held_ms.is_some());
+    let drew_fault = d.hold_ms.is_some() || d.answer.is_some() || d.release_at.is_some();
+    let fault = !drew_fault || cell.fault_taken == Some(true);
+    kill && restart && pause && release && fault
 }
 
 /// The step the approval was revoked at, when the trial revoked it.
@@ -104,7 +109,7 @@ pub fn beyond(cell: &Cell) -> Option<String> {
             ));
         }
     }
-    if let Some(hold) = cell.planned.draw.hold_ms {
+    if let Some(hold) = cell.held_ms.or(cell.planned.draw.hold_ms) {
         if hold > FORGE_MAX_IN_FLIGHT_MS && cell.fault_taken == Some(true) {
             return Some(format!(
                 "the merge request was held {hold} ms at the service, past the declared \

@@ -15,8 +15,8 @@ pub use judge::{
     beyond, fired, judge, reads_approval_after, revoked_at, TrialJudgement, RESTART_FAILED,
 };
 pub use plan::{
-    draw, first_steps, held_within, pause_steps, plan, restart_steps, Draw, Params, Planned,
-    FORGE_MAX_IN_FLIGHT_MS, HELD_STEP, NEMESES,
+    draw, first_steps, held_within, pause_steps, plan, release_steps, restart_steps, Draw, Params,
+    Planned, FORGE_MAX_IN_FLIGHT_MS, HELD_STEP, NEMESES,
 };
 pub use record::Cell;
 pub use summary::{summarize, NemesisColumn, Summary};

@@ -20,8 +20,13 @@ use sha2::{Digest, Sha256};
 /// * `revoke_mid_check`: the worker paused at a drawn step before its send while the approval
 ///   is revoked;
 /// * `held_beyond_bound`: the request held past the declared bound, the worker killed while it
-///   is held (beyond every column's assumptions).
-pub const NEMESES: [&str; 8] = [
+///   is held (beyond every column's assumptions);
+/// * `release_mid_restart`: the request held until the runner releases it, the worker killed
+///   while it is held, and the held merge landed by the runner at a drawn step of the restart
+///   before its merge request ([`release_steps`]): the window a restart that does not wait out
+///   the in-flight bound leaves open, searched step by step rather than sampled by timing.
+///   Within or beyond is decided by how long the request was held, as measured.
+pub const NEMESES: [&str; 9] = [
     "kill_at_step",
     "kill_restart",
     "kill_while_held",
@@ -30,6 +35,7 @@ pub const NEMESES: [&str; 8] = [
     "push_mid_check",
     "revoke_mid_check",
     "held_beyond_bound",
+    "release_mid_restart",
 ];
 
 /// The step at which a `kill_while_held` worker is SIGKILLed: once the service has taken its
@@ -102,6 +108,18 @@ pub fn restart_steps(column: &str) -> &'static [&'static str] {
     }
 }
 
+/// The steps of a restart (after a first worker killed while its request was held) at which
+/// `release_mid_restart` lands the held merge: every step the restart announces before its own
+/// merge request.
+pub fn release_steps(column: &str) -> &'static [&'static str] {
+    let steps = restart_steps(column);
+    let send = steps
+        .iter()
+        .position(|s| *s == "after_send")
+        .unwrap_or(steps.len());
+    steps.get(..send).unwrap_or(&[])
+}
+
 /// The steps before a column's send at which a worker can be paused while the head moves.
 pub fn pause_steps(column: &str) -> &'static [&'static str] {
     match column {
@@ -150,6 +168,9 @@ pub struct Draw {
     pub pause_at: Option<String>,
     /// The fault on the first merge request's answer: `drop` or `500`.
     pub answer: Option<String>,
+    /// Where the runner lands the held merge request during the restart (`release_mid_restart`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_at: Option<String>,
 }
 
 /// One planned trial.
@@ -202,6 +223,7 @@ pub fn draw(seed: u64, nemesis: &str, column: &str, index: u32) -> Draw {
         hold_ms: None,
         pause_at: None,
         answer: None,
+        release_at: None,
     };
     match nemesis {
         "kill_at_step" => {
@@ -222,6 +244,11 @@ pub fn draw(seed: u64, nemesis: &str, column: &str, index: u32) -> Draw {
         "held_beyond_bound" => {
             d.kill_at = Some(HELD_STEP.into());
             d.hold_ms = Some(FORGE_MAX_IN_FLIGHT_MS + 1_500 + r(1, 2_001));
+        }
+        "release_mid_restart" => {
+            d.kill_at = Some(HELD_STEP.into());
+            let steps = release_steps(column);
+            d.release_at = one_of(steps, r(1, steps.len()));
         }
         "drop_answer" => d.answer = Some("drop".into()),
         "fail_after_commit" => d.answer = Some("500".into()),

@@ -26,6 +26,14 @@ pub struct Cell {
     /// Whether the first merge request took the drawn service fault (a hold, a dropped answer,
     /// a 500), when one was drawn.
     pub fault_taken: Option<bool>,
+    /// The step of the restart at which the runner landed the held merge request, when it did
+    /// (`release_mid_restart`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub released_at: Option<String>,
+    /// How long the service held the first merge request, ms, as the runner measured it when
+    /// it released it (`release_mid_restart`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_ms: Option<u64>,
     /// Why the trial did not run to its end.
     pub harness_error: Option<String>,
     /// The failing worker's stderr tail, kept with a harness error (or with an unresolved

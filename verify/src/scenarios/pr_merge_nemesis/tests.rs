@@ -48,7 +48,10 @@ fn trial(nemesis: &str, column: &str, index: u32) -> Cell {
         },
         restart_killed_at: draw.restart_kill_at.clone(),
         paused_at: draw.pause_at.clone(),
-        fault_taken: (draw.hold_ms.is_some() || draw.answer.is_some()).then_some(true),
+        released_at: draw.release_at.clone(),
+        held_ms: draw.release_at.as_ref().map(|_| 40),
+        fault_taken: (draw.hold_ms.is_some() || draw.answer.is_some() || draw.release_at.is_some())
+            .then_some(true),
         harness_error: None,
         worker_output: None,
         judgement: None,
@@ -235,5 +238,37 @@ fn held_within_draws_short_holds_often_and_never_reaches_the_bound() {
     assert!(
         (100..250).contains(&short),
         "{short} of 1000 draws under 50 ms"
+    );
+}
+
+#[test]
+fn a_release_lands_at_a_restart_step_before_its_send_and_the_measured_hold_decides_within() {
+    for column in crate::scenarios::pr_merge::COLUMNS {
+        let steps = release_steps(column);
+        assert!(!steps.is_empty(), "{column}");
+        assert!(!steps.contains(&"after_send") && !steps.contains(&"committed"));
+        for index in 0..20 {
+            let d = draw(7, "release_mid_restart", column, index);
+            assert_eq!(d.kill_at.as_deref(), Some(HELD_STEP));
+            assert!(steps.contains(&d.release_at.as_deref().unwrap()), "{d:?}");
+            assert_eq!(d.hold_ms, None);
+        }
+    }
+    let mut c = trial("release_mid_restart", "hand_check", 0);
+    let j = judge(&c).unwrap();
+    assert!(j.fired && j.beyond.is_none(), "{j:?}");
+    // Held past the declared bound (a restart that waited it out before the release step).
+    c.held_ms = Some(FORGE_MAX_IN_FLIGHT_MS + 1);
+    assert!(judge(&c).unwrap().beyond.is_some());
+    // A release that never came (the restart did not reach its step) did not fire.
+    c.released_at = None;
+    c.held_ms = None;
+    assert!(!judge(&c).unwrap().fired);
+    // Files written before the release existed read as they were, and write back the same.
+    let old = trial("kill_at_step", "native", 0);
+    let text = serde_json::to_string(&old).unwrap();
+    assert!(
+        !text.contains("release_at") && !text.contains("held_ms"),
+        "{text}"
     );
 }
