@@ -14,12 +14,14 @@
 //!
 //! Reading order: `layout.rs` (where an instance keeps its files), `config.rs` (its `main.cf`
 //! and `master.cf`), `postfix.rs` (starting and stopping it), `queue.rs` and `maildir.rs`
-//! (reading its state from files), then `client.rs`.
+//! (reading its state from files), `guard.rs` (the watcher that stops an instance whose owner
+//! died), then `client.rs`.
 
 mod accounts;
 pub mod client;
 mod config;
 mod error;
+mod guard;
 mod layout;
 mod maildir;
 mod postfix;
@@ -49,6 +51,8 @@ pub struct MailHost {
     /// reached this instance and not another server on the port.
     token: String,
     running: bool,
+    /// The watcher that stops the running instance if this process dies first.
+    guard: Option<guard::Guard>,
 }
 
 /// Instances started by this process so far (part of each instance's token).
@@ -93,6 +97,7 @@ impl MailHost {
             port,
             token,
             running: false,
+            guard: None,
         };
         host.restart()?;
         Ok(host)
@@ -137,6 +142,9 @@ impl MailHost {
             return Ok(());
         }
         self.running = false;
+        if let Some(guard) = self.guard.take() {
+            guard.disarm();
+        }
         self.postfix.stop(&self.layout)
     }
 
@@ -150,6 +158,16 @@ impl MailHost {
         self.write_master_cf(true)?;
         self.postfix.start(&self.layout)?;
         self.running = true;
+        let watched = postfix::master_pid(&self.layout)
+            .map(guard::Guard::watch)
+            .transpose();
+        match watched {
+            Ok(guard) => self.guard = guard,
+            Err(e) => {
+                let _ = self.stop();
+                return Err(e);
+            }
+        }
         if let Err(e) = postfix::wait_greeting(self.port, &self.token) {
             // do not leave a half-started instance behind; the greeting's failure is the news
             let _ = self.stop();

@@ -34,23 +34,45 @@ pub enum JobError {
     /// `runner keygen`: the key file could not be written.
     #[error("{0}; pass the path of a new file in an existing directory")]
     Keygen(KeyError),
+    /// A run that finished what it was doing after Ctrl-C or SIGTERM (the report site being
+    /// rendered): it ends as interrupted all the same, naming what it wrote.
+    #[error(transparent)]
+    Interrupted(#[from] crate::run::Interrupted),
 }
 
 impl JobError {
     /// Whether the job stopped because the disk filled (exit [`crate::DISK_FULL_EXIT`]): its
     /// finished work is kept, and the message says where.
     pub fn is_disk_full(&self) -> bool {
+        self.keeps_work_of_full_disk() || self.lost_to_full_disk()
+    }
+
+    /// Whether the disk filled and the finished work is kept (a campaign's partial file), the
+    /// message saying where.
+    fn keeps_work_of_full_disk(&self) -> bool {
         matches!(
             self,
             JobError::Scenario(ScenarioError::Nemesis(NemesisRunError::DiskFull { .. }))
         )
     }
 
+    /// Whether the disk (or the quota) filled where nothing of the run could be kept: a
+    /// results file, of a run that keeps no partial file, that could not be written.
+    pub fn lost_to_full_disk(&self) -> bool {
+        !self.keeps_work_of_full_disk()
+            && std::iter::successors(Some(self as &dyn std::error::Error), |e| e.source()).any(
+                |e| {
+                    e.downcast_ref::<std::io::Error>()
+                        .is_some_and(crate::partial::disk_full)
+                },
+            )
+    }
+
     /// Whether the job was interrupted (Ctrl-C or SIGTERM) rather than failed.
     pub fn is_interrupted(&self) -> bool {
         match self {
             JobError::Scenario(e) => e.is_interrupted(),
-            JobError::Replay(NemesisRunError::Interrupted(_)) => true,
+            JobError::Replay(NemesisRunError::Interrupted(_)) | JobError::Interrupted(_) => true,
             _ => false,
         }
     }
@@ -299,6 +321,18 @@ impl Job {
     /// Runs the job. Errors are the run's: it could not start or go on (exit 2), or it was
     /// interrupted ([`crate::run::Interrupted`], exit 130 or 143).
     pub fn run(self) -> Result<Outcome, JobError> {
+        let outcome = self.run_through()?;
+        // A signal that came while the last step (the site) was finished is still the news.
+        if matches!(outcome, Outcome::Cells(_) | Outcome::Trials(_))
+            && crate::run::stopped_by_signal()
+        {
+            return Err(crate::run::Interrupted.into());
+        }
+        Ok(outcome)
+    }
+
+    /// Runs the job as asked; [`Job::run`] adds what a stopping signal meant.
+    fn run_through(self) -> Result<Outcome, JobError> {
         match self {
             Job::Worker(args) => Ok(exit_with(as_worker(|| crate::worker::main(&args)))),
             Job::CapWorker(args) => Ok(exit_with(as_worker(|| {

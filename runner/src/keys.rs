@@ -28,6 +28,8 @@ pub struct RunKey {
     /// The in-memory file, kept open for as long as the key is held: the path names it.
     _open: File,
     path: PathBuf,
+    /// The key itself, in this process's memory (it signs the lines of a partial file).
+    secret: SigningKey,
     public: VerifyingKey,
     stable: bool,
 }
@@ -63,6 +65,7 @@ impl RunKey {
             _open: file,
             path,
             public: key.verifying_key(),
+            secret: key,
             stable: false,
         })
     }
@@ -85,6 +88,11 @@ impl RunKey {
     /// Where a worker reads the private key (a path into this process's open files).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The private key, as this process holds it in memory.
+    pub fn signing_key(&self) -> &SigningKey {
+        &self.secret
     }
 
     /// The public key.

@@ -42,6 +42,7 @@ mod worker_error;
 pub use job::{Job, JobError, Outcome, Refused};
 pub use run::{interrupted_exit_code, Interrupted};
 
-/// The exit code of a run stopped by a full disk: its finished work is kept (a nemesis
-/// campaign's in its partial file), unlike a run that could not start (2).
+/// The exit code of a run stopped by a full disk, unlike a run that could not start (2): a
+/// billing_credit campaign's finished trials are kept in its partial file; any other run's cells
+/// are lost, and the message says so.
 pub const DISK_FULL_EXIT: u8 = 3;

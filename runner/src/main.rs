@@ -41,10 +41,14 @@ fn exit_code_of(e: &anyhow::Error) -> ExitCode {
         eprintln!("{}", usage_error_line("runner", rendered));
         return ExitCode::from(2);
     }
-    if e.downcast_ref::<JobError>()
-        .is_some_and(JobError::is_disk_full)
-    {
+    if let Some(job) = e.downcast_ref::<JobError>().filter(|j| j.is_disk_full()) {
         eprintln!("{}", error_line("runner", e.as_ref()));
+        if job.lost_to_full_disk() {
+            eprintln!(
+                "runner: the disk is full, and this run keeps no partial file: its cells are \
+                 lost; free space where the results go and run it again"
+            );
+        }
         return ExitCode::from(runner::DISK_FULL_EXIT);
     }
     if e.downcast_ref::<JobError>()

@@ -5,7 +5,10 @@
 //! The file is JSON lines. The first line is the [`Header`]: the scenario, the run's plan (any
 //! serializable value, compared as JSON), its seed, and the public key its cells were signed with
 //! (and whether that key outlives the run). Every further line is one finished cell: its place in
-//! the plan, its id and the cell itself. Each line is written whole and fsynced before the next.
+//! the plan, its id and the cell itself. Every line, the header too, ends with `sig`: the run key's
+//! ed25519 signature over the line's JSON without it, checked on resume, so that a resumed run
+//! never signs into its final file a cell (or a plan) changed after it was written. Each line is
+//! written whole and fsynced before the next.
 //! A last line without its newline (a writer killed or a disk filled mid-append) is dropped on
 //! reading and cut before the next append, so that cell runs again; any other line that does not
 //! read is an error naming it, never skipped.
@@ -15,6 +18,7 @@
 //! ([`PartialFile::resume`]), appends each cell as it finishes ([`PartialFile::append`]) and
 //! removes the file once the final results are written ([`PartialFile::remove`]).
 
+use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -24,7 +28,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// The format of a partial file's header.
-pub const PARTIAL_FORMAT: &str = "interlock-partial/1";
+pub const PARTIAL_FORMAT: &str = "interlock-partial/2";
+
+/// The field every line ends with: its signature.
+const SIG: &str = "sig";
 
 /// The first line of a partial file: what run its cells belong to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -179,10 +186,19 @@ pub fn disk_full(e: &std::io::Error) -> bool {
 }
 
 /// An open partial file, appended to by any thread of the run.
-#[derive(Debug)]
 pub struct PartialFile {
     path: PathBuf,
     file: Mutex<File>,
+    /// The run's key, which signs every line.
+    key: SigningKey,
+}
+
+impl std::fmt::Debug for PartialFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartialFile")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The cells a resumed run found finished, by their place in the plan, and whether a torn last
@@ -210,14 +226,18 @@ impl PartialFile {
         &self.path
     }
 
-    /// Creates the file at `path` with `header` as its first line (written and fsynced, and
-    /// the directory too). Refuses a file already there ([`PartialError::Unfinished`]).
-    pub fn create<P: Serialize>(path: &Path, header: &Header<P>) -> Result<Self, PartialError> {
-        let mut line = serde_json::to_vec(header).map_err(|e| PartialError::Header {
+    /// Creates the file at `path` with `header` as its first line, signed by `key` (written and
+    /// fsynced, and the directory too). Refuses a file already there
+    /// ([`PartialError::Unfinished`]).
+    pub fn create<P: Serialize>(
+        path: &Path,
+        header: &Header<P>,
+        key: &SigningKey,
+    ) -> Result<Self, PartialError> {
+        let line = sealed(key, header).map_err(|e| PartialError::Header {
             path: path.to_owned(),
             problem: e.to_string(),
         })?;
-        line.push(b'\n');
         let mut file = match OpenOptions::new().append(true).create_new(true).open(path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -235,6 +255,7 @@ impl PartialFile {
         Ok(PartialFile {
             path: path.to_owned(),
             file: Mutex::new(file),
+            key: key.clone(),
         })
     }
 
@@ -253,14 +274,15 @@ impl PartialFile {
     }
 
     /// Reopens the file at `path` to continue the run `expected` describes, whose plan has the
-    /// cells `ids` in order. Refuses a file of another run (scenario, seed, plan) or key (see
-    /// [`PartialError`]); drops a torn last line (cut from the file before anything is
-    /// appended); refuses a complete line that does not read or names no place of the plan.
-    /// `expected.started` is not compared.
+    /// cells `ids` in order, signed by `key`. Refuses a file of another run (scenario, seed,
+    /// plan) or key (see [`PartialError`]); drops a torn last line (cut from the file before
+    /// anything is appended); refuses a complete line that does not read, is not signed by
+    /// `key` or names no place of the plan. `expected.started` is not compared.
     pub fn resume<P: Serialize, C: DeserializeOwned>(
         path: &Path,
         expected: &Header<P>,
         ids: &[String],
+        key: &SigningKey,
     ) -> Result<(Self, Finished<C>), PartialError> {
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
@@ -272,9 +294,15 @@ impl PartialFile {
         // Everything up to the last newline is complete; what follows it is a torn line.
         let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
         let mut lines = bytes[..complete].split(|b| *b == b'\n');
-        let header: Header<Value> =
-            parse_header(path, lines.next().unwrap_or_default(), complete > 0)?;
+        let first = lines.next().unwrap_or_default();
+        let header: Header<Value> = parse_header(path, first, complete > 0)?;
         check_same_run(path, &header, expected)?;
+        let public = key.verifying_key();
+        opened(&public, first).map_err(|problem| PartialError::BadLine {
+            path: path.to_owned(),
+            line: 1,
+            problem,
+        })?;
         let mut cells = Vec::new();
         let mut seen = vec![false; ids.len()];
         for (i, line) in lines.enumerate().filter(|(_, l)| !l.is_empty()) {
@@ -283,8 +311,8 @@ impl PartialFile {
                 line: i + 2,
                 problem,
             };
-            let line: Line<String, C> =
-                serde_json::from_slice(line).map_err(|e| bad(format!("does not read: {e}")))?;
+            let line: Line<String, C> = serde_json::from_value(opened(&public, line).map_err(bad)?)
+                .map_err(|e| bad(format!("does not read: {e}")))?;
             match ids.get(line.at) {
                 Some(id) if *id == line.id => {}
                 Some(id) => {
@@ -322,6 +350,7 @@ impl PartialFile {
             PartialFile {
                 path: path.to_owned(),
                 file: Mutex::new(file),
+                key: key.clone(),
             },
             Finished {
                 cells,
@@ -334,13 +363,12 @@ impl PartialFile {
     /// returns. A line that could not be written whole is cut off again (as far as the disk
     /// lets it: a resume drops a torn last line anyway).
     pub fn append<C: Serialize>(&self, at: usize, id: &str, cell: &C) -> Result<(), PartialError> {
-        let mut line =
-            serde_json::to_vec(&Line { at, id, cell }).map_err(|e| PartialError::BadLine {
+        let line =
+            sealed(&self.key, &Line { at, id, cell }).map_err(|e| PartialError::BadLine {
                 path: self.path.clone(),
                 line: 0,
                 problem: format!("cell {id} cannot be serialized: {e}"),
             })?;
-        line.push(b'\n');
         let mut file = self
             .file
             .lock()
@@ -379,8 +407,12 @@ fn parse_header<P: DeserializeOwned>(
     if !complete {
         return Err(header_error("it was never written whole".into()));
     }
+    let mut value: Value = serde_json::from_slice(line).map_err(|e| header_error(e.to_string()))?;
+    if let Value::Object(map) = &mut value {
+        map.remove(SIG);
+    }
     let header: Header<P> =
-        serde_json::from_slice(line).map_err(|e| header_error(e.to_string()))?;
+        serde_json::from_value(value).map_err(|e| header_error(e.to_string()))?;
     if header.format != PARTIAL_FORMAT {
         return Err(header_error(format!(
             "format {:?}, not {PARTIAL_FORMAT:?}",
@@ -388,6 +420,41 @@ fn parse_header<P: DeserializeOwned>(
         )));
     }
     Ok(header)
+}
+
+/// `value` as a line of the file: its JSON with a last field [`SIG`], `key`'s signature (hex)
+/// over the JSON without it, and a newline.
+fn sealed<T: Serialize>(key: &SigningKey, value: &T) -> Result<Vec<u8>, serde_json::Error> {
+    let mut value = serde_json::to_value(value)?;
+    let signature = key.sign(&serde_json::to_vec(&value)?);
+    if let Value::Object(map) = &mut value {
+        map.insert(SIG.to_owned(), hex::encode(signature.to_bytes()).into());
+    }
+    let mut line = serde_json::to_vec(&value)?;
+    line.push(b'\n');
+    Ok(line)
+}
+
+/// The value of a line written by [`sealed`], without its signature, when `key` signed it;
+/// else why not, as a clause.
+fn opened(key: &VerifyingKey, line: &[u8]) -> Result<Value, String> {
+    let mut value: Value =
+        serde_json::from_slice(line).map_err(|e| format!("does not read: {e}"))?;
+    let signature = match &mut value {
+        Value::Object(map) => map.remove(SIG),
+        _ => return Err("is not a JSON object".to_owned()),
+    };
+    let signature = signature
+        .as_ref()
+        .and_then(Value::as_str)
+        .and_then(verify::entry::decode_lower_hex::<64>)
+        .map(|b| Signature::from_bytes(&b))
+        .ok_or_else(|| format!("carries no signature (a `{SIG}` of 128 hex digits)"))?;
+    let body = serde_json::to_vec(&value).map_err(|e| format!("does not read: {e}"))?;
+    key.verify_strict(&body, &signature).map_err(|_| {
+        "is not signed by the run's key: it was changed after the run wrote it".to_owned()
+    })?;
+    Ok(value)
 }
 
 /// Refuses a recorded header of another run (scenario, seed, key, then plan) than `expected`.
@@ -512,12 +579,16 @@ mod tests {
         mode: String,
     }
 
+    fn key() -> SigningKey {
+        SigningKey::from_bytes(&[7; 32])
+    }
+
     fn header(stable_key: bool) -> Header<Plan> {
         Header {
             format: PARTIAL_FORMAT.into(),
             scenario: "demo".into(),
             seed: 7,
-            signer: "ab".repeat(32),
+            signer: hex::encode(key().verifying_key().to_bytes()),
             stable_key,
             started: "2026-01-01T00:00:00Z".into(),
             plan: Plan {
@@ -535,7 +606,7 @@ mod tests {
     fn cells_appended_come_back_on_resume_and_a_torn_last_line_is_dropped_and_cut() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.partial.jsonl");
-        let file = PartialFile::create(&path, &header(true)).unwrap();
+        let file = PartialFile::create(&path, &header(true), &key()).unwrap();
         file.append(2, "c", &30u32).unwrap();
         file.append(0, "a", &10u32).unwrap();
         drop(file);
@@ -544,12 +615,13 @@ mod tests {
         f.write_all(b"{\"at\":1,\"id\":\"b\",\"ce").unwrap();
         drop(f);
         let (file, finished) =
-            PartialFile::resume::<Plan, u32>(&path, &header(true), &ids()).unwrap();
+            PartialFile::resume::<Plan, u32>(&path, &header(true), &ids(), &key()).unwrap();
         assert_eq!(finished.cells, vec![(2, 30), (0, 10)]);
         assert!(finished.dropped_torn_line);
         file.append(1, "b", &20u32).unwrap();
         drop(file);
-        let (_, finished) = PartialFile::resume::<Plan, u32>(&path, &header(true), &ids()).unwrap();
+        let (_, finished) =
+            PartialFile::resume::<Plan, u32>(&path, &header(true), &ids(), &key()).unwrap();
         assert_eq!(finished.cells, vec![(2, 30), (0, 10), (1, 20)]);
         assert!(!finished.dropped_torn_line);
     }
@@ -558,10 +630,10 @@ mod tests {
     fn a_resume_of_another_plan_seed_or_key_is_refused_naming_what_differs() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.jsonl");
-        drop(PartialFile::create(&path, &header(true)).unwrap());
+        drop(PartialFile::create(&path, &header(true), &key()).unwrap());
         let mut other = header(true);
         other.plan.mode = "y".into();
-        let e = PartialFile::resume::<Plan, u32>(&path, &other, &ids()).unwrap_err();
+        let e = PartialFile::resume::<Plan, u32>(&path, &other, &ids(), &key()).unwrap_err();
         assert!(
             matches!(&e, PartialError::OtherRun { field, recorded, given, .. }
                 if field == "mode" && recorded == "\"x\"" && given == "\"y\""),
@@ -569,18 +641,20 @@ mod tests {
         );
         let mut seed = header(true);
         seed.seed = 8;
-        let e = PartialFile::resume::<Plan, u32>(&path, &seed, &ids()).unwrap_err();
+        let e = PartialFile::resume::<Plan, u32>(&path, &seed, &ids(), &key()).unwrap_err();
         assert!(matches!(&e, PartialError::OtherRun { field, .. } if field == "seed"));
-        let e = PartialFile::resume::<Plan, u32>(&path, &header(false), &ids()).unwrap_err();
+        let e =
+            PartialFile::resume::<Plan, u32>(&path, &header(false), &ids(), &key()).unwrap_err();
         assert!(matches!(e, PartialError::KeyNeeded { .. }), "{e}");
-        let mut key = header(true);
-        key.signer = "cd".repeat(32);
-        let e = PartialFile::resume::<Plan, u32>(&path, &key, &ids()).unwrap_err();
+        let mut other_key = header(true);
+        other_key.signer = "cd".repeat(32);
+        let e = PartialFile::resume::<Plan, u32>(&path, &other_key, &ids(), &key()).unwrap_err();
         assert!(matches!(e, PartialError::OtherKey { .. }), "{e}");
         // A run signed with a per-run key cannot be resumed, whatever key is given now.
         let per_run = dir.path().join("q.jsonl");
-        drop(PartialFile::create(&per_run, &header(false)).unwrap());
-        let e = PartialFile::resume::<Plan, u32>(&per_run, &header(true), &ids()).unwrap_err();
+        drop(PartialFile::create(&per_run, &header(false), &key()).unwrap());
+        let e =
+            PartialFile::resume::<Plan, u32>(&per_run, &header(true), &ids(), &key()).unwrap_err();
         assert!(matches!(e, PartialError::PerRunKeyGone { .. }), "{e}");
         assert!(e.to_string().contains("--signing-key FILE"), "{e}");
     }
@@ -589,25 +663,30 @@ mod tests {
     fn a_damaged_line_a_cell_of_another_plan_or_a_second_run_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.jsonl");
-        let file = PartialFile::create(&path, &header(true)).unwrap();
+        let file = PartialFile::create(&path, &header(true), &key()).unwrap();
         file.append(0, "a", &1u32).unwrap();
         drop(file);
         assert!(matches!(
-            PartialFile::create(&path, &header(true)),
+            PartialFile::create(&path, &header(true), &key()),
             Err(PartialError::Unfinished(_))
         ));
-        let mut text = std::fs::read_to_string(&path).unwrap();
-        text.push_str("not json\n{\"at\":1,\"id\":\"b\",\"cell\":2}\n");
+        let clean = std::fs::read_to_string(&path).unwrap();
+        let mut text = clean.clone();
+        text.push_str("not json\n");
         std::fs::write(&path, &text).unwrap();
-        let e = PartialFile::resume::<Plan, u32>(&path, &header(true), &ids()).unwrap_err();
+        let e = PartialFile::resume::<Plan, u32>(&path, &header(true), &ids(), &key()).unwrap_err();
         assert!(matches!(e, PartialError::BadLine { line: 3, .. }), "{e}");
-        let text = text.replace("not json\n", "{\"at\":1,\"id\":\"z\",\"cell\":2}\n");
-        std::fs::write(&path, text).unwrap();
-        let e = PartialFile::resume::<Plan, u32>(&path, &header(true), &ids()).unwrap_err();
+        // A line written by the run, naming a cell the plan does not have there.
+        std::fs::write(&path, &clean).unwrap();
+        let (file, _) =
+            PartialFile::resume::<Plan, u32>(&path, &header(true), &ids(), &key()).unwrap();
+        file.append(1, "z", &2u32).unwrap();
+        drop(file);
+        let e = PartialFile::resume::<Plan, u32>(&path, &header(true), &ids(), &key()).unwrap_err();
         assert!(e.to_string().contains("where the plan has b"), "{e}");
         let missing = dir.path().join("none.jsonl");
         assert!(matches!(
-            PartialFile::resume::<Plan, u32>(&missing, &header(true), &ids()),
+            PartialFile::resume::<Plan, u32>(&missing, &header(true), &ids(), &key()),
             Err(PartialError::Missing(_))
         ));
         assert!(PartialFile::read_header::<Plan>(&missing)
@@ -620,5 +699,37 @@ mod tests {
                 .seed,
             7
         );
+    }
+
+    #[test]
+    fn a_line_changed_after_it_was_written_is_refused_and_never_resumed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.jsonl");
+        let file = PartialFile::create(&path, &header(true), &key()).unwrap();
+        file.append(0, "a", &10u32).unwrap();
+        drop(file);
+        let clean = std::fs::read_to_string(&path).unwrap();
+        assert!(clean.lines().all(|l| l.contains("\"sig\":\"")), "{clean}");
+        // A cell's value changed, its signature kept.
+        std::fs::write(&path, clean.replace("\"cell\":10", "\"cell\":11")).unwrap();
+        let e = PartialFile::resume::<Plan, u32>(&path, &header(true), &ids(), &key()).unwrap_err();
+        assert!(
+            matches!(&e, PartialError::BadLine { line: 2, problem, .. }
+                if problem.contains("not signed by the run's key")),
+            "{e}"
+        );
+        // The header's start time changed: not compared with this run's, but signed.
+        std::fs::write(&path, clean.replace("2026-01-01", "2026-01-02")).unwrap();
+        let e = PartialFile::resume::<Plan, u32>(&path, &header(true), &ids(), &key()).unwrap_err();
+        assert!(matches!(&e, PartialError::BadLine { line: 1, .. }), "{e}");
+        // A line without its signature.
+        let unsigned = format!("{}{{\"at\":1,\"id\":\"b\",\"cell\":2}}\n", clean);
+        std::fs::write(&path, unsigned).unwrap();
+        let e = PartialFile::resume::<Plan, u32>(&path, &header(true), &ids(), &key()).unwrap_err();
+        assert!(e.to_string().contains("carries no signature"), "{e}");
+        std::fs::write(&path, &clean).unwrap();
+        let (_, finished) =
+            PartialFile::resume::<Plan, u32>(&path, &header(true), &ids(), &key()).unwrap();
+        assert_eq!(finished.cells, vec![(0, 10)]);
     }
 }

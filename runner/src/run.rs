@@ -23,7 +23,7 @@ use provenance::reproduce_command;
 pub(crate) use provenance::{git_commit, without_password};
 pub(crate) use signals::install_signal_handler;
 pub use signals::{interrupted_exit_code, Interrupted};
-pub(crate) use signals::{note_kept, note_written};
+pub(crate) use signals::{note_kept, note_written, stopped_by_signal};
 
 /// What a finished run produced.
 #[derive(Debug)]
@@ -400,6 +400,8 @@ fn keep_serving(backend: &Backend, run_id: &str, results: &std::path::Path, canc
     while !cancel.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(100));
     }
+    // Ctrl-C is how serving ends, not an interruption of the run.
+    signals::forget_stop();
 }
 
 fn print_summary(file: &ResultsFile, wall: Duration) {
@@ -472,9 +474,13 @@ fn check_written(path: &Path, key: &ed25519_dalek::VerifyingKey) -> bool {
 /// Renders the report site from the results directory and prints its index path; false (and
 /// why, on stderr) when it could not.
 pub(crate) fn render_site(results_dir: &Path, out: &Path) -> bool {
-    match site::build(results_dir, out) {
+    signals::note_rendering(true);
+    let built = site::build(results_dir, out);
+    signals::note_rendering(false);
+    match built {
         Ok(report) => {
             say!("site: {}", report.index.display());
+            signals::note_written(out);
             true
         }
         Err(e) => {

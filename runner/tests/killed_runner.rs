@@ -115,3 +115,103 @@ fn a_sigkilled_runner_leaves_no_worker_running_and_no_key_on_disk() {
         .collect();
     assert!(keys.is_empty(), "key files left behind: {keys:?}");
 }
+
+/// The processes in process group `group` (zombies left out).
+fn living_in_group(group: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // `pid (comm) state ppid pgrp ...`
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let zombie = fields.first().is_none_or(|s| *s == "Z" || *s == "X");
+        if !zombie && fields.get(2).and_then(|g| g.parse::<i32>().ok()) == Some(group) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+#[ignore = "needs postfix (apt-get install postfix) and root"]
+fn a_sigkilled_notify_run_leaves_no_mail_server_running() {
+    let root = tempfile::tempdir().unwrap();
+    let tmp = root.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    // Postfix's own processes must reach the instance's queue under it.
+    use std::os::unix::fs::PermissionsExt;
+    for dir in [root.path(), tmp.as_path()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let tmp_name = tmp.to_str().unwrap().to_owned();
+    let mut runner = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["--scenario", "notify", "--no-site"])
+        .arg("--out")
+        .arg(root.path().join("out"))
+        .env("TMPDIR", &tmp)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait (bounded) until the run's mail server has started (its master's pid file is under
+    // `tmp`) and a worker of the run is going.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let master = loop {
+        let pid_file = files_under(&tmp)
+            .into_iter()
+            .find(|p| p.ends_with("pid/master.pid"));
+        let master = pid_file
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|t| t.trim().parse::<i32>().ok());
+        let worker = processes_naming(&tmp_name)
+            .into_iter()
+            .any(|(_, cmd)| cmd.contains("worker"));
+        if let (Some(master), true) = (master, worker) {
+            break master;
+        }
+        assert!(
+            runner.try_wait().unwrap().is_none(),
+            "the run ended before its mail server and a worker were seen"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "no mail server and worker within 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(
+        !living_in_group(master).is_empty(),
+        "the mail server's master {master} is not running"
+    );
+    let pid = Pid::from_raw(i32::try_from(runner.id()).unwrap()).unwrap();
+    kill_process(pid, Signal::KILL).unwrap();
+    runner.wait().unwrap();
+    // The instance's watcher stops it (SIGTERM, then SIGKILL after 10 s); the workers stop on
+    // their own.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let server = living_in_group(master);
+        let workers = processes_naming(&tmp_name);
+        if server.is_empty() && workers.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "15 s after the runner's SIGKILL these are still running: mail server {server:?}, \
+             workers {workers:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

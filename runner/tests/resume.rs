@@ -348,3 +348,24 @@ fn a_disk_that_fills_mid_campaign_stops_it_with_exit_3_and_the_trials_kept_to_re
     assert_eq!(file.trials.len(), 60);
     drop(disk);
 }
+
+#[test]
+#[ignore = "needs root: mounts a tmpfs"]
+fn a_disk_too_full_for_a_matrix_results_file_exits_3_saying_the_cells_are_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tiny-disk");
+    // One page: room for the probe of --out at start, not for the results file.
+    let disk = Tmpfs::mount(&out, "4k");
+    let run = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["--scenario", "pr_merge", "--no-site"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let said = text(&run);
+    assert_eq!(run.status.code(), Some(3), "{said}");
+    assert!(said.contains("cannot write"), "{said}");
+    assert!(said.contains("its cells are lost"), "{said}");
+    assert!(!out.join("pr_merge.json").exists());
+    drop(disk);
+}

@@ -13,9 +13,24 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
 use verify::cli::{error_line, usage_error_line};
 
+/// After the options: what the command writes and its exit codes.
+const AFTER_HELP: &str = "\
+The site is built whole in a fresh folder beside --out and swapped into place: an interrupted or
+failed build leaves the previous site as it was, and no page of an earlier build survives.
+
+Exit status: 0 the site was written; 1 a check failed (a results file does not verify, or the
+data contradicts a claim of the prose or cannot be shown truthfully); 2 could not build (bad
+arguments, a missing or unreadable input, an output that cannot be written, malformed prose).";
+
 /// Render verified Interlock results files into a static report site.
 #[derive(Parser)]
-#[command(name = "site", version, about, max_term_width = 100)]
+#[command(
+    name = "site",
+    version,
+    about,
+    max_term_width = 100,
+    after_help = AFTER_HELP
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -24,6 +39,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Verify every results file in --results and write the site into --out.
+    #[command(after_help = AFTER_HELP)]
     Build {
         /// Directory holding the results files (`*.json`).
         #[arg(long, default_value = "results")]

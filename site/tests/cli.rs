@@ -178,6 +178,14 @@ fn help_wraps_at_100_columns_without_a_terminal() {
             widest <= 100,
             "{args:?}: a help line of {widest} characters"
         );
+        let flat = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+        for code in [
+            "Exit status: 0 the site was written;",
+            "1 a check failed",
+            "2 could not build",
+        ] {
+            assert!(flat.contains(code), "{args:?}: {code} not in: {stdout}");
+        }
     }
 }
 

@@ -285,3 +285,30 @@ fn the_committed_notify_campaign_page_says_what_a_guess_costs_and_what_the_gate_
         "{text}"
     );
 }
+
+#[test]
+fn every_published_scenario_page_draws_its_outcomes_with_every_judged_cell_in_a_bar() {
+    for (name, unit) in [
+        ("pr_merge", "cells"),
+        ("notify", "cells"),
+        ("pr_merge_nemesis", "trials"),
+        ("notify_nemesis", "trials"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let published =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../results/{name}.json"));
+        std::fs::copy(&published, dir.path().join(format!("{name}.json"))).unwrap();
+        let out = build(dir.path(), None).unwrap();
+        let page = std::fs::read_to_string(out.path().join(format!("{name}/index.html"))).unwrap();
+        assert!(page.contains("<svg"), "{name}: no figure");
+        // The figure counts every judged cell once: its caption's count is the page's judged.
+        let judged = page
+            .split(" judged, ")
+            .next()
+            .and_then(|s| s.rsplit(", ").next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or_else(|| panic!("{name}: no judged count"));
+        let caption = format!("Outcomes per fault and column, {judged} {unit}");
+        assert!(page.contains(&caption), "{name}: no {caption:?}");
+    }
+}

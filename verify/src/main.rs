@@ -30,7 +30,8 @@ Formats (told apart by their `format` field, whatever the file's name):
   interlock-shared-cap-nemesis/1  a shared_cap nemesis file
   interlock-nemesis/3             a billing_credit nemesis file (trials under injected faults)
   interlock-scenario/1            a file of a scenario on the contract (pr_merge,
-                                  pr_merge_nemesis); read plain only, never compressed
+                                  pr_merge_nemesis, notify, notify_nemesis); read plain only,
+                                  never compressed
   gzip                            any of the others but the last, compressed (`*.json.gz`, told
                                   by its first bytes): decompressed to at most 32 times its size
                                   (at least 1 MiB, at most 1 GiB), refused past that

@@ -555,6 +555,14 @@ fn help_names_every_format_it_reads_and_the_exit_codes() {
         ] {
             assert!(help.contains(format), "{exe}: {format} not in: {help}");
         }
+        // Every scenario on the contract, by the name its files state.
+        for scenario in verify::scenarios::REGISTRY {
+            assert!(
+                help.contains(scenario.name()),
+                "{exe}: {} not in: {help}",
+                scenario.name()
+            );
+        }
         // The files without a `format`, and the compressed ones.
         for other in [
             "original receipt bundle",

@@ -191,7 +191,7 @@ pub(super) fn create(
             path.display()
         );
     }
-    let file = PartialFile::create(path, &header(record, key))?;
+    let file = PartialFile::create(path, &header(record, key), key.signing_key())?;
     crate::run::note_kept(None);
     Ok(Kept {
         file,
@@ -225,7 +225,8 @@ pub(super) fn resume(
         .environment
         .command
         .clone_from(&was.environment.command);
-    let (file, finished) = PartialFile::resume::<_, Trial>(path, &header(record, key), ids)?;
+    let (file, finished) =
+        PartialFile::resume::<_, Trial>(path, &header(record, key), ids, key.signing_key())?;
     let n = finished.cells.len();
     eprintln!(
         "runner: resuming from {}: {n} of {} trials finished{}; running the other {}",

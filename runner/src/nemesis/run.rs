@@ -226,7 +226,7 @@ fn run_campaign(args: &NemesisArgs<'_>, resume: bool) -> Result<NemesisOutcome, 
 /// The campaign's first line: what runs.
 fn announce(args: &NemesisArgs<'_>, plan: &NemesisPlan, trials: usize) {
     eprintln!(
-        "runner: nemesis {} x 3 columns x {} trials{} = {} trials, {} jobs, seed {}",
+        "runner: nemesis {} x 3 columns x {} trials{} = {} trials, {} job(s), seed {}",
         plan.nemeses.join(","),
         args.trials,
         args.shard

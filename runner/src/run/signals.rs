@@ -43,8 +43,33 @@ fn kept() -> Option<String> {
         .clone()
 }
 
+/// Whether the report site is being rendered (it is finished whole before the run stops).
+static RENDERING: AtomicBool = AtomicBool::new(false);
+
+/// Records that the report site's rendering starts (`true`) or has ended (`false`).
+pub(crate) fn note_rendering(on: bool) {
+    RENDERING.store(on, Ordering::SeqCst);
+}
+
+/// Whether a stopping signal came (Ctrl-C or SIGTERM) since the handler was installed, or since
+/// [`forget_stop`].
+pub(crate) fn stopped_by_signal() -> bool {
+    STOPPED_BY.load(Ordering::SeqCst) != 0
+}
+
+/// Forgets a stopping signal that ended what it was expected to end (`--keep-emulator` serves
+/// until Ctrl-C): the run is not interrupted by it.
+pub(crate) fn forget_stop() {
+    STOPPED_BY.store(0, Ordering::SeqCst);
+}
+
 /// What the signal handler says as the run stops.
 fn stopping_words() -> String {
+    if RENDERING.load(Ordering::SeqCst) {
+        return "the report site being rendered is finished first (it replaces the old one \
+                whole, never in part), then the run stops; the results already written are kept"
+            .to_owned();
+    }
     let none = WRITTEN
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -155,5 +180,22 @@ pub(crate) fn install_signal_handler(cancel: Arc<AtomicBool>) -> Result<(), Sign
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(SignalError::Install(e)),
         Err(_) => Err(SignalError::ThreadStopped),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_during_the_site_says_the_site_is_finished_first() {
+        note_rendering(true);
+        let during = stopping_words();
+        note_rendering(false);
+        assert!(
+            during.contains("report site being rendered is finished first"),
+            "{during}"
+        );
+        assert!(!stopping_words().contains("report site"));
     }
 }

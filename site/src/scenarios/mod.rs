@@ -9,6 +9,7 @@ pub mod pr_merge;
 pub mod pr_merge_nemesis;
 
 use crate::error::SiteError;
+use crate::outcome_chart::{self, Outcome, OutcomeBar, OutcomeRow};
 use crate::pages::VERSION;
 use crate::provenance::KeyPolicy;
 use askama::Template;
@@ -58,18 +59,110 @@ pub trait Views: Scenario + Sized {
     fn notes(_v: &Verified<Self>) -> Vec<String> {
         Vec::new()
     }
+    /// What one bar of the outcomes figure counts (`cells`, `trials`).
+    const UNIT: &'static str = "cells";
+    /// Every judged cell's place in the outcomes figure: its fault (a crash point and outage, or
+    /// a nemesis), its column and its outcome, from `verify`'s judgements. None by default (no
+    /// figure).
+    fn placed(_v: &Verified<Self>) -> Vec<Placed> {
+        Vec::new()
+    }
     /// The report's opening: what was tested and found, how to check it, the terms and the
     /// outcomes figure. By default [`crate::opening::stated`] of the scenario's `ABOUT` and
-    /// notes, with no figure.
+    /// notes, with the figure of [`Views::placed`] when it places any cell.
     fn opening(v: &Verified<Self>, json_name: &str) -> crate::opening::Opening {
-        crate::opening::stated(crate::opening::Stated {
+        let columns = crate::opening::planned_columns(&v.file().params);
+        let mut opening = crate::opening::stated(crate::opening::Stated {
             about: Self::ABOUT,
             notes: &Self::notes(v),
             environment: &v.file().environment,
-            columns: &crate::opening::planned_columns(&v.file().params),
+            columns: &columns,
             json_name,
-        })
+        });
+        let placed = Self::placed(v);
+        if !placed.is_empty() {
+            opening.figure = Some(outcome_chart::figure(
+                Self::NAME,
+                &format!(
+                    "Outcomes per fault and column, {} {}",
+                    placed.len(),
+                    Self::UNIT
+                ),
+                Self::UNIT,
+                &columns,
+                &outcome_rows(&columns, placed),
+            ));
+        }
+        opening
     }
+}
+
+/// One judged cell's place in the outcomes figure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    /// The fault it ran under (a row of the figure).
+    pub fault: String,
+    /// Its column (a bar of the row).
+    pub column: String,
+    /// What became of it.
+    pub outcome: Outcome,
+}
+
+impl Placed {
+    /// A cell of a campaign: apart when its fault never fired, else held or violated, within
+    /// or beyond its column's assumptions.
+    pub fn trial(fault: &str, column: &str, fired: bool, beyond: bool, held: bool) -> Placed {
+        let outcome = match (fired, beyond, held) {
+            (false, _, _) => Outcome::Apart,
+            (true, false, true) => Outcome::Held,
+            (true, false, false) => Outcome::Violated,
+            (true, true, true) => Outcome::BeyondHeld,
+            (true, true, false) => Outcome::BeyondViolated,
+        };
+        Placed {
+            fault: fault.to_owned(),
+            column: column.to_owned(),
+            outcome,
+        }
+    }
+}
+
+/// The figure's rows, one per fault in the order the cells first name it, each with a bar per
+/// column of `columns` (its outcomes in [`Outcome::ALL`]'s order).
+fn outcome_rows(columns: &[String], placed: Vec<Placed>) -> Vec<OutcomeRow> {
+    let mut faults: Vec<String> = Vec::new();
+    let mut counts: std::collections::HashMap<(String, String, usize), u32> =
+        std::collections::HashMap::new();
+    for p in placed {
+        if !faults.contains(&p.fault) {
+            faults.push(p.fault.clone());
+        }
+        let at = Outcome::ALL
+            .iter()
+            .position(|o| *o == p.outcome)
+            .unwrap_or(0);
+        *counts.entry((p.fault, p.column, at)).or_default() += 1;
+    }
+    faults
+        .into_iter()
+        .map(|fault| OutcomeRow {
+            bars: columns
+                .iter()
+                .map(|column| OutcomeBar {
+                    column: column.clone(),
+                    parts: Outcome::ALL
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(at, o)| {
+                            let n = counts.get(&(fault.clone(), column.clone(), at))?;
+                            Some((*o, *n))
+                        })
+                        .collect(),
+                })
+                .collect(),
+            fault,
+        })
+        .collect()
 }
 
 /// A scenario the site renders, without its types.

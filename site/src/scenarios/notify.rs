@@ -1,6 +1,6 @@
 //! notify's views: the figures `verify` derived, in this scenario's words.
 
-use super::{Table, Views};
+use super::{Placed, Table, Views};
 use verify::contract::Verified;
 use verify::scenarios::notify::{Answer, ColumnSummary, Handoff, Notify};
 
@@ -86,6 +86,25 @@ impl Views for Notify {
                 .map(|(column, s)| handoff_note(column, &s.handed_off)),
         );
         notes
+    }
+
+    fn placed(v: &Verified<Self>) -> Vec<Placed> {
+        v.file()
+            .cells
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let j = v.judgement(i)?;
+                let fault = format!("{} · {}", c.planned.crash_point, c.planned.outage);
+                Some(Placed::trial(
+                    &fault,
+                    &c.planned.column,
+                    true,
+                    false,
+                    j.invariant_held,
+                ))
+            })
+            .collect()
     }
 
     fn cells(v: &Verified<Self>) -> Table {

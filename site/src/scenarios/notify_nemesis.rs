@@ -1,6 +1,6 @@
 //! notify_nemesis's views: the figures `verify` derived, in this campaign's words.
 
-use super::{Table, Views};
+use super::{Placed, Table, Views};
 use std::collections::BTreeMap;
 use verify::contract::Verified;
 use verify::scenarios::notify::Answer;
@@ -110,6 +110,26 @@ impl Views for NotifyNemesis {
             ),
             distinct(v),
         ]
+    }
+
+    const UNIT: &'static str = "trials";
+
+    fn placed(v: &Verified<Self>) -> Vec<Placed> {
+        v.file()
+            .cells
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let j = v.judgement(i)?;
+                Some(Placed::trial(
+                    &c.planned.nemesis,
+                    &c.planned.column,
+                    j.fired,
+                    j.beyond.is_some(),
+                    j.mail.invariant_held,
+                ))
+            })
+            .collect()
     }
 
     fn cells(v: &Verified<Self>) -> Table {

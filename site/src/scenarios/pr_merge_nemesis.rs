@@ -1,6 +1,6 @@
 //! pr_merge_nemesis's views: the figures `verify` derived, in this campaign's words.
 
-use super::{Table, Views};
+use super::{Placed, Table, Views};
 use verify::contract::Verified;
 use verify::scenarios::pr_merge_nemesis::{NemesisColumn, PrMergeNemesis};
 
@@ -154,6 +154,26 @@ impl Views for PrMergeNemesis {
             held_note(v),
             gate_time_note(v),
         ]
+    }
+
+    const UNIT: &'static str = "trials";
+
+    fn placed(v: &Verified<Self>) -> Vec<Placed> {
+        v.file()
+            .cells
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let j = v.judgement(i)?;
+                Some(Placed::trial(
+                    &c.planned.nemesis,
+                    &c.planned.column,
+                    j.fired,
+                    j.beyond.is_some(),
+                    j.merge.invariant_held,
+                ))
+            })
+            .collect()
     }
 
     fn cells(v: &Verified<Self>) -> Table {

@@ -63,11 +63,12 @@ pub enum NotifyRunError {
     #[error("cannot serialize the results: {0}")]
     Serialize(#[source] serde_json::Error),
     /// The results could not be written.
-    #[error("cannot write {}: {error}", path.display())]
+    #[error("cannot write {}", path.display())]
     Write {
         /// The file.
         path: PathBuf,
         /// What failed.
+        #[source]
         error: std::io::Error,
     },
 }
