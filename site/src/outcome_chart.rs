@@ -116,8 +116,11 @@ pub struct OutcomeRow {
 pub struct OutcomeFigure {
     /// What the figure shows.
     pub caption: String,
-    /// The `<svg>` element.
+    /// The `<svg>` element: a panel per column side by side, for a wide screen.
     pub svg: String,
+    /// The same figures for a narrow screen: a block per column, one under the other, each with
+    /// a bar per fault, so no column is off the screen's edge.
+    pub svg_narrow: String,
     /// The figure in words: what its bars are and how to read them.
     pub description: String,
     /// The figure's counts as a table (its text alternative).
@@ -150,6 +153,13 @@ pub fn figure(
     OutcomeFigure {
         caption: caption.to_owned(),
         svg: svg(id, caption, &description, columns, rows),
+        svg_narrow: svg_narrow(
+            &format!("{id}-narrow"),
+            caption,
+            &description,
+            columns,
+            rows,
+        ),
         description,
         table: Table {
             caption: format!("{caption}, as a table"),
@@ -227,6 +237,91 @@ fn svg(
         esc(caption),
         esc(description)
     )
+}
+
+/// Narrow-screen drawing: the width of its viewBox, of its fault labels and of its bars.
+const NARROW_WIDTH: u64 = 360;
+const NARROW_LABEL_W: u64 = 150;
+const NARROW_BAR_W: u64 = 150;
+
+/// The figure for a narrow screen: for each column, its name, then one row per fault (the
+/// fault's label, the column's bar under it, its violations over its total); the key below.
+fn svg_narrow(
+    id: &str,
+    caption: &str,
+    description: &str,
+    columns: &[String],
+    rows: &[OutcomeRow],
+) -> String {
+    let mut body = String::new();
+    let mut y = 14;
+    for c in columns {
+        let _ = writeln!(
+            body,
+            "<text x=\"0\" y=\"{y}\" font-weight=\"bold\">{}</text>",
+            esc(c)
+        );
+        y += 8;
+        for row in rows {
+            let _ = writeln!(
+                body,
+                "<text x=\"0\" y=\"{}\">{}</text>",
+                y + BAR_H - 2,
+                esc(&shorten_label(&row.fault, 26))
+            );
+            match row.bars.iter().find(|b| &b.column == c) {
+                Some(bar) => draw_bar(&mut body, bar, NARROW_LABEL_W, y, NARROW_BAR_W),
+                None => {
+                    let _ = writeln!(
+                        body,
+                        "<text x=\"{NARROW_LABEL_W}\" y=\"{}\" fill=\"#5b5b60\">not run</text>",
+                        y + BAR_H - 2
+                    );
+                }
+            }
+            y += ROW_H;
+        }
+        y += 14;
+    }
+    let key = key_stacked(y + 4);
+    let height = y + 4 + 16 * u64::try_from(Outcome::ALL.len()).unwrap_or(5);
+    format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart outcomes-narrow" viewBox="0 0 {NARROW_WIDTH} {height}" role="img" aria-labelledby="{id}-title {id}-desc">
+<title id="{id}-title">{}</title>
+<desc id="{id}-desc">{}</desc>
+<g font-size="11" font-family="sans-serif">
+{body}{key}</g>
+</svg>"#,
+        esc(caption),
+        esc(description)
+    )
+}
+
+/// `label` cut to `max` characters (an ellipsis last) for a narrow figure's fault column; the
+/// table under the figure keeps it whole.
+fn shorten_label(label: &str, max: usize) -> String {
+    if label.chars().count() <= max {
+        return label.to_owned();
+    }
+    let mut cut: String = label.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// The key, one outcome per line, its first line's baseline at `y`.
+fn key_stacked(y: u64) -> String {
+    let mut key = String::new();
+    for (i, o) in (0u64..).zip(Outcome::ALL) {
+        let line = y + 16 * i;
+        let _ = writeln!(
+            key,
+            "<rect x=\"0\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"16\" y=\"{line}\">{}</text>",
+            line - 10,
+            o.fill(),
+            esc(o.words())
+        );
+    }
+    key
 }
 
 /// One bar at (`x0`, `y`), `w` wide: its outcomes stacked in proportion, then its violations
@@ -323,6 +418,10 @@ mod tests {
         );
         assert!(f.svg.contains(">2/10</text>"), "{}", f.svg);
         assert!(f.svg.contains("role=\"img\""));
+        // The narrow figure draws the same bar, and says the missing column is not run.
+        assert!(f.svg_narrow.contains(">2/10</text>"), "{}", f.svg_narrow);
+        assert!(f.svg_narrow.contains(">not run</text>"), "{}", f.svg_narrow);
+        assert!(f.svg_narrow.contains("id=\"x-narrow-title\""));
     }
 
     #[test]

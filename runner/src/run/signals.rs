@@ -76,9 +76,12 @@ fn stopping_words() -> String {
         .is_empty();
     match (none, kept()) {
         (true, None) => "workers are killed and no results will be written".to_owned(),
-        (true, Some(kept)) => {
-            format!("workers are killed and the results file will not be written; {kept}")
-        }
+        // The trials still running may finish and be kept before the run stops: the count and
+        // the command that resumes come with the run's last line, not here.
+        (true, Some(_)) => "workers are killed and the results file will not be written; the \
+                            finished trials are kept in the campaign's partial file (how many, \
+                            and how to go on, once the run has stopped)"
+            .to_owned(),
         (false, _) => {
             "nothing more will be written; the results already written are kept".to_owned()
         }

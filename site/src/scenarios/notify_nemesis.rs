@@ -78,11 +78,15 @@ impl Views for NotifyNemesis {
             format!(
                 "Within each column's assumptions, over fired trials: a second email (or one \
                  that should not have gone out): {}; no email where one was wanted: {}; answers \
-                 the mailbox contradicts: {}; handed to a person: {}.",
+                 the mailbox contradicts: {}; handed to a person: {}. Beyond them, violations: \
+                 {} (a premise changed after the column's last read of it, which no check \
+                 before the send can see; for no_check, which reads nothing after its \
+                 decision, any change).",
                 per(&|t| format!("{} of {}", t.over_within, t.within)),
                 per(&|t| format!("{} of {}", t.under_within, t.within)),
                 per(&|t| t.wrong_within.to_string()),
                 per(&|t| t.handoffs_within.to_string()),
+                per(&|t| format!("{} of {}", t.violations_beyond, t.beyond)),
             ),
             guess_and_gate(v),
             pause_steps_note(),

@@ -106,7 +106,10 @@ impl Views for PrMergeNemesis {
         vec![
             format!(
                 "Within each column's assumptions, violations over fired trials: {}; wrong \
-                 answers: {}. The zeros are mostly the service's guards: it refuses a second \
+                 answers: {}. Beyond them, violations: {} (the approval revoked after the \
+                 column's last read of it, which no check before the send can see; a request \
+                 held past the declared bound; for no_check, a push before its merge). The \
+                 zeros within are mostly the service's guards: it refuses a second \
                  merge (405) and a merge whose sha is not the head (409), and no_check, which \
                  sends no sha, has every push before its merge counted beyond its assumptions, \
                  so its zero says nothing of the head. With the approval revoked while the \
@@ -114,6 +117,7 @@ impl Views for PrMergeNemesis {
                  (these count pause steps, not time: see below).",
                 per(&|t| format!("{} of {}", t.violations_within, t.within)),
                 per(&|t| t.wrong_within.to_string()),
+                per(&|t| format!("{} of {}", t.violations_beyond, t.beyond)),
             ),
             zeros_note(&totals),
             distinct(v),
