@@ -119,9 +119,17 @@ fn cap(summary: &[SummaryRow], campaign: Option<&CapNemesisFigures>) -> String {
             .iter()
             .map(|c| format!("{} {}/{}", c.column(), c.held(), c.judged()))
             .collect();
+        let apart: Vec<String> = k
+            .columns()
+            .iter()
+            .map(|c| format!("{} {}", c.column(), c.not_landed()))
+            .collect();
         out.push_str(&format!(
-            " Under the randomized faults the cap held in {}.",
-            per.join(", ")
+            " Under the randomized faults the cap held in {}, over the trials whose drawn kills \
+             all landed; a trial whose kill found its worker already finished ran without its \
+             fault and is counted apart ({}).",
+            per.join(", "),
+            apart.join(", ")
         ));
     }
     out
