@@ -127,7 +127,10 @@ pub enum KeyError {
         source: std::io::Error,
     },
     /// A key's text is not hex.
-    #[error("signing key {what} is not hex: {source}")]
+    #[error(
+        "signing key {what} is not hex: {source}; it must hold the 64 hex characters `runner \
+         keygen FILE` writes"
+    )]
     NotHex {
         /// The file or environment variable the key came from.
         what: String,
@@ -135,7 +138,10 @@ pub enum KeyError {
         source: hex::FromHexError,
     },
     /// A key's text is hex of the wrong length.
-    #[error("signing key {what} has {len} bytes, expected 32")]
+    #[error(
+        "signing key {what} has {len} bytes, expected 32 (64 hex characters, as `runner keygen \
+         FILE` writes)"
+    )]
     Length {
         /// The file or environment variable the key came from.
         what: String,
@@ -168,6 +174,15 @@ pub enum KeyError {
         path: PathBuf,
         /// Why.
         source: std::io::Error,
+    },
+    /// `--signing-key` names a directory or another thing that is not a file.
+    #[error(
+        "--signing-key {path}: not a key file (a directory, or not a regular file); pass the file \
+         `runner keygen FILE` wrote"
+    )]
+    NotAFile {
+        /// What it names.
+        path: PathBuf,
     },
     /// `--signing-key`'s file is readable by others than its owner.
     #[error(
@@ -226,6 +241,11 @@ pub fn stable_key(file: Option<&Path>) -> Result<Option<SigningKey>, KeyError> {
             path: path.to_owned(),
             source,
         })?;
+        if !meta.is_file() {
+            return Err(KeyError::NotAFile {
+                path: path.to_owned(),
+            });
+        }
         let mode = meta.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
             return Err(KeyError::NotPrivate {
@@ -307,6 +327,10 @@ mod tests {
         assert_eq!(got.verifying_key(), key.verifying_key());
         let saved = RunKey::hold(got).unwrap();
         assert_eq!(saved.public(), key.verifying_key());
+        // A directory, whatever its mode, is not a key file (and never told to be chmodded).
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
+        let e = stable_key(Some(dir.path())).unwrap_err().to_string();
+        assert!(e.contains("not a key file") && !e.contains("chmod"), "{e}");
     }
 
     #[test]

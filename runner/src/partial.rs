@@ -94,6 +94,14 @@ pub enum PartialError {
         .0.display()
     )]
     Unfinished(PathBuf),
+    /// The header line was never written whole (a writer killed or a disk filled while it was
+    /// written): the file holds no cell.
+    #[error(
+        "{}: its first line was never written whole, so it holds no finished cell; run without \
+         --resume, which replaces it",
+        .0.display()
+    )]
+    TornHeader(PathBuf),
     /// The header line is missing or does not read.
     #[error("{}: its first line is not a partial file's header ({problem}); remove it to start again", .path.display())]
     Header {
@@ -405,7 +413,7 @@ fn parse_header<P: DeserializeOwned>(
         problem,
     };
     if !complete {
-        return Err(header_error("it was never written whole".into()));
+        return Err(PartialError::TornHeader(path.to_owned()));
     }
     let mut value: Value = serde_json::from_slice(line).map_err(|e| header_error(e.to_string()))?;
     if let Value::Object(map) = &mut value {

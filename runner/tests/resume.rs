@@ -369,3 +369,31 @@ fn a_disk_too_full_for_a_matrix_results_file_exits_3_saying_the_cells_are_lost()
     assert!(!out.join("pr_merge.json").exists());
     drop(disk);
 }
+
+#[test]
+fn a_campaign_given_its_exposure_span_resumes_with_the_printed_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, public) = keygen(dir.path());
+    let mut args = campaign(2, 43, Some(&key));
+    let at = args.iter().position(|a| a == NEMESES).unwrap();
+    args[at] = "kill_at_step,exposure".into();
+    args.extend(["--exposure-span-ms".into(), "450".into()]);
+    let out = dir.path().join("stopped");
+    let child = spawn(&args, &out);
+    wait_for_trials(&out, 2);
+    let stopped = signal_and_wait(child, Signal::TERM);
+    let said = text(&stopped);
+    assert_eq!(stopped.status.code(), Some(143), "{said}");
+    let command = printed_resume_command(&said);
+    assert!(
+        command.join(" ").contains("--exposure-span-ms 450"),
+        "{said}"
+    );
+    let resumed = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(command)
+        .output()
+        .unwrap();
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    let file = verified(&out, &public);
+    assert_eq!(file.trials.len(), 12);
+}

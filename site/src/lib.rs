@@ -384,6 +384,20 @@ fn render_file(
         nemesis_page::render(results_dir, &report, pinned, &prose_files.nemesis, options)?;
     report.nemesis = nemesis.is_some();
     report.nemesis_line = nemesis.as_ref().map(|n| n.headline.clone());
+    if let Some(n) = nemesis.as_ref().filter(|n| n.signer != report.env.signer) {
+        // Two runs, two keys (each per-run key is its run's own): the verdict joins them, so the
+        // page says so wherever it names this file's signer.
+        report.env.signer_label = format!(
+            "{}; the randomized campaign whose figures the verdict joins to it was {}: two \
+             runs, two keys, tied only by their commit",
+            report.env.signer_label,
+            provenance::signer_label(results_dir, &n.signer, report.env.key).replacen(
+                "for this run",
+                "for that run",
+                1
+            )
+        );
+    }
     let facts = facts::compute(verified.file(), verified.figures(), &report);
     report.verdict_line = overview::verdict_line(&report.columns, &facts);
     report.opening =

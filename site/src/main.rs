@@ -144,7 +144,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             for note in &report.withheld {
                 eprintln!("site: {note}");
             }
-            println!("{}", report.index.display());
+            // A closed or full standard output (`site build | head -0`) silences this line, not
+            // the build: the site is written, and the exit status says so.
+            {
+                use std::io::Write as _;
+                let _ = writeln!(std::io::stdout(), "{}", report.index.display());
+            }
             eprintln!(
                 "site: wrote {} pages into {}",
                 report.pages.len(),

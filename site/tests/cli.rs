@@ -264,3 +264,29 @@ fn a_commit_that_is_not_a_full_hash_exits_2() {
         assert!(stderr.contains("not a full commit hash"), "{bad}: {stderr}");
     }
 }
+
+#[test]
+fn a_full_or_closed_standard_output_silences_the_build_line_not_the_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    std::fs::create_dir(&results).unwrap();
+    let published = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/pr_merge.json");
+    std::fs::copy(published, results.join("pr_merge.json")).unwrap();
+    let out = dir.path().join("public");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let status = Command::new(env!("CARGO_BIN_EXE_site"))
+        .arg("build")
+        .arg("--results")
+        .arg(&results)
+        .arg("--out")
+        .arg(&out)
+        .stdout(full)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert!(out.join("index.html").is_file());
+}

@@ -165,3 +165,25 @@ fn a_build_removes_what_a_killed_build_left_beside_the_folder() {
         "{beside:?}"
     );
 }
+
+#[test]
+fn a_matrix_and_a_campaign_signed_by_two_keys_name_both_where_the_signer_is_named() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results");
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    std::fs::create_dir_all(results.join("nemesis")).unwrap();
+    for name in ["billing_credit.json", "nemesis/billing_credit.json.gz"] {
+        std::fs::copy(root.join(name), results.join(name)).unwrap();
+    }
+    let out = dir.path().join("public");
+    site::build(&results, &out).unwrap();
+    let page = std::fs::read_to_string(out.join("billing_credit/index.html")).unwrap();
+    let signer = page
+        .split("Signer: ")
+        .nth(1)
+        .and_then(|s| s.split("</p>").next())
+        .unwrap();
+    // The published matrix and campaign were made by two runs, each with its own per-run key.
+    assert_eq!(signer.matches("SHA256:").count(), 2, "{signer}");
+    assert!(signer.contains("two runs, two keys"), "{signer}");
+}

@@ -167,6 +167,30 @@ pub(super) fn next_words(key: &RunKey, resume: String) -> String {
     }
 }
 
+/// Before a fresh campaign runs anything (its calibration included): refuses a partial file at
+/// `path` whose campaign can be resumed (a stable key), and removes one whose header was never
+/// written whole (it holds no trial). A per-run key's file is replaced by [`create`].
+pub(super) fn check_fresh(path: &Path) -> Result<(), NemesisRunError> {
+    match PartialFile::read_header::<serde_json::Value>(path) {
+        Ok(Some(old)) if old.stable_key => Err(PartialError::Unfinished(path.to_owned()).into()),
+        Ok(_) => Ok(()),
+        Err(PartialError::TornHeader(_)) => {
+            std::fs::remove_file(path).map_err(|source| PartialError::Io {
+                action: "replace",
+                path: path.to_owned(),
+                source,
+            })?;
+            say!(
+                "removed {}: a partial file whose first line was never written whole (it held \
+                 no trial)",
+                path.display()
+            );
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Starts keeping the trials of a fresh campaign at `path`. A partial file already there is
 /// refused when its campaign can be resumed (a stable key), and replaced when it cannot (a
 /// per-run key).

@@ -177,8 +177,18 @@ fn run_campaign(args: &NemesisArgs<'_>, resume: bool) -> Result<NemesisOutcome, 
     let next = super::kept::next_words(&s.key, resume_command(args, record.plan.seed));
     let (kept, done) = if resume {
         let given = args.exposure_span_ms.is_some();
+        if given {
+            // Recorded as a fresh run records a given span (nothing runs for it).
+            record.plan.exposure = super::calibration::exposure_span(
+                &record.plan,
+                args.exposure_span_ms,
+                specs.len(),
+                &|calibration| run_trials(&ctx, calibration, args.jobs, &cancel, None),
+            )?;
+        }
         super::kept::resume(&partial, &mut record, given, &s.key, &ids, next)?
     } else {
+        super::kept::check_fresh(&partial)?;
         record.plan.exposure = super::calibration::exposure_span(
             &record.plan,
             args.exposure_span_ms,

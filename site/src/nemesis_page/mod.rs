@@ -131,6 +131,8 @@ pub struct Rendered {
     pub headline: String,
     /// What the report's opening needs of the campaign: the figures `verify` derived.
     pub campaign: crate::opening::results::Campaign,
+    /// The public key (hex) the campaign is signed with.
+    pub signer: String,
 }
 
 /// A scenario's nemesis file, compressed (`nemesis/<scenario>.json.gz`) or plain, if there is
@@ -302,6 +304,7 @@ pub fn render(
         json_name,
         bytes,
         headline,
+        signer: file.environment.signer.clone(),
         campaign: crate::opening::results::Campaign {
             columns: file.plan.columns.clone(),
             max_in_flight_ms: file.environment.claim.max_in_flight_ms,
