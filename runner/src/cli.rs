@@ -243,8 +243,10 @@ pub struct RunArgs {
     /// Scenario to run: billing_credit (one credit racing a billing run; writes
     /// DIR/billing_credit.json), shared_cap (two bots refunding one order under one cap; writes
     /// DIR/shared_cap.json; its matrix is fixed, decided by the policy), pr_merge (an agent
-    /// merging a reviewed pull request at a git forge on loopback; writes DIR/pr_merge.json), or
-    /// all (each in turn, then one site over them).
+    /// merging a reviewed pull request at a git forge on loopback; writes DIR/pr_merge.json),
+    /// notify (an agent's email after a refund, sent through a private Postfix instance on
+    /// loopback; needs Postfix and root; writes DIR/notify.json), or all (each that can run here
+    /// in turn, then one site over them).
     #[arg(long, required_unless_present = "replay", value_parser = crate::scenario::choices())]
     pub scenario: Option<String>,
 

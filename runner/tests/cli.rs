@@ -134,6 +134,15 @@ fn help_wraps_at_100_columns_without_a_terminal() {
             widest <= 100,
             "{args:?}: a help line of {widest} characters"
         );
+        if args == ["--help"] {
+            // --scenario's help says what each scenario it accepts is.
+            for name in runner::scenario::choices() {
+                assert!(
+                    text.contains(&format!("{name} (")),
+                    "--scenario {name} not described in: {text}"
+                );
+            }
+        }
     }
 }
 

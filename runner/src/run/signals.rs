@@ -137,9 +137,49 @@ pub fn interrupted_exit_code() -> u8 {
     }
 }
 
-/// Installs the Ctrl-C / SIGTERM handler: it only sets `cancel` (and remembers which signal came
-/// first, for the exit code); cells see it within ~50 ms, kill their workers and stop.
+/// The cancel flags of every run this process started (`--scenario all` runs several): one
+/// handler sets them all.
+static CANCELS: std::sync::Mutex<Vec<Arc<AtomicBool>>> = std::sync::Mutex::new(Vec::new());
+
+/// Whether the handler's thread is installed (once per process).
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// Installs the Ctrl-C / SIGTERM handler, once per process: it only sets `cancel` and the flags
+/// of the runs before it (and remembers which signal came first, for the exit code), and says
+/// once that the run stops; cells see it within ~50 ms, kill their workers and stop. A run that
+/// starts after a stop is cancelled at once.
 pub(crate) fn install_signal_handler(cancel: Arc<AtomicBool>) -> Result<(), SignalError> {
+    if stopped_by_signal() {
+        cancel.store(true, Ordering::SeqCst);
+    }
+    CANCELS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(cancel);
+    if INSTALLED.load(Ordering::SeqCst) {
+        return Ok(());
+    }
+    let installed = install_thread();
+    if installed.is_ok() {
+        INSTALLED.store(true, Ordering::SeqCst);
+    }
+    installed
+}
+
+/// Sets every run's cancel flag; true when one was not set yet.
+fn cancel_all() -> bool {
+    let cancels = CANCELS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut first = false;
+    for c in cancels.iter() {
+        first |= !c.swap(true, Ordering::SeqCst);
+    }
+    first
+}
+
+/// The handler's thread, on a runtime of its own.
+fn install_thread() -> Result<(), SignalError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -170,10 +210,10 @@ pub(crate) fn install_signal_handler(cancel: Arc<AtomicBool>) -> Result<(), Sign
                         _ = int.recv() => libc::SIGINT,
                         _ = term.recv() => libc::SIGTERM,
                     };
-                    let _ =
+                    let first =
                         STOPPED_BY.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
-                    if !cancel.swap(true, Ordering::SeqCst) {
-                        eprintln!("\ninterrupted: stopping; {}", stopping_words());
+                    if cancel_all() && first.is_ok() {
+                        eprintln!("\nrunner: interrupted: stopping; {}", stopping_words());
                     }
                 }
             })

@@ -118,10 +118,11 @@ pub fn load_document(bytes: &[u8]) -> Result<Document, LoadError> {
         }
         Some(other) => Err(LoadError::UnknownFormat {
             found: format!(
-                "format {other:?} (known: {RESULTS_FORMAT}, {}, {}, {}, {RECEIPT_FORMAT})",
+                "format {other:?} (known: {RESULTS_FORMAT}, {}, {}, {}, {RECEIPT_FORMAT}, {})",
                 crate::nemesis::NEMESIS_FORMAT,
                 crate::shared_cap::check::FORMAT,
-                crate::shared_cap::nemesis::FORMAT
+                crate::shared_cap::nemesis::FORMAT,
+                crate::contract::FORMAT
             ),
         }),
         // No `format`: only the original Python implementation wrote such files. Read one only
