@@ -22,6 +22,7 @@ mod cell_error;
 pub mod cli;
 mod clock;
 mod decider;
+mod janitor;
 pub mod job;
 mod judge;
 mod keys;

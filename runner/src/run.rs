@@ -75,6 +75,7 @@ pub(crate) fn run_dir_and_key(
         .prefix(prefix)
         .tempdir()
         .map_err(SetupError::RunDir)?;
+    crate::janitor::remove_when_gone(run_dir.path(), std::time::Duration::from_secs(1));
     let key = match crate::keys::stable_key(signing_key)? {
         Some(stable) => RunKey::hold_stable(stable),
         None => RunKey::generate(),

@@ -90,6 +90,16 @@ fn a_sigkilled_runner_leaves_no_worker_running_and_no_key_on_disk() {
     let pid = Pid::from_raw(i32::try_from(runner.id()).unwrap()).unwrap();
     kill_process(pid, Signal::KILL).unwrap();
     runner.wait().unwrap();
+    // Nothing the run left on disk holds its private key (looked at at once, before the run's
+    // folder is cleaned away).
+    let keys: Vec<_> = files_under(&tmp)
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().contains("key"))
+        })
+        .collect();
+    assert!(keys.is_empty(), "key files left behind: {keys:?}");
     // Every process of the run (workers and any restart) stops on its own, soon.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -104,16 +114,29 @@ fn a_sigkilled_runner_leaves_no_worker_running_and_no_key_on_disk() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    // Nothing the run left on disk holds its private key.
-    let files = files_under(&tmp);
-    let keys: Vec<_> = files
-        .iter()
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().contains("key"))
-        })
-        .collect();
-    assert!(keys.is_empty(), "key files left behind: {keys:?}");
+    // The run's folder goes too, a moment after the runner.
+    wait_until_empty(&tmp, Duration::from_secs(10));
+}
+
+/// Waits (bounded by `limit`) until `dir` holds nothing.
+fn wait_until_empty(dir: &Path, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} s after the runner's SIGKILL these are still in its temp dir: {left:?}",
+            limit.as_secs()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// The processes in process group `group` (zombies left out).
@@ -214,4 +237,7 @@ fn a_sigkilled_notify_run_leaves_no_mail_server_running() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    // The run's folder and the mail server's go too (the latter once the server is surely
+    // stopped).
+    wait_until_empty(&tmp, Duration::from_secs(20));
 }

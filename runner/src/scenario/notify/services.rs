@@ -28,6 +28,8 @@ impl Services {
             .map_err(NotifyRunError::MailDir)?;
         std::fs::set_permissions(mail_dir.path(), std::fs::Permissions::from_mode(0o755))
             .map_err(NotifyRunError::MailDir)?;
+        // After the mail server's own watcher has stopped it (SIGKILL at the latest 10 s on).
+        crate::janitor::remove_when_gone(mail_dir.path(), std::time::Duration::from_secs(12));
         let mail =
             MailHost::start(&mail_dir.path().join("postfix")).map_err(NotifyRunError::MailHost)?;
         let emulator =
