@@ -60,8 +60,10 @@ Exit status: 0 every cell ran and the file verifies; 1 results written but a cel
 HARNESS_ERROR, the file does not verify, or the report site could not be rendered; 2 bad usage
 or the run could not start (every option, --out and --site-out are checked before any cell
 runs); 3 the disk filled: a billing_credit nemesis campaign's finished trials are kept in its
-partial file (the message says where, and the command that resumes it), any other run's cells
-are lost (the message says so); 130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM: workers
+partial file (the message says where, and the command that resumes it); any other run, whose
+cells are only in memory, says the disk is full and waits for space (10 minutes, or
+INTERLOCK_DISK_FULL_WAIT_S seconds) and writes them once there is, else they are lost (the
+message says so); 130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM: workers
 killed, nothing more written (a report site being rendered is finished first; a nemesis
 campaign's finished trials are kept in its partial file, and the message gives the command that
 resumes it). A

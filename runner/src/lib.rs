@@ -44,6 +44,7 @@ pub use job::{Job, JobError, Outcome, Refused};
 pub use run::{interrupted_exit_code, Interrupted};
 
 /// The exit code of a run stopped by a full disk, unlike a run that could not start (2): a
-/// billing_credit campaign's finished trials are kept in its partial file; any other run's cells
-/// are lost, and the message says so.
+/// billing_credit campaign's finished trials are kept in its partial file; any other run waited
+/// for space in vain (for `INTERLOCK_DISK_FULL_WAIT_S` seconds), its cells are lost, and the
+/// message says so.
 pub const DISK_FULL_EXIT: u8 = 3;

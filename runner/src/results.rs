@@ -127,6 +127,57 @@ pub fn replaced_line(plain: &Path, path: &Path) -> String {
     )
 }
 
+/// How long [`write_keeping`] waits for space by default, and the environment variable that
+/// sets it in seconds (0: give up at once).
+pub const DISK_FULL_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+/// See [`DISK_FULL_WAIT`].
+pub const DISK_FULL_WAIT_ENV: &str = "INTERLOCK_DISK_FULL_WAIT_S";
+
+/// How often [`write_keeping`] tries again on a full disk.
+const DISK_FULL_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Writes the results file of a run that keeps no partial file ([`write_atomically`]): on a
+/// full disk (or quota) the run's cells exist only in memory, so rather than lose them it says
+/// so and tries again every two seconds until space is freed, for [`DISK_FULL_WAIT`] (or
+/// [`DISK_FULL_WAIT_ENV`] seconds), unless Ctrl-C or SIGTERM ends the wait. The error it
+/// returns then is the disk's.
+pub fn write_keeping(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let wait = std::env::var(DISK_FULL_WAIT_ENV)
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .map_or(DISK_FULL_WAIT, std::time::Duration::from_secs);
+    let started = std::time::Instant::now();
+    let mut said = false;
+    loop {
+        match write_atomically(path, bytes) {
+            Err(e)
+                if crate::partial::disk_full(&e)
+                    && started.elapsed() < wait
+                    && !crate::run::stopped_by_signal() =>
+            {
+                if !said {
+                    eprintln!(
+                        "runner: the disk is full: cannot write {} ({} bytes), and the run's \
+                         cells are only in memory; free space there and the runner writes it \
+                         (it tries again every {} s for {} s; Ctrl-C gives up and loses them)",
+                        path.display(),
+                        bytes.len(),
+                        DISK_FULL_RETRY.as_secs(),
+                        wait.as_secs()
+                    );
+                    said = true;
+                }
+                std::thread::sleep(DISK_FULL_RETRY);
+            }
+            Ok(()) if said => {
+                eprintln!("runner: space was freed: {} is written", path.display());
+                return Ok(());
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename over
 /// the target, fsync of the directory. Readers see the old file or the new one, never a part.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

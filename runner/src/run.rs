@@ -355,7 +355,7 @@ fn collect_cells(
 fn write_results(args: &RunArgs, file: &ResultsFile) -> Result<PathBuf, RunError> {
     let bytes = results::to_bytes(file).map_err(RunError::Serialize)?;
     let results_path = args.out.join("billing_credit.json");
-    results::write_atomically(&results_path, &bytes).map_err(|error| RunError::Write {
+    results::write_keeping(&results_path, &bytes).map_err(|error| RunError::Write {
         path: results_path.clone(),
         error,
     })?;

@@ -360,6 +360,8 @@ fn a_disk_too_full_for_a_matrix_results_file_exits_3_saying_the_cells_are_lost()
         .args(["--scenario", "pr_merge", "--no-site"])
         .arg("--out")
         .arg(&out)
+        // No wait for space: give up at once.
+        .env("INTERLOCK_DISK_FULL_WAIT_S", "0")
         .output()
         .unwrap();
     let said = text(&run);
@@ -396,4 +398,51 @@ fn a_campaign_given_its_exposure_span_resumes_with_the_printed_command() {
     assert!(resumed.status.success(), "{}", text(&resumed));
     let file = verified(&out, &public);
     assert_eq!(file.trials.len(), 12);
+}
+
+#[test]
+#[ignore = "needs root: mounts a tmpfs"]
+fn a_matrix_whose_disk_is_full_waits_for_space_and_writes_its_results_once_there_is() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tiny-disk");
+    let disk = Tmpfs::mount(&out, "4k");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["--scenario", "pr_merge", "--no-site"])
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    let mut lines = stderr.lines();
+    // Wait (bounded by the run itself) for the runner to say the disk is full.
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        said.push_str(&line);
+        said.push('\n');
+        if line.contains("the disk is full") {
+            break;
+        }
+    }
+    assert!(said.contains("free space there"), "{said}");
+    // Free space: the same tmpfs, made larger.
+    let status = Command::new("mount")
+        .args(["-o", "remount,size=16m"])
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for line in lines {
+        said.push_str(&line.unwrap());
+        said.push('\n');
+    }
+    let exit = child.wait().unwrap();
+    assert_eq!(exit.code(), Some(0), "{said}");
+    assert!(said.contains("space was freed"), "{said}");
+    let text = std::fs::read(out.join("pr_merge.json")).unwrap();
+    assert!(serde_json::from_slice::<serde_json::Value>(&text).is_ok());
+    drop(disk);
 }

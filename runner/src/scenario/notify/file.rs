@@ -69,7 +69,7 @@ pub(super) fn finish<S: Scenario>(
     let mut bytes = serde_json::to_vec_pretty(&file).map_err(NotifyRunError::Serialize)?;
     bytes.push(b'\n');
     let path = args.out.join(format!("{}.json", S::NAME));
-    crate::results::write_atomically(&path, &bytes).map_err(|error| NotifyRunError::Write {
+    crate::results::write_keeping(&path, &bytes).map_err(|error| NotifyRunError::Write {
         path: path.clone(),
         error,
     })?;

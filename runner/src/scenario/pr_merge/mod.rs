@@ -206,7 +206,7 @@ pub(crate) fn run_plan<S: Scenario>(
     let mut bytes = serde_json::to_vec_pretty(&file).map_err(PrMergeError::Serialize)?;
     bytes.push(b'\n');
     let path = args.out.join(format!("{}.json", S::NAME));
-    crate::results::write_atomically(&path, &bytes).map_err(|error| PrMergeError::Write {
+    crate::results::write_keeping(&path, &bytes).map_err(|error| PrMergeError::Write {
         path: path.clone(),
         error,
     })?;

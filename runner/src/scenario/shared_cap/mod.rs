@@ -361,7 +361,7 @@ fn write_signed(
     let mut bytes = serde_json::to_vec_pretty(&file).map_err(SharedCapError::SerializeResults)?;
     bytes.push(b'\n');
     let path = args.out.join(results_file(&file.environment));
-    crate::results::write_atomically(&path, &bytes).map_err(|error| SharedCapError::Write {
+    crate::results::write_keeping(&path, &bytes).map_err(|error| SharedCapError::Write {
         path: path.clone(),
         error,
     })?;
