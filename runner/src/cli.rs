@@ -63,10 +63,9 @@ runs); 3 the disk filled: a billing_credit nemesis campaign's finished trials ar
 partial file (the message says where, and the command that resumes it); any other run, whose
 cells are only in memory, says the disk is full and waits for space (10 minutes, or
 INTERLOCK_DISK_FULL_WAIT_S seconds) and writes them once there is, else they are lost (the
-message says so); 130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM: workers
-killed, nothing more written (a report site being rendered is finished first; a nemesis
-campaign's finished trials are kept in its partial file, and the message gives the command that
-resumes it). A
+message says so); 130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM: workers killed, nothing
+more written (a report site being rendered is finished first; a nemesis campaign's finished
+trials are kept in its partial file, and the message gives the command that resumes it). A
 closed standard output (`runner ... | head`) silences the output, not the run: the exit status
 is the same as if everything had been printed.";
 

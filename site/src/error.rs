@@ -16,14 +16,11 @@ pub enum SiteError {
         source: std::io::Error,
     },
     /// The output folder cannot take a site: the build would replace files that are not one.
-    #[error(
-        "cannot build the site into {path}: {why}; choose a new or empty folder, or one an \
-         earlier build wrote"
-    )]
+    #[error("cannot build the site into {path}: {why}")]
     NotASiteFolder {
         /// The output folder asked for.
         path: PathBuf,
-        /// Why it cannot take the site.
+        /// Why it cannot take the site, and what to do.
         why: &'static str,
     },
     /// The results directory holds no results file.

@@ -63,7 +63,7 @@ pub(crate) fn accepted(out_dir: &Path) -> Result<PathBuf, SiteError> {
     if !real.is_dir() {
         return Err(SiteError::NotASiteFolder {
             path: out_dir.to_path_buf(),
-            why: "it is not a folder",
+            why: "it is not a folder: choose a new or empty folder, or one an earlier build wrote",
         });
     }
     if !is_empty(&real)? && !holds_a_site(&real) {
@@ -103,7 +103,7 @@ impl Staging {
         let (Some(name), Some(parent)) = (out_dir.file_name(), out_dir.parent()) else {
             return Err(SiteError::NotASiteFolder {
                 path: out_dir.clone(),
-                why: "it names no folder of its own",
+                why: "it names no folder of its own: name the folder the site goes into",
             });
         };
         let parent = if parent.as_os_str().is_empty() {
