@@ -476,6 +476,11 @@ fn check_written(path: &Path, key: &ed25519_dalek::VerifyingKey) -> bool {
 /// why, on stderr) when it could not.
 pub(crate) fn render_site(results_dir: &Path, out: &Path) -> bool {
     signals::note_rendering(true);
+    say!(
+        "site: rendering the report of {} into {}",
+        results_dir.display(),
+        out.display()
+    );
     let built = site::build(results_dir, out);
     signals::note_rendering(false);
     match built {

@@ -392,3 +392,64 @@ fn ctrl_c_while_keeping_the_emulator_says_the_written_results_are_kept() {
     assert!(!stderr.contains("no results"), "{stderr}");
     assert!(out.path().join("billing_credit.json").is_file());
 }
+
+/// Ctrl-C while the report site is being rendered: the stop says the site is finished first, the
+/// site is written whole, and the run still ends as interrupted (130), naming what it wrote.
+#[test]
+fn a_stop_during_the_site_finishes_the_site_and_exits_130_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let site_out = dir.path().join("public");
+    // The committed billing_credit matrix and campaign beside the run's file: a site of
+    // thousands of pages, seconds to render.
+    let committed = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results");
+    std::fs::create_dir_all(out.join("nemesis")).unwrap();
+    for name in ["billing_credit.json", "nemesis/billing_credit.json.gz"] {
+        std::fs::copy(committed.join(name), out.join(name)).unwrap();
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["--scenario", "pr_merge", "--out"])
+        .arg(&out)
+        .arg("--site-out")
+        .arg(&site_out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut text).unwrap();
+        text
+    });
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut said = String::new();
+    // The results are written and verified, and the site's rendering has begun.
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        said.push_str(&line);
+        said.push('\n');
+        if line.starts_with("site: rendering") {
+            break;
+        }
+    }
+    assert!(said.contains("verify: ok"), "{said}");
+    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    kill_process(pid, Signal::INT).unwrap();
+    for line in lines {
+        said.push_str(&line.unwrap());
+        said.push('\n');
+    }
+    said.push_str(&errors.join().unwrap());
+    let code = child.wait().unwrap().code();
+    assert_eq!(code, Some(130), "{said}");
+    assert!(
+        said.contains("the report site being rendered is finished first"),
+        "{said}"
+    );
+    assert!(site_out.join("index.html").is_file(), "{said}");
+    assert!(
+        said.contains(&site_out.display().to_string()),
+        "the last line names the site: {said}"
+    );
+}
