@@ -6,22 +6,42 @@
 //! only the runner holds, for as long as the runner lives. When the runner ends, however it
 //! ends, the kernel closes the pipe; the cleaner waits a moment (the run's workers notice their
 //! runner's end within a tenth of a second and stop; a mail server's watcher stops it within
-//! ten seconds) and removes the folder, which after a normal end is already gone.
+//! ten seconds) and removes the folder. A runner that ends normally tells its cleaners first
+//! ([`disarm_cleaners`], from `main`) and waits for them: they end without acting, and none
+//! outlives it.
 
+use std::io::Write as _;
 use std::path::Path;
-use std::process::{ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
 /// The cleaner's script: `$1` the folder, `$2` the seconds to wait once the runner is gone.
 const SCRIPT: &str = r#"
-read -r _
+read -r word
+[ "$word" = done ] && exit 0
 sleep "$2"
 rm -rf -- "$1"
 "#;
 
-/// The write ends of the cleaners' pipes, held until this process ends.
-static HELD: Mutex<Vec<ChildStdin>> = Mutex::new(Vec::new());
+/// The cleaners, with the write ends of their pipes, held until this process ends.
+static HELD: Mutex<Vec<(Child, ChildStdin)>> = Mutex::new(Vec::new());
+
+/// Tells every cleaner the runner is ending normally (its folders are removed by their own
+/// owners) and waits for them to end. Called by `main` as it returns.
+pub fn disarm_cleaners() {
+    let held = std::mem::take(
+        &mut *HELD
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    for (mut child, mut stdin) in held {
+        // A cleaner already gone has nothing to do either way.
+        let _ = writeln!(stdin, "done");
+        drop(stdin);
+        let _ = child.wait();
+    }
+}
 
 /// Has `dir` removed `after` this process ends, however it ends. A cleaner that cannot be
 /// started is said on stderr, and the run goes on (only a SIGKILL would then leave `dir`).
@@ -41,12 +61,13 @@ pub(crate) fn remove_when_gone(dir: &Path, after: Duration) {
         .process_group(0)
         .spawn();
     match spawned {
-        // The child is not waited for: it outlives this process by design, and init reaps it.
+        // Waited for only on a normal end ([`disarm_cleaners`]); after a SIGKILL it outlives
+        // this process by design, and init reaps it.
         Ok(mut child) => {
             if let Some(stdin) = child.stdin.take() {
                 HELD.lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push(stdin);
+                    .push((child, stdin));
             }
         }
         Err(e) => eprintln!(

@@ -13,10 +13,13 @@ use verify::cli::{error_line, usage_error_line};
 struct Usage(String);
 
 fn main() -> ExitCode {
-    match run() {
+    let code = match run() {
         Ok(code) => code,
         Err(e) => exit_code_of(&e),
-    }
+    };
+    // A normal end: the run folders are removed by their owners; no cleaner is left waiting.
+    runner::disarm_cleaners();
+    code
 }
 
 fn run() -> anyhow::Result<ExitCode> {
