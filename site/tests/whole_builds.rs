@@ -79,10 +79,13 @@ fn a_folder_holding_something_else_is_refused_and_left_untouched() {
     std::fs::write(out.path().join("notes.txt"), "mine").unwrap();
     let e = build(data.path(), out.path()).unwrap_err();
     assert!(matches!(e, SiteError::NotASiteFolder { .. }), "{e}");
+    // What to do, said once.
+    let said = e.to_string();
     assert!(
-        e.to_string().contains("choose a new or empty folder"),
+        said.contains("empty it, remove it, or choose another"),
         "{e}"
     );
+    assert_eq!(said.matches("choose").count(), 1, "{e}");
     assert_eq!(tree(out.path()), vec!["notes.txt".to_owned()]);
 }
 
