@@ -7,8 +7,15 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Processes (not zombies) whose command line names `needle`, with their pids.
-fn processes_naming(needle: &str) -> Vec<(i32, String)> {
+/// A living process (not a zombie): its pid, command line and process group.
+struct Proc {
+    pid: i32,
+    cmdline: String,
+    group: Option<i32>,
+}
+
+/// Every living process, read from `/proc`.
+fn living() -> Vec<Proc> {
     let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return out;
@@ -24,14 +31,33 @@ fn processes_naming(needle: &str) -> Vec<(i32, String)> {
         let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
         let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        // The state follows the command's closing parenthesis: `pid (comm) S ...`.
-        let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
-        let zombie = state.is_none_or(|s| s.starts_with('Z') || s.starts_with('X'));
-        if cmdline.contains(needle) && !zombie {
-            out.push((pid, cmdline));
+        // `pid (comm) state ppid pgrp ...`: the fields follow the command's closing parenthesis.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let zombie = fields
+            .first()
+            .is_none_or(|s| s.starts_with('Z') || s.starts_with('X'));
+        if !zombie {
+            let group = fields.get(2).and_then(|g| g.parse::<i32>().ok());
+            out.push(Proc {
+                pid,
+                cmdline,
+                group,
+            });
         }
     }
     out
+}
+
+/// Processes (not zombies) whose command line names `needle`, with their pids.
+fn processes_naming(needle: &str) -> Vec<(i32, String)> {
+    living()
+        .into_iter()
+        .filter(|p| p.cmdline.contains(needle))
+        .map(|p| (p.pid, p.cmdline))
+        .collect()
 }
 
 /// Every file under `dir`, recursively.
@@ -141,30 +167,11 @@ fn wait_until_empty(dir: &Path, limit: Duration) {
 
 /// The processes in process group `group` (zombies left out).
 fn living_in_group(group: i32) -> Vec<i32> {
-    let mut out = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        // `pid (comm) state ppid pgrp ...`
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest.split_whitespace().collect())
-            .unwrap_or_default();
-        let zombie = fields.first().is_none_or(|s| *s == "Z" || *s == "X");
-        if !zombie && fields.get(2).and_then(|g| g.parse::<i32>().ok()) == Some(group) {
-            out.push(pid);
-        }
-    }
-    out
+    living()
+        .into_iter()
+        .filter(|p| p.group == Some(group))
+        .map(|p| p.pid)
+        .collect()
 }
 
 #[test]
