@@ -26,7 +26,7 @@ use crate::journal::{io_err, JournalError};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::fs::{File, OpenOptions, TryLockError};
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// A process, named so that a reused pid is never taken for it: host, pid, and the process's
@@ -307,7 +307,7 @@ impl ClaimDir {
         let mut s = canonical_journal.as_os_str().to_owned();
         s.push(".claims");
         let dir = PathBuf::from(s);
-        std::fs::create_dir_all(&dir).map_err(io_err("create the claim directory", &dir))?;
+        crate::fsio::create_dir_all(&dir).map_err(io_err("create the claim directory", &dir))?;
         Ok(ClaimDir { dir })
     }
 
@@ -321,13 +321,15 @@ impl ClaimDir {
         // A removal between our open and our lock leaves us holding an unlinked file: retry on
         // the file the path names now. Bounded: each retry follows a removal by a holder.
         for _ in 0..64 {
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&path)
-                .map_err(io_err("open the claim file", &path))?;
+            let file = crate::fsio::open(
+                OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false),
+                &path,
+            )
+            .map_err(io_err("open the claim file", &path))?;
             match file.try_lock() {
                 Ok(()) => {}
                 Err(TryLockError::WouldBlock) => return Ok(None),
@@ -376,21 +378,18 @@ impl HeldClaim {
             path: self.path.clone(),
             source: std::io::Error::other(e),
         })?;
-        self.file
-            .set_len(0)
+        crate::fsio::set_len(&self.file, &self.path, 0)
             .map_err(io_err("truncate the claim file", &self.path))?;
-        self.file
-            .write_all_at(&bytes, 0)
+        crate::fsio::write_at(&self.file, &self.path, &bytes, 0)
             .map_err(io_err("write the claim file", &self.path))?;
-        self.file
-            .sync_data()
+        crate::fsio::sync(&self.file, &self.path, false)
             .map_err(io_err("sync the claim file", &self.path))
     }
 
     /// Remove the claim file (the effect is settled), then release the lock. A process that
     /// opened the file before the removal notices when it locks it (see [`ClaimDir::try_take`]).
     pub fn remove(self) {
-        let _ = std::fs::remove_file(&self.path);
+        let _ = crate::fsio::remove_file(&self.path);
     }
 }
 

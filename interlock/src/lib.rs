@@ -12,6 +12,7 @@
 mod budget;
 pub mod claim;
 pub mod decide;
+mod fsio;
 mod gate;
 pub mod journal;
 mod lease;
@@ -26,6 +27,7 @@ mod proposal;
 mod recover;
 mod status;
 mod store;
+mod sync;
 mod target;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -28,6 +28,7 @@
 //! loss the last entry's mark may be lost with it (it is not fsynced on its own): that entry is
 //! then announced by its intent only, and removing it too is not seen.
 
+use crate::fsio;
 use crate::journal::{io_err, JournalError};
 use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
@@ -72,16 +73,6 @@ fn adopting_path(marks: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// Make a new directory entry of `file` durable (best effort: a failure leaves the entry as
-/// durable as the file system makes it anyway).
-fn sync_dir(file: &Path) {
-    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
-    }
-}
-
 /// `<hash> "<effect id>"`, as a mark or after an intent's `i `.
 fn parse_mark(body: &str) -> Option<(String, String)> {
     let (h, e) = body.split_once(' ')?;
@@ -120,13 +111,15 @@ impl Marks {
         } else {
             path.clone()
         };
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(adopting)
-            .open(&opened)
-            .map_err(io_err("open the marks file", &opened))?;
+        let file = fsio::open(
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(adopting),
+            &opened,
+        )
+        .map_err(io_err("open the marks file", &opened))?;
         Ok(Marks {
             file,
             path,
@@ -176,9 +169,9 @@ impl Marks {
         }
         if self.adopting {
             self.sync()?;
-            std::fs::rename(adopting_path(&self.path), &self.path)
+            fsio::rename(&adopting_path(&self.path), &self.path)
                 .map_err(io_err("put the adopted marks file in place", &self.path))?;
-            sync_dir(&self.path);
+            fsio::sync_parent(&self.path);
             self.adopting = false;
             return Ok(());
         }
@@ -237,11 +230,17 @@ impl Marks {
         self.write(&mark_line(hash, effect_id), false)
     }
 
-    /// Make every mark line written so far durable (the group commit's first step).
-    pub(crate) fn sync_handle(&self) -> Result<File, JournalError> {
-        self.file
+    /// A handle that makes every mark line written so far durable, usable without the journal's
+    /// mutex (the group commit's first step).
+    pub(crate) fn sync_handle(&self) -> Result<SyncHandle, JournalError> {
+        let file = self
+            .file
             .try_clone()
-            .map_err(io_err("open the marks file again", &self.path))
+            .map_err(io_err("open the marks file again", &self.path))?;
+        Ok(SyncHandle {
+            file,
+            path: self.path.clone(),
+        })
     }
 
     /// The latest claim-record generation marked for `effect_id` (as far as the marks were read:
@@ -362,8 +361,21 @@ impl Marks {
         Err(self.behind(mark_eid, mark_hash, why))
     }
     /// The next complete mark line (without its newline), if one was written.
+    ///
+    /// A line holding a NUL byte is where a crash dropped an unsynced write while keeping a
+    /// later one (the file was extended past a hole): no fsync came after that write, so
+    /// nothing after it is durable either, and like a torn last line it is left unread and cut
+    /// before the next write. Mark lines never hold a NUL.
     fn next_line(&mut self) -> Result<Option<Vec<u8>>, JournalError> {
         loop {
+            let first_line = self
+                .pending
+                .split(|b| *b == b'\n')
+                .next()
+                .unwrap_or_default();
+            if first_line.contains(&0) {
+                return Ok(None);
+            }
             if let Some(i) = self.pending.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = self.pending.drain(..=i).collect();
                 self.len += line.len() as u64;
@@ -385,14 +397,12 @@ impl Marks {
     /// Write `line` after the last complete mark (cutting a torn one a crash left there).
     fn write(&mut self, line: &[u8], sync: bool) -> Result<(), JournalError> {
         let at = self.len;
-        self.file
-            .write_all_at(line, at)
+        fsio::write_at(&self.file, &self.path, line, at)
             .map_err(io_err("write the marks file", &self.path))?;
         self.len += line.len() as u64;
         if !self.pending.is_empty() {
             self.pending.clear();
-            self.file
-                .set_len(self.len)
+            fsio::set_len(&self.file, &self.path, self.len)
                 .map_err(io_err("cut the torn tail of the marks file", &self.path))?;
         }
         if sync {
@@ -402,9 +412,20 @@ impl Marks {
     }
 
     fn sync(&self) -> Result<(), JournalError> {
-        self.file
-            .sync_data()
-            .map_err(io_err("sync the marks file", &self.path))
+        fsio::sync(&self.file, &self.path, false).map_err(io_err("sync the marks file", &self.path))
+    }
+}
+
+/// A second descriptor of the marks file, to sync it with the journal's mutex let go.
+pub(crate) struct SyncHandle {
+    file: File,
+    path: PathBuf,
+}
+
+impl SyncHandle {
+    /// Make every mark line written so far durable.
+    pub(crate) fn sync(&self) -> std::io::Result<()> {
+        fsio::sync(&self.file, &self.path, false)
     }
 }
 
@@ -502,5 +523,30 @@ mod tests {
         let after = std::fs::read_to_string(&marks).unwrap();
         assert!(after.ends_with("aa \"e1\"\nbb \"e2\"\n"), "{after}");
         assert!(m.announced.is_empty());
+    }
+
+    #[test]
+    fn a_hole_a_crash_left_in_the_unsynced_marks_is_cut_like_a_torn_tail() {
+        // Found by the crash-state search: an entry's mark (not synced on its own) was dropped by
+        // the crash while the next intent, written after it, was kept: the file holds zeros
+        // where the mark was. The entry is durable and announced; the next holder marks it
+        // again and the hole is cut, rather than the journal being refused as corrupt.
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("j.jsonl");
+        let marks = path_of(&journal);
+        let mut text = intent_line("aa", "e1");
+        text.extend(vec![0u8; mark_line("aa", "e1").len()]);
+        text.extend(intent_line("bb", "e2"));
+        std::fs::write(&marks, &text).unwrap();
+        let mut m = Marks::open(&journal).unwrap();
+        m.seen("aa", "e1", true).unwrap();
+        m.caught_up(true).unwrap();
+        let after = std::fs::read(&marks).unwrap();
+        let mut want = intent_line("aa", "e1");
+        want.extend(mark_line("aa", "e1"));
+        assert_eq!(
+            String::from_utf8_lossy(&after),
+            String::from_utf8_lossy(&want)
+        );
     }
 }

@@ -7,6 +7,7 @@
 //! - [`pg_faults`]: runs workloads of two gates against PostgreSQL through a proxy on loopback
 //!   that faults a drawn round trip of a drawn session.
 //!
+//! The crash-state engine is the library (`storesearch::crash`), shared with the schedule search.
 //! Both check the same things: no effect lands twice, no answer a caller was given is
 //! contradicted by what recovery decides, no journal the gate opens loses an acknowledged line.
 //! The thread-schedule search is a test target of the `interlock` crate (`tests/schedules.rs`,

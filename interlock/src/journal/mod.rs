@@ -29,7 +29,9 @@
 //! An effect's state, and the check of each entry as the next link of its chain, are in
 //! `state`.
 
+use crate::fsio;
 use crate::marks::Marks;
+use crate::sync::{Condvar, Mutex, MutexGuard};
 use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -37,7 +39,6 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use verify::budget::Counted;
 use verify::canonical::CanonicalError;
@@ -458,20 +459,18 @@ impl Journal {
         lock_wait: Duration,
     ) -> Result<Journal, JournalError> {
         let existed = path.exists();
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(io_err("open", path))?;
+        let file = fsio::open(
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+            path,
+        )
+        .map_err(io_err("open", path))?;
         if !existed {
             // Make the new file's directory entry durable too.
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                if let Ok(d) = File::open(dir) {
-                    let _ = d.sync_all();
-                }
-            }
+            fsio::sync_parent(path);
         }
         let meta = file.metadata().map_err(io_err("inspect", path))?;
         check_one_name(&file, path)?;
@@ -687,7 +686,7 @@ impl Journal {
             if waited >= self.lock_wait {
                 return Err(self.busy(started));
             }
-            std::thread::sleep(nap.min(self.lock_wait.saturating_sub(waited)));
+            crate::sync::nap(nap.min(self.lock_wait.saturating_sub(waited)));
             nap = (nap * 2).min(Duration::from_millis(50));
         }
     }
@@ -1153,8 +1152,7 @@ impl Locked<'_> {
                 {
                     hook(journal);
                 }
-                m.sync_data()
-                    .map_err(io_err("sync the marks file of", path))
+                m.sync().map_err(io_err("sync the marks file of", path))
             }
             None => Ok(()),
         });
@@ -1170,22 +1168,21 @@ impl Locked<'_> {
                 .iter()
                 .flat_map(|q| q.bytes.iter().copied())
                 .collect();
-            let written = inner
-                .file
-                .write_all_at(&bytes, at)
-                .map_err(io_err("append to", path));
+            let written =
+                fsio::write_at(&inner.file, path, &bytes, at).map_err(io_err("append to", path));
             inner.on_disk = at + bytes.len() as u64;
             let journal = self.hold.journal;
             let synced = written.and_then(|()| {
-                self.hold
-                    .unlocked(|| journal.sync_file.sync_data().map_err(io_err("sync", path)))
+                self.hold.unlocked(|| {
+                    fsio::sync(&journal.sync_file, path, false).map_err(io_err("sync", path))
+                })
             });
             if let Err(e) = synced {
                 // The lines may or may not survive a crash: cut them back and stop using this
                 // handle (every waiter gets the error; the journal is re-read when reopened).
                 let inner = &mut *self.hold;
-                let _ = inner.file.set_len(at);
-                let _ = inner.file.sync_all();
+                let _ = fsio::set_len(&inner.file, path, at);
+                let _ = fsio::sync(&inner.file, path, true);
                 self.poison(format!("an append failed ({e})"));
                 return Err(e);
             }
@@ -1234,11 +1231,9 @@ impl Locked<'_> {
                 ),
             });
         }
-        inner
-            .file
-            .set_len(inner.on_disk)
+        fsio::set_len(&inner.file, path, inner.on_disk)
             .map_err(io_err("truncate the torn tail of", path))?;
-        inner.file.sync_all().map_err(io_err("sync", path))
+        fsio::sync(&inner.file, path, true).map_err(io_err("sync", path))
     }
 }
 

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 mod file_target;
 mod mem_target;
+pub mod record;
 mod stores;
 
 pub use file_target::FileTarget;

@@ -1,0 +1,1 @@
+//! Thread schedules of the file store, controlled (filled in below).

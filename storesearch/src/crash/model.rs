@@ -1,0 +1,327 @@
+//! The crash states a recording allows (POSIX, as ALICE and CrashMonkey read it): at every cut
+//! of the recording, what was made durable (a file's data by its sync, a directory entry by its
+//! directory's sync) survives; of what was not, any part may: each file's unsynced operations
+//! kept in part (every prefix), one of them dropped while later ones stay (reordered), or a
+//! write torn at a byte; each unsynced directory entry kept or lost.
+
+use interlock::testing::record::Op;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// How finely writes are torn: at every byte, or at every `n`-th byte (and the bytes around
+/// each newline, where a line's end is decided).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TearStride(pub usize);
+
+/// One state a crash at `cut` (after the recording's first `cut` operations) can leave.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CrashState {
+    /// How many operations of the recording happened before the crash.
+    pub cut: usize,
+    /// Which of the unsynced operations survive, in words (for the report).
+    pub variant: String,
+    /// Every file and its bytes, by path relative to the recording's root.
+    pub files: BTreeMap<String, Vec<u8>>,
+    /// Every directory, by path relative to the root.
+    pub dirs: BTreeSet<String>,
+}
+
+#[derive(Debug, Clone)]
+enum DataOp {
+    Write { at: u64, bytes: Vec<u8> },
+    SetLen(u64),
+}
+
+#[derive(Debug, Clone, Default)]
+struct Inode {
+    ops: Vec<DataOp>,
+    /// How many of `ops` are durable.
+    synced: usize,
+}
+
+/// The file system as the recording has left it so far.
+#[derive(Debug, Clone, Default)]
+struct Fs {
+    inodes: Vec<Inode>,
+    /// The names as a process sees them now.
+    names: BTreeMap<String, usize>,
+    /// The names a crash keeps for certain (entries whose directory was synced since).
+    durable_names: BTreeMap<String, usize>,
+    dirs: BTreeSet<String>,
+    durable_dirs: BTreeSet<String>,
+}
+
+fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(d, _)| d)
+}
+
+impl Fs {
+    fn apply(&mut self, op: &Op) {
+        match op {
+            Op::Create { path } => {
+                self.inodes.push(Inode::default());
+                self.names.insert(path.clone(), self.inodes.len() - 1);
+            }
+            Op::Write { path, at, bytes } => {
+                if let Some(&i) = self.names.get(path) {
+                    self.inodes[i].ops.push(DataOp::Write {
+                        at: *at,
+                        bytes: bytes.clone(),
+                    });
+                }
+            }
+            Op::SetLen { path, len } => {
+                if let Some(&i) = self.names.get(path) {
+                    self.inodes[i].ops.push(DataOp::SetLen(*len));
+                }
+            }
+            Op::Sync { path } => {
+                if let Some(&i) = self.names.get(path) {
+                    self.inodes[i].synced = self.inodes[i].ops.len();
+                }
+            }
+            Op::SyncDir { dir } => {
+                let under = |p: &String| parent(p) == dir;
+                self.durable_names.retain(|p, _| !under(p));
+                for (p, i) in &self.names {
+                    if under(p) {
+                        self.durable_names.insert(p.clone(), *i);
+                    }
+                }
+                self.durable_dirs.retain(|p| !under(p));
+                for p in &self.dirs {
+                    if under(p) {
+                        self.durable_dirs.insert(p.clone());
+                    }
+                }
+            }
+            Op::Rename { from, to } => {
+                if let Some(i) = self.names.remove(from) {
+                    self.names.insert(to.clone(), i);
+                }
+            }
+            Op::Remove { path } => {
+                self.names.remove(path);
+            }
+            Op::Mkdir { path } => {
+                let mut at = String::new();
+                for part in path.split('/') {
+                    if !at.is_empty() {
+                        at.push('/');
+                    }
+                    at.push_str(part);
+                    self.dirs.insert(at.clone());
+                }
+            }
+            Op::Note { .. } => {}
+        }
+    }
+}
+
+/// The bytes after applying `ops`, the last one cut to `tear` bytes when given.
+fn content(ops: &[DataOp], tear: Option<usize>) -> Vec<u8> {
+    let mut out: Vec<u8> = Vec::new();
+    for (k, op) in ops.iter().enumerate() {
+        match op {
+            DataOp::Write { at, bytes } => {
+                let bytes = match tear {
+                    Some(n) if k + 1 == ops.len() => &bytes[..n.min(bytes.len())],
+                    _ => &bytes[..],
+                };
+                let at = usize::try_from(*at).unwrap_or(usize::MAX);
+                if out.len() < at + bytes.len() {
+                    out.resize(at + bytes.len(), 0);
+                }
+                out[at..at + bytes.len()].copy_from_slice(bytes);
+            }
+            DataOp::SetLen(n) => out.resize(usize::try_from(*n).unwrap_or(usize::MAX), 0),
+        }
+    }
+    out
+}
+
+/// Which operations of one inode a state keeps.
+#[derive(Debug, Clone)]
+enum Keep {
+    All,
+    Synced,
+    /// The synced ones and this many more.
+    Prefix(usize),
+    /// All but the unsynced one at this position (from the first unsynced).
+    AllBut(usize),
+    /// The synced ones, this many more, then the next write cut to this many bytes.
+    Torn(usize, usize),
+}
+
+fn kept(inode: &Inode, keep: &Keep) -> Vec<u8> {
+    let s = inode.synced;
+    match *keep {
+        Keep::All => content(&inode.ops, None),
+        Keep::Synced => content(&inode.ops[..s], None),
+        Keep::Prefix(j) => content(&inode.ops[..s + j], None),
+        Keep::AllBut(t) => {
+            let ops: Vec<DataOp> = inode
+                .ops
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| *k != s + t)
+                .map(|(_, o)| o.clone())
+                .collect();
+            content(&ops, None)
+        }
+        Keep::Torn(j, n) => content(&inode.ops[..s + j + 1], Some(n)),
+    }
+}
+
+/// The bytes at which a write of `bytes` is torn: every `stride`-th one, and the bytes before,
+/// at and after each newline.
+fn tear_points(bytes: &[u8], stride: TearStride) -> BTreeSet<usize> {
+    let mut at: BTreeSet<usize> = (1..bytes.len()).step_by(stride.0.max(1)).collect();
+    for (k, b) in bytes.iter().enumerate() {
+        if *b == b'\n' {
+            for n in [k, k + 1, k + 2] {
+                if n > 0 && n < bytes.len() {
+                    at.insert(n);
+                }
+            }
+        }
+    }
+    at
+}
+
+fn state(
+    fs: &Fs,
+    cut: usize,
+    variant: String,
+    names: &BTreeMap<String, usize>,
+    dirs: &BTreeSet<String>,
+    keep: &dyn Fn(usize) -> Keep,
+) -> CrashState {
+    let files = names
+        .iter()
+        .filter(|(p, _)| parent(p).is_empty() || dirs.contains(parent(p)))
+        .map(|(p, &i)| (p.clone(), kept(&fs.inodes[i], &keep(i))))
+        .collect();
+    CrashState {
+        cut,
+        variant,
+        files,
+        dirs: dirs.clone(),
+    }
+}
+
+/// Every crash state of the recording `ops` (duplicates included: the caller dedupes), handed
+/// to `visit` one at a time.
+pub fn crash_states(ops: &[Op], stride: TearStride, visit: &mut dyn FnMut(CrashState)) {
+    let mut fs = Fs::default();
+    for cut in 0..=ops.len() {
+        if cut > 0 {
+            fs.apply(&ops[cut - 1]);
+        }
+        // Nothing on disk changes at a workload's event (a send, an answer): a crash just
+        // before it leaves what a crash just after it leaves, with less of the world to match.
+        // So the states are visited after the last of consecutive events only.
+        if cut < ops.len() && matches!(ops[cut], Op::Note { .. }) {
+            continue;
+        }
+        states_at(&fs, cut, stride, visit);
+    }
+}
+
+fn states_at(fs: &Fs, cut: usize, stride: TearStride, visit: &mut dyn FnMut(CrashState)) {
+    let all = |_| Keep::All;
+    visit(state(
+        fs,
+        cut,
+        "every operation kept".into(),
+        &fs.names,
+        &fs.dirs,
+        &all,
+    ));
+    visit(state(
+        fs,
+        cut,
+        "only what was synced".into(),
+        &fs.durable_names,
+        &fs.durable_dirs,
+        &|_| Keep::Synced,
+    ));
+    // Each directory entry not yet durable, lost alone.
+    for (p, i) in &fs.names {
+        if fs.durable_names.get(p) != Some(i) {
+            let mut names = fs.names.clone();
+            match fs.durable_names.get(p) {
+                Some(&d) => names.insert(p.clone(), d),
+                None => names.remove(p),
+            };
+            visit(state(
+                fs,
+                cut,
+                format!("the entry {p} lost"),
+                &names,
+                &fs.dirs,
+                &all,
+            ));
+        }
+    }
+    for (p, d) in &fs.durable_names {
+        if !fs.names.contains_key(p) {
+            let mut names = fs.names.clone();
+            names.insert(p.clone(), *d);
+            visit(state(
+                fs,
+                cut,
+                format!("the removal of {p} lost"),
+                &names,
+                &fs.dirs,
+                &all,
+            ));
+        }
+    }
+    // Each file's unsynced operations kept in part, reordered, or torn.
+    for (p, &i) in &fs.names {
+        let inode = &fs.inodes[i];
+        let unsynced = inode.ops.len() - inode.synced;
+        for j in 0..unsynced {
+            let keep = |k| if k == i { Keep::Prefix(j) } else { Keep::All };
+            visit(state(
+                fs,
+                cut,
+                format!("{p}: {j} of {unsynced} unsynced operations kept"),
+                &fs.names,
+                &fs.dirs,
+                &keep,
+            ));
+            if j + 1 < unsynced {
+                let keep = |k| if k == i { Keep::AllBut(j) } else { Keep::All };
+                visit(state(
+                    fs,
+                    cut,
+                    format!(
+                        "{p}: unsynced operation {} of {unsynced} lost, later ones kept",
+                        j + 1
+                    ),
+                    &fs.names,
+                    &fs.dirs,
+                    &keep,
+                ));
+            }
+            if let DataOp::Write { bytes, .. } = &inode.ops[inode.synced + j] {
+                for n in tear_points(bytes, stride) {
+                    let keep = |k| if k == i { Keep::Torn(j, n) } else { Keep::All };
+                    visit(state(
+                        fs,
+                        cut,
+                        format!(
+                            "{p}: unsynced write {} of {unsynced} torn after {n} of {} bytes",
+                            j + 1,
+                            bytes.len()
+                        ),
+                        &fs.names,
+                        &fs.dirs,
+                        &keep,
+                    ));
+                }
+            }
+        }
+    }
+}
