@@ -10,8 +10,8 @@
 //! The crash-state engine is the library (`storesearch::crash`), shared with the schedule search.
 //! Both check the same things: no effect lands twice, no answer a caller was given is
 //! contradicted by what recovery decides, no journal the gate opens loses an acknowledged line.
-//! The thread-schedule search is a test target of the `interlock` crate (`tests/schedules.rs`,
-//! feature `shuttle`): it has to build the store with a controlled scheduler.
+//! The thread-schedule search is this crate's test target `schedules` (feature `shuttle`): it
+//! has to build the store with a controlled scheduler.
 
 mod crash_states;
 mod pg_faults;

@@ -4,6 +4,7 @@
 
 pub mod checks;
 pub mod model;
+pub mod threads;
 pub mod workloads;
 pub mod world;
 

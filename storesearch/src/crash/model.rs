@@ -325,3 +325,21 @@ fn states_at(fs: &Fs, cut: usize, stride: TearStride, visit: &mut dyn FnMut(Cras
         }
     }
 }
+
+/// The state a crash right after the recording's first `cut` operations leaves when nothing
+/// unsynced survives (the harshest one the contract allows): what the schedule search checks
+/// at every answer.
+pub fn synced_state(ops: &[Op], cut: usize) -> CrashState {
+    let mut fs = Fs::default();
+    for op in &ops[..cut.min(ops.len())] {
+        fs.apply(op);
+    }
+    state(
+        &fs,
+        cut,
+        "only what was synced".into(),
+        &fs.durable_names,
+        &fs.durable_dirs,
+        &|_| Keep::Synced,
+    )
+}

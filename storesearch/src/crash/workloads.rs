@@ -4,6 +4,7 @@
 //! outcome recovery settled (`answer` too) and every append acknowledged (`acked <effect>
 //! <hash>`), between the store's operations.
 
+use super::threads::run_all;
 use super::world::{Send, World};
 use ed25519_dalek::SigningKey;
 use interlock::journal::Journal;
@@ -14,6 +15,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// A job of a workload's thread.
+type Job<'a> = Box<dyn FnOnce() + std::marker::Send + 'a>;
+
+/// The gates' clock (Unix milliseconds): fixed, so that a schedule's lines are the same bytes
+/// every time it runs.
+pub const CLOCK_MS: u64 = 1_800_000_000_000;
 
 /// The journal's name inside a workload's directory.
 pub const JOURNAL: &str = "journal.jsonl";
@@ -131,6 +139,7 @@ pub fn gate(
     world: &Arc<World>,
 ) -> Result<SearchGate, interlock::GateError> {
     let mut g = Gate::open(path, Arc::clone(world), AllLive, key(), config())?;
+    g.set_clock(Box::new(|| CLOCK_MS));
     if !w.budgets.is_empty() {
         g.set_budgets(Box::new(MemBudgets::with_caps(w.budgets.iter().copied())));
     }
@@ -196,20 +205,21 @@ fn one_effect(c: &Ctx) {
     }
 }
 
-/// Four threads of one gate: two effects each, one effect submitted by three of them at once
+/// Four threads of one gate: two effects each, one effect submitted by all of them at once
 /// (its duplicates are answered while its lines may wait for their group commit).
 fn threads(c: &Ctx) {
     let Some(g) = c.gate() else { return };
-    std::thread::scope(|s| {
-        for t in 0..4 {
-            let g = &g;
-            s.spawn(move || {
+    let g = &g;
+    let jobs: Vec<Job<'_>> = (0..4)
+        .map(|t| -> Job<'_> {
+            Box::new(move || {
                 c.submit(g, &format!("t{t}"), None);
                 c.submit(g, "shared", None);
                 c.submit(g, &format!("u{t}"), None);
-            });
-        }
-    });
+            })
+        })
+        .collect();
+    run_all(jobs);
 }
 
 /// Two gates on one journal (each its own `flock` holder, like two processes), threads of
@@ -218,16 +228,16 @@ fn two_gates(c: &Ctx) {
     let (Some(g1), Some(g2)) = (c.gate(), c.gate()) else {
         return;
     };
-    std::thread::scope(|s| {
-        for (n, g) in [(1, &g1), (2, &g2)] {
-            for t in 0..2 {
-                s.spawn(move || {
-                    c.submit(g, &format!("g{n}t{t}"), None);
-                    c.submit(g, "both", None);
-                });
-            }
+    let mut jobs: Vec<Job<'_>> = Vec::new();
+    for (n, g) in [(1, &g1), (2, &g2)] {
+        for t in 0..2 {
+            jobs.push(Box::new(move || {
+                c.submit(g, &format!("g{n}t{t}"), None);
+                c.submit(g, "both", None);
+            }));
         }
-    });
+    }
+    run_all(jobs);
 }
 
 /// Sends whose answer is lost (one landed, one not) and one rejected, then a second gate
@@ -248,16 +258,17 @@ fn recovery(c: &Ctx) {
 /// Four effects of 100 under a cap of 300, from two threads: one is refused.
 fn budgets(c: &Ctx) {
     let Some(g) = c.gate() else { return };
-    std::thread::scope(|s| {
-        for t in 0..2 {
-            let g = &g;
-            s.spawn(move || {
+    let g = &g;
+    let jobs: Vec<Job<'_>> = (0..2)
+        .map(|t| -> Job<'_> {
+            Box::new(move || {
                 for k in 0..2 {
                     c.submit(g, &format!("b{t}{k}"), Some(("order-1", 100)));
                 }
-            });
-        }
-    });
+            })
+        })
+        .collect();
+    run_all(jobs);
 }
 
 /// Raw appends (the journal alone, no gate) from three threads, each acknowledged.
@@ -269,10 +280,10 @@ fn appends(c: &Ctx) {
     ) else {
         return;
     };
-    std::thread::scope(|s| {
-        for t in 0..3 {
-            let j = &j;
-            s.spawn(move || {
+    let j = &j;
+    let jobs: Vec<Job<'_>> = (0..3)
+        .map(|t| -> Job<'_> {
+            Box::new(move || {
                 for k in 0..3u64 {
                     let effect = format!("raw{t}");
                     let mut fields = Map::new();
@@ -281,9 +292,7 @@ fn appends(c: &Ctx) {
                     fields.insert("premises".into(), json!({}));
                     fields.insert("effect".into(), json!({"raw": t}));
                     let kind = verify::entry::Kind::Proposed;
-                    if let Ok(entry) =
-                        j.append_entry(&effect, kind, fields, 1_800_000_000_000, &key())
-                    {
+                    if let Ok(entry) = j.append_entry(&effect, kind, fields, CLOCK_MS, &key()) {
                         let hash = entry
                             .get("hash")
                             .and_then(Value::as_str)
@@ -291,7 +300,8 @@ fn appends(c: &Ctx) {
                         record::note(format!("acked {effect} {hash}"));
                     }
                 }
-            });
-        }
-    });
+            })
+        })
+        .collect();
+    run_all(jobs);
 }

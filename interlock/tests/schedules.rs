@@ -1,1 +1,0 @@
-//! Thread schedules of the file store, controlled (filled in below).
