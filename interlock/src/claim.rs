@@ -330,7 +330,7 @@ impl ClaimDir {
                 &path,
             )
             .map_err(io_err("open the claim file", &path))?;
-            match file.try_lock() {
+            match crate::fsio::try_lock(&file, &path) {
                 Ok(()) => {}
                 Err(TryLockError::WouldBlock) => return Ok(None),
                 Err(TryLockError::Error(e)) => return Err(io_err("lock the claim file", &path)(e)),

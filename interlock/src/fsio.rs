@@ -3,7 +3,7 @@
 //! the order they happen (`testing::record`, with the `testing` feature) and build every crash
 //! state from the recording. Without an active recording each function is the plain call.
 
-use std::fs::{File, OpenOptions};
+use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -53,15 +53,21 @@ pub(crate) fn sync(file: &File, path: &Path, all: bool) -> io::Result<()> {
     call()
 }
 
-/// Open `path` with `options`; a file the call creates is recorded as created.
+/// Open `path` with `options` (recorded as a creation when the call created the file).
 pub(crate) fn open(options: &OpenOptions, path: &Path) -> io::Result<File> {
     #[cfg(feature = "testing")]
     if record::active() {
         let existed = path.exists();
-        return record::around_maybe(
+        return record::around(
             path,
             || options.open(path),
-            |p| (!existed).then_some(Op::Create { path: p }),
+            |p| {
+                if existed {
+                    Op::Open { path: p }
+                } else {
+                    Op::Create { path: p }
+                }
+            },
         );
     }
     options.open(path)
@@ -94,7 +100,7 @@ pub(crate) fn rename(from: &Path, to: &Path) -> io::Result<()> {
         return record::around_maybe(
             from,
             || std::fs::rename(from, to),
-            |p| to_rel.map(|to| Op::Rename { from: p, to }),
+            |p, _| to_rel.map(|to| Op::Rename { from: p, to }),
         );
     }
     std::fs::rename(from, to)
@@ -121,8 +127,30 @@ pub(crate) fn create_dir_all(path: &Path) -> io::Result<()> {
         return record::around_maybe(
             path,
             || std::fs::create_dir_all(path),
-            |p| (!existed).then_some(Op::Mkdir { path: p }),
+            |p, _| (!existed).then_some(Op::Mkdir { path: p }),
         );
     }
     std::fs::create_dir_all(path)
+}
+
+/// Try to take an exclusive `flock` on `file` (named `path`) without waiting.
+pub(crate) fn try_lock(file: &File, path: &Path) -> Result<(), TryLockError> {
+    #[cfg(feature = "testing")]
+    if record::active() {
+        let taken = record::around_maybe(
+            path,
+            || match file.try_lock() {
+                Ok(()) => Ok(true),
+                Err(TryLockError::WouldBlock) => Ok(false),
+                Err(TryLockError::Error(e)) => Err(e),
+            },
+            |p, taken| taken.then_some(Op::Lock { path: p }),
+        );
+        return match taken {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(TryLockError::WouldBlock),
+            Err(e) => Err(TryLockError::Error(e)),
+        };
+    }
+    file.try_lock()
 }

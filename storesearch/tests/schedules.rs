@@ -83,7 +83,10 @@ static SEEN: Mutex<Option<HashSet<u64>>> = Mutex::new(None);
 
 /// Whether the state hashed `h` is new (and now seen).
 fn first_seen(h: u64) -> bool {
-    SEEN.lock().unwrap().get_or_insert_with(HashSet::new).insert(h)
+    SEEN.lock()
+        .unwrap()
+        .get_or_insert_with(HashSet::new)
+        .insert(h)
 }
 
 /// Run `w` once (inside a schedule), recorded, and check the harshest crash after each answer.

@@ -664,7 +664,8 @@ impl Journal {
     /// The `flock` on a fresh descriptor, tried until the bound counted from `started` (when
     /// the caller asked for the journal lock) runs out.
     fn take_file_lock(&self, started: Instant) -> Result<File, JournalError> {
-        let file = File::open(&self.path).map_err(io_err("open for locking", &self.path))?;
+        let file = fsio::open(OpenOptions::new().read(true), &self.path)
+            .map_err(io_err("open for locking", &self.path))?;
         let meta = file.metadata().map_err(io_err("inspect", &self.path))?;
         if (meta.dev(), meta.ino()) != self.identity {
             return Err(JournalError::Poisoned {
@@ -677,7 +678,7 @@ impl Journal {
         check_one_name(&file, &self.path)?;
         let mut nap = Duration::from_millis(1);
         loop {
-            match file.try_lock() {
+            match fsio::try_lock(&file, &self.path) {
                 Ok(()) => return Ok(file),
                 Err(TryLockError::WouldBlock) => {}
                 Err(TryLockError::Error(e)) => return Err(io_err("lock", &self.path)(e)),

@@ -16,6 +16,17 @@ pub enum Op {
         /// The file.
         path: String,
     },
+    /// An existing file was opened (no change to what a crash leaves; kept for reading a
+    /// recording).
+    Open {
+        /// The file.
+        path: String,
+    },
+    /// An exclusive `flock` was taken on the file (no change to what a crash leaves).
+    Lock {
+        /// The file.
+        path: String,
+    },
     /// `bytes` were written at offset `at`.
     Write {
         /// The file.
@@ -154,20 +165,21 @@ pub(crate) fn around<R>(
     call: impl FnOnce() -> std::io::Result<R>,
     op: impl FnOnce(String) -> Op,
 ) -> std::io::Result<R> {
-    around_maybe(path, call, |p| Some(op(p)))
+    around_maybe(path, call, |p, _| Some(op(p)))
 }
 
-/// [`around`], for a call that logs an operation only sometimes (an open that created).
+/// [`around`], for a call that logs an operation only sometimes (depending on what it
+/// returned, or on what was there before).
 pub(crate) fn around_maybe<R>(
     path: &Path,
     call: impl FnOnce() -> std::io::Result<R>,
-    op: impl FnOnce(String) -> Option<Op>,
+    op: impl FnOnce(String, &R) -> Option<Op>,
 ) -> std::io::Result<R> {
     let mut log = log();
     let rel = log.as_ref().and_then(|l| relative_to(&l.root, path));
     let out = call();
-    if let (Some(l), Some(rel), Ok(_)) = (log.as_mut(), rel, &out) {
-        if let Some(op) = op(rel) {
+    if let (Some(l), Some(rel), Ok(r)) = (log.as_mut(), rel, &out) {
+        if let Some(op) = op(rel, r) {
             l.ops.push(op);
         }
     }

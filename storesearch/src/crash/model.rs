@@ -112,7 +112,7 @@ impl Fs {
                     self.dirs.insert(at.clone());
                 }
             }
-            Op::Note { .. } => {}
+            Op::Note { .. } | Op::Open { .. } | Op::Lock { .. } => {}
         }
     }
 }
@@ -217,10 +217,16 @@ pub fn crash_states(ops: &[Op], stride: TearStride, visit: &mut dyn FnMut(CrashS
         if cut > 0 {
             fs.apply(&ops[cut - 1]);
         }
-        // Nothing on disk changes at a workload's event (a send, an answer): a crash just
-        // before it leaves what a crash just after it leaves, with less of the world to match.
-        // So the states are visited after the last of consecutive events only.
-        if cut < ops.len() && matches!(ops[cut], Op::Note { .. }) {
+        // Nothing on disk changes at a workload's event (a send, an answer), an open of an
+        // existing file or a lock: a crash just before it leaves what a crash just after it
+        // leaves (with less of the world to match). So the states are visited after the last of
+        // consecutive such operations only.
+        if cut < ops.len()
+            && matches!(
+                ops[cut],
+                Op::Note { .. } | Op::Open { .. } | Op::Lock { .. }
+            )
+        {
             continue;
         }
         states_at(&fs, cut, stride, visit);
