@@ -11,7 +11,10 @@
 //! committed single-row INSERT on the database (`pg_commit`, a WAL flush), and per database row
 //! the server's WAL syncs per second and per submit (five committed writes each: fewer syncs
 //! than that is commits sharing a flush). The targets of the throughput issue are
-//! printed as a last line per store with the measured ratio or rate (`target`).
+//! printed as a last line per store with the measured ratio or rate (`target`). The file store's
+//! `shared_gate` rows run again with every sync skipped (`jsonl_file_no_sync`, a test-only
+//! switch): each writer count's ratio of durable to no-sync appends is its distance from the
+//! CPU ceiling.
 //!
 //! Run: `cargo bench -p interlock --bench stores`. The PostgreSQL rows need
 //! `INTERLOCK_TEST_PG_URL` (`.ci/pg-cluster start`); `STORES_SECONDS` sets the time per row
@@ -341,6 +344,27 @@ fn main() {
                "one_writer_appends_per_s": one, "sixteen_threads_appends_per_s": sixteen,
                "ratio": round2(ratio), "met": ratio >= 5.0})
     );
+    // The same workload without durability (every sync of the file store skipped), in the
+    // same run: how far below its ceiling the store is at each writer count.
+    for writers in WRITERS {
+        let durable = file
+            .iter()
+            .find(|(m, w, _)| *m == "shared_gate" && *w == writers)
+            .map_or(0.0, |r| r.2);
+        let dir = tempfile::tempdir_in(&base).unwrap();
+        let at = Location::File(dir.path().join("journal.jsonl"));
+        interlock::testing::record::skip_syncs(true);
+        let ceiling = measure("jsonl_file_no_sync", "shared_gate", &at, writers, seconds);
+        interlock::testing::record::skip_syncs(false);
+        let ratio = if ceiling > 0.0 { durable / ceiling } else { 0.0 };
+        println!(
+            "{}",
+            json!({"bench": "target", "store": "jsonl_file", "writers": writers,
+                   "target": "threads of one gate >= 0.7 of the no-sync ceiling (at 16)",
+                   "durable_appends_per_s": durable, "no_sync_appends_per_s": ceiling,
+                   "ratio": round2(ratio), "met": writers != 16 || ratio >= 0.7})
+        );
+    }
     let Some(url) = pg else {
         eprintln!("postgres rows skipped: INTERLOCK_TEST_PG_URL is not set");
         return;

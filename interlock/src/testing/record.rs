@@ -83,6 +83,19 @@ struct Log {
 }
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
+static SYNCS_OFF: AtomicBool = AtomicBool::new(false);
+
+/// Make every sync of the file store a no-op (`true`) or real again (`false`): for benchmarks
+/// that measure the store against its ceiling without durability, in the same run. Never for a
+/// gate anyone relies on: nothing it writes survives a power loss.
+pub fn skip_syncs(off: bool) {
+    SYNCS_OFF.store(off, Ordering::SeqCst);
+}
+
+/// Whether syncs are skipped (see [`skip_syncs`]).
+pub(crate) fn syncs_skipped() -> bool {
+    SYNCS_OFF.load(Ordering::Relaxed)
+}
 static LOG: Mutex<Option<Log>> = Mutex::new(None);
 
 fn log() -> MutexGuard<'static, Option<Log>> {
