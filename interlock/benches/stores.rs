@@ -356,7 +356,11 @@ fn main() {
         interlock::testing::record::skip_syncs(true);
         let ceiling = measure("jsonl_file_no_sync", "shared_gate", &at, writers, seconds);
         interlock::testing::record::skip_syncs(false);
-        let ratio = if ceiling > 0.0 { durable / ceiling } else { 0.0 };
+        let ratio = if ceiling > 0.0 {
+            durable / ceiling
+        } else {
+            0.0
+        };
         println!(
             "{}",
             json!({"bench": "target", "store": "jsonl_file", "writers": writers,
