@@ -233,25 +233,59 @@ pub fn crash_states(ops: &[Op], stride: TearStride, visit: &mut dyn FnMut(CrashS
     }
 }
 
+/// The states of one cut, handed to a visitor.
+struct At<'a> {
+    fs: &'a Fs,
+    cut: usize,
+    visit: &'a mut dyn FnMut(CrashState),
+}
+
+impl At<'_> {
+    /// The state with these names and directories, each inode's operations kept as `keep` says.
+    fn emit(
+        &mut self,
+        variant: String,
+        names: &BTreeMap<String, usize>,
+        dirs: &BTreeSet<String>,
+        keep: &dyn Fn(usize) -> Keep,
+    ) {
+        (self.visit)(state(self.fs, self.cut, variant, names, dirs, keep));
+    }
+
+    /// Every name as a process sees it, inode `i`'s operations kept as `keep_i`, every other
+    /// inode's all kept.
+    fn emit_file(&mut self, variant: String, i: usize, keep_i: Keep) {
+        let fs = self.fs;
+        self.emit(variant, &fs.names, &fs.dirs, &|k| {
+            if k == i {
+                keep_i.clone()
+            } else {
+                Keep::All
+            }
+        });
+    }
+}
+
 fn states_at(fs: &Fs, cut: usize, stride: TearStride, visit: &mut dyn FnMut(CrashState)) {
-    let all = |_| Keep::All;
-    visit(state(
-        fs,
-        cut,
-        "every operation kept".into(),
-        &fs.names,
-        &fs.dirs,
-        &all,
-    ));
-    visit(state(
-        fs,
-        cut,
+    let mut at = At { fs, cut, visit };
+    at.emit("every operation kept".into(), &fs.names, &fs.dirs, &|_| {
+        Keep::All
+    });
+    at.emit(
         "only what was synced".into(),
         &fs.durable_names,
         &fs.durable_dirs,
         &|_| Keep::Synced,
-    ));
-    // Each directory entry not yet durable, lost alone.
+    );
+    directory_states(&mut at);
+    for (p, &i) in &fs.names {
+        file_states(&mut at, p, i, stride);
+    }
+}
+
+/// Each directory entry not yet durable (a creation, rename or removal), lost alone.
+fn directory_states(at: &mut At<'_>) {
+    let fs = at.fs;
     for (p, i) in &fs.names {
         if fs.durable_names.get(p) != Some(i) {
             let mut names = fs.names.clone();
@@ -259,74 +293,51 @@ fn states_at(fs: &Fs, cut: usize, stride: TearStride, visit: &mut dyn FnMut(Cras
                 Some(&d) => names.insert(p.clone(), d),
                 None => names.remove(p),
             };
-            visit(state(
-                fs,
-                cut,
-                format!("the entry {p} lost"),
-                &names,
-                &fs.dirs,
-                &all,
-            ));
+            at.emit(format!("the entry {p} lost"), &names, &fs.dirs, &|_| {
+                Keep::All
+            });
         }
     }
     for (p, d) in &fs.durable_names {
         if !fs.names.contains_key(p) {
             let mut names = fs.names.clone();
             names.insert(p.clone(), *d);
-            visit(state(
-                fs,
-                cut,
+            at.emit(
                 format!("the removal of {p} lost"),
                 &names,
                 &fs.dirs,
-                &all,
-            ));
+                &|_| Keep::All,
+            );
         }
     }
-    // Each file's unsynced operations kept in part, reordered, or torn.
-    for (p, &i) in &fs.names {
-        let inode = &fs.inodes[i];
-        let unsynced = inode.ops.len() - inode.synced;
-        for j in 0..unsynced {
-            let keep = |k| if k == i { Keep::Prefix(j) } else { Keep::All };
-            visit(state(
-                fs,
-                cut,
-                format!("{p}: {j} of {unsynced} unsynced operations kept"),
-                &fs.names,
-                &fs.dirs,
-                &keep,
-            ));
-            if j + 1 < unsynced {
-                let keep = |k| if k == i { Keep::AllBut(j) } else { Keep::All };
-                visit(state(
-                    fs,
-                    cut,
-                    format!(
-                        "{p}: unsynced operation {} of {unsynced} lost, later ones kept",
-                        j + 1
-                    ),
-                    &fs.names,
-                    &fs.dirs,
-                    &keep,
-                ));
-            }
-            if let DataOp::Write { bytes, .. } = &inode.ops[inode.synced + j] {
-                for n in tear_points(bytes, stride) {
-                    let keep = |k| if k == i { Keep::Torn(j, n) } else { Keep::All };
-                    visit(state(
-                        fs,
-                        cut,
-                        format!(
-                            "{p}: unsynced write {} of {unsynced} torn after {n} of {} bytes",
-                            j + 1,
-                            bytes.len()
-                        ),
-                        &fs.names,
-                        &fs.dirs,
-                        &keep,
-                    ));
-                }
+}
+
+/// The unsynced operations of the file `p` (inode `i`) kept in part, one lost with later ones
+/// kept, or a write torn.
+fn file_states(at: &mut At<'_>, p: &str, i: usize, stride: TearStride) {
+    let inode = &at.fs.inodes[i];
+    let unsynced = inode.ops.len() - inode.synced;
+    for j in 0..unsynced {
+        at.emit_file(
+            format!("{p}: {j} of {unsynced} unsynced operations kept"),
+            i,
+            Keep::Prefix(j),
+        );
+        if j + 1 < unsynced {
+            let what = format!(
+                "{p}: unsynced operation {} of {unsynced} lost, later ones kept",
+                j + 1
+            );
+            at.emit_file(what, i, Keep::AllBut(j));
+        }
+        if let DataOp::Write { bytes, .. } = &inode.ops[inode.synced + j] {
+            for n in tear_points(bytes, stride) {
+                let what = format!(
+                    "{p}: unsynced write {} of {unsynced} torn after {n} of {} bytes",
+                    j + 1,
+                    bytes.len()
+                );
+                at.emit_file(what, i, Keep::Torn(j, n));
             }
         }
     }
