@@ -147,3 +147,66 @@ fn materialise(state: &CrashState, dir: &Path) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_callers_were_told_is_read_from_the_workloads_events() {
+        let mut told = Told::default();
+        for note in [
+            "land e1",
+            "answer e1 COMMITTED",
+            "answer e2 REFUSED:lease",
+            "acked e3 h3",
+            "other",
+        ] {
+            told.take(note);
+        }
+        assert_eq!(told.landed, vec!["e1".to_owned()]);
+        assert_eq!(
+            told.answers.get("e2").map(String::as_str),
+            Some("REFUSED:lease")
+        );
+        assert_eq!(told.acked, vec![("e3".to_owned(), "h3".to_owned())]);
+    }
+
+    #[test]
+    fn answers_are_matched_with_statuses_by_what_they_say_happened() {
+        assert_eq!(settled("DUPLICATE_IGNORED"), settled("COMMITTED_ON_QUERY"));
+        assert_eq!(settled("REFUSED:stale_premise"), Some(Settled::Refused));
+        assert_eq!(settled("AMBIGUOUS"), Some(Settled::Ambiguous));
+        assert_eq!(settled("IN_FLIGHT"), None);
+        assert_ne!(settled("COMMITTED"), settled("AMBIGUOUS"));
+    }
+
+    #[test]
+    fn a_state_that_lost_what_an_answer_rested_on_fails_and_one_that_kept_it_passes() {
+        #![allow(clippy::unwrap_used)]
+        let w = workloads::ALL[0];
+        // A crash that kept nothing, after a caller was told COMMITTED.
+        let empty = CrashState {
+            cut: 0,
+            variant: "nothing kept".into(),
+            files: Default::default(),
+            dirs: Default::default(),
+        };
+        let effect = interlock::effect_id(&workloads::proposal("a", None));
+        let mut told = Told::default();
+        told.take(&format!("land {effect}"));
+        told.take(&format!("answer {effect} COMMITTED"));
+        let dir = tempfile::tempdir().unwrap();
+        let failed = check(&w, &empty, &told, dir.path());
+        assert!(
+            failed
+                .iter()
+                .any(|f| f.contains("was told COMMITTED, before recovery")),
+            "{failed:?}"
+        );
+        // The whole search of that workload finds nothing wrong, and checked something.
+        let report = super::super::search(&w, super::super::model::TearStride(64)).unwrap();
+        assert!(report.failures.is_empty(), "{:?}", report.failures);
+        assert!(report.distinct > 10 && report.answers == 1, "{report:?}");
+    }
+}

@@ -360,3 +360,113 @@ pub fn synced_state(ops: &[Op], cut: usize) -> CrashState {
         &|_| Keep::Synced,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn write(path: &str, at: u64, bytes: &[u8]) -> Op {
+        Op::Write {
+            path: path.into(),
+            at,
+            bytes: bytes.to_vec(),
+        }
+    }
+
+    fn all_states(ops: &[Op], stride: usize) -> Vec<CrashState> {
+        let mut out = Vec::new();
+        crash_states(ops, TearStride(stride), &mut |s| out.push(s));
+        out
+    }
+
+    fn contents_at(states: &[CrashState], cut: usize, path: &str) -> BTreeSet<Vec<u8>> {
+        states
+            .iter()
+            .filter(|s| s.cut == cut)
+            .map(|s| {
+                s.files
+                    .get(path)
+                    .cloned()
+                    .unwrap_or_else(|| b"<absent>".to_vec())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_synced_write_survives_every_crash_and_unsynced_ones_survive_in_part() {
+        let ops = vec![
+            Op::Create { path: "j".into() },
+            Op::SyncDir { dir: String::new() },
+            write("j", 0, b"a\n"),
+            Op::Sync { path: "j".into() },
+            write("j", 2, b"b\n"),
+            write("j", 4, b"c\n"),
+        ];
+        let states = all_states(&ops, 1);
+        let end = contents_at(&states, ops.len(), "j");
+        // Kept whole, in part, the first lost with the second kept (a hole), torn.
+        for want in [
+            &b"a\nb\nc\n"[..],
+            b"a\n",
+            b"a\nb\n",
+            b"a\n\0\0c\n",
+            b"a\nb",
+            b"a\nb\nc",
+        ] {
+            assert!(
+                end.contains(want),
+                "missing {:?} in {end:?}",
+                String::from_utf8_lossy(want)
+            );
+        }
+        // Nothing loses the synced line.
+        assert!(end.iter().all(|c| c.starts_with(b"a\n")), "{end:?}");
+        // Before the sync, the first write itself may be lost or torn.
+        let before_sync = contents_at(&states, 3, "j");
+        assert!(
+            before_sync.contains(&b""[..]) && before_sync.contains(&b"a"[..])
+        );
+    }
+
+    #[test]
+    fn a_new_file_is_lost_until_its_directory_is_synced_and_a_rename_until_then_too() {
+        let ops = vec![
+            Op::Create {
+                path: "m.new".into(),
+            },
+            write("m.new", 0, b"x\n"),
+            Op::Sync {
+                path: "m.new".into(),
+            },
+            Op::Rename {
+                from: "m.new".into(),
+                to: "m".into(),
+            },
+        ];
+        let states = all_states(&ops, 1);
+        let end: Vec<&CrashState> = states.iter().filter(|s| s.cut == ops.len()).collect();
+        assert!(end
+            .iter()
+            .any(|s| s.files.get("m") == Some(&b"x\n".to_vec())));
+        assert!(
+            end.iter().any(|s| s.files.is_empty()),
+            "the unsynced names may all be lost"
+        );
+        let synced = synced_state(&ops, ops.len());
+        assert!(synced.files.is_empty(), "{:?}", synced.files);
+        let mut more = ops.clone();
+        more.push(Op::SyncDir { dir: String::new() });
+        let synced = synced_state(&more, more.len());
+        assert_eq!(synced.files.get("m"), Some(&b"x\n".to_vec()));
+    }
+
+    #[test]
+    fn tears_fall_on_the_stride_and_around_every_newline() {
+        let points = tear_points(b"0123456789\nabcdefghij", TearStride(8));
+        for want in [1, 9, 10, 11, 12, 17] {
+            assert!(points.contains(&want), "{want} not in {points:?}");
+        }
+        assert!(!points.contains(&0) && !points.contains(&21));
+    }
+}
