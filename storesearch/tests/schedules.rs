@@ -130,7 +130,7 @@ fn answers_hold(w: &Workload) -> (usize, usize) {
 
 #[test]
 fn under_every_schedule_searched_each_answer_survives_the_harshest_crash_after_it() {
-    for name in ["threads", "two_gates", "budgets", "appends"] {
+    for name in ["threads", "two_gates", "budgets", "appends", "race"] {
         let w = workload(name);
         let totals = Arc::new(Mutex::new((0usize, 0usize, 0usize)));
         let t = Arc::clone(&totals);

@@ -424,9 +424,7 @@ mod tests {
         assert!(end.iter().all(|c| c.starts_with(b"a\n")), "{end:?}");
         // Before the sync, the first write itself may be lost or torn.
         let before_sync = contents_at(&states, 3, "j");
-        assert!(
-            before_sync.contains(&b""[..]) && before_sync.contains(&b"a"[..])
-        );
+        assert!(before_sync.contains(&b""[..]) && before_sync.contains(&b"a"[..]));
     }
 
     #[test]

@@ -17,3 +17,11 @@ pub fn run_all<'a>(jobs: Vec<Box<dyn FnOnce() + Send + 'a>>) {
         }
     });
 }
+
+/// Let another thread run here (under the controlled scheduler, a point where it may switch).
+pub fn yield_now() {
+    #[cfg(not(feature = "shuttle"))]
+    std::thread::yield_now();
+    #[cfg(feature = "shuttle")]
+    shuttle::thread::yield_now();
+}

@@ -1,5 +1,6 @@
 //! The workloads whose file operations are recorded: one effect, several threads of one gate,
-//! two gates on one journal, recovery of sends whose answer was lost, budgets, and raw appends
+//! two gates on one journal, recovery of sends whose answer was lost, budgets, raw appends, and a
+//! recovery racing a sender on another gate
 //! from threads. Each notes every answer it was given (`answer <effect> <status>`), every
 //! outcome recovery settled (`answer` too) and every append acknowledged (`acked <effect>
 //! <hash>`), between the store's operations.
@@ -41,7 +42,7 @@ pub struct Workload {
 }
 
 /// Every workload.
-pub const ALL: [Workload; 7] = [
+pub const ALL: [Workload; 8] = [
     Workload {
         name: "one_effect",
         tier: Tier::Two,
@@ -99,6 +100,13 @@ pub const ALL: [Workload; 7] = [
         sends: &[],
         run: appends,
     },
+    Workload {
+        name: "race",
+        tier: Tier::Two,
+        budgets: &[],
+        sends: &[],
+        run: race,
+    },
 ];
 
 /// The signing key of every workload's gates.
@@ -138,8 +146,18 @@ pub fn gate(
     path: &Path,
     world: &Arc<World>,
 ) -> Result<SearchGate, interlock::GateError> {
+    gate_at(w, path, world, CLOCK_MS)
+}
+
+/// Open a gate for `w` over the journal at `path` whose clock stands at `clock_ms`.
+pub fn gate_at(
+    w: &Workload,
+    path: &Path,
+    world: &Arc<World>,
+    clock_ms: u64,
+) -> Result<SearchGate, interlock::GateError> {
     let mut g = Gate::open(path, Arc::clone(world), AllLive, key(), config())?;
-    g.set_clock(Box::new(|| CLOCK_MS));
+    g.set_clock(Box::new(move || clock_ms));
     if !w.budgets.is_empty() {
         g.set_budgets(Box::new(MemBudgets::with_caps(w.budgets.iter().copied())));
     }
@@ -166,6 +184,19 @@ impl Ctx {
                 answer.effect_id,
                 answer.status.as_str()
             ));
+        }
+    }
+
+    /// Ask `status` of the effect `name`, noting a settled answer as one a caller was given.
+    fn ask(&self, g: &SearchGate, name: &str) {
+        if let Ok(Some(s)) = g.status(&effect_id(&proposal(name, None))) {
+            if s != interlock::Status::InFlight {
+                record::note(format!(
+                    "answer {} {}",
+                    effect_id(&proposal(name, None)),
+                    s.as_str()
+                ));
+            }
         }
     }
 
@@ -218,6 +249,13 @@ fn threads(c: &Ctx) {
                 c.submit(g, &format!("u{t}"), None);
             })
         })
+        .chain(std::iter::once(Box::new(move || {
+            // A reader: `status` answers while lines of the effect wait for their commit.
+            for _ in 0..4 {
+                c.ask(g, "shared");
+                c.ask(g, "t0");
+            }
+        }) as Job<'_>))
         .collect();
     run_all(jobs);
 }
@@ -253,6 +291,30 @@ fn recovery(c: &Ctx) {
     for name in ["a", "b"] {
         c.submit(&g2, name, None);
     }
+}
+
+/// One gate sends while a second gate recovers, again and again, with its clock past every
+/// in-flight bound: it must never take over a dispatch whose sender is still sending.
+fn race(c: &Ctx) {
+    let Some(g1) = c.gate() else { return };
+    let Some(g2) = gate_at(&c.workload, &c.journal, &c.world, CLOCK_MS + 3_600_000).ok() else {
+        return;
+    };
+    let (g1, g2) = (&g1, &g2);
+    let jobs: Vec<Job<'_>> = vec![
+        Box::new(move || {
+            for name in ["r0", "r1"] {
+                c.submit(g1, name, None);
+            }
+        }),
+        Box::new(move || {
+            for _ in 0..4 {
+                c.recover(g2);
+                super::threads::yield_now();
+            }
+        }),
+    ];
+    run_all(jobs);
 }
 
 /// Four effects of 100 under a cap of 300, from two threads: one is refused.

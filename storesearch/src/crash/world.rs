@@ -86,7 +86,9 @@ impl Target for World {
         Capabilities {
             dedup,
             lookup,
-            max_in_flight: None,
+            // A request is over a second after it was sent: recovery may trust "not found"
+            // once that has passed since the dispatch (by the recovering gate's clock).
+            max_in_flight: Some(std::time::Duration::from_secs(1)),
         }
     }
 
@@ -95,6 +97,8 @@ impl Target for World {
     }
 
     fn apply(&self, effect_id: &str, _: &Value) -> Result<Value, TargetError> {
+        // The request is on its way: other threads may run (a recovery on another gate).
+        super::threads::yield_now();
         let send = self
             .first_sends
             .lock()

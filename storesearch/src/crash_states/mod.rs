@@ -14,7 +14,7 @@ use storesearch::crash::{check_all, record, Report};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The workloads to run (comma-separated; default all): one_effect, threads, two_gates,
-    /// recovery_tier2, recovery_tier3, budgets, appends.
+    /// recovery_tier2, recovery_tier3, budgets, appends, race.
     #[arg(long, value_delimiter = ',')]
     workload: Vec<String>,
     /// Tear each unsynced write at every N-th byte (and around each newline). 1 tears at every
@@ -31,6 +31,10 @@ pub struct Args {
     /// Where a failing search saves its recordings (default: the system's temporary directory).
     #[arg(long)]
     save_to: Option<PathBuf>,
+    /// Go on with the other workloads and runs after one failed (by default the search stops
+    /// there: a broken store can make every later workload fail slowly).
+    #[arg(long)]
+    keep_going: bool,
 }
 
 fn chosen(args: &Args) -> anyhow::Result<Vec<Workload>> {
@@ -127,6 +131,10 @@ pub fn main(args: &Args) -> anyhow::Result<bool> {
                 failed += report.failures.len();
                 let saved = save(&ops, w, run, args)?;
                 explain(&report, Some((&saved, stride)));
+                if !args.keep_going {
+                    eprintln!("stopped after the first failing workload (--keep-going goes on)");
+                    return Ok(false);
+                }
             }
         }
     }
