@@ -357,10 +357,22 @@ fn main() {
                    "commits_per_s_one_at_a_time": (1e3 / p50).round()})
         );
     }
+    let file = file_rows(&base, seconds);
+    no_sync_rows(&base, &file, seconds);
+    let Some(url) = pg else {
+        eprintln!("postgres rows skipped: INTERLOCK_TEST_PG_URL is not set");
+        return;
+    };
+    postgres_rows(&url, seconds);
+}
+
+/// The file store's rows, every way and writer count, and its scaling target; the appends per
+/// second of each row.
+fn file_rows(base: &Path, seconds: f64) -> Vec<(&'static str, usize, f64)> {
     let mut file = Vec::new();
     for mode in MODES {
         for writers in WRITERS {
-            let dir = tempfile::tempdir_in(&base).unwrap();
+            let dir = tempfile::tempdir_in(base).unwrap();
             let at = Location::File(dir.path().join("journal.jsonl"));
             file.push((
                 mode,
@@ -385,6 +397,11 @@ fn main() {
                "one_writer_appends_per_s": one, "sixteen_threads_appends_per_s": sixteen,
                "ratio": round2(ratio), "met": ratio >= 5.0})
     );
+    file
+}
+
+/// The shared-gate rows again with every sync skipped, each with its ratio to the durable row.
+fn no_sync_rows(base: &Path, file: &[(&'static str, usize, f64)], seconds: f64) {
     // The same workload without durability (every sync of the file store skipped), in the
     // same run: how far below its ceiling the store is at each writer count.
     for writers in WRITERS {
@@ -392,7 +409,7 @@ fn main() {
             .iter()
             .find(|(m, w, _)| *m == "shared_gate" && *w == writers)
             .map_or(0.0, |r| r.2);
-        let dir = tempfile::tempdir_in(&base).unwrap();
+        let dir = tempfile::tempdir_in(base).unwrap();
         let at = Location::File(dir.path().join("journal.jsonl"));
         interlock::testing::record::skip_syncs(true);
         let ceiling = measure("jsonl_file_no_sync", "shared_gate", &at, writers, seconds);
@@ -410,14 +427,14 @@ fn main() {
                    "ratio": round2(ratio), "met": writers != 16 || ratio >= 0.7})
         );
     }
-    let Some(url) = pg else {
-        eprintln!("postgres rows skipped: INTERLOCK_TEST_PG_URL is not set");
-        return;
-    };
+}
+
+/// The database's raw commit rate, the PostgreSQL store's rows, and their targets.
+fn postgres_rows(url: &str, seconds: f64) {
     // What the server commits with no gate in front of it, in the same run.
     let mut raw = Vec::new();
     for sessions in WRITERS {
-        let rate = raw_insert_rate(&url, sessions, seconds);
+        let rate = raw_insert_rate(url, sessions, seconds);
         println!(
             "{}",
             json!({"bench": "pg_raw_insert", "sessions": sessions, "commits_per_s": rate})
@@ -427,7 +444,7 @@ fn main() {
     let mut rows = Vec::new();
     for mode in MODES {
         for writers in WRITERS {
-            let at = fresh_schema(&url);
+            let at = fresh_schema(url);
             rows.push((
                 mode,
                 writers,

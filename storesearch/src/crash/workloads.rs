@@ -41,6 +41,14 @@ pub struct Workload {
     run: fn(&Ctx),
 }
 
+/// The first sends of the recovery workloads: one lands with its answer lost, one is lost, one
+/// is rejected (`d` lands).
+const RECOVERY_SENDS: &[(&str, Send)] = &[
+    ("a", Send::LandsUnanswered),
+    ("b", Send::Lost),
+    ("c", Send::Rejected),
+];
+
 /// Every workload.
 pub const ALL: [Workload; 8] = [
     Workload {
@@ -68,22 +76,14 @@ pub const ALL: [Workload; 8] = [
         name: "recovery_tier2",
         tier: Tier::Two,
         budgets: &[],
-        sends: &[
-            ("a", Send::LandsUnanswered),
-            ("b", Send::Lost),
-            ("c", Send::Rejected),
-        ],
+        sends: RECOVERY_SENDS,
         run: recovery,
     },
     Workload {
         name: "recovery_tier3",
         tier: Tier::Three,
         budgets: &[],
-        sends: &[
-            ("a", Send::LandsUnanswered),
-            ("b", Send::Lost),
-            ("c", Send::Rejected),
-        ],
+        sends: RECOVERY_SENDS,
         run: recovery,
     },
     Workload {
