@@ -23,7 +23,8 @@
 //! Run: `cargo bench -p interlock --bench stores`. The PostgreSQL rows need
 //! `INTERLOCK_TEST_PG_URL` (`.ci/pg-cluster start`); `STORES_SECONDS` sets the time per row
 //! (default 3); `STORES_DIR` the directory of the file journals (default: the target's temporary
-//! directory, on the build's disk — not a tmpfs, where fsync is free).
+//! directory, on the build's disk — not a tmpfs, where fsync is free); `STORES_ONLY=file` or
+//! `STORES_ONLY=postgres` runs one store's rows only.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ed25519_dalek::SigningKey;
@@ -357,8 +358,14 @@ fn main() {
                    "commits_per_s_one_at_a_time": (1e3 / p50).round()})
         );
     }
-    let file = file_rows(&base, seconds);
-    no_sync_rows(&base, &file, seconds);
+    let only = std::env::var("STORES_ONLY").unwrap_or_default();
+    if only != "postgres" {
+        let file = file_rows(&base, seconds);
+        no_sync_rows(&base, &file, seconds);
+    }
+    if only == "file" {
+        return;
+    }
     let Some(url) = pg else {
         eprintln!("postgres rows skipped: INTERLOCK_TEST_PG_URL is not set");
         return;

@@ -83,11 +83,6 @@ impl PgStore {
     pub fn try_claim(&self, _effect_id: &str) -> Result<Option<PgClaim<'_>>, JournalError> {
         match self.never {}
     }
-
-    /// As the PostgreSQL store's `read_record`; unreachable, as no value of `Self` exists.
-    pub fn read_record(&self, _effect_id: &str) -> Option<(ClaimRecord, bool)> {
-        match self.never {}
-    }
 }
 
 impl PgSection<'_> {
@@ -111,8 +106,13 @@ impl PgSection<'_> {
         match self.never {}
     }
 
-    /// As the PostgreSQL store's `index`; unreachable, as no value of `Self` exists.
-    pub fn index(&self) -> &Index {
+    /// As the PostgreSQL store's `with_index`; unreachable, as no value of `Self` exists.
+    pub fn with_index<R>(&self, _f: impl FnOnce(&Index) -> R) -> R {
+        match self.never {}
+    }
+
+    /// As the PostgreSQL store's `read_record`; unreachable, as no value of `Self` exists.
+    pub fn read_record(&self, _effect_id: &str) -> Option<(ClaimRecord, bool)> {
         match self.never {}
     }
 

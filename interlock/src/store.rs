@@ -187,23 +187,25 @@ impl Store {
                 let latest = l.record_gen(effect_id) == Some(record.gen);
                 Some((record, latest))
             }
-            (Store::Pg(pg), _) => pg.read_record(effect_id),
-            (Store::File { .. }, Section::Pg(_)) => None,
+            (Store::Pg(_), Section::Pg(p)) => p.read_record(effect_id),
+            (Store::File { .. }, Section::Pg(_)) | (Store::Pg(_), Section::File(_)) => None,
         }
     }
 }
 
 impl Section<'_> {
-    fn index(&self) -> &Index {
+    /// Call `f` on the index of checked entries (on PostgreSQL it is shared by the store's
+    /// sections and locked for the call only).
+    fn with_index<R>(&self, f: impl FnOnce(&Index) -> R) -> R {
         match self {
-            Section::File(l) => l.index(),
-            Section::Pg(p) => p.index(),
+            Section::File(l) => f(l.index()),
+            Section::Pg(p) => p.with_index(f),
         }
     }
 
-    /// What the index knows about one effect.
-    pub fn state(&self, effect_id: &str) -> Option<&EffectState> {
-        self.index().state(effect_id)
+    /// Call `f` on what the index knows about one effect.
+    pub fn with_state<R>(&self, effect_id: &str, f: impl FnOnce(Option<&EffectState>) -> R) -> R {
+        self.with_index(|index| f(index.state(effect_id)))
     }
 
     /// True under an effect's lock (the file store's journal lock); false for a lock-free view
@@ -236,17 +238,17 @@ impl Section<'_> {
     /// Every effect of budget `id` other than `except` holding a reservation of it, with its
     /// amount. Only [`crate::budget::reckon_under_budget_lock`] reads it, under the lock.
     pub(crate) fn budget_holders(&self, id: &str, except: &str) -> Vec<verify::budget::Counted> {
-        self.index().budget_holders(id, except)
+        self.with_index(|i| i.budget_holders(id, except))
     }
 
     /// Effect ids with an open dispatch, first-seen order.
     pub fn open_effects(&self) -> Vec<String> {
-        self.index().open_effects()
+        self.with_index(Index::open_effects)
     }
 
     /// Every effect id, first-seen order.
     pub fn effect_ids(&self) -> Vec<String> {
-        self.index().effect_ids()
+        self.with_index(Index::effect_ids)
     }
 
     /// The `index`-th entry of an effect, exactly as stored.
@@ -259,7 +261,7 @@ impl Section<'_> {
 
     /// Every entry of an effect, in journal order.
     pub fn entries(&self, effect_id: &str) -> Result<Vec<Value>, JournalError> {
-        (0..self.index().count(effect_id))
+        (0..self.with_index(|i| i.count(effect_id)))
             .map(|i| self.entry(effect_id, i).map(Value::Object))
             .collect()
     }

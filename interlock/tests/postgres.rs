@@ -1020,3 +1020,76 @@ fn a_dispatch_settled_refused_while_recovery_waited_is_never_resent_under_any_is
         );
     }
 }
+
+/// Every lease live; a check of lease `"slow"` stops at `hold` when it is armed: a lease store
+/// that takes as long as the test wants.
+struct SlowLeases {
+    hold: Arc<Hold>,
+}
+
+impl interlock::LeaseStore for SlowLeases {
+    fn check(
+        &self,
+        lease: &serde_json::Value,
+        _effect: &serde_json::Value,
+    ) -> Result<interlock::LeaseCheck, interlock::LeaseError> {
+        if lease == &json!("slow") {
+            self.hold.stop_here();
+        }
+        Ok(interlock::LeaseCheck {
+            live: true,
+            grant: Some(json!({"lease": lease})),
+        })
+    }
+}
+
+/// DESIGN §2.7: a slow lease store stalls only the effect whose section asked it. While one
+/// thread's dispatch-time lease check (inside its effect's section, under its claim) does not
+/// answer, another thread of the same gate submits another effect to the end and `status`
+/// answers; then the slow one commits. Before sections had connections of their own, the
+/// second submit waited for the first's section.
+#[test]
+#[ignore = "needs PostgreSQL: INTERLOCK_TEST_PG_URL (.ci/pg-cluster start); run with --include-ignored"]
+fn a_slow_lease_store_stalls_only_the_effect_that_asked_it() {
+    let Some((_schema, at)) = database("a_slow_lease_store_stalls_only_the_effect_that_asked_it")
+    else {
+        return;
+    };
+    let hold = Arc::new(Hold::default());
+    let target = Arc::new(MemTarget::new(Tier::One, true));
+    target.set_fact("incident_compensation", json!(0));
+    let leases = SlowLeases { hold: hold.clone() };
+    let mut g = Gate::open_at(&at, target.clone(), leases, key(), GateConfig::default()).unwrap();
+    // Armed once the slow effect is authorized: its next lease check is the one under the claim.
+    let h = hold.clone();
+    g.set_observer(Box::new(move |step| {
+        if step == Step::Authorized {
+            h.arm();
+        }
+    }));
+    let mut slow = proposal(1000);
+    slow.lease = json!("slow");
+    slow.request_id = Some("slow".into());
+    let mut other = proposal(2000);
+    other.request_id = Some("other".into());
+    let (slow_eid, other_eid) = (effect_id(&slow), effect_id(&other));
+    let g = &g;
+    let (other_answer, status_meanwhile, slow_answer) = std::thread::scope(|scope| {
+        let slow_thread = scope.spawn(|| g.submit(&slow));
+        hold.wait_reached();
+        let other_answer = g.submit(&other).map(|s| s.status);
+        let status_meanwhile = g.status(&slow_eid);
+        hold.release();
+        (
+            other_answer,
+            status_meanwhile,
+            slow_thread.join().unwrap().map(|s| s.status),
+        )
+    });
+    assert_eq!(other_answer.unwrap(), Status::Committed);
+    // Proposed and authorized, not dispatched: nothing decided yet.
+    assert_eq!(status_meanwhile.unwrap(), None);
+    assert_eq!(slow_answer.unwrap(), Status::Committed);
+    assert_eq!(target.landed(&slow_eid), 1);
+    assert_eq!(target.landed(&other_eid), 1);
+}

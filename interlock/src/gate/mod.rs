@@ -263,10 +263,10 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         claim: Option<&Claim<'_>>,
     ) -> Result<Appended, GateError> {
         let mut j = self.journal.lock(eid)?;
-        let still_open = j
-            .state(eid)
-            .and_then(|s| s.open.as_ref())
-            .is_some_and(|o| o.hash == dispatch);
+        let still_open = j.with_state(eid, |s| {
+            s.and_then(|s| s.open.as_ref())
+                .is_some_and(|o| o.hash == dispatch)
+        });
         if !still_open {
             return Ok(None);
         }
@@ -352,7 +352,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
         let open = self
             .journal
             .peek(Some(eid), |j| {
-                j.state(eid).is_some_and(|s| s.open.is_some())
+                j.with_state(eid, |s| s.is_some_and(|s| s.open.is_some()))
             })
             .unwrap_or(true);
         if open {

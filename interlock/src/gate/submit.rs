@@ -249,7 +249,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             m.insert("budget".into(), json!(b));
         }
         let mut j = self.journal.lock(&prep.eid)?;
-        let facts = facts_of(j.state(&prep.eid), prep);
+        let facts = j.with_state(&prep.eid, |s| facts_of(s, prep));
         run.facts.admission = Some(admit(facts, AdmissionPoint::Proposal));
         if let SubmitNext::Finish(end) = next_submit_step(&run.facts) {
             if end == SubmitEnd::NotAdmitted(Admission::Conflicting) {
@@ -259,9 +259,9 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             return self.finish(&mut j, prep, run, end).map(Flow::Done);
         }
         run.decided_on = j
-            .state(&prep.eid)
-            .and_then(|s| s.premises_for(&prep.lease_c))
-            .cloned()
+            .with_state(&prep.eid, |s| {
+                s.and_then(|s| s.premises_for(&prep.lease_c)).cloned()
+            })
             .unwrap_or_else(|| p.premises.clone());
         self.append(&mut j, &prep.eid, Kind::Proposed, proposed)?;
         Ok(Flow::Go(()))
@@ -289,7 +289,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             }
             Admission::Conflicting => (
                 RefusalCode::ConflictingPayload,
-                if j.state(&prep.eid).is_some_and(|st| st.dispatched) {
+                if j.with_state(&prep.eid, |s| s.is_some_and(|st| st.dispatched)) {
                     "The payload differs from the one this effect was first proposed with; the first proposal fixes it."
                 } else {
                     NEVER_DISPATCHED_CONFLICT
@@ -396,7 +396,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             Ok(Flow::Done(s))
         };
         let mut j = self.journal.lock(&prep.eid)?;
-        let facts = facts_of(j.state(&prep.eid), prep);
+        let facts = j.with_state(&prep.eid, |s| facts_of(s, prep));
         run.facts.admission_under_claim = Some(admit(facts, AdmissionPoint::Dispatch));
         if let SubmitNext::Finish(end) = next_submit_step(&run.facts) {
             let s = self.finish(&mut j, prep, run, end)?;

@@ -13,8 +13,14 @@ impl PgClaim<'_> {
     /// The claims connection, if it is still the session this claim was taken on; else the
     /// claim is stale: an error saying so.
     fn own_session(&self) -> Result<MutexGuard<'_, Claims>, JournalError> {
-        let claims = self.store.claims.lock().unwrap_or_else(|p| p.into_inner());
-        if claims.epoch == self.epoch && !claims.client.is_closed() {
+        let claims = self.store.claims[self.slot]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let open = claims
+            .session
+            .as_ref()
+            .is_some_and(|s| !s.client.is_closed());
+        if claims.epoch == self.epoch && open {
             return Ok(claims);
         }
         Err(JournalError::Database {
@@ -37,13 +43,10 @@ impl PgClaim<'_> {
             detail: format!("generation {} is out of range", record.gen),
         })?;
         let mut claims = self.own_session()?;
-        claims
+        let session = claims.session()?;
+        session
             .client
-            .execute(
-                "INSERT INTO interlock_claims (effect_id, record, gen) VALUES ($1, $2, $3) \
-                 ON CONFLICT (effect_id) DO UPDATE SET record = EXCLUDED.record, gen = EXCLUDED.gen",
-                &[&self.effect_id, &text, &gen],
-            )
+            .execute(&session.write, &[&self.effect_id, &text, &gen])
             .map_err(db_err(&self.store.name(), "write a claim record"))?;
         drop(claims);
         *self.written.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(record.clone()));
@@ -85,14 +88,10 @@ impl PgClaim<'_> {
         );
         let mut claims = self.own_session()?;
         let name = self.store.name();
-        let row = claims
+        let session = claims.session()?;
+        let row = session
             .client
-            .query_one(
-                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' \
-                 AND pid = pg_backend_pid() AND granted AND objsubid = 1 \
-                 AND classid::bigint = $1 AND objid::bigint = $2)",
-                &[&hi, &lo],
-            )
+            .query_one(&session.confirm, &[&hi, &lo])
             .map_err(db_err(&name, "confirm the claim's session"))?;
         if column::<bool>(&row, 0, &name, "confirming the claim")? {
             Ok(SendDeadline::by(asked + self.store.send_window))
@@ -113,15 +112,20 @@ impl PgClaim<'_> {
 
 impl Drop for PgClaim<'_> {
     fn drop(&mut self) {
-        let mut claims = self.store.claims.lock().unwrap_or_else(|p| p.into_inner());
+        let mut claims = self.store.claims[self.slot]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         if claims.epoch != self.epoch {
             // Taken on a session that ended: its lock went with it, and the key may now be held
             // on the new session by another holder of this process.
             return;
         }
-        let _ = claims
-            .client
-            .execute("SELECT pg_advisory_unlock($1)", &[&self.key]);
+        if let Some(session) = claims.session.as_mut() {
+            // Only an integer is spliced into the text.
+            let _ = session
+                .client
+                .simple_query(&format!("SELECT pg_advisory_unlock({})", self.key));
+        }
         claims.held.remove(&self.key);
     }
 }

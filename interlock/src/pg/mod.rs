@@ -7,21 +7,25 @@
 //!   distinct: PostgreSQL 15 or later) keeps every chain linear: two writers can never both
 //!   extend the same hash.
 //! - No journal-wide lock (DESIGN §2.7): a section locks one effect, with a session advisory lock
-//!   of the store's main connection keyed by the effect, waited for at most the gate's lock wait
-//!   (`lock_timeout`); a budget admission takes the budget's lock after it. Every append commits
-//!   on its own before it returns (synchronous commit), so it is durable like an fsynced line;
-//!   writers of other effects commit meanwhile and share WAL flushes.
+//!   keyed by the effect, waited for at most the gate's lock wait (`lock_timeout`); a budget
+//!   admission takes the budget's lock after it. Each section has a main connection to itself
+//!   from the store's pool (threads of one gate go on in parallel, and a lock-free reader never
+//!   waits for a section's connection); the checked index is shared and locked only between
+//!   round trips. Every append commits on its own before it returns (synchronous commit), so it
+//!   is durable like an fsynced line; writers of other effects commit meanwhile and share WAL
+//!   flushes.
 //! - Catching up goes by transaction id (schema version 5 stamps each row with its own): one
 //!   statement reads every row at or past the last horizon and its snapshot's horizon (the oldest
 //!   transaction still in progress). A row that commits late has a transaction id past the
 //!   horizon read before it, so it is read then; a `seq` cursor would skip it (rows of concurrent
 //!   writers commit out of `seq` order).
-//! - Claims are session advisory locks held by a second connection while a send can be in flight;
-//!   a killed process's session ends at once, a partitioned host's when the server notices
-//!   (the session sets `tcp_user_timeout` and keepalives, a few seconds). A claim is bound to the
-//!   session it was taken on (an epoch bumped on every reconnect): before a send the holder
-//!   confirms that this very session is still the claims connection and still holds the lock; if
-//!   it cannot, it does not send. A claim whose session was lost is stale: its record is never
+//! - Claims are session advisory locks held by a claims connection (one of [`CLAIM_SESSIONS`],
+//!   picked by the claim's key) while a send can be in flight; a killed process's session ends
+//!   at once, a partitioned host's when the server notices (the session sets `tcp_user_timeout`
+//!   and keepalives, a few seconds). A claim is bound to the session it was taken on (an epoch
+//!   per claims connection, bumped on every reconnect): before a send the holder confirms that
+//!   this very session is still its claims connection and still holds the lock; if it cannot,
+//!   it does not send. A claim whose session was lost is stale: its record is never
 //!   written and its drop never touches a lock of a later session. A confirmed holder sends only
 //!   within the store's send window of asking (the deadline is checked right before the request
 //!   leaves), so a recoverer that takes over from a holder that may live knows by when its
@@ -33,8 +37,9 @@
 use crate::claim::ClaimRecord;
 use crate::journal::{Index, JournalError};
 use ed25519_dalek::VerifyingKey;
-use postgres::{Client, NoTls};
+use postgres::{Client, NoTls, Statement};
 use serde_json::Value;
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -46,8 +51,9 @@ mod section;
 
 use schema::{exclude_older_gates, migrate};
 
-struct Main {
-    client: Client,
+/// What every section of this store reads: the index of checked entries and how far it has
+/// caught up. Locked only while rows are folded in or read out, never across a round trip.
+struct Shared {
     index: Index,
     /// Every row written by a transaction before this id (a snapshot's horizon) is indexed.
     horizon: i64,
@@ -56,8 +62,28 @@ struct Main {
     ahead: HashMap<i64, i64>,
 }
 
-struct Claims {
+impl Shared {
+    /// Whether the row `seq` of transaction `xid` is indexed already: written before the
+    /// horizon (every such row is), or indexed past it.
+    fn has(&self, seq: i64, xid: i64) -> bool {
+        xid < self.horizon || self.ahead.contains_key(&seq)
+    }
+}
+
+/// A main connection (its lock waits bounded by the gate's lock wait) and its prepared
+/// statements (each then one round trip).
+struct Conn {
     client: Client,
+    /// Insert an entry's row and its mark (`effect_id`, `prev`, `hash`, `line`).
+    append: Statement,
+    /// A claim record's generation (`effect_id`).
+    gen: Statement,
+}
+
+/// A session holding claims: one of [`CLAIM_SESSIONS`], chosen by the claim's key.
+struct Claims {
+    /// `None` until first needed.
+    session: Option<ClaimSession>,
     /// Which session `client` is: bumped on every reconnect. A claim remembers the session it
     /// was taken on; once this moved on, that claim is gone with its session, whatever the new
     /// session holds.
@@ -66,6 +92,21 @@ struct Claims {
     /// re-entrant, so threads of one process are kept apart here).
     held: HashSet<i64>,
 }
+
+/// A claims connection and its prepared statements (each then one round trip).
+struct ClaimSession {
+    client: Client,
+    /// `pg_try_advisory_lock($1)`.
+    try_lock: Statement,
+    /// Insert or replace a claim record (`effect_id`, `record`, `gen`).
+    write: Statement,
+    /// Whether this session holds the advisory lock of key (`hi`, `lo`).
+    confirm: Statement,
+}
+
+/// How many sessions hold a process's claims (a claim's key picks one): claim records are
+/// written on the session that holds the claim, and a session commits one record at a time.
+const CLAIM_SESSIONS: usize = 4;
 
 /// An open PostgreSQL journal store.
 pub(crate) struct PgStore {
@@ -79,31 +120,36 @@ pub(crate) struct PgStore {
     send_window: Duration,
     /// The journal's advisory-lock namespace (first key of the two-key locks).
     ns: i32,
-    main: Mutex<Main>,
-    claims: Mutex<Claims>,
+    shared: Mutex<Shared>,
+    /// Main connections no section uses now. A section takes one (or opens a new one), so
+    /// threads of one gate lock, read and append in parallel, each on its own session.
+    idle: Mutex<Vec<Conn>>,
+    claims: [Mutex<Claims>; CLAIM_SESSIONS],
 }
 
 /// One effect under its lock (or a lock-free view), with every row committed before the lock
-/// was taken indexed.
+/// was taken indexed. It has a main connection of its own for its life.
 pub(crate) struct PgSection<'a> {
-    main: MutexGuard<'a, Main>,
     store: &'a PgStore,
-    /// The effect whose lock (a session advisory lock of the main connection) this holds;
-    /// `None` for a lock-free view.
+    /// `None` only once given back, or closed after a failed unlock.
+    conn: RefCell<Option<Box<Conn>>>,
+    /// The effect whose lock (a session advisory lock of this section's connection) this
+    /// holds; `None` for a lock-free view.
     effect: Option<(String, i64)>,
     /// The budget lock taken for an admission, released with the effect's.
     budget: Option<i64>,
 }
 
-/// A claim held by this process's claims session: the one current when it was taken. Once that
-/// session is lost the claim is stale: it cannot be confirmed, its record cannot be written, and
-/// dropping it touches nothing (the lock went with the session, and a lock of the same key on
-/// a later session belongs to another holder).
+/// A claim held by one of this process's claims sessions: the one current when it was taken.
+/// Once that session is lost the claim is stale: it cannot be confirmed, its record cannot be
+/// written, and dropping it touches nothing (the lock went with the session, and a lock of the
+/// same key on a later session belongs to another holder).
 pub(crate) struct PgClaim<'a> {
     store: &'a PgStore,
     key: i64,
     effect_id: String,
-    /// The claims session it was taken on.
+    /// Which claims session holds it, and which session that was when it was taken.
+    slot: usize,
     epoch: u64,
     /// The record this holder wrote last (rewritten as released when it lets the claim go).
     written: Mutex<Option<Box<ClaimRecord>>>,
@@ -238,9 +284,14 @@ impl PgStore {
         Ok(client)
     }
 
-    /// The main connection: its lock waits (the journal lock included) are bounded by
-    /// `lock_wait`.
-    fn connect_main(url: &str, shown: &str, lock_wait: Duration) -> Result<Client, JournalError> {
+    /// A main connection: its lock waits (the journal lock included) are bounded by
+    /// `lock_wait`; it holds the older gates' journal lock shared, and has the append prepared.
+    fn connect_main(
+        url: &str,
+        shown: &str,
+        lock_wait: Duration,
+        ns: i32,
+    ) -> Result<Conn, JournalError> {
         let mut client = PgStore::connect(url, shown, None)?;
         let ms = u64::try_from(lock_wait.as_millis())
             .unwrap_or(u64::MAX)
@@ -248,7 +299,22 @@ impl PgStore {
         client
             .batch_execute(&format!("SET lock_timeout = {ms}"))
             .map_err(db_err(shown, "set the lock timeout"))?;
-        Ok(client)
+        exclude_older_gates(&mut client, shown, ns)?;
+        let append = client
+            .prepare(
+                "WITH mark AS (INSERT INTO interlock_marks (hash) VALUES ($3)) \
+                 INSERT INTO interlock_entries (effect_id, prev, hash, line) \
+                 VALUES ($1, $2, $3, $4) RETURNING seq, xid::text::bigint",
+            )
+            .map_err(db_err(shown, "prepare the append"))?;
+        let gen = client
+            .prepare("SELECT gen FROM interlock_claims WHERE effect_id = $1")
+            .map_err(db_err(shown, "prepare the claim generation's read"))?;
+        Ok(Conn {
+            client,
+            append,
+            gen,
+        })
     }
 
     /// Connect, create or migrate the schema, and read every entry.
@@ -259,7 +325,7 @@ impl PgStore {
         send_window: Duration,
     ) -> Result<PgStore, JournalError> {
         let shown = shown_url(url);
-        let mut client = PgStore::connect_main(url, &shown, lock_wait)?;
+        let mut client = PgStore::connect(url, &shown, None)?;
         let row = client
             .query_one("SELECT current_schema()::text", &[])
             .map_err(db_err(&shown, "read the current schema"))?;
@@ -274,8 +340,8 @@ impl PgStore {
         };
         let ns = journal_namespace(&schema);
         migrate(&mut client, &shown, ns)?;
-        exclude_older_gates(&mut client, &shown, ns)?;
-        let claims = PgStore::connect(url, &shown, Some(&schema))?;
+        drop(client);
+        let first = PgStore::connect_main(url, &shown, lock_wait, ns)?;
         let store = PgStore {
             schema,
             url: url.to_owned(),
@@ -284,16 +350,18 @@ impl PgStore {
             lock_wait,
             send_window,
             ns,
-            main: Mutex::new(Main {
-                client,
+            shared: Mutex::new(Shared {
                 index: Index::default(),
                 horizon: 0,
                 ahead: HashMap::new(),
             }),
-            claims: Mutex::new(Claims {
-                client: claims,
-                epoch: 0,
-                held: HashSet::new(),
+            idle: Mutex::new(vec![first]),
+            claims: std::array::from_fn(|_| {
+                Mutex::new(Claims {
+                    session: None,
+                    epoch: 0,
+                    held: HashSet::new(),
+                })
             }),
         };
         drop(store.peek()?);
@@ -314,41 +382,54 @@ impl PgStore {
         self.shown.to_string_lossy().into_owned()
     }
 
-    fn main(&self) -> Result<MutexGuard<'_, Main>, JournalError> {
-        let mut main = self.main.lock().unwrap_or_else(|p| p.into_inner());
-        if main.client.is_closed() {
-            main.client = PgStore::connect_main(&self.url, &self.name(), self.lock_wait)?;
-            exclude_older_gates(&mut main.client, &self.name(), self.ns)?;
-        }
-        Ok(main)
+    /// The index and catch-up position (a thread that panicked holding it left it as it was:
+    /// every change to it is made whole before the lock is let go, or poisons the index).
+    fn shared(&self) -> MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Take a session advisory lock on the main connection (bounded wait: `lock_timeout`).
-    fn advisory_lock(&self, main: &mut Main, key: i64, what: &str) -> Result<(), JournalError> {
-        let ms = u64::try_from(self.lock_wait.as_millis()).unwrap_or(u64::MAX);
-        match main.client.execute("SELECT pg_advisory_lock($1)", &[&key]) {
-            Ok(_) => Ok(()),
-            Err(e) if e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE) => {
-                Err(JournalError::Busy {
-                    path: self.shown.clone(),
-                    waited_ms: ms,
-                })
+    /// A main connection no section uses, or a new one: a section never waits for another's.
+    fn take_conn(&self) -> Result<Box<Conn>, JournalError> {
+        loop {
+            let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            match idle {
+                Some(conn) if !conn.client.is_closed() => return Ok(Box::new(conn)),
+                // Lost while idle: its session's locks are gone with it; try the next.
+                Some(_) => continue,
+                None => {
+                    return PgStore::connect_main(&self.url, &self.name(), self.lock_wait, self.ns)
+                        .map(Box::new)
+                }
             }
-            Err(e) => Err(db_err(&self.name(), &format!("take the lock of {what}"))(e)),
         }
+    }
+
+    /// Give a connection back for the next section, unless it was lost.
+    fn give_back(&self, conn: Box<Conn>) {
+        if !conn.client.is_closed() {
+            self.idle
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(*conn);
+        }
+    }
+
+    /// A section on a connection of its own, holding no lock yet.
+    fn section(&self) -> Result<PgSection<'_>, JournalError> {
+        Ok(PgSection {
+            store: self,
+            conn: RefCell::new(Some(self.take_conn()?)),
+            effect: None,
+            budget: None,
+        })
     }
 
     /// Take the lock of one effect (bounded wait) and read the rows committed since the last
-    /// look. No journal-wide lock: writers of other effects go on meanwhile.
+    /// look. No journal-wide lock: writers of other effects go on meanwhile, each on its own
+    /// connection.
     pub fn lock(&self, effect_id: &str) -> Result<PgSection<'_>, JournalError> {
-        let main = self.main()?;
         let key = effect_key(&self.schema, effect_id);
-        let mut section = PgSection {
-            main,
-            store: self,
-            effect: None,
-            budget: None,
-        };
+        let mut section = self.section()?;
         // The lock and the catch-up in one round trip: two statements, so under read committed
         // (set at connect) the catch-up's snapshot is taken after the lock was granted (it sees
         // every row its last holder committed).
@@ -360,49 +441,91 @@ impl PgStore {
             Err(e) => {
                 if !matches!(e, JournalError::Busy { .. }) {
                     // Granted or not: a session lock outlives the aborted statement.
-                    section.unlock(key);
+                    section.unlock(&[key]);
                 }
                 Err(e)
             }
         }
     }
 
-    /// A lock-free view: read the rows committed since the last look, without a lock.
+    /// A lock-free view: read the rows committed since the last look, without a lock, on a
+    /// connection no section waits on.
     pub fn peek(&self) -> Result<PgSection<'_>, JournalError> {
-        let main = self.main()?;
-        let mut section = PgSection {
-            main,
-            store: self,
-            effect: None,
-            budget: None,
-        };
+        let mut section = self.section()?;
         section.refresh()?;
         Ok(section)
     }
 
-    /// The claims connection, reconnected (as a new session) if the last one was lost.
-    fn claims_session(&self) -> Result<MutexGuard<'_, Claims>, JournalError> {
-        let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
-        if claims.client.is_closed() {
-            // The session ended: every claim taken on it is gone, and its holders must not send.
-            claims.client = PgStore::connect(&self.url, &self.name(), Some(&self.schema))?;
-            claims.epoch = claims.epoch.wrapping_add(1);
-            claims.held.clear();
+    /// The claims session a claim key belongs to, reconnected (as a new session) if the last
+    /// one was lost.
+    fn claims_session(&self, slot: usize) -> Result<MutexGuard<'_, Claims>, JournalError> {
+        let mut claims = self.claims[slot].lock().unwrap_or_else(|p| p.into_inner());
+        if claims.session.as_ref().is_none_or(|s| s.client.is_closed()) {
+            self.renew_claims(&mut claims)?;
         }
         Ok(claims)
+    }
+
+    /// The claims session ended: every claim taken on it is gone, and its holders must not
+    /// send. Open a new one.
+    fn renew_claims(&self, claims: &mut Claims) -> Result<(), JournalError> {
+        claims.session = None;
+        claims.epoch = claims.epoch.wrapping_add(1);
+        claims.held.clear();
+        claims.session = Some(self.connect_claims()?);
+        Ok(())
+    }
+
+    /// A new claims session, its statements prepared.
+    fn connect_claims(&self) -> Result<ClaimSession, JournalError> {
+        let name = self.name();
+        let mut client = PgStore::connect(&self.url, &name, Some(&self.schema))?;
+        let mut prepare = |sql: &str| {
+            client
+                .prepare(sql)
+                .map_err(db_err(&name, "prepare the claims session's statements"))
+        };
+        let try_lock = prepare("SELECT pg_try_advisory_lock($1)")?;
+        let write = prepare(
+            "INSERT INTO interlock_claims (effect_id, record, gen) VALUES ($1, $2, $3) \
+             ON CONFLICT (effect_id) DO UPDATE SET record = EXCLUDED.record, gen = EXCLUDED.gen",
+        )?;
+        let confirm = prepare(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' \
+             AND pid = pg_backend_pid() AND granted AND objsubid = 1 \
+             AND classid::bigint = $1 AND objid::bigint = $2)",
+        )?;
+        Ok(ClaimSession {
+            client,
+            try_lock,
+            write,
+            confirm,
+        })
     }
 
     /// Take the effect's claim if no session holds it.
     pub fn try_claim(&self, effect_id: &str) -> Result<Option<PgClaim<'_>>, JournalError> {
         let key = claim_key(&self.schema, effect_id);
-        let mut claims = self.claims_session()?;
+        let slot = claim_slot(key);
+        let mut claims = self.claims_session(slot)?;
         if claims.held.contains(&key) {
-            return Ok(None);
+            // Another thread of this process holds it on this session, unless the session
+            // ended unnoticed (the connection notices only when used): then that claim is gone.
+            let alive = claims
+                .session()?
+                .client
+                .is_valid(Duration::from_secs(5))
+                .is_ok();
+            if alive {
+                return Ok(None);
+            }
+            self.renew_claims(&mut claims)?;
         }
         let name = self.name();
-        let row = claims
+        let session = claims.session()?;
+        let row = session
             .client
-            .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+            .query_one(&session.try_lock, &[&key])
             .map_err(db_err(&name, "try the claim lock"))?;
         if !column::<bool>(&row, 0, &name, "the claim lock")? {
             return Ok(None);
@@ -412,47 +535,27 @@ impl PgStore {
             store: self,
             key,
             effect_id: effect_id.to_owned(),
+            slot,
             epoch: claims.epoch,
             written: Mutex::new(None),
         }))
     }
+}
 
-    /// The effect's claim record (read on the claims connection: callers may hold the journal
-    /// lock, and the lock order is main, then claims).
-    /// The effect's claim record and whether it is its row's latest generation (an older record
-    /// written back over a later one is not).
-    pub fn read_record(&self, effect_id: &str) -> Option<(ClaimRecord, bool)> {
-        let mut claims = self.row_reader().ok()?;
-        let row = claims
-            .client
-            .query_opt(
-                "SELECT record, gen FROM interlock_claims WHERE effect_id = $1",
-                &[&effect_id],
-            )
-            .ok()??;
-        let record: ClaimRecord = serde_json::from_str(row.try_get::<_, &str>(0).ok()?).ok()?;
-        let gen = row.try_get::<_, i64>(1).ok()?;
-        let latest = i64::try_from(record.gen).is_ok_and(|g| g == gen);
-        Some((record, latest))
-    }
+/// Which claims session holds the claim of `key`: always the same one, so a second thread of
+/// this process asking for a claim its session holds is told so by `held`, and one asking on
+/// another session is refused by the server.
+fn claim_slot(key: i64) -> usize {
+    usize::try_from(key.rem_euclid(CLAIM_SESSIONS as i64)).unwrap_or(0)
+}
 
-    /// The generation of the effect's claim record (0 before the first).
-    pub fn record_gen(&self, effect_id: &str) -> Result<u64, JournalError> {
-        let name = self.name();
-        let mut claims = self.row_reader()?;
-        let row = claims
-            .client
-            .query_opt(
-                "SELECT gen FROM interlock_claims WHERE effect_id = $1",
-                &[&effect_id],
-            )
-            .map_err(db_err(&name, "read a claim record's generation"))?;
-        match row {
-            None => Ok(0),
-            Some(r) => {
-                Ok(u64::try_from(column::<i64>(&r, 0, &name, "a claim generation")?).unwrap_or(0))
-            }
-        }
+impl Claims {
+    /// The connected session (connected by [`PgStore::claims_session`]).
+    fn session(&mut self) -> Result<&mut ClaimSession, JournalError> {
+        self.session.as_mut().ok_or_else(|| JournalError::Database {
+            what: "the claims session".into(),
+            detail: "not connected".into(),
+        })
     }
 }
 
@@ -474,26 +577,6 @@ pub(crate) fn read_rows(url: &str) -> Result<Vec<Value>, JournalError> {
             })
         })
         .collect()
-}
-
-impl PgStore {
-    /// A connection for reading single rows while a section holds the main one.
-    fn row_reader(&self) -> Result<MutexGuard<'_, Claims>, JournalError> {
-        self.claims_session()
-    }
-}
-
-impl std::ops::Deref for Claims {
-    type Target = Client;
-    fn deref(&self) -> &Client {
-        &self.client
-    }
-}
-
-impl std::ops::DerefMut for Claims {
-    fn deref_mut(&mut self) -> &mut Client {
-        &mut self.client
-    }
 }
 
 #[cfg(test)]

@@ -1,10 +1,15 @@
-//! A section of the PostgreSQL journal: one effect under its lock (or a lock-free view),
-//! catching up on the rows committed since the last look, reading entries back and appending.
+//! A section of the PostgreSQL journal: one effect under its lock (or a lock-free view) on a
+//! connection of its own, catching up on the rows committed since the last look, reading
+//! entries back and appending. The index is shared by every section of the store and locked
+//! only while rows are folded in or read out, so sections of different effects go on in
+//! parallel, each waiting only for its own round trips.
 
-use super::{budget_key, column, db_err, PgSection};
+use super::{budget_key, column, db_err, Conn, PgSection, Shared};
+use crate::claim::ClaimRecord;
 use crate::journal::{sealed_line, verify_signatures, EntryLoc, Index, JournalError, PendingSig};
 use ed25519_dalek::SigningKey;
 use serde_json::{Map, Value};
+use std::cell::RefMut;
 use std::path::Path;
 use verify::entry::Kind;
 
@@ -12,6 +17,16 @@ impl PgSection<'_> {
     /// True under an effect's lock, false for a lock-free view.
     pub(crate) fn holds_lock(&self) -> bool {
         self.effect.is_some()
+    }
+
+    /// This section's connection.
+    fn conn(&self) -> Result<RefMut<'_, Conn>, JournalError> {
+        RefMut::filter_map(self.conn.borrow_mut(), |c| c.as_deref_mut()).map_err(|_| {
+            JournalError::Poisoned {
+                path: self.store.shown.clone(),
+                reason: "a section was used after its connection was given back".into(),
+            }
+        })
     }
 
     /// Take budget `id`'s admission lock (after the effect's: the order is always effect, then
@@ -26,23 +41,45 @@ impl PgSection<'_> {
             });
         }
         let key = budget_key(&self.store.schema, id);
-        if self.budget != Some(key) {
-            if let Some(other) = self.budget.take() {
-                self.unlock(other);
-            }
-            self.store
-                .advisory_lock(&mut self.main, key, &format!("budget {id}"))?;
-            self.budget = Some(key);
+        if self.budget == Some(key) {
+            return self.refresh();
         }
-        self.refresh()
+        if let Some(other) = self.budget.take() {
+            self.unlock(&[other]);
+        }
+        // As for the effect's lock: the lock and the catch-up in one round trip.
+        match self.refresh_after(Some(key)) {
+            Ok(()) => {
+                self.budget = Some(key);
+                Ok(())
+            }
+            Err(e) => {
+                if !matches!(e, JournalError::Busy { .. }) {
+                    self.unlock(&[key]);
+                }
+                Err(e)
+            }
+        }
     }
 
-    pub(super) fn unlock(&mut self, key: i64) {
-        // If the unlock fails the connection is broken, and its session's locks are gone.
-        let _ = self
-            .main
-            .client
-            .execute("SELECT pg_advisory_unlock($1)", &[&key]);
+    /// Let session locks `keys` go, in one round trip. If that fails the connection is closed
+    /// here (its session's locks go with it), so it never goes back to the pool holding one.
+    pub(super) fn unlock(&self, keys: &[i64]) {
+        if keys.is_empty() {
+            return;
+        }
+        let calls: Vec<String> = keys
+            .iter()
+            .map(|k| format!("pg_advisory_unlock({k})"))
+            .collect();
+        let mut slot = self.conn.borrow_mut();
+        // Only integers are spliced into the text.
+        let sql = format!("SELECT {}", calls.join(", "));
+        if let Some(conn) = slot.as_mut() {
+            if conn.client.simple_query(&sql).is_err() {
+                drop(slot.take());
+            }
+        }
     }
 
     /// The database, without credentials.
@@ -50,14 +87,9 @@ impl PgSection<'_> {
         &self.store.shown
     }
 
-    /// The generation of the effect's claim record (0 before the first).
-    pub fn record_gen(&self, effect_id: &str) -> Result<u64, JournalError> {
-        self.store.record_gen(effect_id)
-    }
-
-    /// The index of checked entries.
-    pub fn index(&self) -> &Index {
-        &self.main.index
+    /// Call `f` on the index of checked entries (locked for the call only).
+    pub fn with_index<R>(&self, f: impl FnOnce(&Index) -> R) -> R {
+        f(&self.store.shared().index)
     }
 
     fn corrupt(&self, line: u64, reason: String) -> JournalError {
@@ -74,33 +106,40 @@ impl PgSection<'_> {
     }
 
     /// Take session advisory lock `lock` first if one is given (bounded: `Busy` past the lock
-    /// wait), then read and check the rows committed since the last look.
+    /// wait), then read and check the rows committed since the last look (by any section of
+    /// this store: each row is indexed once, by whichever section folds it in first).
     pub(super) fn refresh_after(&mut self, lock: Option<i64>) -> Result<(), JournalError> {
-        if let Some(reason) = &self.main.index.poisoned {
-            return Err(JournalError::Poisoned {
-                path: self.store.shown.clone(),
-                reason: reason.clone(),
-            });
-        }
+        let horizon = {
+            let shared = self.store.shared();
+            if let Some(reason) = &shared.index.poisoned {
+                return Err(JournalError::Poisoned {
+                    path: self.store.shown.clone(),
+                    reason: reason.clone(),
+                });
+            }
+            shared.horizon
+        };
         let name = self.store.name();
-        let horizon = self.main.horizon;
         let rows = self.read_since(lock, horizon, &name)?;
+        let mut shared = self.store.shared();
         let mut sigs = Vec::with_capacity(rows.len());
         let mut unmarked = Unmarked::default();
-        let mut next_horizon = horizon;
+        let mut next_horizon = shared.horizon;
         for row in &rows {
             next_horizon = next_horizon.max(int(row.get(0), &name, "the horizon")?);
-            self.ingest_row(row, &name, &mut sigs, &mut unmarked)?;
+            self.ingest_row(&mut shared, row, &name, &mut sigs, &mut unmarked)?;
         }
-        self.main.horizon = next_horizon;
-        self.main.ahead.retain(|_, xid| *xid >= next_horizon);
-        self.check_caught_up(&sigs, unmarked)
+        // Every row of a transaction before this snapshot's horizon was committed when it was
+        // taken, and read by it (or, before the horizon read at the start, indexed earlier).
+        shared.horizon = next_horizon;
+        shared.ahead.retain(|_, xid| *xid >= next_horizon);
+        self.check_caught_up(&mut shared, &sigs, unmarked)
     }
 
     /// Take `lock` first if one is given, then read every row at or past `horizon`, in one
     /// statement; each row of the answer carries the statement's horizon first.
     fn read_since(
-        &mut self,
+        &self,
         lock: Option<i64>,
         horizon: i64,
         name: &str,
@@ -117,7 +156,7 @@ impl PgSection<'_> {
              ON e.xid >= '{horizon}'::xid8 \
              ORDER BY e.seq"
         );
-        let answer = self.main.client.simple_query(&sql).map_err(|e| {
+        let answer = self.conn()?.client.simple_query(&sql).map_err(|e| {
             if lock.is_some() && e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE) {
                 JournalError::Busy {
                     path: self.store.shown.clone(),
@@ -140,7 +179,8 @@ impl PgSection<'_> {
     /// indexed already): its signature is left in `sigs`, a row without its mark is noted in
     /// `unmarked`; a row that does not check poisons the index.
     fn ingest_row(
-        &mut self,
+        &self,
+        shared: &mut Shared,
         row: &postgres::SimpleQueryRow,
         name: &str,
         sigs: &mut Vec<PendingSig>,
@@ -152,13 +192,13 @@ impl PgSection<'_> {
         }
         let seq = int(row.get(1), name, "a row's seq")?;
         let xid = int(row.get(4), name, "a row's transaction")?;
-        if self.main.ahead.contains_key(&seq) {
+        if shared.has(seq, xid) {
             return Ok(());
         }
-        self.main.ahead.insert(seq, xid);
+        shared.ahead.insert(seq, xid);
         let line: &str = row.get(2).ok_or_else(|| bad(name, "a row's line"))?;
         let marked = row.get(3) == Some("true");
-        let line_no = self.main.index.lines + 1;
+        let line_no = shared.index.lines + 1;
         let checked = match serde_json::from_str::<Value>(line) {
             Ok(Value::Object(entry)) => {
                 let loc = EntryLoc {
@@ -166,8 +206,7 @@ impl PgSection<'_> {
                     offset: u64::try_from(seq).unwrap_or(0),
                     len: 0,
                 };
-                let trusted = &self.store.trusted;
-                self.main.index.ingest(&entry, loc, trusted)
+                shared.index.ingest(&entry, loc, &self.store.trusted)
             }
             Ok(_) => Err("not a JSON object".to_owned()),
             Err(e) => Err(format!("not JSON: {e}")),
@@ -181,23 +220,25 @@ impl PgSection<'_> {
             }
             Err(reason) => {
                 let e = self.corrupt(line_no, format!("row {seq}: {reason}"));
-                return Err(self.poison(e));
+                return Err(poison(shared, e));
             }
         }
-        self.main.index.lines += 1;
+        shared.index.lines += 1;
         Ok(())
     }
 
     /// The end of a catch-up: every signature read verifies and every row carries its mark,
-    /// else the index is poisoned.
+    /// else the index is poisoned. Checked before the index is let go, so no section reads a
+    /// row whose signature was not verified.
     fn check_caught_up(
-        &mut self,
+        &self,
+        shared: &mut Shared,
         sigs: &[PendingSig],
         unmarked: Unmarked,
     ) -> Result<(), JournalError> {
         if let Err(line) = verify_signatures(sigs) {
             let e = self.corrupt(line, "its signature does not verify for its signer".into());
-            return Err(self.poison(e));
+            return Err(poison(shared, e));
         }
         if let Some((effect_id, hash)) = unmarked.first {
             let e = JournalError::Unmarked {
@@ -206,28 +247,21 @@ impl PgSection<'_> {
                 hash,
                 count: unmarked.count,
             };
-            return Err(self.poison(e));
+            return Err(poison(shared, e));
         }
         Ok(())
     }
 
-    /// Poison the index with `e` (a reason given earlier stays) and give `e` back.
-    fn poison(&mut self, e: JournalError) -> JournalError {
-        self.main.index.poisoned.get_or_insert(e.to_string());
-        e
-    }
-
     /// The `index`-th entry of an effect, read back from its row.
     pub fn entry(&self, effect_id: &str, index: usize) -> Result<Map<String, Value>, JournalError> {
-        let Some(loc) = self.main.index.loc(effect_id, index) else {
+        let Some(loc) = self.with_index(|i| i.loc(effect_id, index)) else {
             return Err(self.corrupt(0, format!("effect {effect_id} has no entry #{index}")));
         };
         let seq = i64::try_from(loc.offset).unwrap_or(i64::MAX);
-        // Reading through the section's guard: a shared borrow of the client is not enough for
-        // the driver, so the row is fetched with the same connection under the same guard.
-        let mut client = self.store.row_reader()?;
         let name = self.store.name();
-        let row = client
+        let row = self
+            .conn()?
+            .client
             .query_one("SELECT line FROM interlock_entries WHERE seq = $1", &[&seq])
             .map_err(db_err(&name, "read an entry"))?;
         let line: &str = column(&row, 0, &name, "reading an entry")?;
@@ -240,9 +274,46 @@ impl PgSection<'_> {
         }
     }
 
-    /// Append one sealed entry of the locked effect: one committed INSERT. The unique
-    /// `(effect_id, prev)` refuses a second row after the same hash, were two writers ever to
-    /// hold one effect's lock at once.
+    /// The effect's claim record and whether it is its row's latest generation (an older record
+    /// written back over a later one is not).
+    pub fn read_record(&self, effect_id: &str) -> Option<(ClaimRecord, bool)> {
+        let row = self
+            .conn()
+            .ok()?
+            .client
+            .query_opt(
+                "SELECT record, gen FROM interlock_claims WHERE effect_id = $1",
+                &[&effect_id],
+            )
+            .ok()??;
+        let record: ClaimRecord = serde_json::from_str(row.try_get::<_, &str>(0).ok()?).ok()?;
+        let gen = row.try_get::<_, i64>(1).ok()?;
+        let latest = i64::try_from(record.gen).is_ok_and(|g| g == gen);
+        Some((record, latest))
+    }
+
+    /// The generation of the effect's claim record (0 before the first).
+    pub fn record_gen(&self, effect_id: &str) -> Result<u64, JournalError> {
+        let name = self.store.name();
+        let row = {
+            let mut conn = self.conn()?;
+            let conn = &mut *conn;
+            conn.client
+                .query_opt(&conn.gen, &[&effect_id])
+                .map_err(db_err(&name, "read a claim record's generation"))?
+        };
+        match row {
+            None => Ok(0),
+            Some(r) => {
+                Ok(u64::try_from(column::<i64>(&r, 0, &name, "a claim generation")?).unwrap_or(0))
+            }
+        }
+    }
+
+    /// Append one sealed entry of the locked effect: one committed INSERT (one round trip, the
+    /// statement prepared when the connection was opened). The unique `(effect_id, prev)`
+    /// refuses a second row after the same hash, were two writers ever to hold one effect's
+    /// lock at once.
     pub fn append(
         &mut self,
         effect_id: &str,
@@ -257,7 +328,17 @@ impl PgSection<'_> {
                 reason: format!("an append to effect {effect_id} was attempted without its lock"),
             });
         }
-        let tip = self.main.index.tip(effect_id);
+        // Under the effect's lock no other section changes this effect's tip.
+        let tip = {
+            let shared = self.store.shared();
+            if let Some(reason) = &shared.index.poisoned {
+                return Err(JournalError::Poisoned {
+                    path: self.store.shown.clone(),
+                    reason: reason.clone(),
+                });
+            }
+            shared.index.tip(effect_id)
+        };
         let prev = tip.0.clone();
         let (entry, line) = sealed_line(tip, effect_id, kind, fields, ts_ms, key)?;
         let line = String::from_utf8(line).map_err(|e| self.corrupt(0, e.to_string()))?;
@@ -266,44 +347,55 @@ impl PgSection<'_> {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let name = self.store.name();
-        let row = self
-            .main
-            .client
-            .query_one(
-                "WITH mark AS (INSERT INTO interlock_marks (hash) VALUES ($3)) \
-                 INSERT INTO interlock_entries (effect_id, prev, hash, line) \
-                 VALUES ($1, $2, $3, $4) RETURNING seq, xid::text::bigint",
-                &[&effect_id, &prev, &hash, &line],
-            )
-            .map_err(db_err(&name, "append to the journal"))?;
+        let row = {
+            let mut conn = self.conn()?;
+            let conn = &mut *conn;
+            conn.client
+                .query_one(&conn.append, &[&effect_id, &prev, &hash, &line])
+                .map_err(db_err(&name, "append to the journal"))?
+        };
         let seq: i64 = column(&row, 0, &name, "appending to the journal")?;
         let xid: i64 = column(&row, 1, &name, "appending to the journal")?;
-        let line_no = self.main.index.lines + 1;
+        let mut shared = self.store.shared();
+        if shared.has(seq, xid) {
+            // Committed, and already read back by another section's catch-up.
+            return Ok(entry);
+        }
+        let line_no = shared.index.lines + 1;
         let loc = EntryLoc {
             offset: u64::try_from(seq).unwrap_or(0),
             len: 0,
             tag: 0,
         };
-        let folded = self.main.index.fold(effect_id, &entry, loc);
-        self.main.index.lines += 1;
+        let folded = shared.index.fold(effect_id, &entry, loc);
+        shared.index.lines += 1;
         // Read again by catch-ups until the horizon passes it: skipped there.
-        self.main.ahead.insert(seq, xid);
+        shared.ahead.insert(seq, xid);
         if let Err(reason) = folded {
             let e = self.corrupt(line_no, reason);
-            self.main.index.poisoned.get_or_insert(e.to_string());
-            return Err(e);
+            return Err(poison(&mut shared, e));
         }
         Ok(entry)
     }
 }
 
+/// Poison the index with `e` (a reason given earlier stays) and give `e` back.
+fn poison(shared: &mut Shared, e: JournalError) -> JournalError {
+    shared.index.poisoned.get_or_insert(e.to_string());
+    e
+}
+
 impl Drop for PgSection<'_> {
     fn drop(&mut self) {
-        if let Some(key) = self.budget.take() {
-            self.unlock(key);
-        }
-        if let Some((_, key)) = self.effect.take() {
-            self.unlock(key);
+        let keys: Vec<i64> = self
+            .budget
+            .take()
+            .into_iter()
+            .chain(self.effect.take().map(|(_, k)| k))
+            .collect();
+        self.unlock(&keys);
+        if let Some(conn) = self.conn.get_mut().take() {
+            self.store.give_back(conn);
         }
     }
 }

@@ -136,9 +136,9 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     }
 
     fn recover_effect_locked(&self, eid: &str) -> Result<Option<RecoveryOutcome>, GateError> {
-        let open = self
-            .journal
-            .peek(Some(eid), |j| j.state(eid).and_then(|s| s.open.clone()))?;
+        let open = self.journal.peek(Some(eid), |j| {
+            j.with_state(eid, |s| s.and_then(|s| s.open.clone()))
+        })?;
         let Some(open) = open else {
             return Ok(None);
         };

@@ -82,7 +82,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
     /// The effect's open dispatch, read from its DISPATCHED in the journal lock hold `j`
     /// (`None` when no dispatch is open); a DISPATCHED without the effect to resend is corrupt.
     fn open_dispatch(&self, j: &Section<'_>, eid: &str) -> Result<Option<OpenDispatch>, GateError> {
-        let Some(open) = j.state(eid).and_then(|s| s.open.clone()) else {
+        let Some(open) = j.with_state(eid, |s| s.and_then(|s| s.open.clone())) else {
             return Ok(None);
         };
         let d = j.entry(eid, open.index)?;
@@ -102,7 +102,7 @@ impl<T: Target, L: LeaseStore> Gate<T, L> {
             effect,
             lease: d.get("lease").cloned().unwrap_or(Value::Null),
             premises: d.get("premises").cloned().unwrap_or(Value::Null),
-            budget: j.state(eid).and_then(|s| s.admitted_budget.clone()),
+            budget: j.with_state(eid, |s| s.and_then(|s| s.admitted_budget.clone())),
         }))
     }
 
