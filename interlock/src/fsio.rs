@@ -12,6 +12,7 @@ use std::path::Path;
 use crate::testing::record::{self, Op};
 
 /// Write all of `bytes` at offset `at` of `file` (named `path`).
+#[cfg_attr(not(feature = "testing"), allow(unused_variables))]
 pub(crate) fn write_at(file: &File, path: &Path, bytes: &[u8], at: u64) -> io::Result<()> {
     #[cfg(feature = "testing")]
     if record::active() {
@@ -29,6 +30,7 @@ pub(crate) fn write_at(file: &File, path: &Path, bytes: &[u8], at: u64) -> io::R
 }
 
 /// Cut or extend `file` (named `path`) to `len` bytes.
+#[cfg_attr(not(feature = "testing"), allow(unused_variables))]
 pub(crate) fn set_len(file: &File, path: &Path, len: u64) -> io::Result<()> {
     #[cfg(feature = "testing")]
     if record::active() {
@@ -38,6 +40,7 @@ pub(crate) fn set_len(file: &File, path: &Path, len: u64) -> io::Result<()> {
 }
 
 /// Make what was written to `file` (named `path`) durable: `fdatasync`, or `fsync` when `all`.
+#[cfg_attr(not(feature = "testing"), allow(unused_variables))]
 pub(crate) fn sync(file: &File, path: &Path, all: bool) -> io::Result<()> {
     let call = || {
         if all {
@@ -142,6 +145,7 @@ pub(crate) fn create_dir_all(path: &Path) -> io::Result<()> {
 }
 
 /// Try to take an exclusive `flock` on `file` (named `path`) without waiting.
+#[cfg_attr(not(feature = "testing"), allow(unused_variables))]
 pub(crate) fn try_lock(file: &File, path: &Path) -> Result<(), TryLockError> {
     #[cfg(feature = "testing")]
     if record::active() {
