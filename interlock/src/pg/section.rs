@@ -148,12 +148,17 @@ impl PgSection<'_> {
         // progress) and every row committed before it. Rows at or past the last horizon are
         // read again until the horizon passes them (those already indexed are skipped). Only
         // integers are spliced into the text.
+        // Each row's mark is looked up by its key (a lateral probe the planner cannot turn into
+        // a hash of the whole marks table, which it did while the statistics of a young table
+        // lagged: every catch-up then read every mark).
         let take = lock.map_or(String::new(), |k| format!("SELECT pg_advisory_lock({k}); "));
         let sql = format!(
-            "{take}SELECT h.x::text, e.seq::text, e.line, (m.hash IS NOT NULL)::text, e.xid::text \
+            "{take}SELECT h.x::text, e.seq::text, e.line, (m.marked IS NOT NULL)::text, \
+             e.xid::text \
              FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS x) h \
-             LEFT JOIN (interlock_entries e LEFT JOIN interlock_marks m ON m.hash = e.hash) \
-             ON e.xid >= '{horizon}'::xid8 \
+             LEFT JOIN (interlock_entries e LEFT JOIN LATERAL \
+             (SELECT true AS marked FROM interlock_marks k WHERE k.hash = e.hash LIMIT 1) m \
+             ON true) ON e.xid >= '{horizon}'::xid8 \
              ORDER BY e.seq"
         );
         let answer = self.conn()?.client.simple_query(&sql).map_err(|e| {
