@@ -1093,3 +1093,45 @@ fn a_slow_lease_store_stalls_only_the_effect_that_asked_it() {
     assert_eq!(target.landed(&slow_eid), 1);
     assert_eq!(target.landed(&other_eid), 1);
 }
+
+/// DESIGN §2.7: a main connection the server ended while it sat in the gate's pool (a restart,
+/// an operator's `pg_terminate_backend`) costs no call an error: the section that finds it lost
+/// opens again on a new connection (the lost session's locks went with it). Before the retry,
+/// the first submit after the sessions ended failed with a database error.
+#[test]
+#[ignore = "needs PostgreSQL: INTERLOCK_TEST_PG_URL (.ci/pg-cluster start); run with --include-ignored"]
+fn a_pooled_connection_the_server_ended_is_replaced_without_an_error() {
+    let Some((schema, at)) =
+        database("a_pooled_connection_the_server_ended_is_replaced_without_an_error")
+    else {
+        return;
+    };
+    let g = gate(&at, MemTarget::new(Tier::One, true));
+    assert_eq!(g.submit(&proposal(1000)).unwrap().status, Status::Committed);
+    // Every main session of this journal holds the older gates' journal lock (namespace, 1)
+    // shared: end those, as a restart would.
+    let ns = i64::from(interlock::testing::pg_journal_namespace(&schema));
+    let mut c = client(&schema);
+    let ended: i64 = c
+        .query_one(
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(l.pid, 30000) AS ended \
+             FROM pg_locks l WHERE l.locktype = 'advisory' AND l.classid::bigint = $1 \
+             AND l.objid::bigint = 1 AND l.objsubid = 2) t WHERE ended",
+            &[&ns],
+        )
+        .unwrap()
+        .get(0);
+    assert!(ended >= 1, "no main session of the gate was found to end");
+    let mut second = proposal(2000);
+    second.request_id = Some("req-2".into());
+    assert_eq!(
+        g.submit(&second)
+            .map(|s| s.status)
+            .map_err(|e| e.to_string()),
+        Ok(Status::Committed)
+    );
+    assert_eq!(
+        g.status(&effect_id(&proposal(1000))).unwrap(),
+        Some(Status::Committed)
+    );
+}

@@ -388,17 +388,19 @@ impl PgStore {
         self.shared.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A main connection no section uses, or a new one: a section never waits for another's.
-    fn take_conn(&self) -> Result<Box<Conn>, JournalError> {
+    /// A main connection no section uses (and `true`), or a new one (and `false`): a section
+    /// never waits for another's.
+    fn take_conn(&self) -> Result<(Box<Conn>, bool), JournalError> {
         loop {
             let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
             match idle {
-                Some(conn) if !conn.client.is_closed() => return Ok(Box::new(conn)),
+                Some(conn) if !conn.client.is_closed() => return Ok((Box::new(conn), true)),
                 // Lost while idle: its session's locks are gone with it; try the next.
                 Some(_) => continue,
                 None => {
-                    return PgStore::connect_main(&self.url, &self.name(), self.lock_wait, self.ns)
-                        .map(Box::new)
+                    let conn =
+                        PgStore::connect_main(&self.url, &self.name(), self.lock_wait, self.ns)?;
+                    return Ok((Box::new(conn), false));
                 }
             }
         }
@@ -414,46 +416,56 @@ impl PgStore {
         }
     }
 
-    /// A section on a connection of its own, holding no lock yet.
-    fn section(&self) -> Result<PgSection<'_>, JournalError> {
-        Ok(PgSection {
-            store: self,
-            conn: RefCell::new(Some(self.take_conn()?)),
-            effect: None,
-            budget: None,
-        })
+    /// A section on a connection of its own: take `lock` (an effect and its key) if given, then
+    /// catch up. An idle connection that this first use finds lost (the server restarted, or
+    /// ended the session while it sat in the pool) is let go, and the section opened once more
+    /// on a new one: the lost session's locks went with it.
+    fn open_section(&self, lock: Option<(&str, i64)>) -> Result<PgSection<'_>, JournalError> {
+        let mut retried = false;
+        loop {
+            let (conn, pooled) = self.take_conn()?;
+            let mut section = PgSection {
+                store: self,
+                conn: RefCell::new(Some(conn)),
+                effect: None,
+                budget: None,
+            };
+            // The lock and the catch-up in one round trip: two statements, so under read
+            // committed (set at connect) the catch-up's snapshot is taken after the lock was
+            // granted (it sees every row its last holder committed).
+            match section.refresh_after(lock.map(|(_, key)| key)) {
+                Ok(()) => {
+                    section.effect = lock.map(|(effect_id, key)| (effect_id.to_owned(), key));
+                    return Ok(section);
+                }
+                Err(e) => {
+                    if let Some((_, key)) = lock {
+                        if !matches!(e, JournalError::Busy { .. }) {
+                            // Granted or not: a session lock outlives the aborted statement.
+                            section.unlock(&[key]);
+                        }
+                    }
+                    if pooled && !retried && section.lost() {
+                        retried = true;
+                        continue;
+                    }
+                    return Err(e);
+                }
+            }
+        }
     }
 
     /// Take the lock of one effect (bounded wait) and read the rows committed since the last
     /// look. No journal-wide lock: writers of other effects go on meanwhile, each on its own
     /// connection.
     pub fn lock(&self, effect_id: &str) -> Result<PgSection<'_>, JournalError> {
-        let key = effect_key(&self.schema, effect_id);
-        let mut section = self.section()?;
-        // The lock and the catch-up in one round trip: two statements, so under read committed
-        // (set at connect) the catch-up's snapshot is taken after the lock was granted (it sees
-        // every row its last holder committed).
-        match section.refresh_after(Some(key)) {
-            Ok(()) => {
-                section.effect = Some((effect_id.to_owned(), key));
-                Ok(section)
-            }
-            Err(e) => {
-                if !matches!(e, JournalError::Busy { .. }) {
-                    // Granted or not: a session lock outlives the aborted statement.
-                    section.unlock(&[key]);
-                }
-                Err(e)
-            }
-        }
+        self.open_section(Some((effect_id, effect_key(&self.schema, effect_id))))
     }
 
     /// A lock-free view: read the rows committed since the last look, without a lock, on a
     /// connection no section waits on.
     pub fn peek(&self) -> Result<PgSection<'_>, JournalError> {
-        let mut section = self.section()?;
-        section.refresh()?;
-        Ok(section)
+        self.open_section(None)
     }
 
     /// The claims session a claim key belongs to, reconnected (as a new session) if the last

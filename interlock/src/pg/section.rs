@@ -19,6 +19,14 @@ impl PgSection<'_> {
         self.effect.is_some()
     }
 
+    /// Whether this section's connection was lost (or closed after a failed unlock).
+    pub(super) fn lost(&self) -> bool {
+        self.conn
+            .borrow()
+            .as_ref()
+            .is_none_or(|c| c.client.is_closed())
+    }
+
     /// This section's connection.
     fn conn(&self) -> Result<RefMut<'_, Conn>, JournalError> {
         RefMut::filter_map(self.conn.borrow_mut(), |c| c.as_deref_mut()).map_err(|_| {
