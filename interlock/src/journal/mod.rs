@@ -1283,7 +1283,7 @@ pub(crate) fn sealed_line(
 }
 
 /// The signature of `entry` to verify, after checking that its signer is trusted.
-fn pending_signature(
+pub(crate) fn pending_signature(
     entry: &Map<String, Value>,
     trusted: &[VerifyingKey],
     line: u64,

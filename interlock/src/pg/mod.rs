@@ -440,10 +440,11 @@ impl PgStore {
                 }
                 Err(e) => {
                     if let Some((_, key)) = lock {
-                        if !matches!(e, JournalError::Busy { .. }) {
-                            // Granted or not: a session lock outlives the aborted statement.
-                            section.unlock(&[key]);
-                        }
+                        // Granted or not (even after `Busy`: the lock can be granted while its
+                        // statement still fails, the timeout firing as the holder lets go or
+                        // the catch-up waiting on a table lock), a session lock outlives the
+                        // aborted statement. Letting go of one not held only answers false.
+                        section.unlock(&[key]);
                     }
                     if pooled && !retried && section.lost() {
                         retried = true;

@@ -6,7 +6,9 @@
 
 use super::{budget_key, column, db_err, Conn, PgSection, Shared};
 use crate::claim::ClaimRecord;
-use crate::journal::{sealed_line, verify_signatures, EntryLoc, Index, JournalError, PendingSig};
+use crate::journal::{
+    pending_signature, sealed_line, verify_signatures, EntryLoc, Index, JournalError, PendingSig,
+};
 use ed25519_dalek::SigningKey;
 use serde_json::{Map, Value};
 use std::cell::RefMut;
@@ -62,9 +64,10 @@ impl PgSection<'_> {
                 Ok(())
             }
             Err(e) => {
-                if !matches!(e, JournalError::Busy { .. }) {
-                    self.unlock(&[key]);
-                }
+                // Even after `Busy`: the lock can be granted while its statement still fails
+                // (the timeout firing as the holder lets go, or the catch-up waiting on a
+                // table lock). Letting go of a lock not held only answers false.
+                self.unlock(&[key]);
                 Err(e)
             }
         }
@@ -116,32 +119,57 @@ impl PgSection<'_> {
     /// Take session advisory lock `lock` first if one is given (bounded: `Busy` past the lock
     /// wait), then read and check the rows committed since the last look (by any section of
     /// this store: each row is indexed once, by whichever section folds it in first).
+    ///
+    /// The rows are checked (trusted signer, signatures in a batch, marks) before any is
+    /// folded in, and all of it under the index's lock: no section ever reads a row that did not
+    /// pass, and a section whose rows another section folded in first still fails once that
+    /// section poisoned the index.
     pub(super) fn refresh_after(&mut self, lock: Option<i64>) -> Result<(), JournalError> {
         let horizon = {
             let shared = self.store.shared();
-            if let Some(reason) = &shared.index.poisoned {
-                return Err(JournalError::Poisoned {
-                    path: self.store.shown.clone(),
-                    reason: reason.clone(),
-                });
-            }
+            self.healthy(&shared)?;
             shared.horizon
         };
         let name = self.store.name();
         let rows = self.read_since(lock, horizon, &name)?;
         let mut shared = self.store.shared();
+        self.healthy(&shared)?;
+        let mut next_horizon = shared.horizon;
+        let mut fresh = Vec::new();
         let mut sigs = Vec::with_capacity(rows.len());
         let mut unmarked = Unmarked::default();
-        let mut next_horizon = shared.horizon;
         for row in &rows {
             next_horizon = next_horizon.max(int(row.get(0), &name, "the horizon")?);
-            self.ingest_row(&mut shared, row, &name, &mut sigs, &mut unmarked)?;
+            if let Some(r) = self.check_row(&mut shared, row, &name, &mut sigs, &mut unmarked)? {
+                fresh.push(r);
+            }
+        }
+        self.check_caught_up(&mut shared, &sigs, unmarked)?;
+        for r in fresh {
+            let line_no = shared.index.lines + 1;
+            if let Err(reason) = shared.index.fold(&r.effect_id, &r.entry, r.loc) {
+                let e = self.corrupt(line_no, format!("row {}: {reason}", r.seq));
+                return Err(poison(&mut shared, e));
+            }
+            shared.index.lines += 1;
+            shared.ahead.insert(r.seq, r.xid);
         }
         // Every row of a transaction before this snapshot's horizon was committed when it was
         // taken, and read by it (or, before the horizon read at the start, indexed earlier).
         shared.horizon = next_horizon;
         shared.ahead.retain(|_, xid| *xid >= next_horizon);
-        self.check_caught_up(&mut shared, &sigs, unmarked)
+        Ok(())
+    }
+
+    /// An error if the index is poisoned (by this section or another).
+    fn healthy(&self, shared: &Shared) -> Result<(), JournalError> {
+        match &shared.index.poisoned {
+            Some(reason) => Err(JournalError::Poisoned {
+                path: self.store.shown.clone(),
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Take `lock` first if one is given, then read every row at or past `horizon`, in one
@@ -188,56 +216,65 @@ impl PgSection<'_> {
             .collect())
     }
 
-    /// Check and index one row of a catch-up (none when it carries the horizon only, or was
-    /// indexed already): its signature is left in `sigs`, a row without its mark is noted in
-    /// `unmarked`; a row that does not check poisons the index.
-    fn ingest_row(
+    /// Check one row of a catch-up, without folding it in: `None` when the row carries the
+    /// horizon only, or is indexed already; else the row to fold once the whole batch passed.
+    /// Its signature is left in `sigs`, a row without its mark is noted in `unmarked`; a row
+    /// that does not parse, or whose signer is not trusted, poisons the index.
+    fn check_row(
         &self,
         shared: &mut Shared,
         row: &postgres::SimpleQueryRow,
         name: &str,
         sigs: &mut Vec<PendingSig>,
         unmarked: &mut Unmarked,
-    ) -> Result<(), JournalError> {
+    ) -> Result<Option<Checked>, JournalError> {
         if row.get(1).is_none() {
             // No row past the horizon: the one line carries the horizon only.
-            return Ok(());
+            return Ok(None);
         }
         let seq = int(row.get(1), name, "a row's seq")?;
         let xid = int(row.get(4), name, "a row's transaction")?;
         if shared.has(seq, xid) {
-            return Ok(());
+            return Ok(None);
         }
-        shared.ahead.insert(seq, xid);
         let line: &str = row.get(2).ok_or_else(|| bad(name, "a row's line"))?;
-        let marked = row.get(3) == Some("true");
-        let line_no = shared.index.lines + 1;
+        let line_no = shared.index.lines + 1 + sigs.len() as u64;
         let checked = match serde_json::from_str::<Value>(line) {
-            Ok(Value::Object(entry)) => {
-                let loc = EntryLoc {
-                    tag: 0,
-                    offset: u64::try_from(seq).unwrap_or(0),
-                    len: 0,
-                };
-                shared.index.ingest(&entry, loc, &self.store.trusted)
-            }
+            Ok(Value::Object(entry)) => pending_signature(&entry, &self.store.trusted, line_no)
+                .and_then(|sig| {
+                    let effect_id = entry
+                        .get("effect_id")
+                        .and_then(Value::as_str)
+                        .ok_or("no string `effect_id`")?
+                        .to_owned();
+                    Ok((sig, effect_id, entry))
+                }),
             Ok(_) => Err("not a JSON object".to_owned()),
             Err(e) => Err(format!("not JSON: {e}")),
         };
-        match checked {
-            Ok(sig) => {
-                sigs.push(sig);
-                if !marked {
-                    unmarked.note(line);
-                }
-            }
+        let (sig, effect_id, entry) = match checked {
+            Ok(c) => c,
             Err(reason) => {
                 let e = self.corrupt(line_no, format!("row {seq}: {reason}"));
                 return Err(poison(shared, e));
             }
+        };
+        sigs.push(sig);
+        if row.get(3) != Some("true") {
+            unmarked.note(line);
         }
-        shared.index.lines += 1;
-        Ok(())
+        let loc = EntryLoc {
+            tag: 0,
+            offset: u64::try_from(seq).unwrap_or(0),
+            len: 0,
+        };
+        Ok(Some(Checked {
+            seq,
+            xid,
+            effect_id,
+            entry,
+            loc,
+        }))
     }
 
     /// The end of a catch-up: every signature read verifies and every row carries its mark,
@@ -411,6 +448,15 @@ impl Drop for PgSection<'_> {
             self.store.give_back(conn);
         }
     }
+}
+
+/// A row of a catch-up that passed its own checks, to fold in once its batch passed.
+struct Checked {
+    seq: i64,
+    xid: i64,
+    effect_id: String,
+    entry: Map<String, Value>,
+    loc: EntryLoc,
 }
 
 /// Rows of a catch-up without their mark: the first one's effect id and hash, and how many.
