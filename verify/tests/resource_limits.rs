@@ -14,6 +14,8 @@
 //! nemesis, the original format) has at least one.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// The helpers of the other suites (`tests/it`); this suite is a binary of its own (above).
+#[path = "it/common.rs"]
 mod common;
 
 use proptest::prelude::*;
