@@ -3,7 +3,8 @@
 //! nesting, big free-form values, plans far larger than what the file holds, in every format
 //! (nemesis files included).
 //!
-//! Memory is measured in this process (this file holds one test, so nothing else runs here): the
+//! Memory is measured in this process (this file holds one test, so nothing else runs here; it
+//! stays a test binary of its own, not a module of `tests/it`, for that reason): the
 //! peak resident size is reset through `/proc/self/clear_refs` before each input and read from
 //! `VmHWM` after loading and checking it; and on the `verify` binary itself, whose peak resident
 //! size (the largest of any run so far, as `getrusage` reports for children) must stay under the
@@ -14,6 +15,8 @@
 //! nemesis, the original format) has at least one.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// The helpers of the other suites (`tests/it`); this suite is a binary of its own (above).
+#[path = "it/common.rs"]
 mod common;
 
 use proptest::prelude::*;

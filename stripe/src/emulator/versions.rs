@@ -9,7 +9,7 @@
 //! for it:
 //!
 //! * `2026-08-26.dahlia`: Stripe's OpenAPI spec of that version (pruned copy in
-//!   `tests/data/`, checked field by field by `tests/shape.rs`) and Stripe's
+//!   `tests/data/`, checked field by field by `tests/it/shape.rs`) and Stripe's
 //!   published example objects.
 //! * `2026-10-28.endive`: the resource and parameter types of the official
 //!   stripe-python 16.1.0 (generated from Stripe's spec of that version),
