@@ -183,11 +183,18 @@ impl OtherHolder {
             interlock::Location::File(path) => descriptors_on(path) > before,
             #[cfg(feature = "postgres")]
             interlock::Location::Postgres(url) => {
+                // Only this journal's sessions (each holds the older gates' journal lock,
+                // namespace and 1, shared): other tests run in the same process.
+                let schema = url.rsplit("search_path%3D").next().unwrap();
+                let ns = i64::from(interlock::testing::pg_journal_namespace(schema));
                 let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
                 let row = c
                     .query_one(
-                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
-                        &[],
+                        "SELECT count(*) FROM pg_locks l WHERE l.locktype = 'advisory' \
+                         AND NOT l.granted AND l.pid IN (SELECT pid FROM pg_locks \
+                         WHERE locktype = 'advisory' AND classid::bigint = $1 \
+                         AND objid::bigint = 1 AND objsubid = 2)",
+                        &[&ns],
                     )
                     .unwrap();
                 row.get::<_, i64>(0) > 0

@@ -1136,13 +1136,16 @@ fn a_pooled_connection_the_server_ended_is_replaced_without_an_error() {
     );
 }
 
-/// Advisory locks (one-key form) held by idle sessions of the gates' main pools.
-fn idle_gate_advisory_locks(c: &mut postgres::Client) -> i64 {
+/// Advisory locks (one-key form: effects, budgets, claims) held by the main sessions of the
+/// journal in `schema` (each holds the older gates' journal lock, namespace and 1, shared).
+/// Other tests' gates run in the same process: only this journal's sessions count.
+fn gate_advisory_locks(c: &mut postgres::Client, schema: &str) -> i64 {
+    let ns = i64::from(interlock::testing::pg_journal_namespace(schema));
     c.query_one(
-        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
-         WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
-         AND a.application_name = 'interlock-journal' AND a.state = 'idle'",
-        &[],
+        "SELECT count(*) FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted \
+         AND l.objsubid = 1 AND l.pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' \
+         AND classid::bigint = $1 AND objid::bigint = 1 AND objsubid = 2)",
+        &[&ns],
     )
     .unwrap()
     .get(0)
@@ -1186,7 +1189,7 @@ fn a_lock_granted_to_a_round_trip_that_failed_is_let_go() {
     );
     let mut watch = client(&schema);
     assert_eq!(
-        idle_gate_advisory_locks(&mut watch),
+        gate_advisory_locks(&mut watch, &schema),
         0,
         "a pooled connection kept the effect's lock"
     );
@@ -1250,7 +1253,7 @@ fn a_budget_lock_granted_to_a_round_trip_that_failed_is_let_go() {
     assert!(first.is_err(), "{first:?}");
     let mut watch = client(&schema);
     assert_eq!(
-        idle_gate_advisory_locks(&mut watch),
+        gate_advisory_locks(&mut watch, &schema),
         0,
         "a pooled connection kept the budget's lock"
     );
