@@ -144,6 +144,8 @@ struct OtherHolder {
 }
 
 impl OtherHolder {
+    // `eid` names the effect's lock on PostgreSQL only.
+    #[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
     fn take(at: &interlock::Location, eid: &str) -> OtherHolder {
         let held: Box<dyn std::any::Any> = match at {
             interlock::Location::File(path) => {
