@@ -431,7 +431,9 @@ fn no_sync_rows(base: &Path, file: &[(&'static str, usize, f64)], seconds: f64) 
             json!({"bench": "target", "store": "jsonl_file", "writers": writers,
                    "target": "threads of one gate >= 0.7 of the no-sync ceiling (at 16)",
                    "durable_appends_per_s": durable, "no_sync_appends_per_s": ceiling,
-                   "ratio": round2(ratio), "met": writers != 16 || ratio >= 0.7})
+                   // The target is set at 16 threads only: the other rows say how far below
+                   // their ceiling they are, and are neither met nor missed.
+                   "ratio": round2(ratio), "met": (writers == 16).then_some(ratio >= 0.7)})
         );
     }
 }
