@@ -284,12 +284,7 @@ impl Index {
         loc: EntryLoc,
         trusted: &[VerifyingKey],
     ) -> Result<PendingSig, String> {
-        let line = self.lines + 1;
-        let sig = pending_signature(entry, trusted, line)?;
-        let eid = entry
-            .get("effect_id")
-            .and_then(Value::as_str)
-            .ok_or("no string `effect_id`")?;
+        let (sig, eid) = read_check(entry, trusted, self.lines + 1)?;
         self.fold(eid, entry, loc)?;
         Ok(sig)
     }
@@ -1282,8 +1277,23 @@ pub(crate) fn sealed_line(
     Ok((entry, line))
 }
 
+/// What every store checks of an entry it reads before folding it in: its signature to verify
+/// (its signer trusted) and its effect id.
+pub(crate) fn read_check<'e>(
+    entry: &'e Map<String, Value>,
+    trusted: &[VerifyingKey],
+    line: u64,
+) -> Result<(PendingSig, &'e str), String> {
+    let sig = pending_signature(entry, trusted, line)?;
+    let eid = entry
+        .get("effect_id")
+        .and_then(Value::as_str)
+        .ok_or("no string `effect_id`")?;
+    Ok((sig, eid))
+}
+
 /// The signature of `entry` to verify, after checking that its signer is trusted.
-pub(crate) fn pending_signature(
+fn pending_signature(
     entry: &Map<String, Value>,
     trusted: &[VerifyingKey],
     line: u64,

@@ -7,7 +7,7 @@
 use super::{budget_key, column, db_err, Conn, PgSection, Shared};
 use crate::claim::ClaimRecord;
 use crate::journal::{
-    pending_signature, sealed_line, verify_signatures, EntryLoc, Index, JournalError, PendingSig,
+    read_check, sealed_line, verify_signatures, EntryLoc, Index, JournalError, PendingSig,
 };
 use ed25519_dalek::SigningKey;
 use serde_json::{Map, Value};
@@ -240,15 +240,9 @@ impl PgSection<'_> {
         let line: &str = row.get(2).ok_or_else(|| bad(name, "a row's line"))?;
         let line_no = shared.index.lines + 1 + sigs.len() as u64;
         let checked = match serde_json::from_str::<Value>(line) {
-            Ok(Value::Object(entry)) => pending_signature(&entry, &self.store.trusted, line_no)
-                .and_then(|sig| {
-                    let effect_id = entry
-                        .get("effect_id")
-                        .and_then(Value::as_str)
-                        .ok_or("no string `effect_id`")?
-                        .to_owned();
-                    Ok((sig, effect_id, entry))
-                }),
+            Ok(Value::Object(entry)) => read_check(&entry, &self.store.trusted, line_no)
+                .map(|(sig, eid)| (sig, eid.to_owned()))
+                .map(|(sig, effect_id)| (sig, effect_id, entry)),
             Ok(_) => Err("not a JSON object".to_owned()),
             Err(e) => Err(format!("not JSON: {e}")),
         };
