@@ -24,7 +24,8 @@
 //! `INTERLOCK_TEST_PG_URL` (`.ci/pg-cluster start`); `STORES_SECONDS` sets the time per row
 //! (default 3); `STORES_DIR` the directory of the file journals (default: the target's temporary
 //! directory, on the build's disk — not a tmpfs, where fsync is free); `STORES_ONLY=file` or
-//! `STORES_ONLY=postgres` runs one store's rows only.
+//! `STORES_ONLY=postgres` runs one store's rows only; `STORES_WRITERS` (e.g. `16`) and
+//! `STORES_MODES` (e.g. `shared_gate`) pick the file store's rows, comma-separated, for profiling one of them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ed25519_dalek::SigningKey;
@@ -40,6 +41,37 @@ use std::time::{Duration, Instant};
 
 const WRITERS: [usize; 4] = [1, 4, 8, 16];
 const MODES: [&str; 3] = ["shared_gate", "own_gates", "processes"];
+
+/// The writer counts to run: `STORES_WRITERS` (comma-separated, e.g. `16`) or all four.
+fn writer_counts() -> Vec<usize> {
+    match std::env::var("STORES_WRITERS") {
+        Ok(list) => list
+            .split(',')
+            .map(|w| {
+                w.trim()
+                    .parse()
+                    .unwrap_or_else(|_| panic!("STORES_WRITERS: {w:?} is not a writer count"))
+            })
+            .collect(),
+        Err(_) => WRITERS.to_vec(),
+    }
+}
+
+/// The ways to run: `STORES_MODES` (comma-separated among [`MODES`]) or all three.
+fn modes() -> Vec<&'static str> {
+    match std::env::var("STORES_MODES") {
+        Ok(list) => list
+            .split(',')
+            .map(|m| {
+                MODES
+                    .into_iter()
+                    .find(|known| *known == m.trim())
+                    .unwrap_or_else(|| panic!("STORES_MODES: {m:?} is not one of {MODES:?}"))
+            })
+            .collect(),
+        Err(_) => MODES.to_vec(),
+    }
+}
 const CHILD: &str = "STORES_CHILD";
 
 fn fresh_schema(url: &str) -> Location {
@@ -377,8 +409,8 @@ fn main() {
 /// second of each row.
 fn file_rows(base: &Path, seconds: f64) -> Vec<(&'static str, usize, f64)> {
     let mut file = Vec::new();
-    for mode in MODES {
-        for writers in WRITERS {
+    for mode in modes() {
+        for writers in writer_counts() {
             let dir = tempfile::tempdir_in(base).unwrap();
             let at = Location::File(dir.path().join("journal.jsonl"));
             file.push((
@@ -411,7 +443,7 @@ fn file_rows(base: &Path, seconds: f64) -> Vec<(&'static str, usize, f64)> {
 fn no_sync_rows(base: &Path, file: &[(&'static str, usize, f64)], seconds: f64) {
     // The same workload without durability (every sync of the file store skipped), in the
     // same run: how far below its ceiling the store is at each writer count.
-    for writers in WRITERS {
+    for writers in writer_counts() {
         let durable = file
             .iter()
             .find(|(m, w, _)| *m == "shared_gate" && *w == writers)

@@ -381,6 +381,9 @@ struct Queued {
     bytes: Vec<u8>,
     hash: String,
     effect_id: String,
+    /// Its durability request: the line may be written once the marks sync that covers this
+    /// request has ended (its intent is then durable).
+    ticket: u64,
 }
 
 struct Inner {
@@ -399,12 +402,18 @@ struct Inner {
     flock: Option<File>,
     /// Sections (of any thread of this process) that hold the journal lock right now.
     holders: usize,
-    /// Durability requests made (one per append or claim-record mark) and the last one a
-    /// completed group commit covered.
+    /// Durability requests made (one per append or claim-record mark), the last one whose
+    /// marks (an append's intent, a claim record's mark) a completed marks sync covered, and
+    /// the last one a completed group commit covered (its line written and fsynced too).
     requested: u64,
+    marks_synced: u64,
     durable: u64,
-    /// A thread is carrying out a group commit (the others wait for it or for the next).
-    leading: bool,
+    /// A thread is syncing the marks (the first stage of a group commit).
+    syncing_marks: bool,
+    /// A thread is writing and fsyncing lines whose marks are synced (the second stage). The
+    /// two stages of consecutive group commits overlap: one batch's marks sync while the batch
+    /// before it is written and fsynced.
+    writing: bool,
     /// A thread is waiting for the `flock` (with the mutex let go); the others wait for it.
     acquiring: bool,
     /// Per effect, the durability request of its last queued line or claim-record mark, while
@@ -432,6 +441,9 @@ pub struct Journal {
     /// that order threads around that instant).
     #[cfg(test)]
     on_marks_sync: Mutex<Option<SyncHook>>,
+    /// Called by a group commit's second stage before it fsyncs the journal, its mutex let go.
+    #[cfg(test)]
+    on_journal_sync: Mutex<Option<SyncHook>>,
 }
 
 /// See [`Journal::on_marks_sync`].
@@ -488,8 +500,10 @@ impl Journal {
                 flock: None,
                 holders: 0,
                 requested: 0,
+                marks_synced: 0,
                 durable: 0,
-                leading: false,
+                syncing_marks: false,
+                writing: false,
                 acquiring: false,
                 pending: HashMap::new(),
                 #[cfg(test)]
@@ -498,6 +512,8 @@ impl Journal {
             committed: Condvar::new(),
             #[cfg(test)]
             on_marks_sync: Mutex::new(None),
+            #[cfg(test)]
+            on_journal_sync: Mutex::new(None),
         };
         drop(journal.lock(None)?);
         Ok(journal)
@@ -1091,14 +1107,19 @@ impl Locked<'_> {
             bytes: line,
             hash,
             effect_id: effect_id.to_owned(),
+            ticket,
         });
         self.wait_durable(ticket)?;
         Ok(entry)
     }
 
-    /// Return once durability request `ticket` is covered by a completed group commit: lead
-    /// one if nobody is (fsync the marks, so every queued line's intent; write the queued lines;
-    /// fsync the journal; mark them), else wait for the one under way and check again.
+    /// Return once durability request `ticket` is covered by a completed group commit. A group
+    /// commit has two stages, each led by one thread at a time, any waiting thread leading
+    /// whichever is free and has work: sync the marks (so every intent and claim-record mark
+    /// written so far), then write the lines whose intents that made durable, fsync the
+    /// journal and mark them. The second stage of one batch runs while the next batch's marks
+    /// sync; a line is never written before its intent is durable, and a batch is durable
+    /// only once every line before it is (the second stage runs one batch at a time, in order).
     fn wait_durable(&mut self, ticket: u64) -> Result<(), JournalError> {
         loop {
             if self.hold.durable >= ticket {
@@ -1107,24 +1128,39 @@ impl Locked<'_> {
             if let Some(e) = self.poisoned() {
                 return Err(e);
             }
-            if self.hold.leading {
-                self.hold.wait_for_commit();
-            } else {
-                let led = self.lead_commit();
-                self.hold.leading = false;
+            if !self.hold.writing && self.hold.durable < self.hold.marks_synced {
+                let led = self.write_synced();
+                self.hold.writing = false;
                 self.hold.journal.committed.notify_all();
                 led?;
+            } else if !self.hold.syncing_marks && self.hold.marks_synced < self.hold.requested {
+                let led = self.sync_marks();
+                self.hold.syncing_marks = false;
+                let h = &self.hold;
+                if led.is_ok()
+                    && h.durable < ticket
+                    && !h.writing
+                    && h.durable < h.marks_synced
+                    && h.marks_synced >= h.requested
+                {
+                    // This thread leads the second stage next, whose end wakes everyone, and
+                    // no other has a marks sync to lead meanwhile: nobody needs waking now.
+                    continue;
+                }
+                self.hold.journal.committed.notify_all();
+                led?;
+            } else {
+                self.hold.wait_for_commit();
             }
         }
     }
 
-    /// One group commit, for every request made so far.
-    fn lead_commit(&mut self) -> Result<(), JournalError> {
+    /// A group commit's first stage: sync the marks, for every request made so far.
+    fn sync_marks(&mut self) -> Result<(), JournalError> {
         let path = self.path;
         let inner = &mut *self.hold;
-        inner.leading = true;
+        inner.syncing_marks = true;
         let batch = inner.requested;
-        let lines = inner.queue.len();
         let marks = match inner.marks.as_ref().map(Marks::sync_handle).transpose() {
             Ok(m) => m,
             Err(e) => {
@@ -1134,7 +1170,6 @@ impl Locked<'_> {
                 return Err(e);
             }
         };
-        // The intents of the batch's lines are durable before any of the lines is written.
         #[cfg(test)]
         let journal = self.hold.journal;
         let synced = self.hold.unlocked(|| match &marks {
@@ -1157,7 +1192,19 @@ impl Locked<'_> {
             return Err(e);
         }
         let inner = &mut *self.hold;
+        inner.marks_synced = inner.marks_synced.max(batch);
+        Ok(())
+    }
+
+    /// A group commit's second stage: write the queued lines whose intents are durable, fsync
+    /// the journal, mark them; then every request up to the marks sync is durable.
+    fn write_synced(&mut self) -> Result<(), JournalError> {
+        let path = self.path;
+        let inner = &mut *self.hold;
+        inner.writing = true;
+        let batch = inner.marks_synced;
         let at = inner.on_disk;
+        let lines = inner.queue.iter().take_while(|q| q.ticket <= batch).count();
         let batch_lines: Vec<Queued> = inner.queue.drain(..lines).collect();
         if !batch_lines.is_empty() {
             let bytes: Vec<u8> = batch_lines
@@ -1170,6 +1217,15 @@ impl Locked<'_> {
             let journal = self.hold.journal;
             let synced = written.and_then(|()| {
                 self.hold.unlocked(|| {
+                    #[cfg(test)]
+                    if let Some(hook) = journal
+                        .on_journal_sync
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .as_ref()
+                    {
+                        hook(journal);
+                    }
                     fsio::sync(&journal.sync_file, path, false).map_err(io_err("sync", path))
                 })
             });
@@ -1424,6 +1480,14 @@ mod tests {
         syncs
     }
 
+    /// Call `hook` with the count of journal fsyncs before it and the journal, at each.
+    fn on_journal_sync(j: &Journal, hook: impl Fn(usize, &Journal) + Send + 'static) {
+        let syncs = AtomicUsize::new(0);
+        *j.on_journal_sync.lock().unwrap() = Some(Box::new(move |j: &Journal| {
+            hook(syncs.fetch_add(1, Ordering::SeqCst), j);
+        }));
+    }
+
     /// Hold the first group commit at its marks sync until `release` (asked with the journal)
     /// holds; the flag returned is set once it is held there.
     fn hold_first_commit_until(
@@ -1569,6 +1633,53 @@ mod tests {
         });
         assert_eq!(syncs.load(Ordering::SeqCst), 2);
         assert_eq!(*at_second_sync.lock().unwrap(), vec!["x".to_owned()]);
+        assert_eq!(written_ids(&path), vec!["x".to_owned(), "y".to_owned()]);
+    }
+
+    /// The marks sync of a line queued while the line before it is fsynced runs during that
+    /// fsync (the two stages of consecutive group commits overlap), and still ends before the
+    /// later line is written.
+    #[test]
+    fn the_next_batch_syncs_its_marks_while_the_batch_before_it_is_fsynced() {
+        let (_dir, path, j) = fresh_journal();
+        let paused = Arc::new(AtomicBool::new(false));
+        let at_second_marks_sync = Arc::new(Mutex::new(None));
+        let marks_syncs = {
+            let at = Arc::clone(&at_second_marks_sync);
+            let path = path.clone();
+            on_marks_sync(&j, move |n, j| {
+                if n == 1 {
+                    *at.lock().unwrap() = Some((j.index().durable, written_ids(&path)));
+                }
+            })
+        };
+        {
+            let (paused, marks_syncs) = (Arc::clone(&paused), Arc::clone(&marks_syncs));
+            on_journal_sync(&j, move |n, _| {
+                if n == 0 {
+                    paused.store(true, Ordering::SeqCst);
+                    until("the next batch's marks sync begins during this fsync", &|| {
+                        marks_syncs.load(Ordering::SeqCst) >= 2
+                    });
+                }
+            });
+        }
+        std::thread::scope(|s| {
+            let second = s.spawn(|| {
+                until("the first fsync pauses", &|| paused.load(Ordering::SeqCst));
+                j.append_entry("y", Kind::Proposed, proposed(2), 2, &key())
+                    .unwrap();
+            });
+            j.append_entry("x", Kind::Proposed, proposed(1), 1, &key())
+                .unwrap();
+            second.join().unwrap();
+        });
+        // At the second marks sync the first line was written, not yet durable, and the
+        // second not written.
+        assert_eq!(
+            *at_second_marks_sync.lock().unwrap(),
+            Some((0, vec!["x".to_owned()]))
+        );
         assert_eq!(written_ids(&path), vec!["x".to_owned(), "y".to_owned()]);
     }
 
