@@ -1653,14 +1653,23 @@ mod tests {
                 }
             })
         };
+        let overlapped = Arc::new(AtomicBool::new(false));
         {
-            let (paused, marks_syncs) = (Arc::clone(&paused), Arc::clone(&marks_syncs));
+            let (paused, marks_syncs, overlapped) = (
+                Arc::clone(&paused),
+                Arc::clone(&marks_syncs),
+                Arc::clone(&overlapped),
+            );
             on_journal_sync(&j, move |n, _| {
                 if n == 0 {
                     paused.store(true, Ordering::SeqCst);
-                    until("the next batch's marks sync begins during this fsync", &|| {
-                        marks_syncs.load(Ordering::SeqCst) >= 2
-                    });
+                    // Waits a bounded time and lets the fsync go on either way (a hook that
+                    // failed here would leave the other appender waiting for ever).
+                    let deadline = Instant::now() + Duration::from_secs(10);
+                    while marks_syncs.load(Ordering::SeqCst) < 2 && Instant::now() < deadline {
+                        std::thread::yield_now();
+                    }
+                    overlapped.store(marks_syncs.load(Ordering::SeqCst) >= 2, Ordering::SeqCst);
                 }
             });
         }
@@ -1674,6 +1683,10 @@ mod tests {
                 .unwrap();
             second.join().unwrap();
         });
+        assert!(
+            overlapped.load(Ordering::SeqCst),
+            "the second line's marks sync did not begin during the first line's fsync"
+        );
         // At the second marks sync the first line was written, not yet durable, and the
         // second not written.
         assert_eq!(
