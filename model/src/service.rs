@@ -70,24 +70,31 @@ impl Service {
     /// The outcomes pending request `i` can still have, in a fixed order. Under a key (tier 1)
     /// the service answers a saved failure or a saved success, and a request that arrives while
     /// an earlier one under the key still executes gets "in progress".
-    pub fn possible(&self, i: usize, dedup: bool, failures: bool, rejects: bool) -> Vec<Outcome> {
-        if dedup && self.saved_failure {
-            return vec![Outcome::Replayed];
-        }
-        if dedup && self.found() {
-            return vec![Outcome::Landed];
-        }
-        if dedup && self.requests.iter().take(i).any(|r| r.outcome.is_none()) {
-            return vec![Outcome::InProgress];
-        }
-        let mut out = vec![Outcome::Landed];
-        if failures {
-            out.push(Outcome::Failed);
-        }
-        if rejects {
-            out.push(Outcome::Rejected);
-        }
-        out
+    pub fn possible(
+        &self,
+        i: usize,
+        dedup: bool,
+        failures: bool,
+        rejects: bool,
+    ) -> impl Iterator<Item = Outcome> {
+        let only = if dedup && self.saved_failure {
+            Some(Outcome::Replayed)
+        } else if dedup && self.found() {
+            Some(Outcome::Landed)
+        } else if dedup && self.requests.iter().take(i).any(|r| r.outcome.is_none()) {
+            Some(Outcome::InProgress)
+        } else {
+            None
+        };
+        let outcomes = match only {
+            Some(o) => [Some(o), None, None],
+            None => [
+                Some(Outcome::Landed),
+                failures.then_some(Outcome::Failed),
+                rejects.then_some(Outcome::Rejected),
+            ],
+        };
+        outcomes.into_iter().flatten()
     }
 
     /// End request `i` with `outcome`; drop it when nobody waits for its answer.

@@ -37,10 +37,6 @@ impl GateModel {
         s.losses_left = 0;
         let mut actions = Vec::new();
         let mut blocked = false;
-        let busy_after = |m: &GateModel, s: &State, a: Action| {
-            m.next_state(s, a)
-                .is_some_and(|n| n.procs.iter().any(|p| !p.is_idle()))
-        };
         for _ in 0..400 {
             let f = self.fold(&s);
             if f.corrupt_at.is_some() || (f.open.is_none() && s.procs.iter().all(Proc::is_idle)) {
@@ -69,14 +65,14 @@ impl GateModel {
                         .flatten()
                 })
                 .unwrap_or(Action::Tick);
+            let Some(n) = self.next_state(&s, next) else {
+                return false;
+            };
             let busy = |s: &State| s.procs.iter().any(|p| !p.is_idle());
             blocked = match next {
                 Action::Tick => false,
-                Action::Step(_) | Action::Answer(..) => busy(&s) && !busy_after(self, &s, next),
+                Action::Step(_) | Action::Answer(..) => busy(&s) && !busy(&n),
                 _ => blocked,
-            };
-            let Some(n) = self.next_state(&s, next) else {
-                return false;
             };
             if let Some(p) = path.as_deref_mut() {
                 p.push((s, Some(next)));
