@@ -2,6 +2,7 @@
 //! later step (within the declared bound unless the model lets them land late), dedup by key
 //! for tier 1, a lookup, and a saved failure replayed under the key.
 
+use crate::bounded::Bounded;
 use interlock::decide::SendAnswer;
 
 /// How a request ended at the service.
@@ -36,7 +37,7 @@ impl Outcome {
 }
 
 /// A request that left a gate process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Request {
     /// The identity of the DISPATCHED it was sent under.
     pub dispatch: u8,
@@ -50,13 +51,20 @@ pub struct Request {
     pub outcome: Option<Outcome>,
 }
 
+/// The most requests the service holds at once (not ended, or awaited), and the most landings
+/// a state records: bounds of the inline lists, past every configuration's reach (a push past
+/// one stops the check with a message).
+pub const MAX_REQUESTS: usize = 8;
+/// See [`MAX_REQUESTS`].
+pub const MAX_LANDINGS: usize = 8;
+
 /// The service's state for the one effect.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Service {
     /// Requests that have not ended, or whose answer a process still waits for.
-    pub requests: Vec<Request>,
+    pub requests: Bounded<Request, MAX_REQUESTS>,
     /// Every time the effect took effect: the dispatch the landing request was sent under.
-    pub landings: Vec<u8>,
+    pub landings: Bounded<u8, MAX_LANDINGS>,
     /// A failure is saved under the key (tier 1): every later request is answered with it.
     pub saved_failure: bool,
 }

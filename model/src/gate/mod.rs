@@ -6,6 +6,7 @@
 //! submitting process's steps are in `submit`, a recovering one's in `recovery`, the
 //! `stateright` model and the protocol left alone in `transitions`.
 
+use crate::bounded::Bounded;
 use crate::journal::{closing, fold, Entry, Fold, Line};
 use crate::properties::Check;
 use crate::service::{Outcome, Request, Service};
@@ -81,9 +82,10 @@ pub struct Recovery {
 }
 
 /// What a process is doing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Activity {
     /// Nothing (between calls).
+    #[default]
     Idle,
     /// In `submit`.
     Submitting(Submit),
@@ -92,7 +94,7 @@ pub enum Activity {
 }
 
 /// A gate process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Proc {
     /// The payload it has yet to propose.
     pub todo: Option<u8>,
@@ -129,15 +131,23 @@ pub struct ClaimRecord {
     pub earlier_sends_until: Option<u8>,
 }
 
-/// The whole world of one effect.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// The most gate processes a configuration may have.
+pub const MAX_PROCS: usize = 3;
+/// The most journal lines a state may hold: each proposal writes at most three (PROPOSED, then
+/// a refusal, or DISPATCHED and the line that resolves it) and one line is replayed, so 10 for
+/// three proposers; with room. A push past it stops the check with a message.
+pub const MAX_LINES: usize = 12;
+
+/// The whole world of one effect. It holds no heap allocation (it is `Copy`): the checker
+/// clones and hashes every state it generates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct State {
     /// The clock (ticks; the gate reads them as ms).
     pub now: u8,
     /// The gate processes.
-    pub procs: Vec<Proc>,
+    pub procs: Bounded<Proc, MAX_PROCS>,
     /// The journal's lines for the effect.
-    pub journal: Vec<Line>,
+    pub journal: Bounded<Line, MAX_LINES>,
     /// The process holding the claim.
     pub claim: Option<u8>,
     /// The claim record.

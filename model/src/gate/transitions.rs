@@ -2,6 +2,7 @@
 //! state and the state each leads to; and the protocol left alone from a state.
 
 use super::{Action, Activity, Proc, Recovery, State, Submit};
+use crate::bounded::Bounded;
 use crate::journal::Entry;
 use crate::properties::properties;
 use crate::service::{Outcome, Service};
@@ -29,7 +30,7 @@ impl GateModel {
         if !s.procs.iter().all(Proc::is_idle) || self.fold(s).corrupt_at.is_some() {
             return true;
         }
-        let mut s = s.clone();
+        let mut s = *s;
         s.crashes_left = 0;
         s.revocations_left = 0;
         s.premise_changes_left = 0;
@@ -113,7 +114,7 @@ impl Model for GateModel {
                     lost: false,
                 })
                 .collect(),
-            journal: Vec::new(),
+            journal: Bounded::default(),
             claim: None,
             record: None,
             lease_live: true,
@@ -211,7 +212,7 @@ impl Model for GateModel {
     }
 
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
-        let mut s = last.clone();
+        let mut s = *last;
         match action {
             Action::Propose(p) => {
                 let proc = s.procs.get_mut(usize::from(p))?;
