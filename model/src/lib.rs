@@ -26,7 +26,7 @@ pub mod properties;
 mod service;
 mod trace;
 
-pub use bounded::Bounded;
+pub use bounded::{Bounded, Packed};
 pub use gate::{Action, Activity, ClaimRecord, Memory, Proc, Recovery, Seen, State, Submit};
 pub use journal::{closing, fold, Entry, Fold, Line};
 pub use properties::{expected_failure, Check};
