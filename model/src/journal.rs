@@ -53,6 +53,17 @@ pub struct Line {
     pub entry: Entry,
 }
 
+/// A filler for the journal's unused slots (never read: see `crate::bounded::Bounded`).
+impl Default for Line {
+    fn default() -> Line {
+        Line {
+            id: 0,
+            prev: None,
+            entry: Entry::Ambiguous,
+        }
+    }
+}
+
 /// What the gate derives from an effect's lines (`interlock`'s journal index does the same).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Fold {

@@ -19,12 +19,14 @@
 //! fixed for; each must produce a counterexample. See `README.md` for what is checked, the
 //! bounds and what the model leaves out.
 
+mod bounded;
 mod gate;
 mod journal;
 pub mod properties;
 mod service;
 mod trace;
 
+pub use bounded::{Bounded, Packed};
 pub use gate::{Action, Activity, ClaimRecord, Memory, Proc, Recovery, Seen, State, Submit};
 pub use journal::{closing, fold, Entry, Fold, Line};
 pub use properties::{expected_failure, Check};

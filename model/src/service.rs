@@ -2,6 +2,7 @@
 //! later step (within the declared bound unless the model lets them land late), dedup by key
 //! for tier 1, a lookup, and a saved failure replayed under the key.
 
+use crate::bounded::Bounded;
 use interlock::decide::SendAnswer;
 
 /// How a request ended at the service.
@@ -36,7 +37,7 @@ impl Outcome {
 }
 
 /// A request that left a gate process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Request {
     /// The identity of the DISPATCHED it was sent under.
     pub dispatch: u8,
@@ -50,13 +51,20 @@ pub struct Request {
     pub outcome: Option<Outcome>,
 }
 
+/// The most requests the service holds at once (not ended, or awaited), and the most landings
+/// a state records: bounds of the inline lists, past every configuration's reach (a push past
+/// one stops the check with a message).
+pub const MAX_REQUESTS: usize = 8;
+/// See [`MAX_REQUESTS`].
+pub const MAX_LANDINGS: usize = 8;
+
 /// The service's state for the one effect.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Service {
     /// Requests that have not ended, or whose answer a process still waits for.
-    pub requests: Vec<Request>,
+    pub requests: Bounded<Request, MAX_REQUESTS>,
     /// Every time the effect took effect: the dispatch the landing request was sent under.
-    pub landings: Vec<u8>,
+    pub landings: Bounded<u8, MAX_LANDINGS>,
     /// A failure is saved under the key (tier 1): every later request is answered with it.
     pub saved_failure: bool,
 }
@@ -70,24 +78,31 @@ impl Service {
     /// The outcomes pending request `i` can still have, in a fixed order. Under a key (tier 1)
     /// the service answers a saved failure or a saved success, and a request that arrives while
     /// an earlier one under the key still executes gets "in progress".
-    pub fn possible(&self, i: usize, dedup: bool, failures: bool, rejects: bool) -> Vec<Outcome> {
-        if dedup && self.saved_failure {
-            return vec![Outcome::Replayed];
-        }
-        if dedup && self.found() {
-            return vec![Outcome::Landed];
-        }
-        if dedup && self.requests.iter().take(i).any(|r| r.outcome.is_none()) {
-            return vec![Outcome::InProgress];
-        }
-        let mut out = vec![Outcome::Landed];
-        if failures {
-            out.push(Outcome::Failed);
-        }
-        if rejects {
-            out.push(Outcome::Rejected);
-        }
-        out
+    pub fn possible(
+        &self,
+        i: usize,
+        dedup: bool,
+        failures: bool,
+        rejects: bool,
+    ) -> impl Iterator<Item = Outcome> {
+        let only = if dedup && self.saved_failure {
+            Some(Outcome::Replayed)
+        } else if dedup && self.found() {
+            Some(Outcome::Landed)
+        } else if dedup && self.requests.iter().take(i).any(|r| r.outcome.is_none()) {
+            Some(Outcome::InProgress)
+        } else {
+            None
+        };
+        let outcomes = match only {
+            Some(o) => [Some(o), None, None],
+            None => [
+                Some(Outcome::Landed),
+                failures.then_some(Outcome::Failed),
+                rejects.then_some(Outcome::Rejected),
+            ],
+        };
+        outcomes.into_iter().flatten()
     }
 
     /// End request `i` with `outcome`; drop it when nobody waits for its answer.

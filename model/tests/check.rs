@@ -53,10 +53,7 @@ fn run(name: &str, m: GateModel, stop_at: Option<&'static str>) -> Run {
                     last.1 = None;
                 }
             }
-            let last = steps
-                .last()
-                .map(|(s, _)| s.clone())
-                .expect("a path has a state");
+            let last = steps.last().map(|(s, _)| *s).expect("a path has a state");
             let mut trace = narrate(&m, &steps);
             trace.push_str(&left_alone(&m, &last));
             failures.push((p.name, trace));

@@ -6,12 +6,14 @@
 //! submitting process's steps are in `submit`, a recovering one's in `recovery`, the
 //! `stateright` model and the protocol left alone in `transitions`.
 
+use crate::bounded::{Bounded, Packed};
 use crate::journal::{closing, fold, Entry, Fold, Line};
 use crate::properties::Check;
 use crate::service::{Outcome, Request, Service};
 use crate::{Bug, GateModel};
 use interlock::decide::{InFlight, RecoveryFacts, SendAnswer, SubmitFacts};
 use interlock::Via;
+use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 mod recovery;
@@ -81,9 +83,10 @@ pub struct Recovery {
 }
 
 /// What a process is doing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Activity {
     /// Nothing (between calls).
+    #[default]
     Idle,
     /// In `submit`.
     Submitting(Submit),
@@ -92,7 +95,7 @@ pub enum Activity {
 }
 
 /// A gate process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Proc {
     /// The payload it has yet to propose.
     pub todo: Option<u8>,
@@ -129,15 +132,23 @@ pub struct ClaimRecord {
     pub earlier_sends_until: Option<u8>,
 }
 
-/// The whole world of one effect.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// The most gate processes a configuration may have.
+pub const MAX_PROCS: usize = 3;
+/// The most journal lines a state may hold: each proposal writes at most three (PROPOSED, then
+/// a refusal, or DISPATCHED and the line that resolves it) and one line is replayed, so 10 for
+/// three proposers; with room. A push past it stops the check with a message.
+pub const MAX_LINES: usize = 12;
+
+/// The whole world of one effect. It holds no heap allocation (it is `Copy`): the checker
+/// clones and hashes every state it generates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct State {
     /// The clock (ticks; the gate reads them as ms).
     pub now: u8,
     /// The gate processes.
-    pub procs: Vec<Proc>,
+    pub procs: Bounded<Proc, MAX_PROCS>,
     /// The journal's lines for the effect.
-    pub journal: Vec<Line>,
+    pub journal: Bounded<Line, MAX_LINES>,
     /// The process holding the claim.
     pub claim: Option<u8>,
     /// The claim record.
@@ -167,6 +178,52 @@ pub struct State {
     /// The dispatches (bit `1 << id`) refused by a process that had been told "in use" for
     /// them (a ghost, for [`crate::properties::IN_USE_NOT_REFUSED`]).
     pub refused_after_in_use: u8,
+}
+
+/// The state's identity for the checker: every field's derived `Hash`, gathered in one stream
+/// ([`Packed`]). The fields are named one by one without `..`, so a field added to [`State`]
+/// and not hashed here does not compile.
+impl Hash for State {
+    fn hash<H: Hasher>(&self, out: &mut H) {
+        let State {
+            now,
+            procs,
+            journal,
+            claim,
+            record,
+            lease_live,
+            premises_hold,
+            service,
+            crashes_left,
+            revocations_left,
+            premise_changes_left,
+            replays_left,
+            losses_left,
+            resends,
+            broken,
+            seen,
+            refused_after_in_use,
+        } = self;
+        let mut h = Packed::new(out);
+        now.hash(&mut h);
+        procs.hash(&mut h);
+        journal.hash(&mut h);
+        claim.hash(&mut h);
+        record.hash(&mut h);
+        lease_live.hash(&mut h);
+        premises_hold.hash(&mut h);
+        service.hash(&mut h);
+        crashes_left.hash(&mut h);
+        revocations_left.hash(&mut h);
+        premise_changes_left.hash(&mut h);
+        replays_left.hash(&mut h);
+        losses_left.hash(&mut h);
+        resends.hash(&mut h);
+        broken.hash(&mut h);
+        seen.hash(&mut h);
+        refused_after_in_use.hash(&mut h);
+        h.flush();
+    }
 }
 
 /// Events recorded in [`State::seen`], so that reachability can ask whether they happen.

@@ -2,6 +2,7 @@
 //! state and the state each leads to; and the protocol left alone from a state.
 
 use super::{Action, Activity, Proc, Recovery, State, Submit};
+use crate::bounded::Bounded;
 use crate::journal::Entry;
 use crate::properties::properties;
 use crate::service::{Outcome, Service};
@@ -29,7 +30,7 @@ impl GateModel {
         if !s.procs.iter().all(Proc::is_idle) || self.fold(s).corrupt_at.is_some() {
             return true;
         }
-        let mut s = s.clone();
+        let mut s = *s;
         s.crashes_left = 0;
         s.revocations_left = 0;
         s.premise_changes_left = 0;
@@ -37,10 +38,6 @@ impl GateModel {
         s.losses_left = 0;
         let mut actions = Vec::new();
         let mut blocked = false;
-        let busy_after = |m: &GateModel, s: &State, a: Action| {
-            m.next_state(s, a)
-                .is_some_and(|n| n.procs.iter().any(|p| !p.is_idle()))
-        };
         for _ in 0..400 {
             let f = self.fold(&s);
             if f.corrupt_at.is_some() || (f.open.is_none() && s.procs.iter().all(Proc::is_idle)) {
@@ -69,14 +66,14 @@ impl GateModel {
                         .flatten()
                 })
                 .unwrap_or(Action::Tick);
+            let Some(n) = self.next_state(&s, next) else {
+                return false;
+            };
             let busy = |s: &State| s.procs.iter().any(|p| !p.is_idle());
             blocked = match next {
                 Action::Tick => false,
-                Action::Step(_) | Action::Answer(..) => busy(&s) && !busy_after(self, &s, next),
+                Action::Step(_) | Action::Answer(..) => busy(&s) && !busy(&n),
                 _ => blocked,
-            };
-            let Some(n) = self.next_state(&s, next) else {
-                return false;
             };
             if let Some(p) = path.as_deref_mut() {
                 p.push((s, Some(next)));
@@ -117,7 +114,7 @@ impl Model for GateModel {
                     lost: false,
                 })
                 .collect(),
-            journal: Vec::new(),
+            journal: Bounded::default(),
             claim: None,
             record: None,
             lease_live: true,
@@ -215,7 +212,7 @@ impl Model for GateModel {
     }
 
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
-        let mut s = last.clone();
+        let mut s = *last;
         match action {
             Action::Propose(p) => {
                 let proc = s.procs.get_mut(usize::from(p))?;
