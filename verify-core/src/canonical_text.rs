@@ -44,7 +44,7 @@ pub struct Scratch {
 pub fn write(text: &str, limits: Limits, scratch: &mut Scratch, out: &mut Vec<u8>) -> Option<()> {
     scratch.members.clear();
     let mut reader = Reader {
-        text: text.as_bytes(),
+        text,
         at: 0,
         limits,
         scratch,
@@ -56,7 +56,9 @@ pub fn write(text: &str, limits: Limits, scratch: &mut Scratch, out: &mut Vec<u8
 }
 
 struct Reader<'t, 's> {
-    text: &'t [u8],
+    /// The text; every range kept of it starts and ends at an ASCII byte (a quote), so on a
+    /// character boundary.
+    text: &'t str,
     at: usize,
     limits: Limits,
     scratch: &'s mut Scratch,
@@ -65,7 +67,7 @@ struct Reader<'t, 's> {
 
 impl Reader<'_, '_> {
     fn peek(&self) -> Option<u8> {
-        self.text.get(self.at).copied()
+        self.text.as_bytes().get(self.at).copied()
     }
 
     fn skip_space(&mut self) {
@@ -98,13 +100,13 @@ impl Reader<'_, '_> {
     }
 
     fn copy(&mut self, range: Range<usize>) -> Option<()> {
-        self.out.extend_from_slice(self.text.get(range)?);
+        self.out.extend_from_slice(self.text.get(range)?.as_bytes());
         Some(())
     }
 
     fn literal(&mut self, word: &[u8]) -> Option<()> {
         let end = self.at + word.len();
-        (self.text.get(self.at..end)? == word).then_some(())?;
+        (self.text.as_bytes().get(self.at..end)? == word).then_some(())?;
         self.out.extend_from_slice(word);
         self.at = end;
         Some(())
@@ -116,16 +118,17 @@ impl Reader<'_, '_> {
         let start = self.at;
         let negative = self.peek() == Some(b'-');
         let digits_from = start + usize::from(negative);
+        let bytes = self.text.as_bytes();
         let mut end = digits_from;
-        while self.text.get(end).is_some_and(u8::is_ascii_digit) {
+        while bytes.get(end).is_some_and(u8::is_ascii_digit) {
             end += 1;
         }
-        let digits = self.text.get(digits_from..end)?;
+        let digits = bytes.get(digits_from..end)?;
         // At most 16 digits: 2^53 - 1 has 16, so more is out of range (or a leading zero).
         if digits.is_empty() || digits.len() > 16 || (digits[0] == b'0' && digits.len() > 1) {
             return None;
         }
-        if matches!(self.text.get(end), Some(b'.' | b'e' | b'E')) {
+        if matches!(bytes.get(end), Some(b'.' | b'e' | b'E')) {
             return None;
         }
         let magnitude = digits
@@ -142,7 +145,7 @@ impl Reader<'_, '_> {
     /// range of its contents (without the quotes). The reader stands after its closing quote.
     fn string(&mut self) -> Option<Range<usize>> {
         let from = self.at + 1;
-        let rest = self.text.get(from..)?;
+        let rest = self.text.as_bytes().get(from..)?;
         let len = rest
             .iter()
             .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
@@ -236,8 +239,7 @@ impl Reader<'_, '_> {
 
     /// The order of two keys of the text (by UTF-16 code units, as RFC 8785 sorts them).
     fn key_order(&self, a: Range<usize>, b: Range<usize>) -> Option<Ordering> {
-        let text = |r: Range<usize>| std::str::from_utf8(self.text.get(r)?).ok();
-        Some(cmp_utf16(text(a)?, text(b)?))
+        Some(cmp_utf16(self.text.get(a)?, self.text.get(b)?))
     }
 
     /// Rewrite the members of the object opened at `start` in `out` (`members[base..]`) in key
