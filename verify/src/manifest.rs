@@ -254,17 +254,15 @@ pub fn text_hash(text: &str) -> Option<[u8; 32]> {
         max_depth: crate::load::CELL_DEPTH - 1,
     };
     let fast = BUFFERS.with(|buffers| {
-        let (scratch, out) = &mut *buffers.borrow_mut();
+        let mut buffers = buffers.borrow_mut();
+        let (scratch, out) = &mut *buffers;
         out.clear();
         let digest = write(text, LIMITS, scratch, out).map(|()| Sha256::digest(&out[..]).into());
-        digest
-    });
-    BUFFERS.with(|buffers| {
         // Keep no more than about a megabyte between texts.
-        let mut buffers = buffers.borrow_mut();
-        if buffers.1.capacity() > 1 << 20 {
+        if out.capacity() > 1 << 20 {
             *buffers = Default::default();
         }
+        digest
     });
     fast.or_else(|| text_hash_parsed(text))
 }
@@ -510,7 +508,8 @@ mod tests {
         let cells = committed_cell_texts();
         let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
         let deep_objects = |n: usize| format!("{}1{}", "{\"k\":".repeat(n), "}".repeat(n));
-        let edits: Vec<Box<dyn Fn(&str) -> String>> = vec![
+        type Edit = Box<dyn Fn(&str) -> String>;
+        let edits: Vec<Edit> = vec![
             Box::new(|t| t.to_owned()),
             Box::new(|t| t.replacen("\"a", "\"\\u0061", 3)),
             Box::new(|t| t.replacen(':', " :\n\t", 5)),
