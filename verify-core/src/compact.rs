@@ -88,7 +88,9 @@ impl<'de> Visitor<'de> for CompactVisitor {
             for (k, v) in members.drain(start..) {
                 map.insert(k, v);
             }
-            if members.capacity() > MEMBERS_KEPT {
+            // Only once the outermost object is read: shrinking inside a nested one would drop
+            // the members its parents still have waiting on the stack.
+            if base == 0 && members.capacity() > MEMBERS_KEPT {
                 *members = Vec::new();
             }
             read.map(|()| Value::Object(map))
