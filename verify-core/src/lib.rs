@@ -7,6 +7,8 @@
 //!
 //! Read in this order:
 //! 1. [`canonical`]: RFC 8785 canonical JSON (integers only), the bytes every hash covers;
+//!    [`canonical_text`] writes the same bytes straight from JSON text where that text needs
+//!    no more than dropping whitespace and ordering keys, and declines everything else;
 //! 2. [`entry`]: an entry's hash and signed message, the entry kinds and `via` values, the bundle
 //!    type;
 //! 3. [`signatures`]: which keys may sign, and batch verification that still names the bad one;
@@ -27,6 +29,7 @@
 //! No function here is longer than a screen.
 
 pub mod canonical;
+pub mod canonical_text;
 mod compact;
 pub mod entry;
 pub mod problem;
