@@ -146,9 +146,9 @@ impl Reader<'_, '_> {
     fn string(&mut self) -> Option<Range<usize>> {
         let from = self.at + 1;
         let rest = self.text.as_bytes().get(from..)?;
-        let len = rest
-            .iter()
-            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        // Where the contents end: a quote (or a backslash, a control character or the end of
+        // the text, all declined here).
+        let len = crate::scan::plain_len(rest);
         if rest.get(len) != Some(&b'"') || len > self.limits.max_string_bytes {
             return None;
         }

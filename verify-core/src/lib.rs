@@ -23,7 +23,8 @@
 //! - [`pycompat`]: the original Python implementation's hashing, used only for unsigned original
 //!   receipts, which never pass under a pinned key;
 //! - `compact` (private): reads a bundle's entries as JSON values without spare capacity;
-//! - [`text`]: cuts long values in messages ([`text::shorten`]).
+//! - [`text`]: cuts long values in messages ([`text::shorten`]);
+//! - [`scan`]: where a string's plain bytes end, eight bytes at a time ([`scan::plain_len`]).
 //!
 //! And one the checks never call: [`writer`], sealing an entry with a key (for writers and tests).
 //! No function here is longer than a screen.
@@ -36,6 +37,7 @@ pub mod problem;
 pub mod pycompat;
 pub mod receipt;
 pub mod report;
+pub mod scan;
 pub mod seal;
 pub mod signatures;
 pub mod text;
