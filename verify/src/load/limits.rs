@@ -272,14 +272,18 @@ fn count_values(text: &str) -> usize {
 }
 
 /// Where the string whose contents start at `at` ends: after its closing quote (a backslash
-/// takes the byte after it with it), or the end of `bytes`.
+/// takes the byte after it with it), or the end of `bytes`. Plain runs are skipped eight bytes
+/// at a time ([`verify_core::scan::plain_len`], which also stops at a control character: that
+/// one is stepped over like any other byte of the string).
 fn after_string(bytes: &[u8], mut at: usize) -> usize {
     loop {
         let rest = bytes.get(at..).unwrap_or_default();
-        match rest.iter().position(|&b| b == b'"' || b == b'\\') {
+        let p = verify_core::scan::plain_len(rest);
+        match rest.get(p) {
             None => return bytes.len(),
-            Some(p) if rest.get(p) == Some(&b'"') => return at + p + 1,
-            Some(p) => at += p + 2,
+            Some(b'"') => return at + p + 1,
+            Some(b'\\') => at += p + 2,
+            Some(_) => at += p + 1,
         }
     }
 }
@@ -428,6 +432,13 @@ mod tests {
         /// text (escapes at the end, unclosed strings, structure inside strings).
         #[test]
         fn skipping_strings_counts_as_the_state_machine(text in "[\"\\\\,\\[:a{} ]{0,40}|([,\\[:a ]{0,70}[\"\\\\]){0,6}") {
+            proptest::prop_assert_eq!(count_values(&text), values_byte_by_byte(&text));
+        }
+
+        /// The same with control characters and non-ASCII text inside and outside strings, and
+        /// plain runs long enough to be skipped a word at a time.
+        #[test]
+        fn skipping_plain_runs_counts_as_the_state_machine(text in "([\"\\\\,\\[:\\x00\\x1f\\n\\t\u{e9}]|[a-z0-9]{0,20}){0,30}") {
             proptest::prop_assert_eq!(count_values(&text), values_byte_by_byte(&text));
         }
     }
