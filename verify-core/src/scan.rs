@@ -12,14 +12,17 @@ const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
 /// The high bit of every byte of a word.
 const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
 
-/// Whether any byte of `word` is below `n` (for `n` at most 0x80).
-const fn has_below(word: u64, n: u8) -> bool {
-    word.wrapping_sub(ONES * n as u64) & !word & HIGHS != 0
+/// The high bit of some byte of the result is set exactly when some byte of `word` is below `n`
+/// (for `n` at most 0x80).
+const fn below(word: u64, n: u8) -> u64 {
+    word.wrapping_sub(ONES * n as u64) & !word & HIGHS
 }
 
-/// Whether any byte of `word` is `byte`.
-const fn has_byte(word: u64, byte: u8) -> bool {
-    has_below(word ^ (ONES * byte as u64), 1)
+/// Nonzero exactly when some byte of `word` is a quote, a backslash or a control character.
+const fn stops(word: u64) -> u64 {
+    below(word, 0x20)
+        | below(word ^ (ONES * b'"' as u64), 1)
+        | below(word ^ (ONES * b'\\' as u64), 1)
 }
 
 /// Whether `byte` ends a run of plain string bytes.
@@ -35,7 +38,7 @@ pub fn plain_len(bytes: &[u8]) -> usize {
         let Ok(word) = <[u8; 8]>::try_from(chunk).map(u64::from_ne_bytes) else {
             break;
         };
-        if has_below(word, 0x20) || has_byte(word, b'"') || has_byte(word, b'\\') {
+        if stops(word) != 0 {
             break;
         }
         at += 8;

@@ -37,6 +37,26 @@ fn every_byte_at_every_place_stops_where_it_should() {
     }
 }
 
+/// The word test alone is exact: a word is flagged when, and only when, one of its bytes is a
+/// stop (a word wrongly flagged would cost only time; one wrongly passed would skip a stop).
+#[test]
+fn a_word_is_flagged_exactly_when_it_holds_a_stop() {
+    for filler in 0..=255u8 {
+        for byte in 0..=255u8 {
+            for at in 0..8 {
+                let mut bytes = [filler; 8];
+                bytes[at] = byte;
+                let flagged = stops(u64::from_ne_bytes(bytes)) != 0;
+                assert_eq!(
+                    flagged,
+                    is_stop(filler) || is_stop(byte),
+                    "{filler:#x} {byte:#x} {at}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn a_run_without_a_stop_is_whole() {
     assert_eq!(plain_len(b""), 0);
