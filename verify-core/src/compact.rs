@@ -12,6 +12,14 @@ use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 use std::fmt;
 
+thread_local! {
+    /// The members of the objects being read on this thread ([`CompactVisitor::visit_map`]).
+    static MEMBERS: std::cell::RefCell<Vec<(String, Value)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Members whose storage [`MEMBERS`] keeps between objects (more is freed once read).
+const MEMBERS_KEPT: usize = 1024;
+
 /// A JSON value read without spare capacity.
 struct Compact(Value);
 
@@ -64,15 +72,29 @@ impl<'de> Visitor<'de> for CompactVisitor {
         Ok(Value::Array(items))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
-        let mut members: Vec<(String, Value)> = Vec::new();
-        while let Some((k, Compact(v))) = access.next_entry::<String, Compact>()? {
-            members.push((k, v));
-        }
-        let mut map = Map::with_capacity(members.len());
-        for (k, v) in members {
-            map.insert(k, v);
-        }
-        Ok(Value::Object(map))
+        // The members wait on this thread's stack of members (an object's above those of the
+        // objects it is inside), which keeps its storage from one object to the next.
+        let base = MEMBERS.with(|m| m.borrow().len());
+        let read = std::iter::from_fn(|| access.next_entry::<String, Compact>().transpose())
+            .try_for_each(|member| {
+                let (k, Compact(v)) = member?;
+                MEMBERS.with(|m| m.borrow_mut().push((k, v)));
+                Ok(())
+            });
+        MEMBERS.with(|m| {
+            let mut members = m.borrow_mut();
+            let start = base.min(members.len());
+            let mut map = Map::with_capacity(members.len() - start);
+            for (k, v) in members.drain(start..) {
+                map.insert(k, v);
+            }
+            // Only once the outermost object is read: shrinking inside a nested one would drop
+            // the members its parents still have waiting on the stack.
+            if base == 0 && members.capacity() > MEMBERS_KEPT {
+                *members = Vec::new();
+            }
+            read.map(|()| Value::Object(map))
+        })
     }
 }
 

@@ -7,6 +7,8 @@
 //!
 //! Read in this order:
 //! 1. [`canonical`]: RFC 8785 canonical JSON (integers only), the bytes every hash covers;
+//!    [`canonical_text`] writes the same bytes straight from JSON text where that text needs
+//!    no more than dropping whitespace and ordering keys, and declines everything else;
 //! 2. [`entry`]: an entry's hash and signed message, the entry kinds and `via` values, the bundle
 //!    type;
 //! 3. [`signatures`]: which keys may sign, and batch verification that still names the bad one;
@@ -21,18 +23,21 @@
 //! - [`pycompat`]: the original Python implementation's hashing, used only for unsigned original
 //!   receipts, which never pass under a pinned key;
 //! - `compact` (private): reads a bundle's entries as JSON values without spare capacity;
-//! - [`text`]: cuts long values in messages ([`text::shorten`]).
+//! - [`text`]: cuts long values in messages ([`text::shorten`]);
+//! - [`scan`]: where a string's plain bytes end, eight bytes at a time ([`scan::plain_len`]).
 //!
 //! And one the checks never call: [`writer`], sealing an entry with a key (for writers and tests).
 //! No function here is longer than a screen.
 
 pub mod canonical;
+pub mod canonical_text;
 mod compact;
 pub mod entry;
 pub mod problem;
 pub mod pycompat;
 pub mod receipt;
 pub mod report;
+pub mod scan;
 pub mod seal;
 pub mod signatures;
 pub mod text;

@@ -238,7 +238,38 @@ pub fn check_cell(
 /// text also passes the strict reader's scan. For a cell the runner wrote, this is [`cell_hash`]
 /// of the typed cell: the runner writes every field, and the canonical form does not depend on
 /// member order or spelling.
+///
+/// Most texts go the trusted core's byte-level path ([`verify_core::canonical_text`]: copies
+/// what is already canonical, orders keys); the text it declines (an escape in a string, a
+/// number that is not a plain safe integer, a key twice, nesting past its limit, anything not
+/// JSON) is parsed and re-serialised by [`text_hash_parsed`], which decides. The byte-level path
+/// stops one level short of a cell's depth limit, so that the parsed path decides at the limit.
 pub fn text_hash(text: &str) -> Option<[u8; 32]> {
+    use verify_core::canonical_text::{write, Limits, Scratch};
+    thread_local! {
+        static BUFFERS: std::cell::RefCell<(Scratch, Vec<u8>)> = std::cell::RefCell::default();
+    }
+    const LIMITS: Limits = Limits {
+        max_string_bytes: crate::load::MAX_STRING_BYTES,
+        max_depth: crate::load::CELL_DEPTH - 1,
+    };
+    let fast = BUFFERS.with(|buffers| {
+        let mut buffers = buffers.borrow_mut();
+        let (scratch, out) = &mut *buffers;
+        out.clear();
+        let digest = write(text, LIMITS, scratch, out).map(|()| Sha256::digest(&out[..]).into());
+        // Keep no more than about a megabyte between texts.
+        if out.capacity() > 1 << 20 {
+            *buffers = Default::default();
+        }
+        digest
+    });
+    fast.or_else(|| text_hash_parsed(text))
+}
+
+/// [`text_hash`] through a full parse (serde_json's reader), re-serialised in canonical form:
+/// the path that decides every text the byte-level path declines.
+pub fn text_hash_parsed(text: &str) -> Option<[u8; 32]> {
     let (mut out, mut scratch) = (String::with_capacity(text.len()), String::new());
     let mut members = Vec::new();
     let mut de = serde_json::Deserializer::from_str(text);
@@ -435,6 +466,111 @@ mod tests {
             let typed = cell_hash(i, cell).unwrap_or_else(|e| panic!("{e}"));
             let ours = text_hash(text.get()).map(|h| entry::lower_hex(&h));
             assert_eq!(ours.as_deref(), Some(typed.as_str()), "cell {i}");
+        }
+    }
+
+    /// The committed run's cells as text.
+    fn committed_cell_texts() -> Vec<String> {
+        let committed = include_str!("../../results/billing_credit.json");
+        #[derive(serde::Deserialize)]
+        struct Cells<'a> {
+            #[serde(borrow)]
+            cells: Vec<&'a serde_json::value::RawValue>,
+        }
+        let raw: Cells<'_> = serde_json::from_str(committed).unwrap_or_else(|e| panic!("{e}"));
+        raw.cells.iter().map(|c| c.get().to_owned()).collect()
+    }
+
+    /// Every committed cell goes the byte-level path, and it gives the parsed path's hash.
+    #[test]
+    fn committed_cells_hash_by_the_byte_level_path_as_by_the_parse() {
+        use verify_core::canonical_text::{write, Limits, Scratch};
+        let limits = Limits {
+            max_string_bytes: crate::load::MAX_STRING_BYTES,
+            max_depth: crate::load::CELL_DEPTH - 1,
+        };
+        let mut scratch = Scratch::default();
+        for (i, text) in committed_cell_texts().iter().enumerate() {
+            let mut out = Vec::new();
+            assert!(
+                write(text, limits, &mut scratch, &mut out).is_some(),
+                "cell {i}"
+            );
+            assert!(text_hash_parsed(text).is_some(), "cell {i}");
+            assert_eq!(text_hash(text), text_hash_parsed(text), "cell {i}");
+        }
+    }
+
+    /// Edits that leave the byte-level path (or not) on the committed cells: the hash is the
+    /// parsed path's whatever the text becomes, including its `None`.
+    #[test]
+    fn text_hash_equals_the_parsed_hash_on_edited_cells() {
+        let cells = committed_cell_texts();
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let deep_objects = |n: usize| format!("{}1{}", "{\"k\":".repeat(n), "}".repeat(n));
+        type Edit = Box<dyn Fn(&str) -> String>;
+        let edits: Vec<Edit> = vec![
+            Box::new(|t| t.to_owned()),
+            Box::new(|t| t.replacen("\"a", "\"\\u0061", 3)),
+            Box::new(|t| t.replacen(':', " :\n\t", 5)),
+            Box::new(|t| t.replacen(",\"", " , \"", 5)),
+            Box::new(|t| t.replacen("1000", "1000.0", 1)),
+            Box::new(|t| t.replacen("1000", "1e3", 1)),
+            Box::new(|t| t.replacen(":0", ":-0", 1)),
+            Box::new(|t| t.replacen(":1", ":01", 1)),
+            Box::new(|t| t.replacen(":1", ":9007199254740992", 1)),
+            Box::new(|t| t.replacen(":1", ":-9007199254740991", 1)),
+            Box::new(|t| t.replacen('{', "{\"crash\":\"x\",", 1)),
+            Box::new(|t| t.replacen('{', "{\"\u{1f600}\":1,\"\u{fb01}\":2,", 1)),
+            Box::new(|t| t.replacen("\"crash\"", "\"cr\\u0061sh\"", 1)),
+            Box::new(|t| t.replacen('/', "\\/", 2)),
+            Box::new(|t| t.replacen('{', "{\"d\":[\"\u{7f}\\n\\u001f\u{2028}\"],", 1)),
+            Box::new(move |t| t.replacen('{', &format!("{{\"deep\":{},", deep(97)), 1)),
+            Box::new(move |t| t.replacen('{', &format!("{{\"deep\":{},", deep(98)), 1)),
+            Box::new(move |t| t.replacen('{', &format!("{{\"deep\":{},", deep(99)), 1)),
+            Box::new(move |t| t.replacen('{', &format!("{{\"deep\":{},", deep_objects(98)), 1)),
+            Box::new(move |t| t.replacen('{', &format!("{{\"deep\":{},", deep_objects(99)), 1)),
+            Box::new(|t| t.replacen('}', "", 1)),
+            Box::new(|t| format!("{t} x")),
+        ];
+        for (i, text) in cells.iter().enumerate().step_by(7) {
+            for (e, edit) in edits.iter().enumerate() {
+                let edited = edit(text);
+                assert_eq!(
+                    text_hash(&edited),
+                    text_hash_parsed(&edited),
+                    "cell {i}, edit {e}"
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        /// A byte of a committed cell changed anywhere: the hash is the parsed path's (and never
+        /// the unchanged cell's, unless the change is only whitespace or the parse agrees).
+        #[test]
+        fn a_changed_byte_hashes_as_the_parse_decides(
+            cell in proptest::prelude::any::<proptest::sample::Index>(),
+            at in proptest::prelude::any::<proptest::sample::Index>(),
+            byte in proptest::prelude::any::<u8>(),
+        ) {
+            let cells = committed_cell_texts();
+            let text = &cells[cell.index(cells.len())];
+            let mut bytes = text.clone().into_bytes();
+            let i = at.index(bytes.len());
+            bytes[i] = byte;
+            if let Ok(changed) = String::from_utf8(bytes) {
+                let ours = text_hash(&changed);
+                proptest::prop_assert_eq!(ours, text_hash_parsed(&changed));
+                let whitespace = |b: u8| matches!(b, b' ' | b'\n' | b'\t' | b'\r');
+                if ours.is_some() && ours == text_hash(text) {
+                    proptest::prop_assert!(
+                        text.as_bytes()[i] == byte || (whitespace(byte) && whitespace(text.as_bytes()[i])),
+                        "a changed byte hashed as the original"
+                    );
+                }
+            }
         }
     }
 

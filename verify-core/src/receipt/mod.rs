@@ -162,6 +162,20 @@ enum Owner {
 }
 
 impl Batch {
+    /// Room for `n` signatures, so that filling it grows none of its lists (but the messages' text
+    /// when heads' messages, longer than entries', are many).
+    fn with_capacity(n: usize) -> Batch {
+        const MESSAGE: usize = 128;
+        Batch {
+            text: Vec::with_capacity(n * MESSAGE),
+            spans: Vec::with_capacity(n),
+            signatures: Vec::with_capacity(n),
+            key_of: Vec::with_capacity(n),
+            owners: Vec::with_capacity(n),
+            table: Vec::new(),
+        }
+    }
+
     fn push(&mut self, parts: [&[u8]; 2], signature: Signature, key: usize, owner: Owner) {
         let from = self.text.len();
         for part in parts {
@@ -177,7 +191,7 @@ impl Batch {
 /// Queue every pending signature of the group; a signer that is not an acceptable key is
 /// reported (weak_key) and its signatures are never queued.
 fn collect_signatures(prepared: &mut [Prepared<'_>], vetted: &Vetted) -> Batch {
-    let mut batch = Batch::default();
+    let mut batch = Batch::with_capacity(prepared.iter().map(|p| p.pending.len() + 1).sum());
     let mut index: HashMap<[u8; 32], Option<usize>> = HashMap::new();
     // Nearly every entry has the same signer as the one before: skip the map for it.
     let mut last: Option<([u8; 32], Option<usize>)> = None;

@@ -35,6 +35,28 @@ fn compact_entries_read_as_serde_json_values_do() {
 }
 
 #[test]
+fn an_object_of_more_members_than_are_kept_loses_none_of_its_parents() {
+    // A nested object past the kept capacity closes while its parents' members wait on the
+    // stack: every member must stay in its own object (a review forged a pinned file through
+    // members dropped and moved up here).
+    let padding: Vec<String> = (0..1100).map(|i| format!("\"_pad{i}\":0")).collect();
+    let entry = format!(
+        r#"{{"x":1,"p":{{"big":{{{}}},"c":2}},"voided":true,{},"premises":{{"a":1}},"amount":1000}}"#,
+        padding.join(","),
+        padding.join(",")
+    );
+    let text = format!(
+        r#"{{"format":"interlock-receipt/1","effect_id":"ab","entries":[{entry},{entry}]}}"#
+    );
+    let ours: ReceiptBundle = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    let theirs: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        Some(&Value::Array(ours.entries.clone())),
+        theirs.get("entries")
+    );
+}
+
+#[test]
 fn seal_sets_signer_hash_and_a_verifiable_signature() {
     let key = SigningKey::from_bytes(&[7u8; 32]);
     let mut e = json!({"v": 1, "ts_ms": 1, "kind": "PROPOSED", "effect_id": "ab", "prev": null})

@@ -39,7 +39,7 @@ use crate::finding::{code as fcode, Finding};
 use crate::load::{LoadError, ResultsText};
 use crate::manifest;
 use crate::receipt::{self, KeyCheck, ReceiptReport};
-use crate::results::{Cell, ColumnSummary, ResultsFile, Want};
+use crate::results::{ColumnSummary, ResultsFile, Want};
 use serde::Serialize;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -240,17 +240,23 @@ pub fn verify_results_text(
     let read = |range: Range<usize>, signed: &[Signed]| -> Result<Group<'_>, LoadError> {
         let start = range.start;
         let texts = file.cells.get(range).unwrap_or_default();
-        let read: Vec<(Cell, Option<[u8; 32]>)> = texts
-            .iter()
-            .enumerate()
-            .map(|(k, text)| match signed.get(k) {
+        // Read straight into the two lists (a list of pairs would copy every cell once more).
+        let (mut cells, mut hashes) = (
+            Vec::with_capacity(texts.len()),
+            Vec::with_capacity(texts.len()),
+        );
+        for (k, text) in texts.iter().enumerate() {
+            let (cell, hash) = match signed.get(k) {
                 // Hashed by the first pass: a text hash there also passed the scan.
-                Some(s) => crate::load::read_cell_scanned(start + k, text, *s == Signed::Text)
-                    .map(|cell| (cell, None)),
-                None => crate::load::read_cell(start + k, text),
-            })
-            .collect::<Result<_, LoadError>>()?;
-        let (cells, hashes): (Vec<Cell>, Vec<_>) = read.into_iter().unzip();
+                Some(s) => (
+                    crate::load::read_cell_scanned(start + k, text, *s == Signed::Text)?,
+                    None,
+                ),
+                None => crate::load::read_cell(start + k, text)?,
+            };
+            cells.push(cell);
+            hashes.push(hash);
+        }
         Ok(Group {
             cells: Cow::Owned(cells),
             hashes,
@@ -360,6 +366,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::Cell;
 
     /// The committed run's cells, each column's repeated `times` times.
     fn cells(columns: &[&str], times: usize) -> Vec<Cell> {

@@ -242,23 +242,7 @@ pub const VALUE_ALLOWANCE: usize = 4096;
 /// in one pass over its text before anything is built: every value but the first follows a `,`,
 /// a `[` or a `:` outside strings, so their count bounds the values.
 pub(super) fn values_within_density(text: &str) -> Result<(), LoadError> {
-    let (mut in_string, mut escaped, mut values) = (false, false, 1usize);
-    for b in text.bytes() {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-        } else {
-            match b {
-                b'"' => in_string = true,
-                b',' | b'[' | b':' => values += 1,
-                _ => {}
-            }
-        }
-    }
+    let values = count_values(text);
     let allowed = text.len() / MIN_BYTES_PER_VALUE + VALUE_ALLOWANCE;
     if values > allowed {
         return Err(LoadError::Limit {
@@ -270,6 +254,38 @@ pub(super) fn values_within_density(text: &str) -> Result<(), LoadError> {
         });
     }
     Ok(())
+}
+
+/// One more than the `,`, `[` and `:` outside strings: at least the number of values.
+fn count_values(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let (mut at, mut values) = (0, 1usize);
+    while let Some(&b) = bytes.get(at) {
+        at += 1;
+        match b {
+            b'"' => at = after_string(bytes, at),
+            b',' | b'[' | b':' => values += 1,
+            _ => {}
+        }
+    }
+    values
+}
+
+/// Where the string whose contents start at `at` ends: after its closing quote (a backslash
+/// takes the byte after it with it), or the end of `bytes`. Plain runs are skipped eight bytes
+/// at a time ([`verify_core::scan::plain_len`], which also stops at a control character: that
+/// one is stepped over like any other byte of the string).
+fn after_string(bytes: &[u8], mut at: usize) -> usize {
+    loop {
+        let rest = bytes.get(at..).unwrap_or_default();
+        let p = verify_core::scan::plain_len(rest);
+        match rest.get(p) {
+            None => return bytes.len(),
+            Some(b'"') => return at + p + 1,
+            Some(b'\\') => at += p + 2,
+            Some(_) => at += p + 1,
+        }
+    }
 }
 
 pub(super) fn text(bytes: &[u8]) -> Result<&str, LoadError> {
@@ -382,5 +398,55 @@ impl<'de> Visitor<'de> for FormatVisitor {
             .is_some()
         {}
         Ok(FormatMember::Other("an object".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The count as one state machine over every byte (how it was first written).
+    fn values_byte_by_byte(text: &str) -> usize {
+        let (mut in_string, mut escaped, mut values) = (false, false, 1usize);
+        for b in text.bytes() {
+            if in_string {
+                match (escaped, b) {
+                    (true, _) => escaped = false,
+                    (false, b'\\') => escaped = true,
+                    (false, b'"') => in_string = false,
+                    _ => {}
+                }
+            } else {
+                match b {
+                    b'"' => in_string = true,
+                    b',' | b'[' | b':' => values += 1,
+                    _ => {}
+                }
+            }
+        }
+        values
+    }
+
+    proptest::proptest! {
+        /// Skipping strings whole counts what the byte-by-byte state machine counts, on any
+        /// text (escapes at the end, unclosed strings, structure inside strings).
+        #[test]
+        fn skipping_strings_counts_as_the_state_machine(text in "[\"\\\\,\\[:a{} ]{0,40}|([,\\[:a ]{0,70}[\"\\\\]){0,6}") {
+            proptest::prop_assert_eq!(count_values(&text), values_byte_by_byte(&text));
+        }
+
+        /// The same with control characters and non-ASCII text inside and outside strings, and
+        /// plain runs long enough to be skipped a word at a time.
+        #[test]
+        fn skipping_plain_runs_counts_as_the_state_machine(text in "([\"\\\\,\\[:\\x00\\x1f\\n\\t\u{e9}]|[a-z0-9]{0,20}){0,30}") {
+            proptest::prop_assert_eq!(count_values(&text), values_byte_by_byte(&text));
+        }
+    }
+
+    #[test]
+    fn the_committed_file_counts_the_same_both_ways() {
+        let committed = include_str!("../../../results/billing_credit.json");
+        assert_eq!(count_values(committed), values_byte_by_byte(committed));
+        assert!(values_within_density(committed).is_ok());
     }
 }
