@@ -39,6 +39,7 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use verify::budget::Counted;
 use verify::canonical::CanonicalError;
@@ -414,6 +415,13 @@ struct Inner {
     /// two stages of consecutive group commits overlap: one batch's marks sync while the batch
     /// before it is written and fsynced.
     writing: bool,
+    /// The last request of the batch the second stage is writing (while `writing`): its
+    /// outcome, not another stage's failure meanwhile, answers the appenders of that batch.
+    writing_batch: u64,
+    /// The appenders of this process waiting for a group commit, each with its request and the
+    /// condition it sleeps on: a stage's end wakes those it made durable and, if a stage is
+    /// free and has work, the one with the earliest request to lead it, not all of them.
+    sleepers: Vec<(u64, Arc<Condvar>)>,
     /// A thread is waiting for the `flock` (with the mutex let go); the others wait for it.
     acquiring: bool,
     /// Per effect, the durability request of its last queued line or claim-record mark, while
@@ -444,6 +452,9 @@ pub struct Journal {
     /// Called by a group commit's second stage before it fsyncs the journal, its mutex let go.
     #[cfg(test)]
     on_journal_sync: Mutex<Option<SyncHook>>,
+    /// Makes the next marks sync fail (for tests of a stage failing while another runs).
+    #[cfg(test)]
+    fail_next_marks_sync: std::sync::atomic::AtomicBool,
 }
 
 /// See [`Journal::on_marks_sync`].
@@ -504,6 +515,8 @@ impl Journal {
                 durable: 0,
                 syncing_marks: false,
                 writing: false,
+                writing_batch: 0,
+                sleepers: Vec::new(),
                 acquiring: false,
                 pending: HashMap::new(),
                 #[cfg(test)]
@@ -514,6 +527,8 @@ impl Journal {
             on_marks_sync: Mutex::new(None),
             #[cfg(test)]
             on_journal_sync: Mutex::new(None),
+            #[cfg(test)]
+            fail_next_marks_sync: std::sync::atomic::AtomicBool::new(false),
         };
         drop(journal.lock(None)?);
         Ok(journal)
@@ -753,6 +768,51 @@ impl Hold<'_> {
         let out = f();
         self.guard = Some(self.journal.index());
         out
+    }
+
+    /// Sleep, the mutex let go, until a stage's end wakes this appender of request `ticket`
+    /// (see [`Hold::wake_after_stage`]).
+    fn sleep(&mut self, ticket: u64) {
+        if let Some(mut g) = self.guard.take() {
+            #[cfg(test)]
+            {
+                g.waits += 1;
+            }
+            let wake = Arc::new(Condvar::new());
+            g.sleepers.push((ticket, Arc::clone(&wake)));
+            let mut g = wake.wait(g).unwrap_or_else(|p| p.into_inner());
+            // Gone already if it was woken; not if the wait ended spuriously.
+            g.sleepers.retain(|(_, c)| !Arc::ptr_eq(c, &wake));
+            self.guard = Some(g);
+        }
+    }
+
+    /// After a stage of a group commit ends: wake every sleeping appender whose request is now
+    /// durable (all of them if the journal is poisoned) and, if a stage is free and has work,
+    /// the one with the earliest request still waiting, to lead it; and every reader waiting
+    /// for a commit. A woken appender is taken off the list. An appender sleeps only while a
+    /// stage is under way (else it would lead one), so every sleeper is reached by the end of
+    /// a stage: the one that makes it durable, or one that wakes it to lead.
+    fn wake_after_stage(&mut self) {
+        let inner = &mut **self;
+        let poisoned = inner.index.poisoned.is_some();
+        let work = (!inner.writing && inner.durable < inner.marks_synced)
+            || (!inner.syncing_marks && inner.marks_synced < inner.requested);
+        let durable = inner.durable;
+        inner.sleepers.retain(|(ticket, wake)| {
+            let woken = poisoned || *ticket <= durable;
+            if woken {
+                wake.notify_one();
+            }
+            !woken
+        });
+        if work {
+            if let Some(first) = (0..inner.sleepers.len()).min_by_key(|&i| inner.sleepers[i].0) {
+                let (_, wake) = inner.sleepers.swap_remove(first);
+                wake.notify_one();
+            }
+        }
+        self.journal.committed.notify_all();
     }
 
     /// Wait, the mutex let go, until the next group commit ends.
@@ -1126,12 +1186,19 @@ impl Locked<'_> {
                 return Ok(());
             }
             if let Some(e) = self.poisoned() {
+                // A line the second stage is writing may still become durable: its appender
+                // is answered by that stage's outcome (the error if its write or fsync fails,
+                // then cut back), never by another stage's failure meanwhile.
+                if self.hold.writing && ticket <= self.hold.writing_batch {
+                    self.hold.sleep(ticket);
+                    continue;
+                }
                 return Err(e);
             }
             if !self.hold.writing && self.hold.durable < self.hold.marks_synced {
                 let led = self.write_synced();
                 self.hold.writing = false;
-                self.hold.journal.committed.notify_all();
+                self.hold.wake_after_stage();
                 led?;
             } else if !self.hold.syncing_marks && self.hold.marks_synced < self.hold.requested {
                 let led = self.sync_marks();
@@ -1143,14 +1210,15 @@ impl Locked<'_> {
                     && h.durable < h.marks_synced
                     && h.marks_synced >= h.requested
                 {
-                    // This thread leads the second stage next, whose end wakes everyone, and
-                    // no other has a marks sync to lead meanwhile: nobody needs waking now.
+                    // This thread leads the second stage next, whose end wakes whoever it
+                    // makes durable, and no other has a marks sync to lead meanwhile: nobody
+                    // needs waking now.
                     continue;
                 }
-                self.hold.journal.committed.notify_all();
+                self.hold.wake_after_stage();
                 led?;
             } else {
-                self.hold.wait_for_commit();
+                self.hold.sleep(ticket);
             }
         }
     }
@@ -1183,6 +1251,15 @@ impl Locked<'_> {
                 {
                     hook(journal);
                 }
+                #[cfg(test)]
+                if journal
+                    .fail_next_marks_sync
+                    .swap(false, std::sync::atomic::Ordering::SeqCst)
+                {
+                    return Err(io_err("sync the marks file of", path)(
+                        std::io::Error::other("a test made this sync fail"),
+                    ));
+                }
                 m.sync().map_err(io_err("sync the marks file of", path))
             }
             None => Ok(()),
@@ -1203,6 +1280,7 @@ impl Locked<'_> {
         let inner = &mut *self.hold;
         inner.writing = true;
         let batch = inner.marks_synced;
+        inner.writing_batch = batch;
         let at = inner.on_disk;
         let lines = inner.queue.iter().take_while(|q| q.ticket <= batch).count();
         let batch_lines: Vec<Queued> = inner.queue.drain(..lines).collect();
@@ -1694,6 +1772,126 @@ mod tests {
             Some((0, vec!["x".to_owned()]))
         );
         assert_eq!(written_ids(&path), vec!["x".to_owned(), "y".to_owned()]);
+    }
+
+    /// A line queued while the marks sync before it runs syncs its own marks during the fsync
+    /// of the batch before it: the end of the first marks sync wakes it to lead the next.
+    #[test]
+    fn a_line_queued_during_a_marks_sync_syncs_its_marks_during_the_fsync_before_it() {
+        let (_dir, _path, j) = fresh_journal();
+        let paused = Arc::new(AtomicBool::new(false));
+        let marks_syncs = {
+            let paused = Arc::clone(&paused);
+            on_marks_sync(&j, move |n, j| {
+                if n == 0 {
+                    paused.store(true, Ordering::SeqCst);
+                    until("the second line is queued and waits", &|| {
+                        j.index().waits >= 1
+                    });
+                }
+            })
+        };
+        let overlapped = Arc::new(AtomicBool::new(false));
+        {
+            let (marks_syncs, overlapped) = (Arc::clone(&marks_syncs), Arc::clone(&overlapped));
+            on_journal_sync(&j, move |n, _| {
+                if n == 0 {
+                    // Bounded, and the fsync goes on either way (see the test above).
+                    let deadline = Instant::now() + Duration::from_secs(10);
+                    while marks_syncs.load(Ordering::SeqCst) < 2 && Instant::now() < deadline {
+                        std::thread::yield_now();
+                    }
+                    overlapped.store(marks_syncs.load(Ordering::SeqCst) >= 2, Ordering::SeqCst);
+                }
+            });
+        }
+        std::thread::scope(|s| {
+            let second = s.spawn(|| {
+                until("the first marks sync pauses", &|| {
+                    paused.load(Ordering::SeqCst)
+                });
+                j.append_entry("y", Kind::Proposed, proposed(2), 2, &key())
+                    .unwrap();
+            });
+            j.append_entry("x", Kind::Proposed, proposed(1), 1, &key())
+                .unwrap();
+            second.join().unwrap();
+        });
+        assert!(
+            overlapped.load(Ordering::SeqCst),
+            "the second line's marks sync did not begin during the first line's fsync"
+        );
+    }
+
+    /// A later batch's failed marks sync does not answer the appenders of the batch being
+    /// written meanwhile: their lines become durable, and they are told so.
+    #[test]
+    fn a_batch_being_written_is_answered_by_its_own_fsync_not_by_a_later_failure() {
+        let (_dir, path, j) = fresh_journal();
+        let first_paused = Arc::new(AtomicBool::new(false));
+        {
+            let first_paused = Arc::clone(&first_paused);
+            on_marks_sync(&j, move |n, j| {
+                if n == 0 {
+                    first_paused.store(true, Ordering::SeqCst);
+                    until("two more lines are queued and wait", &|| {
+                        j.index().waits >= 2
+                    });
+                }
+            });
+        }
+        let second_write_paused = Arc::new(AtomicBool::new(false));
+        let saw_failure = Arc::new(AtomicBool::new(false));
+        {
+            let (paused, saw) = (Arc::clone(&second_write_paused), Arc::clone(&saw_failure));
+            on_journal_sync(&j, move |n, j| {
+                if n == 1 {
+                    paused.store(true, Ordering::SeqCst);
+                    let deadline = Instant::now() + Duration::from_secs(10);
+                    while j.index().index.poisoned.is_none() && Instant::now() < deadline {
+                        std::thread::yield_now();
+                    }
+                    saw.store(j.index().index.poisoned.is_some(), Ordering::SeqCst);
+                }
+            });
+        }
+        let answers = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for (id, n) in [("x", 2), ("z", 3)] {
+                let (j, first_paused, answers) = (&j, &first_paused, &answers);
+                s.spawn(move || {
+                    until("the first marks sync pauses", &|| {
+                        first_paused.load(Ordering::SeqCst)
+                    });
+                    let r = j.append_entry(id, Kind::Proposed, proposed(n), n, &key());
+                    answers.lock().unwrap().push((id, r.is_ok()));
+                });
+            }
+            let (j, paused, answers) = (&j, &second_write_paused, &answers);
+            s.spawn(move || {
+                until("the second batch's fsync pauses", &|| {
+                    paused.load(Ordering::SeqCst)
+                });
+                j.fail_next_marks_sync.store(true, Ordering::SeqCst);
+                let r = j.append_entry("y", Kind::Proposed, proposed(4), 4, &key());
+                answers.lock().unwrap().push(("y", r.is_ok()));
+            });
+            let r = j.append_entry("w", Kind::Proposed, proposed(1), 1, &key());
+            answers.lock().unwrap().push(("w", r.is_ok()));
+        });
+        assert!(
+            saw_failure.load(Ordering::SeqCst),
+            "the later marks sync did not fail during the second batch's fsync"
+        );
+        let mut answers = answers.into_inner().unwrap();
+        answers.sort_unstable();
+        assert_eq!(
+            answers,
+            vec![("w", true), ("x", true), ("y", false), ("z", true)]
+        );
+        let mut written = written_ids(&path);
+        written.sort_unstable();
+        assert_eq!(written, vec!["w", "x", "z"]);
     }
 
     #[test]
