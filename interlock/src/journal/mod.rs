@@ -455,6 +455,10 @@ pub struct Journal {
     /// Makes the next marks sync fail (for tests of a stage failing while another runs).
     #[cfg(test)]
     fail_next_marks_sync: std::sync::atomic::AtomicBool,
+    /// Makes that many of the next sleeps of appenders end at once, without a wakeup, as a
+    /// condition variable's wait may (for tests of the sleepers' list).
+    #[cfg(test)]
+    spurious_wakeups: std::sync::atomic::AtomicUsize,
 }
 
 /// See [`Journal::on_marks_sync`].
@@ -529,6 +533,8 @@ impl Journal {
             on_journal_sync: Mutex::new(None),
             #[cfg(test)]
             fail_next_marks_sync: std::sync::atomic::AtomicBool::new(false),
+            #[cfg(test)]
+            spurious_wakeups: std::sync::atomic::AtomicUsize::new(0),
         };
         drop(journal.lock(None)?);
         Ok(journal)
@@ -780,7 +786,23 @@ impl Hold<'_> {
             }
             let wake = Arc::new(Condvar::new());
             g.sleepers.push((ticket, Arc::clone(&wake)));
-            let mut g = wake.wait(g).unwrap_or_else(|p| p.into_inner());
+            #[cfg(test)]
+            let spurious = self
+                .journal
+                .spurious_wakeups
+                .fetch_update(
+                    std::sync::atomic::Ordering::SeqCst,
+                    std::sync::atomic::Ordering::SeqCst,
+                    |n| n.checked_sub(1),
+                )
+                .is_ok();
+            #[cfg(not(test))]
+            let spurious = false;
+            let mut g = if spurious {
+                g
+            } else {
+                wake.wait(g).unwrap_or_else(|p| p.into_inner())
+            };
             // Gone already if it was woken; not if the wait ended spuriously.
             g.sleepers.retain(|(_, c)| !Arc::ptr_eq(c, &wake));
             self.guard = Some(g);
@@ -1778,15 +1800,37 @@ mod tests {
     /// of the batch before it: the end of the first marks sync wakes it to lead the next.
     #[test]
     fn a_line_queued_during_a_marks_sync_syncs_its_marks_during_the_fsync_before_it() {
+        assert!(
+            queued_during_marks_sync_overlaps(0),
+            "the second line's marks sync did not begin during the first line's fsync"
+        );
+    }
+
+    /// The same when the second appender's first sleep ends without a wakeup: it sleeps
+    /// again under a fresh entry, and the stale one is gone (else the wakeup to lead would go
+    /// to an entry nobody sleeps on).
+    #[test]
+    fn an_appender_whose_sleep_ends_spuriously_is_still_woken_to_lead() {
+        assert!(
+            queued_during_marks_sync_overlaps(1),
+            "the second line's marks sync did not begin during the first line's fsync"
+        );
+    }
+
+    /// Whether a line queued during the first marks sync led its own marks sync during the
+    /// first line's fsync, with `spurious` of the appenders' sleeps ending without a wakeup.
+    fn queued_during_marks_sync_overlaps(spurious: usize) -> bool {
         let (_dir, _path, j) = fresh_journal();
+        j.spurious_wakeups.store(spurious, Ordering::SeqCst);
         let paused = Arc::new(AtomicBool::new(false));
         let marks_syncs = {
             let paused = Arc::clone(&paused);
             on_marks_sync(&j, move |n, j| {
                 if n == 0 {
                     paused.store(true, Ordering::SeqCst);
-                    until("the second line is queued and waits", &|| {
-                        j.index().waits >= 1
+                    // Every sleep of the second appender, the spurious ones and the real one.
+                    until("the second line is queued and sleeps", &|| {
+                        j.index().waits > spurious
                     });
                 }
             })
@@ -1817,10 +1861,48 @@ mod tests {
                 .unwrap();
             second.join().unwrap();
         });
-        assert!(
-            overlapped.load(Ordering::SeqCst),
-            "the second line's marks sync did not begin during the first line's fsync"
-        );
+        overlapped.load(Ordering::SeqCst)
+    }
+
+    /// Every appender waiting on a marks sync that fails is answered with the error (none
+    /// sleeps for ever), and none of their lines is written.
+    #[test]
+    fn every_appender_waiting_on_a_failed_marks_sync_is_answered() {
+        let (_dir, path, j) = fresh_journal();
+        let j = Arc::new(j);
+        let paused = Arc::new(AtomicBool::new(false));
+        {
+            let paused = Arc::clone(&paused);
+            on_marks_sync(&j, move |n, j| {
+                if n == 0 {
+                    paused.store(true, Ordering::SeqCst);
+                    until("three more lines are queued and sleep", &|| {
+                        j.index().waits >= 3
+                    });
+                    j.fail_next_marks_sync.store(true, Ordering::SeqCst);
+                }
+            });
+        }
+        // Threads of their own, not scoped: an appender left sleeping fails the test at its
+        // bound below instead of hanging it.
+        let answers = Arc::new(Mutex::new(Vec::new()));
+        for n in 1..=4u64 {
+            let (j, paused, answers) = (Arc::clone(&j), Arc::clone(&paused), Arc::clone(&answers));
+            std::thread::spawn(move || {
+                if n > 1 {
+                    until("the first marks sync pauses", &|| {
+                        paused.load(Ordering::SeqCst)
+                    });
+                }
+                let r = j.append_entry(&format!("e{n}"), Kind::Proposed, proposed(n), n, &key());
+                answers.lock().unwrap().push(r.is_ok());
+            });
+        }
+        until("every appender is answered", &|| {
+            answers.lock().unwrap().len() == 4
+        });
+        assert_eq!(*answers.lock().unwrap(), vec![false; 4]);
+        assert!(written_ids(&path).is_empty());
     }
 
     /// A later batch's failed marks sync does not answer the appenders of the batch being
