@@ -685,6 +685,15 @@ impl Journal {
         Ok(view)
     }
 
+    /// Call a test's hook (one of [`Journal::on_marks_sync`], [`Journal::on_journal_sync`]), if
+    /// it set one.
+    #[cfg(test)]
+    fn call_hook(&self, hook: &Mutex<Option<SyncHook>>) {
+        if let Some(hook) = hook.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            hook(self);
+        }
+    }
+
     /// The journal lock was not had within the bound, counted from `started`.
     fn busy(&self, started: Instant) -> JournalError {
         JournalError::Busy {
@@ -1265,14 +1274,7 @@ impl Locked<'_> {
         let synced = self.hold.unlocked(|| match &marks {
             Some(m) => {
                 #[cfg(test)]
-                if let Some(hook) = journal
-                    .on_marks_sync
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .as_ref()
-                {
-                    hook(journal);
-                }
+                journal.call_hook(&journal.on_marks_sync);
                 #[cfg(test)]
                 if journal
                     .fail_next_marks_sync
@@ -1318,14 +1320,7 @@ impl Locked<'_> {
             let synced = written.and_then(|()| {
                 self.hold.unlocked(|| {
                     #[cfg(test)]
-                    if let Some(hook) = journal
-                        .on_journal_sync
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .as_ref()
-                    {
-                        hook(journal);
-                    }
+                    journal.call_hook(&journal.on_journal_sync);
                     fsio::sync(&journal.sync_file, path, false).map_err(io_err("sync", path))
                 })
             });
@@ -1557,6 +1552,17 @@ mod tests {
         v.as_object().cloned().unwrap_or_default()
     }
 
+    /// Yield until `done` or for 10 s, and say whether it came: for hooks, which must let the
+    /// stage they hold go on either way (a hook that failed would leave other threads waiting
+    /// for ever).
+    fn within_10_s(done: &dyn Fn() -> bool) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !done() && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        done()
+    }
+
     /// Yield until `done`, failing the test after 30 s (a step that never comes).
     fn until(what: &str, done: &dyn Fn() -> bool) {
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -1763,13 +1769,8 @@ mod tests {
             on_journal_sync(&j, move |n, _| {
                 if n == 0 {
                     paused.store(true, Ordering::SeqCst);
-                    // Waits a bounded time and lets the fsync go on either way (a hook that
-                    // failed here would leave the other appender waiting for ever).
-                    let deadline = Instant::now() + Duration::from_secs(10);
-                    while marks_syncs.load(Ordering::SeqCst) < 2 && Instant::now() < deadline {
-                        std::thread::yield_now();
-                    }
-                    overlapped.store(marks_syncs.load(Ordering::SeqCst) >= 2, Ordering::SeqCst);
+                    let began = within_10_s(&|| marks_syncs.load(Ordering::SeqCst) >= 2);
+                    overlapped.store(began, Ordering::SeqCst);
                 }
             });
         }
@@ -1840,12 +1841,8 @@ mod tests {
             let (marks_syncs, overlapped) = (Arc::clone(&marks_syncs), Arc::clone(&overlapped));
             on_journal_sync(&j, move |n, _| {
                 if n == 0 {
-                    // Bounded, and the fsync goes on either way (see the test above).
-                    let deadline = Instant::now() + Duration::from_secs(10);
-                    while marks_syncs.load(Ordering::SeqCst) < 2 && Instant::now() < deadline {
-                        std::thread::yield_now();
-                    }
-                    overlapped.store(marks_syncs.load(Ordering::SeqCst) >= 2, Ordering::SeqCst);
+                    let began = within_10_s(&|| marks_syncs.load(Ordering::SeqCst) >= 2);
+                    overlapped.store(began, Ordering::SeqCst);
                 }
             });
         }
@@ -1929,11 +1926,8 @@ mod tests {
             on_journal_sync(&j, move |n, j| {
                 if n == 1 {
                     paused.store(true, Ordering::SeqCst);
-                    let deadline = Instant::now() + Duration::from_secs(10);
-                    while j.index().index.poisoned.is_none() && Instant::now() < deadline {
-                        std::thread::yield_now();
-                    }
-                    saw.store(j.index().index.poisoned.is_some(), Ordering::SeqCst);
+                    let failed = within_10_s(&|| j.index().index.poisoned.is_some());
+                    saw.store(failed, Ordering::SeqCst);
                 }
             });
         }
