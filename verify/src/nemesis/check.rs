@@ -461,7 +461,14 @@ fn check_receipt(
     let report = verify_bundle(bundle, key);
     // Sealed (complete) and anchored: every credit the receipt's sends made carries its
     // DISPATCHED hash at Stripe.
-    crate::binding::check_record(&format!("trial {}", t.id), base, &t.ground_truth, bundle, f);
+    let bundle = crate::view::BundleView::of(bundle);
+    crate::binding::check_record(
+        &format!("trial {}", t.id),
+        base,
+        &t.ground_truth,
+        &bundle,
+        f,
+    );
     if !report.valid {
         f.push(Finding::new(
             format!("{base}.receipt"),
