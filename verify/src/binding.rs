@@ -49,19 +49,35 @@ fn dispatches<'b>(bundle: &'b BundleView<'_>) -> (Vec<&'b str>, Option<&'b str>)
 /// A results file's interlock cell: the receipt is sealed, and every credit the gate sent (tagged
 /// with this effect, or named by the COMMITTED evidence) carries the anchor of its dispatch. A
 /// resend under an open dispatch carries that dispatch's hash, so one hash serves both sends.
-pub fn check_cell(
+pub fn check_cell(i: usize, base: &str, cell: &Cell, bundle: &ReceiptBundle, f: &mut Vec<Finding>) {
+    check_cell_view(i, base, cell, &BundleView::of(bundle), f);
+}
+
+/// [`check_cell`] of a receipt read as a [`BundleView`] (as a results file's cells are read).
+pub fn check_cell_view(
     i: usize,
     base: &str,
     cell: &Cell,
     bundle: &BundleView<'_>,
     f: &mut Vec<Finding>,
 ) {
-    check_record(&format!("cell {i}"), base, &cell.ground_truth, bundle, f);
+    check_record_view(&format!("cell {i}"), base, &cell.ground_truth, bundle, f);
 }
 
 /// [`check_cell`] for any record that holds a receipt beside the ground truth it produced (a
 /// cell, a nemesis trial): `what` names it in messages (`cell 3`), `base` is its JSON path.
 pub fn check_record(
+    what: &str,
+    base: &str,
+    truth: &GroundTruth,
+    bundle: &ReceiptBundle,
+    f: &mut Vec<Finding>,
+) {
+    check_record_view(what, base, truth, &BundleView::of(bundle), f);
+}
+
+/// [`check_record`] of a receipt read as a [`BundleView`].
+pub fn check_record_view(
     what: &str,
     base: &str,
     truth: &GroundTruth,

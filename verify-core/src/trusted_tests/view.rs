@@ -170,3 +170,136 @@ fn an_entry_hashes_the_same_as_a_map_and_as_a_view() {
         crate::entry::compute_digest(wide_map)
     );
 }
+
+/// A signed receipt of four entries whose DISPATCHED carries the proposal's effect with its
+/// members in another order (the same payload), and a string with characters that need escapes.
+fn signed_receipt() -> ReceiptBundle {
+    use sha2::{Digest, Sha256};
+    let key = ed25519_dalek::SigningKey::from_bytes(&[9u8; 32]);
+    let effect =
+        json!({"customer": "cus_1", "amount": 1000, "description": "caf\u{e9} \"x\" \\ \u{1}"});
+    let effect_reordered =
+        json!({"description": "caf\u{e9} \"x\" \\ \u{1}", "amount": 1000, "customer": "cus_1"});
+    let eid = crate::entry::lower_hex(&Sha256::digest(
+        canonical::to_vec(&effect).unwrap_or_default(),
+    ));
+    let grant = json!({"id": "approval-1", "approver": "lead", "max_cents": 1000, "revoked": null});
+    let fields = [
+        json!({"kind": "PROPOSED", "agent": "a", "lease": "approval-1", "premises": {}, "effect": effect}),
+        json!({"kind": "AUTHORIZED", "lease": "approval-1"}),
+        json!({"kind": "DISPATCHED", "lease": "approval-1", "effect": effect_reordered,
+               "checks": {"lease_live": true, "grant": grant, "violations": []}}),
+        json!({"kind": "COMMITTED", "via": "send", "evidence": {"credit": "c1", "amount": 1000}}),
+    ];
+    let mut entries = Vec::new();
+    let mut prev = Value::Null;
+    for (i, f) in fields.into_iter().enumerate() {
+        let mut e = f.as_object().cloned().unwrap_or_default();
+        e.insert("v".into(), json!(1));
+        e.insert("ts_ms".into(), json!(1_789_000_000_000u64 + i as u64));
+        e.insert("effect_id".into(), json!(eid));
+        e.insert("prev".into(), prev.clone());
+        crate::writer::seal(&mut e, &key).unwrap_or_else(|e| panic!("{e}"));
+        prev = e.get("hash").cloned().unwrap_or_default();
+        entries.push(Value::Object(e));
+    }
+    ReceiptBundle::new(eid, entries)
+}
+
+/// Every string of `value` spelled with `\u` escapes for its ASCII letters (the same value).
+fn escaped(value: &Value) -> String {
+    match value {
+        Value::String(s) => {
+            let plain = Value::String(s.clone()).to_string();
+            let inner = &plain[1..plain.len() - 1];
+            let mut out = String::from("\"");
+            let mut chars = inner.chars();
+            while let Some(c) = chars.next() {
+                if c == '\\' {
+                    // An escape already: kept as it is (`\uXXXX` with its four digits).
+                    out.push(c);
+                    let next = chars.next();
+                    out.extend(next);
+                    if next == Some('u') {
+                        out.extend(chars.by_ref().take(4));
+                    }
+                } else if c.is_ascii_alphabetic() {
+                    out.push_str(&format!("\\u{:04x}", c as u32));
+                } else {
+                    out.push(c);
+                }
+            }
+            out.push('"');
+            out
+        }
+        Value::Array(items) => format!(
+            "[ {} ]",
+            items.iter().map(escaped).collect::<Vec<_>>().join(" ,\n")
+        ),
+        Value::Object(map) => format!(
+            "{{\t{} }}",
+            map.iter()
+                .rev()
+                .map(|(k, v)| format!("{} :{}", escaped(&json!(k)), escaped(v)))
+                .collect::<Vec<_>>()
+                .join(",\r\n")
+        ),
+        other => other.to_string(),
+    }
+}
+
+#[test]
+fn a_receipt_read_from_text_in_any_spelling_verifies_as_its_values_do() {
+    use crate::receipt::{verify_bundle, verify_group_views, KeyCheck, SignerRule, Vetted};
+    let bundle = signed_receipt();
+    let value = serde_json::to_value(&bundle).unwrap_or_default();
+    let reference = verify_bundle(&bundle, &KeyCheck::SelfAttested);
+    assert!(reference.valid, "{:?}", reference.problems);
+    // Compact, pretty, every letter escaped with members in reverse order and odd whitespace,
+    // numbers in another spelling where the value is the same integer.
+    let spellings = [
+        value.to_string(),
+        serde_json::to_string_pretty(&value).unwrap_or_default(),
+        escaped(&value),
+        value.to_string().replace("\"v\":1,", "\"v\":1 ,"),
+    ];
+    for text in &spellings {
+        let view: BundleView<'_> = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+        let read: ReceiptBundle = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+        let rule = SignerRule::FromRecord;
+        let from_view = verify_group_views(&[&view], &rule, &Vetted::default());
+        let from_values = verify_bundle(&read, &KeyCheck::SelfAttested);
+        assert_eq!(from_view.first(), Some(&from_values), "{text}");
+        assert_eq!(from_values, reference, "{text}");
+    }
+    // A number spelled as a float is another value: the entry no longer hashes (as before).
+    let float = value.to_string().replacen("\"v\":1,", "\"v\":1.0,", 1);
+    let view: BundleView<'_> = serde_json::from_str(&float).unwrap_or_else(|e| panic!("{e}"));
+    let read: ReceiptBundle = serde_json::from_str(&float).unwrap_or_else(|e| panic!("{e}"));
+    let from_view = verify_group_views(&[&view], &SignerRule::FromRecord, &Vetted::default());
+    let from_values = verify_bundle(&read, &KeyCheck::SelfAttested);
+    assert_eq!(from_view.first(), Some(&from_values));
+    assert!(!from_values.valid);
+    // A key twice in an entry: the view refuses to read it at all.
+    let twice = value
+        .to_string()
+        .replacen("\"v\":1,", "\"v\":1,\"v\":1,", 1);
+    assert!(serde_json::from_str::<BundleView<'_>>(&twice).is_err());
+}
+
+#[test]
+fn a_payload_with_its_members_in_another_order_is_the_same_payload() {
+    // The DISPATCHED of `signed_receipt` lists the effect's members in another order: an
+    // order-sensitive comparison would call it a changed payload.
+    let bundle = signed_receipt();
+    let report = crate::receipt::verify_bundle(&bundle, &crate::receipt::KeyCheck::SelfAttested);
+    assert!(report.valid, "{:?}", report.problems);
+    let view = BundleView::of(&bundle);
+    let (proposed, dispatched) = (view.entries[0].get("effect"), view.entries[2].get("effect"));
+    assert_eq!(proposed, dispatched);
+    let order = |v: Option<&View<'_>>| {
+        v.and_then(View::as_object)
+            .map(|o| o.iter().map(|(k, _)| k.to_owned()).collect::<Vec<_>>())
+    };
+    assert_ne!(order(proposed), order(dispatched));
+}

@@ -55,7 +55,7 @@ pub(super) fn check_interlock(
         ));
     }
     check_credit_effects(i, base, gt, report, f);
-    crate::binding::check_cell(i, base, cell, bundle, f);
+    crate::binding::check_cell_view(i, base, cell, bundle, f);
     check_proposal(i, &rpath, cell, bundle.entries.first(), harness_error, f);
     check_grants(i, &rpath, cell, &bundle.entries, f);
     check_evidence_amount(i, base, cell, report, f);

@@ -461,14 +461,7 @@ fn check_receipt(
     let report = verify_bundle(bundle, key);
     // Sealed (complete) and anchored: every credit the receipt's sends made carries its
     // DISPATCHED hash at Stripe.
-    let bundle = crate::view::BundleView::of(bundle);
-    crate::binding::check_record(
-        &format!("trial {}", t.id),
-        base,
-        &t.ground_truth,
-        &bundle,
-        f,
-    );
+    crate::binding::check_record(&format!("trial {}", t.id), base, &t.ground_truth, bundle, f);
     if !report.valid {
         f.push(Finding::new(
             format!("{base}.receipt"),
