@@ -48,6 +48,27 @@ fn views_compare_as_values_do() {
         assert_eq!(a == b, equal, "{a} {b}");
         assert_eq!(View::of(&a) == View::of(&b), equal, "{a} {b}");
     }
+    // Objects of more members than are compared one by one: in key order, whatever their order.
+    let wide = |n: usize, reversed: bool, last: i64| {
+        let mut members: Vec<(String, Value)> =
+            (0..n).map(|i| (format!("k{i}"), json!(i))).collect();
+        if let Some(m) = members.last_mut() {
+            m.1 = json!(last);
+        }
+        if reversed {
+            members.reverse();
+        }
+        Value::Object(members.into_iter().collect())
+    };
+    for n in [16, 17, 40] {
+        for (a, b) in [
+            (wide(n, false, 0), wide(n, true, 0)),
+            (wide(n, false, 0), wide(n, true, 1)),
+            (wide(n, false, 0), wide(n + 1, false, 0)),
+        ] {
+            assert_eq!(View::of(&a) == View::of(&b), a == b, "{a} {b}");
+        }
+    }
 }
 
 #[test]
