@@ -29,14 +29,14 @@ pub enum CanonicalError {
 pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
 /// The canonical text of `value`.
-pub fn to_string(value: &Value) -> Result<String, CanonicalError> {
+pub fn to_string<N: Node>(value: &N) -> Result<String, CanonicalError> {
     let mut out = String::with_capacity(256);
-    write_value(&mut out, value)?;
+    write_node(&mut out, value)?;
     Ok(out)
 }
 
 /// The canonical bytes of `value` (UTF-8 of [`to_string`]).
-pub fn to_vec(value: &Value) -> Result<Vec<u8>, CanonicalError> {
+pub fn to_vec<N: Node>(value: &N) -> Result<Vec<u8>, CanonicalError> {
     to_string(value).map(String::into_bytes)
 }
 
@@ -47,34 +47,64 @@ pub fn write_object_without(
     map: &serde_json::Map<String, Value>,
     skip: &[&str],
 ) -> Result<(), CanonicalError> {
-    if map.len() <= STACK_MEMBERS {
-        const NULL: Value = Value::Null;
-        let mut members: [(&str, &Value); STACK_MEMBERS] = [("", &NULL); STACK_MEMBERS];
-        let mut n = 0;
-        for (k, v) in map {
-            if !skip.contains(&k.as_str()) {
-                members[n] = (k.as_str(), v);
-                n += 1;
-            }
+    write_members_without(
+        out,
+        map.iter().map(|(k, v)| (k.as_str(), v)),
+        map.len(),
+        skip,
+    )
+}
+
+/// A JSON value the canonical writer walks: `serde_json::Value`, and the borrowed
+/// [`crate::view::View`] the receipt checks read. Both are written by the one writer below.
+pub trait Node: Sized {
+    /// What kind of value this is, with its scalar or its items.
+    fn shape(&self) -> Shape<'_, Self>;
+    /// The members of an object, in any order (nothing when this is not an object).
+    fn members(&self) -> impl Iterator<Item = (&str, &Self)>;
+}
+
+/// One JSON value as the canonical writer sees it.
+pub enum Shape<'n, N> {
+    /// `null`.
+    Null,
+    /// `true` or `false`.
+    Bool(bool),
+    /// A number.
+    Number(&'n serde_json::Number),
+    /// A string.
+    String(&'n str),
+    /// An array's items.
+    Array(&'n [N]),
+    /// An object with this many members ([`Node::members`]).
+    Object(usize),
+}
+
+impl Node for Value {
+    fn shape(&self) -> Shape<'_, Value> {
+        match self {
+            Value::Null => Shape::Null,
+            Value::Bool(b) => Shape::Bool(*b),
+            Value::Number(n) => Shape::Number(n),
+            Value::String(s) => Shape::String(s),
+            Value::Array(items) => Shape::Array(items),
+            Value::Object(map) => Shape::Object(map.len()),
         }
-        write_members(out, &mut members[..n])
-    } else {
-        let mut members: Vec<(&str, &Value)> = Vec::with_capacity(map.len());
-        members.extend(
-            map.iter()
-                .filter(|(k, _)| !skip.contains(&k.as_str()))
-                .map(|(k, v)| (k.as_str(), v)),
-        );
-        write_members(out, &mut members)
+    }
+    fn members(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.as_object()
+            .into_iter()
+            .flat_map(|m| m.iter().map(|(k, v)| (k.as_str(), v)))
     }
 }
 
-fn write_value(out: &mut String, value: &Value) -> Result<(), CanonicalError> {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(true) => out.push_str("true"),
-        Value::Bool(false) => out.push_str("false"),
-        Value::Number(n) => {
+/// Append the canonical text of `value` to `out`.
+pub fn write_node<N: Node>(out: &mut String, value: &N) -> Result<(), CanonicalError> {
+    match value.shape() {
+        Shape::Null => out.push_str("null"),
+        Shape::Bool(true) => out.push_str("true"),
+        Shape::Bool(false) => out.push_str("false"),
+        Shape::Number(n) => {
             if let Some(i) = n.as_i64() {
                 if !(-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i) {
                     return Err(CanonicalError::IntegerRange(i.to_string()));
@@ -88,27 +118,61 @@ fn write_value(out: &mut String, value: &Value) -> Result<(), CanonicalError> {
                 return Err(CanonicalError::Float(n.to_string()));
             }
         }
-        Value::String(s) => write_string(out, s),
-        Value::Array(items) => {
+        Shape::String(s) => write_string(out, s),
+        Shape::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
-                write_value(out, item)?;
+                write_node(out, item)?;
             }
             out.push(']');
         }
-        Value::Object(map) => write_object_without(out, map, &[])?,
+        Shape::Object(len) => write_members_without(out, value.members(), len, &[])?,
     }
     Ok(())
+}
+
+/// Append the canonical text of the object whose `len` members are `members`, without those
+/// whose key is named in `skip`.
+pub fn write_members_without<'n, N: Node + 'n>(
+    out: &mut String,
+    members: impl Iterator<Item = (&'n str, &'n N)>,
+    len: usize,
+    skip: &[&str],
+) -> Result<(), CanonicalError> {
+    let mut kept = members.filter(|(k, _)| !skip.contains(k));
+    if len <= STACK_MEMBERS {
+        let mut members: [(&str, Option<&N>); STACK_MEMBERS] = [("", None); STACK_MEMBERS];
+        let mut n = 0;
+        for (slot, (k, v)) in members.iter_mut().zip(kept.by_ref()) {
+            *slot = (k, Some(v));
+            n += 1;
+        }
+        // `len` is the object's size, so nothing is left; were anything left, it is not lost.
+        if let Some(more) = kept.next() {
+            let mut all: Vec<(&str, Option<&N>)> = members.to_vec();
+            all.push((more.0, Some(more.1)));
+            all.extend(kept.map(|(k, v)| (k, Some(v))));
+            return write_members(out, &mut all);
+        }
+        write_members(out, &mut members[..n])
+    } else {
+        let mut members: Vec<(&str, Option<&N>)> = Vec::with_capacity(len);
+        members.extend(kept.map(|(k, v)| (k, Some(v))));
+        write_members(out, &mut members)
+    }
 }
 
 /// Objects with at most this many members are sorted in a stack array (no allocation).
 const STACK_MEMBERS: usize = 24;
 
-/// Sort `members` by key (UTF-16 order) and write them as an object.
-fn write_members(out: &mut String, members: &mut [(&str, &Value)]) -> Result<(), CanonicalError> {
+/// Sort `members` by key (UTF-16 order) and write them as an object (every value is `Some`).
+fn write_members<N: Node>(
+    out: &mut String,
+    members: &mut [(&str, Option<&N>)],
+) -> Result<(), CanonicalError> {
     // Keys of a JSON object are distinct, so an unstable sort is deterministic.
     members.sort_unstable_by(|a, b| cmp_utf16(a.0, b.0));
     out.push('{');
@@ -118,7 +182,9 @@ fn write_members(out: &mut String, members: &mut [(&str, &Value)]) -> Result<(),
         }
         write_string(out, key);
         out.push(':');
-        write_value(out, item)?;
+        if let Some(item) = item {
+            write_node(out, *item)?;
+        }
     }
     out.push('}');
     Ok(())

@@ -133,13 +133,28 @@ impl std::fmt::Display for Via {
 
 /// The SHA-256 of the canonical JSON of `entry` without its `hash` and `sig` fields.
 pub fn compute_digest(entry: &Map<String, Value>) -> Result<[u8; 32], CanonicalError> {
+    with_buffer(|text| canonical::write_object_without(text, entry, &UNHASHED_FIELDS))
+}
+
+/// [`compute_digest`] of an entry read as a [`crate::view::Object`]: the same bytes are hashed
+/// (one canonical writer walks both, [`canonical::Node`]).
+pub fn compute_view_digest(entry: &crate::view::Object<'_>) -> Result<[u8; 32], CanonicalError> {
+    with_buffer(|text| {
+        canonical::write_members_without(text, entry.iter(), entry.len(), &UNHASHED_FIELDS)
+    })
+}
+
+/// SHA-256 of what `write` puts in this thread's text buffer.
+fn with_buffer(
+    write: impl FnOnce(&mut String) -> Result<(), CanonicalError>,
+) -> Result<[u8; 32], CanonicalError> {
     thread_local! {
         static BUFFER: std::cell::RefCell<String> = std::cell::RefCell::new(String::with_capacity(4096));
     }
     BUFFER.with(|buffer| {
         let mut text = buffer.borrow_mut();
         text.clear();
-        canonical::write_object_without(&mut text, entry, &UNHASHED_FIELDS)?;
+        write(&mut text)?;
         Ok(Sha256::digest(text.as_bytes()).into())
     })
 }

@@ -24,7 +24,9 @@
 //!   receipts, which never pass under a pinned key;
 //! - `compact` (private): reads a bundle's entries as JSON values without spare capacity;
 //! - [`text`]: cuts long values in messages ([`text::shorten`]);
-//! - [`scan`]: where a string's plain bytes end, eight bytes at a time ([`scan::plain_len`]).
+//! - [`scan`]: where a string's plain bytes end, eight bytes at a time ([`scan::plain_len`]);
+//! - [`view`]: JSON values whose strings borrow from the text ([`view::View`], [`view::BundleView`]),
+//!   what the receipt checks read.
 //!
 //! And one the checks never call: [`writer`], sealing an entry with a key (for writers and tests).
 //! No function here is longer than a screen.
@@ -41,4 +43,5 @@ pub mod scan;
 pub mod seal;
 pub mod signatures;
 pub mod text;
+pub mod view;
 pub mod writer;

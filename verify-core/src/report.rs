@@ -107,9 +107,14 @@ pub struct ReceiptReport {
 impl ReceiptReport {
     /// A report before any check: not valid, nothing proven, no problem yet.
     pub fn empty(bundle: &ReceiptBundle, key: &str) -> ReceiptReport {
+        ReceiptReport::empty_for(&bundle.format, &bundle.effect_id, key)
+    }
+
+    /// [`ReceiptReport::empty`] of a bundle of this `format` and `effect_id`.
+    pub fn empty_for(format: &str, effect_id: &str, key: &str) -> ReceiptReport {
         ReceiptReport {
-            effect_id: bundle.effect_id.clone(),
-            format: bundle.format.clone(),
+            effect_id: effect_id.to_owned(),
+            format: format.to_owned(),
             valid: false,
             chain_consistent: false,
             signed: None,

@@ -10,9 +10,10 @@ use crate::canonical::{self, CanonicalError};
 use crate::entry::{decode_lower_hex, ReceiptBundle};
 use crate::problem::Problem;
 use crate::report::Happened;
+use crate::view::{BundleView, View};
 use ed25519_dalek::{Signature, VerifyingKey};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// Domain-separation prefix of the head signature (never valid as an entry signature).
 pub const HEAD_CONTEXT: &str = "interlock-head-v1:";
@@ -63,7 +64,7 @@ pub fn check(
     signer: Option<[u8; 32]>,
     problems: &mut Vec<Problem>,
 ) -> bool {
-    match check_but_signature(bundle, signer, problems) {
+    match check_but_signature(&crate::view::BundleView::of(bundle), signer, problems) {
         Seal::Unsealed | Seal::Broken => false,
         Seal::Pending(head) => check_now(&bundle.effect_id, &head, problems),
     }
@@ -105,7 +106,7 @@ pub struct PendingHead {
 
 /// [`check`] without the signature, so that the caller can check it in a batch with others.
 pub fn check_but_signature(
-    bundle: &ReceiptBundle,
+    bundle: &BundleView<'_>,
     signer: Option<[u8; 32]>,
     problems: &mut Vec<Problem>,
 ) -> Seal {
@@ -143,19 +144,19 @@ pub fn proven(entries_say: Happened, sealed: bool) -> Happened {
 /// Every check of the head but its signature, which is returned to be checked (`None` when it
 /// cannot be: the problem is added).
 fn check_head(
-    bundle: &ReceiptBundle,
+    bundle: &BundleView<'_>,
     h: &Head,
     signer: Option<[u8; 32]>,
     problems: &mut Vec<Problem>,
 ) -> Option<PendingHead> {
-    let eid = &bundle.effect_id;
+    let eid = bundle.effect_id.as_ref();
     let mut mismatch = |what: String| {
         let msg = format!(
             "effect {eid}: head: {what}; entries were dropped, added or replaced after sealing"
         );
         problems.push(Problem::receipt(code::HEAD_MISMATCH, msg));
     };
-    if &h.effect_id != eid {
+    if h.effect_id != eid {
         mismatch(format!(
             "effect_id is {}",
             crate::text::shorten(&h.effect_id, 80)
@@ -169,12 +170,12 @@ fn check_head(
         ));
     }
     let last = bundle.entries.last();
-    if last.and_then(|e| e.get("hash")).and_then(Value::as_str) != Some(h.last.as_str()) {
+    if last.and_then(|e| e.get("hash")).and_then(View::as_str) != Some(h.last.as_str()) {
         mismatch("last is not the hash of the bundle's last entry".to_owned());
     }
     if last
         .and_then(|e| e.get("ts_ms"))
-        .and_then(Value::as_u64)
+        .and_then(View::as_u64)
         .is_some_and(|t| t > h.ts_ms)
     {
         mismatch(format!("ts_ms = {} is before the last entry", h.ts_ms));

@@ -8,6 +8,7 @@ use crate::entry::{lower_hex, ReceiptBundle};
 use crate::finding::{code as fcode, Finding};
 use crate::results::{Cell, GroundTruth};
 use crate::seal::{head_message, Head};
+use crate::view::{BundleView, View};
 use ed25519_dalek::{Signer, SigningKey};
 use serde_json::Value;
 
@@ -33,11 +34,11 @@ pub fn seal_bundle(
 
 /// The hashes of the bundle's DISPATCHED entries in order, and the one the COMMITTED entry
 /// closed (the last DISPATCHED before it), if the effect committed.
-fn dispatches(bundle: &ReceiptBundle) -> (Vec<&str>, Option<&str>) {
+fn dispatches<'b>(bundle: &'b BundleView<'_>) -> (Vec<&'b str>, Option<&'b str>) {
     let (mut all, mut committed) = (Vec::new(), None);
     for e in &bundle.entries {
-        match e.get("kind").and_then(Value::as_str) {
-            Some("DISPATCHED") => all.extend(e.get("hash").and_then(Value::as_str)),
+        match e.get("kind").and_then(View::as_str) {
+            Some("DISPATCHED") => all.extend(e.get("hash").and_then(View::as_str)),
             Some("COMMITTED") if committed.is_none() => committed = all.last().copied(),
             _ => {}
         }
@@ -49,7 +50,18 @@ fn dispatches(bundle: &ReceiptBundle) -> (Vec<&str>, Option<&str>) {
 /// with this effect, or named by the COMMITTED evidence) carries the anchor of its dispatch. A
 /// resend under an open dispatch carries that dispatch's hash, so one hash serves both sends.
 pub fn check_cell(i: usize, base: &str, cell: &Cell, bundle: &ReceiptBundle, f: &mut Vec<Finding>) {
-    check_record(&format!("cell {i}"), base, &cell.ground_truth, bundle, f);
+    check_cell_view(i, base, cell, &BundleView::of(bundle), f);
+}
+
+/// [`check_cell`] of a receipt read as a [`BundleView`] (as a results file's cells are read).
+pub fn check_cell_view(
+    i: usize,
+    base: &str,
+    cell: &Cell,
+    bundle: &BundleView<'_>,
+    f: &mut Vec<Finding>,
+) {
+    check_record_view(&format!("cell {i}"), base, &cell.ground_truth, bundle, f);
 }
 
 /// [`check_cell`] for any record that holds a receipt beside the ground truth it produced (a
@@ -59,6 +71,17 @@ pub fn check_record(
     base: &str,
     truth: &GroundTruth,
     bundle: &ReceiptBundle,
+    f: &mut Vec<Finding>,
+) {
+    check_record_view(what, base, truth, &BundleView::of(bundle), f);
+}
+
+/// [`check_record`] of a receipt read as a [`BundleView`].
+pub fn check_record_view(
+    what: &str,
+    base: &str,
+    truth: &GroundTruth,
+    bundle: &BundleView<'_>,
     f: &mut Vec<Finding>,
 ) {
     if bundle.head.is_none() {
@@ -73,11 +96,11 @@ pub fn check_record(
     let evidence_credit = bundle
         .entries
         .iter()
-        .find(|e| e.get("kind").and_then(Value::as_str) == Some("COMMITTED"))
+        .find(|e| e.get("kind").and_then(View::as_str) == Some("COMMITTED"))
         .and_then(|e| e.get("evidence")?.get("credit")?.as_str());
     let (mut listed, mut unlisted) = (0usize, 0usize);
     for (k, credit) in truth.case_credits.iter().enumerate() {
-        let by_gate = credit.effect_id.as_deref() == Some(bundle.effect_id.as_str());
+        let by_gate = credit.effect_id.as_deref() == Some(bundle.effect_id.as_ref());
         let named = evidence_credit == Some(credit.id.as_str());
         if !by_gate && !named && credit.dispatch.is_none() {
             continue; // not the gate's credit: the judge counts it, no anchor to check

@@ -37,6 +37,10 @@ pub mod protocol;
 pub mod provenance;
 /// The original Python implementation's hashing, from the trusted core (`verify_core::pycompat`).
 pub use verify_core::pycompat;
+
+/// JSON values whose strings borrow from the text, what the receipt checks read, from the trusted
+/// core (`verify_core::view`).
+pub use verify_core::view;
 pub mod receipt;
 pub mod replayed;
 pub mod results;

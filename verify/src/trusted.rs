@@ -7,4 +7,4 @@
 //! (`verify-core/src/lib.rs`, `verify-core/README.md`) for what it holds and the order to read
 //! it in.
 
-pub use verify_core::{canonical, entry, receipt, seal, signatures};
+pub use verify_core::{canonical, entry, receipt, seal, signatures, view};

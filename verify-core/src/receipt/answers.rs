@@ -6,7 +6,7 @@
 //! failure (a refusal otherwise rests on the bound alone against the service's own word: the
 //! gate answers AMBIGUOUS there).
 
-use serde_json::{Map, Value};
+use crate::view::{Object, View};
 
 /// The answer classes an entry may list.
 pub const ANSWER_CLASSES: [&str; 6] = [
@@ -26,12 +26,10 @@ pub struct AnswersProblem {
 /// `counted_from_ms`) was written no earlier than the bound after that instant: recovery trusts a
 /// "not found" only then, and the entry comes after the lookup it rests on. `None` when it holds
 /// or the entry states no such bound.
-pub fn waited(obj: &Map<String, Value>) -> Option<AnswersProblem> {
-    let bound = obj
-        .get("assumed_max_in_flight_ms")
-        .and_then(Value::as_u64)?;
-    let from = obj.get("counted_from_ms").and_then(Value::as_u64)?;
-    let at = obj.get("ts_ms").and_then(Value::as_u64)?;
+pub fn waited(obj: &Object<'_>) -> Option<AnswersProblem> {
+    let bound = obj.get("assumed_max_in_flight_ms").and_then(View::as_u64)?;
+    let from = obj.get("counted_from_ms").and_then(View::as_u64)?;
+    let at = obj.get("ts_ms").and_then(View::as_u64)?;
     (at < from.saturating_add(bound)).then(|| AnswersProblem {
         code: crate::problem::code::BOUND_NOT_WAITED,
         what: format!(
@@ -43,7 +41,7 @@ pub fn waited(obj: &Map<String, Value>) -> Option<AnswersProblem> {
 
 /// Check the `resend_answers` of a settling entry (`kind` COMMITTED, REFUSED or AMBIGUOUS);
 /// `None` when it has none or they hold.
-pub fn check(kind: &str, obj: &Map<String, Value>) -> Option<AnswersProblem> {
+pub fn check(kind: &str, obj: &Object<'_>) -> Option<AnswersProblem> {
     let listed = obj.get("resend_answers")?;
     let malformed = |what: &str| {
         Some(AnswersProblem {
@@ -51,10 +49,10 @@ pub fn check(kind: &str, obj: &Map<String, Value>) -> Option<AnswersProblem> {
             what: format!("has resend_answers that {what}"),
         })
     };
-    let Some(answers) = listed.get("answers").and_then(Value::as_array) else {
+    let Some(answers) = listed.get("answers").and_then(View::as_array) else {
         return malformed("hold no list of answers");
     };
-    let Some(dropped) = listed.get("dropped").and_then(Value::as_u64) else {
+    let Some(dropped) = listed.get("dropped").and_then(View::as_u64) else {
         return malformed("do not say how many were dropped");
     };
     // How many of the dropped answers said "in use": required once any was dropped (a dropped
@@ -72,10 +70,9 @@ pub fn check(kind: &str, obj: &Map<String, Value>) -> Option<AnswersProblem> {
     let mut last_in_use: Option<u64> = None;
     let mut last_replayed: Option<u64> = None;
     for a in answers {
-        let class = a.get("answer").and_then(Value::as_str);
-        let at = a.get("at_ms").and_then(Value::as_u64);
-        let (Some(class), Some(at), true) =
-            (class, at, a.get("said").is_some_and(Value::is_string))
+        let class = a.get("answer").and_then(View::as_str);
+        let at = a.get("at_ms").and_then(View::as_u64);
+        let (Some(class), Some(at), true) = (class, at, a.get("said").is_some_and(View::is_string))
         else {
             return malformed("list an answer without a class, a time or what was said");
         };
@@ -89,7 +86,7 @@ pub fn check(kind: &str, obj: &Map<String, Value>) -> Option<AnswersProblem> {
             last_replayed = Some(last_replayed.map_or(at, |t| t.max(at)));
         }
     }
-    let counted_from = obj.get("counted_from_ms").and_then(Value::as_u64);
+    let counted_from = obj.get("counted_from_ms").and_then(View::as_u64);
     if let (None, Some(in_use), true) = (
         counted_from,
         last_in_use,
@@ -132,10 +129,12 @@ pub fn check(kind: &str, obj: &Map<String, Value>) -> Option<AnswersProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
-    fn entry(fields: Value) -> Map<String, Value> {
-        fields.as_object().cloned().unwrap_or_default()
+    /// The entry `fields` as the checks read it (kept for the whole test run: tests only).
+    fn entry(fields: Value) -> Object<'static> {
+        let fields: &'static Value = Box::leak(Box::new(fields));
+        View::of(fields).as_object().cloned().unwrap_or_default()
     }
 
     fn answers(list: Value) -> Value {

@@ -5,29 +5,29 @@ use super::{Format, PendingSig, SignerRule};
 use crate::entry::{self, decode_lower_hex, lower_hex};
 use crate::problem::{code, Listing, Problem};
 use crate::text::shorten;
+use crate::view::{Object, View};
 use ed25519_dalek::Signature;
-use serde_json::{Map, Value};
 
 /// The members of an entry that the chain checks read, found in one pass over the entry (the
 /// same as `obj.get(name)` for each; keys of a JSON object are unique).
 #[derive(Default)]
 struct Fields<'a> {
-    kind: Option<&'a Value>,
-    effect_id: Option<&'a Value>,
-    v: Option<&'a Value>,
-    ts_ms: Option<&'a Value>,
-    ts: Option<&'a Value>,
-    hash: Option<&'a Value>,
-    prev: Option<&'a Value>,
-    signer: Option<&'a Value>,
-    sig: Option<&'a Value>,
+    kind: Option<&'a View<'a>>,
+    effect_id: Option<&'a View<'a>>,
+    v: Option<&'a View<'a>>,
+    ts_ms: Option<&'a View<'a>>,
+    ts: Option<&'a View<'a>>,
+    hash: Option<&'a View<'a>>,
+    prev: Option<&'a View<'a>>,
+    signer: Option<&'a View<'a>>,
+    sig: Option<&'a View<'a>>,
 }
 
 impl<'a> Fields<'a> {
-    fn of(obj: &'a Map<String, Value>) -> Fields<'a> {
+    fn of(obj: &'a Object<'a>) -> Fields<'a> {
         let mut f = Fields::default();
-        for (k, v) in obj {
-            let slot = match k.as_str() {
+        for (k, v) in obj.iter() {
+            let slot = match k {
                 "kind" => &mut f.kind,
                 "effect_id" => &mut f.effect_id,
                 "v" => &mut f.v,
@@ -75,18 +75,18 @@ impl<'a> ChainWalk<'_, 'a> {
     pub(super) fn check(
         &mut self,
         i: usize,
-        raw: &'a Value,
-        before: Option<&Value>,
-    ) -> Option<&'a Map<String, Value>> {
+        raw: &'a View<'a>,
+        before: Option<&View<'_>>,
+    ) -> Option<&'a Object<'a>> {
         let Some(obj) = raw.as_object() else {
             self.unsigned = true;
             self.chain_problem(i, None, code::MALFORMED_ENTRY, "is not a JSON object");
             return None;
         };
         let f = Fields::of(obj);
-        let kind = f.kind.and_then(Value::as_str);
-        if f.effect_id.and_then(Value::as_str) != Some(self.eid) {
-            let found = f.effect_id.and_then(Value::as_str).unwrap_or("(none)");
+        let kind = f.kind.and_then(View::as_str);
+        if f.effect_id.and_then(View::as_str) != Some(self.eid) {
+            let found = f.effect_id.and_then(View::as_str).unwrap_or("(none)");
             let what = format!(
                 "belongs to effect {:?}, not to this receipt",
                 shorten(found, 80)
@@ -94,7 +94,7 @@ impl<'a> ChainWalk<'_, 'a> {
             self.chain_problem(i, kind, code::FOREIGN_ENTRY, what);
         }
         self.check_version_and_time(i, kind, &f);
-        let stored = f.hash.and_then(Value::as_str);
+        let stored = f.hash.and_then(View::as_str);
         self.check_hash(i, kind, obj, stored);
         self.check_link(i, kind, f.prev, before);
         if self.format == Format::Current {
@@ -106,38 +106,32 @@ impl<'a> ChainWalk<'_, 'a> {
     /// `v` is 1 and `ts_ms` an integer (the original format: a numeric `ts`).
     fn check_version_and_time(&mut self, i: usize, kind: Option<&str>, f: &Fields<'a>) {
         if self.format == Format::Original {
-            if !f.ts.is_some_and(Value::is_number) {
+            if !f.ts.is_some_and(View::is_number) {
                 self.chain_problem(i, kind, code::MALFORMED_ENTRY, "has no numeric ts");
             }
             return;
         }
-        if f.v.and_then(Value::as_u64) != Some(entry::ENTRY_VERSION) {
+        if f.v.and_then(View::as_u64) != Some(entry::ENTRY_VERSION) {
             let found = f.v.map_or("(none)".into(), |v| shorten(&v.to_string(), 40));
             let what = format!("has version {found}, expected 1");
             self.chain_problem(i, kind, code::UNKNOWN_VERSION, what);
         }
-        if !f.ts_ms.is_some_and(|t| t.is_u64() || t.is_i64()) {
+        if !f.ts_ms.is_some_and(View::is_integer) {
             self.chain_problem(i, kind, code::MALFORMED_ENTRY, "has no integer ts_ms");
         }
     }
 
     /// The stored `hash` recomputes over exactly what is stored.
-    fn check_hash(
-        &mut self,
-        i: usize,
-        kind: Option<&str>,
-        obj: &Map<String, Value>,
-        stored: Option<&str>,
-    ) {
+    fn check_hash(&mut self, i: usize, kind: Option<&str>, obj: &Object<'_>, stored: Option<&str>) {
         let computed = match self.format {
             // Compared as bytes; the hex text is only written for the report of a mismatch.
-            Format::Current => entry::compute_digest(obj)
+            Format::Current => entry::compute_view_digest(obj)
                 .map(|d| match stored {
                     Some(s) if entry::is_lower_hex_of(s, &d) => None,
                     _ => Some(lower_hex(&d)),
                 })
                 .map_err(|e| e.to_string()),
-            Format::Original => crate::pycompat::entry_hash(obj)
+            Format::Original => crate::pycompat::entry_hash(&obj.to_map())
                 .map(|c| (stored != Some(c.as_str())).then_some(c))
                 .map_err(|e| e.to_string()),
         };
@@ -164,11 +158,11 @@ impl<'a> ChainWalk<'_, 'a> {
         &mut self,
         i: usize,
         kind: Option<&str>,
-        prev: Option<&Value>,
-        before: Option<&Value>,
+        prev: Option<&View<'_>>,
+        before: Option<&View<'_>>,
     ) {
-        let expected: Option<&Value> = match before {
-            None => Some(&Value::Null),
+        let expected: Option<&View<'_>> = match before {
+            None => Some(&View::Null),
             Some(b) => b.get("hash").filter(|h| h.is_string()),
         };
         // When the entry before has no hash, that entry is reported; nothing to link to.
@@ -199,7 +193,7 @@ impl<'a> ChainWalk<'_, 'a> {
     ) {
         let signer = f
             .signer
-            .and_then(Value::as_str)
+            .and_then(View::as_str)
             .and_then(decode_lower_hex::<32>);
         let Some(signer) = signer else {
             self.unsigned = true;
@@ -209,7 +203,7 @@ impl<'a> ChainWalk<'_, 'a> {
         self.check_signer(i, kind, signer);
         let sig = f
             .sig
-            .and_then(Value::as_str)
+            .and_then(View::as_str)
             .and_then(decode_lower_hex::<64>);
         let Some(sig) = sig else {
             self.unsigned = true;

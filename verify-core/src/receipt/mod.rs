@@ -22,9 +22,9 @@ use crate::entry::{self, ReceiptBundle, Via, RECEIPT_FORMAT};
 use crate::problem::{code, shown_kind, Listing, Problem};
 use crate::report::ReceiptReport;
 use crate::signatures;
+use crate::view::{BundleView, Object, View};
 use chain::ChainWalk;
 use ed25519_dalek::{Signature, VerifyingKey};
-use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -71,7 +71,8 @@ impl From<&KeyCheck> for SignerRule {
 
 /// Verify one receipt bundle.
 pub fn verify_bundle(bundle: &ReceiptBundle, key: &KeyCheck) -> ReceiptReport {
-    let mut prepared = [prepare(bundle, &SignerRule::from(key))];
+    let bundle = BundleView::of(bundle);
+    let mut prepared = [prepare(&bundle, &SignerRule::from(key))];
     check_signatures(&mut prepared, &Vetted::default());
     let [prepared] = prepared;
     prepared.finish()
@@ -93,6 +94,17 @@ fn vet(vetted: &Vetted, signer: &[u8; 32]) -> Option<VerifyingKey> {
 /// shared batches. `result[i]` is the report of `group[i]`.
 pub fn verify_group(
     group: &[&ReceiptBundle],
+    rule: &SignerRule,
+    vetted: &Vetted,
+) -> Vec<ReceiptReport> {
+    let views: Vec<BundleView<'_>> = group.iter().map(|b| BundleView::of(b)).collect();
+    let views: Vec<&BundleView<'_>> = views.iter().collect();
+    verify_group_views(&views, rule, vetted)
+}
+
+/// [`verify_group`] of bundles read as [`BundleView`]s (as a results file's cells are read).
+pub fn verify_group_views(
+    group: &[&BundleView<'_>],
     rule: &SignerRule,
     vetted: &Vetted,
 ) -> Vec<ReceiptReport> {
@@ -319,8 +331,8 @@ pub(super) enum Format {
 }
 
 /// Every check of one receipt but its signatures, which wait in `pending`.
-fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
-    let format = match bundle.format.as_str() {
+fn prepare<'a>(bundle: &'a BundleView<'_>, rule: &SignerRule) -> Prepared<'a> {
+    let format = match bundle.format.as_ref() {
         RECEIPT_FORMAT => Some(Format::Current),
         PYTHON_ORIGINAL_FORMAT => Some(Format::Original),
         _ => None,
@@ -330,8 +342,8 @@ fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
         (Some(Format::Current), _) => "self-attested",
         _ => "none",
     };
-    let mut report = ReceiptReport::empty(bundle, key_label);
-    let eid = bundle.effect_id.as_str();
+    let mut report = ReceiptReport::empty_for(&bundle.format, &bundle.effect_id, key_label);
+    let eid = bundle.effect_id.as_ref();
     let Some(format) = format else {
         let what = format!(
             "effect {eid}: the bundle format {:?} is not one this verifier knows",
@@ -353,13 +365,13 @@ fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
         first_signer: None,
         unsigned: bundle.entries.is_empty(),
     };
-    let objects: Vec<Option<&Map<String, Value>>> = bundle
+    let objects: Vec<Option<&Object<'_>>> = bundle
         .entries
         .iter()
         .enumerate()
         .map(|(i, raw)| walk.check(i, raw, bundle.entries.get(i.wrapping_sub(1))))
         .collect();
-    let kind_of = |e: &Value| e.get("kind").and_then(Value::as_str).map(shown_kind);
+    let kind_of = |e: &View<'_>| e.get("kind").and_then(View::as_str).map(shown_kind);
     report.journal_kinds = bundle
         .entries
         .iter()
@@ -392,8 +404,8 @@ fn prepare<'a>(bundle: &'a ReceiptBundle, rule: &SignerRule) -> Prepared<'a> {
 }
 
 /// The bundle as a whole: an effect id of its format's shape, and at least one entry.
-fn check_bundle(report: &mut ReceiptReport, bundle: &ReceiptBundle, format: Format) {
-    let eid = bundle.effect_id.as_str();
+fn check_bundle(report: &mut ReceiptReport, bundle: &BundleView<'_>, format: Format) {
+    let eid = bundle.effect_id.as_ref();
     let id_len = match format {
         Format::Current => 64,
         Format::Original => crate::pycompat::ORIGINAL_EFFECT_ID_LEN,

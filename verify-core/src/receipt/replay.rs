@@ -7,15 +7,15 @@ use crate::entry::Via;
 use crate::entry::{self, Kind};
 use crate::problem::{code, Listing, Problem};
 use crate::report::{Happened, ReceiptReport, Refusal};
-use serde_json::{Map, Value};
+use crate::view::{Object, View};
 use sha2::{Digest, Sha256};
 
 /// One send that counts: the checks recorded right before it and the effect it sent.
 struct Send<'a> {
     entry: usize,
     kind: &'static str,
-    checks: Option<&'a Value>,
-    effect: Option<&'a Value>,
+    checks: Option<&'a View<'a>>,
+    effect: Option<&'a View<'a>>,
 }
 
 /// The replay's state after each entry.
@@ -33,20 +33,20 @@ struct Replay<'a> {
     /// The sends whose recorded checks must hold (see [`Replay::judge_sends`]).
     sends: Vec<Send<'a>>,
     /// The effect of the last DISPATCHED.
-    current_effect: Option<&'a Value>,
-    first_proposed: Option<(usize, &'a Map<String, Value>)>,
+    current_effect: Option<&'a View<'a>>,
+    first_proposed: Option<(usize, &'a Object<'a>)>,
     refused: Option<Refusal>,
-    rechecked: Option<&'a Value>,
-    evidence: Option<&'a Value>,
+    rechecked: Option<&'a View<'a>>,
+    evidence: Option<&'a View<'a>>,
     via: Option<&'a str>,
 }
 
 /// Replay `entries` (each `None` when it was not an object) and fill the derived fields of
 /// `report`; every rule that does not hold adds a problem.
-pub(super) fn replay(
-    eid: &str,
+pub(super) fn replay<'a>(
+    eid: &'a str,
     format: Format,
-    entries: &[Option<&Map<String, Value>>],
+    entries: &[Option<&'a Object<'a>>],
     report: &mut ReceiptReport,
 ) {
     let mut r = Replay {
@@ -84,8 +84,8 @@ impl<'a> Replay<'a> {
     }
 
     /// One entry: the first must be PROPOSED, the kind must be known, then the kind's rules.
-    fn entry(&mut self, i: usize, obj: &'a Map<String, Value>) {
-        let kind_str = obj.get("kind").and_then(Value::as_str);
+    fn entry(&mut self, i: usize, obj: &'a Object<'a>) {
+        let kind_str = obj.get("kind").and_then(View::as_str);
         let kind = kind_str.and_then(Kind::parse);
         if i == 0 && kind != Some(Kind::Proposed) {
             let what = "is not PROPOSED; a receipt starts with the proposal".into();
@@ -121,7 +121,7 @@ impl<'a> Replay<'a> {
     }
 
     /// PROPOSED carries an effect; the first one fixes the payload.
-    fn proposed(&mut self, i: usize, obj: &'a Map<String, Value>) {
+    fn proposed(&mut self, i: usize, obj: &'a Object<'a>) {
         if !obj.contains_key("effect") {
             self.put(
                 i,
@@ -137,7 +137,7 @@ impl<'a> Replay<'a> {
 
     /// DISPATCHED: never after a commit, never while another is open, only after AUTHORIZED, and
     /// always the payload the first PROPOSED fixed.
-    fn dispatched(&mut self, i: usize, obj: &'a Map<String, Value>) {
+    fn dispatched(&mut self, i: usize, obj: &'a Object<'a>) {
         let kind = Some("DISPATCHED");
         if self.commits > 0 {
             self.once = false;
@@ -171,7 +171,7 @@ impl<'a> Replay<'a> {
 
     /// COMMITTED: only with a dispatch open, at most once, with a known `via`. A resend (`via`
     /// retry-idempotent or recovery-reapply) is a send of its own, judged by its `rechecked`.
-    fn committed(&mut self, i: usize, obj: &'a Map<String, Value>) {
+    fn committed(&mut self, i: usize, obj: &'a Object<'a>) {
         let kind = Some("COMMITTED");
         if !self.open {
             let what = "commits, but no dispatch is open (nothing was sent)".into();
@@ -183,7 +183,7 @@ impl<'a> Replay<'a> {
             let what = "is a second COMMITTED for the same effect".into();
             self.put(i, kind, code::MULTIPLE_COMMITS, what);
         }
-        let via = obj.get("via").and_then(Value::as_str);
+        let via = obj.get("via").and_then(View::as_str);
         let known = via.and_then(Via::parse).is_some()
             || (self.format == Format::Original && via.is_none());
         if !known {
@@ -209,12 +209,12 @@ impl<'a> Replay<'a> {
 
     /// REFUSED: a code and a reason (any code: the gate may add new ones); with `resolves: true`
     /// it closes the open dispatch, whose send then never landed and attests to nothing.
-    fn refused(&mut self, i: usize, obj: &'a Map<String, Value>) {
+    fn refused(&mut self, i: usize, obj: &'a Object<'a>) {
         let kind = Some("REFUSED");
-        let code_field = obj.get("code").and_then(Value::as_str);
+        let code_field = obj.get("code").and_then(View::as_str);
         let reason = match obj.get("reason") {
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(Value::Array(items)) if self.format == Format::Original => Some(
+            Some(View::String(s)) => Some(s.as_ref().to_owned()),
+            Some(View::Array(items)) if self.format == Format::Original => Some(
                 items
                     .iter()
                     .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
@@ -231,7 +231,7 @@ impl<'a> Replay<'a> {
             code: code_field.map(str::to_owned),
             reason: reason.unwrap_or_default(),
         });
-        if obj.get("resolves") != Some(&Value::Bool(true)) {
+        if !matches!(obj.get("resolves"), Some(View::Bool(true))) {
             return;
         }
         if self.open {
@@ -244,10 +244,10 @@ impl<'a> Replay<'a> {
     }
 
     /// AMBIGUOUS: a code and a reason, and it closes an open dispatch.
-    fn ambiguous(&mut self, i: usize, obj: &'a Map<String, Value>) {
+    fn ambiguous(&mut self, i: usize, obj: &'a Object<'a>) {
         let kind = Some("AMBIGUOUS");
         self.ambiguous = true;
-        let has = |field: &str| obj.get(field).is_some_and(Value::is_string);
+        let has = |field: &str| obj.get(field).is_some_and(View::is_string);
         if self.format == Format::Current && !(has("code") && has("reason")) {
             let what = "has no string code and reason".into();
             self.put(i, kind, code::MALFORMED_ENTRY, what);
@@ -330,8 +330,8 @@ impl<'a> Replay<'a> {
         let (authorized, held) = self.judge_sends();
         report.authorized_when_fired = authorized;
         report.assumptions_held = held;
-        report.rechecked_at_recovery = self.rechecked.cloned();
-        report.evidence = self.evidence.cloned();
+        report.rechecked_at_recovery = self.rechecked.map(View::to_value);
+        report.evidence = self.evidence.map(View::to_value);
         report.via = self.via.map(str::to_owned);
         report.entries_say = if self.commits > 0 {
             Happened::Yes
@@ -352,31 +352,31 @@ impl<'a> Replay<'a> {
 }
 
 /// The recorded checks hold no premise violation: `violations` is an empty array.
-fn no_violations(checks: Option<&Value>) -> bool {
+fn no_violations(checks: Option<&View<'_>>) -> bool {
     checks
         .and_then(|c| c.get("violations"))
-        .is_some_and(|v| v.as_array().is_some_and(Vec::is_empty))
+        .is_some_and(|v| v.as_array().is_some_and(<[View<'_>]>::is_empty))
 }
 
 /// The lease check recorded before a send covers it: `lease_live` exactly true; the grant (if an
 /// object) not revoked and, if it has a cap, the effect's integer `amount` within it.
-fn lease_held(checks: Option<&Value>, effect: Option<&Value>, grant_field: &str) -> bool {
-    let Some(checks) = checks.and_then(Value::as_object) else {
+fn lease_held(checks: Option<&View<'_>>, effect: Option<&View<'_>>, grant_field: &str) -> bool {
+    let Some(checks) = checks.and_then(View::as_object) else {
         return false;
     };
-    if checks.get("lease_live") != Some(&Value::Bool(true)) {
+    if !matches!(checks.get("lease_live"), Some(View::Bool(true))) {
         return false;
     }
-    let Some(Value::Object(grant)) = checks.get(grant_field) else {
+    let Some(View::Object(grant)) = checks.get(grant_field) else {
         return true;
     };
     if grant.get("revoked").is_some_and(|r| !r.is_null()) {
         return false;
     }
     match grant.get("max_cents") {
-        None | Some(Value::Null) => true,
+        None | Some(View::Null) => true,
         Some(cap) => {
-            let amount = effect.and_then(|e| e.get("amount")).and_then(Value::as_i64);
+            let amount = effect.and_then(|e| e.get("amount")).and_then(View::as_i64);
             matches!((cap.as_i64(), amount), (Some(c), Some(a)) if a <= c)
         }
     }

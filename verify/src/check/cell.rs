@@ -6,19 +6,27 @@ use crate::finding::{code as fcode, Finding};
 use crate::receipt::ReceiptReport;
 use crate::results::Cell;
 use crate::scenarios::billing_credit;
+use crate::view::BundleView;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
 use super::*;
 
-pub(super) fn check_cell(i: usize, cell: &Cell, receipt: Option<ReceiptReport>) -> CellReport {
+/// Every check of cell `i`. `bundle` is the cell's receipt as read (beside the typed cell when it
+/// was read from text, [`super::cells::Group`]) and `receipt` its report.
+pub(super) fn check_cell(
+    i: usize,
+    cell: &Cell,
+    bundle: Option<&BundleView<'_>>,
+    receipt: Option<ReceiptReport>,
+) -> CellReport {
     let base = format!("cells[{i}]");
     let mut f: Vec<Finding> = Vec::new();
     let harness_error = cell.is_harness_error();
 
     check_ground_truth(&base, cell, &mut f);
 
-    let judged = billing_credit::judge(cell, receipt.as_ref());
+    let judged = billing_credit::judge::judge_carrying(cell, bundle.is_some(), receipt.as_ref());
     let want = judged.want;
     if want != cell.want {
         f.push(Finding::mismatch(
@@ -78,13 +86,16 @@ pub(super) fn check_cell(i: usize, cell: &Cell, receipt: Option<ReceiptReport>) 
     check_crash_evidence(i, &base, cell, harness_error, &mut f);
     check_restart_output(i, &base, cell, receipt.as_ref(), harness_error, &mut f);
     match cell.column.as_str() {
-        "interlock" => check_interlock(i, &base, cell, receipt.as_ref(), harness_error, &mut f),
+        "interlock" => {
+            let read = bundle.zip(receipt.as_ref());
+            check_interlock(i, &base, cell, read, harness_error, &mut f);
+        }
         "hand_check" => {
-            no_receipt(i, &base, cell, &mut f);
+            no_receipt(i, &base, cell, bundle.is_some(), &mut f);
             check_hand_check(i, &base, cell, harness_error, &mut f);
         }
         _ => {
-            no_receipt(i, &base, cell, &mut f);
+            no_receipt(i, &base, cell, bundle.is_some(), &mut f);
             let allowed = billing_credit::proof::NO_CHECK_OUTCOMES;
             if !harness_error && !allowed.contains(&cell.outcome.as_str()) {
                 f.push(Finding::mismatch(
@@ -277,8 +288,15 @@ pub(super) fn check_restart_output(
     }
 }
 
-pub(super) fn no_receipt(i: usize, base: &str, cell: &Cell, f: &mut Vec<Finding>) {
-    if cell.receipt.is_some() || cell.effect_id.is_some() || !cell.journal_kinds.is_empty() {
+/// A cell of a column without a gate carries no receipt (`carries_receipt`), effect id or kinds.
+pub(super) fn no_receipt(
+    i: usize,
+    base: &str,
+    cell: &Cell,
+    carries_receipt: bool,
+    f: &mut Vec<Finding>,
+) {
+    if carries_receipt || cell.effect_id.is_some() || !cell.journal_kinds.is_empty() {
         f.push(Finding::new(
             format!("{base}.receipt"),
             fcode::RECEIPT_MISSING,

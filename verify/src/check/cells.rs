@@ -5,17 +5,38 @@
 use crate::manifest;
 use crate::receipt::{self, SignerRule};
 use crate::results::{Cell, ResultsFile};
+use crate::view::BundleView;
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::ops::Range;
 
 use super::*;
 
-/// A group of consecutive cells, typed, with the hashes of their JSON text when the file was
+/// A group of consecutive cells, typed, with their receipts as the checks read them
+/// (`receipts[k]` is that of `cells[k]`), and the hashes of their JSON text when the file was
 /// read as text (`hashes[k]` is that of `cells[k]`, [`manifest::text_hash`]; empty otherwise).
+///
+/// A cell read from the file's text has its receipt only in `receipts` (its `receipt` is `None`:
+/// [`crate::load::read_cell_apart`]); a typed file's cell has it in both, `receipts[k]` a view of
+/// `cells[k].receipt`.
 pub(super) struct Group<'c> {
     pub(super) cells: Cow<'c, [Cell]>,
+    pub(super) receipts: Vec<Option<BundleView<'c>>>,
     pub(super) hashes: Vec<Option<[u8; 32]>>,
+}
+
+impl Group<'_> {
+    /// A group of typed cells: each receipt a view of the cell's own.
+    pub(super) fn typed(cells: &[Cell]) -> Group<'_> {
+        Group {
+            receipts: cells
+                .iter()
+                .map(|c| c.receipt.as_ref().map(BundleView::of))
+                .collect(),
+            cells: Cow::Borrowed(cells),
+            hashes: Vec::new(),
+        }
+    }
 }
 
 /// What the file-level checks read of one cell and its report, kept after both are dropped.
@@ -108,16 +129,20 @@ pub(super) fn check_cells<'c, E: Send>(
             let known = signed
                 .as_ref()
                 .map(|s| s.get(g).map_or(&[][..], Vec::as_slice));
-            let Group { cells, hashes } = read(range, known.unwrap_or_default())?;
-            let bundles: Vec<&crate::entry::ReceiptBundle> =
-                cells.iter().filter_map(|c| c.receipt.as_ref()).collect();
-            let mut reports = receipt::verify_group(&bundles, rule, &vetted).into_iter();
+            let Group {
+                cells,
+                receipts,
+                hashes,
+            } = read(range, known.unwrap_or_default())?;
+            let bundles: Vec<&BundleView<'_>> = receipts.iter().flatten().collect();
+            let mut reports = receipt::verify_group_views(&bundles, rule, &vetted).into_iter();
             let checked = cells.iter().enumerate().map(|(k, cell)| {
-                let report = cell.receipt.as_ref().and_then(|_| reports.next());
-                let mut checked = check_cell(start + k, cell, report);
+                let bundle = receipts.get(k).and_then(Option::as_ref);
+                let report = bundle.and_then(|_| reports.next());
+                let mut checked = check_cell(start + k, cell, bundle, report);
                 let hash = hashes.get(k).copied().flatten();
                 let compared = known.is_some();
-                let differs = || manifest::check_cell(&head.manifest, start + k, cell, hash);
+                let differs = || signed_differs(head, start + k, cell, bundle, hash);
                 if let Some(f) = (!compared).then(differs).flatten() {
                     checked.findings.push(f);
                     checked.ok = false;
@@ -139,6 +164,34 @@ pub(super) fn check_cells<'c, E: Send>(
         }
     }
     Ok(out)
+}
+
+/// The manifest's finding when cell `i` is not the cell the run signed ([`manifest::check_cell`]):
+/// its text's hash decides when it is the signed one; otherwise the typed cell's, with its
+/// receipt put back when it was read apart (as `serde_json::Value`s, which read as the view does).
+fn signed_differs(
+    head: &ResultsFile,
+    i: usize,
+    cell: &Cell,
+    bundle: Option<&BundleView<'_>>,
+    hash: Option<[u8; 32]>,
+) -> Option<crate::finding::Finding> {
+    let signed = head.manifest.cells.get(i);
+    if let (Some(h), Some(signed)) = (hash, signed) {
+        if crate::entry::is_lower_hex_of(signed, &h) {
+            return None;
+        }
+    }
+    match (bundle, &cell.receipt) {
+        (Some(b), None) => {
+            let whole = Cell {
+                receipt: Some(b.to_bundle()),
+                ..cell.clone()
+            };
+            manifest::check_cell(&head.manifest, i, &whole, hash)
+        }
+        _ => manifest::check_cell(&head.manifest, i, cell, hash),
+    }
 }
 
 /// Consecutive runs of cells, each holding at most [`receipt::RECEIPTS_PER_GROUP`] receipts and

@@ -5,21 +5,23 @@ use crate::finding::{code as fcode, Finding};
 use crate::receipt::ReceiptReport;
 use crate::results::Cell;
 use crate::scenarios::billing_credit::{billing_credit_effect_id, request_id};
+use crate::view::{BundleView, View};
 use serde_json::Value;
 
 use super::*;
 
-/// Interlock: the receipt bound to the cell (its proof is the scenario's rule).
+/// Interlock: the receipt bound to the cell (its proof is the scenario's rule). `receipt` is the
+/// cell's receipt as read and its report.
 pub(super) fn check_interlock(
     i: usize,
     base: &str,
     cell: &Cell,
-    receipt: Option<&ReceiptReport>,
+    receipt: Option<(&BundleView<'_>, &ReceiptReport)>,
     harness_error: bool,
     f: &mut Vec<Finding>,
 ) {
     let gt = &cell.ground_truth;
-    let (Some(bundle), Some(report)) = (cell.receipt.as_ref(), receipt) else {
+    let Some((bundle, report)) = receipt else {
         if !harness_error {
             f.push(Finding::new(
                 format!("{base}.receipt"),
@@ -53,7 +55,7 @@ pub(super) fn check_interlock(
         ));
     }
     check_credit_effects(i, base, gt, report, f);
-    crate::binding::check_cell(i, base, cell, bundle, f);
+    crate::binding::check_cell_view(i, base, cell, bundle, f);
     check_proposal(i, &rpath, cell, bundle.entries.first(), harness_error, f);
     check_grants(i, &rpath, cell, &bundle.entries, f);
     check_evidence_amount(i, base, cell, report, f);
@@ -80,7 +82,7 @@ pub(super) fn check_interlock(
             .entries
             .last()
             .and_then(|e| e.get("code"))
-            .and_then(Value::as_str);
+            .and_then(View::as_str);
         let allowed = outcomes_for_final(report, final_code);
         if !allowed.contains(&cell.outcome) {
             f.push(Finding::mismatch(
@@ -142,17 +144,16 @@ pub(super) fn check_proposal(
     i: usize,
     rpath: &str,
     cell: &Cell,
-    first: Option<&Value>,
+    first: Option<&View<'_>>,
     harness_error: bool,
     f: &mut Vec<Finding>,
 ) {
-    let Some(p) = first.filter(|e| e.get("kind").and_then(Value::as_str) == Some("PROPOSED"))
-    else {
+    let Some(p) = first.filter(|e| e.get("kind").and_then(View::as_str) == Some("PROPOSED")) else {
         return; // reported by the receipt check (first_not_proposed / empty_receipt)
     };
     let epath = format!("{rpath}.entries[0]");
-    let mut expect = |field: &str, found: Option<&Value>, want: Value| {
-        if found != Some(&want) {
+    let mut expect = |field: &str, found: Option<&View<'_>>, want: Value| {
+        if found != Some(&View::of(&want)) {
             f.push(Finding {
                 entry: Some(0),
                 ..Finding::mismatch(
@@ -160,7 +161,7 @@ pub(super) fn check_proposal(
                     fcode::PROPOSAL_MISMATCH,
                     format!("cell {i}: the receipt's PROPOSED {field} is not this cell's"),
                     &want,
-                    found.map_or_else(|| "(missing)".to_owned(), Value::to_string),
+                    found.map_or_else(|| "(missing)".to_owned(), View::to_string),
                 )
             });
         }
@@ -215,7 +216,7 @@ pub(super) fn check_grants(
     i: usize,
     rpath: &str,
     cell: &Cell,
-    entries: &[Value],
+    entries: &[View<'_>],
     f: &mut Vec<Finding>,
 ) {
     let a = &cell.case.approval;
@@ -224,13 +225,13 @@ pub(super) fn check_grants(
             let Some(grant) = e
                 .get(field)
                 .and_then(|c| c.get("grant"))
-                .and_then(Value::as_object)
+                .and_then(View::as_object)
             else {
                 continue;
             };
-            let same = grant.get("id").and_then(Value::as_str) == Some(a.id.as_str())
-                && grant.get("approver").and_then(Value::as_str) == Some(a.approver.as_str())
-                && grant.get("max_cents").and_then(Value::as_i64) == Some(a.max_cents);
+            let same = grant.get("id").and_then(View::as_str) == Some(a.id.as_str())
+                && grant.get("approver").and_then(View::as_str) == Some(a.approver.as_str())
+                && grant.get("max_cents").and_then(View::as_i64) == Some(a.max_cents);
             if !same {
                 f.push(Finding {
                     entry: Some(k),
@@ -239,7 +240,7 @@ pub(super) fn check_grants(
                         fcode::SIGNED_FACT_MISMATCH,
                         format!("cell {i}: the grant the receipt signed is not the cell's case.approval"),
                         format!("id {} approver {} max_cents {}", a.id, a.approver, a.max_cents),
-                        Value::Object(grant.clone()),
+                        Value::Object(grant.to_map()),
                     )
                 });
                 return;

@@ -186,11 +186,7 @@ pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
         Ok(Hashed::Signed(vec![Signed::Typed; cells.len()]))
     };
     let read = |range: Range<usize>, _: &[Signed]| -> Result<Group<'_>, Infallible> {
-        let cells = Cow::Borrowed(file.cells.get(range).unwrap_or_default());
-        Ok(Group {
-            cells,
-            hashes: Vec::new(),
-        })
+        Ok(Group::typed(file.cells.get(range).unwrap_or_default()))
     };
     let cells = CellSource { hash, read };
     let Ok(report) = verify_parts(file, file.cells.len(), groups, cells, key, Detail::Every);
@@ -240,25 +236,30 @@ pub fn verify_results_text(
     let read = |range: Range<usize>, signed: &[Signed]| -> Result<Group<'_>, LoadError> {
         let start = range.start;
         let texts = file.cells.get(range).unwrap_or_default();
-        // Read straight into the two lists (a list of pairs would copy every cell once more).
-        let (mut cells, mut hashes) = (
+        // Read straight into the three lists (a list of triples would copy every cell once more).
+        // Each receipt is read apart from its cell, as a view of the file's text.
+        let (mut cells, mut receipts, mut hashes) = (
+            Vec::with_capacity(texts.len()),
             Vec::with_capacity(texts.len()),
             Vec::with_capacity(texts.len()),
         );
         for (k, text) in texts.iter().enumerate() {
-            let (cell, hash) = match signed.get(k) {
+            let (cell, receipt, hash) = match signed.get(k) {
                 // Hashed by the first pass: a text hash there also passed the scan.
-                Some(s) => (
-                    crate::load::read_cell_scanned(start + k, text, *s == Signed::Text)?,
-                    None,
-                ),
-                None => crate::load::read_cell(start + k, text)?,
+                Some(s) => {
+                    let scanned = *s == Signed::Text;
+                    let (cell, receipt) = crate::load::read_cell_apart(start + k, text, scanned)?;
+                    (cell, receipt, None)
+                }
+                None => crate::load::read_cell_apart_hashed(start + k, text)?,
             };
             cells.push(cell);
+            receipts.push(receipt);
             hashes.push(hash);
         }
         Ok(Group {
             cells: Cow::Owned(cells),
+            receipts,
             hashes,
         })
     };

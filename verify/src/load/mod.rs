@@ -13,9 +13,11 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::HashSet;
 
+mod apart;
 mod limits;
 mod parts;
 
+pub use apart::{read_cell_apart, read_cell_apart_hashed, CellApart};
 pub(crate) use limits::Key;
 use limits::*;
 pub use limits::{within_limits, MAX_STRING_BYTES, MIN_BYTES_PER_VALUE, VALUE_ALLOWANCE};

@@ -20,6 +20,7 @@ mod original_compat;
 mod parser_fuzz;
 mod pr_merge;
 mod receipt_checks;
+mod receipt_text;
 mod results_tamper;
 mod shared_cap_checks;
 mod shared_cap_nemesis;

@@ -21,6 +21,16 @@ pub struct Judgement {
 
 /// Judges a cell from its raw data; `receipt` is its receipt's report (interlock cells).
 pub fn judge(cell: &Cell, receipt: Option<&ReceiptReport>) -> Judgement {
+    judge_carrying(cell, cell.receipt.is_some(), receipt)
+}
+
+/// [`judge`] of a cell whose receipt was read apart from it: `carries_receipt` says whether the
+/// cell has one (`cell.receipt` is not looked at).
+pub fn judge_carrying(
+    cell: &Cell,
+    carries_receipt: bool,
+    receipt: Option<&ReceiptReport>,
+) -> Judgement {
     let gt = &cell.ground_truth;
     let want = want_for_decision(
         gt,
@@ -33,7 +43,7 @@ pub fn judge(cell: &Cell, receipt: Option<&ReceiptReport>) -> Judgement {
         want,
         invariant_held: invariant_held(gt, want),
         answer_matches: answer_matches(&cell.outcome, gt),
-        proof: proof::proof(cell, receipt),
+        proof: proof::proof_carrying(cell, carries_receipt, receipt),
     }
 }
 

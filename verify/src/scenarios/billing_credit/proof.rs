@@ -17,9 +17,19 @@ pub use crate::scenarios::receipt_proof::{Proof, Unproven};
 /// The proof rule for one cell, by its column. `receipt` is the report of the cell's receipt
 /// (interlock cells), checked against the key the run is judged by.
 pub fn proof(cell: &Cell, receipt: Option<&ReceiptReport>) -> Proof {
+    proof_carrying(cell, cell.receipt.is_some(), receipt)
+}
+
+/// [`proof`] of a cell whose receipt was read apart from it: `carries_receipt` says whether the
+/// cell has one (`cell.receipt` is not looked at).
+pub fn proof_carrying(
+    cell: &Cell,
+    carries_receipt: bool,
+    receipt: Option<&ReceiptReport>,
+) -> Proof {
     match cell.column.as_str() {
-        "interlock" => match (&cell.receipt, receipt) {
-            (Some(_), Some(report)) => interlock_proof(&cell.ground_truth, report),
+        "interlock" => match (carries_receipt, receipt) {
+            (true, Some(report)) => interlock_proof(&cell.ground_truth, report),
             _ => Err(Unproven::NoReceipt),
         },
         "hand_check" => {
