@@ -19,10 +19,6 @@ fn show(text: &str) {
     let _ = err.flush();
 }
 
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
-}
-
 struct Run {
     unique: usize,
     secs: f64,
@@ -36,12 +32,6 @@ fn run(name: &str, m: GateModel, stop_at: Option<&'static str>) -> Run {
     let mut builder = m.clone().checker();
     if let Some(p) = stop_at {
         builder = builder.finish_when(HasDiscoveries::AnyOf([p].into_iter().collect()));
-    } else {
-        // A whole search: as many checker threads as cores. Its unique and generated counts do
-        // not depend on them (each state is taken once, by the thread that inserts it); the
-        // largest check otherwise runs alone on one core at the end of the binary's run. A search
-        // for a counterexample stays on one thread: its first trace is then the same every run.
-        builder = builder.threads(cores());
     }
     let checker = builder.spawn_bfs().join();
     let secs = start.elapsed().as_secs_f64();
