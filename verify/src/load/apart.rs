@@ -29,14 +29,7 @@ pub fn read_cell_apart(
         message: e.to_string(),
     };
     if !scanned {
-        let mut de = serde_json::Deserializer::from_str(text);
-        Scan {
-            top: None,
-            depth: CELL_DEPTH,
-        }
-        .deserialize(&mut de)
-        .and_then(|()| de.end())
-        .map_err(shape)?;
+        super::parts::scan_cell(index, text)?;
     }
     let mut de = serde_json::Deserializer::from_str(text);
     let mut receipt = None;

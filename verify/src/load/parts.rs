@@ -63,22 +63,28 @@ pub fn read_cell(index: usize, raw: &RawValue) -> Result<(Cell, Option<[u8; 32]>
     Ok((cell, hash))
 }
 
+/// The strict scan of cell `index`'s text (depth, duplicate keys, what the typed read would not
+/// refuse), failing as a shape error at `cells[index]`.
+pub(super) fn scan_cell(index: usize, text: &str) -> Result<(), LoadError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    Scan {
+        top: None,
+        depth: CELL_DEPTH,
+    }
+    .deserialize(&mut de)
+    .and_then(|()| de.end())
+    .map_err(|e| LoadError::Shape {
+        path: format!("cells[{index}]"),
+        message: e.to_string(),
+    })
+}
+
 /// [`read_cell`] without the hash: `scanned` says the text is already known to pass the strict
 /// scan ([`crate::manifest::text_hash`] gave it a hash), which is then not run again.
 pub fn read_cell_scanned(index: usize, raw: &RawValue, scanned: bool) -> Result<Cell, LoadError> {
     let text = raw.get();
     if !scanned {
-        let mut de = serde_json::Deserializer::from_str(text);
-        Scan {
-            top: None,
-            depth: CELL_DEPTH,
-        }
-        .deserialize(&mut de)
-        .and_then(|()| de.end())
-        .map_err(|e| LoadError::Shape {
-            path: format!("cells[{index}]"),
-            message: e.to_string(),
-        })?;
+        scan_cell(index, text)?;
     }
     let cell = typed::<Cell>(text)?;
     if let Some(b) = &cell.receipt {
