@@ -18,7 +18,10 @@
 //!
 //! The database's raw commit rate (single-row INSERTs committed one at a time on 1, 4, 8 and 16
 //! sessions, `pg_raw_insert`) is measured in the same run, and the gate's appends at 8 writers
-//! are printed as a ratio of it.
+//! are printed as a ratio of it. So is what the server commits of the gate's own rows alone
+//! (`pg_gate_row_insert`: the store's append statement on a fresh journal's tables, indexes and
+//! triggers, with no effect lock, catch-up or signing): the part of the distance to the raw rate
+//! that the rows themselves take, apart from the gate's protocol and CPU.
 //!
 //! Run: `cargo bench -p interlock --bench stores`. The PostgreSQL rows need
 //! `INTERLOCK_TEST_PG_URL` (`.ci/pg-cluster start`); `STORES_SECONDS` sets the time per row
@@ -303,6 +306,34 @@ fn fsync_time(dir: &Path, samples: usize) -> (f64, f64) {
     (percentile(&lat, 0.5), percentile(&lat, 0.99))
 }
 
+/// Commits per second of `sessions` connections to `url`, each running `work` (its session
+/// number, its connection, the stop flag; returns how many statements it committed) for
+/// `seconds`.
+fn session_rate(
+    url: &str,
+    sessions: usize,
+    seconds: f64,
+    work: impl Fn(usize, &mut postgres::Client, &AtomicBool) -> u64 + Sync,
+) -> f64 {
+    let stop = AtomicBool::new(false);
+    let started = Instant::now();
+    let commits: u64 = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..sessions)
+            .map(|s| {
+                let (stop, work) = (&stop, &work);
+                scope.spawn(move || {
+                    let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+                    work(s, &mut c, stop)
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_secs_f64(seconds));
+        stop.store(true, Ordering::Relaxed);
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    (commits as f64 / started.elapsed().as_secs_f64()).round()
+}
+
 /// The server's raw commit rate: `sessions` connections, each committing single-row INSERTs one
 /// at a time (as `pgbench` with a one-INSERT script) for `seconds`; commits per second.
 fn raw_insert_rate(url: &str, sessions: usize, seconds: f64) -> f64 {
@@ -311,33 +342,51 @@ fn raw_insert_rate(url: &str, sessions: usize, seconds: f64) -> f64 {
     admin
         .batch_execute(&format!("CREATE TABLE {table} (s int, n int)"))
         .unwrap();
-    let stop = AtomicBool::new(false);
-    let started = Instant::now();
-    let commits: u64 = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..sessions)
-            .map(|s| {
-                let (stop, table) = (&stop, &table);
-                scope.spawn(move || {
-                    let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
-                    let insert = c
-                        .prepare(&format!("INSERT INTO {table} VALUES ($1, $2)"))
-                        .unwrap();
-                    let mut n = 0u64;
-                    while !stop.load(Ordering::Relaxed) {
-                        c.execute(&insert, &[&(s as i32), &(n as i32)]).unwrap();
-                        n += 1;
-                    }
-                    n
-                })
-            })
-            .collect();
-        std::thread::sleep(Duration::from_secs_f64(seconds));
-        stop.store(true, Ordering::Relaxed);
-        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    let rate = session_rate(url, sessions, seconds, |s, c, stop| {
+        let insert = c
+            .prepare(&format!("INSERT INTO {table} VALUES ($1, $2)"))
+            .unwrap();
+        let mut n = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            c.execute(&insert, &[&(s as i32), &(n as i32)]).unwrap();
+            n += 1;
+        }
+        n
     });
-    let rate = commits as f64 / started.elapsed().as_secs_f64();
     admin.batch_execute(&format!("DROP TABLE {table}")).unwrap();
-    rate.round()
+    rate
+}
+
+/// What the server commits of the gate's own rows, with nothing else: `sessions` connections to
+/// a fresh journal (its schema made by a gate: the tables, indexes and triggers every append
+/// meets), each committing the store's append statement one row at a time, with a line of the
+/// size of a real entry, each session extending a chain of its own. No effect lock, no catch-up,
+/// no signing: the ceiling the gate's appends are measured against besides the raw INSERT.
+fn gate_row_insert_rate(url: &str, sessions: usize, seconds: f64) -> f64 {
+    let at = fresh_schema(url);
+    drop(open(&at));
+    let Location::Postgres(schema_url) = &at else {
+        unreachable!("fresh_schema gives a PostgreSQL location")
+    };
+    session_rate(schema_url, sessions, seconds, |s, c, stop| {
+        let append = c.prepare(interlock::testing::PG_APPEND_SQL).unwrap();
+        let effect_id = format!("{s:064x}");
+        let mut prev: Option<String> = None;
+        let mut n = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            let hash = format!("{:032x}{:032x}", rand::random::<u128>(), n);
+            // About the size of a real entry's line (600 to 900 bytes).
+            let line = format!(
+                "{{\"effect_id\":\"{effect_id}\",\"hash\":\"{hash}\",\"pad\":\"{}\"}}",
+                "x".repeat(700)
+            );
+            c.query_one(&append, &[&effect_id, &prev, &hash, &line])
+                .unwrap();
+            prev = Some(hash);
+            n += 1;
+        }
+        n
+    })
 }
 
 /// One committed single-row INSERT (a WAL flush with synchronous commit): p50 and p99 in ms.
@@ -482,6 +531,16 @@ fn postgres_rows(url: &str, seconds: f64) {
         );
         raw.push(rate);
     }
+    // The gate's own rows committed with nothing else (no lock, catch-up or signing).
+    let mut row = Vec::new();
+    for sessions in WRITERS {
+        let rate = gate_row_insert_rate(url, sessions, seconds);
+        println!(
+            "{}",
+            json!({"bench": "pg_gate_row_insert", "sessions": sessions, "commits_per_s": rate})
+        );
+        row.push(rate);
+    }
     let mut rows = Vec::new();
     for mode in MODES {
         for writers in WRITERS {
@@ -520,6 +579,9 @@ fn postgres_rows(url: &str, seconds: f64) {
         json!({"bench": "target", "store": "postgres",
                "target": "appends/s at 8 writers >= 0.5 of the raw INSERT commit rate at 8 sessions, rising from 1 to 8",
                "appends_per_s_at_8": by_writers[2], "raw_commits_per_s_at_8": raw[2],
-               "ratio": round2(ratio), "met": ratio >= 0.5 && rising_to_8})
+               "ratio": round2(ratio), "met": ratio >= 0.5 && rising_to_8,
+               "gate_rows_alone_per_s_at_8": row[2],
+               "gate_rows_alone_over_raw_at_8": round2(if raw[2] > 0.0 { row[2] / raw[2] } else { 0.0 }),
+               "appends_over_gate_rows_alone_at_8": round2(if row[2] > 0.0 { by_writers[2] / row[2] } else { 0.0 })})
     );
 }

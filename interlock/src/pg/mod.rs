@@ -104,6 +104,13 @@ struct ClaimSession {
     confirm: Statement,
 }
 
+/// The append: an entry's row and its mark, one committed statement (`effect_id`, `prev`,
+/// `hash`, `line`), answering the row's `seq` and transaction id.
+pub(crate) const APPEND_SQL: &str =
+    "WITH mark AS (INSERT INTO interlock_marks (hash) VALUES ($3)) \
+     INSERT INTO interlock_entries (effect_id, prev, hash, line) \
+     VALUES ($1, $2, $3, $4) RETURNING seq, xid::text::bigint";
+
 /// How many sessions hold a process's claims (a claim's key picks one): claim records are
 /// written on the session that holds the claim, and a session commits one record at a time.
 const CLAIM_SESSIONS: usize = 4;
@@ -301,11 +308,7 @@ impl PgStore {
             .map_err(db_err(shown, "set the lock timeout"))?;
         exclude_older_gates(&mut client, shown, ns)?;
         let append = client
-            .prepare(
-                "WITH mark AS (INSERT INTO interlock_marks (hash) VALUES ($3)) \
-                 INSERT INTO interlock_entries (effect_id, prev, hash, line) \
-                 VALUES ($1, $2, $3, $4) RETURNING seq, xid::text::bigint",
-            )
+            .prepare(APPEND_SQL)
             .map_err(db_err(shown, "prepare the append"))?;
         let gen = client
             .prepare("SELECT gen FROM interlock_claims WHERE effect_id = $1")

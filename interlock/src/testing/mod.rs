@@ -22,6 +22,11 @@ pub use file_target::FileTarget;
 pub use mem_target::MemTarget;
 pub use stores::{AllLive, MemBudgets, MemLeases};
 
+/// The PostgreSQL store's append statement (an entry's row and its mark), for the benchmark that
+/// measures what the server commits of the gate's rows alone, without its locks and catch-ups.
+#[cfg(feature = "postgres")]
+pub const PG_APPEND_SQL: &str = crate::pg::APPEND_SQL;
+
 /// What one `apply` call does at a fault-injecting target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Fault {
