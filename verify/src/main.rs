@@ -6,7 +6,8 @@
 //! every other error go to standard error, one line each. Every argument and every file's
 //! readability is checked before any file is: a missing file is answered at once. A closed
 //! standard output (`verify FILE | head -c1`) silences the output, not the checks: the exit code
-//! is the same as if everything had been printed.
+//! is the same as if everything had been printed. Any other failure to write the output (a full
+//! disk) exits 2 with an error: a report cut short never passes for a whole one.
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
@@ -33,14 +34,15 @@ Formats (told apart by their `format` field, whatever the file's name):
                                   pr_merge_nemesis, notify, notify_nemesis); read plain only,
                                   never compressed
   gzip                            any of the others but the last, compressed (`*.json.gz`, told
-                                  by its first bytes): decompressed to at most 32 times its size
+                                  by its first bytes): decompressed to at most 16 times its size
                                   (at least 1 MiB, at most 1 GiB), refused past that
 
 Exit status: 0 every check of every file holds; 1 a check failed (a file is FAILED); 2 could
 not check (an unreadable file, an unknown format, bad arguments). The worst file decides. Every
 argument and every file's readability is checked before any file is. A closed standard output
 (`interlock-verify FILE | head`) silences the output, not the checks: the exit status is the
-same as if everything had been printed.
+same as if everything had been printed. Output that cannot be written whole for any other
+reason (a full disk) exits 2.
 
 Examples (`verify` is the same program under its older name):
   interlock-verify --signers results/SIGNERS results/*.json results/nemesis/*.json.gz
@@ -129,19 +131,46 @@ fn not_before(args: &Args) -> Result<Option<NotBefore>> {
     }
 }
 
-/// Standard output that goes quiet once writing to it fails (the reader closed it): the checks
-/// go on, and nothing panics.
+/// Standard output that goes quiet once writing to it fails: the checks go on, and nothing
+/// panics. A reader that closed it (`| head`) wanted no more; any other failure (a full disk, an
+/// I/O error) cut the report short, and is kept to be reported at the end.
 struct Out {
     open: bool,
+    failed: Option<std::io::Error>,
 }
 
 impl Out {
+    fn new() -> Out {
+        Out {
+            open: true,
+            failed: None,
+        }
+    }
+
     fn line(&mut self, text: &str) {
         if self.open {
             let mut stdout = std::io::stdout().lock();
-            self.open = writeln!(stdout, "{text}")
-                .and_then(|()| stdout.flush())
-                .is_ok();
+            if let Err(e) = writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
+                self.open = false;
+                if e.kind() != std::io::ErrorKind::BrokenPipe {
+                    self.failed = Some(e);
+                }
+            }
+        }
+    }
+
+    /// The exit code once everything is printed: `code`, or 2 with one line on standard error
+    /// when the report could not be written whole (a report cut short must not pass for one).
+    fn finish(self, tool: &str, code: u8) -> ExitCode {
+        match self.failed {
+            None => ExitCode::from(code),
+            Some(e) => {
+                error(&format!(
+                    "{tool}: error: standard output: the report could not be written whole: {e}; \
+                     free space where it goes (or send it elsewhere) and check again"
+                ));
+                ExitCode::from(2)
+            }
         }
     }
 }
@@ -296,10 +325,11 @@ pub(crate) fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut out = Out { open: true };
+    let mut out = Out::new();
     match check_inputs(&args) {
         Ok((pinned, not_before)) => {
-            ExitCode::from(run(tool, &args, &pinned, not_before, &mut out) as u8)
+            let status = run(tool, &args, &pinned, not_before, &mut out);
+            out.finish(tool, status as u8)
         }
         Err(errors) => {
             let lines: Vec<String> = errors
@@ -314,7 +344,7 @@ pub(crate) fn main() -> ExitCode {
                 out.line(&json_error(first));
             }
             lines.iter().for_each(|l| error(l));
-            ExitCode::from(2)
+            out.finish(tool, 2)
         }
     }
 }

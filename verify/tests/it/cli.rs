@@ -398,6 +398,42 @@ fn a_closed_stdout_ends_quietly_with_the_verdicts_exit_code() {
     }
 }
 
+/// Output that cannot be written (standard output on `/dev/full`, every write failing with "no
+/// space left") exits 2 naming standard output, whatever the verdict: a report cut short must
+/// not pass for a whole one. Checked with text and with `--json`, on a good and a bad file.
+#[test]
+fn output_that_cannot_be_written_whole_exits_2_naming_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(&dir, "r.json", &serde_json::to_vec(&bundle()).unwrap());
+    let mut bad = bundle();
+    bad["entries"][1]["lease"] = json!("forged");
+    let bad = write(&dir, "bad.json", &serde_json::to_vec(&bad).unwrap());
+    for file in [&good, &bad] {
+        for json in [false, true] {
+            let mut args = vec![file.as_str()];
+            if json {
+                args.insert(0, "--json");
+            }
+            let full = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap();
+            let out = Command::new(env!("CARGO_BIN_EXE_verify"))
+                .args(&args)
+                .stdout(full)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            assert!(
+                stderr.contains("error: standard output: the report could not be written whole")
+                    && stderr.contains("No space left"),
+                "{args:?}: {stderr}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_pinned_nemesis_file_whose_signature_fails_prints_no_counts() {
     let dir = tempfile::tempdir().unwrap();
