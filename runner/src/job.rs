@@ -34,6 +34,21 @@ pub enum JobError {
     /// `runner keygen`: the key file could not be written.
     #[error("{0}; pass the path of a new file in an existing directory")]
     Keygen(KeyError),
+    /// `runner keygen`: the key file is written, but its allowed-signers line could not be
+    /// printed (a closed or full standard output): the line is given here instead.
+    #[error(
+        "{}: the key is written, but its allowed-signers line could not be printed: {why}; add \
+         this line to the signers file yourself: {line}",
+        file.display()
+    )]
+    SignersLine {
+        /// The key file written.
+        file: std::path::PathBuf,
+        /// The line that was to be printed.
+        line: String,
+        /// Why printing it failed.
+        why: std::io::Error,
+    },
     /// A run that finished what it was doing after Ctrl-C or SIGTERM (the report site being
     /// rendered): it ends as interrupted all the same, naming what it wrote.
     #[error(transparent)]
@@ -385,7 +400,19 @@ fn passed(ok: bool) -> Outcome {
 /// `runner keygen FILE`: writes the key and prints its allowed-signers line.
 fn keygen(args: &KeygenArgs) -> Result<Outcome, JobError> {
     let public = crate::keys::keygen(&args.file).map_err(JobError::Keygen)?;
-    say!("{public} {}", args.comment);
+    // Not `say!`: this line is the command's answer (it goes into the signers file), so a
+    // standard output that cannot take it is an error that gives the line, never a silent 0.
+    let line = format!("{public} {}", args.comment);
+    let printed = {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{line}").and_then(|()| out.flush())
+    };
+    printed.map_err(|why| JobError::SignersLine {
+        file: args.file.clone(),
+        line,
+        why,
+    })?;
     Ok(Outcome::Exit(0))
 }
 

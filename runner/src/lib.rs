@@ -6,9 +6,10 @@
 //! [`Outcome::exit_code`] says how it ended. The scenarios are the registry in [`scenario`].
 
 /// `println!` for the runner's own output: a line on standard output, or nothing once it is
-/// closed (`runner ... | head`): the run goes on, writes its files and exits as if everything
-/// had been printed, as `verify` does. Workers keep `println!`: their report line is their
-/// answer, and a worker that cannot give it must fail.
+/// closed (`runner ... | head`) or cannot take more: the run goes on, writes its files and exits
+/// as if everything had been printed (its lines are progress; its answer is the files). Workers
+/// keep `println!`: their report line is their answer, and a worker that cannot give it must
+/// fail; `runner keygen` fails the same way.
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;

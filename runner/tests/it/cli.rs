@@ -322,6 +322,46 @@ fn a_closed_standard_output_silences_the_run_not_its_work() {
     assert!(dir.path().join("site/index.html").is_file());
 }
 
+/// `runner keygen`'s one line of output is its answer (it goes into the signers file): a
+/// standard output that cannot take it (`/dev/full`, or closed) fails the command, and the error
+/// gives the line, so nothing is lost; the key file stays written.
+#[test]
+fn a_keygen_line_that_cannot_be_printed_fails_and_is_given_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    for (k, closed) in [false, true].into_iter().enumerate() {
+        let key = dir.path().join(format!("k{k}.key"));
+        let stdout = if closed {
+            let (reader, writer) = std::io::pipe().unwrap();
+            drop(reader);
+            Stdio::from(writer)
+        } else {
+            Stdio::from(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open("/dev/full")
+                    .unwrap(),
+            )
+        };
+        let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .args(["keygen", "--comment", "ci@example"])
+            .arg(&key)
+            .stdout(stdout)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "closed {closed}: {stderr}");
+        assert!(key.is_file(), "closed {closed}: {stderr}");
+        let given = stderr
+            .split("add this line to the signers file yourself: ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("closed {closed}: {stderr}"));
+        let (public, comment) = given.trim().split_once(' ').unwrap();
+        assert_eq!(comment, "ci@example", "{stderr}");
+        assert_eq!(public.len(), 64, "{stderr}");
+        assert!(public.bytes().all(|b| b.is_ascii_hexdigit()), "{stderr}");
+    }
+}
+
 #[test]
 fn a_site_out_folder_that_holds_no_site_is_refused_before_any_cell_runs() {
     let dir = tempfile::tempdir().unwrap();
