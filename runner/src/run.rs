@@ -481,7 +481,13 @@ pub(crate) fn render_site(results_dir: &Path, out: &Path) -> bool {
         results_dir.display(),
         out.display()
     );
-    let built = site::build(results_dir, out);
+    // Built from this checkout: its pages name the commit the site was built from, as the
+    // site binary's do.
+    let options = site::BuildOptions {
+        built_from: site::built_from::BuiltFrom::from_checkout(None),
+        ..site::BuildOptions::default()
+    };
+    let built = site::build_with(results_dir, out, &options);
     signals::note_rendering(false);
     match built {
         Ok(report) => {

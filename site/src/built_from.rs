@@ -3,8 +3,9 @@
 //! shown as if the shipped code had made them.
 //!
 //! The build is told its own commit (`site build --commit`, else `GITHUB_SHA`, else the checkout's
-//! `HEAD`) and how to count the commits between two (the binary asks git); the library only words
-//! what it was told. A build told nothing says that it does not know.
+//! `HEAD`) and how to count the commits between two: [`BuiltFrom::from_checkout`] asks git in the
+//! current directory (the site binary and the runner's own build call it); everything else only
+//! words what it was told. A build told nothing says that it does not know.
 
 /// How many commits lie between a data commit and the site's commit: `Some(n)` when the data
 /// commit is an ancestor of the site's (n = 0 when they are the same), `None` when that is not
@@ -42,6 +43,43 @@ fn short(commit: &str) -> &str {
 }
 
 impl BuiltFrom {
+    /// A build from the checkout in the current directory: at `commit` if given, else
+    /// `GITHUB_SHA`, else `git rev-parse HEAD` (none outside a checkout); distances counted with
+    /// `git rev-list` when the data commit is an ancestor of the site's.
+    pub fn from_checkout(commit: Option<String>) -> BuiltFrom {
+        let commit = commit.or_else(|| {
+            std::env::var("GITHUB_SHA")
+                .ok()
+                .filter(|c| !c.is_empty())
+                .or_else(|| git(&["rev-parse", "HEAD"]))
+        });
+        BuiltFrom {
+            commit,
+            distance: Box::new(|data, site| {
+                // The data commit comes from a results file: only a hash reaches git, never an
+                // option or a revision expression.
+                let hash = |c: &str| {
+                    (4..=40).contains(&c.len()) && c.bytes().all(|b| b.is_ascii_hexdigit())
+                };
+                if !hash(data) || !hash(site) {
+                    return None;
+                }
+                let ancestor = std::process::Command::new("git")
+                    .args(["merge-base", "--is-ancestor", data, site])
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .ok()?
+                    .success();
+                if !ancestor {
+                    return None;
+                }
+                git(&["rev-list", "--count", &format!("{data}..{site}")])?
+                    .parse()
+                    .ok()
+            }),
+        }
+    }
+
     /// A build at `commit` whose distances are all unknown (tests, and builds outside a
     /// checkout that were told their commit).
     pub fn at(commit: &str) -> BuiltFrom {
@@ -92,6 +130,17 @@ impl BuiltFrom {
             ),
         }
     }
+}
+
+/// One line git prints for `args` in the current directory, if it runs and succeeds.
+fn git(args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let line = String::from_utf8(out.stdout).ok()?.trim().to_owned();
+    (out.status.success() && !line.is_empty()).then_some(line)
 }
 
 #[cfg(test)]

@@ -58,9 +58,21 @@ pub fn ratio(k: u32, n: u32) -> String {
     format!("{k}/{n}")
 }
 
+/// `n` and the noun for it: `one` when `n` is 1, `many` otherwise ("1 report", "2 reports").
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_of_one_takes_the_singular() {
+        assert_eq!(count(1, "report", "reports"), "1 report");
+        assert_eq!(count(0, "report", "reports"), "0 reports");
+        assert_eq!(count(4, "report", "reports"), "4 reports");
+    }
 
     #[test]
     fn an_interval_is_rounded_outwards() {

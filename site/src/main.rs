@@ -10,7 +10,7 @@ use anyhow::{anyhow, bail, Context as _};
 use clap::{Parser, Subcommand};
 use site::SiteError;
 use std::path::{Path, PathBuf};
-use std::process::{ExitCode, Stdio};
+use std::process::ExitCode;
 use verify::cli::{error_line, usage_error_line};
 
 /// After the options: what the command writes and its exit codes.
@@ -160,8 +160,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// The site's commit: `--commit`, else `GITHUB_SHA`, else `git rev-parse HEAD` here (none
-/// outside a checkout); distances are counted with `git rev-list` in the current directory.
+/// The site's commit: `--commit` (checked), else what [`site::built_from::BuiltFrom::from_checkout`]
+/// finds.
 fn built_from(commit: Option<String>) -> anyhow::Result<site::built_from::BuiltFrom> {
     let commit = match commit {
         Some(c) if c.len() == 40 && c.bytes().all(|b| b.is_ascii_hexdigit()) => {
@@ -170,46 +170,9 @@ fn built_from(commit: Option<String>) -> anyhow::Result<site::built_from::BuiltF
         Some(c) => bail!(
             "--commit {c}: not a full commit hash (40 hex digits); pass `git rev-parse HEAD` of the checkout the site is built from"
         ),
-        None => std::env::var("GITHUB_SHA")
-            .ok()
-            .filter(|c| !c.is_empty())
-            .or_else(|| git(&["rev-parse", "HEAD"])),
+        None => None,
     };
-    Ok(site::built_from::BuiltFrom {
-        commit,
-        distance: Box::new(|data, site| {
-            // The data commit comes from a results file: only a hash reaches git, never an
-            // option or a revision expression.
-            let hash =
-                |c: &str| (4..=40).contains(&c.len()) && c.bytes().all(|b| b.is_ascii_hexdigit());
-            if !hash(data) || !hash(site) {
-                return None;
-            }
-            let ancestor = std::process::Command::new("git")
-                .args(["merge-base", "--is-ancestor", data, site])
-                .stderr(Stdio::null())
-                .status()
-                .ok()?
-                .success();
-            if !ancestor {
-                return None;
-            }
-            git(&["rev-list", "--count", &format!("{data}..{site}")])?
-                .parse()
-                .ok()
-        }),
-    })
-}
-
-/// One line git prints for `args` in the current directory, if it runs and succeeds.
-fn git(args: &[&str]) -> Option<String> {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    let line = String::from_utf8(out.stdout).ok()?.trim().to_owned();
-    (out.status.success() && !line.is_empty()).then_some(line)
+    Ok(site::built_from::BuiltFrom::from_checkout(commit))
 }
 
 /// `--key`: 64 hex characters of a valid ed25519 public key.

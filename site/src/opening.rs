@@ -293,9 +293,9 @@ pub fn front(reports: &[(&str, &str, &Opening)]) -> Front {
     definitions.push(wrong_answer_definition());
     Front {
         tested: format!(
-            "{} reports, each a side effect an agent decides, sent through crashes by columns \
-             that guard it in different ways: {}.",
-            reports.len(),
+            "{}, each a side effect an agent decides, sent through crashes by columns that \
+             guard it in different ways: {}.",
+            crate::format::count(reports.len(), "report", "reports"),
             // Titles hold colons and commas of their own: a semicolon between them.
             reports
                 .iter()

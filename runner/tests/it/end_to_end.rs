@@ -561,6 +561,16 @@ fn a_run_renders_a_site_from_results_that_verify_with_the_key_pinned() {
         report.contains("Where interlock is better"),
         "the Verdict is rendered in full for the whole matrix"
     );
+    // Built from this checkout (the test runs in one): every page names the commit the site was
+    // built from, as the site binary's pages do.
+    let head = Command::new("git").args(["rev-parse", "HEAD"]).output();
+    if let Some(head) = head.ok().filter(|h| h.status.success()) {
+        let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+        for page in [&report, &std::fs::read_to_string(&index).unwrap()] {
+            assert!(!page.contains("built from is not known"), "{head}");
+            assert!(page.contains(&head[..12]), "the page names {head}");
+        }
+    }
 }
 
 /// A proposal the approval refuses (2000 cents against a 1000 cap) is a judged outcome: no_check
