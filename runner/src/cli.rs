@@ -47,6 +47,7 @@ Examples:
   runner --scenario billing_credit \\
     --cells 'before_send:billing_credit:*' after_send:renewal:interlock
   runner --scenario billing_credit --repeat 5 --jobs 4 --out /tmp/run --no-site
+  cargo build --release -p write-fault   # first: two of the nemeses preload its library
   runner --scenario billing_credit --nemesis all --trials 20 --seed 20
   runner --scenario billing_credit --nemesis all --trials 20 --seed 20 --shard 2/4
   runner --scenario billing_credit --nemesis all --trials 300 --signing-key run.key --resume
