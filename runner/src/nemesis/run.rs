@@ -580,19 +580,32 @@ pub fn replay(
         .kills
         .iter()
         .map(|k| {
+            let landed = if k.delivered {
+                "delivered"
+            } else {
+                "not delivered"
+            };
+            let step = k.last_step.as_deref().unwrap_or("none recorded");
             format!(
-                "{} at {} ms after {} (delivered {}, last step {:?})",
-                k.worker, k.at_ms, k.after, k.delivered, k.last_step
+                "{} at {} ms after {} ({landed}, last step {step})",
+                k.worker, k.at_ms, k.after
             )
         })
         .collect();
+    let listed = |items: Vec<String>| {
+        if items.is_empty() {
+            "none".to_owned()
+        } else {
+            items.join("; ")
+        }
+    };
     say!(
-        "trial {}{}: outage {}, faults {:?}, kills {:?}, outcome {}, case credits {} (want {}), violation {}, answer matches {}",
+        "trial {}{}: outage {}, faults {}, kills {}, outcome {}, case credits {} (want {}), violation {}, answer matches {}",
         trial.id,
         at.map(|a| format!(" at {a}")).unwrap_or_default(),
         trial.outage,
-        trial.faults.iter().map(|f| f.kind.as_str()).collect::<Vec<_>>(),
-        kills,
+        listed(trial.faults.iter().map(|f| f.kind.as_str().to_owned()).collect()),
+        listed(kills),
         trial.outcome,
         trial.ground_truth.case_credit_count,
         trial.want.count,

@@ -86,6 +86,11 @@ fn a_violating_trial_replays_to_the_same_outcome() {
     assert!(text.contains(&format!("outcome {}", t.outcome)), "{text}");
     assert!(text.contains("violation true"), "{text}");
     assert!(text.contains(&format!("outage {}", t.outage)), "{text}");
+    // The trial's line in words, not Rust's debug notation.
+    let line = text.lines().next().unwrap_or_default();
+    for debug in ["[", "Some(", "\""] {
+        assert!(!line.contains(debug), "{debug} in {line}");
+    }
 }
 
 #[test]
