@@ -10,14 +10,23 @@ use ed25519_dalek::VerifyingKey;
 /// Why a pinned key could not be used (exit 2: could not check).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeyError {
-    /// Neither 64 hex characters nor a readable file.
-    #[error("--key {0}: not 64 hex characters and not a readable file")]
-    Unreadable(String),
+    /// Neither 64 hex characters nor a readable file (the argument, and why reading it failed).
+    #[error(
+        "--key {0}: not 64 hex characters, and it cannot be read as a file: {1}; pass the \
+         signer's public key (64 hex characters, a line of results/SIGNERS) or a file holding it"
+    )]
+    Unreadable(String, String),
     /// The file does not hold a key.
-    #[error("--key file {0} holds neither 64 hex characters nor 32 raw bytes")]
+    #[error(
+        "--key file {0} holds neither 64 hex characters nor 32 raw bytes; pass a file holding \
+         the signer's public key (a line of results/SIGNERS) or the 64 hex characters themselves"
+    )]
     NotAKey(String),
     /// The bytes are not a valid ed25519 point, or a weak one.
-    #[error("{0} is not an acceptable ed25519 public key (invalid, small order or torsion)")]
+    #[error(
+        "{0} is not an acceptable ed25519 public key (invalid, small order or torsion); pin the \
+         signer's real public key (a line of results/SIGNERS)"
+    )]
     Weak(String),
     /// A line of an allowed-signers file is not a key.
     #[error("line {line}: {message}")]
@@ -49,7 +58,7 @@ pub fn parse_key(arg: &str) -> Result<VerifyingKey, KeyError> {
     if let Some(bytes) = from_hex(arg) {
         return acceptable(&bytes, "--key");
     }
-    let raw = std::fs::read(arg).map_err(|_| KeyError::Unreadable(shown(arg)))?;
+    let raw = std::fs::read(arg).map_err(|e| KeyError::Unreadable(shown(arg), e.to_string()))?;
     let bytes = match std::str::from_utf8(&raw)
         .ok()
         .and_then(|t| from_hex(t.trim()))
@@ -116,5 +125,18 @@ mod tests {
         let hex = crate::entry::lower_hex(&identity);
         assert!(matches!(parse_key(&hex), Err(KeyError::Weak(_))));
         assert!(parse_key(KEY).is_ok());
+    }
+
+    #[test]
+    fn a_key_refused_says_why_and_what_to_pass() {
+        let missing = parse_key("/nonexistent/k.key").err().map(|e| e.to_string());
+        let missing = missing.unwrap_or_default();
+        assert!(missing.contains("No such file or directory"), "{missing}");
+        assert!(missing.contains("; pass the signer's public key"), "{missing}");
+        let mut identity = [0u8; 32];
+        identity[0] = 1;
+        let weak = parse_key(&crate::entry::lower_hex(&identity)).err();
+        let weak = weak.map(|e| e.to_string()).unwrap_or_default();
+        assert!(weak.contains("; pin the signer's real public key"), "{weak}");
     }
 }
