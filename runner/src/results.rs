@@ -84,6 +84,13 @@ pub fn now_rfc3339() -> String {
 /// Check, before any work, that the results can be written into `dir`: create it if missing and
 /// write (then remove) a probe file there. The error names the directory and the cause.
 pub fn check_writable(dir: &Path) -> std::io::Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        // What `create_dir_all` would say ("File exists") reads as if the folder were in the way.
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotADirectory,
+            "it is a file, not a directory",
+        ));
+    }
     std::fs::create_dir_all(dir)?;
     let probe = dir.join(format!(".write-check-{}", std::process::id()));
     std::fs::File::create(&probe)?;

@@ -246,6 +246,19 @@ fn each_refusal_before_a_run_starts_is_its_exact_line() {
                 .to_owned(),
         ),
         (
+            vec![
+                "--scenario",
+                "billing_credit",
+                "--no-site",
+                "--out",
+                blocked,
+            ],
+            format!(
+                "--out {blocked}: cannot write the results there: it is a file, not a directory; \
+                 pass a directory you can write (checked before any cell runs)"
+            ),
+        ),
+        (
             vec!["keygen", "/nonexistent/dir/key"],
             "cannot create /nonexistent/dir/key (it is never overwritten): No such file or \
              directory (os error 2); pass the path of a new file in an existing directory"
