@@ -40,7 +40,7 @@ pub enum MergeShardsError {
     },
     /// A shard file could not be read.
     #[error(
-        "{name}: cannot read it; pass the path of a shard file \
+        "{name}: cannot read it: {error}; pass the path of a shard file \
          (DIR/nemesis/billing_credit.shard-K-of-N.json.gz, or .json from earlier runs)"
     )]
     Read {

@@ -63,7 +63,7 @@ pub enum RunError {
     #[error(transparent)]
     Plan(#[from] crate::matrix::SpecError),
     /// `--jobs 0`.
-    #[error("--jobs must be at least 1")]
+    #[error("--jobs must be at least 1; pass --jobs 1 or more, or leave it out for the default")]
     NoJobs,
     /// The decider cannot be used (no API key).
     #[error(transparent)]

@@ -88,9 +88,9 @@ fn an_unwritable_site_out_is_one_error_line_before_any_cell_runs() {
         )),
         "{stderr}"
     );
-    assert_eq!(stderr.matches("(os error").count(), 1, "{stderr}");
+    assert!(stderr.matches("(os error").count() <= 1, "{stderr}");
     assert!(
-        stderr.contains("; pass a directory you can write"),
+        stderr.contains(": it is a file, not a directory; pass a directory you can write"),
         "{stderr}"
     );
     assert!(!dir.path().join("out/billing_credit.json").exists());
@@ -162,9 +162,9 @@ fn each_refusal_before_a_run_starts_is_its_exact_line() {
         ),
         (
             vec!["merge", "/nonexistent/x.json", "--out", out],
-            "/nonexistent/x.json: cannot read it; pass the path of a shard file \
-             (DIR/nemesis/billing_credit.shard-K-of-N.json.gz, or .json from earlier runs): \
-             No such file or directory (os error 2)"
+            "/nonexistent/x.json: cannot read it: No such file or directory (os error 2); pass \
+             the path of a shard file (DIR/nemesis/billing_credit.shard-K-of-N.json.gz, or .json \
+             from earlier runs)"
                 .to_owned(),
         ),
         (
@@ -180,7 +180,8 @@ fn each_refusal_before_a_run_starts_is_its_exact_line() {
         ),
         (
             vec!["--scenario", "billing_credit", "--jobs", "0", "--out", out],
-            "--jobs must be at least 1".to_owned(),
+            "--jobs must be at least 1; pass --jobs 1 or more, or leave it out for the default"
+                .to_owned(),
         ),
         (
             vec!["--scenario", "shared_cap", "--nemesis", ",", "--out", out],

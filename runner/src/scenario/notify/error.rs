@@ -37,7 +37,7 @@ pub enum NotifyRunError {
     #[error("--repeat and --trials must be at least 1")]
     NoRepeat,
     /// `--jobs 0`.
-    #[error("--jobs must be at least 1")]
+    #[error("--jobs must be at least 1; pass --jobs 1 or more, or leave it out for the default")]
     NoJobs,
     /// `--out` cannot be written.
     #[error("cannot write into --out {}: {error}", dir.display())]

@@ -24,7 +24,7 @@ pub enum PrMergeError {
         known: String,
     },
     /// `--jobs 0`.
-    #[error("--jobs must be at least 1")]
+    #[error("--jobs must be at least 1; pass --jobs 1 or more, or leave it out for the default")]
     NoJobs,
     /// `--out` cannot be written.
     #[error("cannot write into --out {}: {error}", dir.display())]

@@ -18,7 +18,7 @@ pub enum SharedCapError {
     #[error("--repeat 0 runs no cell; pass --repeat 1 or more")]
     NoRepeat,
     /// `--jobs 0`.
-    #[error("--jobs must be at least 1")]
+    #[error("--jobs must be at least 1; pass --jobs 1 or more, or leave it out for the default")]
     NoJobs,
     /// `--out` cannot be written.
     #[error(
