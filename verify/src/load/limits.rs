@@ -316,7 +316,8 @@ pub(super) fn syntax(e: &serde_json::Error) -> LoadError {
 /// failure.
 pub(super) fn typed<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, LoadError> {
     let mut de = serde_json::Deserializer::from_str(text);
-    if let Ok(value) = T::deserialize(&mut de).and_then(|v| de.end().map(|()| v)) {
+    let read = T::deserialize(super::map_only::MapOnly(&mut de));
+    if let Ok(value) = read.and_then(|v| de.end().map(|()| v)) {
         return Ok(value);
     }
     typed_tracked(text)
@@ -325,7 +326,8 @@ pub(super) fn typed<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Loa
 /// [`typed`] with JSON path tracking, for the error.
 pub(super) fn typed_tracked<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, LoadError> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+    let read = serde_path_to_error::deserialize(super::map_only::MapOnly(&mut de));
+    let value: T = read.map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         if inner.is_syntax() || inner.is_eof() {

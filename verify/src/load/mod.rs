@@ -15,6 +15,7 @@ use std::collections::HashSet;
 
 mod apart;
 mod limits;
+mod map_only;
 mod members;
 mod parts;
 
