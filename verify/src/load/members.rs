@@ -2,16 +2,17 @@
 //! `cells`, a nemesis file's `trials`) found on several threads at once.
 //!
 //! It reads what serde_json reads when the file is taken as an object of raw values with those
-//! arrays as lists of raw values (the grammar of [`super::parts`]' first reader): every key and
-//! every value is read by serde_json itself, at its place in the text; only the characters between
+//! arrays as lists of raw values (the reader it replaced, kept in its tests): every key and every
+//! value is read by serde_json itself, at its place in the text; only the characters between
 //! them (whitespace, `{`, `:`, `,`, `[`, `]`, `}`) are read here. So a text reads here exactly
 //! when it reads there, with the same members and elements.
 //!
 //! The elements of a long array are read in parts at once. Each part but the first starts just
-//! after a comma that looks as if it separated two objects (`}` `,` `{`, whitespace allowed); a
-//! part is only taken when the part before it, read from a place known to be right, ends exactly
-//! there. When it does not (the comma was inside a string, or inside an element), the elements
-//! are read on from where that part stands, one at a time: the answer never depends on a guess.
+//! after a comma that looks as if it separated two elements (`}` `,` `{` and the first element's
+//! first key, whitespace allowed); a part is only taken when the part before it, read from a
+//! place known to be right, ends exactly there. When it does not (the comma was inside a string,
+//! or inside an element), the elements are read on from where that part stands, one at a time:
+//! the answer never depends on a guess.
 //!
 //! It also counts, as [`super::limits`]' density check does, the `,`, `[` and `:` outside
 //! strings: over the spans between the values it reads, each starting and ending outside any
@@ -125,10 +126,14 @@ fn elements(
         1
     });
     let mut starts = vec![first];
-    if parts > 1 {
+    // Parts start where an element seems to start as the first one does: a comma between a `}`
+    // and a `{` whose first key is the first element's (the cells' `"crash"`), so that a guess is
+    // seldom inside an element (whose own arrays of objects hold commas between `}` and `{`).
+    let key = first_key(text, first);
+    if let (true, Some(key)) = (parts > 1, key) {
         let span = (text.len() - open) / parts;
         for k in 1..parts {
-            let guess = comma_between_objects(text, open + k * span)?;
+            let guess = comma_between_objects(text, open + k * span, key)?;
             if guess > *starts.last()? {
                 starts.push(guess);
             }
@@ -214,16 +219,33 @@ fn run(
     }
 }
 
-/// The first position from `from` on that follows a comma between a `}` and a `{` (whitespace
-/// allowed around it); the end of the text when there is none.
-fn comma_between_objects(text: &str, from: usize) -> Option<usize> {
+/// The text of the first key of the object starting at `at` (after whitespace), quotes included,
+/// when it has no backslash; `None` otherwise.
+fn first_key(text: &str, at: usize) -> Option<&str> {
+    let open = open(text, skip_space(text, at), b'{')?;
+    let quote = skip_space(text, open);
+    let rest = text.as_bytes().get(quote + 1..)?;
+    let len = verify_core::scan::plain_len(rest);
+    (byte(text, quote) == Some(b'"') && rest.get(len) == Some(&b'"'))
+        .then(|| text.get(quote..quote + len + 2))
+        .flatten()
+}
+
+/// The first position from `from` on that follows a comma between a `}` and a `{` whose first
+/// key is spelled `key` (whitespace allowed around each); the end of the text when there is none.
+fn comma_between_objects(text: &str, from: usize, key: &str) -> Option<usize> {
     let bytes = text.as_bytes();
     let mut at = from;
     while let Some(offset) = bytes.get(at..)?.iter().position(|&b| b == b',') {
         let comma = at + offset;
         let before = bytes.get(..comma)?;
         let closes = before.iter().rev().find(|b| !is_space(**b)) == Some(&b'}');
-        if closes && byte(text, skip_space(text, comma + 1)) == Some(b'{') {
+        let brace = skip_space(text, comma + 1);
+        let keyed = || {
+            let at = skip_space(text, brace + 1);
+            text.get(at..).is_some_and(|t| t.starts_with(key))
+        };
+        if closes && byte(text, brace) == Some(b'{') && keyed() {
             return Some(comma + 1);
         }
         at = comma + 1;

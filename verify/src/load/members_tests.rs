@@ -138,6 +138,8 @@ fn hand_written_texts_split_as_the_reference_splits_them() {
         r#"{"cells":[01]}"#,
         r#"{"cells":[-]}"#,
         r#"{"cells":[1e5,-0,1.5]}"#,
+        r#"{"cells":[{"k":[{"k":1},{"k":2},{"k":3}]},{"k":[{"k":4}]},{"k":5}],"z":[{"k":6}]}"#,
+        r#"{"cells":[{"k":"},{"k":"},{"k":"],{"},{"k":[]}]}"#,
     ];
     for text in texts {
         agrees(text, text);
