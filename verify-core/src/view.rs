@@ -245,9 +245,28 @@ fn repeats_a_key(members: &[(Cow<'_, str>, View<'_>)]) -> bool {
     keys.windows(2).any(|w| w[0] == w[1])
 }
 
-struct ViewVisitor<'a>(std::marker::PhantomData<View<'a>>);
+/// The members and items of the objects and arrays being read, each container's after its
+/// parent's: a container is moved out into a list of its exact size when it closes, so that
+/// reading one allocates once for it instead of growing a list of its own.
+#[derive(Default)]
+struct Scratch<'a> {
+    members: Vec<(Cow<'a, str>, View<'a>)>,
+    items: Vec<View<'a>>,
+}
 
-impl<'de: 'a, 'a> Visitor<'de> for ViewVisitor<'a> {
+/// Reads one [`View`], its containers' contents gathered in a shared [`Scratch`].
+struct ViewSeed<'s, 'a>(&'s mut Scratch<'a>);
+
+impl<'de: 'a, 'a> de::DeserializeSeed<'de> for ViewSeed<'_, 'a> {
+    type Value = View<'a>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<View<'a>, D::Error> {
+        d.deserialize_any(ViewVisitor(self.0))
+    }
+}
+
+struct ViewVisitor<'s, 'a>(&'s mut Scratch<'a>);
+
+impl<'de: 'a, 'a> Visitor<'de> for ViewVisitor<'_, 'a> {
     type Value = View<'a>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any valid JSON value")
@@ -278,36 +297,59 @@ impl<'de: 'a, 'a> Visitor<'de> for ViewVisitor<'a> {
         Ok(View::Null)
     }
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<View<'a>, D::Error> {
-        View::deserialize(d)
+        de::DeserializeSeed::deserialize(ViewSeed(self.0), d)
     }
     fn visit_unit<E: de::Error>(self) -> Result<View<'a>, E> {
         Ok(View::Null)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<View<'a>, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(v) = seq.next_element::<View<'a>>()? {
-            items.push(v);
+        let scratch = self.0;
+        let base = scratch.items.len();
+        while let Some(v) = seq.next_element_seed(ViewSeed(&mut *scratch))? {
+            scratch.items.push(v);
         }
-        items.shrink_to_fit();
+        let items: Vec<View<'a>> = scratch.items.drain(base..).collect();
         Ok(View::Array(items))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<View<'a>, A::Error> {
-        let mut members = Vec::new();
-        while let Some((Key(k), v)) = access.next_entry::<Key<'a>, View<'a>>()? {
-            members.push((k, v));
+        let scratch = self.0;
+        let base = scratch.members.len();
+        while let Some(Key(k)) = access.next_key::<Key<'a>>()? {
+            let v = access.next_value_seed(ViewSeed(&mut *scratch))?;
+            scratch.members.push((k, v));
         }
+        let members: Vec<(Cow<'a, str>, View<'a>)> = scratch.members.drain(base..).collect();
         if repeats_a_key(&members) {
             return Err(de::Error::custom("an object has the same key twice"));
         }
-        members.shrink_to_fit();
         Ok(View::Object(Object(members)))
     }
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for View<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ViewVisitor(std::marker::PhantomData))
+        de::DeserializeSeed::deserialize(ViewSeed(&mut Scratch::default()), d)
     }
+}
+
+/// A list of views read with one [`Scratch`] for all of them (a bundle's entries).
+fn views<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Vec<View<'a>>, D::Error> {
+    struct Views<'a>(std::marker::PhantomData<View<'a>>);
+    impl<'de: 'a, 'a> Visitor<'de> for Views<'a> {
+        type Value = Vec<View<'a>>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a sequence")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<View<'a>>, A::Error> {
+            let mut scratch = Scratch::default();
+            let mut items = Vec::new();
+            while let Some(v) = seq.next_element_seed(ViewSeed(&mut scratch))? {
+                items.push(v);
+            }
+            Ok(items)
+        }
+    }
+    d.deserialize_seq(Views(std::marker::PhantomData))
 }
 
 /// An object key, borrowed from the text where it has no escape.
@@ -348,7 +390,7 @@ pub struct BundleView<'a> {
     #[serde(borrow)]
     pub effect_id: Cow<'a, str>,
     /// The entries, in journal order.
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "views")]
     pub entries: Vec<View<'a>>,
     /// The signed head ([`crate::seal`]); `None` for an unsealed bundle.
     #[serde(default)]

@@ -15,6 +15,10 @@
 use std::io::Read;
 use std::path::Path;
 
+mod parallel;
+
+pub use parallel::{read as read_bytes, PARALLEL_FROM_BYTES};
+
 /// The first two bytes of every gzip file (RFC 1952).
 pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
@@ -168,7 +172,7 @@ pub fn decompressed(bytes: Vec<u8>) -> Result<Vec<u8>, InputError> {
 
 /// Read the file at `path` as the checks read it ([`decompressed`]).
 pub fn read_file(path: &Path) -> Result<Vec<u8>, InputError> {
-    decompressed(std::fs::read(path)?)
+    decompressed(read_bytes(path)?)
 }
 
 /// `text` compressed as the runner writes its large files: gzip at the default level, with no

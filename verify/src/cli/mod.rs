@@ -211,7 +211,7 @@ pub fn check_file(path: &Path, pinned: &Pinned) -> (Status, Vec<String>, FileJso
 pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<String>, FileJson) {
     let name = path.display().to_string();
     // A gzip file (by its first bytes, whatever its name) is decompressed within its limits.
-    let raw = match std::fs::read(path) {
+    let raw = match crate::input::read_bytes(path) {
         Ok(b) => b,
         Err(e) => return could_not_check(&name, &format!("cannot read: {e}")),
     };

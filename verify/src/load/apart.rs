@@ -10,6 +10,7 @@
 //! shape.
 //! A failure is only a verdict, as there: the caller reads the whole file again to name it.
 
+use super::map_only::{MapOnly, Seed};
 use super::*;
 use crate::view::BundleView;
 
@@ -33,10 +34,10 @@ pub fn read_cell_apart(
     }
     let mut de = serde_json::Deserializer::from_str(text);
     let mut receipt = None;
-    let cell = Cell::deserialize(WithoutReceipt {
+    let cell = Cell::deserialize(MapOnly(WithoutReceipt {
         de: &mut de,
         receipt: &mut receipt,
-    })
+    }))
     .and_then(|c| de.end().map(|()| c))
     .map_err(shape)?;
     let receipt = receipt.flatten();
@@ -111,7 +112,8 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Members<'_, 'de, A> {
             if self.receipt.is_some() {
                 return Err(de::Error::custom("duplicate key"));
             }
-            *self.receipt = Some(self.map.next_value()?);
+            let receipt = Seed(std::marker::PhantomData::<Option<BundleView<'de>>>);
+            *self.receipt = Some(self.map.next_value_seed(receipt)?);
         }
     }
     fn next_value_seed<T: DeserializeSeed<'de>>(

@@ -242,14 +242,24 @@ pub const VALUE_ALLOWANCE: usize = 4096;
 /// in one pass over its text before anything is built: every value but the first follows a `,`,
 /// a `[` or a `:` outside strings, so their count bounds the values.
 pub(super) fn values_within_density(text: &str) -> Result<(), LoadError> {
-    let values = count_values(text);
-    let allowed = text.len() / MIN_BYTES_PER_VALUE + VALUE_ALLOWANCE;
+    within_density(count_values(text), text.len())
+}
+
+/// The most values a document of `len` bytes may hold ([`MIN_BYTES_PER_VALUE`]).
+pub(super) fn most_values(len: usize) -> usize {
+    len / MIN_BYTES_PER_VALUE + VALUE_ALLOWANCE
+}
+
+/// [`values_within_density`] for a text of `len` bytes whose values were counted as `values`
+/// (one more than its `,`, `[` and `:` outside strings).
+pub(super) fn within_density(values: usize, len: usize) -> Result<(), LoadError> {
+    let allowed = most_values(len);
     if values > allowed {
         return Err(LoadError::Limit {
             path: "$".into(),
             message: format!(
                 "about {values} JSON values in {} bytes: more than one per {MIN_BYTES_PER_VALUE} bytes (at most {allowed})",
-                text.len()
+                len
             ),
         });
     }
@@ -257,7 +267,7 @@ pub(super) fn values_within_density(text: &str) -> Result<(), LoadError> {
 }
 
 /// One more than the `,`, `[` and `:` outside strings: at least the number of values.
-fn count_values(text: &str) -> usize {
+pub(super) fn count_values(text: &str) -> usize {
     let bytes = text.as_bytes();
     let (mut at, mut values) = (0, 1usize);
     while let Some(&b) = bytes.get(at) {
@@ -306,7 +316,8 @@ pub(super) fn syntax(e: &serde_json::Error) -> LoadError {
 /// failure.
 pub(super) fn typed<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, LoadError> {
     let mut de = serde_json::Deserializer::from_str(text);
-    if let Ok(value) = T::deserialize(&mut de).and_then(|v| de.end().map(|()| v)) {
+    let read = T::deserialize(super::map_only::MapOnly(&mut de));
+    if let Ok(value) = read.and_then(|v| de.end().map(|()| v)) {
         return Ok(value);
     }
     typed_tracked(text)
@@ -315,7 +326,8 @@ pub(super) fn typed<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Loa
 /// [`typed`] with JSON path tracking, for the error.
 pub(super) fn typed_tracked<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, LoadError> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+    let read = serde_path_to_error::deserialize(super::map_only::MapOnly(&mut de));
+    let value: T = read.map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         if inner.is_syntax() || inner.is_eof() {

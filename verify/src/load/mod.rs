@@ -15,6 +15,8 @@ use std::collections::HashSet;
 
 mod apart;
 mod limits;
+mod map_only;
+mod members;
 mod parts;
 
 pub use apart::{read_cell_apart, read_cell_apart_hashed, CellApart};

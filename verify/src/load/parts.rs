@@ -1,6 +1,7 @@
 //! Results and nemesis files read a part at a time: the head strictly, each cell or trial kept
 //! as text until it is checked.
 
+use super::members::Members;
 use super::*;
 
 /// A results file read for checking a group of cells at a time
@@ -36,11 +37,17 @@ pub enum Loaded<'a> {
 /// read cleanly that way) through [`load_document`], which names the error.
 pub fn load_for_check(bytes: &[u8]) -> Result<Loaded<'_>, LoadError> {
     let text = text(bytes)?;
-    values_within_density(text)?;
-    if let Some(file) = results_text(text) {
+    // The file as an object of members, its long arrays split on several threads; counted as
+    // the density check counts. A text that does not read so is counted alone, then read whole.
+    let Some(mut split) = super::members::members(text, most_values(text.len())) else {
+        values_within_density(text)?;
+        return load_document(bytes).map(Loaded::Document);
+    };
+    within_density(split.values, text.len())?;
+    if let Some(file) = results_text(&mut split) {
         return Ok(Loaded::Results(Box::new(file)));
     }
-    if let Some(file) = nemesis_text(text) {
+    if let Some(file) = nemesis_text(&mut split) {
         return Ok(Loaded::Nemesis(Box::new(file)));
     }
     load_document(bytes).map(Loaded::Document)
@@ -94,78 +101,43 @@ pub fn read_cell_scanned(index: usize, raw: &RawValue, scanned: bool) -> Result<
     Ok(cell)
 }
 
-/// The top-level object's members as text, the array named `array` split into its elements.
-pub(super) struct Split<'de> {
-    array: &'static str,
-    members: Vec<(std::borrow::Cow<'de, str>, &'de RawValue)>,
-    elements: Option<Vec<&'de RawValue>>,
-}
-
-impl<'de> Visitor<'de> for Split<'de> {
-    type Value = Split<'de>;
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("an object")
-    }
-    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Split<'de>, A::Error> {
-        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-            let seen = self.members.iter().any(|(k, _)| *k == key);
-            if seen || (key == self.array && self.elements.is_some()) {
-                return Err(de::Error::custom("duplicate key"));
-            }
-            if key == self.array {
-                self.elements = Some(map.next_value()?);
-            } else {
-                self.members.push((key, map.next_value()?));
-            }
-        }
-        Ok(self)
-    }
-}
-
 /// A file of `format` split into its head, read strictly (as [`load_document`] would) from a
-/// copy of the file whose `array` is empty, and the text of each element of `array`; `None` for
-/// any other document or any error.
+/// copy of the file whose `array` is empty, and the text of each element of `array` (taken out of
+/// `split`); `None` for any other document or any error.
 pub(super) fn split_file<'t, T: serde::de::DeserializeOwned>(
-    text: &'t str,
+    split: &mut Members<'t>,
     format: &str,
     array: &'static str,
 ) -> Option<(T, Vec<&'t RawValue>)> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    let split = Split {
-        array,
-        members: Vec::new(),
-        elements: None,
-    };
-    let split = serde::Deserializer::deserialize_map(&mut de, split).ok()?;
-    de.end().ok()?;
-    let stated = split.members.iter().find(|(k, _)| k == "format")?;
-    if serde_json::from_str::<String>(stated.1.get()).ok()? != format {
+    let stated = split.members.iter().find(|m| m.key == "format")?;
+    if serde_json::from_str::<String>(stated.value).ok()? != format {
         return None;
     }
     // The same checks as the whole file's, over a small text.
     let mut head = format!("{{\"{array}\":[]");
-    for (key, value) in &split.members {
+    for member in split.members.iter().filter(|m| m.key != array) {
         head.push(',');
-        head.push_str(&serde_json::to_string(key).ok()?);
+        head.push_str(&serde_json::to_string(&member.key).ok()?);
         head.push(':');
-        head.push_str(value.get());
+        head.push_str(member.value);
     }
     head.push('}');
     scan(&head).ok()?;
     let head = typed::<T>(&head).ok()?;
-    Some((head, split.elements?))
+    let elements = split.members.iter_mut().find(|m| m.key == array)?;
+    Some((head, elements.elements.take()?))
 }
 
 /// An `interlock-results/2` file split into its head and its cells' text.
-pub(super) fn results_text(text: &str) -> Option<ResultsText<'_>> {
-    let (head, cells) = split_file::<ResultsFile>(text, RESULTS_FORMAT, "cells")?;
+pub(super) fn results_text<'t>(split: &mut Members<'t>) -> Option<ResultsText<'t>> {
+    let (head, cells) = split_file::<ResultsFile>(split, RESULTS_FORMAT, "cells")?;
     Some(ResultsText { head, cells })
 }
 
 /// An `interlock-nemesis/3` file split into its head and its trials' text.
-pub(super) fn nemesis_text(text: &str) -> Option<NemesisText<'_>> {
+pub(super) fn nemesis_text<'t>(split: &mut Members<'t>) -> Option<NemesisText<'t>> {
     let format = crate::nemesis::NEMESIS_FORMAT;
-    let (head, trials) = split_file::<crate::nemesis::NemesisFile>(text, format, "trials")?;
+    let (head, trials) = split_file::<crate::nemesis::NemesisFile>(split, format, "trials")?;
     Some(NemesisText { head, trials })
 }
 

@@ -5,6 +5,7 @@
 // Test code: a failed step is the failure of the test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod array_shapes;
 mod cli;
 mod common;
 mod contract;

@@ -1,0 +1,199 @@
+//! The members and elements found in parts are those serde_json finds reading the whole text as
+//! an object of raw values (the reader this one replaced, kept here as the reference), on the
+//! committed files and on edited texts, in any number of parts; and the values are counted as
+//! the density check counts them.
+
+use super::*;
+use serde::de::{self, MapAccess, Visitor};
+use std::path::Path;
+
+/// What a reading found: each member but `array` as (key, value text), and `array`'s elements.
+type Found = (Vec<(String, String)>, Option<Vec<String>>);
+
+/// The reference: serde_json reads the text as an object whose member `array` is a list of raw
+/// values and every other member a raw value; a key twice is refused.
+fn reference(text: &str, array: &'static str) -> Option<Found> {
+    struct Top(&'static str);
+    impl<'de> Visitor<'de> for Top {
+        type Value = (Vec<(String, &'de RawValue)>, Option<Vec<&'de RawValue>>);
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let (mut members, mut elements) = (Vec::<(String, &'de RawValue)>::new(), None);
+            while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                let seen = members.iter().any(|(k, _)| *k == key);
+                if seen || (key == self.0 && elements.is_some()) {
+                    return Err(de::Error::custom("duplicate key"));
+                }
+                if key == self.0 {
+                    elements = Some(map.next_value()?);
+                } else {
+                    members.push((key.into_owned(), map.next_value()?));
+                }
+            }
+            Ok((members, elements))
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let (members, elements) = serde::Deserializer::deserialize_map(&mut de, Top(array)).ok()?;
+    de.end().ok()?;
+    let members = members
+        .into_iter()
+        .map(|(k, v)| (k, v.get().to_owned()))
+        .collect();
+    let elements = elements.map(|e| e.iter().map(|r| r.get().to_owned()).collect());
+    Some((members, elements))
+}
+
+/// What [`members_in`] found, seen as [`reference`] sees it for `array`; `None` where the
+/// reference must fail too (`array` there but not an array).
+fn found(split: &Members<'_>, array: &str) -> Option<Found> {
+    let mut members = Vec::new();
+    let mut elements = None;
+    for m in &split.members {
+        if m.key == array {
+            let items = m.elements.as_ref()?;
+            elements = Some(items.iter().map(|r| r.get().to_owned()).collect());
+        } else {
+            members.push((m.key.clone().into_owned(), m.value.to_owned()));
+        }
+    }
+    Some((members, elements))
+}
+
+/// Every reading of `text` in 1 to 5 parts agrees with the reference for both arrays, and
+/// counts the values as the density check does.
+fn agrees(text: &str, what: &str) {
+    for parts in [None, Some(1), Some(2), Some(3), Some(5)] {
+        let split = members_in(text, usize::MAX, parts);
+        for array in ARRAYS {
+            let ours = split.as_ref().and_then(|s| found(s, array));
+            assert_eq!(
+                ours,
+                reference(text, array),
+                "{what}: {array}, parts {parts:?}"
+            );
+        }
+        if let Some(split) = &split {
+            let count = super::super::limits::count_values(text);
+            assert_eq!(split.values, count, "{what}: parts {parts:?}");
+        }
+    }
+}
+
+fn committed(name: &str) -> String {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results");
+    let bytes = crate::input::read_file(&dir.join(name)).unwrap_or_default();
+    String::from_utf8(bytes).unwrap_or_default()
+}
+
+const COMMITTED: [&str; 7] = [
+    "billing_credit.json",
+    "notify.json",
+    "pr_merge.json",
+    "shared_cap.json",
+    "notify_nemesis.json",
+    "nemesis/billing_credit.json.gz",
+    "nemesis/shared_cap.json.gz",
+];
+
+#[test]
+fn committed_files_split_as_the_reference_splits_them() {
+    for name in COMMITTED {
+        let text = committed(name);
+        assert!(!text.is_empty(), "{name}");
+        let split = members_in(&text, usize::MAX, Some(3));
+        assert!(split.is_some(), "{name} must read as an object");
+        agrees(&text, name);
+    }
+}
+
+#[test]
+fn hand_written_texts_split_as_the_reference_splits_them() {
+    let texts = [
+        r#"{}"#,
+        r#" { } "#,
+        r#"{"cells":[]}"#,
+        r#"{"cells":[ ] , "a" : 1 }"#,
+        r#"{"cells":[{}],"trials":[{},{}]}"#,
+        r#"{"cells":[{},]}"#,
+        r#"{"cells":[,{}]}"#,
+        r#"{"cells":[{} {}]}"#,
+        r#"{"cells":[{}],}"#,
+        r#"{"cells":[{}]} x"#,
+        r#"{"cells":[{}],"cells":[]}"#,
+        r#"{"a":1,"a":2}"#,
+        r#"{"cells":5,"trials":"x"}"#,
+        r#"{"cells":[1,"},{",{"a":"},{"},2]}"#,
+        r#"{"c\u0065lls":[{},{}]}"#,
+        r#"{"\ud800":1}"#,
+        r#"{"cells":[{"a":[1,2,{"b":"],"}]},{}]}"#,
+        r#"[{"cells":[]}]"#,
+        r#"{"cells":[{}],"x":[1,2],"#,
+        r#"{"cells":[{}}"#,
+        "{\"cells\":[{}\n,\t{}\r\n]\n}\n",
+        r#"{1:2}"#,
+        r#"{"a" 1}"#,
+        r#"{"cells":[01]}"#,
+        r#"{"cells":[-]}"#,
+        r#"{"cells":[1e5,-0,1.5]}"#,
+        r#"{"cells":[{"k":[{"k":1},{"k":2},{"k":3}]},{"k":[{"k":4}]},{"k":5}],"z":[{"k":6}]}"#,
+        r#"{"cells":[{"k":"},{"k":"},{"k":"],{"},{"k":[]}]}"#,
+    ];
+    for text in texts {
+        agrees(text, text);
+    }
+}
+
+/// Every edit of a byte near where parts may start (a `}`, `,`, `{`, `"` or `]`) of a committed
+/// file cut short, in any number of parts.
+#[test]
+fn edited_texts_split_as_the_reference_splits_them() {
+    let text = committed("billing_credit.json");
+    // The head, the first cells and the tail, to keep the test short.
+    let Some(split) = members_in(&text, usize::MAX, Some(1)) else {
+        panic!("the committed file must read");
+    };
+    let cells = split
+        .members
+        .iter()
+        .find(|m| m.key == "cells")
+        .and_then(|m| m.elements.clone())
+        .unwrap_or_default();
+    let kept: Vec<&str> = cells.iter().take(4).map(|r| r.get()).collect();
+    let short = format!(
+        "{{\"format\":\"x\",\"cells\":[{}],\"trials\":[{}],\"summary\":{{\"a\":[1,2]}}}}",
+        kept.join(","),
+        kept.iter().take(2).copied().collect::<Vec<_>>().join(" , ")
+    );
+    agrees(&short, "the short file");
+    let bytes = short.as_bytes();
+    let edits: [&[u8]; 6] = [b"", b",", b"}", b"{", b"\"", b" ]"];
+    let mut tried = 0;
+    for (at, b) in bytes.iter().enumerate() {
+        if !matches!(b, b'}' | b',' | b'{' | b'"' | b']' | b'[') || at % 3 != 0 {
+            continue;
+        }
+        for edit in edits {
+            let mut edited = bytes[..at].to_vec();
+            edited.extend_from_slice(edit);
+            edited.extend_from_slice(&bytes[at + 1..]);
+            if let Ok(edited) = String::from_utf8(edited) {
+                agrees(&edited, &format!("edit {edit:?} at {at}"));
+                tried += 1;
+            }
+        }
+    }
+    assert!(tried > 500, "{tried}");
+}
+
+/// More elements than allowed: no split (the density check then refuses the text).
+#[test]
+fn too_many_elements_do_not_split() {
+    let text = format!("{{\"cells\":[{}0]}}", "0,".repeat(100));
+    assert!(members_in(&text, 101, Some(2)).is_some());
+    for parts in [Some(1), Some(2), Some(4)] {
+        assert!(members_in(&text, 100, parts).is_none(), "{parts:?}");
+    }
+}
