@@ -132,11 +132,17 @@ mod tests {
         let missing = parse_key("/nonexistent/k.key").err().map(|e| e.to_string());
         let missing = missing.unwrap_or_default();
         assert!(missing.contains("No such file or directory"), "{missing}");
-        assert!(missing.contains("; pass the signer's public key"), "{missing}");
+        assert!(
+            missing.contains("; pass the signer's public key"),
+            "{missing}"
+        );
         let mut identity = [0u8; 32];
         identity[0] = 1;
         let weak = parse_key(&crate::entry::lower_hex(&identity)).err();
         let weak = weak.map(|e| e.to_string()).unwrap_or_default();
-        assert!(weak.contains("; pin the signer's real public key"), "{weak}");
+        assert!(
+            weak.contains("; pin the signer's real public key"),
+            "{weak}"
+        );
     }
 }
