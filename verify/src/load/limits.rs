@@ -305,10 +305,19 @@ pub(super) fn text(bytes: &[u8]) -> Result<&str, LoadError> {
 }
 
 pub(super) fn syntax(e: &serde_json::Error) -> LoadError {
+    // The parser's own text ends with the position, which the error already gives.
+    let said = e.to_string();
+    let at = format!(" at line {} column {}", e.line(), e.column());
+    let said = said.strip_suffix(&at).unwrap_or(&said);
+    let message = if e.is_eof() {
+        format!("{said}: the file is empty or cut short; copy or download it again")
+    } else {
+        format!("{said}: the file is damaged or was edited; copy or download it again")
+    };
     LoadError::Syntax {
         line: e.line(),
         column: e.column(),
-        message: e.to_string(),
+        message,
     }
 }
 

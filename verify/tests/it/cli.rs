@@ -434,6 +434,24 @@ fn output_that_cannot_be_written_whole_exits_2_naming_standard_output() {
     }
 }
 
+/// An empty or cut-short file says so once, with its position once, and what to do.
+#[test]
+fn an_empty_or_cut_file_says_so_and_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = serde_json::to_vec(&bundle()).unwrap();
+    let empty = write(&dir, "empty.json", b"");
+    let cut = write(&dir, "cut.json", &whole[..whole.len() / 2]);
+    for file in [&empty, &cut] {
+        let (code, text) = run(&[file]);
+        assert_eq!(code, Some(2), "{text}");
+        assert!(
+            text.contains("the file is empty or cut short; copy or download it again"),
+            "{text}"
+        );
+        assert_eq!(text.matches(" column ").count(), 1, "{text}");
+    }
+}
+
 #[test]
 fn a_pinned_nemesis_file_whose_signature_fails_prints_no_counts() {
     let dir = tempfile::tempdir().unwrap();
