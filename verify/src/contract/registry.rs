@@ -49,8 +49,10 @@ pub fn read<S: Scenario>(text: &[u8]) -> Result<ScenarioFile<S>, ReadError> {
     crate::load::within_limits(text).map_err(|e| ReadError::Limits(e.to_string()))?;
     containers_within_budget(text)?;
     let mut de = serde_json::Deserializer::from_slice(text);
-    let file: ScenarioFile<S> =
-        serde_path_to_error::deserialize(&mut de).map_err(|e| ReadError::Shape {
+    // Structs from objects only, as every other format is read (a cell or a receipt written as
+    // an array of its values is not the file its schema describes).
+    let file: ScenarioFile<S> = serde_path_to_error::deserialize(crate::load::MapOnly(&mut de))
+        .map_err(|e| ReadError::Shape {
             path: crate::display::shorten(&e.path().to_string(), 120),
             why: crate::display::shorten(&e.inner().to_string(), crate::finding::SHOWN_CHARS),
         })?;

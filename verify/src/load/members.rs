@@ -56,6 +56,8 @@ pub(super) fn members(text: &str, most: usize) -> Option<Members<'_>> {
 fn members_in(text: &str, most: usize, parts: Option<usize>) -> Option<Members<'_>> {
     let mut at = open(text, skip_space(text, 0), b'{')?;
     let mut members: Vec<Member<'_>> = Vec::new();
+    // Keys seen, for the duplicate check: a file of many members must not make it quadratic.
+    let mut seen: std::collections::HashSet<Cow<'_, str>> = std::collections::HashSet::new();
     let mut values = 1 + separators(text.get(..at)?);
     if byte(text, skip_space(text, at)) == Some(b'}') {
         at = skip_space(text, at) + 1;
@@ -75,7 +77,7 @@ fn members_in(text: &str, most: usize, parts: Option<usize>) -> Option<Members<'
                 values += separators(raw.get());
                 (raw.get(), None, end)
             };
-            if members.iter().any(|m| m.key == key) {
+            if !seen.insert(key.clone()) {
                 return None;
             }
             members.push(Member {

@@ -16,6 +16,7 @@ use std::collections::HashSet;
 mod apart;
 mod limits;
 mod map_only;
+pub(crate) use map_only::MapOnly;
 mod members;
 mod parts;
 

@@ -124,3 +124,41 @@ fn the_command_refuses_an_array_shaped_cell_receipt_or_head() {
         );
     }
 }
+
+/// A file of a scenario on the contract (`interlock-scenario/1`, here notify's committed run)
+/// with a cell, its judgement, its receipt or the receipt's head written as an array is refused
+/// by the command too, naming where (it was read as the struct, and passed pinned).
+#[test]
+fn a_scenario_file_with_an_array_shaped_struct_is_refused() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../results/notify.json");
+    let file: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let with_receipt = file["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|c| c["ticket"]["receipt"]["head"].is_object())
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (k, pointer) in [
+        "/cells/0".to_owned(),
+        "/cells/0/judgement".to_owned(),
+        format!("/cells/{with_receipt}/ticket/receipt"),
+        format!("/cells/{with_receipt}/ticket/receipt/head"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let name = dir.path().join(format!("s{k}.json"));
+        std::fs::write(&name, as_array(&file, &pointer)).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_verify"))
+            .arg(&name)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{pointer}: {text}");
+        assert!(
+            text.contains("invalid type: sequence, expected"),
+            "{pointer}: {text}"
+        );
+    }
+}

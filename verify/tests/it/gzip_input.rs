@@ -205,3 +205,54 @@ fn a_format_member_that_is_a_huge_array_is_refused_without_being_built() {
     let err = refused(&path);
     assert!(err.contains("expected a string, found an array"), "{err}");
 }
+
+/// Text that does not compress: `n` base64-like letters from a fixed generator, in strings under
+/// the 64 KB string limit, joined by commas.
+fn incompressible_strings(n: usize) -> Vec<u8> {
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut text = Vec::with_capacity(n + n / 40_000 * 3 + 3);
+    for s in 0..n.div_ceil(40_000) {
+        if s > 0 {
+            text.push(b',');
+        }
+        text.push(b'"');
+        for _ in 0..40_000.min(n - s * 40_000) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            text.push(alphabet[(x % 64) as usize]);
+        }
+        text.push(b'"');
+    }
+    text
+}
+
+/// A results file under 1 MB of gzip whose 16 MB of text is mostly bare small values in its
+/// `cells` (a forger's input): the density count refuses it before any list of its cells is
+/// built. The cell reader once listed every element on each thread first and used 107 MB.
+#[test]
+fn dense_cells_in_a_small_gzip_are_refused_before_the_cells_are_listed() {
+    let mut text = b"{\"format\":\"interlock-results/2\",\"pad\":[".to_vec();
+    text.extend_from_slice(&incompressible_strings(1_300_000));
+    text.extend_from_slice(b"],\"cells\":[{\"a\":0},");
+    // Objects every 1/64 of the array, where a part of the split may start.
+    for _ in 0..64 {
+        text.extend_from_slice(b"{\"a\":0},{\"a\":0},");
+        text.extend_from_slice(&b"100,".repeat(56_000));
+    }
+    text.extend_from_slice(b"0]}");
+    let packed = gz(&text);
+    assert!(packed.len() < MB, "{}", packed.len());
+    assert!(
+        text.len() as u64 <= packed.len() as u64 * verify::input::MAX_RATIO,
+        "within the ratio: {} of {}",
+        text.len(),
+        packed.len()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dense.json.gz");
+    std::fs::write(&path, packed).unwrap();
+    let err = refused(&path);
+    assert!(err.contains("more than one per 8 bytes"), "{err}");
+}
