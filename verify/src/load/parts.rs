@@ -76,6 +76,12 @@ pub fn read_cell(index: usize, raw: &RawValue) -> Result<(Cell, Option<[u8; 32]>
 /// The strict scan of cell `index`'s text (depth, duplicate keys, what the typed read would not
 /// refuse), failing as a shape error at `cells[index]`.
 pub(super) fn scan_cell(index: usize, text: &str) -> Result<(), LoadError> {
+    scan_element("cells", index, text)
+}
+
+/// The strict scan of element `index` of the file's array `array` (a cell or a trial), failing
+/// as a shape error at `array[index]`.
+fn scan_element(array: &str, index: usize, text: &str) -> Result<(), LoadError> {
     let mut de = serde_json::Deserializer::from_str(text);
     Scan {
         top: None,
@@ -84,7 +90,7 @@ pub(super) fn scan_cell(index: usize, text: &str) -> Result<(), LoadError> {
     .deserialize(&mut de)
     .and_then(|()| de.end())
     .map_err(|e| LoadError::Shape {
-        path: format!("cells[{index}]"),
+        path: format!("{array}[{index}]"),
         message: e.to_string(),
     })
 }
@@ -149,17 +155,7 @@ pub(super) fn nemesis_text<'t>(split: &mut Members<'t>) -> Option<NemesisText<'t
 /// to the trial, so a caller re-reads the whole file with [`load_document`] to name it.
 pub fn read_trial(index: usize, raw: &RawValue) -> Result<crate::nemesis::Trial, LoadError> {
     let text = raw.get();
-    let mut de = serde_json::Deserializer::from_str(text);
-    Scan {
-        top: None,
-        depth: CELL_DEPTH,
-    }
-    .deserialize(&mut de)
-    .and_then(|()| de.end())
-    .map_err(|e| LoadError::Shape {
-        path: format!("trials[{index}]"),
-        message: e.to_string(),
-    })?;
+    scan_element("trials", index, text)?;
     let trial = typed::<crate::nemesis::Trial>(text)?;
     if let Some(b) = &trial.receipt {
         let path = format!("trials[{index}].receipt.effect_id");

@@ -173,23 +173,7 @@ fn a_format_member_that_is_a_huge_array_is_refused_without_being_built() {
         text.extend_from_slice(b"{\"a\":0}         ,");
     }
     text.extend_from_slice(b"{}],\"pad\":[");
-    // Text that does not compress: base64-like letters from a fixed generator, in strings under
-    // the 64 KB string limit.
-    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-    for s in 0..26 {
-        if s > 0 {
-            text.push(b',');
-        }
-        text.push(b'"');
-        for _ in 0..48_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            text.push(alphabet[(x % 64) as usize]);
-        }
-        text.push(b'"');
-    }
+    text.extend_from_slice(&incompressible_strings(26, 48_000, 0x2545_F491_4F6C_DD1D));
     text.extend_from_slice(b"]}");
     let packed = gz(&text);
     assert!(packed.len() < MB, "{}", packed.len());
@@ -206,18 +190,18 @@ fn a_format_member_that_is_a_huge_array_is_refused_without_being_built() {
     assert!(err.contains("expected a string, found an array"), "{err}");
 }
 
-/// Text that does not compress: `n` base64-like letters from a fixed generator, in strings under
-/// the 64 KB string limit, joined by commas.
-fn incompressible_strings(n: usize) -> Vec<u8> {
+/// Text that does not compress: `strings` strings of `each` base64-like letters from a fixed
+/// generator started at `seed` (each under the 64 KB string limit), joined by commas.
+fn incompressible_strings(strings: usize, each: usize, seed: u64) -> Vec<u8> {
     let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut text = Vec::with_capacity(n + n / 40_000 * 3 + 3);
-    for s in 0..n.div_ceil(40_000) {
+    let mut x = seed;
+    let mut text = Vec::with_capacity(strings * (each + 3));
+    for s in 0..strings {
         if s > 0 {
             text.push(b',');
         }
         text.push(b'"');
-        for _ in 0..40_000.min(n - s * 40_000) {
+        for _ in 0..each {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
@@ -234,7 +218,7 @@ fn incompressible_strings(n: usize) -> Vec<u8> {
 #[test]
 fn dense_cells_in_a_small_gzip_are_refused_before_the_cells_are_listed() {
     let mut text = b"{\"format\":\"interlock-results/2\",\"pad\":[".to_vec();
-    text.extend_from_slice(&incompressible_strings(1_300_000));
+    text.extend_from_slice(&incompressible_strings(33, 40_000, 0x9E37_79B9_7F4A_7C15));
     text.extend_from_slice(b"],\"cells\":[{\"a\":0},");
     // Objects every 1/64 of the array, where a part of the split may start.
     for _ in 0..64 {
