@@ -521,26 +521,26 @@ fn no_sync_rows(base: &Path, file: &[(&'static str, usize, f64)], seconds: f64) 
 
 /// The database's raw commit rate, the PostgreSQL store's rows, and their targets.
 fn postgres_rows(url: &str, seconds: f64) {
+    // Commits per second of `rate` at each session count, each printed as a row of `bench`.
+    let by_sessions = |bench: &str, rate: &dyn Fn(usize) -> f64| -> Vec<f64> {
+        WRITERS
+            .iter()
+            .map(|&sessions| {
+                let r = rate(sessions);
+                println!(
+                    "{}",
+                    json!({"bench": bench, "sessions": sessions, "commits_per_s": r})
+                );
+                r
+            })
+            .collect()
+    };
     // What the server commits with no gate in front of it, in the same run.
-    let mut raw = Vec::new();
-    for sessions in WRITERS {
-        let rate = raw_insert_rate(url, sessions, seconds);
-        println!(
-            "{}",
-            json!({"bench": "pg_raw_insert", "sessions": sessions, "commits_per_s": rate})
-        );
-        raw.push(rate);
-    }
+    let raw = by_sessions("pg_raw_insert", &|n| raw_insert_rate(url, n, seconds));
     // The gate's own rows committed with nothing else (no lock, catch-up or signing).
-    let mut row = Vec::new();
-    for sessions in WRITERS {
-        let rate = gate_row_insert_rate(url, sessions, seconds);
-        println!(
-            "{}",
-            json!({"bench": "pg_gate_row_insert", "sessions": sessions, "commits_per_s": rate})
-        );
-        row.push(rate);
-    }
+    let row = by_sessions("pg_gate_row_insert", &|n| {
+        gate_row_insert_rate(url, n, seconds)
+    });
     let mut rows = Vec::new();
     for mode in MODES {
         for writers in WRITERS {
