@@ -1,6 +1,6 @@
 //! The trusted core of Interlock's verifier: everything a reader must audit to believe a signed
 //! receipt, in a crate of its own so that the compiler, not a comment, holds it to its few
-//! dependencies (serde, serde_json, sha2, ed25519-dalek, hex, thiserror) and keeps every other
+//! dependencies (serde, serde_json, sha2, ed25519-dalek and its curve25519-dalek, hex, thiserror) and keeps every other
 //! part of the verifier (results files, scenarios, threads, the command line) out of it. The
 //! `verify` crate re-exports each module at its old path (`verify::canonical`, `verify::entry`,
 //! `verify::receipt`, …).
@@ -11,7 +11,8 @@
 //!    no more than dropping whitespace and ordering keys, and declines everything else;
 //! 2. [`entry`]: an entry's hash and signed message, the entry kinds and `via` values, the bundle
 //!    type;
-//! 3. [`signatures`]: which keys may sign, and batch verification that still names the bad one;
+//! 3. [`signatures`]: which keys may sign, and batch verification that still names the bad one,
+//!    each batch one equation with each signer's key multiplied once ([`batch`]);
 //! 4. [`receipt`]: one receipt's checks: per entry ([`receipt`]'s `chain`), the protocol replay
 //!    (`replay`), then its signatures;
 //! 5. [`seal`]: the signed head that says how many entries a bundle holds.
@@ -31,6 +32,7 @@
 //! And one the checks never call: [`writer`], sealing an entry with a key (for writers and tests).
 //! No function here is longer than a screen.
 
+pub mod batch;
 pub mod canonical;
 pub mod canonical_text;
 mod compact;

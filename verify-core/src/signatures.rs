@@ -1,15 +1,19 @@
 //! Checking many ed25519 signatures fast without losing the name of the bad one.
 //!
-//! Signatures are checked in batches (`ed25519_dalek::verify_batch`). A batch answers only "all good" or "something is wrong", so a failed batch is
-//! re-checked one signature at a time with `verify_strict`, which names the bad entry.
+//! Signatures are checked in batches, each by one equation ([`crate::batch::holds`], which
+//! multiplies each signer's key once). A batch answers only "all good" or "something is wrong", so
+//! a failed batch is re-checked one signature at a time with `verify_strict`, which names the bad
+//! entry.
 //!
-//! Batch verification is looser than `verify_strict` in two ways, both closed here:
+//! A batch equation is looser than `verify_strict` in three ways; two are closed:
 //! - it does not reject weak (small-order) public keys: every key is checked once with
 //!   [`key_is_acceptable`] before its signatures are queued;
-//! - it accepts a small-order `R`. For a key without a torsion component the only small-order `R`
-//!   that can satisfy the equation is the identity, so [`r_is_identity`] rejects its encodings
-//!   up front, before any batch.
+//! - it would accept a small-order `R`, or an `R` written in a non-canonical encoding:
+//!   [`crate::batch::holds`] refuses both before its sum, as `verify_strict` does;
+//! - it may accept, for the key's holder only, an `R` with a torsion component added (see
+//!   [`crate::batch`]), as `ed25519_dalek::verify_batch` does.
 
+use crate::batch;
 use crate::entry::decode_lower_hex;
 use ed25519_dalek::{Signature, VerifyingKey};
 
@@ -63,16 +67,6 @@ pub fn check_file_signature(
         .map_err(|_| FileSignatureError::Invalid)
 }
 
-/// Whether the `R` half of a signature encodes the identity point (y = 1, or its non-canonical
-/// form y = p + 1, with either sign bit).
-pub fn r_is_identity(signature: &Signature) -> bool {
-    let r = signature.r_bytes();
-    let top = r[31] & 0x7f;
-    let canonical_one = r[0] == 1 && r[1..31].iter().all(|b| *b == 0) && top == 0;
-    let p_plus_one = r[0] == 0xee && r[1..31].iter().all(|b| *b == 0xff) && top == 0x7f;
-    canonical_one || p_plus_one
-}
-
 /// Check signature `i` (`signatures[i]` over `messages[i]` by `keys[key_of[i]]`) for every `i`, on
 /// the calling thread, in batches of [`BATCH_SIZE`]; `result[i]` tells whether it holds. A batch
 /// that fails (or cannot be batched) is re-checked one by one with `verify_strict`. Keys must
@@ -86,7 +80,6 @@ pub fn verify_batch_sequential(
 ) -> Vec<bool> {
     let n = messages.len().max(signatures.len()).max(key_of.len());
     let mut out = Vec::with_capacity(n);
-    let mut chunk_keys: Vec<VerifyingKey> = Vec::with_capacity(BATCH_SIZE);
     let mut start = 0;
     while start < n {
         let end = (start + BATCH_SIZE).min(n);
@@ -99,18 +92,7 @@ pub fn verify_batch_sequential(
             out.resize(n, false);
             return out;
         };
-        chunk_keys.clear();
-        let mut batchable = true;
-        for (sig, key) in s.iter().zip(k) {
-            match keys.get(*key) {
-                Some(vk) if !r_is_identity(sig) => chunk_keys.push(*vk),
-                _ => {
-                    batchable = false;
-                    break;
-                }
-            }
-        }
-        if batchable && ed25519_dalek::verify_batch(m, s, &chunk_keys).is_ok() {
+        if batch::holds(m, s, k, keys) {
             out.resize(end, true);
         } else {
             out.extend(m.iter().zip(s).zip(k).map(|((msg, sig), key)| {

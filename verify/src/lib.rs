@@ -9,12 +9,12 @@
 //!
 //! The trusted core (canonical JSON, entries, receipt chains and replay, seals, signatures) is the
 //! crate `verify_core`, fenced by the compiler; its modules are re-exported at their older paths
-//! ([`trusted`], [`canonical`], [`entry`], [`receipt`], [`seal`], [`signatures`], [`problem`],
-//! [`pycompat`]).
+//! ([`trusted`], [`canonical`], [`entry`], [`receipt`], [`seal`], [`signatures`], [`batch`],
+//! [`problem`], [`pycompat`]).
 
 pub mod trusted;
 
-pub use trusted::{canonical, seal, signatures};
+pub use trusted::{batch, canonical, seal, signatures};
 
 pub mod binding;
 pub mod budget;
