@@ -26,8 +26,8 @@
 //! - `R` a point written in its one canonical encoding;
 //! - `R` not of small order.
 //!
-//! The keys must already have passed [`crate::signatures::key_is_acceptable`] (no small order, no
-//! torsion component).
+//! The keys are [`AcceptedKey`]s: they have passed [`crate::signatures::key_is_acceptable`] (no
+//! small order, no torsion component, one encoding), which the sum relies on.
 //!
 //! **What the sum cannot tell from `verify_strict`:** an `R` with a torsion component of order 2,
 //! 4 or 8 added to a correct one. Only the key's holder can make such a signature, since the
@@ -36,12 +36,14 @@
 //! rejects it. ed25519-dalek's `verify_batch` has the same limit. A forger without the key gains
 //! nothing from it.
 
+use crate::signatures::AcceptedKey;
 use curve25519_dalek::constants::ED25519_BASEPOINT_POINT;
 use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
 use curve25519_dalek::scalar::Scalar;
 use curve25519_dalek::traits::{IsIdentity, VartimeMultiscalarMul};
-use ed25519_dalek::{Signature, VerifyingKey};
+use ed25519_dalek::Signature;
 use sha2::{Digest, Sha512};
+use std::collections::HashMap;
 use std::iter::once;
 
 /// Separates this use of SHA-512 (drawing the `z_i`) from every other.
@@ -54,7 +56,7 @@ pub fn holds(
     messages: &[&[u8]],
     signatures: &[Signature],
     key_of: &[usize],
-    keys: &[VerifyingKey],
+    keys: &[AcceptedKey],
 ) -> bool {
     let n = signatures.len();
     if messages.len() != n || key_of.len() != n {
@@ -77,7 +79,7 @@ pub fn holds(
         hram.copy_from_slice(
             &Sha512::new()
                 .chain_update(signature.r_bytes())
-                .chain_update(key.as_bytes())
+                .chain_update(key.key().as_bytes())
                 .chain_update(message)
                 .finalize(),
         );
@@ -89,25 +91,36 @@ pub fn holds(
     }
     let zs = coefficients(&seed.finalize(), n);
     let mut b = Scalar::ZERO;
-    // Each distinct key once: its index, its point, the sum of its z_i·h_i.
-    let mut signers: Vec<(usize, EdwardsPoint, Scalar)> = Vec::new();
+    // Each distinct key once: its point and the sum of its z_i·h_i; `slot` finds a key's place
+    // (nearly always the one of the signature before).
+    let mut signers: Vec<(EdwardsPoint, Scalar)> = Vec::new();
+    let mut slot: HashMap<usize, usize> = HashMap::new();
+    let mut last: Option<(usize, usize)> = None;
     for (((z, s), h), k) in zs.iter().zip(&ss).zip(&hs).zip(key_of) {
         b -= z * s;
-        let zh = z * h;
-        match signers.iter_mut().find(|(index, _, _)| index == k) {
-            Some((_, _, sum)) => *sum += zh,
-            None => match keys.get(*k) {
-                Some(key) => signers.push((*k, key.to_edwards(), zh)),
-                None => return false,
+        let at = match last {
+            Some((key, at)) if key == *k => at,
+            _ => match slot.get(k) {
+                Some(at) => *at,
+                None => {
+                    let Some(key) = keys.get(*k) else {
+                        return false;
+                    };
+                    signers.push((key.key().to_edwards(), Scalar::ZERO));
+                    slot.insert(*k, signers.len() - 1);
+                    signers.len() - 1
+                }
             },
+        };
+        last = Some((*k, at));
+        if let Some((_, sum)) = signers.get_mut(at) {
+            *sum += z * h;
         }
     }
-    let scalars = once(b)
-        .chain(zs)
-        .chain(signers.iter().map(|(_, _, sum)| *sum));
+    let scalars = once(b).chain(zs).chain(signers.iter().map(|(_, sum)| *sum));
     let points = once(ED25519_BASEPOINT_POINT)
         .chain(rs)
-        .chain(signers.iter().map(|(_, point, _)| *point));
+        .chain(signers.iter().map(|(point, _)| *point));
     EdwardsPoint::vartime_multiscalar_mul(scalars, points).is_identity()
 }
 

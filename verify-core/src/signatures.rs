@@ -6,8 +6,8 @@
 //! entry.
 //!
 //! A batch equation is looser than `verify_strict` in three ways; two are closed:
-//! - it does not reject weak (small-order) public keys: every key is checked once with
-//!   [`key_is_acceptable`] before its signatures are queued;
+//! - it does not reject weak (small-order) public keys: it takes only [`AcceptedKey`]s, which
+//!   have passed [`key_is_acceptable`];
 //! - it would accept a small-order `R`, or an `R` written in a non-canonical encoding:
 //!   [`crate::batch::holds`] refuses both before its sum, as `verify_strict` does;
 //! - it may accept, for the key's holder only, an `R` with a torsion component added (see
@@ -26,6 +26,24 @@ pub const BATCH_SIZE: usize = 256;
 pub fn key_is_acceptable(key: &VerifyingKey) -> bool {
     let point = key.to_edwards();
     !key.is_weak() && point.is_torsion_free() && point.compress().to_bytes() == key.to_bytes()
+}
+
+/// A key [`key_is_acceptable`] allows. [`AcceptedKey::new`] is the only way to make one, so the
+/// batch equation ([`crate::batch::holds`]) and [`verify_batch_sequential`], which multiply keys
+/// without checking them again, are never given any other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcceptedKey(VerifyingKey);
+
+impl AcceptedKey {
+    /// `key`, if [`key_is_acceptable`] allows it.
+    pub fn new(key: VerifyingKey) -> Option<AcceptedKey> {
+        key_is_acceptable(&key).then_some(AcceptedKey(key))
+    }
+
+    /// The key.
+    pub fn key(&self) -> &VerifyingKey {
+        &self.0
+    }
 }
 
 /// Why a signature over a whole file does not hold ([`check_file_signature`]).
@@ -69,14 +87,13 @@ pub fn check_file_signature(
 
 /// Check signature `i` (`signatures[i]` over `messages[i]` by `keys[key_of[i]]`) for every `i`, on
 /// the calling thread, in batches of [`BATCH_SIZE`]; `result[i]` tells whether it holds. A batch
-/// that fails (or cannot be batched) is re-checked one by one with `verify_strict`. Keys must
-/// already have passed [`key_is_acceptable`]. With slices of different lengths, every signature from
+/// that fails (or cannot be batched) is re-checked one by one with `verify_strict`. With slices of different lengths, every signature from
 /// the batch where the shortest slice ends on fails.
 pub fn verify_batch_sequential(
     messages: &[&[u8]],
     signatures: &[Signature],
     key_of: &[usize],
-    keys: &[VerifyingKey],
+    keys: &[AcceptedKey],
 ) -> Vec<bool> {
     let n = messages.len().max(signatures.len()).max(key_of.len());
     let mut out = Vec::with_capacity(n);
@@ -97,7 +114,7 @@ pub fn verify_batch_sequential(
         } else {
             out.extend(m.iter().zip(s).zip(k).map(|((msg, sig), key)| {
                 keys.get(*key)
-                    .is_some_and(|vk| vk.verify_strict(msg, sig).is_ok())
+                    .is_some_and(|vk| vk.key().verify_strict(msg, sig).is_ok())
             }));
         }
         start = end;

@@ -134,7 +134,7 @@ impl Reference {
     /// signatures per second, on the same signatures as [`Reference::batch`].
     fn own(&self) -> f64 {
         let size = verify::signatures::BATCH_SIZE;
-        let keys = [self.key];
+        let keys = [verify::signatures::AcceptedKey::new(self.key).unwrap()];
         let key_of = vec![0usize; size];
         let t = Instant::now();
         let ok = self

@@ -21,7 +21,7 @@ mod replay;
 use crate::entry::{self, ReceiptBundle, Via, RECEIPT_FORMAT};
 use crate::problem::{code, shown_kind, Listing, Problem};
 use crate::report::ReceiptReport;
-use crate::signatures;
+use crate::signatures::{self, AcceptedKey};
 use crate::view::{BundleView, Object, View};
 use chain::ChainWalk;
 use ed25519_dalek::{Signature, VerifyingKey};
@@ -79,14 +79,14 @@ pub fn verify_bundle(bundle: &ReceiptBundle, key: &KeyCheck) -> ReceiptReport {
 }
 
 /// Each distinct signer, decoded and vetted once per run (`None`: not an acceptable key).
-pub type Vetted = Mutex<HashMap<[u8; 32], Option<VerifyingKey>>>;
+pub type Vetted = Mutex<HashMap<[u8; 32], Option<AcceptedKey>>>;
 
-fn vet(vetted: &Vetted, signer: &[u8; 32]) -> Option<VerifyingKey> {
+fn vet(vetted: &Vetted, signer: &[u8; 32]) -> Option<AcceptedKey> {
     // A poisoned lock only means another thread panicked; the map itself is still valid.
     let mut known = vetted.lock().unwrap_or_else(|e| e.into_inner());
     *known.entry(*signer).or_insert_with(|| {
         let key = VerifyingKey::from_bytes(signer).ok();
-        key.filter(signatures::key_is_acceptable)
+        key.and_then(AcceptedKey::new)
     })
 }
 
@@ -161,7 +161,7 @@ struct Batch {
     signatures: Vec<Signature>,
     key_of: Vec<usize>,
     owners: Vec<Owner>,
-    table: Vec<VerifyingKey>,
+    table: Vec<AcceptedKey>,
 }
 
 /// Whose signature a batch slot holds.

@@ -1,13 +1,13 @@
 //! Unit tests of `batch` (kept apart so the trusted core reads without them).
 use super::*;
 use curve25519_dalek::constants::EIGHT_TORSION;
-use ed25519_dalek::{Signer, SigningKey};
+use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
 use proptest::prelude::*;
 
 /// A key made from a known secret scalar, so a test can sign with a chosen `R`.
 struct Handmade {
     secret: Scalar,
-    key: VerifyingKey,
+    key: AcceptedKey,
 }
 
 impl Handmade {
@@ -15,6 +15,7 @@ impl Handmade {
         let secret = Scalar::from(seed) * Scalar::from(0x9e37_79b9_7f4a_7c15u64);
         let point = EdwardsPoint::mul_base(&secret);
         let key = VerifyingKey::from_bytes(&point.compress().to_bytes()).unwrap();
+        let key = AcceptedKey::new(key).unwrap();
         Handmade { secret, key }
     }
 
@@ -26,7 +27,7 @@ impl Handmade {
         hram.copy_from_slice(
             &Sha512::new()
                 .chain_update(big_r.as_bytes())
-                .chain_update(self.key.as_bytes())
+                .chain_update(self.key.key().as_bytes())
                 .chain_update(message)
                 .finalize(),
         );
@@ -54,6 +55,12 @@ fn refs(messages: &[Vec<u8>]) -> Vec<&[u8]> {
     messages.iter().map(Vec::as_slice).collect()
 }
 
+fn accepted(keys: &[SigningKey]) -> Vec<AcceptedKey> {
+    keys.iter()
+        .map(|k| AcceptedKey::new(k.verifying_key()).unwrap())
+        .collect()
+}
+
 fn signing_keys(n: u8) -> Vec<SigningKey> {
     (0..n)
         .map(|i| SigningKey::from_bytes(&[i + 1; 32]))
@@ -64,7 +71,7 @@ fn signing_keys(n: u8) -> Vec<SigningKey> {
 fn honest_batches_hold_for_one_signer_and_for_several() {
     for signers in [1u8, 3, 40] {
         let keys = signing_keys(signers);
-        let table: Vec<VerifyingKey> = keys.iter().map(SigningKey::verifying_key).collect();
+        let table = accepted(&keys);
         for count in [0usize, 1, 2, 255, 256, 300] {
             let (messages, signatures, key_of) = signed(&keys, count);
             let ok = holds(&refs(&messages), &signatures, &key_of, &table);
@@ -76,7 +83,7 @@ fn honest_batches_hold_for_one_signer_and_for_several() {
 #[test]
 fn any_one_change_makes_the_batch_fail() {
     let keys = signing_keys(3);
-    let table: Vec<VerifyingKey> = keys.iter().map(SigningKey::verifying_key).collect();
+    let table = accepted(&keys);
     let (messages, signatures, key_of) = signed(&keys, 64);
     let at = 37;
     let check = |m: &[Vec<u8>], s: &[Signature], k: &[usize]| holds(&refs(m), s, k, &table);
@@ -170,7 +177,7 @@ fn an_s_at_or_above_the_group_order_is_refused() {
     let mut bytes = honest.to_bytes();
     bytes[32..].copy_from_slice(&sum);
     let high = Signature::from_bytes(&bytes);
-    assert!(signer.key.verify_strict(message, &high).is_err());
+    assert!(signer.key.key().verify_strict(message, &high).is_err());
     assert!(holds(&[message], &[honest], &[0], &[signer.key]));
     assert!(!holds(&[message], &[high], &[0], &[signer.key]));
 }
@@ -187,7 +194,7 @@ fn a_small_order_r_is_refused_even_from_the_keys_holder() {
         hram.copy_from_slice(
             &Sha512::new()
                 .chain_update(big_r.as_bytes())
-                .chain_update(signer.key.as_bytes())
+                .chain_update(signer.key.key().as_bytes())
                 .chain_update(&message)
                 .finalize(),
         );
@@ -196,7 +203,11 @@ fn a_small_order_r_is_refused_even_from_the_keys_holder() {
         bytes[..32].copy_from_slice(big_r.as_bytes());
         bytes[32..].copy_from_slice(s.as_bytes());
         let signature = Signature::from_bytes(&bytes);
-        assert!(signer.key.verify_strict(&message, &signature).is_err());
+        assert!(signer
+            .key
+            .key()
+            .verify_strict(&message, &signature)
+            .is_err());
         let honest = signer.sign(b"honest", 3, EdwardsPoint::default());
         let batch = holds(
             &[b"honest", &message],
@@ -219,7 +230,11 @@ fn a_torsion_component_on_r_is_the_documented_limit() {
     for r in 0..64u64 {
         let message = format!("torsion {r}").into_bytes();
         let signature = signer.sign(&message, 100 + r, torsion);
-        assert!(signer.key.verify_strict(&message, &signature).is_err());
+        assert!(signer
+            .key
+            .key()
+            .verify_strict(&message, &signature)
+            .is_err());
         if holds(&[&message], &[signature], &[0], &[signer.key]) {
             held += 1;
         }
@@ -327,7 +342,7 @@ proptest! {
         flips in proptest::collection::vec((0usize..24, 0usize..64, 1u8..=255), 0..3),
     ) {
         let keys = signing_keys(signers);
-        let table: Vec<VerifyingKey> = keys.iter().map(SigningKey::verifying_key).collect();
+        let table = accepted(&keys);
         let (messages, mut signatures, key_of) = signed(&keys, count);
         for (at, byte, mask) in flips {
             let at = at % count;
@@ -339,7 +354,7 @@ proptest! {
             .iter()
             .zip(&signatures)
             .zip(&key_of)
-            .all(|((m, s), k)| table[*k].verify_strict(m, s).is_ok());
+            .all(|((m, s), k)| table[*k].key().verify_strict(m, s).is_ok());
         prop_assert_eq!(holds(&refs(&messages), &signatures, &key_of, &table), strict);
     }
 }

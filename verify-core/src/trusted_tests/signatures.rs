@@ -5,7 +5,7 @@ use ed25519_dalek::{Signer, SigningKey};
 #[test]
 fn batch_sequential_names_the_bad_signature_and_fails_closed() {
     let key = SigningKey::from_bytes(&[5u8; 32]);
-    let keys = vec![key.verifying_key()];
+    let keys = vec![AcceptedKey::new(key.verifying_key()).unwrap()];
     let messages: Vec<Vec<u8>> = (0..300u32).map(|i| format!("m{i}").into_bytes()).collect();
     let mut signatures: Vec<Signature> = messages.iter().map(|m| key.sign(m)).collect();
     let refs: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
@@ -26,9 +26,16 @@ fn batch_sequential_names_the_bad_signature_and_fails_closed() {
 }
 
 #[test]
-fn a_signing_key_is_acceptable() {
+fn a_signing_key_is_acceptable_and_a_weak_one_cannot_be_an_accepted_key() {
     let key = SigningKey::from_bytes(&[3u8; 32]);
     assert!(key_is_acceptable(&key.verifying_key()));
+    assert!(AcceptedKey::new(key.verifying_key()).is_some());
+    // The identity point as a key: anything "verifies" under it in a batch equation, so the
+    // batch must never be given it.
+    let mut identity = [0u8; 32];
+    identity[0] = 1;
+    let weak = VerifyingKey::from_bytes(&identity).unwrap();
+    assert!(AcceptedKey::new(weak).is_none());
 }
 
 #[test]
