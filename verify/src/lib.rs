@@ -25,6 +25,7 @@ pub mod display;
 pub mod entry;
 pub mod figures;
 pub mod finding;
+mod in_flight;
 pub mod input;
 pub mod keys;
 pub mod load;

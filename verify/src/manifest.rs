@@ -18,6 +18,7 @@ use crate::canonical::{self, CanonicalError};
 use crate::entry;
 use crate::finding::{code as fcode, Finding};
 use crate::results::{Cell, Manifest, ResultsFile};
+use crate::view::{BundleView, View};
 use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -101,10 +102,114 @@ pub fn head_hash(file: &ResultsFile) -> Result<String, ManifestError> {
     Ok(entry::lower_hex(&Sha256::digest(text.as_bytes())))
 }
 
-/// The hash of one cell (`index` only names it in an error).
+/// The hash of one cell (`index` only names it in an error): of the canonical JSON of the typed
+/// cell as it serializes.
 pub fn cell_hash(index: usize, cell: &Cell) -> Result<String, ManifestError> {
+    typed_cell_hash(index, cell, None)
+}
+
+/// [`cell_hash`] of `cell` with `receipt` as its receipt, the cell's own `receipt` set aside: the
+/// hash of a cell read with its receipt apart ([`crate::load::read_cell_apart`]).
+pub fn cell_hash_apart(
+    index: usize,
+    cell: &Cell,
+    receipt: &BundleView<'_>,
+) -> Result<String, ManifestError> {
+    typed_cell_hash(index, cell, Some(receipt))
+}
+
+/// [`cell_hash`], with `receipt`, when given, in place of the cell's own. No tree of
+/// `serde_json::Value`s is built of the cell or of its receipt (a cell whose text was not the
+/// signed one once held three of them here): the cell is written as JSON text and read back as
+/// views (strings borrowed from that text), which mean what `Value`s read from it would (the same
+/// numbers, so the same canonical form or the same error); the receipt's entries are written
+/// from their views. A text nested past what the reader takes is read as `Value`s instead.
+fn typed_cell_hash(
+    index: usize,
+    cell: &Cell,
+    receipt: Option<&BundleView<'_>>,
+) -> Result<String, ManifestError> {
     let what = format!("cells[{index}]");
-    digest_of(&what, &to_json(&what, cell)?)
+    let text = serde_json::to_string(cell).map_err(|e| ManifestError::Serialize {
+        what: what.clone(),
+        message: e.to_string(),
+    })?;
+    let mut out = String::with_capacity(text.len());
+    let written = match (serde_json::from_str::<View<'_>>(&text), receipt) {
+        (Ok(cell), None) => canonical::write_node(&mut out, &cell),
+        (Ok(cell), Some(r)) => write_with_receipt(&mut out, &cell, &what, r)?,
+        (Err(_), None) => canonical::write_node(&mut out, &to_json(&what, cell)?),
+        (Err(_), Some(r)) => write_with_receipt(&mut out, &to_json(&what, cell)?, &what, r)?,
+    };
+    written.map_err(|source| ManifestError::Canonical { what, source })?;
+    Ok(entry::lower_hex(&Sha256::digest(out.as_bytes())))
+}
+
+/// Append the canonical text of the object `cell` with `receipt` as its member `receipt` (the
+/// bundle as the typed cell writes it, its entries from their views); the outer error when the
+/// bundle cannot be serialized, the inner one when something has no canonical form.
+fn write_with_receipt<N: canonical::Node>(
+    out: &mut String,
+    cell: &N,
+    what: &str,
+    receipt: &BundleView<'_>,
+) -> Result<Result<(), CanonicalError>, ManifestError> {
+    let bundle = crate::entry::ReceiptBundle {
+        format: receipt.format.as_ref().to_owned(),
+        effect_id: receipt.effect_id.as_ref().to_owned(),
+        entries: Vec::new(),
+        head: receipt.head.clone(),
+    };
+    let bundle = to_json(what, &bundle)?;
+    Ok(write_object_with(out, cell, "receipt", |out| {
+        write_object_with(out, &bundle, "entries", |out| {
+            out.push('[');
+            for (i, entry) in receipt.entries.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical::write_node(out, entry)?;
+            }
+            out.push(']');
+            Ok(())
+        })
+    }))
+}
+
+/// Append the canonical text of the object `value` with its member `key` (added if it has none)
+/// written by `member` instead of from `value`.
+fn write_object_with<N: canonical::Node>(
+    out: &mut String,
+    value: &N,
+    key: &str,
+    member: impl FnOnce(&mut String) -> Result<(), CanonicalError>,
+) -> Result<(), CanonicalError> {
+    let mut members: Vec<(&str, Option<&N>)> = value
+        .members()
+        .filter(|(k, _)| *k != key)
+        .map(|(k, v)| (k, Some(v)))
+        .collect();
+    members.push((key, None));
+    members.sort_unstable_by(|a, b| canonical::cmp_utf16(a.0, b.0));
+    let mut member = Some(member);
+    out.push('{');
+    for (i, (k, v)) in members.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        canonical::write_string(out, k);
+        out.push(':');
+        match v {
+            Some(v) => canonical::write_node(out, v)?,
+            None => {
+                if let Some(write) = member.take() {
+                    write(out)?;
+                }
+            }
+        }
+    }
+    out.push('}');
+    Ok(())
 }
 
 /// The hash the signature covers.
@@ -208,6 +313,18 @@ pub fn check_cell(
     cell: &Cell,
     from_text: Option<[u8; 32]>,
 ) -> Option<Finding> {
+    check_cell_apart(manifest, index, cell, None, from_text)
+}
+
+/// [`check_cell`] of a cell read with its receipt apart: `receipt`, when given, is the cell's
+/// receipt (its own set aside), hashed from its view ([`cell_hash_apart`]).
+pub fn check_cell_apart(
+    manifest: &Manifest,
+    index: usize,
+    cell: &Cell,
+    receipt: Option<&BundleView<'_>>,
+    from_text: Option<[u8; 32]>,
+) -> Option<Finding> {
     let signed = manifest.cells.get(index);
     if let (Some(h), Some(signed)) = (from_text, signed) {
         if entry::is_lower_hex_of(signed, &h) {
@@ -215,7 +332,11 @@ pub fn check_cell(
         }
     }
     let path = format!("cells[{index}]");
-    match (cell_hash(index, cell), signed) {
+    let typed = match receipt {
+        Some(r) => cell_hash_apart(index, cell, r),
+        None => cell_hash(index, cell),
+    };
+    match (typed, signed) {
         (Ok(h), Some(s)) if &h == s => None,
         (Ok(_), Some(_)) => Some(Finding::new(
             path,
@@ -467,6 +588,99 @@ mod tests {
             let ours = text_hash(text.get()).map(|h| entry::lower_hex(&h));
             assert_eq!(ours.as_deref(), Some(typed.as_str()), "cell {i}");
         }
+    }
+
+    /// A cell read with its receipt apart hashes as the whole typed cell, with its receipt read
+    /// from the text or viewed from the typed bundle, sealed or not; and a changed entry changes
+    /// the hash.
+    #[test]
+    fn a_cell_hashed_with_its_receipt_apart_hashes_as_the_typed_cell() {
+        let committed = include_str!("../../results/billing_credit.json");
+        let file =
+            crate::load::load_results(committed.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        let texts = committed_cell_texts();
+        let mut apart = 0;
+        for (i, (cell, text)) in file.cells.iter().zip(&texts).enumerate() {
+            let typed = cell_hash(i, cell).unwrap_or_else(|e| panic!("{e}"));
+            let raw: &serde_json::value::RawValue =
+                serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+            let (read, view) =
+                crate::load::read_cell_apart(i, raw, false).unwrap_or_else(|e| panic!("{e}"));
+            let Some(view) = view else {
+                assert!(cell.receipt.is_none(), "cell {i}");
+                continue;
+            };
+            apart += 1;
+            let from_text = cell_hash_apart(i, &read, &view).ok();
+            assert_eq!(from_text.as_deref(), Some(typed.as_str()), "cell {i}");
+            let Some(bundle) = &cell.receipt else {
+                panic!("cell {i} has a receipt in its text");
+            };
+            let viewed = cell_hash_apart(i, &read, &BundleView::of(bundle)).ok();
+            assert_eq!(viewed.as_deref(), Some(typed.as_str()), "cell {i}");
+            let mut unsealed = bundle.clone();
+            unsealed.head = None;
+            let whole = Cell {
+                receipt: Some(unsealed.clone()),
+                ..read.clone()
+            };
+            let expected = cell_hash(i, &whole).ok();
+            let ours = cell_hash_apart(i, &read, &BundleView::of(&unsealed)).ok();
+            assert_eq!(ours, expected, "cell {i} unsealed");
+            let mut changed = bundle.clone();
+            if let Some(e) = changed.entries.first_mut().and_then(Value::as_object_mut) {
+                e.insert("ts_ms".into(), Value::from(1));
+            }
+            let ours = cell_hash_apart(i, &read, &BundleView::of(&changed)).ok();
+            assert!(
+                ours.is_some() && ours.as_deref() != Some(typed.as_str()),
+                "cell {i}"
+            );
+        }
+        assert!(apart > 0);
+    }
+
+    /// The hash through the cell's text read back as views is the hash of the cell as `Value`s
+    /// (how it was first computed), or the same error: on the committed cells, and on a cell
+    /// whose free-form member holds a float, an integer past 2^53, or nesting as deep as the
+    /// reader takes and past it.
+    #[test]
+    fn the_typed_cell_hash_is_that_of_the_cell_as_values() {
+        let as_values = |i: usize, cell: &Cell| {
+            let what = format!("cells[{i}]");
+            digest_of(&what, &to_json(&what, cell)?)
+        };
+        let committed = include_str!("../../results/billing_credit.json");
+        let file =
+            crate::load::load_results(committed.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        for (i, cell) in file.cells.iter().enumerate() {
+            assert_eq!(cell_hash(i, cell), as_values(i, cell), "cell {i}");
+        }
+        let deep = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+        let restarts = [
+            r#"{"a": 1.5, "b": [0.1, 1e300]}"#.to_owned(),
+            r#"{"z": 9007199254740993}"#.to_owned(),
+            r#"{"a": -0}"#.to_owned(),
+            r#"{"b": "\u00e9\n", "a": {"d": null, "c": true}}"#.to_owned(),
+            deep(120),
+            deep(126),
+            deep(127),
+        ];
+        let mut cell = file
+            .cells
+            .first()
+            .cloned()
+            .unwrap_or_else(|| panic!("no cell"));
+        let mut tried = 0;
+        for restart in restarts {
+            let Ok(free) = serde_json::from_str(&restart) else {
+                continue;
+            };
+            cell.restart = Some(free);
+            assert_eq!(cell_hash(0, &cell), as_values(0, &cell), "{restart}");
+            tried += 1;
+        }
+        assert!(tried >= 6, "{tried}");
     }
 
     /// The committed run's cells as text.

@@ -2,6 +2,7 @@
 //! cell judged ([`super::cell`]). Its output ([`Checked`]) is every kept report and what the
 //! file-level stages read of each cell ([`CellFacts`]).
 
+use crate::load::ElementGroup;
 use crate::manifest;
 use crate::receipt::{self, SignerRule};
 use crate::results::{Cell, ResultsFile};
@@ -112,7 +113,7 @@ impl CellFacts {
 /// cell's hash is already known to be the signed one, and is not compared again.
 pub(super) fn check_cells<'c, E: Send>(
     head: &ResultsFile,
-    groups: Vec<Range<usize>>,
+    groups: Vec<ElementGroup>,
     signed: Option<Vec<Vec<Signed>>>,
     read: &(impl Fn(Range<usize>, &[Signed]) -> Result<Group<'c>, E> + Sync),
     rule: &SignerRule,
@@ -124,7 +125,8 @@ pub(super) fn check_cells<'c, E: Send>(
     let checked: Vec<Result<Checked, E>> = groups
         .into_par_iter()
         .enumerate()
-        .map(|(g, range)| {
+        .map(|(g, group)| {
+            let range = group.elements;
             let start = range.start;
             let known = signed
                 .as_ref()
@@ -166,9 +168,10 @@ pub(super) fn check_cells<'c, E: Send>(
     Ok(out)
 }
 
-/// The manifest's finding when cell `i` is not the cell the run signed ([`manifest::check_cell`]):
-/// its text's hash decides when it is the signed one; otherwise the typed cell's, with its
-/// receipt put back when it was read apart (as `serde_json::Value`s, which read as the view does).
+/// The manifest's finding when cell `i` is not the cell the run signed
+/// ([`manifest::check_cell_apart`]): its text's hash decides when it is the signed one;
+/// otherwise the typed cell's, with its receipt hashed from its view when it was read apart
+/// (no copy of the cell or of its receipt is made).
 fn signed_differs(
     head: &ResultsFile,
     i: usize,
@@ -176,22 +179,8 @@ fn signed_differs(
     bundle: Option<&BundleView<'_>>,
     hash: Option<[u8; 32]>,
 ) -> Option<crate::finding::Finding> {
-    let signed = head.manifest.cells.get(i);
-    if let (Some(h), Some(signed)) = (hash, signed) {
-        if crate::entry::is_lower_hex_of(signed, &h) {
-            return None;
-        }
-    }
-    match (bundle, &cell.receipt) {
-        (Some(b), None) => {
-            let whole = Cell {
-                receipt: Some(b.to_bundle()),
-                ..cell.clone()
-            };
-            manifest::check_cell(&head.manifest, i, &whole, hash)
-        }
-        _ => manifest::check_cell(&head.manifest, i, cell, hash),
-    }
+    let apart = bundle.filter(|_| cell.receipt.is_none());
+    manifest::check_cell_apart(&head.manifest, i, cell, apart, hash)
 }
 
 /// Consecutive runs of cells, each holding at most [`receipt::RECEIPTS_PER_GROUP`] receipts and

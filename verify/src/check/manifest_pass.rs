@@ -2,6 +2,7 @@
 //! is read further. Its output says, per group of cells, how each was found signed.
 
 use crate::finding::Finding;
+use crate::load::ElementGroup;
 use rayon::prelude::*;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -38,13 +39,14 @@ pub(super) struct CellSource<H, R> {
 /// cells were found to be. Groups are hashed on several threads; one after a group where a cell
 /// already differed (or did not read) is skipped. A cell that does not read is the error.
 pub(super) fn hash_cells<E: Send>(
-    groups: &[Range<usize>],
+    groups: &[ElementGroup],
     hash: &(impl Fn(Range<usize>) -> Result<Hashed, E> + Sync),
 ) -> Result<Result<Vec<Vec<Signed>>, Finding>, E> {
     let stop = AtomicUsize::new(usize::MAX);
     let hashed: Vec<Result<Hashed, E>> = groups
         .par_iter()
-        .map(|range| {
+        .map(|group| {
+            let range = &group.elements;
             // Never reached by the walk below: it ends at or before the group that set `stop`.
             if range.start > stop.load(Ordering::Relaxed) {
                 return Ok(Hashed::Signed(Vec::new()));

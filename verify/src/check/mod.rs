@@ -36,9 +36,9 @@ use summary::*;
 
 use crate::entry;
 use crate::finding::{code as fcode, Finding};
-use crate::load::{LoadError, ResultsText};
+use crate::load::{ElementGroup, LoadError, ResultsText};
 use crate::manifest;
-use crate::receipt::{self, KeyCheck, ReceiptReport};
+use crate::receipt::{KeyCheck, ReceiptReport};
 use crate::results::{ColumnSummary, ResultsFile, Want};
 use serde::Serialize;
 use std::borrow::Cow;
@@ -174,7 +174,14 @@ pub enum Detail {
 /// Verify a results file. `key` is the pinned key (`--key`), or [`KeyCheck::SelfAttested`] to
 /// check every entry and the manifest against the key the file publishes in `environment.signer`.
 pub fn verify_results(file: &ResultsFile, key: &KeyCheck) -> ResultsReport {
-    let groups = cell_groups(&file.cells);
+    // The file is held whole already: its groups' values are not counted.
+    let groups = cell_groups(&file.cells)
+        .into_iter()
+        .map(|elements| ElementGroup {
+            elements,
+            values: 0,
+        })
+        .collect();
     let hash = |range: Range<usize>| -> Result<Hashed, Infallible> {
         let start = range.start;
         let cells = file.cells.get(range).unwrap_or_default();
@@ -203,10 +210,12 @@ pub fn verify_results_text(
     detail: Detail,
 ) -> Result<ResultsReport, LoadError> {
     let n = file.cells.len();
-    let groups = (0..n)
-        .step_by(receipt::RECEIPTS_PER_GROUP)
-        .map(|start| start..(start + receipt::RECEIPTS_PER_GROUP).min(n))
-        .collect();
+    // The groups found as the file was read: about one signature batch of receipts each, and
+    // no more values than a thread should hold at once; on no more threads than the file's
+    // budget holds such groups.
+    let groups = file.groups.clone();
+    let bytes = file.cells.iter().map(|c| c.get().len()).sum();
+    let threads = crate::in_flight::threads_for(&groups, bytes);
     let signed_hashes = &file.head.manifest.cells;
     let hash = |range: Range<usize>| -> Result<Hashed, LoadError> {
         let start = range.start;
@@ -224,9 +233,12 @@ pub fn verify_results_text(
                 signed.push(Signed::Text);
                 continue;
             }
-            // The text's hash differs (or it has none): the typed cell's hash decides.
-            let cell = crate::load::read_cell_scanned(i, text, from_text.is_some())?;
-            match manifest::check_cell(&file.head.manifest, i, &cell, None) {
+            // The text's hash differs (or it has none): the typed cell's hash decides, its
+            // receipt hashed from its view.
+            let scanned = from_text.is_some();
+            let (cell, receipt) = crate::load::read_cell_apart(i, text, scanned)?;
+            let manifest = &file.head.manifest;
+            match manifest::check_cell_apart(manifest, i, &cell, receipt.as_ref(), None) {
                 None => signed.push(Signed::Typed),
                 Some(f) => return Ok(Hashed::Differs(f)),
             }
@@ -263,25 +275,21 @@ pub fn verify_results_text(
             hashes,
         })
     };
-    verify_parts(
-        &file.head,
-        n,
-        groups,
-        CellSource { hash, read },
-        key,
-        detail,
-    )
+    let cells = CellSource { hash, read };
+    crate::in_flight::on_threads(threads, || {
+        verify_parts(&file.head, n, groups, cells, key, detail)
+    })
 }
 
 /// Every check of a results file. `head` gives everything but the cells (its `cells` are not
 /// read); the file holds `count` cells, which `cells` gives a group (`groups`, in order, covering
 /// `0..count`) at a time. First the signer and the manifest's own record; under a pin, a file
-/// whose manifest fails stops there, and so does one whose cells do not all hash as the
-/// manifest says (a first pass over every cell's hash, stopping at the first that differs).
+/// whose manifest fails stops there, and so does one whose cells do not all hash as the manifest
+/// says (a first pass over every cell's hash, stopping at the first that differs).
 fn verify_parts<'c, E: Send, H, R>(
     head: &ResultsFile,
     count: usize,
-    groups: Vec<Range<usize>>,
+    groups: Vec<ElementGroup>,
     cells: CellSource<H, R>,
     key: &KeyCheck,
     detail: Detail,
@@ -428,7 +436,7 @@ mod tests {
                     .iter()
                     .filter(|c| c.receipt.is_some())
                     .count();
-                assert!(receipts <= receipt::RECEIPTS_PER_GROUP);
+                assert!(receipts <= crate::receipt::RECEIPTS_PER_GROUP);
                 next = g.end;
             }
             assert_eq!(next, cells.len());

@@ -5,7 +5,7 @@ use crate::check::{verify_results, verify_results_text, Detail, ResultsReport};
 use crate::display::{escape, json_safe, shorten};
 use crate::entry::ReceiptBundle;
 use crate::finding::Finding;
-use crate::load::{load_document, load_for_check, Document, Loaded};
+use crate::load::{load_for_check, read_whole, Document, Loaded};
 use crate::nemesis::check::{
     code as nemesis_code, verify_nemesis_pinning, verify_nemesis_text, verify_nemesis_text_pinning,
     NemesisReport,
@@ -226,17 +226,23 @@ pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<Strin
         }
         return registered_outcome(&name, &head, &bytes, options);
     }
+    // A cell or trial that did not read cleanly: the whole file is read strictly, which names
+    // the error (its cells or trials never held together, its list of them given back first).
     let doc = match load_for_check(&bytes) {
-        Ok(Loaded::Results(file)) => match results_read_per_cell(&name, &file, options) {
-            Some(checked) => return checked,
-            // A cell did not read cleanly: read the whole file strictly, which names the error.
-            None => load_document(&bytes),
-        },
-        Ok(Loaded::Nemesis(file)) => match nemesis_read_per_trial(&name, &file, options) {
-            Some(checked) => return checked,
-            // A trial did not read cleanly: read the whole file strictly, which names the error.
-            None => load_document(&bytes),
-        },
+        Ok(Loaded::Results(file)) => {
+            if let Some(checked) = results_read_per_cell(&name, &file, options) {
+                return checked;
+            }
+            drop(file);
+            read_whole(&bytes)
+        }
+        Ok(Loaded::Nemesis(file)) => {
+            if let Some(checked) = nemesis_read_per_trial(&name, &file, options) {
+                return checked;
+            }
+            drop(file);
+            read_whole(&bytes)
+        }
         Ok(Loaded::Document(doc)) => Ok(doc),
         Err(e) => Err(e),
     };

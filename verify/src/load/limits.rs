@@ -238,6 +238,51 @@ pub const MIN_BYTES_PER_VALUE: usize = 8;
 /// Values any document may hold whatever its size.
 pub const VALUE_ALLOWANCE: usize = 4096;
 
+/// The most values (counted as the density check counts them) one element of a file's `cells`
+/// or `trials`, or one other top-level member, may hold; a file with more is refused (exit 2)
+/// before anything is built from it.
+///
+/// Why this number: the density limit alone lets a 1 MB gzip put about two million values in one
+/// cell, and a cell is built as a tree of values when it is checked (a receipt's view is 32 bytes
+/// a value, its copies more): one such cell took 359 MB. The largest element of any committed
+/// file holds 1,089 values (a nemesis trial), the largest other member 2,521 (a nemesis file's
+/// summary of 60 nemesis-column pairs): 65,536 is 60 times the first and 26 times the second,
+/// and a group of cells or trials at this size is a few MB on each thread
+/// ([`VALUES_PER_GROUP`]).
+pub const MAX_ELEMENT_VALUES: usize = 1 << 16;
+
+/// The most values the consecutive cells or trials checked together as one group may hold
+/// (one element alone may reach [`MAX_ELEMENT_VALUES`]): a thread holds a group at a time, typed
+/// and as views. The committed files' groups hold at most about 35,000 values, so they are cut
+/// only by their counts of cells or trials ([`elements_per_group`]).
+pub const VALUES_PER_GROUP: usize = MAX_ELEMENT_VALUES;
+
+/// The most trials of a nemesis file checked together as one group.
+pub const TRIALS_PER_GROUP: usize = 32;
+
+/// The most elements of the array `array` (`cells` or `trials`) checked together as one group:
+/// a results file's cells about one signature batch of receipts at a time
+/// ([`crate::receipt::RECEIPTS_PER_GROUP`]), a nemesis file's trials [`TRIALS_PER_GROUP`].
+pub(super) fn elements_per_group(array: &str) -> usize {
+    match array {
+        "trials" => TRIALS_PER_GROUP,
+        _ => crate::receipt::RECEIPTS_PER_GROUP,
+    }
+}
+
+/// The refusal of an element or member `path` holding `values` values, past
+/// [`MAX_ELEMENT_VALUES`].
+pub(super) fn too_many_values(path: String, values: usize) -> LoadError {
+    LoadError::Limit {
+        path,
+        message: format!(
+            "about {values} JSON values in one cell, trial or member, more than the limit of \
+             {MAX_ELEMENT_VALUES} (the runner's largest hold a few thousand): the file was edited \
+             or not written by the runner; check the file the run published"
+        ),
+    }
+}
+
 /// Refuses a document with more values than its size allows ([`MIN_BYTES_PER_VALUE`]), counted
 /// in one pass over its text before anything is built: every value but the first follows a `,`,
 /// a `[` or a `:` outside strings, so their count bounds the values.

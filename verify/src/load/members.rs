@@ -15,13 +15,20 @@
 //! the answer never depends on a guess.
 //!
 //! It also counts, as [`super::limits`]' density check does, the `,`, `[` and `:` outside
-//! strings: over the spans between the values it reads, each starting and ending outside any
-//! string, so the sum is the whole text's count.
+//! strings: over the spans between the values it reads and over each element on its own, each
+//! starting and ending outside any string, so the sum is the whole text's count. An element, or
+//! another member, holding more than [`MAX_ELEMENT_VALUES`] values is refused here, before
+//! anything is built from it, and the elements are gathered into the groups the checks read at
+//! once, bounded by the values they hold ([`VALUES_PER_GROUP`]).
 
-use super::Key;
+use super::limits::{
+    count_values, elements_per_group, too_many_values, MAX_ELEMENT_VALUES, VALUES_PER_GROUP,
+};
+use super::{Key, LoadError};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
+use std::ops::Range;
 
 /// The arrays whose elements are read apart.
 pub(super) const ARRAYS: [&str; 2] = ["cells", "trials"];
@@ -29,12 +36,20 @@ pub(super) const ARRAYS: [&str; 2] = ["cells", "trials"];
 /// Arrays shorter than this many bytes are read on one thread.
 const PARALLEL_FROM_BYTES: usize = 4 * 1024 * 1024;
 
-/// One top-level member: its key, its value's text, and, for an array named in [`ARRAYS`], the
-/// text of each of its elements.
+/// The elements of an array are listed only while they take at least this many bytes of text
+/// each on average. No cell or trial the runner writes takes under 500 bytes (the members a
+/// cell must hold alone take more), so an array of smaller ones is no run's: it is not split, and
+/// the whole file's reading refuses it at its first element that does not read, without a list
+/// of them (16 bytes each: a 1 MB gzip of 1.85 million bare values listed them in 30 MB, twice
+/// its text).
+const MIN_ELEMENT_BYTES: usize = 64;
+
+/// One top-level member: its key, its value's text, and, for an array named in [`ARRAYS`], its
+/// elements.
 pub(super) struct Member<'t> {
     pub(super) key: Cow<'t, str>,
     pub(super) value: &'t str,
-    pub(super) elements: Option<Vec<&'t RawValue>>,
+    pub(super) elements: Option<Elements<'t>>,
 }
 
 /// A file read as an object of members.
@@ -45,15 +60,70 @@ pub(super) struct Members<'t> {
     pub(super) values: usize,
 }
 
-/// `text` as an object of members; `None` when it is not one (any error), or when an array
-/// holds more than `most` elements (then the density check refuses the text).
-pub(super) fn members(text: &str, most: usize) -> Option<Members<'_>> {
-    members_in(text, most, None)
+/// Consecutive elements of a file's `cells` or `trials` checked together: at most the array's
+/// [`elements_per_group`], holding at most [`VALUES_PER_GROUP`] values (or a single element of
+/// at most [`MAX_ELEMENT_VALUES`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElementGroup {
+    /// The elements' indices.
+    pub elements: Range<usize>,
+    /// The values they hold, as the density check counts them.
+    pub values: usize,
 }
 
-/// [`members`], its long arrays read in `parts` parts when given (at any length), otherwise in
-/// as many as there are threads when they are long.
-fn members_in(text: &str, most: usize, parts: Option<usize>) -> Option<Members<'_>> {
+/// The elements of an array read apart, in groups.
+#[derive(Clone, Default)]
+pub(super) struct Elements<'t> {
+    /// Each element's text, in order.
+    pub(super) texts: Vec<&'t RawValue>,
+    /// The groups, together covering `texts` once, in order.
+    pub(super) groups: Vec<ElementGroup>,
+}
+
+impl<'t> Elements<'t> {
+    /// Add `more` after these elements.
+    fn append(&mut self, more: Elements<'t>) {
+        let offset = self.texts.len();
+        self.groups
+            .extend(more.groups.into_iter().map(|g| ElementGroup {
+                elements: g.elements.start + offset..g.elements.end + offset,
+                values: g.values,
+            }));
+        if self.texts.is_empty() {
+            self.texts = more.texts;
+        } else {
+            self.texts.extend(more.texts);
+        }
+    }
+}
+
+/// `text` as an object of members; `None` when it is not one (any error), or when an array
+/// holds more than `most` elements (then the density check refuses the text); a limit error when
+/// an element of an array, or another member, holds more than [`MAX_ELEMENT_VALUES`] values.
+/// `None` too when an array's elements take under [`MIN_ELEMENT_BYTES`] each.
+pub(super) fn members(text: &str, most: usize) -> Option<Result<Members<'_>, LoadError>> {
+    split(text, (most, MIN_ELEMENT_BYTES), None)
+}
+
+/// [`members`] with no least size of an element, its long arrays read in `parts` parts when
+/// given (at any length).
+#[cfg(test)]
+fn members_in(
+    text: &str,
+    most: usize,
+    parts: Option<usize>,
+) -> Option<Result<Members<'_>, LoadError>> {
+    split(text, (most, 1), parts)
+}
+
+/// [`members`], an array's elements taking `element_bytes` bytes at least on average, its long
+/// arrays read in `parts` parts when given (at any length), otherwise in as many as there are
+/// threads when they are long.
+fn split(
+    text: &str,
+    (most, element_bytes): (usize, usize),
+    parts: Option<usize>,
+) -> Option<Result<Members<'_>, LoadError>> {
     let mut at = open(text, skip_space(text, 0), b'{')?;
     let mut members: Vec<Member<'_>> = Vec::new();
     // Keys seen, for the duplicate check: a file of many members must not make it quadratic.
@@ -69,12 +139,20 @@ fn members_in(text: &str, most: usize, parts: Option<usize>) -> Option<Members<'
             let start = skip_space(text, colon);
             let array = ARRAYS.contains(&key.as_ref()) && byte(text, start) == Some(b'[');
             let (value, elements, end) = if array {
-                let (elements, end, counted) = elements(text, start, most, parts)?;
+                let most = most.min((text.len() - start) / element_bytes.max(1) + 1);
+                let (elements, end, counted) = match elements(text, &key, start, most, parts)? {
+                    Ok(found) => found,
+                    Err(refused) => return Some(Err(refused)),
+                };
                 values += counted;
                 (text.get(start..end)?, Some(elements), end)
             } else {
                 let (raw, end) = raw_at(text, start)?;
-                values += separators(raw.get());
+                let inner = separators(raw.get());
+                if inner >= MAX_ELEMENT_VALUES {
+                    return Some(Err(too_many_values(key.into_owned(), inner + 1)));
+                }
+                values += inner;
                 (raw.get(), None, end)
             };
             if !seen.insert(key.clone()) {
@@ -95,7 +173,7 @@ fn members_in(text: &str, most: usize, parts: Option<usize>) -> Option<Members<'
         }
         at += 1;
     }
-    (skip_space(text, at) == text.len()).then_some(Members { members, values })
+    (skip_space(text, at) == text.len()).then_some(Ok(Members { members, values }))
 }
 
 /// How a part of an array's elements ended.
@@ -107,20 +185,83 @@ enum Ended {
     /// Just after a comma past the position the next part starts at (that part started inside
     /// an element): here.
     Passed(usize),
+    /// At an element holding this many values, past [`MAX_ELEMENT_VALUES`] (not among the part's
+    /// elements: it would be the next).
+    TooMany(usize),
 }
 
-/// A run of an array's elements: their texts, how it ended, and the separators it holds.
-type Part<'t> = (Vec<&'t RawValue>, Ended, usize);
+/// A run of an array's elements: the elements, how it ended, and the `,` and `[` it holds outside
+/// strings (its elements' own included).
+struct Part<'t> {
+    elements: Elements<'t>,
+    ended: Ended,
+    separators: usize,
+}
 
-/// The elements of the array whose `[` is at `open`: their texts, the position after its `]`,
-/// and the `,` and `[` it holds outside strings (its elements' own included).
-fn elements(
-    text: &str,
+/// The groups of [`Elements::groups`] as a part's elements are found.
+struct Groups {
+    done: Vec<ElementGroup>,
+    /// The most elements in a group.
+    most: usize,
+    /// Where the open group starts, and the values it holds.
+    start: usize,
+    values: usize,
+}
+
+impl Groups {
+    fn new(most: usize) -> Groups {
+        Groups {
+            done: Vec::new(),
+            most: most.max(1),
+            start: 0,
+            values: 0,
+        }
+    }
+
+    /// Element `index`, holding `values` values, joins the open group, or starts the next when
+    /// the open one is full or would pass [`VALUES_PER_GROUP`].
+    fn add(&mut self, index: usize, values: usize) {
+        let full = index - self.start == self.most;
+        if index > self.start && (full || self.values + values > VALUES_PER_GROUP) {
+            self.close(index);
+        }
+        self.values += values;
+    }
+
+    fn close(&mut self, end: usize) {
+        self.done.push(ElementGroup {
+            elements: self.start..end,
+            values: self.values,
+        });
+        (self.start, self.values) = (end, 0);
+    }
+
+    /// The part of `texts`, ended as `ended`.
+    fn part<'t>(mut self, texts: Vec<&'t RawValue>, ended: Ended, separators: usize) -> Part<'t> {
+        if texts.len() > self.start {
+            self.close(texts.len());
+        }
+        let groups = self.done;
+        Part {
+            elements: Elements { texts, groups },
+            ended,
+            separators,
+        }
+    }
+}
+
+/// The elements of the array `array` whose `[` is at `open`, the position after its `]`, and the
+/// `,` and `[` it holds outside strings (its elements' own included); a limit error for an
+/// element holding more than [`MAX_ELEMENT_VALUES`] values.
+fn elements<'t>(
+    text: &'t str,
+    array: &str,
     open: usize,
     most: usize,
     parts: Option<usize>,
-) -> Option<(Vec<&RawValue>, usize, usize)> {
+) -> Option<Result<(Elements<'t>, usize, usize), LoadError>> {
     let first = open + 1;
+    let per_group = elements_per_group(array);
     let long = text.len().saturating_sub(open) >= PARALLEL_FROM_BYTES;
     let parts = parts.unwrap_or(if long {
         rayon::current_num_threads()
@@ -141,7 +282,7 @@ fn elements(
             }
         }
     }
-    let runs: Vec<Option<Part<'_>>> = {
+    let found: Vec<Option<Part<'_>>> = {
         use rayon::prelude::*;
         (0..starts.len())
             .into_par_iter()
@@ -151,63 +292,67 @@ fn elements(
                     *starts.get(k)?,
                     k == 0,
                     starts.get(k + 1).copied(),
-                    most,
+                    (most, per_group),
                 )
             })
             .collect()
     };
-    let (mut all, mut counted) = (Vec::new(), 1);
-    for run_k in runs {
-        let (found, ended, separators) = run_k?;
-        all.extend(found);
-        counted += separators;
-        if all.len() > most {
+    let mut found = found.into_iter();
+    let (mut all, mut counted) = (Elements::default(), 1);
+    // Each part is taken only when the one before it ended where it starts.
+    let mut part = found.next()??;
+    loop {
+        counted += part.separators;
+        all.append(part.elements);
+        if all.texts.len() > most {
             return None;
         }
-        match ended {
-            Ended::Landed => continue,
-            Ended::Closed(end) => return Some((all, end, counted)),
-            Ended::Passed(at) => {
-                let (found, ended, separators) = run(text, at, false, None, most)?;
-                all.extend(found);
-                counted += separators;
-                let Ended::Closed(end) = ended else {
-                    return None;
-                };
-                return (all.len() <= most).then_some((all, end, counted));
+        part = match part.ended {
+            Ended::Closed(end) => return Some(Ok((all, end, counted))),
+            Ended::TooMany(values) => {
+                let path = format!("{array}[{}]", all.texts.len());
+                return Some(Err(too_many_values(path, values)));
             }
-        }
+            Ended::Landed => found.next()??,
+            // The next part started inside an element: read on from here, on this thread.
+            Ended::Passed(at) => run(text, at, false, None, (most, per_group))?,
+        };
     }
-    None
 }
 
 /// The elements from `at` on (`first`: just after the `[`, where `]` may close an empty array;
-/// otherwise just after a comma), until the array closes or, past `stop`, a comma is passed.
+/// otherwise just after a comma), until the array closes, an element holds more than
+/// [`MAX_ELEMENT_VALUES`] values, or, past `stop`, a comma is passed; `None` past `most`
+/// elements. They are grouped `per_group` elements at most.
 fn run(
     text: &str,
     mut at: usize,
     first: bool,
     stop: Option<usize>,
-    most: usize,
+    (most, per_group): (usize, usize),
 ) -> Option<Part<'_>> {
-    let (mut found, from) = (Vec::new(), at);
+    let (mut found, mut groups, mut separators) = (Vec::new(), Groups::new(per_group), 0);
     if first && byte(text, skip_space(text, at)) == Some(b']') {
         let end = skip_space(text, at) + 1;
-        return Some((found, Ended::Closed(end), separators(text.get(from..end)?)));
+        return Some(groups.part(found, Ended::Closed(end), separators));
     }
     loop {
         let (raw, end) = raw_at(text, skip_space(text, at))?;
+        // Counted on its own (the same count as over the whole span, element by element).
+        let values = count_values(raw.get());
+        if values > MAX_ELEMENT_VALUES {
+            return Some(groups.part(found, Ended::TooMany(values), separators));
+        }
+        groups.add(found.len(), values);
+        separators += values - 1;
         found.push(raw);
         if found.len() > most {
             return None;
         }
         at = skip_space(text, end);
         match byte(text, at)? {
-            b']' => {
-                let end = at + 1;
-                return Some((found, Ended::Closed(end), separators(text.get(from..end)?)));
-            }
-            b',' => at += 1,
+            b']' => return Some(groups.part(found, Ended::Closed(at + 1), separators)),
+            b',' => (at, separators) = (at + 1, separators + 1),
             _ => return None,
         }
         if let Some(stop) = stop.filter(|&s| at >= s) {
@@ -216,7 +361,7 @@ fn run(
             } else {
                 Ended::Passed(at)
             };
-            return Some((found, ended, separators(text.get(from..at)?)));
+            return Some(groups.part(found, ended, separators));
         }
     }
 }
@@ -299,7 +444,7 @@ fn skip_space(text: &str, mut at: usize) -> usize {
 
 /// The `,`, `[` and `:` outside strings in `span`, which starts outside any string.
 fn separators(span: &str) -> usize {
-    super::limits::count_values(span) - 1
+    count_values(span) - 1
 }
 
 #[cfg(test)]

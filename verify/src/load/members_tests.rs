@@ -54,7 +54,7 @@ fn found(split: &Members<'_>, array: &str) -> Option<Found> {
     for m in &split.members {
         if m.key == array {
             let items = m.elements.as_ref()?;
-            elements = Some(items.iter().map(|r| r.get().to_owned()).collect());
+            elements = Some(items.texts.iter().map(|r| r.get().to_owned()).collect());
         } else {
             members.push((m.key.clone().into_owned(), m.value.to_owned()));
         }
@@ -66,7 +66,7 @@ fn found(split: &Members<'_>, array: &str) -> Option<Found> {
 /// counts the values as the density check does.
 fn agrees(text: &str, what: &str) {
     for parts in [None, Some(1), Some(2), Some(3), Some(5)] {
-        let split = members_in(text, usize::MAX, parts);
+        let split = members_in(text, usize::MAX, parts).and_then(Result::ok);
         for array in ARRAYS {
             let ours = split.as_ref().and_then(|s| found(s, array));
             assert_eq!(
@@ -104,7 +104,10 @@ fn committed_files_split_as_the_reference_splits_them() {
         let text = committed(name);
         assert!(!text.is_empty(), "{name}");
         let split = members_in(&text, usize::MAX, Some(3));
-        assert!(split.is_some(), "{name} must read as an object");
+        assert!(
+            matches!(split, Some(Ok(_))),
+            "{name} must read as an object"
+        );
         agrees(&text, name);
     }
 }
@@ -152,7 +155,7 @@ fn hand_written_texts_split_as_the_reference_splits_them() {
 fn edited_texts_split_as_the_reference_splits_them() {
     let text = committed("billing_credit.json");
     // The head, the first cells and the tail, to keep the test short.
-    let Some(split) = members_in(&text, usize::MAX, Some(1)) else {
+    let Some(Ok(split)) = members_in(&text, usize::MAX, Some(1)) else {
         panic!("the committed file must read");
     };
     let cells = split
@@ -160,7 +163,8 @@ fn edited_texts_split_as_the_reference_splits_them() {
         .iter()
         .find(|m| m.key == "cells")
         .and_then(|m| m.elements.clone())
-        .unwrap_or_default();
+        .unwrap_or_default()
+        .texts;
     let kept: Vec<&str> = cells.iter().take(4).map(|r| r.get()).collect();
     let short = format!(
         "{{\"format\":\"x\",\"cells\":[{}],\"trials\":[{}],\"summary\":{{\"a\":[1,2]}}}}",
@@ -195,5 +199,111 @@ fn too_many_elements_do_not_split() {
     assert!(members_in(&text, 101, Some(2)).is_some());
     for parts in [Some(1), Some(2), Some(4)] {
         assert!(members_in(&text, 100, parts).is_none(), "{parts:?}");
+    }
+}
+
+/// An element of `{"a":[0,…]}` that the density check counts as `values` values.
+fn element_of(values: usize) -> String {
+    let element = format!("{{\"a\":[{}0]}}", "0,".repeat(values - 3));
+    assert_eq!(count_values(&element), values);
+    element
+}
+
+/// An element holding more values than [`MAX_ELEMENT_VALUES`] is refused, naming it, however
+/// the array is read in parts; one at the limit is not. Another member past it is refused too.
+#[test]
+fn an_element_past_the_limit_of_values_is_refused_naming_it() {
+    let (at_limit, over) = (
+        element_of(MAX_ELEMENT_VALUES),
+        element_of(MAX_ELEMENT_VALUES + 1),
+    );
+    let small = r#"{"a":1}"#;
+    let read = format!("{{\"cells\":[{small},{at_limit},{small}],\"x\":{at_limit}}}");
+    let refused = format!("{{\"cells\":[{small},{at_limit},{over},{small}],\"x\":1}}");
+    let member = format!("{{\"cells\":[{small}],\"x\":{over}}}");
+    for parts in [None, Some(1), Some(2), Some(3), Some(5)] {
+        assert!(
+            matches!(members_in(&read, usize::MAX, parts), Some(Ok(_))),
+            "{parts:?}"
+        );
+        let err = members_in(&refused, usize::MAX, parts).and_then(Result::err);
+        assert!(
+            matches!(&err, Some(LoadError::Limit { path, message }) if path == "cells[2]" && message.contains("65536")),
+            "{parts:?}: {err:?}"
+        );
+        let err = members_in(&member, usize::MAX, parts).and_then(Result::err);
+        assert!(
+            matches!(&err, Some(LoadError::Limit { path, .. }) if path == "x"),
+            "{parts:?}: {err:?}"
+        );
+    }
+}
+
+/// The groups cover the elements once, in order, each holding at most a group's elements and
+/// [`VALUES_PER_GROUP`] values (or one element), and say how many values they hold, however the
+/// array is read in parts.
+#[test]
+fn groups_cover_the_elements_in_order_within_a_groups_values() {
+    let (third, whole) = (
+        element_of(VALUES_PER_GROUP / 3),
+        element_of(MAX_ELEMENT_VALUES),
+    );
+    let small = r#"{"a":1}"#;
+    let elements: Vec<&str> = (0..300)
+        .map(|i| match i % 97 {
+            0 | 3 => third.as_str(),
+            5 => whole.as_str(),
+            _ => small,
+        })
+        .collect();
+    for array in ARRAYS {
+        let text = format!("{{\"{array}\":[{}]}}", elements.join(","));
+        let per_group = elements_per_group(array);
+        for parts in [Some(1), Some(2), Some(3), Some(5)] {
+            let Some(Ok(split)) = members_in(&text, usize::MAX, parts) else {
+                panic!("{parts:?}: the text must read");
+            };
+            let found = split.members.first().and_then(|m| m.elements.clone());
+            let found = found.unwrap_or_default();
+            assert_eq!(found.texts.len(), elements.len(), "{parts:?}");
+            let mut next = 0;
+            for group in &found.groups {
+                let range = group.elements.clone();
+                assert_eq!(range.start, next, "{parts:?}");
+                assert!(
+                    range.end > range.start && range.len() <= per_group,
+                    "{parts:?}"
+                );
+                let texts = found.texts.get(range.clone()).unwrap_or_default();
+                let values: usize = texts.iter().map(|t| count_values(t.get())).sum();
+                assert_eq!(values, group.values, "{parts:?}");
+                assert!(values <= VALUES_PER_GROUP || range.len() == 1, "{parts:?}");
+                next = range.end;
+            }
+            assert_eq!(next, elements.len(), "{parts:?}");
+            // Cut by their values too, not only by their counts.
+            let by_count = elements.len().div_ceil(per_group);
+            assert!(
+                found.groups.len() > by_count,
+                "{parts:?}: {}",
+                found.groups.len()
+            );
+        }
+    }
+}
+
+/// An array of elements smaller than any cell or trial is not split (the whole file's reading
+/// then refuses it); the committed files' are.
+#[test]
+fn an_array_of_elements_smaller_than_any_cell_is_not_split() {
+    for name in COMMITTED {
+        let text = committed(name);
+        assert!(matches!(members(&text, usize::MAX), Some(Ok(_))), "{name}");
+    }
+    let small = format!("{{\"cells\":[{}{{}}],\"x\":1}}", "{},".repeat(10_000));
+    let bare = format!("{{\"trials\":[{}0]}}", "1000000,".repeat(10_000));
+    for text in [small, bare] {
+        assert!(members(&text, usize::MAX).is_none());
+        assert!(matches!(members_in(&text, usize::MAX, None), Some(Ok(_))));
     }
 }

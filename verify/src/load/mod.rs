@@ -19,15 +19,21 @@ mod map_only;
 pub(crate) use map_only::MapOnly;
 mod members;
 mod parts;
+mod unkept;
 
 pub use apart::{read_cell_apart, read_cell_apart_hashed, CellApart};
 pub(crate) use limits::Key;
 use limits::*;
-pub use limits::{within_limits, MAX_STRING_BYTES, MIN_BYTES_PER_VALUE, VALUE_ALLOWANCE};
+pub use limits::{
+    within_limits, MAX_ELEMENT_VALUES, MAX_STRING_BYTES, MIN_BYTES_PER_VALUE, TRIALS_PER_GROUP,
+    VALUES_PER_GROUP, VALUE_ALLOWANCE,
+};
+pub use members::ElementGroup;
 pub(crate) use parts::CELL_DEPTH;
 pub use parts::{
     load_for_check, read_cell, read_cell_scanned, read_trial, Loaded, NemesisText, ResultsText,
 };
+pub use unkept::read_whole;
 
 /// Why a file could not be read as a document this verifier knows (exit code 2: could not check).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,7 +1,7 @@
 //! Results and nemesis files read a part at a time: the head strictly, each cell or trial kept
 //! as text until it is checked.
 
-use super::members::Members;
+use super::members::{ElementGroup, Elements, Members};
 use super::*;
 
 /// A results file read for checking a group of cells at a time
@@ -11,6 +11,8 @@ pub struct ResultsText<'a> {
     pub head: ResultsFile,
     /// Each cell's JSON text, in file order, read by [`read_cell`] when it is checked.
     pub cells: Vec<&'a RawValue>,
+    /// The groups of cells checked together, covering `cells` once, in order.
+    pub groups: Vec<ElementGroup>,
 }
 
 /// A nemesis file read for checking a group of trials at a time
@@ -20,6 +22,8 @@ pub struct NemesisText<'a> {
     pub head: crate::nemesis::NemesisFile,
     /// Each trial's JSON text, in file order, read by [`read_trial`] when it is needed.
     pub trials: Vec<&'a RawValue>,
+    /// The groups of trials checked together, covering `trials` once, in order.
+    pub groups: Vec<ElementGroup>,
 }
 
 /// A file read for checking.
@@ -42,16 +46,27 @@ pub fn load_for_check(bytes: &[u8]) -> Result<Loaded<'_>, LoadError> {
     // took 107 MB here before the count refused it).
     values_within_density(text)?;
     // The file as an object of members, its long arrays split on several threads. A text that
-    // does not read so is read whole.
-    let Some(mut split) = super::members::members(text, most_values(text.len())) else {
-        return load_document(bytes).map(Loaded::Document);
+    // does not read so is read whole (a results or nemesis file without its cells or trials
+    // held together); one with a cell, trial or member past its limit of values is refused
+    // here, before any of it is built.
+    let Some(split) = super::members::members(text, most_values(text.len())) else {
+        return super::read_whole(bytes).map(Loaded::Document);
     };
+    let mut split = split?;
     within_density(split.values, text.len())?;
     if let Some(file) = results_text(&mut split) {
         return Ok(Loaded::Results(Box::new(file)));
     }
     if let Some(file) = nemesis_text(&mut split) {
         return Ok(Loaded::Nemesis(Box::new(file)));
+    }
+    // A results or nemesis file whose head did not read is refused without its cells or trials
+    // ever held together; any other document is read whole.
+    let stated = split.members.iter().find(|m| m.key == "format");
+    let stated = stated.and_then(|m| serde_json::from_str::<String>(m.value).ok());
+    let nemesis = crate::nemesis::NEMESIS_FORMAT;
+    if matches!(stated.as_deref(), Some(f) if f == RESULTS_FORMAT || f == nemesis) {
+        return super::read_whole(bytes).map(Loaded::Document);
     }
     load_document(bytes).map(Loaded::Document)
 }
@@ -111,13 +126,13 @@ pub fn read_cell_scanned(index: usize, raw: &RawValue, scanned: bool) -> Result<
 }
 
 /// A file of `format` split into its head, read strictly (as [`load_document`] would) from a
-/// copy of the file whose `array` is empty, and the text of each element of `array` (taken out of
-/// `split`); `None` for any other document or any error.
+/// copy of the file whose `array` is empty, and the elements of `array` (taken out of `split`);
+/// `None` for any other document or any error.
 pub(super) fn split_file<'t, T: serde::de::DeserializeOwned>(
     split: &mut Members<'t>,
     format: &str,
     array: &'static str,
-) -> Option<(T, Vec<&'t RawValue>)> {
+) -> Option<(T, Elements<'t>)> {
     let stated = split.members.iter().find(|m| m.key == "format")?;
     if serde_json::from_str::<String>(stated.value).ok()? != format {
         return None;
@@ -140,14 +155,22 @@ pub(super) fn split_file<'t, T: serde::de::DeserializeOwned>(
 /// An `interlock-results/2` file split into its head and its cells' text.
 pub(super) fn results_text<'t>(split: &mut Members<'t>) -> Option<ResultsText<'t>> {
     let (head, cells) = split_file::<ResultsFile>(split, RESULTS_FORMAT, "cells")?;
-    Some(ResultsText { head, cells })
+    Some(ResultsText {
+        head,
+        cells: cells.texts,
+        groups: cells.groups,
+    })
 }
 
 /// An `interlock-nemesis/3` file split into its head and its trials' text.
 pub(super) fn nemesis_text<'t>(split: &mut Members<'t>) -> Option<NemesisText<'t>> {
     let format = crate::nemesis::NEMESIS_FORMAT;
     let (head, trials) = split_file::<crate::nemesis::NemesisFile>(split, format, "trials")?;
-    Some(NemesisText { head, trials })
+    Some(NemesisText {
+        head,
+        trials: trials.texts,
+        groups: trials.groups,
+    })
 }
 
 /// One trial's text, read as [`load_document`] reads it inside the file: duplicate keys, limits,

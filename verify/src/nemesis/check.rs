@@ -6,7 +6,7 @@ use super::rules::{assumption_broken, interleaving, judge};
 use super::shards::MergedCheck;
 use super::{sign, NemesisFile, Shard, Trial, NEMESIS_FORMAT};
 use crate::finding::Finding;
-use crate::load::{LoadError, NemesisText};
+use crate::load::{ElementGroup, LoadError, NemesisText, TRIALS_PER_GROUP};
 use crate::receipt::{verify_bundle, KeyCheck, ReceiptReport};
 use ed25519_dalek::VerifyingKey;
 use rayon::prelude::*;
@@ -96,7 +96,16 @@ pub fn verify_nemesis_pinning(
     let read = |range: Range<usize>| -> Result<Cow<'_, [Trial]>, Infallible> {
         Ok(Cow::Borrowed(file.trials.get(range).unwrap_or_default()))
     };
-    let Ok(report) = verify_parts(file, file.trials.len(), read, key, allowed);
+    // The file is held whole already: its groups' values are not counted.
+    let count = file.trials.len();
+    let groups = (0..count)
+        .step_by(TRIALS_PER_GROUP)
+        .map(|start| ElementGroup {
+            elements: start..(start + TRIALS_PER_GROUP).min(count),
+            values: 0,
+        })
+        .collect();
+    let Ok(report) = verify_parts(file, count, (groups, usize::MAX), read, key, allowed);
     report
 }
 
@@ -129,25 +138,29 @@ pub fn verify_nemesis_text_pinning(
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Cow::Owned(trials))
     };
-    verify_parts(&file.head, file.trials.len(), read, key, allowed)
+    // The groups found as the file was read: no more values than a thread should hold at once;
+    // on no more threads than the file's budget holds such groups, and no more values in those
+    // held together than the budget.
+    let bytes = file.trials.iter().map(|t| t.get().len()).sum();
+    let threads = crate::in_flight::threads_for(&file.groups, bytes);
+    let groups = (file.groups.clone(), crate::in_flight::budget(bytes));
+    let count = file.trials.len();
+    crate::in_flight::on_threads(threads, || {
+        verify_parts(&file.head, count, groups, read, key, allowed)
+    })
 }
 
-/// Trials read and checked at a time.
-const TRIALS_PER_GROUP: usize = 32;
-
-/// Every check of a nemesis file whose `count` trials `read` gives a range at a time (`head`'s
-/// own `trials` are not read).
+/// Every check of a nemesis file whose `count` trials `read` gives a group (of `groups`, in
+/// order, covering `0..count`) at a time (`head`'s own `trials` are not read); the groups held
+/// together (a window of them) hold at most `held` values, or a single group.
 fn verify_parts<'t, E: Send>(
     head: &NemesisFile,
     count: usize,
+    (groups, held): (Vec<ElementGroup>, usize),
     read: impl Fn(Range<usize>) -> Result<Cow<'t, [Trial]>, E> + Sync,
     key: &KeyCheck,
     allowed: &[VerifyingKey],
 ) -> Result<NemesisReport, E> {
-    let groups: Vec<Range<usize>> = (0..count)
-        .step_by(TRIALS_PER_GROUP)
-        .map(|start| start..(start + TRIALS_PER_GROUP).min(count))
-        .collect();
     let mut f = Vec::new();
     if head.format != NEMESIS_FORMAT {
         f.push(Finding::new(
@@ -162,8 +175,8 @@ fn verify_parts<'t, E: Send>(
     let (mut violations, mut under_credits) = (0, 0);
     let mut hasher = sign::FileHasher::new(head);
     let mut hashed = Ok(());
-    for range in &groups {
-        let trials = read(range.clone())?;
+    for group in &groups {
+        let trials = read(group.elements.clone())?;
         violations += trials.iter().filter(|t| t.violation).count();
         under_credits += trials.iter().filter(|t| t.under_credit()).count();
         for t in trials.iter() {
@@ -215,13 +228,15 @@ fn verify_parts<'t, E: Send>(
     // A window of groups at a time, spread over threads; then, in file order, each group's
     // findings are kept, its trials walked against the plan and added to their nemesis x column's
     // summary, and the group is dropped (a pair's trials are summarized as soon as they are all
-    // in, so what is kept is at most one pair's summary views).
-    let window = 2 * rayon::current_num_threads().max(1);
-    for batch in groups.chunks(window) {
+    // in, so what is kept is at most one pair's summary views). A window's trials are all held
+    // until it is done: together they hold no more values than the budget allows.
+    let most = 2 * rayon::current_num_threads().max(1);
+    for batch in windows(&groups, most, held) {
         type Checked<'a> = (Vec<Finding>, usize, Cow<'a, [Trial]>);
         let checked: Vec<Result<Checked<'t>, E>> = batch
             .par_iter()
-            .map(|range| {
+            .map(|group| {
+                let range = &group.elements;
                 let start = range.start;
                 let trials = read(range.clone())?;
                 let (mut found, mut receipts) = (Vec::new(), 0);
@@ -266,6 +281,23 @@ fn verify_parts<'t, E: Send>(
     report.ok = f.is_empty();
     report.findings = f;
     Ok(report)
+}
+
+/// Consecutive runs of `groups`, together covering them in order, each of at most `most` groups
+/// holding at most `values` values together (or a single group).
+fn windows(groups: &[ElementGroup], most: usize, values: usize) -> Vec<&[ElementGroup]> {
+    let mut windows = Vec::new();
+    let (mut start, mut held) = (0, 0);
+    for (i, group) in groups.iter().enumerate() {
+        let full = i - start == most || held + group.values > values;
+        if i > start && full {
+            windows.extend(groups.get(start..i));
+            (start, held) = (i, 0);
+        }
+        held += group.values;
+    }
+    windows.extend(groups.get(start..).filter(|w| !w.is_empty()));
+    windows
 }
 
 /// The key a verdict names: the pinned key, or the one that signed the file, or (its signature
@@ -502,5 +534,36 @@ fn check_clock_start(base: &str, t: &Trial, start: Option<i64>, f: &mut Vec<Find
             start.to_string(),
             first.to_string(),
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Windows cover the groups once, in order, each of at most `most` groups and `values`
+    /// values together, or a single group larger than that.
+    #[test]
+    fn windows_cover_the_groups_in_order_within_their_count_and_values() {
+        let sizes = [5, 70, 1, 1, 1, 1, 1, 200, 30, 30, 30, 0, 0];
+        let groups: Vec<ElementGroup> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &values)| ElementGroup {
+                elements: i..i + 1,
+                values,
+            })
+            .collect();
+        let found = windows(&groups, 3, 100);
+        let covered: Vec<ElementGroup> = found.iter().flat_map(|w| w.to_vec()).collect();
+        assert_eq!(covered, groups);
+        for window in &found {
+            let values: usize = window.iter().map(|g| g.values).sum();
+            assert!(!window.is_empty() && window.len() <= 3, "{window:?}");
+            assert!(values <= 100 || window.len() == 1, "{window:?}");
+        }
+        let counts: Vec<usize> = found.iter().map(|w| w.len()).collect();
+        assert_eq!(counts, [3, 3, 1, 1, 3, 2]);
+        assert!(windows(&[], 3, 100).is_empty());
     }
 }
