@@ -220,7 +220,11 @@ fn an_element_past_the_limit_of_values_is_refused_naming_it() {
     let small = r#"{"a":1}"#;
     let read = format!("{{\"cells\":[{small},{at_limit},{small}],\"x\":{at_limit}}}");
     let refused = format!("{{\"cells\":[{small},{at_limit},{over},{small}],\"x\":1}}");
-    let member = format!("{{\"cells\":[{small}],\"x\":{over}}}");
+    // Past the limit and the two values one cell allows besides.
+    let member = format!(
+        "{{\"cells\":[{small}],\"x\":{}}}",
+        element_of(MAX_ELEMENT_VALUES + 3)
+    );
     for parts in [None, Some(1), Some(2), Some(3), Some(5)] {
         assert!(
             matches!(members_in(&read, usize::MAX, parts), Some(Ok(_))),
@@ -236,6 +240,38 @@ fn an_element_past_the_limit_of_values_is_refused_naming_it() {
             matches!(&err, Some(LoadError::Limit { path, .. }) if path == "x"),
             "{parts:?}: {err:?}"
         );
+    }
+}
+
+/// A member beside the arrays may hold [`MAX_ELEMENT_VALUES`] values and two more for each of
+/// their elements (a results file's manifest names a hash per cell, so a run of more cells than
+/// the limit is read), and no more; the manifest may come before the cells or after them.
+#[test]
+fn a_member_beside_the_arrays_may_grow_with_their_elements() {
+    let small = r#"{"a":1}"#;
+    for cells in [1usize, 3, 40_000] {
+        let list = vec![small; cells].join(",");
+        let allowed = MAX_ELEMENT_VALUES + 2 * cells;
+        for (held, read) in [(allowed, true), (allowed + 1, false)] {
+            let member = element_of(held);
+            for text in [
+                format!("{{\"manifest\":{member},\"cells\":[{list}]}}"),
+                format!("{{\"cells\":[{list}],\"manifest\":{member}}}"),
+            ] {
+                for parts in [None, Some(1), Some(3)] {
+                    let got = members_in(&text, usize::MAX, parts);
+                    if read {
+                        assert!(matches!(got, Some(Ok(_))), "{cells} cells, {parts:?}");
+                    } else {
+                        let err = got.and_then(Result::err);
+                        assert!(
+                            matches!(&err, Some(LoadError::Limit { path, .. }) if path == "manifest"),
+                            "{cells} cells, {parts:?}: {err:?}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }
 
