@@ -5,7 +5,7 @@ use crate::check::{verify_results, verify_results_text, Detail, ResultsReport};
 use crate::display::{escape, json_safe, shorten};
 use crate::entry::ReceiptBundle;
 use crate::finding::Finding;
-use crate::load::{load_for_check, read_whole, Document, Loaded};
+use crate::load::{load_for_check, refuse_unread_element, Document, Loaded};
 use crate::nemesis::check::{
     code as nemesis_code, verify_nemesis_pinning, verify_nemesis_text, verify_nemesis_text_pinning,
     NemesisReport,
@@ -228,20 +228,22 @@ pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<Strin
     }
     // A cell or trial that did not read cleanly: the whole file is read strictly, which names
     // the error (its cells or trials never held together, its list of them given back first).
+    // It is never checked whole: a file whose every cell reads whole but not on its own is
+    // refused (see `refuse_unread_element`).
     let doc = match load_for_check(&bytes) {
         Ok(Loaded::Results(file)) => {
             if let Some(checked) = results_read_per_cell(&name, &file, options) {
                 return checked;
             }
             drop(file);
-            read_whole(&bytes)
+            Err(refuse_unread_element(&bytes, "cells"))
         }
         Ok(Loaded::Nemesis(file)) => {
             if let Some(checked) = nemesis_read_per_trial(&name, &file, options) {
                 return checked;
             }
             drop(file);
-            read_whole(&bytes)
+            Err(refuse_unread_element(&bytes, "trials"))
         }
         Ok(Loaded::Document(doc)) => Ok(doc),
         Err(e) => Err(e),

@@ -18,8 +18,8 @@
 //! strings: over the spans between the values it reads and over each element on its own, each
 //! starting and ending outside any string, so the sum is the whole text's count. An element
 //! holding more than [`MAX_ELEMENT_VALUES`] values is refused here, before anything is built
-//! from it, and so is another member holding more than that and two for each element (a results
-//! file's manifest lists a hash per cell), and the elements are gathered into the groups the checks read at
+//! from it, and so is another member holding more than that (the `manifest`, which lists a hash
+//! per cell, may hold two more for each element), and the elements are gathered into the groups the checks read at
 //! once, bounded by the values they hold ([`VALUES_PER_GROUP`]).
 
 use super::limits::{
@@ -101,7 +101,7 @@ impl<'t> Elements<'t> {
 /// `text` as an object of members; `None` when it is not one (any error), or when an array
 /// holds more than `most` elements (then the density check refuses the text); a limit error when
 /// an element of an array holds more than [`MAX_ELEMENT_VALUES`] values, or another member more
-/// than that and two for each element ([`member_values_allowed`]).
+/// than that (the `manifest` more than that and two for each element: [`member_values_allowed`]).
 /// `None` too when an array's elements take under [`MIN_ELEMENT_BYTES`] each.
 pub(super) fn members(text: &str, most: usize) -> Option<Result<Members<'_>, LoadError>> {
     split(text, (most, MIN_ELEMENT_BYTES), None)
@@ -132,7 +132,7 @@ fn split(
     let mut seen: std::collections::HashSet<Cow<'_, str>> = std::collections::HashSet::new();
     let mut values = 1 + separators(text.get(..at)?);
     // Members other than the arrays past the element limit, checked once the arrays' lengths
-    // are known (a results file's manifest lists a hash per cell).
+    // are known (the manifest lists a hash per cell).
     let mut large: Vec<(Cow<'_, str>, usize)> = Vec::new();
     if byte(text, skip_space(text, at)) == Some(b'}') {
         at = skip_space(text, at) + 1;
@@ -186,22 +186,26 @@ fn split(
         .filter_map(|m| m.elements.as_ref())
         .map(|e| e.texts.len())
         .sum();
-    let allowed = member_values_allowed(elements);
-    if let Some((key, held)) = large.into_iter().find(|(_, held)| *held > allowed) {
+    let allowed = |key: &str| match key {
+        "manifest" => member_values_allowed(elements),
+        _ => MAX_ELEMENT_VALUES,
+    };
+    if let Some((key, held)) = large.into_iter().find(|(key, held)| *held > allowed(key)) {
         return Some(Err(too_many_values(key.into_owned(), held)));
     }
     Some(Ok(Members { members, values }))
 }
 
-/// Values a top-level member other than `cells` or `trials` may hold in a file whose arrays hold
-/// `elements` elements: [`MAX_ELEMENT_VALUES`], and [`MEMBER_VALUES_PER_ELEMENT`] more for each
-/// element (a results file's manifest names every cell's hash).
+/// Values the top-level `manifest` may hold in a file whose arrays hold `elements` elements:
+/// [`MAX_ELEMENT_VALUES`], and [`MEMBER_VALUES_PER_ELEMENT`] more for each element (a results
+/// file's manifest names every cell's hash). Every other member may hold [`MAX_ELEMENT_VALUES`]:
+/// an array of cells does not pay for a receipt's entries.
 fn member_values_allowed(elements: usize) -> usize {
     MAX_ELEMENT_VALUES.saturating_add(elements.saturating_mul(MEMBER_VALUES_PER_ELEMENT))
 }
 
-/// The values a member beside the arrays may hold for each of their elements: the manifest holds
-/// one per cell (its hash); two leave room for its separators.
+/// The values the manifest may hold for each cell or trial: it holds one per cell (its hash); two
+/// leave room for its separators.
 const MEMBER_VALUES_PER_ELEMENT: usize = 2;
 
 /// How a part of an array's elements ended.

@@ -243,9 +243,10 @@ fn an_element_past_the_limit_of_values_is_refused_naming_it() {
     }
 }
 
-/// A member beside the arrays may hold [`MAX_ELEMENT_VALUES`] values and two more for each of
-/// their elements (a results file's manifest names a hash per cell, so a run of more cells than
-/// the limit is read), and no more; the manifest may come before the cells or after them.
+/// The manifest may hold [`MAX_ELEMENT_VALUES`] values and two more for each cell or trial (it
+/// names a hash per cell, so a run of more cells than the limit is read), and no more; it may come
+/// before the cells or after them. Any other member may hold the limit alone, however many cells
+/// there are (a receipt's entries are not paid for by an array of cells beside them).
 #[test]
 fn a_member_beside_the_arrays_may_grow_with_their_elements() {
     let small = r#"{"a":1}"#;
@@ -272,6 +273,13 @@ fn a_member_beside_the_arrays_may_grow_with_their_elements() {
                 }
             }
         }
+        let entries = element_of(MAX_ELEMENT_VALUES + 1);
+        let text = format!("{{\"entries\":{entries},\"cells\":[{list}]}}");
+        let err = members_in(&text, usize::MAX, None).and_then(Result::err);
+        assert!(
+            matches!(&err, Some(LoadError::Limit { path, .. }) if path == "entries"),
+            "{cells} cells: {err:?}"
+        );
     }
 }
 

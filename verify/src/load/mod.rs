@@ -33,7 +33,7 @@ pub(crate) use parts::CELL_DEPTH;
 pub use parts::{
     load_for_check, read_cell, read_cell_scanned, read_trial, Loaded, NemesisText, ResultsText,
 };
-pub use unkept::read_whole;
+pub use unkept::{read_whole, refuse_unread_element};
 
 /// Why a file could not be read as a document this verifier knows (exit code 2: could not check).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

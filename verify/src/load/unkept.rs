@@ -24,6 +24,23 @@ pub fn read_whole(bytes: &[u8]) -> Result<Document, LoadError> {
     }
 }
 
+/// Why a results or nemesis file, one of whose cells or trials did not read on its own, is
+/// refused: the whole reading's refusal ([`read_whole`]); or, when the whole reading takes the
+/// file, a limit error, never every cell built at once. Only nesting parts the two: a cell or
+/// trial read on its own may nest [`CELL_DEPTH`] levels, the whole file 128 from its top, and no
+/// cell or trial the runner writes nests more than a few. (Building every cell to check a file
+/// whose last cell nests 110 levels took 246 MB for a 1 MB gzip.)
+pub fn refuse_unread_element(bytes: &[u8], array: &str) -> LoadError {
+    refusal(bytes).unwrap_or_else(|| LoadError::Limit {
+        path: array.to_owned(),
+        message: format!(
+            "an element of {array} does not read on its own: it nests more than {CELL_DEPTH} \
+             levels inside itself (the runner's nest a few): the file was edited or not written by \
+             the runner; check the file the run published"
+        ),
+    })
+}
+
 /// Why [`load_document`] refuses `bytes` when they are a results or nemesis file, read as this
 /// module says; `None` when it reads them, or they are another document.
 fn refusal(bytes: &[u8]) -> Option<LoadError> {

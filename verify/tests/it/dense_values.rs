@@ -211,3 +211,41 @@ fn cells_that_are_bare_values_are_refused_without_listing_them() {
         assert!(peak <= 64 * MB, "on 8 threads: {} MB", peak / MB);
     }
 }
+
+/// A value nested `levels` deep (arrays in arrays).
+fn nested(levels: usize) -> Value {
+    (1..levels).fold(json!([]), |inner, _| Value::Array(vec![inner]))
+}
+
+/// Many cells (trials) just under the limit and the last with a receipt nested 110 levels deep
+/// inside itself (in an entry's effect):
+/// past what a cell or trial read on its own may nest (100), within what the whole file may
+/// (128). It is refused naming the array, within the promise on two and on eight threads,
+/// without every cell being built at once to check the file whole (246 MB for the cells, 183 MB
+/// for the trials, before: from the forger review of the memory change).
+#[test]
+fn a_last_element_nested_past_its_own_depth_is_refused_without_building_every_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let cells = spread(results(5), "cells", 30);
+    let file = nemesis(1);
+    let times = 30usize.div_ceil(with_receipts(&file, "trials").len());
+    let trials = spread(nemesis(times), "trials", 30);
+    for (array, mut file) in [("cells", cells), ("trials", trials)] {
+        // In a receipt entry's effect, which may hold any value.
+        let last = *with_receipts(&file, array).last().unwrap();
+        effect(&mut file, array, last)["deep"] = nested(110);
+        let path = store(dir.path(), &format!("deep_{array}.json.gz"), &file);
+        let err = refused(&path);
+        assert!(
+            err.contains(&format!(
+                "at {array}: an element of {array} does not read on its own"
+            )),
+            "{err}"
+        );
+        let (code, _, _, peak) = verify_on(&[path.to_str().unwrap()], Some(8));
+        assert_eq!(code, Some(2));
+        if let Some(peak) = peak {
+            assert!(peak <= 64 * MB, "{array} on 8 threads: {} MB", peak / MB);
+        }
+    }
+}
