@@ -65,13 +65,12 @@ fn refusal(bytes: &[u8]) -> Option<LoadError> {
 
 /// A cell or a trial: what [`load_document`] checks of it after the whole file has read.
 trait Element: DeserializeOwned {
-    /// Its receipt's effect id has the right shape (`array[index]` names it).
-    fn vet(&self, array: &str, index: usize) -> Result<(), LoadError>;
-}
+    /// Its receipt, if it has one.
+    fn receipt(&self) -> Option<&crate::entry::ReceiptBundle>;
 
-impl Element for Cell {
+    /// Its receipt's effect id has the right shape (`array[index]` names it).
     fn vet(&self, array: &str, index: usize) -> Result<(), LoadError> {
-        let Some(b) = &self.receipt else {
+        let Some(b) = self.receipt() else {
             return Ok(());
         };
         effect_id_shape(
@@ -82,16 +81,15 @@ impl Element for Cell {
     }
 }
 
+impl Element for Cell {
+    fn receipt(&self) -> Option<&crate::entry::ReceiptBundle> {
+        self.receipt.as_ref()
+    }
+}
+
 impl Element for crate::nemesis::Trial {
-    fn vet(&self, array: &str, index: usize) -> Result<(), LoadError> {
-        let Some(b) = &self.receipt else {
-            return Ok(());
-        };
-        effect_id_shape(
-            &format!("{array}[{index}].receipt.effect_id"),
-            &b.effect_id,
-            64,
-        )
+    fn receipt(&self) -> Option<&crate::entry::ReceiptBundle> {
+        self.receipt.as_ref()
     }
 }
 

@@ -80,22 +80,12 @@ fn edits(file: &Value, array: &'static str, number: &'static str) -> Vec<Edit> {
         ),
         (
             "a receipt's effect id in capitals",
-            Box::new(move |f| {
-                let id = f[array][r]["receipt"]["effect_id"]
-                    .as_str()
-                    .unwrap()
-                    .to_uppercase();
-                f[array][r]["receipt"]["effect_id"] = json!(id);
-            }),
+            Box::new(move |f| effect_id_in_capitals(f, array, r)),
         ),
         (
             "an effect id in capitals, and a later element of the wrong type",
             Box::new(move |f| {
-                let id = f[array][r]["receipt"]["effect_id"]
-                    .as_str()
-                    .unwrap()
-                    .to_uppercase();
-                f[array][r]["receipt"]["effect_id"] = json!(id);
+                effect_id_in_capitals(f, array, r);
                 f[array][last][number] = json!(-1);
             }),
         ),
@@ -159,4 +149,13 @@ fn a_nemesis_file_that_does_not_read_is_refused_as_the_whole_reading_refuses_it(
         Box::new(|f| f["plan"]["trials"] = json!("x")),
     ));
     each_edit_agrees(&file, "trials", &edits);
+}
+
+/// The effect id of element `r`'s receipt written in capitals.
+fn effect_id_in_capitals(f: &mut Value, array: &str, r: usize) {
+    let id = f[array][r]["receipt"]["effect_id"]
+        .as_str()
+        .unwrap()
+        .to_uppercase();
+    f[array][r]["receipt"]["effect_id"] = json!(id);
 }
