@@ -45,6 +45,11 @@ const PARALLEL_FROM_BYTES: usize = 4 * 1024 * 1024;
 /// its text).
 const MIN_ELEMENT_BYTES: usize = 64;
 
+/// A text of more top-level members than this is not split: no format has more than a few dozen,
+/// and a list of members takes many times their text (`{"a":0,"b":0,…}`). It is read whole,
+/// whose density check comes first.
+const MOST_MEMBERS: usize = 1024;
+
 /// One top-level member: its key, its value's text, and, for an array named in [`ARRAYS`], its
 /// elements.
 pub(super) struct Member<'t> {
@@ -102,7 +107,9 @@ impl<'t> Elements<'t> {
 /// holds more than `most` elements (then the density check refuses the text); a limit error when
 /// an element of an array holds more than [`MAX_ELEMENT_VALUES`] values, or another member more
 /// than that (the `manifest` more than that and two for each element: [`member_values_allowed`]).
-/// `None` too when an array's elements take under [`MIN_ELEMENT_BYTES`] each.
+/// `None` too when an array's elements take under [`MIN_ELEMENT_BYTES`] each, or there are more
+/// than [`MOST_MEMBERS`] members. What it lists takes half the text at most (16 bytes an element), so
+/// it needs no density check first.
 pub(super) fn members(text: &str, most: usize) -> Option<Result<Members<'_>, LoadError>> {
     split(text, (most, MIN_ELEMENT_BYTES), None)
 }
@@ -116,6 +123,12 @@ fn members_in(
     parts: Option<usize>,
 ) -> Option<Result<Members<'_>, LoadError>> {
     split(text, (most, 1), parts)
+}
+
+/// [`members`] with arrays read in `parts` parts when given (at any length).
+#[cfg(test)]
+fn members_parts(text: &str, parts: Option<usize>) -> Option<Result<Members<'_>, LoadError>> {
+    split(text, (usize::MAX, MIN_ELEMENT_BYTES), parts)
 }
 
 /// [`members`], an array's elements taking `element_bytes` bytes at least on average, its long
@@ -145,7 +158,8 @@ fn split(
             let array = ARRAYS.contains(&key.as_ref()) && byte(text, start) == Some(b'[');
             let (value, elements, end) = if array {
                 let most = most.min((text.len() - start) / element_bytes.max(1) + 1);
-                let (elements, end, counted) = match elements(text, &key, start, most, parts)? {
+                let bounds = (most, element_bytes);
+                let (elements, end, counted) = match elements(text, &key, start, bounds, parts)? {
                     Ok(found) => found,
                     Err(refused) => return Some(Err(refused)),
                 };
@@ -160,7 +174,7 @@ fn split(
                 values += inner;
                 (raw.get(), None, end)
             };
-            if !seen.insert(key.clone()) {
+            if !seen.insert(key.clone()) || seen.len() > MOST_MEMBERS {
                 return None;
             }
             members.push(Member {
@@ -284,12 +298,14 @@ impl Groups {
 
 /// The elements of the array `array` whose `[` is at `open`, the position after its `]`, and the
 /// `,` and `[` it holds outside strings (its elements' own included); a limit error for an
-/// element holding more than [`MAX_ELEMENT_VALUES`] values.
+/// element holding more than [`MAX_ELEMENT_VALUES`] values. `None` past `most` elements, or
+/// when a part read at once lists more than one per `element_bytes` of its own span (and two):
+/// what the parts list together is then bounded by the text, whatever the number of threads.
 fn elements<'t>(
     text: &'t str,
     array: &str,
     open: usize,
-    most: usize,
+    (most, element_bytes): (usize, usize),
     parts: Option<usize>,
 ) -> Option<Result<(Elements<'t>, usize, usize), LoadError>> {
     let first = open + 1;
@@ -319,13 +335,12 @@ fn elements<'t>(
         (0..starts.len())
             .into_par_iter()
             .map(|k| {
-                run(
-                    text,
-                    *starts.get(k)?,
-                    k == 0,
-                    starts.get(k + 1).copied(),
-                    (most, per_group),
-                )
+                let (start, stop) = (*starts.get(k)?, starts.get(k + 1).copied());
+                // A part ends at the first comma past its stop (the last at the array's end):
+                // one element more than its span.
+                let span = stop.unwrap_or(text.len()) - start;
+                let own = span / element_bytes.max(1) + 2;
+                run(text, start, k == 0, stop, (most.min(own), per_group))
             })
             .collect()
     };

@@ -351,3 +351,45 @@ fn an_array_of_elements_smaller_than_any_cell_is_not_split() {
         assert!(matches!(members_in(&text, usize::MAX, None), Some(Ok(_))));
     }
 }
+
+/// A text of more members than any format has is not split (the whole file's reading then reads
+/// it, density first); one of [`MOST_MEMBERS`] is.
+#[test]
+fn more_members_than_any_format_has_do_not_split() {
+    let text = |n: usize| {
+        let members: Vec<String> = (0..n).map(|i| format!("\"k{i}\":0")).collect();
+        format!("{{{}}}", members.join(","))
+    };
+    assert!(matches!(
+        members(&text(MOST_MEMBERS), usize::MAX),
+        Some(Ok(_))
+    ));
+    assert!(members(&text(MOST_MEMBERS + 1), usize::MAX).is_none());
+}
+
+/// Read in parts, each part lists no more than one element per [`MIN_ELEMENT_BYTES`] of its own
+/// span: a run of small elements after large ones, within the array's bound as a whole, is not
+/// split on 4 or 32 parts (what the parts list stays within the text on any number of threads);
+/// on one part, and for the committed files on 32, the split is the same as ever.
+#[test]
+fn a_part_lists_no_more_small_elements_than_its_own_span_allows() {
+    let large = format!("{{\"crash\":\"{}\"}},", "x".repeat(2000));
+    let text = format!(
+        "{{\"cells\":[{}{}{{\"crash\":0}}]}}",
+        large.repeat(500),
+        "{\"crash\":0},".repeat(15_000)
+    );
+    assert!(matches!(members_parts(&text, Some(1)), Some(Ok(_))));
+    for parts in [4, 32] {
+        assert!(members_parts(&text, Some(parts)).is_none(), "{parts}");
+    }
+    for name in COMMITTED {
+        let text = committed(name);
+        let Some(Ok(split)) = members_parts(&text, Some(32)) else {
+            panic!("{name} does not split on 32 parts");
+        };
+        for array in ARRAYS {
+            assert_eq!(found(&split, array), reference(&text, array), "{name}");
+        }
+    }
+}

@@ -41,14 +41,13 @@ pub enum Loaded<'a> {
 /// read cleanly that way) through [`load_document`], which names the error.
 pub fn load_for_check(bytes: &[u8]) -> Result<Loaded<'_>, LoadError> {
     let text = text(bytes)?;
-    // Counted before anything is built: splitting keeps a list of every element, which a text
-    // of bare small values would make many times its size (a 1 MB gzip of 16 MB of `0,` once
-    // took 107 MB here before the count refused it).
-    values_within_density(text)?;
     // The file as an object of members, its long arrays split on several threads. A text that
     // does not read so is read whole (a results or nemesis file without its cells or trials
     // held together); one with a cell, trial or member past its limit of values is refused
-    // here, before any of it is built.
+    // here, before any of it is built. The split counts the values as it goes (on several
+    // threads), and lists half the text at most (a text of bare small values is not
+    // split: a 1 MB gzip of 16 MB of `0,` once took 107 MB when it was), so the density check
+    // follows it; the whole reading checks density first.
     let Some(split) = super::members::members(text, most_values(text.len())) else {
         return super::read_whole(bytes).map(Loaded::Document);
     };

@@ -255,3 +255,30 @@ fn dense_cells_in_a_small_gzip_are_refused_before_the_cells_are_listed() {
     let err = refused(&path);
     assert!(err.contains("more than one per 8 bytes"), "{err}");
 }
+
+/// A results file under 1 MB of gzip whose text is 300,000 top-level members, each a short
+/// string (within the density limit: a forger's input). Listed as members, with the set of keys
+/// for the duplicate check, they took many times their text; the split stops past a thousand
+/// and the file is read whole, which refuses it at its first unknown member, within 64 MB.
+#[test]
+fn many_top_level_members_in_a_small_gzip_are_refused_without_being_listed() {
+    let mut text = b"{\"format\":\"interlock-results/2\"".to_vec();
+    let value = "a".repeat(20);
+    for i in 0..300_000u32 {
+        text.extend_from_slice(format!(",\"k{i}\":\"{value}\"").as_bytes());
+    }
+    text.extend_from_slice(b"}");
+    let packed = gz(&text);
+    assert!(packed.len() < MB, "{}", packed.len());
+    assert!(
+        text.len() as u64 <= packed.len() as u64 * verify::input::MAX_RATIO,
+        "within the ratio: {} of {}",
+        text.len(),
+        packed.len()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("members.json.gz");
+    std::fs::write(&path, packed).unwrap();
+    let err = refused(&path);
+    assert!(err.contains("unknown field `k0`"), "{err}");
+}
