@@ -286,8 +286,66 @@ pub(super) fn too_many_values(path: String, values: usize) -> LoadError {
 /// Refuses a document with more values than its size allows ([`MIN_BYTES_PER_VALUE`]), counted
 /// in one pass over its text before anything is built: every value but the first follows a `,`,
 /// a `[` or a `:` outside strings, so their count bounds the values.
+///
+/// The same pass refuses a string whose text alone shows it is past [`MAX_STRING_BYTES`]
+/// ([`OVERLONG_STRING_TEXT`]), before any reader decodes it: serde_json copies a string holding
+/// an escape to decode it, and the strict reading's path names a key by a copy of it, so a
+/// 15 MB key with one escape took 110 MB of a 1 MB gzip.
 pub(super) fn values_within_density(text: &str) -> Result<(), LoadError> {
-    within_density(count_values(text), text.len())
+    let (values, overlong) = count_values_and_overlong(text);
+    if let Some(at) = overlong {
+        return Err(overlong_string(text, at));
+    }
+    within_density(values, text.len())
+}
+
+/// Bytes of text (quotes left out) past which a string holds more than [`MAX_STRING_BYTES`]
+/// whatever its escapes: an escape's six bytes (`\u0041`) write one byte at the least.
+pub(super) const OVERLONG_STRING_TEXT: usize = 6 * MAX_STRING_BYTES;
+
+/// [`count_values`], and where the first string whose text is longer than
+/// [`OVERLONG_STRING_TEXT`] opens (its quote), if one does.
+pub(super) fn count_values_and_overlong(text: &str) -> (usize, Option<usize>) {
+    let bytes = text.as_bytes();
+    let (mut at, mut values, mut overlong) = (0, 1usize, None);
+    while let Some(&b) = bytes.get(at) {
+        at += 1;
+        match b {
+            b'"' => {
+                let end = after_string(bytes, at);
+                // `end` is past the closing quote (or at the text's end).
+                if overlong.is_none() && end - at > OVERLONG_STRING_TEXT + 1 {
+                    overlong = Some(at - 1);
+                }
+                at = end;
+            }
+            b',' | b'[' | b':' => values += 1,
+            _ => {}
+        }
+    }
+    (values, overlong)
+}
+
+/// The refusal of a string opening at byte `at` of `text` whose text is longer than
+/// [`OVERLONG_STRING_TEXT`]: where it is, by line and column (as the reader's errors say).
+pub(super) fn overlong_string(text: &str, at: usize) -> LoadError {
+    let before = text.as_bytes().get(..at).unwrap_or_default();
+    let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
+    let column = 1 + before.iter().rev().take_while(|&&b| b != b'\n').count();
+    LoadError::Limit {
+        path: "$".into(),
+        message: format!(
+            "the string at line {line} column {column} is longer than the limit of \
+             {MAX_STRING_BYTES} bytes (its text alone takes more than {OVERLONG_STRING_TEXT}): \
+             the file was edited or not written by the runner; check the file the run published"
+        ),
+    }
+}
+
+/// Whether `raw`, the text of one string with its quotes, is longer than
+/// [`OVERLONG_STRING_TEXT`] between them.
+pub(super) fn overlong_text(raw: &str) -> bool {
+    raw.len() > OVERLONG_STRING_TEXT + 2
 }
 
 /// The most values a document of `len` bytes may hold ([`MIN_BYTES_PER_VALUE`]).
@@ -514,5 +572,37 @@ mod tests {
         let committed = include_str!("../../../results/billing_credit.json");
         assert_eq!(count_values(committed), values_byte_by_byte(committed));
         assert!(values_within_density(committed).is_ok());
+    }
+    /// A string whose text between its quotes is longer than [`OVERLONG_STRING_TEXT`] is refused
+    /// by the density pass, as a key or a value, naming its line and column; one exactly that
+    /// long is left to the strict reading (it may hold escapes that write less), and the count
+    /// of values is the same with the check as without it.
+    #[test]
+    fn a_string_whose_text_alone_is_past_the_limit_is_refused_where_it_opens() {
+        for len in [OVERLONG_STRING_TEXT, OVERLONG_STRING_TEXT + 1] {
+            let long = "a".repeat(len);
+            for text in [
+                format!("{{\"a\":[1,2],\n  \"b\":\"{long}\"}}"),
+                format!("{{\"a\":[1,2],\n  \"{long}\":0}}"),
+            ] {
+                let (values, overlong) = count_values_and_overlong(&text);
+                assert_eq!(values, count_values(&text));
+                if len == OVERLONG_STRING_TEXT {
+                    assert_eq!(overlong, None);
+                    assert!(values_within_density(&text).is_ok());
+                    continue;
+                }
+                let quote = text.find(&long).unwrap_or_default() - 1;
+                assert_eq!(overlong, Some(quote));
+                let column = quote - text.find('\n').unwrap_or_default();
+                let at = format!("line 2 column {column} ");
+                let err = values_within_density(&text).err();
+                assert!(
+                    matches!(&err, Some(LoadError::Limit { message, .. })
+                        if message.contains(&at) && message.contains("65536")),
+                    "{err:?}"
+                );
+            }
+        }
     }
 }

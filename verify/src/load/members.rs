@@ -23,7 +23,8 @@
 //! once, bounded by the values they hold ([`VALUES_PER_GROUP`]).
 
 use super::limits::{
-    count_values, elements_per_group, too_many_values, MAX_ELEMENT_VALUES, VALUES_PER_GROUP,
+    count_values, count_values_and_overlong, elements_per_group, overlong_text, too_many_values,
+    MAX_ELEMENT_VALUES, VALUES_PER_GROUP,
 };
 use super::{Key, LoadError};
 use serde::Deserialize;
@@ -167,7 +168,7 @@ fn split(
                 (text.get(start..end)?, Some(elements), end)
             } else {
                 let (raw, end) = raw_at(text, start)?;
-                let inner = separators(raw.get());
+                let inner = counted_without_overlong(raw.get())? - 1;
                 if inner >= MAX_ELEMENT_VALUES {
                     large.push((key.clone(), inner + 1));
                 }
@@ -200,14 +201,99 @@ fn split(
         .filter_map(|m| m.elements.as_ref())
         .map(|e| e.texts.len())
         .sum();
+    if let Some(refused) = past_member_limit(large, elements) {
+        return Some(Err(refused));
+    }
+    Some(Ok(Members { members, values }))
+}
+
+/// The refusal of the first of the `large` members (each with the values it holds) past what
+/// it may hold in a file whose arrays hold `elements` elements ([`member_values_allowed`]).
+fn past_member_limit(large: Vec<(Cow<'_, str>, usize)>, elements: usize) -> Option<LoadError> {
     let allowed = |key: &str| match key {
         "manifest" => member_values_allowed(elements),
         _ => MAX_ELEMENT_VALUES,
     };
-    if let Some((key, held)) = large.into_iter().find(|(key, held)| *held > allowed(key)) {
-        return Some(Err(too_many_values(key.into_owned(), held)));
+    let (key, held) = large.into_iter().find(|(key, held)| *held > allowed(key))?;
+    Some(too_many_values(key.into_owned(), held))
+}
+
+/// The limits [`members`] sets on the values of each element of an array named in [`ARRAYS`]
+/// and of each other member, for a file that is read whole (it did not split: more than
+/// [`MOST_MEMBERS`] members, elements under [`MIN_ELEMENT_BYTES`] each, …): without it such a
+/// file was built whole past them (a 1 MB gzip of a results file with 1.9 million short strings
+/// in `columns` and a few tiny cells took 126 MB). Nothing is listed: an array's elements are
+/// counted one at a time. A text that is not an object of members passes (the strict reading
+/// names what is wrong with it). Run after the density check and the strict scan, whose limits
+/// (no string past [`super::MAX_STRING_BYTES`], no key twice) it relies on.
+pub(super) fn within_member_limits(text: &str) -> Result<(), LoadError> {
+    member_limits(text).unwrap_or(Ok(()))
+}
+
+/// [`within_member_limits`]; `None` when `text` is not an object of members.
+fn member_limits(text: &str) -> Option<Result<(), LoadError>> {
+    let mut at = open(text, skip_space(text, 0), b'{')?;
+    let (mut elements, mut large) = (0usize, Vec::new());
+    if byte(text, skip_space(text, at)) == Some(b'}') {
+        return Some(Ok(()));
     }
-    Some(Ok(Members { members, values }))
+    loop {
+        let (key, after_key) = key_at(text, skip_space(text, at))?;
+        let colon = open(text, skip_space(text, after_key), b':')?;
+        let start = skip_space(text, colon);
+        let end = if ARRAYS.contains(&key.as_ref()) && byte(text, start) == Some(b'[') {
+            match count_elements(text, &key, start)? {
+                Ok((counted, end)) => {
+                    elements += counted;
+                    end
+                }
+                Err(refused) => return Some(Err(refused)),
+            }
+        } else {
+            let (raw, end) = raw_at(text, start)?;
+            let held = count_values(raw.get());
+            if held > MAX_ELEMENT_VALUES {
+                large.push((key, held));
+            }
+            end
+        };
+        at = skip_space(text, end);
+        match byte(text, at)? {
+            b',' => at += 1,
+            b'}' => break,
+            _ => return None,
+        }
+    }
+    Some(past_member_limit(large, elements).map_or(Ok(()), Err))
+}
+
+/// How many elements the array `array` whose `[` is at `open` holds, and the position after its
+/// `]`; a limit error for the first element holding more than [`MAX_ELEMENT_VALUES`] values;
+/// `None` when it does not read as an array of values.
+fn count_elements(
+    text: &str,
+    array: &str,
+    open: usize,
+) -> Option<Result<(usize, usize), LoadError>> {
+    let mut at = skip_space(text, open + 1);
+    if byte(text, at) == Some(b']') {
+        return Some(Ok((0, at + 1)));
+    }
+    let mut counted = 0;
+    loop {
+        let (raw, end) = raw_at(text, skip_space(text, at))?;
+        let values = count_values(raw.get());
+        if values > MAX_ELEMENT_VALUES {
+            return Some(Err(too_many_values(format!("{array}[{counted}]"), values)));
+        }
+        counted += 1;
+        at = skip_space(text, end);
+        match byte(text, at)? {
+            b']' => return Some(Ok((counted, at + 1))),
+            b',' => at += 1,
+            _ => return None,
+        }
+    }
 }
 
 /// Values the top-level `manifest` may hold in a file whose arrays hold `elements` elements:
@@ -386,7 +472,7 @@ fn run(
     loop {
         let (raw, end) = raw_at(text, skip_space(text, at))?;
         // Counted on its own (the same count as over the whole span, element by element).
-        let values = count_values(raw.get());
+        let values = counted_without_overlong(raw.get())?;
         if values > MAX_ELEMENT_VALUES {
             return Some(groups.part(found, Ended::TooMany(values), separators));
         }
@@ -464,6 +550,12 @@ fn key_at(text: &str, at: usize) -> Option<(Cow<'_, str>, usize)> {
         return None;
     }
     let (raw, end) = raw_at(text, at)?;
+    // A key whose text alone is past the limit is not decoded (a copy of it, as long as its
+    // text when it holds an escape): the text is then read whole, whose density check refuses
+    // it first.
+    if overlong_text(raw.get()) {
+        return None;
+    }
     let Key(key) = serde_json::from_str::<Key<'_>>(raw.get()).ok()?;
     Some((key, end))
 }
@@ -487,6 +579,17 @@ fn skip_space(text: &str, mut at: usize) -> usize {
         at += 1;
     }
     at
+}
+
+/// The values of `raw` as [`count_values`] counts them; `None` when it holds a string whose text
+/// alone is past the limit ([`super::limits::OVERLONG_STRING_TEXT`]): nothing with one is handed
+/// on to be read (a reader decoding it copies it whole), and the text is read whole, whose
+/// density check refuses it first.
+fn counted_without_overlong(raw: &str) -> Option<usize> {
+    match count_values_and_overlong(raw) {
+        (values, None) => Some(values),
+        (_, Some(_)) => None,
+    }
 }
 
 /// The `,`, `[` and `:` outside strings in `span`, which starts outside any string.

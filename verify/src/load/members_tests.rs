@@ -80,6 +80,25 @@ fn agrees(text: &str, what: &str) {
             assert_eq!(split.values, count, "{what}: parts {parts:?}");
         }
     }
+    limits_agree(text, what);
+}
+
+/// The limits of a whole reading ([`within_member_limits`]) give the split's verdict on `text`
+/// wherever it splits: the same refusal, at the same path, or none.
+fn limits_agree(text: &str, what: &str) {
+    let Some(split) = members_in(text, usize::MAX, None) else {
+        return;
+    };
+    let path = |r: Result<(), LoadError>| match r {
+        Ok(()) => None,
+        Err(LoadError::Limit { path, .. }) => Some(path),
+        Err(other) => Some(format!("not a limit: {other:?}")),
+    };
+    assert_eq!(
+        path(within_member_limits(text)),
+        path(split.map(|_| ())),
+        "{what}"
+    );
 }
 
 fn committed(name: &str) -> String {
@@ -241,6 +260,9 @@ fn an_element_past_the_limit_of_values_is_refused_naming_it() {
             "{parts:?}: {err:?}"
         );
     }
+    for text in [&read, &refused, &member] {
+        limits_agree(text, "past the limit");
+    }
 }
 
 /// The manifest may hold [`MAX_ELEMENT_VALUES`] values and two more for each cell or trial (it
@@ -259,6 +281,7 @@ fn a_member_beside_the_arrays_may_grow_with_their_elements() {
                 format!("{{\"manifest\":{member},\"cells\":[{list}]}}"),
                 format!("{{\"cells\":[{list}],\"manifest\":{member}}}"),
             ] {
+                limits_agree(&text, &format!("{cells} cells, {held} held"));
                 for parts in [None, Some(1), Some(3)] {
                     let got = members_in(&text, usize::MAX, parts);
                     if read {
@@ -280,6 +303,7 @@ fn a_member_beside_the_arrays_may_grow_with_their_elements() {
             matches!(&err, Some(LoadError::Limit { path, .. }) if path == "entries"),
             "{cells} cells: {err:?}"
         );
+        limits_agree(&text, &format!("{cells} cells, entries"));
     }
 }
 

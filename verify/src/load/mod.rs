@@ -102,6 +102,9 @@ pub fn load_document(bytes: &[u8]) -> Result<Document, LoadError> {
     let text = text(bytes)?;
     values_within_density(text)?;
     let top = scan(text)?;
+    // The limits the split sets on each member (and each cell or trial), for a text that did
+    // not split (`load_for_check`) or was never offered to it.
+    members::within_member_limits(text)?;
     if !top.is_object {
         return Err(LoadError::UnknownFormat {
             found: "a JSON value that is not an object".into(),

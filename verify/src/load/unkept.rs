@@ -46,7 +46,10 @@ pub fn refuse_unread_element(bytes: &[u8], array: &str) -> LoadError {
 fn refusal(bytes: &[u8]) -> Option<LoadError> {
     let checked = text(bytes).and_then(|text| {
         values_within_density(text)?;
-        scan(text).map(|top| (text, top))
+        let top = scan(text)?;
+        // As `load_document`: nothing is built past a member's limit of values.
+        super::members::within_member_limits(text)?;
+        Ok((text, top))
     });
     let (text, top) = match checked {
         Ok(found) => found,

@@ -282,3 +282,109 @@ fn many_top_level_members_in_a_small_gzip_are_refused_without_being_listed() {
     let err = refused(&path);
     assert!(err.contains("unknown field `k0`"), "{err}");
 }
+
+/// A fixed generator of bytes (xorshift), for texts that compress only so far.
+struct Noise(u64);
+
+impl Noise {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// One in `one_in` times a byte of `choices`, otherwise `usual`.
+    fn byte(&mut self, usual: u8, choices: &[u8], one_in: u64) -> u8 {
+        let x = self.next();
+        if x.is_multiple_of(one_in) {
+            choices[((x >> 32) % choices.len() as u64) as usize]
+        } else {
+            usual
+        }
+    }
+}
+
+/// Writes `text` gzipped to a file in `dir` named `name`, checking that it is a forger's input
+/// within the promise: under 1 MB, and within the ratio the reader allows.
+fn small_gzip(dir: &Path, name: &str, text: &[u8]) -> PathBuf {
+    let packed = gz(text);
+    assert!(packed.len() < MB, "{name}: {}", packed.len());
+    assert!(
+        text.len() as u64 <= packed.len() as u64 * verify::input::MAX_RATIO,
+        "{name} within the ratio: {} of {}",
+        text.len(),
+        packed.len()
+    );
+    let path = dir.join(name);
+    std::fs::write(&path, packed).unwrap();
+    path
+}
+
+/// A string of 15 MB holding an escape, as a top-level key and as a top-level value (a forger's
+/// input, from the review of the split). Decoding it makes a copy as long as its text: as a
+/// key, the split copied it three times over (110 MB) and the strict reading's path once more;
+/// as a value, the head's copy and the reader's decoding of it took 66 MB. Its text alone shows
+/// it is past the limit, and it is refused before anything reads it, within 64 MB.
+#[test]
+fn a_string_past_the_limit_is_refused_before_it_is_decoded() {
+    let alphanumeric = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut noise = Noise(0x2545_F491_4F6C_DD1D);
+    let long: Vec<u8> = (0..15_000_000)
+        .map(|_| noise.byte(b'a', alphanumeric, 40))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, before, after) in [
+        ("value.json.gz", "\"pad\":\"\\n", "\"}"),
+        ("key.json.gz", "\"\\n", "\":0}"),
+    ] {
+        let mut text = format!("{{\"format\":\"interlock-results/2\",{before}").into_bytes();
+        text.extend_from_slice(&long);
+        text.extend_from_slice(after.as_bytes());
+        let path = small_gzip(dir.path(), name, &text);
+        let err = refused(&path);
+        assert!(
+            err.contains("the string at line 1 column") && err.contains("limit of 65536 bytes"),
+            "{name}: {err}"
+        );
+    }
+}
+
+/// A results file whose `columns` holds 1.9 million short strings (past the limit of values
+/// of a member) and that the split does not take: its cells are too small to be a run's, or it
+/// has more than a thousand members (a forger's input, from the review of the split). Read
+/// whole, it was built past the limit (126 MB of a 1 MB gzip); the whole reading now applies
+/// the split's limits first, and refuses it naming the member, within 64 MB.
+#[test]
+fn a_member_past_its_limit_is_refused_when_the_file_is_read_whole() {
+    let mut noise = Noise(0x9E37_79B9_7F4A_7C15);
+    let mut columns = b"[".to_vec();
+    // Eight bytes a value, as the density limit allows; the whitespace varies so that the
+    // text compresses no more than the reader allows.
+    for _ in 0..1_900_000 {
+        columns.extend_from_slice(b"\"a\",");
+        for _ in 0..4 {
+            columns.push(noise.byte(b' ', b" \t\n\r", 10));
+        }
+    }
+    columns.extend_from_slice(b"\"a\"]");
+    let members: String = (0..1100).map(|i| format!(",\"k{i}\":0")).collect();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, tail) in [
+        (
+            "tiny_cells.json.gz",
+            ",\"cells\":[0,0,0,0,0,0,0,0]}".to_owned(),
+        ),
+        ("many_members.json.gz", format!("{members}}}")),
+    ] {
+        let mut text = b"{\"format\":\"interlock-results/2\",\"columns\":".to_vec();
+        text.extend_from_slice(&columns);
+        text.extend_from_slice(tail.as_bytes());
+        let path = small_gzip(dir.path(), name, &text);
+        let err = refused(&path);
+        assert!(
+            err.contains("at columns: about 1900002 JSON values") && err.contains("limit of 65536"),
+            "{name}: {err}"
+        );
+    }
+}
