@@ -291,12 +291,35 @@ pub(super) fn too_many_values(path: String, values: usize) -> LoadError {
 /// ([`OVERLONG_STRING_TEXT`]), before any reader decodes it: serde_json copies a string holding
 /// an escape to decode it, and the strict reading's path names a key by a copy of it, so a
 /// 15 MB key with one escape took 110 MB of a 1 MB gzip.
-pub(super) fn values_within_density(text: &str) -> Result<(), LoadError> {
+pub(super) fn values_within_density(text: &str) -> Result<usize, LoadError> {
     let (values, overlong) = count_values_and_overlong(text);
     if let Some(at) = overlong {
         return Err(overlong_string(text, at));
     }
-    within_density(values, text.len())
+    within_density(values, text.len())?;
+    Ok(values)
+}
+
+/// The most values (as the density check counts them) of an original results file (the Python
+/// implementation's), which is read whole as a tree of `serde_json::Value`s (about 200 bytes a
+/// value): the published one holds 4,293; a 1 MB gzip of 29 cells each just under the limit of
+/// an element took 392 MB.
+pub const ORIGINAL_MOST_VALUES: usize = 65_536;
+
+/// Refuses a document holding `values` values (as the density check counts them) past `most`,
+/// before it is read whole as `what`.
+pub(super) fn whole_read_within(values: usize, most: usize, what: &str) -> Result<(), LoadError> {
+    if values > most {
+        return Err(LoadError::Limit {
+            path: "$".into(),
+            message: format!(
+                "about {values} JSON values, more than the {most} {what} may hold (it is read \
+                 whole): the file was edited or not written by the runner; check the file the \
+                 run published"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Bytes of text (quotes left out) past which a string holds more than [`MAX_STRING_BYTES`]

@@ -25,8 +25,8 @@ pub use apart::{read_cell_apart, read_cell_apart_hashed, CellApart};
 pub(crate) use limits::Key;
 use limits::*;
 pub use limits::{
-    within_limits, MAX_ELEMENT_VALUES, MAX_STRING_BYTES, MIN_BYTES_PER_VALUE, TRIALS_PER_GROUP,
-    VALUES_PER_GROUP, VALUE_ALLOWANCE,
+    within_limits, MAX_ELEMENT_VALUES, MAX_STRING_BYTES, MIN_BYTES_PER_VALUE, ORIGINAL_MOST_VALUES,
+    TRIALS_PER_GROUP, VALUES_PER_GROUP, VALUE_ALLOWANCE,
 };
 pub use members::ElementGroup;
 pub(crate) use parts::CELL_DEPTH;
@@ -100,7 +100,7 @@ pub enum Document {
 /// Detect what a file is and read it.
 pub fn load_document(bytes: &[u8]) -> Result<Document, LoadError> {
     let text = text(bytes)?;
-    values_within_density(text)?;
+    let values = values_within_density(text)?;
     let top = scan(text)?;
     // The limits the split sets on each member (and each cell or trial), for a text that did
     // not split (`load_for_check`) or was never offered to it.
@@ -142,6 +142,7 @@ pub fn load_document(bytes: &[u8]) -> Result<Document, LoadError> {
         // No `format`: only the original Python implementation wrote such files. Read one only
         // when it matches the original's schema exactly; never as a fallback for anything else.
         None if top.scenario && top.cells => {
+            whole_read_within(values, ORIGINAL_MOST_VALUES, "an original results file")?;
             typed::<OriginalResultsFile>(text).map_err(not_original)?;
             serde_json::from_str(text)
                 .map(Document::OriginalResults)

@@ -388,3 +388,47 @@ fn a_member_past_its_limit_is_refused_when_the_file_is_read_whole() {
         );
     }
 }
+
+/// An original results file (the Python implementation's format, read whole as a tree of
+/// values) of 29 cells, each with 65,000 short strings in its `hand_check_log`: every cell just
+/// under the limit of an element, so the split refuses none (a forger's input, from the review
+/// of the split). Built whole it took 392 MB of a 1 MB gzip, and verified; such a file is now
+/// refused by its count of values before it is built, within 64 MB.
+#[test]
+fn an_original_results_file_past_its_count_of_values_is_refused_before_it_is_built() {
+    let original =
+        std::fs::read_to_string(repo("results/reference/billing_credit.original.json")).unwrap();
+    let mut file: serde_json::Value = serde_json::from_str(&original).unwrap();
+    let cells = file.as_object_mut().unwrap().remove("cells").unwrap();
+    let cell = serde_json::to_string(&cells[0]).unwrap();
+    assert!(cell.contains("\"hand_check_log\":[]"), "{cell}");
+    let mut noise = Noise(0xD1B5_4A32_D192_ED03);
+    let mut log = b"\"hand_check_log\":[".to_vec();
+    for _ in 0..65_000 {
+        log.extend_from_slice(b"\"a\",");
+        for _ in 0..4 {
+            log.push(noise.byte(b' ', b" \t\n\r", 10));
+        }
+    }
+    log.extend_from_slice(b"\"a\"]");
+    let (before, after) = cell.split_once("\"hand_check_log\":[]").unwrap();
+    let head = serde_json::to_string(&file).unwrap();
+    let mut text = head.trim_end_matches('}').as_bytes().to_vec();
+    text.extend_from_slice(b",\"cells\":[");
+    for k in 0..29 {
+        if k > 0 {
+            text.push(b',');
+        }
+        text.extend_from_slice(before.as_bytes());
+        text.extend_from_slice(&log);
+        text.extend_from_slice(after.as_bytes());
+    }
+    text.extend_from_slice(b"]}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = small_gzip(dir.path(), "original.json.gz", &text);
+    let err = refused(&path);
+    assert!(
+        err.contains("more than the 65536 an original results file may hold"),
+        "{err}"
+    );
+}
