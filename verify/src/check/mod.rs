@@ -166,8 +166,9 @@ impl ResultsReport {
 pub enum Detail {
     /// Every cell's report (for the JSON report, the site).
     Every,
-    /// Only the failing cells' reports: what the text output shows, in far less memory. The
-    /// verdict and every count are the same.
+    /// Only the failing cells' reports, each with its first finding only (no receipt report):
+    /// what the text output shows, in far less memory. The verdict and every count are the
+    /// same.
     Failing,
 }
 
@@ -349,10 +350,8 @@ where
 
     let receipts_signed = facts.iter().all(|c| c.receipt != Some(false));
     let manifest_ok = fingerprint.is_some()
-        && !findings
-            .iter()
-            .chain(cell_reports.iter().flat_map(|c| c.findings.iter()))
-            .any(|f| f.code == fcode::MANIFEST_MISMATCH);
+        && !findings.iter().any(|f| f.code == fcode::MANIFEST_MISMATCH)
+        && !facts.iter().any(|c| c.manifest_mismatch);
     let signed = manifest_ok && receipts_signed;
     let ok = findings.is_empty() && facts.iter().all(|c| c.ok);
     Ok(ResultsReport {

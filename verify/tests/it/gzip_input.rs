@@ -413,7 +413,7 @@ fn an_original_results_file_past_its_count_of_values_is_refused_before_it_is_bui
     log.extend_from_slice(b"\"a\"]");
     let (before, after) = cell.split_once("\"hand_check_log\":[]").unwrap();
     let head = serde_json::to_string(&file).unwrap();
-    let mut text = head.trim_end_matches('}').as_bytes().to_vec();
+    let mut text = head.strip_suffix('}').unwrap().as_bytes().to_vec();
     text.extend_from_slice(b",\"cells\":[");
     for k in 0..29 {
         if k > 0 {
@@ -431,4 +431,59 @@ fn an_original_results_file_past_its_count_of_values_is_refused_before_it_is_bui
         err.contains("more than the 65536 an original results file may hold"),
         "{err}"
     );
+}
+
+/// A results file of 24 copies of a committed cell whose receipt's entries are 62,000 bare
+/// zeros each (within the limit of values of a cell; a forger's input, from the review of the
+/// split). Every cell fails, and the report kept of each for the text output held a finding, a
+/// problem and a listed kind for each bad entry, up to their caps (109 MB of a 1 MB gzip); a
+/// failing cell's report kept for the text output now holds its first finding only.
+#[test]
+fn failing_cells_keep_no_more_than_the_text_output_prints() {
+    let committed = std::fs::read_to_string(repo("results/billing_credit.json")).unwrap();
+    let mut file: serde_json::Value = serde_json::from_str(&committed).unwrap();
+    let cells = file.as_object_mut().unwrap().remove("cells").unwrap();
+    let cell = cells
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["receipt"]["entries"].is_array())
+        .unwrap()
+        .clone();
+    let mut cell = cell;
+    cell["receipt"]["entries"] = serde_json::json!(["@"]);
+    let cell = serde_json::to_string(&cell).unwrap();
+    let (before, after) = cell.split_once("\"@\"").unwrap();
+    let mut noise = Noise(0x0123_4567_89AB_CDEF);
+    let mut entries = Vec::new();
+    for k in 0..62_000 {
+        if k > 0 {
+            entries.push(b',');
+        }
+        entries.push(b'0');
+        for _ in 0..6 {
+            entries.push(noise.byte(b' ', b" \t\n\r", 13));
+        }
+    }
+    let head = serde_json::to_string(&file).unwrap();
+    let mut text = head.strip_suffix('}').unwrap().as_bytes().to_vec();
+    text.extend_from_slice(b",\"cells\":[");
+    for k in 0..24 {
+        if k > 0 {
+            text.push(b',');
+        }
+        text.extend_from_slice(before.as_bytes());
+        text.extend_from_slice(&entries);
+        text.extend_from_slice(after.as_bytes());
+    }
+    text.extend_from_slice(b"]}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = small_gzip(dir.path(), "bad_entries.json.gz", &text);
+    let (code, stdout, stderr, peak) = verify(&[path.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("malformed_entry"), "{stdout}");
+    assert!(stdout.len() + stderr.len() <= MB);
+    if let Some(peak) = peak {
+        assert!(peak <= 64 * MB, "used {} MB", peak / MB);
+    }
 }
