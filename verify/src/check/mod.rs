@@ -78,6 +78,9 @@ pub struct ResultsReport {
     /// One report per cell, in file order ([`Detail::Every`]), or only those of the cells that
     /// failed ([`Detail::Failing`]).
     pub cell_reports: Vec<CellReport>,
+    /// Cells whose report is not kept whole ([`Detail::Within`]): a failing one's holds its first
+    /// finding only, a passing one's is left out. Zero otherwise.
+    pub cell_reports_cut: usize,
     /// Findings about the file as a whole (environment, rows, columns, summary).
     pub findings: Vec<Finding>,
     /// The per-column summary derived from the verifier's own judgements (of the columns the
@@ -130,7 +133,12 @@ impl Serialize for ResultsReport {
             fingerprint: &'r Option<String>,
             ok: bool,
             cell_reports: &'r [CellReport],
+            #[serde(skip_serializing_if = "is_zero")]
+            cell_reports_cut: usize,
             findings: &'r [Finding],
+        }
+        fn is_zero(n: &usize) -> bool {
+            *n == 0
         }
         Printed {
             format: &self.format,
@@ -144,6 +152,7 @@ impl Serialize for ResultsReport {
             fingerprint: &self.fingerprint,
             ok: self.ok,
             cell_reports: &self.cell_reports,
+            cell_reports_cut: self.cell_reports_cut,
             findings: &self.findings,
         }
         .serialize(s)
@@ -170,6 +179,35 @@ pub enum Detail {
     /// what the text output shows, in far less memory. The verdict and every count are the
     /// same.
     Failing,
+    /// Every cell's report while the reports kept take about four times this many bytes in
+    /// memory (the `--json` output's budget, past which a report is cut anyway; a report's JSON
+    /// takes less than it does in memory); from the cell that passes that on, as
+    /// [`Detail::Failing`], and the report counts those cells
+    /// ([`ResultsReport::cell_reports_cut`]). The verdict and every count are the same.
+    Within(usize),
+}
+
+impl CellReport {
+    /// About the bytes the report takes in memory (its JSON takes less, a listed kind some
+    /// fourteen times less): each string's text and allocation, each finding's and problem's
+    /// fields ([`Detail::Within`]).
+    pub(super) fn weight(&self) -> usize {
+        let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+        let finding = |f: &Finding| {
+            256 + f.path.len() + f.code.len() + f.message.len() + text(&f.expected) + text(&f.found)
+        };
+        let receipt = self.receipt.as_ref().map_or(0, |r| {
+            let kinds: usize = r.journal_kinds.iter().map(|k| 56 + k.len()).sum();
+            let problems: usize = r
+                .problems
+                .iter()
+                .map(|p| 192 + p.code.len() + p.message.len() + text(&p.kind))
+                .sum();
+            1024 + r.effect_id.len() + kinds + problems
+        });
+        let labels = self.column.len() + self.crash.len() + self.outage.len();
+        256 + labels + self.findings.iter().map(finding).sum::<usize>() + receipt
+    }
 }
 
 /// Verify a results file. `key` is the pinned key (`--key`), or [`KeyCheck::SelfAttested`] to
@@ -318,6 +356,7 @@ where
         fingerprint: fingerprint.clone(),
         ok: false,
         cell_reports: Vec::new(),
+        cell_reports_cut: 0,
         findings,
         summary: BTreeMap::new(),
     };
@@ -334,7 +373,7 @@ where
     } else {
         None
     };
-    let (cell_reports, facts) = check_cells(
+    let (cell_reports, facts, cell_reports_cut) = check_cells(
         head,
         groups,
         signed_cells,
@@ -366,6 +405,7 @@ where
         fingerprint,
         ok,
         cell_reports,
+        cell_reports_cut,
         findings,
         summary,
     })

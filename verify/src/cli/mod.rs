@@ -216,6 +216,7 @@ pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<Strin
         Err(e) => return could_not_check(&name, &format!("cannot read: {e}")),
     };
     let compressed = crate::input::is_gzip(&raw);
+    let on_disk = raw.len();
     let bytes = match crate::input::decompressed(raw) {
         Ok(b) => b,
         Err(e) => return could_not_check(&name, &e.to_string()),
@@ -232,7 +233,7 @@ pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<Strin
     // refused (see `refuse_unread_element`).
     let doc = match load_for_check(&bytes) {
         Ok(Loaded::Results(file)) => {
-            if let Some(checked) = results_read_per_cell(&name, &file, options) {
+            if let Some(checked) = results_read_per_cell(&name, &file, on_disk, options) {
                 return checked;
             }
             drop(file);
@@ -256,17 +257,23 @@ pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<Strin
     }
 }
 
-/// A results file read cell by cell, checked; `None` when a cell did not read cleanly. As for
-/// every other document, a file that does not read is reported as such first (exit 2),
-/// whatever key it names.
+/// A results file (of `on_disk` bytes before any decompression) read cell by cell, checked;
+/// `None` when a cell did not read cleanly. As for every other document, a file that does not
+/// read is reported as such first (exit 2), whatever key it names.
 fn results_read_per_cell(
     name: &str,
     file: &crate::load::ResultsText<'_>,
+    on_disk: usize,
     options: &Options<'_>,
 ) -> Option<(Status, Vec<String>, FileJson)> {
     let json = options.json;
     let signer = Some(file.head.environment.signer.as_str());
-    let detail = if json { Detail::Every } else { Detail::Failing };
+    // With `--json`, the cells' reports are kept whole up to what the output may print of them.
+    let detail = if json {
+        Detail::Within(output_budget(on_disk))
+    } else {
+        Detail::Failing
+    };
     match key_for(signer, "environment.signer", false, options.pinned) {
         Ok(key) => {
             let r = verify_results_text(file, &key, detail).ok()?;

@@ -436,8 +436,9 @@ fn an_original_results_file_past_its_count_of_values_is_refused_before_it_is_bui
 /// A results file of 24 copies of a committed cell whose receipt's entries are 62,000 bare
 /// zeros each (within the limit of values of a cell; a forger's input, from the review of the
 /// split). Every cell fails, and the report kept of each for the text output held a finding, a
-/// problem and a listed kind for each bad entry, up to their caps (109 MB of a 1 MB gzip); a
-/// failing cell's report kept for the text output now holds its first finding only.
+/// problem and a listed kind for each bad entry, up to their caps (109 MB of a 1 MB gzip; with
+/// `--json`, every report whole, 250 MB): a failing cell's report kept for the text output now
+/// holds its first finding only, and `--json` keeps reports whole up to its output's budget.
 #[test]
 fn failing_cells_keep_no_more_than_the_text_output_prints() {
     let committed = std::fs::read_to_string(repo("results/billing_credit.json")).unwrap();
@@ -485,5 +486,21 @@ fn failing_cells_keep_no_more_than_the_text_output_prints() {
     assert!(stdout.len() + stderr.len() <= MB);
     if let Some(peak) = peak {
         assert!(peak <= 64 * MB, "used {} MB", peak / MB);
+    }
+    // With `--json` every report was kept whole (250 MB): now only up to the output's budget,
+    // and the report says how many cells' reports were cut.
+    let (code, stdout, stderr, peak) = verify(&["--json", path.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stdout.len() + stderr.len() <= MB);
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let cut = &report["files"][0]["report"]["cell_reports_cut"];
+    assert!(cut.as_u64().is_some_and(|n| n > 0), "{cut}");
+    if let Some(peak) = peak {
+        assert!(peak <= 64 * MB, "--json used {} MB", peak / MB);
+    }
+    // Which reports are cut depends on the file alone, not on the threads.
+    for threads in [1, 3] {
+        let (_, other, _, _) = verify_on(&["--json", path.to_str().unwrap()], Some(threads));
+        assert!(other == stdout, "{threads} threads");
     }
 }
