@@ -133,7 +133,6 @@ pub(super) fn check_cells<'c, E: Send>(
     count: usize,
 ) -> Result<(Vec<CellReport>, Vec<CellFacts>, usize), E> {
     let vetted = receipt::Vetted::default();
-    type Checked = Vec<(Option<Box<CellReport>>, CellFacts)>;
     let budget = match detail {
         Detail::Within(bytes) => Some(bytes.saturating_mul(4)),
         Detail::Every | Detail::Failing => None,
@@ -156,38 +155,10 @@ pub(super) fn check_cells<'c, E: Send>(
         let checked: Vec<Result<Checked, E>> = batch
             .par_iter()
             .map(|(g, group)| {
-                let range = group.elements.clone();
-                let start = range.start;
                 let known = signed
                     .as_ref()
                     .map(|s| s.get(*g).map_or(&[][..], Vec::as_slice));
-                let Group {
-                    cells,
-                    receipts,
-                    hashes,
-                } = read(range, known.unwrap_or_default())?;
-                let bundles: Vec<&BundleView<'_>> = receipts.iter().flatten().collect();
-                let mut reports = receipt::verify_group_views(&bundles, rule, &vetted).into_iter();
-                let checked = cells.iter().enumerate().map(|(k, cell)| {
-                    let bundle = receipts.get(k).and_then(Option::as_ref);
-                    let report = bundle.and_then(|_| reports.next());
-                    let mut checked = check_cell(start + k, cell, bundle, report);
-                    let hash = hashes.get(k).copied().flatten();
-                    let compared = known.is_some();
-                    let differs = || signed_differs(head, start + k, cell, bundle, hash);
-                    if let Some(f) = (!compared).then(differs).flatten() {
-                        checked.findings.push(f);
-                        checked.ok = false;
-                    }
-                    let facts = CellFacts::of(cell, &checked);
-                    let kept = match mode {
-                        Detail::Failing => (!checked.ok).then(|| first_finding_only(checked)),
-                        Detail::Every | Detail::Within(_) => Some(checked),
-                    };
-                    // Boxed: most cells keep no report, and an empty slot should cost a pointer.
-                    (kept.map(Box::new), facts)
-                });
-                Ok(checked.collect())
+                check_group(head, group, known, read, (rule, &vetted), mode)
             })
             .collect();
         for group in checked {
@@ -215,6 +186,48 @@ pub(super) fn check_cells<'c, E: Send>(
         }
     }
     Ok((out.0, out.1, cut))
+}
+
+/// Each cell of a group with what `mode` keeps of its report (boxed: most cells keep none, and
+/// an empty slot should cost a pointer).
+type Checked = Vec<(Option<Box<CellReport>>, CellFacts)>;
+
+/// The cells of `group` read, their receipts verified in one batch, each cell checked; `known`
+/// is what the first pass under a pin found of the group ([`check_cells`]).
+fn check_group<'c, E>(
+    head: &ResultsFile,
+    group: &ElementGroup,
+    known: Option<&[Signed]>,
+    read: &impl Fn(Range<usize>, &[Signed]) -> Result<Group<'c>, E>,
+    (rule, vetted): (&SignerRule, &receipt::Vetted),
+    mode: Detail,
+) -> Result<Checked, E> {
+    let start = group.elements.start;
+    let Group {
+        cells,
+        receipts,
+        hashes,
+    } = read(group.elements.clone(), known.unwrap_or_default())?;
+    let bundles: Vec<&BundleView<'_>> = receipts.iter().flatten().collect();
+    let mut reports = receipt::verify_group_views(&bundles, rule, vetted).into_iter();
+    let checked = cells.iter().enumerate().map(|(k, cell)| {
+        let bundle = receipts.get(k).and_then(Option::as_ref);
+        let report = bundle.and_then(|_| reports.next());
+        let mut checked = check_cell(start + k, cell, bundle, report);
+        let hash = hashes.get(k).copied().flatten();
+        let differs = || signed_differs(head, start + k, cell, bundle, hash);
+        if let Some(f) = known.is_none().then(differs).flatten() {
+            checked.findings.push(f);
+            checked.ok = false;
+        }
+        let facts = CellFacts::of(cell, &checked);
+        let kept = match mode {
+            Detail::Failing => (!checked.ok).then(|| first_finding_only(checked)),
+            Detail::Every | Detail::Within(_) => Some(checked),
+        };
+        (kept.map(Box::new), facts)
+    });
+    Ok(checked.collect())
 }
 
 /// A failing cell's report as [`Detail::Failing`] keeps it: its first finding (what the text

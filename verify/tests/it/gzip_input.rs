@@ -321,6 +321,68 @@ fn small_gzip(dir: &Path, name: &str, text: &[u8]) -> PathBuf {
     path
 }
 
+/// `count` copies of `item` joined by commas, each comma followed by `pad` bytes of whitespace
+/// that varies (one in `one_in` is not a space), so that the list compresses no more than the
+/// reader allows.
+fn noisy_list(item: &[u8], count: usize, pad: usize, noise: &mut Noise, one_in: u64) -> Vec<u8> {
+    let mut list = Vec::with_capacity(count * (item.len() + 1 + pad));
+    for k in 0..count {
+        if k > 0 {
+            list.push(b',');
+            for _ in 0..pad {
+                list.push(noise.byte(b' ', b" \t\n\r", one_in));
+            }
+        }
+        list.extend_from_slice(item);
+    }
+    list
+}
+
+/// The committed file `path` with its `cells` replaced by `copies` copies of its first cell that
+/// `pick` takes, in which `mark` sets a one-element array `["@"]` whose element is replaced by
+/// `inner`.
+fn with_cells(
+    path: &str,
+    pick: impl Fn(&serde_json::Value) -> bool,
+    mark: impl Fn(&mut serde_json::Value),
+    inner: &[u8],
+    copies: usize,
+) -> Vec<u8> {
+    let committed = std::fs::read_to_string(repo(path)).unwrap();
+    let mut file: serde_json::Value = serde_json::from_str(&committed).unwrap();
+    let cells = file.as_object_mut().unwrap().remove("cells").unwrap();
+    let mut cell = cells
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| pick(c))
+        .unwrap()
+        .clone();
+    mark(&mut cell);
+    let cell = serde_json::to_string(&cell).unwrap();
+    let (before, after) = cell.split_once("\"@\"").unwrap();
+    let head = serde_json::to_string(&file).unwrap();
+    let mut text = head.strip_suffix('}').unwrap().as_bytes().to_vec();
+    text.extend_from_slice(b",\"cells\":[");
+    for k in 0..copies {
+        if k > 0 {
+            text.push(b',');
+        }
+        text.extend_from_slice(before.as_bytes());
+        text.extend_from_slice(inner);
+        text.extend_from_slice(after.as_bytes());
+    }
+    text.extend_from_slice(b"]}");
+    text
+}
+
+/// `text` gzipped as `name` in `dir` ([`small_gzip`]) is refused within the promise, with an
+/// error holding every one of `wanted`.
+fn refused_naming(dir: &Path, name: &str, text: &[u8], wanted: &[&str]) {
+    let err = refused(&small_gzip(dir, name, text));
+    assert!(wanted.iter().all(|w| err.contains(w)), "{name}: {err}");
+}
+
 /// A string of 15 MB holding an escape, as a top-level key and as a top-level value (a forger's
 /// input, from the review of the split). Decoding it makes a copy as long as its text: as a
 /// key, the split copied it three times over (110 MB) and the strict reading's path once more;
@@ -341,12 +403,8 @@ fn a_string_past_the_limit_is_refused_before_it_is_decoded() {
         let mut text = format!("{{\"format\":\"interlock-results/2\",{before}").into_bytes();
         text.extend_from_slice(&long);
         text.extend_from_slice(after.as_bytes());
-        let path = small_gzip(dir.path(), name, &text);
-        let err = refused(&path);
-        assert!(
-            err.contains("the string at line 1 column") && err.contains("limit of 65536 bytes"),
-            "{name}: {err}"
-        );
+        let wanted = ["the string at line 1 column", "limit of 65536 bytes"];
+        refused_naming(dir.path(), name, &text, &wanted);
     }
 }
 
@@ -357,35 +415,25 @@ fn a_string_past_the_limit_is_refused_before_it_is_decoded() {
 /// the split's limits first, and refuses it naming the member, within 64 MB.
 #[test]
 fn a_member_past_its_limit_is_refused_when_the_file_is_read_whole() {
+    // Eight bytes a value, as the density limit allows.
     let mut noise = Noise(0x9E37_79B9_7F4A_7C15);
-    let mut columns = b"[".to_vec();
-    // Eight bytes a value, as the density limit allows; the whitespace varies so that the
-    // text compresses no more than the reader allows.
-    for _ in 0..1_900_000 {
-        columns.extend_from_slice(b"\"a\",");
-        for _ in 0..4 {
-            columns.push(noise.byte(b' ', b" \t\n\r", 10));
-        }
-    }
-    columns.extend_from_slice(b"\"a\"]");
+    let columns = noisy_list(b"\"a\"", 1_900_001, 4, &mut noise, 10);
     let members: String = (0..1100).map(|i| format!(",\"k{i}\":0")).collect();
     let dir = tempfile::tempdir().unwrap();
     for (name, tail) in [
         (
             "tiny_cells.json.gz",
-            ",\"cells\":[0,0,0,0,0,0,0,0]}".to_owned(),
+            ",\"cells\":[0,0,0,0,0,0,0,0]".to_owned(),
         ),
-        ("many_members.json.gz", format!("{members}}}")),
+        ("many_members.json.gz", members),
     ] {
-        let mut text = b"{\"format\":\"interlock-results/2\",\"columns\":".to_vec();
+        let mut text = b"{\"format\":\"interlock-results/2\",\"columns\":[".to_vec();
         text.extend_from_slice(&columns);
+        text.push(b']');
         text.extend_from_slice(tail.as_bytes());
-        let path = small_gzip(dir.path(), name, &text);
-        let err = refused(&path);
-        assert!(
-            err.contains("at columns: about 1900002 JSON values") && err.contains("limit of 65536"),
-            "{name}: {err}"
-        );
+        text.push(b'}');
+        let wanted = ["at columns: about 1900002 JSON values", "limit of 65536"];
+        refused_naming(dir.path(), name, &text, &wanted);
     }
 }
 
@@ -396,41 +444,18 @@ fn a_member_past_its_limit_is_refused_when_the_file_is_read_whole() {
 /// refused by its count of values before it is built, within 64 MB.
 #[test]
 fn an_original_results_file_past_its_count_of_values_is_refused_before_it_is_built() {
-    let original =
-        std::fs::read_to_string(repo("results/reference/billing_credit.original.json")).unwrap();
-    let mut file: serde_json::Value = serde_json::from_str(&original).unwrap();
-    let cells = file.as_object_mut().unwrap().remove("cells").unwrap();
-    let cell = serde_json::to_string(&cells[0]).unwrap();
-    assert!(cell.contains("\"hand_check_log\":[]"), "{cell}");
     let mut noise = Noise(0xD1B5_4A32_D192_ED03);
-    let mut log = b"\"hand_check_log\":[".to_vec();
-    for _ in 0..65_000 {
-        log.extend_from_slice(b"\"a\",");
-        for _ in 0..4 {
-            log.push(noise.byte(b' ', b" \t\n\r", 10));
-        }
-    }
-    log.extend_from_slice(b"\"a\"]");
-    let (before, after) = cell.split_once("\"hand_check_log\":[]").unwrap();
-    let head = serde_json::to_string(&file).unwrap();
-    let mut text = head.strip_suffix('}').unwrap().as_bytes().to_vec();
-    text.extend_from_slice(b",\"cells\":[");
-    for k in 0..29 {
-        if k > 0 {
-            text.push(b',');
-        }
-        text.extend_from_slice(before.as_bytes());
-        text.extend_from_slice(&log);
-        text.extend_from_slice(after.as_bytes());
-    }
-    text.extend_from_slice(b"]}");
-    let dir = tempfile::tempdir().unwrap();
-    let path = small_gzip(dir.path(), "original.json.gz", &text);
-    let err = refused(&path);
-    assert!(
-        err.contains("more than the 65536 an original results file may hold"),
-        "{err}"
+    let log = noisy_list(b"\"a\"", 65_001, 4, &mut noise, 10);
+    let text = with_cells(
+        "results/reference/billing_credit.original.json",
+        |c| c["hand_check_log"] == serde_json::json!([]),
+        |c| c["hand_check_log"] = serde_json::json!(["@"]),
+        &log,
+        29,
     );
+    let dir = tempfile::tempdir().unwrap();
+    let wanted = ["more than the 65536 an original results file may hold"];
+    refused_naming(dir.path(), "original.json.gz", &text, &wanted);
 }
 
 /// A results file of 24 copies of a committed cell whose receipt's entries are 62,000 bare
@@ -441,43 +466,15 @@ fn an_original_results_file_past_its_count_of_values_is_refused_before_it_is_bui
 /// holds its first finding only, and `--json` keeps reports whole up to its output's budget.
 #[test]
 fn failing_cells_keep_no_more_than_the_text_output_prints() {
-    let committed = std::fs::read_to_string(repo("results/billing_credit.json")).unwrap();
-    let mut file: serde_json::Value = serde_json::from_str(&committed).unwrap();
-    let cells = file.as_object_mut().unwrap().remove("cells").unwrap();
-    let cell = cells
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["receipt"]["entries"].is_array())
-        .unwrap()
-        .clone();
-    let mut cell = cell;
-    cell["receipt"]["entries"] = serde_json::json!(["@"]);
-    let cell = serde_json::to_string(&cell).unwrap();
-    let (before, after) = cell.split_once("\"@\"").unwrap();
     let mut noise = Noise(0x0123_4567_89AB_CDEF);
-    let mut entries = Vec::new();
-    for k in 0..62_000 {
-        if k > 0 {
-            entries.push(b',');
-        }
-        entries.push(b'0');
-        for _ in 0..6 {
-            entries.push(noise.byte(b' ', b" \t\n\r", 13));
-        }
-    }
-    let head = serde_json::to_string(&file).unwrap();
-    let mut text = head.strip_suffix('}').unwrap().as_bytes().to_vec();
-    text.extend_from_slice(b",\"cells\":[");
-    for k in 0..24 {
-        if k > 0 {
-            text.push(b',');
-        }
-        text.extend_from_slice(before.as_bytes());
-        text.extend_from_slice(&entries);
-        text.extend_from_slice(after.as_bytes());
-    }
-    text.extend_from_slice(b"]}");
+    let entries = noisy_list(b"0", 62_000, 6, &mut noise, 13);
+    let text = with_cells(
+        "results/billing_credit.json",
+        |c| c["receipt"]["entries"].is_array(),
+        |c| c["receipt"]["entries"] = serde_json::json!(["@"]),
+        &entries,
+        24,
+    );
     let dir = tempfile::tempdir().unwrap();
     let path = small_gzip(dir.path(), "bad_entries.json.gz", &text);
     let (code, stdout, stderr, peak) = verify(&[path.to_str().unwrap()]);
