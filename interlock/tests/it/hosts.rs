@@ -297,9 +297,21 @@ fn sender_killed_after_dispatched(h: &Hosts, state: &Path) {
 /// Recover from host `net` until the effect resolves, sleeping until each stated instant.
 fn recover_until_resolved(h: &Hosts, net: u8, state: &Path) -> (String, Duration) {
     let started = Instant::now();
+    let mut last = Value::Null;
     loop {
-        assert!(started.elapsed() < Duration::from_secs(60), "not resolved");
+        if started.elapsed() > Duration::from_secs(60) {
+            // What the server still holds, for the one who reads a failure.
+            let sessions = psql_out(
+                h,
+                "SELECT string_agg(concat_ws(' ', a.pid, a.client_addr, a.state, \
+                 a.wait_event_type, a.wait_event, l.locktype, l.objid, l.granted), '; ') \
+                 FROM pg_stat_activity a LEFT JOIN pg_locks l ON l.pid = a.pid \
+                 AND l.locktype = 'advisory' WHERE a.client_addr IS NOT NULL",
+            );
+            panic!("not resolved in 60 s; last report {last}; sessions: {sessions}");
+        }
         let report = once(h.probe(net, "recover", state, &[]));
+        last = report.clone();
         let item = &report["recovered"][0];
         if let Some(s) = item["status"].as_str() {
             return (s.to_owned(), started.elapsed());

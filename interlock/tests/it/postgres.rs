@@ -901,6 +901,19 @@ fn an_older_gates_journal_lock_cannot_be_taken_while_a_current_gate_runs() {
         .unwrap();
 }
 
+/// A count of the locks of `locktype` that the sessions of the journal in `schema` wait for
+/// (each holds the older gates' journal lock, namespace and 1, shared). Other tests' gates run
+/// in the same cluster at the same time: a count over every session saw their waits as this
+/// test's and went on before this test's gate had got there.
+fn journal_sessions_waiting(schema: &str, locktype: &str) -> String {
+    let ns = i64::from(interlock::testing::pg_journal_namespace(schema));
+    format!(
+        "SELECT count(*) FROM pg_locks l WHERE NOT l.granted AND l.locktype = '{locktype}' \
+         AND l.pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' \
+         AND classid::bigint = {ns} AND objid::bigint = 1 AND objsubid = 2)"
+    )
+}
+
 /// Waits (polling, bounded) until `sql`'s count is positive.
 fn until_counted(c: &mut postgres::Client, what: &str, sql: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -975,7 +988,7 @@ fn a_dispatch_settled_refused_while_recovery_waited_is_never_resent_under_any_is
             until_counted(
                 &mut watch,
                 "A's settling INSERT waits for the table lock",
-                "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'relation'",
+                &journal_sessions_waiting(&schema, "relation"),
             );
             // A confirmed its claim under the effect's lock; now its claims session ends.
             let pid: i32 = watch
@@ -999,7 +1012,7 @@ fn a_dispatch_settled_refused_while_recovery_waited_is_never_resent_under_any_is
             until_counted(
                 &mut watch,
                 "B waits for the effect's lock (A's section holds it)",
-                "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'advisory'",
+                &journal_sessions_waiting(&schema, "advisory"),
             );
             holder.lock().unwrap().batch_execute("COMMIT").unwrap();
             (a.join().unwrap(), b.join().unwrap())
