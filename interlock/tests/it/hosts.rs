@@ -10,7 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver};
@@ -313,6 +313,10 @@ fn recover_until_resolved(h: &Hosts, net: u8, state: &Path) -> (String, Duration
         let report = once(h.probe(net, "recover", state, &[]));
         last = report.clone();
         let item = &report["recovered"][0];
+        assert!(
+            !item.is_null(),
+            "host {net} found nothing to recover: the effect was resolved elsewhere ({report})"
+        );
         if let Some(s) = item["status"].as_str() {
             return (s.to_owned(), started.elapsed());
         }
@@ -490,18 +494,16 @@ fn a_host_cut_off_while_waiting_for_an_effects_lock_does_not_block_its_recovery_
         budget: None,
     });
     let key = interlock::testing::pg_effect_lock_key("public", &eid);
-    // Another session holds the effect's lock for 4 s.
-    let mut holder = psql(
-        &h,
-        &[
-            format!("SELECT pg_advisory_lock({key})"),
-            "SELECT pg_sleep(4)".to_owned(),
-            format!("SELECT pg_advisory_unlock({key})"),
-        ],
-    )
-    .stdout(Stdio::null())
-    .spawn()
-    .unwrap();
+    // Another session holds the effect's lock until the test lets it go (its commands come on
+    // its standard input): were it let go before host 1 is cut, host 1 would resolve the effect.
+    let mut holder = psql(&h, &[])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut commands = holder.stdin.take().unwrap();
+    writeln!(commands, "SELECT pg_advisory_lock({key});").unwrap();
+    commands.flush().unwrap();
     let held = Instant::now();
     while psql_out(&h, &format!("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = ({key} & 4294967295)::oid")) == "0" {
         assert!(held.elapsed() < Duration::from_secs(20), "the lock was never held");
@@ -523,6 +525,8 @@ fn a_host_cut_off_while_waiting_for_an_effects_lock_does_not_block_its_recovery_
     }
     h.cut(1);
     // The holder lets go: the server grants the lock to host 1's session, which cannot hear it.
+    writeln!(commands, "SELECT pg_advisory_unlock({key});").unwrap();
+    drop(commands);
     holder.wait().unwrap();
     let (status, took) = recover_until_resolved(&h, 2, &state);
     let mut recoverer = recoverer.child;
