@@ -129,20 +129,35 @@ fn typed_cell_hash(
     cell: &Cell,
     receipt: Option<&BundleView<'_>>,
 ) -> Result<String, ManifestError> {
-    let what = format!("cells[{index}]");
-    let text = serde_json::to_string(cell).map_err(|e| ManifestError::Serialize {
-        what: what.clone(),
+    let out = canonical_apart(&format!("cells[{index}]"), cell, receipt)?;
+    Ok(entry::lower_hex(&Sha256::digest(out.as_bytes())))
+}
+
+/// The canonical JSON text of the typed object `value` (named `what` in errors), with
+/// `receipt`, when given, as its member `receipt` in place of its own: written as in
+/// [`typed_cell_hash`], with no tree of `serde_json::Value`s of the object or of its receipt
+/// (a cell's or a nemesis trial's).
+pub(crate) fn canonical_apart<T: serde::Serialize>(
+    what: &str,
+    value: &T,
+    receipt: Option<&BundleView<'_>>,
+) -> Result<String, ManifestError> {
+    let text = serde_json::to_string(value).map_err(|e| ManifestError::Serialize {
+        what: what.to_owned(),
         message: e.to_string(),
     })?;
     let mut out = String::with_capacity(text.len());
     let written = match (serde_json::from_str::<View<'_>>(&text), receipt) {
-        (Ok(cell), None) => canonical::write_node(&mut out, &cell),
-        (Ok(cell), Some(r)) => write_with_receipt(&mut out, &cell, &what, r)?,
-        (Err(_), None) => canonical::write_node(&mut out, &to_json(&what, cell)?),
-        (Err(_), Some(r)) => write_with_receipt(&mut out, &to_json(&what, cell)?, &what, r)?,
+        (Ok(node), None) => canonical::write_node(&mut out, &node),
+        (Ok(node), Some(r)) => write_with_receipt(&mut out, &node, what, r)?,
+        (Err(_), None) => canonical::write_node(&mut out, &to_json(what, value)?),
+        (Err(_), Some(r)) => write_with_receipt(&mut out, &to_json(what, value)?, what, r)?,
     };
-    written.map_err(|source| ManifestError::Canonical { what, source })?;
-    Ok(entry::lower_hex(&Sha256::digest(out.as_bytes())))
+    written.map_err(|source| ManifestError::Canonical {
+        what: what.to_owned(),
+        source,
+    })?;
+    Ok(out)
 }
 
 /// Append the canonical text of the object `cell` with `receipt` as its member `receipt` (the

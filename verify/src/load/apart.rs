@@ -48,6 +48,34 @@ pub fn read_cell_apart(
     Ok((cell, receipt))
 }
 
+/// [`read_trial`] with the receipt apart, as [`read_cell_apart`] reads a cell: the typed trial
+/// (its `receipt` always `None`) and the trial's receipt, if it has one, as a view of the text.
+/// The text reads, or fails to read, exactly as [`read_trial`] reads it.
+pub fn read_trial_apart(
+    index: usize,
+    raw: &RawValue,
+) -> Result<(crate::nemesis::Trial, Option<BundleView<'_>>), LoadError> {
+    let text = raw.get();
+    super::parts::scan_element("trials", index, text)?;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let mut receipt = None;
+    let trial = crate::nemesis::Trial::deserialize(MapOnly(WithoutReceipt {
+        de: &mut de,
+        receipt: &mut receipt,
+    }))
+    .and_then(|t| de.end().map(|()| t))
+    .map_err(|e| LoadError::Shape {
+        path: format!("trials[{index}]"),
+        message: e.to_string(),
+    })?;
+    let receipt = receipt.flatten();
+    if let Some(b) = &receipt {
+        let path = format!("trials[{index}].receipt.effect_id");
+        effect_id_shape(&path, &b.effect_id, 64)?;
+    }
+    Ok((trial, receipt))
+}
+
 /// The JSON text of a cell as the typed cell reads it, but for its `receipt` member, which is
 /// read into `receipt` instead (`Some(None)` for `"receipt": null`) and never shown to the cell:
 /// every other member goes to the cell's own rules as it stands in the text.

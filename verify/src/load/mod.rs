@@ -21,7 +21,7 @@ mod members;
 mod parts;
 mod unkept;
 
-pub use apart::{read_cell_apart, read_cell_apart_hashed, CellApart};
+pub use apart::{read_cell_apart, read_cell_apart_hashed, read_trial_apart, CellApart};
 pub(crate) use limits::Key;
 use limits::*;
 pub use limits::{

@@ -95,7 +95,7 @@ pub(super) fn scan_cell(index: usize, text: &str) -> Result<(), LoadError> {
 
 /// The strict scan of element `index` of the file's array `array` (a cell or a trial), failing
 /// as a shape error at `array[index]`.
-fn scan_element(array: &str, index: usize, text: &str) -> Result<(), LoadError> {
+pub(super) fn scan_element(array: &str, index: usize, text: &str) -> Result<(), LoadError> {
     let mut de = serde_json::Deserializer::from_str(text);
     Scan {
         top: None,

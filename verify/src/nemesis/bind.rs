@@ -10,19 +10,21 @@ use super::Trial;
 use crate::finding::{code as fcode, Finding};
 use crate::receipt::ReceiptReport;
 use crate::scenarios::billing_credit::{billing_credit_effect_id, HARNESS_ERROR};
-use serde_json::Value;
+use crate::view::{BundleView, View};
 
-/// Every check binding trial `t` (at JSON path `base`) to its record; `report` is its receipt's
-/// report, when it carries one.
+/// Every check binding trial `t` (at JSON path `base`) to its record; `receipt` is its receipt
+/// (read apart from the trial, whose own is then `None`) and `report` that receipt's report,
+/// when it carries one.
 pub(super) fn check_trial_record(
     base: &str,
     t: &Trial,
+    receipt: Option<&BundleView<'_>>,
     report: Option<&ReceiptReport>,
     f: &mut Vec<Finding>,
 ) {
     check_harness_error(base, t, f);
     if t.column != "interlock" {
-        if t.receipt.is_some() || !t.journal_kinds.is_empty() {
+        if receipt.is_some() || !t.journal_kinds.is_empty() {
             f.push(Finding::new(
                 format!("{base}.receipt"),
                 fcode::RECEIPT_MISSING,
@@ -34,7 +36,7 @@ pub(super) fn check_trial_record(
         }
         return;
     }
-    let (Some(bundle), Some(report)) = (&t.receipt, report) else {
+    let (Some(bundle), Some(report)) = (receipt, report) else {
         // Killed before any decision, a restart that failed, a harness error: the column gave
         // no status, so there is no receipt to bind (and no kinds to state).
         let no_status = [NOT_DECIDED, RESTART_FAILED, HARNESS_ERROR].contains(&t.outcome.as_str());
@@ -89,7 +91,7 @@ pub(super) fn check_trial_record(
         .entries
         .last()
         .and_then(|e| e.get("code"))
-        .and_then(Value::as_str);
+        .and_then(View::as_str);
     let allowed = crate::check::outcomes_for_final(report, final_code);
     if !allowed.contains(&t.outcome) {
         f.push(Finding::mismatch(

@@ -7,7 +7,8 @@ use super::shards::MergedCheck;
 use super::{sign, NemesisFile, Shard, Trial, NEMESIS_FORMAT};
 use crate::finding::Finding;
 use crate::load::{ElementGroup, LoadError, NemesisText, TRIALS_PER_GROUP};
-use crate::receipt::{verify_bundle, KeyCheck, ReceiptReport};
+use crate::receipt::{verify_group_views, KeyCheck, ReceiptReport, SignerRule, Vetted};
+use crate::view::BundleView;
 use ed25519_dalek::VerifyingKey;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -71,6 +72,23 @@ pub struct NemesisReport {
     pub merged_from: Option<Vec<String>>,
 }
 
+/// A trial as it is checked: typed, and its receipt as a view (read apart from the file's
+/// text, or a view of the typed trial's own receipt).
+struct Apart<'t> {
+    trial: Cow<'t, Trial>,
+    receipt: Option<BundleView<'t>>,
+}
+
+impl<'t> Apart<'t> {
+    /// A typed trial and a view of its own receipt.
+    fn of(t: &'t Trial) -> Apart<'t> {
+        Apart {
+            receipt: t.receipt.as_ref().map(BundleView::of),
+            trial: Cow::Borrowed(t),
+        }
+    }
+}
+
 /// Checks `file`: under `KeyCheck::Pinned`, the file and every receipt must be signed by that key;
 /// self-attested, by the file's own `environment.signer`. A merged file's shards must be signed
 /// by the pinned key too ([`verify_nemesis_pinning`] allows others), and each trial's receipt by
@@ -93,8 +111,9 @@ pub fn verify_nemesis_pinning(
     key: &KeyCheck,
     allowed: &[VerifyingKey],
 ) -> NemesisReport {
-    let read = |range: Range<usize>| -> Result<Cow<'_, [Trial]>, Infallible> {
-        Ok(Cow::Borrowed(file.trials.get(range).unwrap_or_default()))
+    let read = |range: Range<usize>| -> Result<Vec<Apart<'_>>, Infallible> {
+        let trials = file.trials.get(range).unwrap_or_default();
+        Ok(trials.iter().map(Apart::of).collect())
     };
     // The file is held whole already: its groups' values are not counted.
     let count = file.trials.len();
@@ -128,15 +147,22 @@ pub fn verify_nemesis_text_pinning(
     key: &KeyCheck,
     allowed: &[VerifyingKey],
 ) -> Result<NemesisReport, LoadError> {
-    let read = |range: Range<usize>| -> Result<Cow<'_, [Trial]>, LoadError> {
+    // Each trial typed with its receipt apart, as a view of the file's text: its entries are
+    // never built as trees of values.
+    let read = |range: Range<usize>| -> Result<Vec<Apart<'_>>, LoadError> {
         let start = range.start;
         let texts = file.trials.get(range).unwrap_or_default();
-        let trials = texts
+        texts
             .iter()
             .enumerate()
-            .map(|(k, text)| crate::load::read_trial(start + k, text))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Cow::Owned(trials))
+            .map(|(k, text)| {
+                let (trial, receipt) = crate::load::read_trial_apart(start + k, text)?;
+                Ok(Apart {
+                    trial: Cow::Owned(trial),
+                    receipt,
+                })
+            })
+            .collect()
     };
     // The groups found as the file was read: no more values than a thread should hold at once;
     // on no more threads than the file's budget holds such groups, and no more values in those
@@ -157,7 +183,7 @@ fn verify_parts<'t, E: Send>(
     head: &NemesisFile,
     count: usize,
     (groups, held): (Vec<ElementGroup>, usize),
-    read: impl Fn(Range<usize>) -> Result<Cow<'t, [Trial]>, E> + Sync,
+    read: impl Fn(Range<usize>) -> Result<Vec<Apart<'t>>, E> + Sync,
     key: &KeyCheck,
     allowed: &[VerifyingKey],
 ) -> Result<NemesisReport, E> {
@@ -177,14 +203,20 @@ fn verify_parts<'t, E: Send>(
     let mut hashed = Ok(());
     for group in &groups {
         let trials = read(group.elements.clone())?;
-        violations += trials.iter().filter(|t| t.violation).count();
-        under_credits += trials.iter().filter(|t| t.under_credit()).count();
-        for t in trials.iter() {
+        violations += trials.iter().filter(|a| a.trial.violation).count();
+        under_credits += trials.iter().filter(|a| a.trial.under_credit()).count();
+        for a in &trials {
+            // Written once for the file's hash and its shard's.
+            let canonical = sign::trial_canonical(&a.trial, a.receipt.as_ref());
             if let Ok(h) = hasher.as_mut() {
-                hashed = hashed.and_then(|()| h.trial(t));
+                match &canonical {
+                    Ok(text) if hashed.is_ok() => h.add(text),
+                    Ok(_) => {}
+                    Err(e) => hashed = hashed.and(Err(e.clone())),
+                }
             }
             if let Some(m) = merged.as_mut() {
-                m.trial(t, &mut f);
+                m.trial(&a.trial, &canonical, &mut f);
             }
         }
     }
@@ -232,7 +264,7 @@ fn verify_parts<'t, E: Send>(
     // until it is done: together they hold no more values than the budget allows.
     let most = 2 * rayon::current_num_threads().max(1);
     for batch in windows(&groups, most, held) {
-        type Checked<'a> = (Vec<Finding>, usize, Cow<'a, [Trial]>);
+        type Checked<'a> = (Vec<Finding>, usize, Vec<Apart<'a>>);
         let checked: Vec<Result<Checked<'t>, E>> = batch
             .par_iter()
             .map(|group| {
@@ -240,7 +272,8 @@ fn verify_parts<'t, E: Send>(
                 let start = range.start;
                 let trials = read(range.clone())?;
                 let (mut found, mut receipts) = (Vec::new(), 0);
-                for (k, t) in trials.iter().enumerate() {
+                for (k, a) in trials.iter().enumerate() {
+                    let t = &*a.trial;
                     let base = format!("trials[{}]", start + k);
                     check_ground_truth(&base, t, &mut found);
                     check_clock_start(&base, t, clock_start, &mut found);
@@ -249,9 +282,10 @@ fn verify_parts<'t, E: Send>(
                     // A merged file's trial was run, and its receipt signed, by its shard.
                     let shard_key = merged.as_ref().map(|m| m.key_for(t));
                     let receipt_key = shard_key.as_ref().unwrap_or(&receipt_key);
-                    let receipt = check_receipt(&base, t, receipt_key, &mut found);
+                    let bundle = a.receipt.as_ref();
+                    let receipt = check_receipt(&base, t, bundle, receipt_key, &mut found);
                     receipts += usize::from(receipt.is_some());
-                    super::bind::check_trial_record(&base, t, receipt.as_ref(), &mut found);
+                    super::bind::check_trial_record(&base, t, bundle, receipt.as_ref(), &mut found);
                 }
                 Ok((found, receipts, trials))
             })
@@ -260,12 +294,12 @@ fn verify_parts<'t, E: Send>(
             let (mut found, receipts, trials) = group?;
             f.append(&mut found);
             receipts_verified += receipts;
-            for t in trials.iter() {
+            for a in &trials {
                 if let Some(w) = walk.as_mut() {
-                    w.visit(t);
+                    w.visit(&a.trial);
                 }
                 if let Some(s) = summaries.as_mut() {
-                    s.push(t);
+                    s.push(&a.trial);
                 }
             }
         }
@@ -486,14 +520,17 @@ fn check_judgement(base: &str, t: &Trial, max_in_flight_ms: u64, f: &mut Vec<Fin
 fn check_receipt(
     base: &str,
     t: &Trial,
+    bundle: Option<&BundleView<'_>>,
     key: &KeyCheck,
     f: &mut Vec<Finding>,
 ) -> Option<ReceiptReport> {
-    let bundle = t.receipt.as_ref()?;
-    let report = verify_bundle(bundle, key);
+    let bundle = bundle?;
+    let vetted = Vetted::default();
+    let report = verify_group_views(&[bundle], &SignerRule::from(key), &vetted).pop()?;
     // Sealed (complete) and anchored: every credit the receipt's sends made carries its
     // DISPATCHED hash at Stripe.
-    crate::binding::check_record(&format!("trial {}", t.id), base, &t.ground_truth, bundle, f);
+    let what = format!("trial {}", t.id);
+    crate::binding::check_record_view(&what, base, &t.ground_truth, bundle, f);
     if !report.valid {
         f.push(Finding::new(
             format!("{base}.receipt"),

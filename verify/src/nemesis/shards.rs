@@ -10,7 +10,7 @@
 //! ([`MergedCheck`]), so the merger cannot add, drop or change a trial a shard signed.
 
 use super::check::code;
-use super::sign::{self, FileHasher};
+use super::sign::{self, FileHasher, SignError};
 use super::{Merged, NemesisFile, NemesisPlan, Shard, ShardHead, Trial};
 use crate::finding::Finding;
 use crate::receipt::KeyCheck;
@@ -175,19 +175,27 @@ impl MergedCheck {
     }
 
     /// Adds the next merged trial to the hash of the shard its index puts it in.
-    pub(super) fn trial(&mut self, t: &Trial, f: &mut Vec<Finding>) {
+    pub(super) fn trial(
+        &mut self,
+        t: &Trial,
+        canonical: &Result<String, SignError>,
+        f: &mut Vec<Finding>,
+    ) {
         let i = (shard_of(t.index, self.count).index - 1) as usize;
         let Some(part) = self.parts.get_mut(i) else {
             return;
         };
         if let Some(h) = part.hasher.as_mut() {
-            if let Err(e) = h.trial(t) {
-                f.push(Finding::new(
-                    format!("plan.merged.parts[{i}].signature"),
-                    code::SIGNATURE,
-                    format!("shard {}: {e}", i + 1),
-                ));
-                part.hasher = None;
+            match canonical {
+                Ok(text) => h.add(text),
+                Err(e) => {
+                    f.push(Finding::new(
+                        format!("plan.merged.parts[{i}].signature"),
+                        code::SIGNATURE,
+                        format!("shard {}: {e}", i + 1),
+                    ));
+                    part.hasher = None;
+                }
             }
         }
     }

@@ -349,21 +349,35 @@ fn with_cells(
     copies: usize,
 ) -> Vec<u8> {
     let committed = std::fs::read_to_string(repo(path)).unwrap();
-    let mut file: serde_json::Value = serde_json::from_str(&committed).unwrap();
-    let cells = file.as_object_mut().unwrap().remove("cells").unwrap();
-    let mut cell = cells
+    let file: serde_json::Value = serde_json::from_str(&committed).unwrap();
+    with_copies(file, "cells", pick, mark, inner, copies)
+}
+
+/// `file` with its array `array` (its last member once written) replaced by `copies` copies of
+/// its first element that `pick` takes, in which `mark` sets a one-element array `["@"]` whose
+/// element is replaced by `inner`.
+fn with_copies(
+    mut file: serde_json::Value,
+    array: &str,
+    pick: impl Fn(&serde_json::Value) -> bool,
+    mark: impl Fn(&mut serde_json::Value),
+    inner: &[u8],
+    copies: usize,
+) -> Vec<u8> {
+    let elements = file.as_object_mut().unwrap().remove(array).unwrap();
+    let mut element = elements
         .as_array()
         .unwrap()
         .iter()
         .find(|c| pick(c))
         .unwrap()
         .clone();
-    mark(&mut cell);
-    let cell = serde_json::to_string(&cell).unwrap();
-    let (before, after) = cell.split_once("\"@\"").unwrap();
+    mark(&mut element);
+    let element = serde_json::to_string(&element).unwrap();
+    let (before, after) = element.split_once("\"@\"").unwrap();
     let head = serde_json::to_string(&file).unwrap();
     let mut text = head.strip_suffix('}').unwrap().as_bytes().to_vec();
-    text.extend_from_slice(b",\"cells\":[");
+    text.extend_from_slice(format!(",\"{array}\":[").as_bytes());
     for k in 0..copies {
         if k > 0 {
             text.push(b',');
@@ -499,5 +513,38 @@ fn failing_cells_keep_no_more_than_the_text_output_prints() {
     for threads in [1, 3] {
         let (_, other, _, _) = verify_on(&["--json", path.to_str().unwrap()], Some(threads));
         assert!(other == stdout, "{threads} threads");
+    }
+}
+
+/// From the second forger review: a nemesis file's trials were read typed with their receipts'
+/// entries as trees of values (some 300 bytes a one-member object), and hashed for the file's
+/// signature as trees of values once more: 26 trials whose receipts list 31,000 `{"a":0}` each,
+/// within the limit of values of a trial, took 75 MB of a 1 MB gzip. Each trial's receipt is now
+/// read apart as a view of the text and hashed from it: checked to the end (the receipts and
+/// the signature fail) within 64 MB, on two threads and on eight.
+#[test]
+fn nemesis_trials_whose_receipts_list_many_small_objects_are_checked_within_the_promise() {
+    let (file, _) = crate::common::nemesis_file();
+    let file = serde_json::to_value(&file).unwrap();
+    let mut noise = Noise(0x0F1E_2D3C_4B5A_6978);
+    let entries = noisy_list(br#"{"a":0}"#, 31_000, 8, &mut noise, 12);
+    let text = with_copies(
+        file,
+        "trials",
+        |t| t["receipt"]["entries"].is_array(),
+        |t| t["receipt"]["entries"] = serde_json::json!(["@"]),
+        &entries,
+        26,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = small_gzip(dir.path(), "small_objects.json.gz", &text);
+    for threads in [2, 8] {
+        let (code, stdout, stderr, peak) = verify_on(&[path.to_str().unwrap()], Some(threads));
+        assert_eq!(code, Some(1), "{threads} threads: {stdout}{stderr}");
+        assert!(stdout.contains("nemesis_receipt"), "{stdout}");
+        assert!(stdout.len() + stderr.len() <= MB);
+        if let Some(peak) = peak {
+            assert!(peak <= 64 * MB, "on {threads} threads: {} MB", peak / MB);
+        }
     }
 }
