@@ -7,8 +7,7 @@ use crate::entry::ReceiptBundle;
 use crate::finding::Finding;
 use crate::load::{load_for_check, refuse_unread_element, Document, Loaded};
 use crate::nemesis::check::{
-    code as nemesis_code, verify_nemesis_pinning, verify_nemesis_text, verify_nemesis_text_pinning,
-    NemesisReport,
+    code as nemesis_code, verify_nemesis_pinning, verify_nemesis_text_pinning, NemesisReport,
 };
 use crate::nemesis::NemesisFile;
 use crate::original::verify_original_results;
@@ -246,6 +245,20 @@ pub fn check_file_with(path: &Path, options: &Options<'_>) -> (Status, Vec<Strin
             drop(file);
             Err(refuse_unread_element(&bytes, "trials"))
         }
+        Ok(Loaded::SharedCap(file)) => {
+            if let Some(checked) = shared_cap_read_per_cell(&name, &file, options) {
+                return checked;
+            }
+            drop(file);
+            Err(refuse_unread_element(&bytes, "cells"))
+        }
+        Ok(Loaded::SharedCapNemesis(file)) => {
+            if let Some(checked) = shared_cap_nemesis_read_per_trial(&name, &file, options) {
+                return checked;
+            }
+            drop(file);
+            Err(refuse_unread_element(&bytes, "trials"))
+        }
         Ok(Loaded::Document(doc)) => Ok(doc),
         Err(e) => Err(e),
     };
@@ -292,18 +305,66 @@ fn nemesis_read_per_trial(
     file: &crate::load::NemesisText<'_>,
     options: &Options<'_>,
 ) -> Option<(Status, Vec<String>, FileJson)> {
-    let signer = Some(file.head.environment.signer.as_str());
-    match key_for(signer, "environment.signer", false, options.pinned) {
+    // A merged file's shards may be signed by any pinned key.
+    let allowed = pinned_keys(options.pinned);
+    read_per_element(
+        name,
+        (&file.head.environment.signer, "environment.signer"),
+        options,
+        |key| verify_nemesis_text_pinning(file, key, allowed).ok(),
+        |key, r| nemesis_outcome(&file.head, key, r, options.json),
+    )
+}
+
+/// A shared_cap results file read cell by cell, checked; `None` when a cell did not read
+/// cleanly.
+fn shared_cap_read_per_cell(
+    name: &str,
+    file: &crate::load::CapText<'_>,
+    options: &Options<'_>,
+) -> Option<(Status, Vec<String>, FileJson)> {
+    read_per_element(
+        name,
+        (&file.head.environment.public_key, "environment.public_key"),
+        options,
+        |key| crate::shared_cap::check::check_text(file, key).ok(),
+        |key, r| shared_cap_outcome(&file.head, key, r, options.json),
+    )
+}
+
+/// A shared_cap nemesis file read trial by trial, checked; `None` when a trial did not read
+/// cleanly.
+fn shared_cap_nemesis_read_per_trial(
+    name: &str,
+    file: &crate::load::CapNemesisText<'_>,
+    options: &Options<'_>,
+) -> Option<(Status, Vec<String>, FileJson)> {
+    read_per_element(
+        name,
+        (&file.head.environment.public_key, "environment.public_key"),
+        options,
+        |key| crate::shared_cap::nemesis::check::check_text(file, key).ok(),
+        |key, r| shared_cap_nemesis_outcome(&file.head, key, r, options.json),
+    )
+}
+
+/// A file read an element (a trial, a cell) at a time: checked by `check` under the key it is
+/// allowed (the key it names, and where), its outcome made by `outcome`; `None` when an element
+/// did not read cleanly. As for every other document, a file that does not read is reported as
+/// such first (exit 2), whatever key it names.
+fn read_per_element<R>(
+    name: &str,
+    (signer, place): (&str, &'static str),
+    options: &Options<'_>,
+    check: impl Fn(&KeyCheck) -> Option<R>,
+    outcome: impl FnOnce(&KeyCheck, &R) -> Outcome,
+) -> Option<(Status, Vec<String>, FileJson)> {
+    match key_for(Some(signer), place, false, options.pinned) {
         Ok(key) => {
-            // A merged file's shards may be signed by any pinned key.
-            let allowed = pinned_keys(options.pinned);
-            let r = verify_nemesis_text_pinning(file, &key, allowed).ok()?;
-            let outcome = nemesis_outcome(&file.head, &key, &r, options.json);
-            Some(finish(name, outcome, options))
+            let r = check(&key)?;
+            Some(finish(name, outcome(&key, &r), options))
         }
-        Err(why) => verify_nemesis_text(file, &KeyCheck::SelfAttested)
-            .is_ok()
-            .then(|| not_allowed(name, &why.to_string())),
+        Err(why) => check(&KeyCheck::SelfAttested).map(|_| not_allowed(name, &why.to_string())),
     }
 }
 

@@ -14,6 +14,7 @@ use serde_json::Value;
 use std::collections::HashSet;
 
 mod apart;
+mod cap;
 mod limits;
 mod map_only;
 pub(crate) use map_only::MapOnly;
@@ -22,6 +23,7 @@ mod parts;
 mod unkept;
 
 pub use apart::{read_cell_apart, read_cell_apart_hashed, read_trial_apart, CellApart};
+pub use cap::{read_cap_cell, read_cap_trial, CapNemesisText, CapText};
 pub(crate) use limits::Key;
 use limits::*;
 pub use limits::{
@@ -190,19 +192,7 @@ fn nemesis_document(text: &str) -> Result<Document, LoadError> {
 fn shared_cap_document(text: &str) -> Result<Document, LoadError> {
     let file = typed::<crate::shared_cap::record::CapResults>(text)?;
     for (i, c) in file.cells.iter().enumerate() {
-        crate::shared_cap::plan::labels_known(c).map_err(|(field, message)| LoadError::Shape {
-            path: format!("cells[{i}].{field}"),
-            message,
-        })?;
-        for (j, t) in c.tickets.iter().enumerate() {
-            if let Some(b) = &t.receipt {
-                effect_id_shape(
-                    &format!("cells[{i}].tickets[{j}].receipt.effect_id"),
-                    &b.effect_id,
-                    64,
-                )?;
-            }
-        }
+        cap::cell_shape(&format!("cells[{i}]"), c)?;
     }
     Ok(Document::SharedCap(Box::new(file)))
 }
@@ -211,28 +201,9 @@ fn shared_cap_document(text: &str) -> Result<Document, LoadError> {
 /// id of the right shape.
 fn shared_cap_nemesis_document(text: &str) -> Result<Document, LoadError> {
     let file = typed::<crate::shared_cap::nemesis::record::CapNemesisFile>(text)?;
-    crate::shared_cap::nemesis::check::plan_known(&file.plan).map_err(|(field, message)| {
-        LoadError::Shape {
-            path: format!("plan.{field}"),
-            message,
-        }
-    })?;
+    cap::plan_shape(&file)?;
     for (i, t) in file.trials.iter().enumerate() {
-        crate::shared_cap::nemesis::check::labels_known(t).map_err(|(field, message)| {
-            LoadError::Shape {
-                path: format!("trials[{i}].{field}"),
-                message,
-            }
-        })?;
-        for (j, ticket) in t.cell.tickets.iter().enumerate() {
-            if let Some(b) = &ticket.receipt {
-                effect_id_shape(
-                    &format!("trials[{i}].cell.tickets[{j}].receipt.effect_id"),
-                    &b.effect_id,
-                    64,
-                )?;
-            }
-        }
+        cap::trial_shape(&format!("trials[{i}]"), t)?;
     }
     Ok(Document::SharedCapNemesis(Box::new(file)))
 }

@@ -32,6 +32,10 @@ pub enum Loaded<'a> {
     Results(Box<ResultsText<'a>>),
     /// An `interlock-nemesis/3` file whose trials are still text.
     Nemesis(Box<NemesisText<'a>>),
+    /// An `interlock-shared-cap/1` file whose cells are still text.
+    SharedCap(Box<super::CapText<'a>>),
+    /// An `interlock-shared-cap-nemesis/1` file whose trials are still text.
+    SharedCapNemesis(Box<super::CapNemesisText<'a>>),
     /// Any other document, read whole by [`load_document`].
     Document(Document),
 }
@@ -59,12 +63,28 @@ pub fn load_for_check(bytes: &[u8]) -> Result<Loaded<'_>, LoadError> {
     if let Some(file) = nemesis_text(&mut split) {
         return Ok(Loaded::Nemesis(Box::new(file)));
     }
+    if let Some(file) = super::cap::cap_text(&mut split) {
+        return Ok(Loaded::SharedCap(Box::new(file)));
+    }
+    if let Some(file) = super::cap::cap_nemesis_text(&mut split) {
+        // A plan whose labels are not known: refused as the whole reading refuses it (a trial
+        // that does not read is named first), without the trials held together.
+        if super::cap::plan_shape(&file.head).is_err() {
+            return super::read_whole(bytes).map(Loaded::Document);
+        }
+        return Ok(Loaded::SharedCapNemesis(Box::new(file)));
+    }
     // A results or nemesis file whose head did not read is refused without its cells or trials
     // ever held together; any other document is read whole.
     let stated = split.members.iter().find(|m| m.key == "format");
     let stated = stated.and_then(|m| serde_json::from_str::<String>(m.value).ok());
-    let nemesis = crate::nemesis::NEMESIS_FORMAT;
-    if matches!(stated.as_deref(), Some(f) if f == RESULTS_FORMAT || f == nemesis) {
+    let split_formats = [
+        RESULTS_FORMAT,
+        crate::nemesis::NEMESIS_FORMAT,
+        crate::shared_cap::check::FORMAT,
+        crate::shared_cap::nemesis::FORMAT,
+    ];
+    if stated.is_some_and(|f| split_formats.contains(&f.as_str())) {
         return super::read_whole(bytes).map(Loaded::Document);
     }
     load_document(bytes).map(Loaded::Document)

@@ -62,37 +62,84 @@ fn refusal(bytes: &[u8]) -> Option<LoadError> {
         Some(FormatMember::Text(f)) if f == crate::nemesis::NEMESIS_FORMAT => {
             apart::<crate::nemesis::NemesisFile, crate::nemesis::Trial>(text, "trials")
         }
+        Some(FormatMember::Text(f)) if f == crate::shared_cap::check::FORMAT => {
+            use crate::shared_cap::record::{CapCell, CapResults};
+            apart::<CapResults, CapCell>(text, "cells")
+        }
+        Some(FormatMember::Text(f)) if f == crate::shared_cap::nemesis::FORMAT => {
+            use crate::shared_cap::nemesis::record::{CapNemesisFile, CapTrial};
+            apart::<CapNemesisFile, CapTrial>(text, "trials")
+        }
         _ => None,
+    }
+}
+
+/// A file's head (the file with its cells or trials shown as an empty array): what
+/// [`load_document`] checks of it after the whole file has read, before any element.
+trait Head: DeserializeOwned {
+    /// Nothing, but for a shared_cap nemesis file: its plan's labels are known.
+    fn vet(&self) -> Result<(), LoadError> {
+        Ok(())
+    }
+}
+
+impl Head for ResultsFile {}
+
+impl Head for crate::nemesis::NemesisFile {}
+
+impl Head for crate::shared_cap::record::CapResults {}
+
+impl Head for crate::shared_cap::nemesis::record::CapNemesisFile {
+    fn vet(&self) -> Result<(), LoadError> {
+        super::cap::plan_shape(self)
     }
 }
 
 /// A cell or a trial: what [`load_document`] checks of it after the whole file has read.
 trait Element: DeserializeOwned {
-    /// Its receipt, if it has one.
-    fn receipt(&self) -> Option<&crate::entry::ReceiptBundle>;
+    /// What the whole reading checks of it once the file has read (`array[index]` names it):
+    /// its receipt's effect id has the right shape (a shared_cap cell's or trial's: its labels
+    /// are known, and every receipt's effect id has the right shape).
+    fn vet(&self, array: &str, index: usize) -> Result<(), LoadError>;
+}
 
-    /// Its receipt's effect id has the right shape (`array[index]` names it).
-    fn vet(&self, array: &str, index: usize) -> Result<(), LoadError> {
-        let Some(b) = self.receipt() else {
-            return Ok(());
-        };
-        effect_id_shape(
-            &format!("{array}[{index}].receipt.effect_id"),
-            &b.effect_id,
-            64,
-        )
-    }
+/// A receipt's effect id has the right shape (`array[index]` names its element).
+fn vet_receipt(
+    receipt: Option<&crate::entry::ReceiptBundle>,
+    array: &str,
+    index: usize,
+) -> Result<(), LoadError> {
+    let Some(b) = receipt else {
+        return Ok(());
+    };
+    effect_id_shape(
+        &format!("{array}[{index}].receipt.effect_id"),
+        &b.effect_id,
+        64,
+    )
 }
 
 impl Element for Cell {
-    fn receipt(&self) -> Option<&crate::entry::ReceiptBundle> {
-        self.receipt.as_ref()
+    fn vet(&self, array: &str, index: usize) -> Result<(), LoadError> {
+        vet_receipt(self.receipt.as_ref(), array, index)
     }
 }
 
 impl Element for crate::nemesis::Trial {
-    fn receipt(&self) -> Option<&crate::entry::ReceiptBundle> {
-        self.receipt.as_ref()
+    fn vet(&self, array: &str, index: usize) -> Result<(), LoadError> {
+        vet_receipt(self.receipt.as_ref(), array, index)
+    }
+}
+
+impl Element for crate::shared_cap::record::CapCell {
+    fn vet(&self, array: &str, index: usize) -> Result<(), LoadError> {
+        super::cap::cell_shape(&format!("{array}[{index}]"), self)
+    }
+}
+
+impl Element for crate::shared_cap::nemesis::record::CapTrial {
+    fn vet(&self, array: &str, index: usize) -> Result<(), LoadError> {
+        super::cap::trial_shape(&format!("{array}[{index}]"), self)
     }
 }
 
@@ -109,7 +156,7 @@ struct Found {
 
 /// The refusal of the file `text` of type `T` whose array `array` holds elements `E`, or `None`
 /// when it reads.
-fn apart<T: DeserializeOwned, E: Element>(text: &str, array: &'static str) -> Option<LoadError> {
+fn apart<T: Head, E: Element>(text: &str, array: &'static str) -> Option<LoadError> {
     let mut found = Found::default();
     let mut de = serde_json::Deserializer::from_str(text);
     let read = T::deserialize(Apart::<_, E> {
@@ -118,10 +165,11 @@ fn apart<T: DeserializeOwned, E: Element>(text: &str, array: &'static str) -> Op
         found: &mut found,
         element: PhantomData,
     })
-    .and_then(|_| de.end());
+    .and_then(|head| de.end().map(|()| head));
     let error = match read {
-        // As `load_document`: the effect ids are checked once the whole file has read.
-        Ok(()) => return found.refused,
+        // As `load_document`: the head, then the elements, are checked once the whole file
+        // has read.
+        Ok(head) => return head.vet().err().or(found.refused),
         Err(e) => e,
     };
     if error.is_syntax() || error.is_eof() {

@@ -548,3 +548,98 @@ fn nemesis_trials_whose_receipts_list_many_small_objects_are_checked_within_the_
         }
     }
 }
+
+/// A ticket of `element` (a shared_cap cell, or a nemesis trial's `cell`) carries a receipt.
+fn has_receipt(element: &serde_json::Value) -> bool {
+    let cell = element.get("cell").unwrap_or(element);
+    cell["tickets"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|k| k["receipt"]["entries"].is_array()))
+}
+
+/// The first receipt's entries of `element` set to `["@"]`.
+fn mark_receipt(element: &mut serde_json::Value) {
+    let cell = match element.get("cell") {
+        Some(_) => &mut element["cell"],
+        None => element,
+    };
+    let tickets = cell["tickets"].as_array_mut().unwrap();
+    let ticket = tickets
+        .iter_mut()
+        .find(|k| k["receipt"]["entries"].is_array())
+        .unwrap();
+    ticket["receipt"]["entries"] = serde_json::json!(["@"]);
+}
+
+/// A shared_cap file (results or nemesis, `path` holding `array`) with 26 copies of an element
+/// whose receipt lists 31,000 `{"a":0}`, each within the limit of values of an element, in a
+/// 1 MB gzip.
+fn cap_small_objects(path: &str, array: &str) -> Vec<u8> {
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo(path)).unwrap()).unwrap();
+    let mut noise = Noise(0x1357_9BDF_0246_8ACE);
+    let entries = noisy_list(br#"{"a":0}"#, 31_000, 8, &mut noise, 12);
+    with_copies(file, array, has_receipt, mark_receipt, &entries, 26)
+}
+
+/// From the forger reviews: shared_cap results and nemesis files were read whole, every
+/// receipt's entries built as trees of values (some 300 bytes a one-member object) before the
+/// signature was checked: 26 cells or trials whose receipts list 31,000 `{"a":0}` each took
+/// 242 MB of a 1 MB gzip, pinned too. They are now read a cell or trial at a time: checked to
+/// the end (the receipts and the signature fail) within 64 MB on two and on eight threads, and
+/// with `--json`; pinned to the genuine key, stopped at the signature within 64 MB.
+#[test]
+fn shared_cap_files_whose_receipts_list_many_small_objects_are_checked_within_the_promise() {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, array, name) in [
+        ("results/shared_cap.json", "cells", "cap.json.gz"),
+        (
+            "verify/tests/fixtures/shared_cap_nemesis.json",
+            "trials",
+            "cap_nemesis.json.gz",
+        ),
+    ] {
+        let text = cap_small_objects(path, array);
+        let file = small_gzip(dir.path(), name, &text);
+        let file = file.to_str().unwrap();
+        let runs: [(&[&str], Option<usize>); 3] = [
+            (&[file], Some(2)),
+            (&[file], Some(8)),
+            (&["--json", file], None),
+        ];
+        for (args, threads) in runs {
+            let (code, stdout, stderr, peak) = verify_on(args, threads);
+            assert_eq!(code, Some(1), "{name} {args:?}: {stdout}{stderr}");
+            assert!(stdout.contains("signature"), "{name}: {stdout}");
+            assert!(stdout.len() + stderr.len() <= MB);
+            if let Some(peak) = peak {
+                assert!(peak <= 64 * MB, "{name} {args:?}: {} MB", peak / MB);
+            }
+        }
+        let genuine: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(repo(path)).unwrap()).unwrap();
+        let key = genuine["environment"]["public_key"].as_str().unwrap();
+        let (code, stdout, stderr, peak) = verify(&["--key", key, file]);
+        assert_eq!(code, Some(1), "{name} pinned: {stdout}{stderr}");
+        if let Some(peak) = peak {
+            assert!(peak <= 64 * MB, "{name} pinned: {} MB", peak / MB);
+        }
+    }
+}
+
+/// The same shared_cap file with its last cell not reading (a member no cell has) is refused
+/// naming that cell, within 64 MB: its cells are never built together to find it.
+#[test]
+fn a_shared_cap_file_whose_last_cell_does_not_read_is_refused_within_the_promise() {
+    let mut text = cap_small_objects("results/shared_cap.json", "cells");
+    let end = text.len() - b"}]}".len();
+    assert_eq!(&text[end..], b"}]}");
+    text.splice(end..end + 1, b",\"forged\":1}".iter().copied());
+    let dir = tempfile::tempdir().unwrap();
+    refused_naming(
+        dir.path(),
+        "cap_last.json.gz",
+        &text,
+        &["cells[25]", "forged"],
+    );
+}

@@ -159,3 +159,107 @@ fn effect_id_in_capitals(f: &mut Value, array: &str, r: usize) {
         .to_uppercase();
     f[array][r]["receipt"]["effect_id"] = json!(id);
 }
+
+/// The cell of element `i` of `array` (a shared_cap nemesis trial holds its cell in `cell`).
+fn cap_cell<'v>(f: &'v mut Value, array: &str, i: usize) -> &'v mut Value {
+    if array == "trials" {
+        &mut f[array][i]["cell"]
+    } else {
+        &mut f[array][i]
+    }
+}
+
+/// The index of the first element of `array` with a ticket that carries a receipt, and that
+/// ticket's index.
+fn cap_receipt(file: &Value, array: &str) -> (usize, usize) {
+    let elements = file[array].as_array().unwrap();
+    elements
+        .iter()
+        .enumerate()
+        .find_map(|(i, e)| {
+            let cell = if array == "trials" { &e["cell"] } else { e };
+            let tickets = cell["tickets"].as_array()?;
+            let j = tickets.iter().position(|t| t["receipt"].is_object())?;
+            Some((i, j))
+        })
+        .unwrap()
+}
+
+/// The edits a shared_cap file (results or nemesis) is given, on its array `array`.
+fn cap_edits(file: &Value, array: &'static str) -> Vec<Edit> {
+    let last = file[array].as_array().unwrap().len() - 1;
+    let (r, j) = cap_receipt(file, array);
+    let later = r + 1 + (last - r) / 2;
+    vec![
+        ("the file as it is", Box::new(|_| {})),
+        (
+            "an unknown member in an element",
+            Box::new(move |f| f[array][later]["zz"] = json!(1)),
+        ),
+        (
+            "an element null",
+            Box::new(move |f| f[array][last] = json!(null)),
+        ),
+        (
+            "a column no plan has",
+            Box::new(move |f| cap_cell(f, array, later)["column"] = json!("bogus")),
+        ),
+        (
+            "a ticket's receipt's effect id in capitals",
+            Box::new(move |f| {
+                let receipt = &mut cap_cell(f, array, r)["tickets"][j]["receipt"];
+                let id = receipt["effect_id"].as_str().unwrap().to_uppercase();
+                receipt["effect_id"] = json!(id);
+            }),
+        ),
+        (
+            "a column no plan has, and a later element that does not read",
+            Box::new(move |f| {
+                cap_cell(f, array, r)["column"] = json!("bogus");
+                f[array][last]["zz"] = json!(1);
+            }),
+        ),
+        (
+            "the summary not what it is",
+            Box::new(|f| f["summary"] = json!(5)),
+        ),
+        (
+            "an unknown member after the array",
+            Box::new(|f| f["zzz"] = json!(1)),
+        ),
+    ]
+}
+
+/// shared_cap files are read a cell or trial at a time too (their receipts built for one at a
+/// time): one that does not read is refused as the whole reading refuses it.
+#[test]
+fn a_shared_cap_file_that_does_not_read_is_refused_as_the_whole_reading_refuses_it() {
+    let read = |path: &str| -> Value {
+        let at = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+        serde_json::from_slice(&std::fs::read(at).unwrap()).unwrap()
+    };
+    let file = read("../results/shared_cap.json");
+    each_edit_agrees(&file, "cells", &cap_edits(&file, "cells"));
+    let file = read("tests/fixtures/shared_cap_nemesis.json");
+    let mut edits = cap_edits(&file, "trials");
+    let last = file["trials"].as_array().unwrap().len() - 1;
+    edits.push((
+        "a nemesis no plan has",
+        Box::new(|f| f["plan"]["nemeses"] = json!(["bogus"])),
+    ));
+    edits.push((
+        "a nemesis no plan has, and a trial's column",
+        Box::new(|f| {
+            f["plan"]["nemeses"] = json!(["bogus"]);
+            f["trials"][1]["cell"]["column"] = json!("bogus");
+        }),
+    ));
+    edits.push((
+        "a nemesis no plan has, and a trial that does not read",
+        Box::new(move |f| {
+            f["plan"]["nemeses"] = json!(["bogus"]);
+            f["trials"][last]["zz"] = json!(1);
+        }),
+    ));
+    each_edit_agrees(&file, "trials", &edits);
+}

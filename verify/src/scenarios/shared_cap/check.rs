@@ -6,11 +6,14 @@ use super::plan::COLUMNS;
 use super::record::{CapCell, CapResults, SCENARIO};
 use super::summary::{summarize, ColumnSummary};
 use crate::canonical::{self, CanonicalError};
+use crate::load::{read_cap_cell, CapText, LoadError};
 use crate::receipt::KeyCheck;
 use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
 use serde::Serialize;
 use sha2::Digest as _;
+use std::borrow::Cow;
 use std::collections::HashSet;
+use std::convert::Infallible;
 
 /// The `format` of a shared_cap results file.
 pub const FORMAT: &str = "interlock-shared-cap/1";
@@ -51,13 +54,18 @@ pub enum SigningError {
 
 /// The bytes the run's key signs: the context, then the canonical JSON of
 /// `{"v": 1, "head": H, "cells": [C0, C1, ...]}`, where `H` is the hex SHA-256 of the canonical
-/// JSON of every top-level member but `cells` and `signature`, and `Ci` that of `cells[i]`. Each
-/// cell is turned into JSON and hashed on its own, so checking holds one cell's tree at a time.
+/// JSON of every top-level member but `cells` and `signature`, and `Ci` that of `cells[i]`
+/// ([`element_digest`]). Each cell is hashed on its own, so checking holds one cell at a time.
 pub fn signing_message(file: &CapResults) -> Result<Vec<u8>, SigningError> {
     let mut cells = Vec::with_capacity(file.cells.len());
-    for c in &file.cells {
-        cells.push(digest(&serde_json::to_value(c)?)?);
+    for (i, c) in file.cells.iter().enumerate() {
+        cells.push(element_digest(&format!("cells[{i}]"), c)?);
     }
+    message_of(file, cells)
+}
+
+/// [`signing_message`] of a file whose cells' digests are `cells` (`file.cells` is not read).
+fn message_of(file: &CapResults, cells: Vec<String>) -> Result<Vec<u8>, SigningError> {
     let head = serde_json::json!({
         "format": file.format,
         "scenario": file.scenario,
@@ -75,6 +83,28 @@ pub fn signing_message(file: &CapResults) -> Result<Vec<u8>, SigningError> {
 /// The hex SHA-256 of a value's canonical JSON.
 pub(crate) fn digest(value: &serde_json::Value) -> Result<String, SigningError> {
     Ok(hex::encode(sha2::Sha256::digest(canonical::to_vec(value)?)))
+}
+
+/// The hex SHA-256 of the canonical JSON of a cell or a trial (`what` in errors), written
+/// without a tree of values of it ([`crate::manifest::canonical_apart`]: a receipt's entries as
+/// trees of values took some 300 bytes per one-member object).
+pub(crate) fn element_digest<T: Serialize>(what: &str, v: &T) -> Result<String, SigningError> {
+    let text = crate::manifest::canonical_apart(what, v, None).map_err(|e| match e {
+        crate::manifest::ManifestError::Canonical { source, .. } => SigningError::Canonical(source),
+        crate::manifest::ManifestError::Serialize { message, .. } => {
+            SigningError::Serialize(<serde_json::Error as serde::ser::Error>::custom(message))
+        }
+    })?;
+    Ok(hex::encode(sha2::Sha256::digest(text.as_bytes())))
+}
+
+/// `c` without its tickets' receipts: what the summary and the plan read of a cell, kept for
+/// every cell while their receipts are read, checked and dropped one cell at a time.
+pub(crate) fn without_receipts(mut c: CapCell) -> CapCell {
+    for t in &mut c.tickets {
+        t.receipt = None;
+    }
+    c
 }
 
 /// Signs the file with the run's key (sets `signature`, hex).
@@ -314,12 +344,18 @@ pub(crate) fn check_judgement(
 }
 
 /// The cells seen so far, by their labels.
-type Seen<'f> = HashSet<(&'f String, &'f String, &'f String, u32)>;
+type Seen = HashSet<(String, String, String, u32)>;
 
 /// Cell `i`'s labels: no other cell has them, its column is known and passes its crash point,
 /// and it has two tickets.
-fn check_labels<'f>(i: usize, c: &'f CapCell, seen: &mut Seen<'f>, findings: &mut Vec<String>) {
-    if !seen.insert((&c.crash_point, &c.overlap, &c.column, c.repeat)) {
+fn check_labels(i: usize, c: &CapCell, seen: &mut Seen, findings: &mut Vec<String>) {
+    let labels = (
+        c.crash_point.clone(),
+        c.overlap.clone(),
+        c.column.clone(),
+        c.repeat,
+    );
+    if !seen.insert(labels) {
         findings.push(format!(
             "{}: a second cell with the same labels",
             label(i, c)
@@ -345,77 +381,115 @@ fn check_labels<'f>(i: usize, c: &'f CapCell, seen: &mut Seen<'f>, findings: &mu
 
 /// Checks a shared_cap results file against `key`.
 pub fn check(file: &CapResults, key: &KeyCheck) -> CapReport {
+    let read = |i: usize| Ok::<_, Infallible>(file.cells.get(i).map(Cow::Borrowed));
+    match check_cells(file, file.cells.len(), read, key) {
+        Ok(report) => report,
+        Err(never) => match never {},
+    }
+}
+
+/// [`check`] of a file whose cells are still text ([`crate::load::load_for_check`]): a cell is
+/// read, checked and dropped at a time, and only what the summary reads of a cell (not its
+/// receipts) is kept for every cell. The checks and the report are those of [`check`]. `Err`
+/// when a cell cannot be read; the caller then reads the whole file strictly to name where.
+pub fn check_text(file: &CapText<'_>, key: &KeyCheck) -> Result<CapReport, LoadError> {
+    let read = |i: usize| {
+        let raw = file.cells.get(i);
+        raw.map(|raw| read_cap_cell(i, raw).map(Cow::Owned))
+            .transpose()
+    };
+    check_cells(&file.head, file.cells.len(), read, key)
+}
+
+/// Every check of a shared_cap results file whose `count` cells `read` gives one at a time
+/// (`head`'s own `cells` are not read): a first pass hashes each cell for the signature and
+/// keeps it without its receipts; under a pin, a file whose signature fails stops there; a
+/// second pass checks each cell with its receipts.
+fn check_cells<'c, E>(
+    head: &CapResults,
+    count: usize,
+    read: impl Fn(usize) -> Result<Option<Cow<'c, CapCell>>, E>,
+    key: &KeyCheck,
+) -> Result<CapReport, E> {
     let mut findings = Vec::new();
-    if file.format != FORMAT || file.scenario != SCENARIO {
+    if head.format != FORMAT || head.scenario != SCENARIO {
         findings.push(format!(
             "format {:?}, scenario {:?}: expected {FORMAT:?} and {SCENARIO:?}",
-            crate::display::shorten(&file.format, ID_CHARS),
-            crate::display::shorten(&file.scenario, ID_CHARS)
+            crate::display::shorten(&head.format, ID_CHARS),
+            crate::display::shorten(&head.scenario, ID_CHARS)
         ));
     }
-    if let Some(why) = hosts_problem(&file.environment) {
+    if let Some(why) = hosts_problem(&head.environment) {
         findings.push(format!("environment.hosts: {why}"));
     }
-    let resolved = file_key(&file.environment.public_key, key, &mut findings);
-    let signed = resolved.as_ref().is_some_and(|k| {
-        check_signature(
-            file.signature.as_deref(),
-            signing_message(file),
-            k,
-            &mut findings,
-        )
-    });
+    let resolved = file_key(&head.environment.public_key, key, &mut findings);
+    let (mut digests, mut kept) = (Ok(Vec::with_capacity(count)), Vec::with_capacity(count));
+    for i in 0..count {
+        let Some(c) = read(i)? else { continue };
+        if let Ok(d) = digests.as_mut() {
+            match element_digest(&format!("cells[{i}]"), &*c) {
+                Ok(digest) => d.push(digest),
+                Err(e) => digests = Err(e),
+            }
+        }
+        kept.push(without_receipts(c.into_owned()));
+    }
+    let message = digests.and_then(|d| message_of(head, d));
+    let signed = resolved
+        .as_ref()
+        .is_some_and(|k| check_signature(head.signature.as_deref(), message, k, &mut findings));
     let key_name = key_name(key);
     // Under a pin, a file that is not what the key signed is not read further: nothing is
     // derived or counted from it.
     if matches!(key, KeyCheck::Pinned(_)) && !signed {
-        return CapReport {
+        return Ok(CapReport {
             ok: false,
             key: key_name.into(),
             signer: resolved
                 .map(|k| hex::encode(k.as_bytes()))
                 .unwrap_or_default(),
-            cells: file.cells.len(),
+            cells: count,
             judged: 0,
             signed,
             summary: Vec::new(),
             findings,
-        };
+        });
     }
     let mut seen = HashSet::new();
     let mut judged = 0;
     let mut listing = Listing::default();
-    for (i, c) in file.cells.iter().enumerate() {
+    for i in 0..count {
+        let Some(c) = read(i)? else { continue };
         listing.keep_listed(&mut findings);
-        check_labels(i, c, &mut seen, &mut findings);
-        if let Some(why) = super::plan::database_problem(&c.column, &file.environment.journal) {
-            findings.push(format!("{}: {why}", label(i, c)));
+        check_labels(i, &c, &mut seen, &mut findings);
+        if let Some(why) = super::plan::database_problem(&c.column, &head.environment.journal) {
+            findings.push(format!("{}: {why}", label(i, &c)));
         }
-        super::bind::check_tickets(&label(i, c), c, resolved.as_ref(), &mut findings);
+        super::bind::check_tickets(&label(i, &c), &c, resolved.as_ref(), &mut findings);
         if !c.judged() {
             continue;
         }
         judged += 1;
         if let Some(k) = &resolved {
-            check_cell(i, c, k, &mut findings);
+            check_cell(i, &c, k, &mut findings);
         }
     }
-    let summary = summarize(&file.cells, &super::summary::columns_of(&file.cells));
-    if summary != file.summary {
+    let summary = summarize(&kept, &super::summary::columns_of(&kept));
+    if summary != head.summary {
         findings
             .push("summary: differs from the summary the cells give (re-derived by verify)".into());
     }
     listing.finish(&mut findings);
-    CapReport {
+    Ok(CapReport {
         ok: findings.is_empty(),
         key: key_name.into(),
         signer: resolved
             .map(|k| hex::encode(k.as_bytes()))
             .unwrap_or_default(),
-        cells: file.cells.len(),
+        cells: count,
         judged,
         signed,
         summary,
         findings,
-    }
+    })
 }

@@ -7,12 +7,18 @@ use super::record::{CapNemesisFile, CapTrial};
 use super::summary::{summarize, NemesisSummary};
 use super::{FORMAT, NEMESES, SIGNATURE_CONTEXT};
 use crate::canonical;
+use crate::load::{read_cap_trial, CapNemesisText, LoadError};
 use crate::receipt::KeyCheck;
-use crate::shared_cap::check::{check_judgement, check_signature, digest, file_key, SigningError};
+use crate::shared_cap::check::{
+    check_judgement, check_signature, digest, element_digest, file_key, without_receipts,
+    SigningError,
+};
 use crate::shared_cap::plan::{is_kill_step, COLUMNS, OVERLAPS};
 use crate::shared_cap::record::SCENARIO;
 use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
 use serde::Serialize;
+use std::borrow::Cow;
+use std::convert::Infallible;
 
 /// `cell.crash_point` of a trial whose worker `a` is not killed in its first phase.
 pub const NO_KILL: &str = "none";
@@ -43,9 +49,14 @@ pub struct CapNemesisReport {
 /// every top-level member but `trials` and `signature`, `Ti` that of `trials[i]`.
 pub fn signing_message(file: &CapNemesisFile) -> Result<Vec<u8>, SigningError> {
     let mut trials = Vec::with_capacity(file.trials.len());
-    for t in &file.trials {
-        trials.push(digest(&serde_json::to_value(t)?)?);
+    for (i, t) in file.trials.iter().enumerate() {
+        trials.push(element_digest(&format!("trials[{i}]"), t)?);
     }
+    message_of(file, trials)
+}
+
+/// [`signing_message`] of a file whose trials' digests are `trials` (`file.trials` is not read).
+fn message_of(file: &CapNemesisFile, trials: Vec<String>) -> Result<Vec<u8>, SigningError> {
     let head = serde_json::json!({
         "format": file.format,
         "scenario": file.scenario,
@@ -294,51 +305,107 @@ fn trial_label(i: usize, t: &CapTrial) -> String {
 
 /// Checks a shared_cap nemesis file against `key`.
 pub fn check(file: &CapNemesisFile, key: &KeyCheck) -> CapNemesisReport {
+    let read = |i: usize| Ok::<_, Infallible>(file.trials.get(i).map(Cow::Borrowed));
+    match check_trials(file, file.trials.len(), read, key) {
+        Ok(report) => report,
+        Err(never) => match never {},
+    }
+}
+
+/// [`check`] of a file whose trials are still text ([`crate::load::load_for_check`]): a trial
+/// is read, checked and dropped at a time, and only what the plan and the summary read of a
+/// trial (not its receipts) is kept for every trial. The checks and the report are those of
+/// [`check`]. `Err` when a trial cannot be read; the caller then reads the whole file strictly
+/// to name where.
+pub fn check_text(
+    file: &CapNemesisText<'_>,
+    key: &KeyCheck,
+) -> Result<CapNemesisReport, LoadError> {
+    let read = |i: usize| {
+        let raw = file.trials.get(i);
+        raw.map(|raw| read_cap_trial(i, raw).map(Cow::Owned))
+            .transpose()
+    };
+    check_trials(&file.head, file.trials.len(), read, key)
+}
+
+/// Every check of a shared_cap nemesis file whose `count` trials `read` gives one at a time
+/// (`head`'s own `trials` are not read), in two passes as a results file's cells
+/// ([`crate::shared_cap::check::check_text`]).
+fn check_trials<'t, E>(
+    head: &CapNemesisFile,
+    count: usize,
+    read: impl Fn(usize) -> Result<Option<Cow<'t, CapTrial>>, E>,
+    key: &KeyCheck,
+) -> Result<CapNemesisReport, E> {
     let mut findings = Vec::new();
-    if file.format != FORMAT || file.scenario != SCENARIO {
+    if head.format != FORMAT || head.scenario != SCENARIO {
         findings.push(format!(
             "format {:?}, scenario {:?}: expected {FORMAT:?} and {SCENARIO:?}",
-            crate::display::shorten(&file.format, crate::shared_cap::check::ID_CHARS),
-            crate::display::shorten(&file.scenario, crate::shared_cap::check::ID_CHARS)
+            crate::display::shorten(&head.format, crate::shared_cap::check::ID_CHARS),
+            crate::display::shorten(&head.scenario, crate::shared_cap::check::ID_CHARS)
         ));
     }
-    if let Some(why) = crate::shared_cap::check::hosts_problem(&file.environment) {
+    if let Some(why) = crate::shared_cap::check::hosts_problem(&head.environment) {
         findings.push(format!("environment.hosts: {why}"));
     }
-    let resolved: Option<VerifyingKey> = file_key(&file.environment.public_key, key, &mut findings);
-    let signed = resolved.as_ref().is_some_and(|k| {
-        check_signature(
-            file.signature.as_deref(),
-            signing_message(file),
-            k,
-            &mut findings,
-        )
-    });
+    let resolved: Option<VerifyingKey> = file_key(&head.environment.public_key, key, &mut findings);
+    // The signature covers every trial: a first pass hashes each and keeps it without its
+    // receipts, for the plan and the summary.
+    let (mut digests, mut kept) = (Ok(Vec::with_capacity(count)), Vec::with_capacity(count));
+    for i in 0..count {
+        let Some(t) = read(i)? else { continue };
+        if let Ok(d) = digests.as_mut() {
+            match element_digest(&format!("trials[{i}]"), &*t) {
+                Ok(digest) => d.push(digest),
+                Err(e) => digests = Err(e),
+            }
+        }
+        let mut t = t.into_owned();
+        t.cell = without_receipts(t.cell);
+        kept.push(t);
+    }
+    let message = digests.and_then(|d| message_of(head, d));
+    let signed = resolved
+        .as_ref()
+        .is_some_and(|k| check_signature(head.signature.as_deref(), message, k, &mut findings));
     let key_name = crate::shared_cap::check::key_name(key);
     // Under a pin, a file that is not what the key signed is not read further.
     if matches!(key, KeyCheck::Pinned(_)) && !signed {
-        return CapNemesisReport {
+        return Ok(CapNemesisReport {
             ok: false,
             key: key_name.into(),
             signer: resolved
                 .map(|k| hex::encode(k.as_bytes()))
                 .unwrap_or_default(),
-            trials: file.trials.len(),
+            trials: count,
             judged: 0,
             signed,
             summary: Vec::new(),
             findings,
-        };
+        });
     }
-    check_plan(file, &mut findings);
+    let kept = CapNemesisFile {
+        format: head.format.clone(),
+        scenario: head.scenario.clone(),
+        generated_at: head.generated_at.clone(),
+        environment: head.environment.clone(),
+        want: head.want.clone(),
+        plan: head.plan.clone(),
+        trials: kept,
+        summary: Vec::new(),
+        signature: None,
+    };
+    check_plan(&kept, &mut findings);
     let mut judged = 0;
     let mut listing = crate::shared_cap::check::Listing::default();
     listing.keep_listed(&mut findings);
-    for (i, t) in file.trials.iter().enumerate() {
+    for i in 0..count {
+        let Some(t) = read(i)? else { continue };
         listing.keep_listed(&mut findings);
-        check_kills(i, t, &mut findings);
-        check_held(i, t, &mut findings);
-        let at = trial_label(i, t);
+        check_kills(i, &t, &mut findings);
+        check_held(i, &t, &mut findings);
+        let at = trial_label(i, &t);
         crate::shared_cap::bind::check_tickets(&at, &t.cell, resolved.as_ref(), &mut findings);
         if !t.cell.judged() {
             continue;
@@ -348,26 +415,26 @@ pub fn check(file: &CapNemesisFile, key: &KeyCheck) -> CapNemesisReport {
             check_judgement(&at, &t.cell, k, &mut findings);
         }
     }
-    let summary = match plan_known(&file.plan) {
-        Ok(()) => summarize(&file.trials, &file.plan.nemeses, &file.plan.columns),
+    let summary = match plan_known(&head.plan) {
+        Ok(()) => summarize(&kept.trials, &head.plan.nemeses, &head.plan.columns),
         Err(_) => Vec::new(),
     };
-    if summary != file.summary {
+    if summary != head.summary {
         findings.push(
             "summary: differs from the summary the trials give (re-derived by verify)".into(),
         );
     }
     listing.finish(&mut findings);
-    CapNemesisReport {
+    Ok(CapNemesisReport {
         ok: findings.is_empty(),
         key: key_name.into(),
         signer: resolved
             .map(|k| hex::encode(k.as_bytes()))
             .unwrap_or_default(),
-        trials: file.trials.len(),
+        trials: count,
         judged,
         signed,
         summary,
         findings,
-    }
+    })
 }
