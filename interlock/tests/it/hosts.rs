@@ -268,8 +268,10 @@ impl Probe {
 fn once(cmd: Command) -> Value {
     let mut p = Probe::spawn(cmd);
     let status = p.child.wait().unwrap();
+    // Every line the probe wrote: the reader ends at the end of its output, which may come
+    // after the exit is seen (taking only what had arrived by then once missed the last line).
     let mut last = Value::Null;
-    while let Ok(v) = p.lines.try_recv() {
+    for v in p.lines.iter() {
         last = v;
     }
     assert!(
