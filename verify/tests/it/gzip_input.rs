@@ -643,3 +643,46 @@ fn a_shared_cap_file_whose_last_cell_does_not_read_is_refused_within_the_promise
         &["cells[25]", "forged"],
     );
 }
+
+/// From the second forger review of the split: the first pass kept every shared_cap cell
+/// (trial) without its receipts for the summary, and so every ticket's other lists: 28 cells
+/// whose first ticket lists 52,000 journal kinds `"a"` took 104 MB of a 1 MB gzip, pinned too.
+/// Nothing of a cell is kept now but its counts: checked within 64 MB, pinned or not.
+#[test]
+fn shared_cap_cells_with_long_lists_of_short_strings_are_checked_within_the_promise() {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, array, name) in [
+        ("results/shared_cap.json", "cells", "kinds.json.gz"),
+        (
+            "verify/tests/fixtures/shared_cap_nemesis.json",
+            "trials",
+            "kinds_nemesis.json.gz",
+        ),
+    ] {
+        let genuine: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(repo(path)).unwrap()).unwrap();
+        let key = genuine["environment"]["public_key"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let mut noise = Noise(0x2468_ACE0_1357_9BDF);
+        let kinds = noisy_list(br#""a""#, 52_000, 5, &mut noise, 9);
+        let mark = |element: &mut serde_json::Value| {
+            let cell = match element.get("cell") {
+                Some(_) => &mut element["cell"],
+                None => element,
+            };
+            cell["tickets"][0]["journal_kinds"] = serde_json::json!(["@"]);
+        };
+        let text = with_copies(genuine, array, |_| true, mark, &kinds, 28);
+        let file = small_gzip(dir.path(), name, &text);
+        let file = file.to_str().unwrap();
+        for args in [vec![file], vec!["--key", key.as_str(), file]] {
+            let (code, stdout, stderr, peak) = verify(&args);
+            assert_eq!(code, Some(1), "{name} {args:?}: {stdout}{stderr}");
+            if let Some(peak) = peak {
+                assert!(peak <= 64 * MB, "{name} {args:?}: {} MB", peak / MB);
+            }
+        }
+    }
+}

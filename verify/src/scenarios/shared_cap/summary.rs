@@ -74,3 +74,63 @@ pub fn summarize(cells: &[CapCell], columns: &[&str]) -> Vec<ColumnSummary> {
         })
         .collect()
 }
+
+/// [`summarize`] of cells given one at a time, none of them held: every count of a column's
+/// summary is a sum over its cells, and the columns listed are [`columns_of`] the cells given.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    /// One summary per column met so far (of [`super::plan::COLUMNS`]), in no order.
+    met: Vec<ColumnSummary>,
+}
+
+impl Tally {
+    /// Counts cell `c` in its column's summary.
+    pub(crate) fn add(&mut self, c: &CapCell) {
+        let Some(column) = super::plan::COLUMNS.into_iter().find(|k| *k == c.column) else {
+            return;
+        };
+        for one in summarize(std::slice::from_ref(c), &[column]) {
+            match self.met.iter_mut().find(|s| s.column == one.column) {
+                Some(s) => s.absorb(one),
+                None => self.met.push(one),
+            }
+        }
+    }
+
+    /// [`summarize`] of every cell added, over [`columns_of`] them.
+    pub(crate) fn finish(mut self) -> Vec<ColumnSummary> {
+        let mut out = Vec::with_capacity(self.met.len());
+        for column in super::plan::COLUMNS {
+            if let Some(at) = self.met.iter().position(|s| s.column == column) {
+                out.push(self.met.swap_remove(at));
+            }
+        }
+        out
+    }
+}
+
+impl ColumnSummary {
+    /// Adds `other`'s counts (of the same column) to these.
+    fn absorb(&mut self, other: ColumnSummary) {
+        // Every field named: a count added to the summary must be added here too.
+        let ColumnSummary {
+            column: _,
+            cells,
+            held,
+            killed,
+            over_cap,
+            answers_matched,
+            proved,
+            tickets,
+            harness_errors,
+        } = other;
+        self.cells += cells;
+        self.held += held;
+        self.killed += killed;
+        self.over_cap += over_cap;
+        self.answers_matched += answers_matched;
+        self.proved += proved;
+        self.tickets += tickets;
+        self.harness_errors += harness_errors;
+    }
+}

@@ -4,14 +4,13 @@
 
 use super::draw::{draw, restart_steps, trial_id};
 use super::record::{CapNemesisFile, CapTrial};
-use super::summary::{summarize, NemesisSummary};
+use super::summary::{NemesisSummary, Tally};
 use super::{FORMAT, NEMESES, SIGNATURE_CONTEXT};
 use crate::canonical;
 use crate::load::{read_cap_trial, CapNemesisText, LoadError};
 use crate::receipt::KeyCheck;
 use crate::shared_cap::check::{
-    check_judgement, check_signature, digest, element_digest, file_key, without_receipts,
-    SigningError,
+    check_judgement, check_signature, digest, element_digest, file_key, SigningError,
 };
 use crate::shared_cap::plan::{is_kill_step, COLUMNS, OVERLAPS};
 use crate::shared_cap::record::SCENARIO;
@@ -174,17 +173,23 @@ fn planned(file: &CapNemesisFile) -> impl Iterator<Item = (&String, &String, u32
     })
 }
 
-fn check_plan(file: &CapNemesisFile, findings: &mut Vec<String>) {
+/// The plan against the file: its labels known, its size the trials' `count`, its columns'
+/// journal; then `trials_found`, what [`check_planned_trial`] found of each trial.
+fn check_plan(
+    file: &CapNemesisFile,
+    count: usize,
+    trials_found: Vec<String>,
+    findings: &mut Vec<String>,
+) {
     let p = &file.plan;
     if let Err((field, why)) = plan_known(p) {
         findings.push(format!("plan.{field}: {why}"));
         return;
     }
     let planned_len = (p.nemeses.len() as u128) * (p.columns.len() as u128) * u128::from(p.trials);
-    if planned_len != file.trials.len() as u128 {
+    if planned_len != count as u128 {
         findings.push(format!(
-            "trials: {} recorded, the plan ({} nemeses x {} columns x {}) has {planned_len}",
-            file.trials.len(),
+            "trials: {count} recorded, the plan ({} nemeses x {} columns x {}) has {planned_len}",
             p.nemeses.len(),
             p.columns.len(),
             p.trials,
@@ -195,24 +200,33 @@ fn check_plan(file: &CapNemesisFile, findings: &mut Vec<String>) {
             findings.push(format!("plan.columns: {why}"));
         }
     }
-    for (i, (t, (n, c, index))) in file.trials.iter().zip(planned(file)).enumerate() {
-        let want_id = trial_id(p.seed, n, c, index);
-        if t.nemesis != *n || t.cell.column != *c || t.index != index || t.id != want_id {
-            findings.push(format!(
-                "trials[{i}]: is {} ({}, {}, #{}); the plan's trial here is {want_id}",
-                crate::display::shorten(&t.id, crate::shared_cap::check::ID_CHARS),
-                t.nemesis,
-                t.cell.column,
-                t.index
-            ));
-            continue;
-        }
-        if draw(p.seed, n, c, index).as_ref() != Some(&t.draw) {
-            findings.push(format!(
-                "{}: its draw is not what the seed draws for it",
-                trial_label(i, t)
-            ));
-        }
+    findings.extend(trials_found);
+}
+
+/// Trial `i`, `t`, is the plan's trial at its place, `(n, c, index)`, with the draws its seed
+/// gives.
+fn check_planned_trial(
+    plan: &super::record::Campaign,
+    (i, t): (usize, &CapTrial),
+    (n, c, index): (&String, &String, u32),
+    findings: &mut Vec<String>,
+) {
+    let want_id = trial_id(plan.seed, n, c, index);
+    if t.nemesis != *n || t.cell.column != *c || t.index != index || t.id != want_id {
+        findings.push(format!(
+            "trials[{i}]: is {} ({}, {}, #{}); the plan's trial here is {want_id}",
+            crate::display::shorten(&t.id, crate::shared_cap::check::ID_CHARS),
+            t.nemesis,
+            t.cell.column,
+            t.index
+        ));
+        return;
+    }
+    if draw(plan.seed, n, c, index).as_ref() != Some(&t.draw) {
+        findings.push(format!(
+            "{}: its draw is not what the seed draws for it",
+            trial_label(i, t)
+        ));
     }
 }
 
@@ -313,8 +327,8 @@ pub fn check(file: &CapNemesisFile, key: &KeyCheck) -> CapNemesisReport {
 }
 
 /// [`check`] of a file whose trials are still text ([`crate::load::load_for_check`]): a trial
-/// is read, checked and dropped at a time, and only what the plan and the summary read of a
-/// trial (not its receipts) is kept for every trial. The checks and the report are those of
+/// is read, checked and dropped at a time, and nothing of it is kept but its counts in the
+/// summary and what the plan's check found of it. The checks and the report are those of
 /// [`check`]. `Err` when a trial cannot be read; the caller then reads the whole file strictly
 /// to name where.
 pub fn check_text(
@@ -350,9 +364,12 @@ fn check_trials<'t, E>(
         findings.push(format!("environment.hosts: {why}"));
     }
     let resolved: Option<VerifyingKey> = file_key(&head.environment.public_key, key, &mut findings);
-    // The signature covers every trial: a first pass hashes each and keeps it without its
-    // receipts, for the plan and the summary.
-    let (mut digests, mut kept) = (Ok(Vec::with_capacity(count)), Vec::with_capacity(count));
+    // The signature covers every trial: a first pass hashes each, compares it with the plan's
+    // trial at its place and counts it in the summary (when the plan's labels are known).
+    let known = plan_known(&head.plan).is_ok();
+    let mut digests = Ok(Vec::with_capacity(count));
+    let mut tally = known.then(|| Tally::new(&head.plan.nemeses, &head.plan.columns));
+    let (mut planned, mut trials_found) = (planned(head), Vec::new());
     for i in 0..count {
         let Some(t) = read(i)? else { continue };
         if let Ok(d) = digests.as_mut() {
@@ -361,9 +378,12 @@ fn check_trials<'t, E>(
                 Err(e) => digests = Err(e),
             }
         }
-        let mut t = t.into_owned();
-        t.cell = without_receipts(t.cell);
-        kept.push(t);
+        if let (true, Some(place)) = (known, planned.next()) {
+            check_planned_trial(&head.plan, (i, &t), place, &mut trials_found);
+        }
+        if let Some(tally) = tally.as_mut() {
+            tally.add(&t);
+        }
     }
     let message = digests.and_then(|d| message_of(head, d));
     let signed = resolved
@@ -385,18 +405,7 @@ fn check_trials<'t, E>(
             findings,
         });
     }
-    let kept = CapNemesisFile {
-        format: head.format.clone(),
-        scenario: head.scenario.clone(),
-        generated_at: head.generated_at.clone(),
-        environment: head.environment.clone(),
-        want: head.want.clone(),
-        plan: head.plan.clone(),
-        trials: kept,
-        summary: Vec::new(),
-        signature: None,
-    };
-    check_plan(&kept, &mut findings);
+    check_plan(head, count, trials_found, &mut findings);
     let mut judged = 0;
     let mut listing = crate::shared_cap::check::Listing::default();
     listing.keep_listed(&mut findings);
@@ -415,10 +424,7 @@ fn check_trials<'t, E>(
             check_judgement(&at, &t.cell, k, &mut findings);
         }
     }
-    let summary = match plan_known(&head.plan) {
-        Ok(()) => summarize(&kept.trials, &head.plan.nemeses, &head.plan.columns),
-        Err(_) => Vec::new(),
-    };
+    let summary = tally.map(Tally::finish).unwrap_or_default();
     if summary != head.summary {
         findings.push(
             "summary: differs from the summary the trials give (re-derived by verify)".into(),

@@ -83,3 +83,74 @@ pub fn summarize(
     }
     out
 }
+
+/// [`summarize`] of trials given one at a time, none of them held: every count of a nemesis
+/// and column's summary is a sum over its trials, and its bound is derived from two of them.
+#[derive(Debug)]
+pub(crate) struct Tally {
+    /// One summary per nemesis and column of the plan, in the plan's order.
+    pairs: Vec<NemesisSummary>,
+}
+
+impl Tally {
+    /// Empty summaries of every nemesis and column given, in that order.
+    pub(crate) fn new(nemeses: &[String], columns: &[String]) -> Tally {
+        Tally {
+            pairs: summarize(&[], nemeses, columns),
+        }
+    }
+
+    /// Counts trial `t` in its nemesis and column's summary (in none if the plan has neither).
+    pub(crate) fn add(&mut self, t: &CapTrial) {
+        let at = self
+            .pairs
+            .iter()
+            .position(|s| s.nemesis == t.nemesis && s.column == t.cell.column);
+        let Some(at) = at else {
+            return;
+        };
+        let one = summarize(
+            std::slice::from_ref(t),
+            std::slice::from_ref(&t.nemesis),
+            std::slice::from_ref(&t.cell.column),
+        );
+        if let (Some(s), Some(one)) = (self.pairs.get_mut(at), one.into_iter().next()) {
+            s.absorb(one);
+        }
+    }
+
+    /// [`summarize`] of every trial added, over the nemeses and columns given to [`Tally::new`].
+    pub(crate) fn finish(mut self) -> Vec<NemesisSummary> {
+        for s in &mut self.pairs {
+            s.violation_upper95_ppm = clopper_pearson_upper95_ppm(s.judged - s.held, s.judged);
+        }
+        self.pairs
+    }
+}
+
+impl NemesisSummary {
+    /// Adds `other`'s counts (of the same nemesis and column) to these; the bound is derived
+    /// again at the end ([`Tally::finish`]).
+    fn absorb(&mut self, other: NemesisSummary) {
+        // Every field named: a count added to the summary must be added here too.
+        let NemesisSummary {
+            nemesis: _,
+            column: _,
+            trials,
+            judged,
+            held,
+            over_cap,
+            all_kills_landed,
+            answers_matched,
+            harness_errors,
+            violation_upper95_ppm: _,
+        } = other;
+        self.trials += trials;
+        self.judged += judged;
+        self.held += held;
+        self.over_cap += over_cap;
+        self.all_kills_landed += all_kills_landed;
+        self.answers_matched += answers_matched;
+        self.harness_errors += harness_errors;
+    }
+}
