@@ -322,6 +322,56 @@ pub(super) fn whole_read_within(values: usize, most: usize, what: &str) -> Resul
     Ok(())
 }
 
+/// Bytes of text a results, nemesis or shared_cap file's members may hold together, its cells or
+/// trials and its manifest apart. The runner's largest hold 28.5 KB (a campaign's summary of 60
+/// nemesis and column pairs; a merged campaign's head holds each shard's too, some 27 KB a
+/// shard, so this takes some 150 shards), a matrix's a few KB. A head is held as text, typed,
+/// and hashed through a tree of values and a canonical copy, some seven times its text: 250
+/// strings of 60,000 bytes in one results file's summary (within the limits of a string and of
+/// values) took 95 MB of a 1 MB gzip, pinned too; a head at this limit takes 30 MB.
+pub const HEAD_BYTES: usize = 4 << 20;
+
+/// Bytes of text a results file's manifest may hold per cell, besides [`MANIFEST_BYTES`]: one
+/// hash of 64 hex digits a cell, quoted and comma-separated, is 67.
+pub const MANIFEST_BYTES_PER_CELL: usize = 72;
+
+/// Bytes of text a results file's manifest may hold besides one hash per cell (its own hash, the
+/// head's, the signer and the signature take some 300).
+pub const MANIFEST_BYTES: usize = 4096;
+
+/// Refuses a file whose members but its cells or trials (`elements` of them) and its manifest
+/// hold more than [`HEAD_BYTES`] of text (`head`), or whose manifest more than
+/// [`MANIFEST_BYTES`] and [`MANIFEST_BYTES_PER_CELL`] for each cell (`manifest`).
+pub(super) fn head_within_budget(
+    head: usize,
+    manifest: usize,
+    elements: usize,
+) -> Result<(), LoadError> {
+    let refused = |path: &str, what: String| LoadError::Limit {
+        path: path.to_owned(),
+        message: format!(
+            "{what} (the runner's hold a few kilobytes): the file was edited or not written by \
+             the runner; check the file the run published"
+        ),
+    };
+    if head > HEAD_BYTES {
+        let what = format!(
+            "{head} bytes of text in the members besides the cells, trials and manifest, more \
+             than the {HEAD_BYTES} they may hold"
+        );
+        return Err(refused("$", what));
+    }
+    let most = MANIFEST_BYTES.saturating_add(MANIFEST_BYTES_PER_CELL.saturating_mul(elements));
+    if manifest > most {
+        let what = format!(
+            "{manifest} bytes of text in the manifest, more than the {most} a manifest of \
+             {elements} cells may hold"
+        );
+        return Err(refused("manifest", what));
+    }
+    Ok(())
+}
+
 /// Bytes of text (quotes left out) past which a string holds more than [`MAX_STRING_BYTES`]
 /// whatever its escapes: an escape's six bytes (`\u0041`) write one byte at the least.
 pub(super) const OVERLONG_STRING_TEXT: usize = 6 * MAX_STRING_BYTES;

@@ -230,6 +230,58 @@ pub(super) fn within_member_limits(text: &str) -> Result<(), LoadError> {
     member_limits(text).unwrap_or(Ok(()))
 }
 
+/// Of a document that is an object of members: the bytes of text of its members but its cells
+/// or trials and its manifest, the manifest's, and how many cells or trials it lists (as
+/// [`super::head_within_budget`] takes them); `None` when `text` is not such an object.
+pub(super) fn head_spans(text: &str) -> Option<(usize, usize, usize)> {
+    let mut at = open(text, skip_space(text, 0), b'{')?;
+    let (mut head, mut manifest, mut elements) = (0usize, 0usize, 0usize);
+    if byte(text, skip_space(text, at)) == Some(b'}') {
+        return Some((0, 0, 0));
+    }
+    loop {
+        let (key, after_key) = key_at(text, skip_space(text, at))?;
+        let colon = open(text, skip_space(text, after_key), b':')?;
+        let start = skip_space(text, colon);
+        let end = if ARRAYS.contains(&key.as_ref()) && byte(text, start) == Some(b'[') {
+            let (counted, end) = count_elements(text, &key, start)?.ok()?;
+            elements += counted;
+            end
+        } else {
+            let (_, end) = raw_at(text, start)?;
+            let bytes = end.saturating_sub(start);
+            if key == "manifest" {
+                manifest += bytes;
+            } else {
+                head += bytes;
+            }
+            end
+        };
+        at = skip_space(text, end);
+        match byte(text, at)? {
+            b',' => at += 1,
+            b'}' => break,
+            _ => return None,
+        }
+    }
+    Some((head, manifest, elements))
+}
+
+/// The same of a document the split took ([`members`]).
+pub(super) fn head_spans_of(split: &Members<'_>) -> (usize, usize, usize) {
+    let (mut head, mut manifest, mut elements) = (0usize, 0usize, 0usize);
+    for m in &split.members {
+        if let Some(e) = &m.elements {
+            elements += e.texts.len();
+        } else if m.key == "manifest" {
+            manifest += m.value.len();
+        } else if !ARRAYS.contains(&m.key.as_ref()) {
+            head += m.value.len();
+        }
+    }
+    (head, manifest, elements)
+}
+
 /// [`within_member_limits`]; `None` when `text` is not an object of members.
 fn member_limits(text: &str) -> Option<Result<(), LoadError>> {
     let mut at = open(text, skip_space(text, 0), b'{')?;

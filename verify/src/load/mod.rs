@@ -27,8 +27,9 @@ pub use cap::{read_cap_cell, read_cap_trial, CapNemesisText, CapText};
 pub(crate) use limits::Key;
 use limits::*;
 pub use limits::{
-    within_limits, MAX_ELEMENT_VALUES, MAX_STRING_BYTES, MIN_BYTES_PER_VALUE, ORIGINAL_MOST_VALUES,
-    TRIALS_PER_GROUP, VALUES_PER_GROUP, VALUE_ALLOWANCE,
+    within_limits, HEAD_BYTES, MANIFEST_BYTES, MANIFEST_BYTES_PER_CELL, MAX_ELEMENT_VALUES,
+    MAX_STRING_BYTES, MIN_BYTES_PER_VALUE, ORIGINAL_MOST_VALUES, TRIALS_PER_GROUP,
+    VALUES_PER_GROUP, VALUE_ALLOWANCE,
 };
 pub use members::ElementGroup;
 pub(crate) use parts::CELL_DEPTH;
@@ -122,6 +123,11 @@ pub fn load_document(bytes: &[u8]) -> Result<Document, LoadError> {
             })
         }
     };
+    if format.as_deref().is_some_and(parts::is_split_format) {
+        if let Some((head, manifest, elements)) = members::head_spans(text) {
+            head_within_budget(head, manifest, elements)?;
+        }
+    }
     match format.as_deref() {
         Some(RESULTS_FORMAT) => results_document(text),
         Some(crate::nemesis::NEMESIS_FORMAT) => nemesis_document(text),

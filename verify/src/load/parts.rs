@@ -57,6 +57,12 @@ pub fn load_for_check(bytes: &[u8]) -> Result<Loaded<'_>, LoadError> {
     };
     let mut split = split?;
     within_density(split.values, text.len())?;
+    let stated = split.members.iter().find(|m| m.key == "format");
+    let stated = stated.and_then(|m| serde_json::from_str::<String>(m.value).ok());
+    if stated.as_deref().is_some_and(is_split_format) {
+        let (head, manifest, elements) = super::members::head_spans_of(&split);
+        head_within_budget(head, manifest, elements)?;
+    }
     if let Some(file) = results_text(&mut split) {
         return Ok(Loaded::Results(Box::new(file)));
     }
@@ -76,18 +82,21 @@ pub fn load_for_check(bytes: &[u8]) -> Result<Loaded<'_>, LoadError> {
     }
     // A results or nemesis file whose head did not read is refused without its cells or trials
     // ever held together; any other document is read whole.
-    let stated = split.members.iter().find(|m| m.key == "format");
-    let stated = stated.and_then(|m| serde_json::from_str::<String>(m.value).ok());
-    let split_formats = [
+    if stated.as_deref().is_some_and(is_split_format) {
+        return super::read_whole(bytes).map(Loaded::Document);
+    }
+    load_document(bytes).map(Loaded::Document)
+}
+
+/// The formats whose cells or trials are read apart from the rest of the file (its head).
+pub(super) fn is_split_format(format: &str) -> bool {
+    [
         RESULTS_FORMAT,
         crate::nemesis::NEMESIS_FORMAT,
         crate::shared_cap::check::FORMAT,
         crate::shared_cap::nemesis::FORMAT,
-    ];
-    if stated.is_some_and(|f| split_formats.contains(&f.as_str())) {
-        return super::read_whole(bytes).map(Loaded::Document);
-    }
-    load_document(bytes).map(Loaded::Document)
+    ]
+    .contains(&format)
 }
 
 /// Nesting a cell's text may hold before [`read_cell`] gives up (the whole file's reader then

@@ -686,3 +686,47 @@ fn shared_cap_cells_with_long_lists_of_short_strings_are_checked_within_the_prom
         }
     }
 }
+
+/// A string of `len` bytes, mostly `a`, one in `one_in` another letter: text that compresses
+/// about as much as the reader allows.
+fn noisy_string(len: usize, noise: &mut Noise, one_in: u64) -> String {
+    (0..len)
+        .map(|_| char::from(noise.byte(b'a', b"bcdefghijklmnopq", one_in)))
+        .collect()
+}
+
+/// From the third forger review: a file's head (its members but the cells or trials) was bounded
+/// in values, not in bytes, and is held as text, typed, and hashed through a tree of values and
+/// a canonical copy: 250 strings of 60,000 bytes as keys of a results file's summary took 95 MB
+/// of a 1 MB gzip, pinned too (the same in a campaign's summary 73 MB, in a results file's
+/// manifest 63 MB). A head past 4 MiB, or a manifest past its bytes per cell, is refused before
+/// anything is built from it, by the split and by the whole reading alike.
+#[test]
+fn a_head_or_manifest_of_long_strings_is_refused_before_it_is_built() {
+    let committed = std::fs::read_to_string(repo("results/billing_credit.json")).unwrap();
+    let genuine: serde_json::Value = serde_json::from_str(&committed).unwrap();
+    let mut noise = Noise(0x0DDB_A11C_0FFE_E000);
+    let dir = tempfile::tempdir().unwrap();
+    let mut summary = genuine.clone();
+    let column = summary["summary"]["hand_check"].clone();
+    for _ in 0..250 {
+        let key = noisy_string(60_000, &mut noise, 33);
+        summary["summary"][key] = column.clone();
+    }
+    let mut manifest = genuine.clone();
+    let hashes = manifest["manifest"]["cells"].as_array_mut().unwrap();
+    for _ in 0..240 {
+        hashes.push(serde_json::json!(noisy_string(60_000, &mut noise, 33)));
+    }
+    for (name, file, at) in [
+        ("long_head.json.gz", summary, "at $: "),
+        ("long_manifest.json.gz", manifest, "at manifest: "),
+    ] {
+        let text = serde_json::to_vec(&file).unwrap();
+        refused_naming(dir.path(), name, &text, &[at, "bytes of text"]);
+        // The whole reading refuses it by the same rule.
+        let whole = verify::load::load_document(&text).unwrap_err().to_string();
+        assert!(whole.contains(at.trim_end_matches(": ")), "{name}: {whole}");
+        assert!(whole.contains("bytes of text"), "{name}: {whole}");
+    }
+}
