@@ -46,6 +46,26 @@ pub fn escape(s: &str) -> String {
 /// which cuts the values its messages quote the same way).
 pub use verify_core::text::shorten;
 
+/// `s` cut so that it prints, once [`escape`]d, in at most `max` characters, saying how long it
+/// was when cut. For text from a file (or a file's name) that a printed line holds before what
+/// must not be cut from it: a character escapes to as many as ten, so [`shorten`] to 80
+/// characters could still take 800 on the line (a name of 140 DEL characters pushed a verdict
+/// line's signer, time and verdict past its 1,000 characters).
+pub fn shorten_shown(s: &str, max: usize) -> String {
+    let mut width = 0;
+    for (at, c) in s.char_indices() {
+        width += escape(c.encode_utf8(&mut [0u8; 4])).chars().count();
+        if width > max {
+            return format!(
+                "{}… ({} bytes in all)",
+                s.get(..at).unwrap_or_default(),
+                s.len()
+            );
+        }
+    }
+    s.to_owned()
+}
+
 /// A JSON text with every character that [`escape`] would escape written as a JSON `\uXXXX`
 /// escape. JSON's own structure is ASCII, so such characters occur only inside strings, where the
 /// escape means the same character to every JSON reader.

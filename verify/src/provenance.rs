@@ -7,7 +7,7 @@
 //! Also the time arithmetic `--not-before` needs: RFC 3339 timestamps read into nanoseconds
 //! since the Unix epoch, and Unix milliseconds written as RFC 3339, without a calendar library.
 
-use crate::display::shorten;
+use crate::display::{shorten, shorten_shown};
 use crate::finding::Finding;
 use serde_json::{json, Value};
 
@@ -77,13 +77,15 @@ impl Provenance {
             Signer::Unsigned => "unsigned".to_owned(),
         };
         match &self.made {
-            Made::Generated(t) => out.push_str(&format!(", generated {}", shorten(t, SHOWN))),
+            Made::Generated(t) => {
+                out.push_str(&format!(", generated {}", shorten_shown(t, SHOWN)));
+            }
             Made::Sealed(ms) => out.push_str(&format!(", sealed {}", rfc3339_from_ms(*ms))),
             Made::Unsealed => out.push_str(", unsealed"),
             Made::Unstated => out.push_str(", no time stated"),
         }
         match &self.commit {
-            Some(Some(c)) => out.push_str(&format!(", commit {}", shorten(c, SHOWN))),
+            Some(Some(c)) => out.push_str(&format!(", commit {}", shorten_shown(c, SHOWN))),
             Some(None) => out.push_str(", commit not recorded"),
             None => {}
         }

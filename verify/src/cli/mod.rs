@@ -180,10 +180,20 @@ impl NotBefore {
     }
 }
 
+/// Characters a file's name may take, escaped, at the head of its lines: whatever the name, the
+/// rest of a verdict line (the signer's fingerprint, the time, `OK` or `FAILED`) fits in
+/// [`MAX_LINE_CHARS`].
+pub const NAME_CHARS: usize = 200;
+
+/// A file's name as its text lines begin with it ([`NAME_CHARS`]).
+fn line_name(name: &str) -> String {
+    crate::display::shorten_shown(name, NAME_CHARS)
+}
+
 fn could_not_check(name: &str, msg: &str) -> (Status, Vec<String>, FileJson) {
     (
         Status::CouldNotCheck,
-        vec![format!("{name}: could not check: {msg}")],
+        vec![format!("{}: could not check: {msg}", line_name(name))],
         file_json(json!({"file": name, "status": "could_not_check", "error": msg})),
     )
 }
@@ -191,7 +201,7 @@ fn could_not_check(name: &str, msg: &str) -> (Status, Vec<String>, FileJson) {
 fn not_allowed(name: &str, why: &str) -> (Status, Vec<String>, FileJson) {
     (
         Status::Failed,
-        vec![format!("{name}: {why}: FAILED")],
+        vec![format!("{}: {why}: FAILED", line_name(name))],
         file_json(json!({"file": name, "status": "failed", "error": why})),
     )
 }
@@ -468,7 +478,8 @@ fn finish(name: &str, mut o: Outcome, options: &Options<'_>) -> (Status, Vec<Str
     let ok = o.ok && o.findings.is_empty();
     let status = if ok { Status::Ok } else { Status::Failed };
     let mut lines = vec![format!(
-        "{name}: {}; {}: {}",
+        "{}: {}; {}: {}",
+        line_name(name),
         o.summary,
         o.provenance.text(),
         verdict(ok)

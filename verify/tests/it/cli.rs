@@ -674,3 +674,50 @@ fn the_nemesis_verdict_does_not_read_as_failures_followed_by_ok() {
         "{line}"
     );
 }
+
+/// From the fourth forger review: a verdict line is cut at [`verify::cli::MAX_LINE_CHARS`] after
+/// escaping, and a file's name came first: 140 DEL characters (each printed as `\u{007f}`) pushed
+/// the signer's fingerprint, the time and `OK` or `FAILED` off the line, so a receipt re-signed
+/// by another key printed, under the same name, byte for byte what the genuine one did. The
+/// name is now cut to what its escaped form takes in [`verify::cli::NAME_CHARS`]; the rest of
+/// the line is always printed, and a long name or path still names the file.
+#[test]
+fn a_long_or_control_filled_name_never_hides_the_signer_or_the_verdict() {
+    let results: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../results/billing_credit.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let receipt = results["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|c| c["receipt"].is_object().then(|| c["receipt"].clone()))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let deep = "d".repeat(200);
+    for name in [
+        format!("receipt{}.json", "\u{7f}".repeat(140)),
+        format!("{deep}/{deep}/{deep}/receipt.json"),
+    ] {
+        let path = dir.path().join(&name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, serde_json::to_vec(&receipt).unwrap()).unwrap();
+        let (code, stdout) = run(&[path.to_str().unwrap()]);
+        assert_eq!(code, Some(0), "{stdout}");
+        let line = stdout.lines().next().unwrap();
+        assert!(line.contains("signer SHA256:"), "{line}");
+        assert!(line.ends_with(": OK"), "{line}");
+        assert!(
+            line.contains("bytes in all"),
+            "the name is said to be cut: {line}"
+        );
+        assert!(
+            line.chars().count() <= verify::cli::MAX_LINE_CHARS,
+            "{line}"
+        );
+    }
+}
