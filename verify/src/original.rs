@@ -249,6 +249,22 @@ pub fn verify_original_results(file: &Value) -> OriginalReport {
         }
     };
     let mut findings = Vec::new();
+    // One cell per crash point, outage and column, as the original ran them: a cell repeated
+    // (or one of a column dropped while another repeats) is not the run.
+    let mut seen = std::collections::HashMap::new();
+    for (i, cell) in typed.cells.iter().enumerate() {
+        let labels = (&cell.crash, &cell.outage, &cell.system);
+        if let Some(first) = seen.insert(labels, i) {
+            findings.push(Finding::new(
+                format!("cells[{i}]"),
+                fcode::FILE_INCONSISTENT,
+                format!(
+                    "cell {i} repeats the crash point, outage and column of cell {first}: the \
+                     original ran each once"
+                ),
+            ));
+        }
+    }
     let mut picked = Vec::new();
     for (i, cell) in typed.cells.iter().enumerate() {
         if cell.system != "interlock" {

@@ -68,9 +68,16 @@ pub(super) fn receipt_outcome(b: &ReceiptBundle, key: &KeyCheck, json: bool) -> 
 
 pub(super) fn original_outcome(v: &Value, json: bool) -> Outcome {
     let r = verify_original_results(v);
+    // Unsigned: what the file holds is all a reader can compare, so the line says how many
+    // cells and who decided (a file with a column dropped, or another model named, printed the
+    // genuine file's line).
+    let model = v.get("model").and_then(Value::as_str).unwrap_or("?");
     let summary = format!(
-        "python-original results, {} receipts (per-effect SHA-256 chains; consistency only)",
-        r.receipts.len()
+        "python-original results, {} cells, {} receipts (per-effect SHA-256 chains; consistency \
+         only), decided by {}",
+        r.cells,
+        r.receipts.len(),
+        crate::display::shorten_shown(model, 80)
     );
     let details = r.findings.iter().map(|f| format!("  {f}")).collect();
     let mut outcome = Outcome::new(r.ok, summary, details, "python-original-results", &r, json);

@@ -61,7 +61,54 @@ fn the_original_results_verify() {
     let (code, out) = run(&[FIXTURE]);
     assert_eq!(code, Some(0), "{out}");
     assert!(
-        out.contains("billing_credit.original.json: python-original results, 6 receipts (per-effect SHA-256 chains; consistency only); unsigned, generated 2026-09-13 22:40 UTC: OK"),
+        out.contains("billing_credit.original.json: python-original results, 18 cells, 6 receipts (per-effect SHA-256 chains; consistency only), decided by claude-haiku-4-5-20251001; unsigned, generated 2026-09-13 22:40 UTC: OK"),
+        "{out}"
+    );
+}
+
+/// From the fifth forger review: the original format is unsigned, and its line said neither how
+/// many cells it holds nor who decided, and a repeated cell was taken: a file without its
+/// no_check column, one naming another model, and one with every no_check cell twice each
+/// printed the genuine file's line and exited 0. Now the line names the cells and the model,
+/// and a cell that repeats another's crash point, outage and column fails.
+#[test]
+fn an_edited_original_file_prints_another_line_or_fails() {
+    let genuine: Value = serde_json::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let line = |v: &Value, name: &str| {
+        let path = write(&dir, name, &serde_json::to_vec(v).unwrap());
+        let (code, out) = run(&[&path]);
+        let first = out.lines().next().unwrap_or_default();
+        let shown = first
+            .split_once(": ")
+            .map_or("", |(_, rest)| rest)
+            .to_owned();
+        (code, shown, out)
+    };
+    let (_, genuine_line, _) = line(&genuine, "genuine.json");
+    let mut dropped = genuine.clone();
+    let cells = dropped["cells"].as_array_mut().unwrap();
+    cells.retain(|c| c["system"] != "no_check");
+    let mut model = genuine.clone();
+    model["model"] = json!("claude-opus-4");
+    for (edited, name) in [(dropped, "dropped.json"), (model, "model.json")] {
+        let (code, shown, out) = line(&edited, name);
+        assert_eq!(code, Some(0), "{out}");
+        assert_ne!(shown, genuine_line, "{name}: {out}");
+    }
+    let mut twice = genuine.clone();
+    let again: Vec<Value> = twice["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["system"] == "no_check")
+        .cloned()
+        .collect();
+    twice["cells"].as_array_mut().unwrap().extend(again);
+    let (code, _, out) = line(&twice, "twice.json");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("repeats the crash point, outage and column"),
         "{out}"
     );
 }

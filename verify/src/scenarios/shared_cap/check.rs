@@ -403,85 +403,125 @@ fn check_cells<'c, E>(
     read: impl Fn(usize) -> Result<Option<Cow<'c, CapCell>>, E>,
     key: &KeyCheck,
 ) -> Result<CapReport, E> {
-    let mut findings = Vec::new();
-    if head.format != FORMAT || head.scenario != SCENARIO {
-        findings.push(format!(
-            "format {:?}, scenario {:?}: expected {FORMAT:?} and {SCENARIO:?}",
-            crate::display::shorten(&head.format, ID_CHARS),
-            crate::display::shorten(&head.scenario, ID_CHARS)
-        ));
-    }
-    if let Some(why) = hosts_problem(&head.environment) {
-        findings.push(format!("environment.hosts: {why}"));
-    }
+    let found = (head.format.as_str(), head.scenario.as_str());
+    let mut findings = head_findings(found, FORMAT, &head.environment);
     let resolved = file_key(&head.environment.public_key, key, &mut findings);
-    let (mut digests, mut tally) = (Ok(Vec::with_capacity(count)), Tally::default());
-    for i in 0..count {
-        let Some(c) = read(i)? else { continue };
-        if let Ok(d) = digests.as_mut() {
-            match element_digest(&format!("cells[{i}]"), &*c) {
-                Ok(digest) => d.push(digest),
-                Err(e) => digests = Err(e),
-            }
-        }
-        tally.add(&c);
-    }
+    let mut tally = Tally::default();
+    let digests = digest_each("cells", count, &read, |_, c| tally.add(c))?;
     let message = digests.and_then(|d| message_of(head, d));
     let signed = resolved
         .as_ref()
         .is_some_and(|k| check_signature(head.signature.as_deref(), message, k, &mut findings));
-    let key_name = key_name(key);
-    // Under a pin, a file that is not what the key signed is not read further: nothing is
-    // derived or counted from it.
-    if matches!(key, KeyCheck::Pinned(_)) && !signed {
-        return Ok(CapReport {
-            ok: false,
-            key: key_name.into(),
-            signer: resolved
-                .map(|k| hex::encode(k.as_bytes()))
-                .unwrap_or_default(),
-            cells: count,
-            judged: 0,
-            signed,
-            summary: Vec::new(),
-            findings,
-        });
-    }
-    let mut seen = HashSet::new();
-    let mut judged = 0;
-    let mut listing = Listing::default();
-    for i in 0..count {
-        let Some(c) = read(i)? else { continue };
-        listing.keep_listed(&mut findings);
-        check_labels(i, &c, &mut seen, &mut findings);
-        if let Some(why) = super::plan::database_problem(&c.column, &head.environment.journal) {
-            findings.push(format!("{}: {why}", label(i, &c)));
-        }
-        super::bind::check_tickets(&label(i, &c), &c, resolved.as_ref(), &mut findings);
-        if !c.judged() {
-            continue;
-        }
-        judged += 1;
-        if let Some(k) = &resolved {
-            check_cell(i, &c, k, &mut findings);
-        }
-    }
-    let summary = tally.finish();
-    if summary != head.summary {
-        findings
-            .push("summary: differs from the summary the cells give (re-derived by verify)".into());
-    }
-    listing.finish(&mut findings);
-    Ok(CapReport {
-        ok: findings.is_empty(),
-        key: key_name.into(),
+    let mut report = CapReport {
+        ok: false,
+        key: key_name(key).into(),
         signer: resolved
             .map(|k| hex::encode(k.as_bytes()))
             .unwrap_or_default(),
         cells: count,
-        judged,
+        judged: 0,
         signed,
-        summary,
-        findings,
-    })
+        summary: Vec::new(),
+        findings: Vec::new(),
+    };
+    // Under a pin, a file that is not what the key signed is not read further: nothing is
+    // derived or counted from it.
+    if matches!(key, KeyCheck::Pinned(_)) && !signed {
+        report.findings = findings;
+        return Ok(report);
+    }
+    let mut listing = Listing::default();
+    report.judged = check_each_cell(
+        head,
+        count,
+        &read,
+        resolved.as_ref(),
+        |f| {
+            listing.keep_listed(f);
+        },
+        &mut findings,
+    )?;
+    report.summary = tally.finish();
+    if report.summary != head.summary {
+        findings
+            .push("summary: differs from the summary the cells give (re-derived by verify)".into());
+    }
+    listing.finish(&mut findings);
+    report.ok = findings.is_empty();
+    report.findings = findings;
+    Ok(report)
+}
+
+/// The second pass of [`check_cells`]: every cell read again and checked with its receipts
+/// (`listed` cuts the findings before each); returns how many were judged.
+fn check_each_cell<'c, E>(
+    head: &CapResults,
+    count: usize,
+    read: &impl Fn(usize) -> Result<Option<Cow<'c, CapCell>>, E>,
+    key: Option<&VerifyingKey>,
+    mut listed: impl FnMut(&mut Vec<String>),
+    findings: &mut Vec<String>,
+) -> Result<usize, E> {
+    let (mut seen, mut judged) = (HashSet::new(), 0);
+    for i in 0..count {
+        let Some(c) = read(i)? else { continue };
+        listed(findings);
+        check_labels(i, &c, &mut seen, findings);
+        if let Some(why) = super::plan::database_problem(&c.column, &head.environment.journal) {
+            findings.push(format!("{}: {why}", label(i, &c)));
+        }
+        super::bind::check_tickets(&label(i, &c), &c, key, findings);
+        if !c.judged() {
+            continue;
+        }
+        judged += 1;
+        if let Some(k) = key {
+            check_cell(i, &c, k, findings);
+        }
+    }
+    Ok(judged)
+}
+
+/// What a shared_cap file's head says wrong about itself: its format and scenario (`found`,
+/// against `format` and [`SCENARIO`]) and its hosts.
+pub(crate) fn head_findings(
+    (found_format, found_scenario): (&str, &str),
+    format: &str,
+    environment: &super::record::CapEnvironment,
+) -> Vec<String> {
+    let mut findings = Vec::new();
+    if found_format != format || found_scenario != SCENARIO {
+        findings.push(format!(
+            "format {:?}, scenario {:?}: expected {format:?} and {SCENARIO:?}",
+            crate::display::shorten(found_format, ID_CHARS),
+            crate::display::shorten(found_scenario, ID_CHARS)
+        ));
+    }
+    if let Some(why) = hosts_problem(environment) {
+        findings.push(format!("environment.hosts: {why}"));
+    }
+    findings
+}
+
+/// The first pass over a shared_cap file's `count` cells or trials (`array`): each read by
+/// `read`, hashed for the signature ([`element_digest`]), shown to `each` and dropped. The
+/// digests, or the first element that has none.
+pub(crate) fn digest_each<'c, T: Serialize + Clone + 'c, E>(
+    array: &str,
+    count: usize,
+    read: &impl Fn(usize) -> Result<Option<Cow<'c, T>>, E>,
+    mut each: impl FnMut(usize, &T),
+) -> Result<Result<Vec<String>, SigningError>, E> {
+    let mut digests = Ok(Vec::with_capacity(count));
+    for i in 0..count {
+        let Some(element) = read(i)? else { continue };
+        if let Ok(d) = digests.as_mut() {
+            match element_digest(&format!("{array}[{i}]"), &*element) {
+                Ok(digest) => d.push(digest),
+                Err(e) => digests = Err(e),
+            }
+        }
+        each(i, &element);
+    }
+    Ok(digests)
 }

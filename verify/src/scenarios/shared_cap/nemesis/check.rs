@@ -10,10 +10,10 @@ use crate::canonical;
 use crate::load::{read_cap_trial, CapNemesisText, LoadError};
 use crate::receipt::KeyCheck;
 use crate::shared_cap::check::{
-    check_judgement, check_signature, digest, element_digest, file_key, SigningError,
+    check_judgement, check_signature, digest, digest_each, element_digest, file_key, head_findings,
+    SigningError,
 };
 use crate::shared_cap::plan::{is_kill_step, COLUMNS, OVERLAPS};
-use crate::shared_cap::record::SCENARIO;
 use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
 use serde::Serialize;
 use std::borrow::Cow;
@@ -352,61 +352,44 @@ fn check_trials<'t, E>(
     read: impl Fn(usize) -> Result<Option<Cow<'t, CapTrial>>, E>,
     key: &KeyCheck,
 ) -> Result<CapNemesisReport, E> {
-    let mut findings = Vec::new();
-    if head.format != FORMAT || head.scenario != SCENARIO {
-        findings.push(format!(
-            "format {:?}, scenario {:?}: expected {FORMAT:?} and {SCENARIO:?}",
-            crate::display::shorten(&head.format, crate::shared_cap::check::ID_CHARS),
-            crate::display::shorten(&head.scenario, crate::shared_cap::check::ID_CHARS)
-        ));
-    }
-    if let Some(why) = crate::shared_cap::check::hosts_problem(&head.environment) {
-        findings.push(format!("environment.hosts: {why}"));
-    }
+    let found = (head.format.as_str(), head.scenario.as_str());
+    let mut findings = head_findings(found, FORMAT, &head.environment);
     let resolved: Option<VerifyingKey> = file_key(&head.environment.public_key, key, &mut findings);
     // The signature covers every trial: a first pass hashes each, compares it with the plan's
     // trial at its place and counts it in the summary (when the plan's labels are known).
     let known = plan_known(&head.plan).is_ok();
-    let mut digests = Ok(Vec::with_capacity(count));
     let mut tally = known.then(|| Tally::new(&head.plan.nemeses, &head.plan.columns));
     let (mut planned, mut trials_found) = (planned(head), Vec::new());
-    for i in 0..count {
-        let Some(t) = read(i)? else { continue };
-        if let Ok(d) = digests.as_mut() {
-            match element_digest(&format!("trials[{i}]"), &*t) {
-                Ok(digest) => d.push(digest),
-                Err(e) => digests = Err(e),
-            }
-        }
+    let digests = digest_each("trials", count, &read, |i, t| {
         if let (true, Some(place)) = (known, planned.next()) {
-            check_planned_trial(&head.plan, (i, &t), place, &mut trials_found);
+            check_planned_trial(&head.plan, (i, t), place, &mut trials_found);
         }
         if let Some(tally) = tally.as_mut() {
-            tally.add(&t);
+            tally.add(t);
         }
-    }
+    })?;
     let message = digests.and_then(|d| message_of(head, d));
     let signed = resolved
         .as_ref()
         .is_some_and(|k| check_signature(head.signature.as_deref(), message, k, &mut findings));
-    let key_name = crate::shared_cap::check::key_name(key);
+    let mut report = CapNemesisReport {
+        ok: false,
+        key: crate::shared_cap::check::key_name(key).into(),
+        signer: resolved
+            .map(|k| hex::encode(k.as_bytes()))
+            .unwrap_or_default(),
+        trials: count,
+        judged: 0,
+        signed,
+        summary: Vec::new(),
+        findings: Vec::new(),
+    };
     // Under a pin, a file that is not what the key signed is not read further.
     if matches!(key, KeyCheck::Pinned(_)) && !signed {
-        return Ok(CapNemesisReport {
-            ok: false,
-            key: key_name.into(),
-            signer: resolved
-                .map(|k| hex::encode(k.as_bytes()))
-                .unwrap_or_default(),
-            trials: count,
-            judged: 0,
-            signed,
-            summary: Vec::new(),
-            findings,
-        });
+        report.findings = findings;
+        return Ok(report);
     }
     check_plan(head, count, trials_found, &mut findings);
-    let mut judged = 0;
     let mut listing = crate::shared_cap::check::Listing::default();
     listing.keep_listed(&mut findings);
     for i in 0..count {
@@ -419,28 +402,19 @@ fn check_trials<'t, E>(
         if !t.cell.judged() {
             continue;
         }
-        judged += 1;
+        report.judged += 1;
         if let Some(k) = &resolved {
             check_judgement(&at, &t.cell, k, &mut findings);
         }
     }
-    let summary = tally.map(Tally::finish).unwrap_or_default();
-    if summary != head.summary {
+    report.summary = tally.map(Tally::finish).unwrap_or_default();
+    if report.summary != head.summary {
         findings.push(
             "summary: differs from the summary the trials give (re-derived by verify)".into(),
         );
     }
     listing.finish(&mut findings);
-    Ok(CapNemesisReport {
-        ok: findings.is_empty(),
-        key: key_name.into(),
-        signer: resolved
-            .map(|k| hex::encode(k.as_bytes()))
-            .unwrap_or_default(),
-        trials: count,
-        judged,
-        signed,
-        summary,
-        findings,
-    })
+    report.ok = findings.is_empty();
+    report.findings = findings;
+    Ok(report)
 }
