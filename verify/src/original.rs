@@ -223,6 +223,27 @@ fn happened_value(r: &ReceiptReport) -> Value {
     serde_json::to_value(r.entries_say).unwrap_or(Value::Null)
 }
 
+/// One cell per crash point, outage and column, as the original ran them: a finding for each
+/// cell that repeats an earlier one's (a cell repeated, or one column dropped while another
+/// repeats, is not the run).
+fn repeated_cells(cells: &[OriginalCell]) -> Vec<Finding> {
+    let mut seen = std::collections::HashMap::new();
+    let mut findings = Vec::new();
+    for (i, cell) in cells.iter().enumerate() {
+        if let Some(first) = seen.insert((&cell.crash, &cell.outage, &cell.system), i) {
+            findings.push(Finding::new(
+                format!("cells[{i}]"),
+                fcode::FILE_INCONSISTENT,
+                format!(
+                    "cell {i} repeats the crash point, outage and column of cell {first}: the \
+                     original ran each once"
+                ),
+            ));
+        }
+    }
+    findings
+}
+
 /// Verify an original results file: its strict schema, every interlock receipt, and every cell's
 /// judgement.
 pub fn verify_original_results(file: &Value) -> OriginalReport {
@@ -248,23 +269,7 @@ pub fn verify_original_results(file: &Value) -> OriginalReport {
             };
         }
     };
-    let mut findings = Vec::new();
-    // One cell per crash point, outage and column, as the original ran them: a cell repeated
-    // (or one of a column dropped while another repeats) is not the run.
-    let mut seen = std::collections::HashMap::new();
-    for (i, cell) in typed.cells.iter().enumerate() {
-        let labels = (&cell.crash, &cell.outage, &cell.system);
-        if let Some(first) = seen.insert(labels, i) {
-            findings.push(Finding::new(
-                format!("cells[{i}]"),
-                fcode::FILE_INCONSISTENT,
-                format!(
-                    "cell {i} repeats the crash point, outage and column of cell {first}: the \
-                     original ran each once"
-                ),
-            ));
-        }
-    }
+    let mut findings = repeated_cells(&typed.cells);
     let mut picked = Vec::new();
     for (i, cell) in typed.cells.iter().enumerate() {
         if cell.system != "interlock" {
