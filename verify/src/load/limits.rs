@@ -253,7 +253,8 @@ pub const MAX_ELEMENT_VALUES: usize = 1 << 16;
 
 /// The most values the consecutive cells or trials checked together as one group may hold
 /// (one element alone may reach [`MAX_ELEMENT_VALUES`]): a thread holds a group at a time, typed
-/// and as views. The committed files' groups hold at most about 35,000 values, so they are cut
+/// and as views. The committed results files' cells hold at most some 280 values each, so their
+/// groups (at most [`crate::receipt::RECEIPTS_PER_GROUP`] receipts) stay under it and are cut
 /// only by their counts of cells or trials ([`elements_per_group`]).
 pub const VALUES_PER_GROUP: usize = MAX_ELEMENT_VALUES;
 
