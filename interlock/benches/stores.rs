@@ -21,7 +21,10 @@
 //! are printed as a ratio of it. So is what the server commits of the gate's own rows alone
 //! (`pg_gate_row_insert`: the store's append statement on a fresh journal's tables, indexes and
 //! triggers, with no effect lock, catch-up or signing): the part of the distance to the raw rate
-//! that the rows themselves take, apart from the gate's protocol and CPU.
+//! that the rows themselves take, apart from the gate's protocol and CPU. And so is the ceiling
+//! of the protocol of one round trip per append, on the server with no gate in front of it
+//! (`pg_one_shot_ceiling`, and `pg_one_shot_ceiling_record_in_dispatch` with the claim's record
+//! in DISPATCHED's transaction; see `stores/ceiling.rs`).
 //!
 //! Run: `cargo bench -p interlock --bench stores`. The PostgreSQL rows need
 //! `INTERLOCK_TEST_PG_URL` (`.ci/pg-cluster start`); `STORES_SECONDS` sets the time per row
@@ -41,6 +44,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+#[path = "stores/ceiling.rs"]
+mod ceiling;
 
 const WRITERS: [usize; 4] = [1, 4, 8, 16];
 const MODES: [&str; 3] = ["shared_gate", "own_gates", "processes"];
@@ -541,6 +547,32 @@ fn postgres_rows(url: &str, seconds: f64) {
     let row = by_sessions("pg_gate_row_insert", &|n| {
         gate_row_insert_rate(url, n, seconds)
     });
+    // The protocol of one round trip per append, on the server alone (no gate): its ceiling,
+    // with the claim's record apart (as the store writes it) and within DISPATCHED.
+    let ceiling = |claim: ceiling::Claim, bench: &str| -> Vec<f64> {
+        WRITERS
+            .iter()
+            .map(|&sessions| {
+                let at = fresh_schema(url);
+                drop(open(&at));
+                let Location::Postgres(schema_url) = &at else {
+                    unreachable!("fresh_schema gives a PostgreSQL location")
+                };
+                let r = ceiling::one_shot_rate(schema_url, sessions, seconds, claim);
+                println!(
+                    "{}",
+                    json!({"bench": bench, "sessions": sessions, "appends_per_s": r.round(),
+                           "vs_raw": round2(r / raw[WRITERS.iter().position(|w| *w == sessions).unwrap_or(0)].max(1.0))})
+                );
+                r
+            })
+            .collect()
+    };
+    let one_shot = ceiling(ceiling::Claim::RecordApart, "pg_one_shot_ceiling");
+    let one_shot_four = ceiling(
+        ceiling::Claim::RecordInDispatch,
+        "pg_one_shot_ceiling_record_in_dispatch",
+    );
     let mut rows = Vec::new();
     for mode in MODES {
         for writers in WRITERS {
@@ -582,6 +614,10 @@ fn postgres_rows(url: &str, seconds: f64) {
                "ratio": round2(ratio), "met": ratio >= 0.5 && rising_to_8,
                "gate_rows_alone_per_s_at_8": row[2],
                "gate_rows_alone_over_raw_at_8": round2(if raw[2] > 0.0 { row[2] / raw[2] } else { 0.0 }),
-               "appends_over_gate_rows_alone_at_8": round2(if row[2] > 0.0 { by_writers[2] / row[2] } else { 0.0 })})
+               "appends_over_gate_rows_alone_at_8": round2(if row[2] > 0.0 { by_writers[2] / row[2] } else { 0.0 }),
+               "one_shot_ceiling_per_s_at_8": one_shot[2].round(),
+               "one_shot_ceiling_over_raw_at_8": round2(if raw[2] > 0.0 { one_shot[2] / raw[2] } else { 0.0 }),
+               "one_shot_record_in_dispatch_per_s_at_8": one_shot_four[2].round(),
+               "one_shot_record_in_dispatch_over_raw_at_8": round2(if raw[2] > 0.0 { one_shot_four[2] / raw[2] } else { 0.0 })})
     );
 }
