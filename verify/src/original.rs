@@ -327,56 +327,24 @@ fn check_judgement(
     receipt: Option<&ReceiptReport>,
     findings: &mut Vec<Finding>,
 ) {
-    let base = format!("cells[{i}]");
-    let gt = &cell.ground_truth;
-    let mut differs = |field: &str, ours: String, theirs: String| {
-        if ours != theirs {
-            findings.push(Finding::mismatch(
-                format!("{base}.{field}"),
-                fcode::GROUND_TRUTH_INCONSISTENT,
-                format!("cell {i}: {field} is not what the cell's own data gives"),
-                ours,
-                theirs,
-            ));
-        }
+    let mut judged = Judged {
+        i,
+        base: format!("cells[{i}]"),
+        findings,
     };
-    let cents: i128 = gt.case_credits.iter().map(|c| -i128::from(c.amount)).sum();
-    differs(
-        "ground_truth.case_credit_count",
-        gt.case_credits.len().to_string(),
-        gt.case_credit_count.to_string(),
-    );
-    differs(
-        "ground_truth.case_credit_cents",
-        cents.to_string(),
-        gt.case_credit_cents.to_string(),
-    );
-    let want_cents = i128::from(cell.want.case_credit_count)
-        .saturating_mul(i128::from(cell.case.approval.max_cents));
-    let want_ok =
-        cell.want.case_credit_count <= 1 && i128::from(cell.want.case_credit_cents) == want_cents;
-    differs(
-        "want",
-        "0 credits, or 1 credit of the approved cap".into(),
-        if want_ok {
-            "0 credits, or 1 credit of the approved cap".into()
-        } else {
-            format!(
-                "{} credits of {} cents",
-                cell.want.case_credit_count, cell.want.case_credit_cents
-            )
-        },
-    );
+    judged.check_ground_truth(cell);
+    judged.check_want(cell);
+    let gt = &cell.ground_truth;
     let held = gt.case_credit_count == cell.want.case_credit_count
         && gt.case_credit_cents == cell.want.case_credit_cents;
-    differs(
+    judged.differs(
         "invariant_held",
         held.to_string(),
         cell.invariant_held.to_string(),
     );
     let exists = gt.case_credit_count > 0;
     let answer = status_says_sent(&cell.outcome) == exists;
-    differs(
+    judged.differs(
         "answer_matches_stripe",
         answer.to_string(),
         cell.answer_matches_stripe.to_string(),
@@ -386,12 +354,82 @@ fn check_judgement(
         "hand_check" => answer,
         _ => false,
     };
-    differs(
+    judged.differs(
         "can_prove_what_happened",
         proof.to_string(),
         cell.can_prove_what_happened.to_string(),
     );
-    if let (Some(r), Some(status)) = (receipt, cell.restart.get("status").and_then(Value::as_str)) {
+    if let Some(r) = receipt {
+        judged.check_outcome(cell, r);
+    }
+}
+
+/// The findings of one original cell's judgements: each a field whose stated value is not the
+/// one the cell's own data gives.
+struct Judged<'f> {
+    i: usize,
+    base: String,
+    findings: &'f mut Vec<Finding>,
+}
+
+impl Judged<'_> {
+    /// A finding at `field` if `theirs` (the cell's) is not `ours` (derived).
+    fn differs(&mut self, field: &str, ours: String, theirs: String) {
+        if ours != theirs {
+            self.findings.push(Finding::mismatch(
+                format!("{}.{field}", self.base),
+                fcode::GROUND_TRUTH_INCONSISTENT,
+                format!(
+                    "cell {}: {field} is not what the cell's own data gives",
+                    self.i
+                ),
+                ours,
+                theirs,
+            ));
+        }
+    }
+
+    /// The ground truth's count and sum are those of its case credits.
+    fn check_ground_truth(&mut self, cell: &OriginalCell) {
+        let gt = &cell.ground_truth;
+        let cents: i128 = gt.case_credits.iter().map(|c| -i128::from(c.amount)).sum();
+        self.differs(
+            "ground_truth.case_credit_count",
+            gt.case_credits.len().to_string(),
+            gt.case_credit_count.to_string(),
+        );
+        self.differs(
+            "ground_truth.case_credit_cents",
+            cents.to_string(),
+            gt.case_credit_cents.to_string(),
+        );
+    }
+
+    /// `want` is no credit, or one credit of the approved cap.
+    fn check_want(&mut self, cell: &OriginalCell) {
+        let want_cents = i128::from(cell.want.case_credit_count)
+            .saturating_mul(i128::from(cell.case.approval.max_cents));
+        let want_ok = cell.want.case_credit_count <= 1
+            && i128::from(cell.want.case_credit_cents) == want_cents;
+        self.differs(
+            "want",
+            "0 credits, or 1 credit of the approved cap".into(),
+            if want_ok {
+                "0 credits, or 1 credit of the approved cap".into()
+            } else {
+                format!(
+                    "{} credits of {} cents",
+                    cell.want.case_credit_count, cell.want.case_credit_cents
+                )
+            },
+        );
+    }
+
+    /// The outcome is the status the restart gave, and one the receipt's entries allow.
+    fn check_outcome(&mut self, cell: &OriginalCell, r: &ReceiptReport) {
+        let Some(status) = cell.restart.get("status").and_then(Value::as_str) else {
+            return;
+        };
         let refused = cell.outcome.starts_with("REFUSED");
         let fits = match r.entries_say {
             Happened::Yes => status_says_sent(status),
@@ -399,7 +437,7 @@ fn check_judgement(
             Happened::Unknown => status == "AMBIGUOUS",
         };
         if status != cell.outcome || !fits {
-            differs(
+            self.differs(
                 "outcome",
                 format!("a status that says happened = {}", r.entries_say),
                 cell.outcome.clone(),

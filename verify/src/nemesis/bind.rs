@@ -24,40 +24,66 @@ pub(super) fn check_trial_record(
 ) {
     check_harness_error(base, t, f);
     if t.column != "interlock" {
-        if receipt.is_some() || !t.journal_kinds.is_empty() {
-            f.push(Finding::new(
-                format!("{base}.receipt"),
-                fcode::RECEIPT_MISSING,
-                format!(
-                    "trial {}: a {} trial carries a receipt or journal kinds",
-                    t.id, t.column
-                ),
-            ));
-        }
+        check_column_without_journal(base, t, receipt, f);
         return;
     }
     let (Some(bundle), Some(report)) = (receipt, report) else {
-        // Killed before any decision, a restart that failed, a harness error: the column gave
-        // no status, so there is no receipt to bind (and no kinds to state).
-        let no_status = [NOT_DECIDED, RESTART_FAILED, HARNESS_ERROR].contains(&t.outcome.as_str());
-        if !no_status {
-            f.push(Finding::new(
-                format!("{base}.receipt"),
-                fcode::RECEIPT_MISSING,
-                format!(
-                    "trial {}: an interlock trial that ended {:?} carries no receipt",
-                    t.id, t.outcome
-                ),
-            ));
-        } else if !t.journal_kinds.is_empty() {
-            f.push(Finding::new(
-                format!("{base}.journal_kinds"),
-                fcode::RECEIPT_CLAIM_MISMATCH,
-                format!("trial {}: journal_kinds are stated without a receipt", t.id),
-            ));
-        }
+        check_without_receipt(base, t, f);
         return;
     };
+    check_bound(base, t, report, f);
+    // A harness error or a failed restart gave no status of the column's to agree with.
+    if t.is_harness_error() || t.outcome == RESTART_FAILED {
+        return;
+    }
+    check_outcome(base, t, bundle, report, f);
+}
+
+/// A trial of a column without a journal carries neither a receipt nor journal kinds.
+fn check_column_without_journal(
+    base: &str,
+    t: &Trial,
+    receipt: Option<&BundleView<'_>>,
+    f: &mut Vec<Finding>,
+) {
+    if receipt.is_some() || !t.journal_kinds.is_empty() {
+        f.push(Finding::new(
+            format!("{base}.receipt"),
+            fcode::RECEIPT_MISSING,
+            format!(
+                "trial {}: a {} trial carries a receipt or journal kinds",
+                t.id, t.column
+            ),
+        ));
+    }
+}
+
+/// An interlock trial without a receipt (or whose receipt gave no report): only one whose column
+/// gave no status may lack it, and then it states no journal kinds.
+fn check_without_receipt(base: &str, t: &Trial, f: &mut Vec<Finding>) {
+    // Killed before any decision, a restart that failed, a harness error: the column gave
+    // no status, so there is no receipt to bind (and no kinds to state).
+    let no_status = [NOT_DECIDED, RESTART_FAILED, HARNESS_ERROR].contains(&t.outcome.as_str());
+    if !no_status {
+        f.push(Finding::new(
+            format!("{base}.receipt"),
+            fcode::RECEIPT_MISSING,
+            format!(
+                "trial {}: an interlock trial that ended {:?} carries no receipt",
+                t.id, t.outcome
+            ),
+        ));
+    } else if !t.journal_kinds.is_empty() {
+        f.push(Finding::new(
+            format!("{base}.journal_kinds"),
+            fcode::RECEIPT_CLAIM_MISMATCH,
+            format!("trial {}: journal_kinds are stated without a receipt", t.id),
+        ));
+    }
+}
+
+/// The receipt is the effect of the trial's case, and the trial states its entry kinds.
+fn check_bound(base: &str, t: &Trial, report: &ReceiptReport, f: &mut Vec<Finding>) {
     let eid = billing_credit_effect_id(&t.case.case_id);
     if report.effect_id != eid {
         f.push(Finding::mismatch(
@@ -83,10 +109,16 @@ pub(super) fn check_trial_record(
             t.journal_kinds.join(" "),
         ));
     }
-    // A harness error or a failed restart gave no status of the column's to agree with.
-    if t.is_harness_error() || t.outcome == RESTART_FAILED {
-        return;
-    }
+}
+
+/// The trial's outcome is one the receipt's final entry allows.
+fn check_outcome(
+    base: &str,
+    t: &Trial,
+    bundle: &BundleView<'_>,
+    report: &ReceiptReport,
+    f: &mut Vec<Finding>,
+) {
     let final_code = bundle
         .entries
         .last()

@@ -197,34 +197,11 @@ fn verify_parts<'t, E: Send>(
     }
     // A merged file's shards: each shard's signature covers its slice of the trials.
     let mut merged = MergedCheck::new(head, key, allowed, &mut f);
-    // The signature covers every trial: a first pass reads each, hashes it and drops it.
-    let (mut violations, mut under_credits) = (0, 0);
-    let mut hasher = sign::FileHasher::new(head);
-    let mut hashed = Ok(());
-    for group in &groups {
-        let trials = read(group.elements.clone())?;
-        violations += trials.iter().filter(|a| a.trial.violation).count();
-        under_credits += trials.iter().filter(|a| a.trial.under_credit()).count();
-        for a in &trials {
-            // Written once for the file's hash and its shard's.
-            let canonical = sign::trial_canonical(&a.trial, a.receipt.as_ref());
-            if let Ok(h) = hasher.as_mut() {
-                match &canonical {
-                    Ok(text) if hashed.is_ok() => h.add(text),
-                    Ok(_) => {}
-                    Err(e) => hashed = hashed.and(Err(e.clone())),
-                }
-            }
-            if let Some(m) = merged.as_mut() {
-                m.trial(&a.trial, &canonical, &mut f);
-            }
-        }
-    }
-    let hash = hasher.and_then(|h| hashed.map(|()| h.finish()));
+    let first = first_pass(head, &groups, &read, merged.as_mut(), &mut f)?;
     if let Some(m) = merged.as_mut() {
         m.finish(head, &mut f);
     }
-    let signer = check_signature(head, hash, key, &mut f);
+    let signer = check_signature(head, first.hash, key, &mut f);
     let mut report = NemesisReport {
         ok: false,
         trials: None,
@@ -244,48 +221,136 @@ fn verify_parts<'t, E: Send>(
         report.findings = f;
         return Ok(report);
     }
-    let mut receipts_verified = 0;
-    let (well_formed, fits) = check_plan_size(head, count, &mut f);
-    super::exposure_span::check(&head.plan, &mut f);
-    let span_ms = head.plan.exposure_span_ms();
-    let receipt_key = match (key, signer) {
-        (KeyCheck::Pinned(k), _) => KeyCheck::Pinned(*k),
-        (KeyCheck::SelfAttested, Some(k)) => KeyCheck::Pinned(k),
-        (KeyCheck::SelfAttested, None) => KeyCheck::SelfAttested,
+    let rules = TrialRules {
+        clock_start: head.environment.clock_start,
+        max_in_flight_ms: head.environment.claim.max_in_flight_ms,
+        span_ms: head.plan.exposure_span_ms(),
+        receipt_key: match (key, signer) {
+            (KeyCheck::Pinned(k), _) => KeyCheck::Pinned(*k),
+            (KeyCheck::SelfAttested, Some(k)) => KeyCheck::Pinned(k),
+            (KeyCheck::SelfAttested, None) => KeyCheck::SelfAttested,
+        },
+        merged: merged.as_ref(),
     };
-    let max_in_flight_ms = head.environment.claim.max_in_flight_ms;
-    let clock_start = head.environment.clock_start;
+    let receipts = second_pass(head, count, (&groups, held), &read, &rules, &mut f)?;
+    report.trials = Some(count);
+    report.receipts = Some(receipts);
+    report.violations = Some(first.violations);
+    report.under_credits = Some(first.under_credits);
+    report.ok = f.is_empty();
+    report.findings = f;
+    Ok(report)
+}
+
+/// What the first pass over the trials gives: the file's hash (or why it has none) and the
+/// counts stated by the trials.
+struct FirstPass {
+    hash: Result<String, sign::SignError>,
+    violations: usize,
+    under_credits: usize,
+}
+
+/// The first pass: each group of trials read, each trial hashed for the file's signature (and
+/// its shard's, fed to `merged`), counted, and dropped.
+fn first_pass<'t, E>(
+    head: &NemesisFile,
+    groups: &[ElementGroup],
+    read: &impl Fn(Range<usize>) -> Result<Vec<Apart<'t>>, E>,
+    mut merged: Option<&mut MergedCheck>,
+    f: &mut Vec<Finding>,
+) -> Result<FirstPass, E> {
+    let (mut violations, mut under_credits) = (0, 0);
+    let mut hasher = sign::FileHasher::new(head);
+    let mut hashed = Ok(());
+    for group in groups {
+        let trials = read(group.elements.clone())?;
+        violations += trials.iter().filter(|a| a.trial.violation).count();
+        under_credits += trials.iter().filter(|a| a.trial.under_credit()).count();
+        for a in &trials {
+            // Written once for the file's hash and its shard's.
+            let canonical = sign::trial_canonical(&a.trial, a.receipt.as_ref());
+            if let Ok(h) = hasher.as_mut() {
+                match &canonical {
+                    Ok(text) if hashed.is_ok() => h.add(text),
+                    Ok(_) => {}
+                    Err(e) => hashed = hashed.and(Err(e.clone())),
+                }
+            }
+            if let Some(m) = merged.as_deref_mut() {
+                m.trial(&a.trial, &canonical, f);
+            }
+        }
+    }
+    Ok(FirstPass {
+        hash: hasher.and_then(|h| hashed.map(|()| h.finish())),
+        violations,
+        under_credits,
+    })
+}
+
+/// What each trial is checked against, fixed by the file's head and its signature.
+struct TrialRules<'m> {
+    clock_start: Option<i64>,
+    max_in_flight_ms: u64,
+    span_ms: u64,
+    /// The key every receipt must be signed by (on a merged file, its shard's instead).
+    receipt_key: KeyCheck,
+    merged: Option<&'m MergedCheck>,
+}
+
+impl TrialRules<'_> {
+    /// Every check of trial `index` on its own: its ground truth, clock, judgement, draw,
+    /// receipt and binding. Whether its receipt verified.
+    fn check(&self, index: usize, a: &Apart<'_>, found: &mut Vec<Finding>) -> bool {
+        let t = &*a.trial;
+        let base = format!("trials[{index}]");
+        check_ground_truth(&base, t, found);
+        check_clock_start(&base, t, self.clock_start, found);
+        check_judgement(&base, t, self.max_in_flight_ms, found);
+        super::drawn::check_drawn(&base, t, self.span_ms, found);
+        // A merged file's trial was run, and its receipt signed, by its shard.
+        let shard_key = self.merged.map(|m| m.key_for(t));
+        let receipt_key = shard_key.as_ref().unwrap_or(&self.receipt_key);
+        let bundle = a.receipt.as_ref();
+        let receipt = check_receipt(&base, t, bundle, receipt_key, found);
+        super::bind::check_trial_record(&base, t, bundle, receipt.as_ref(), found);
+        receipt.is_some()
+    }
+}
+
+/// The second pass: the plan's size, then each trial checked by `rules`, walked against the plan
+/// and added to its summary, then the trial list and the summary against what the trials give.
+/// The receipts verified.
+///
+/// A window of groups at a time, spread over threads; then, in file order, each group's
+/// findings are kept, its trials walked against the plan and added to their nemesis x column's
+/// summary, and the group is dropped (a pair's trials are summarized as soon as they are all
+/// in, so what is kept is at most one pair's summary views). A window's trials are all held
+/// until it is done: together they hold no more values than `held` allows.
+fn second_pass<'t, E: Send>(
+    head: &NemesisFile,
+    count: usize,
+    (groups, held): (&[ElementGroup], usize),
+    read: &(impl Fn(Range<usize>) -> Result<Vec<Apart<'t>>, E> + Sync),
+    rules: &TrialRules<'_>,
+    f: &mut Vec<Finding>,
+) -> Result<usize, E> {
+    let (well_formed, fits) = check_plan_size(head, count, f);
+    super::exposure_span::check(&head.plan, f);
     let mut walk = well_formed.then(|| PlanWalk::new(&head.plan));
     let mut summaries = fits.then(|| PairSummaries::new(&head.plan, count));
-    // A window of groups at a time, spread over threads; then, in file order, each group's
-    // findings are kept, its trials walked against the plan and added to their nemesis x column's
-    // summary, and the group is dropped (a pair's trials are summarized as soon as they are all
-    // in, so what is kept is at most one pair's summary views). A window's trials are all held
-    // until it is done: together they hold no more values than the budget allows.
+    let mut receipts_verified = 0;
     let most = 2 * rayon::current_num_threads().max(1);
-    for batch in windows(&groups, most, held) {
+    for batch in windows(groups, most, held) {
         type Checked<'a> = (Vec<Finding>, usize, Vec<Apart<'a>>);
         let checked: Vec<Result<Checked<'t>, E>> = batch
             .par_iter()
             .map(|group| {
-                let range = &group.elements;
-                let start = range.start;
-                let trials = read(range.clone())?;
+                let start = group.elements.start;
+                let trials = read(group.elements.clone())?;
                 let (mut found, mut receipts) = (Vec::new(), 0);
                 for (k, a) in trials.iter().enumerate() {
-                    let t = &*a.trial;
-                    let base = format!("trials[{}]", start + k);
-                    check_ground_truth(&base, t, &mut found);
-                    check_clock_start(&base, t, clock_start, &mut found);
-                    check_judgement(&base, t, max_in_flight_ms, &mut found);
-                    super::drawn::check_drawn(&base, t, span_ms, &mut found);
-                    // A merged file's trial was run, and its receipt signed, by its shard.
-                    let shard_key = merged.as_ref().map(|m| m.key_for(t));
-                    let receipt_key = shard_key.as_ref().unwrap_or(&receipt_key);
-                    let bundle = a.receipt.as_ref();
-                    let receipt = check_receipt(&base, t, bundle, receipt_key, &mut found);
-                    receipts += usize::from(receipt.is_some());
-                    super::bind::check_trial_record(&base, t, bundle, receipt.as_ref(), &mut found);
+                    receipts += usize::from(rules.check(start + k, a, &mut found));
                 }
                 Ok((found, receipts, trials))
             })
@@ -308,13 +373,7 @@ fn verify_parts<'t, E: Send>(
     if let Some(s) = summaries {
         f.extend(compare_summary(&head.summary, &s.derived));
     }
-    report.trials = Some(count);
-    report.receipts = Some(receipts_verified);
-    report.violations = Some(violations);
-    report.under_credits = Some(under_credits);
-    report.ok = f.is_empty();
-    report.findings = f;
-    Ok(report)
+    Ok(receipts_verified)
 }
 
 /// Consecutive runs of `groups`, together covering them in order, each of at most `most` groups
