@@ -3,7 +3,7 @@
 use super::{caps, premise_violations, replayed_error, Fault};
 use crate::target::{Capabilities, SendDeadline, Target, TargetError, Tier};
 use serde_json::{json, Map, Value};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -12,7 +12,11 @@ type PremiseHook = Box<dyn Fn() + Send + Sync>;
 
 #[derive(Default)]
 struct MemState {
+    /// Every request that landed, in order (an effect once per landing).
     landed: Vec<(String, Value)>,
+    /// Where each effect first landed in `landed` (the object a lookup finds): a send and a
+    /// lookup find it without a scan of every landing (benchmarks land tens of thousands).
+    first_landed: HashMap<String, usize>,
     /// Requests still executing at the service: (effect id, effect, lands at ms).
     pending: Vec<(String, Value, u64)>,
     /// Effect ids whose (tier-1) key holds a saved internal error.
@@ -29,6 +33,14 @@ struct MemState {
 }
 
 impl MemState {
+    /// Land `effect` of `effect_id`: its place in `landed`.
+    fn land(&mut self, effect_id: String, effect: Value) -> usize {
+        let n = self.landed.len();
+        self.first_landed.entry(effect_id.clone()).or_insert(n);
+        self.landed.push((effect_id, effect));
+        n
+    }
+
     /// Land every pending request whose time has come.
     fn settle(&mut self, now: u64) {
         let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
@@ -36,7 +48,7 @@ impl MemState {
             .partition(|(_, _, at)| *at <= now);
         self.pending = later;
         for (eid, effect, _) in due {
-            self.landed.push((eid, effect));
+            self.land(eid, effect);
         }
     }
 }
@@ -286,9 +298,8 @@ impl Target for MemTarget {
             });
         }
         Ok(st
-            .landed
-            .iter()
-            .position(|(e, _)| e == effect_id)
+            .first_landed
+            .get(effect_id)
             .map(|n| json!({"id": format!("obj_{n}"), "effect_id": effect_id})))
     }
 }
@@ -311,7 +322,7 @@ impl MemTarget {
                 return Err(replayed_error(true));
             }
         }
-        let existing = st.landed.iter().position(|(e, _)| e == effect_id);
+        let existing = st.first_landed.get(effect_id).copied();
         let n = match existing {
             Some(i) if self.tier == Tier::One => i,
             _ => {
@@ -331,8 +342,7 @@ impl MemTarget {
                 if !fault.lands() {
                     return fault.answer(Value::Null);
                 }
-                st.landed.push((effect_id.to_owned(), effect.clone()));
-                st.landed.len() - 1
+                st.land(effect_id.to_owned(), effect.clone())
             }
         };
         fault.answer(json!({"id": format!("obj_{n}"), "effect_id": effect_id}))
