@@ -35,6 +35,7 @@ pub fn merge_shards(args: &MergeArgs) -> Result<bool, MergeShardsError> {
     let merged = merge(inputs, crate::results::now_rfc3339(), &signing)?;
     let mut bytes = serde_json::to_vec(&merged).map_err(MergeShardsError::Serialize)?;
     bytes.push(b'\n');
+    readable_by_verify(&bytes, shard_keys.len())?;
     let path = crate::results::campaign_path(&out_dir, &merged.scenario);
     let replaced =
         crate::results::write_campaign(&path, &bytes).map_err(|error| MergeShardsError::Write {
@@ -61,6 +62,16 @@ pub fn merge_shards(args: &MergeArgs) -> Result<bool, MergeShardsError> {
     );
     say!("results: {}", path.display());
     Ok(report.ok)
+}
+
+/// The merged file's text read as `verify` reads a file (its limits: a head of at most
+/// [`verify::load::HEAD_BYTES`], each shard's head in it some 27 KB), so that a merge never
+/// writes, and reports as verified, a file the `verify` binary refuses.
+fn readable_by_verify(bytes: &[u8], shards: usize) -> Result<(), MergeShardsError> {
+    match verify::load::load_for_check(bytes) {
+        Ok(_) => Ok(()),
+        Err(error) => Err(MergeShardsError::Unreadable { shards, error }),
+    }
 }
 
 /// Reads one shard and checks it can be merged: a billing_credit nemesis file whose plan names
@@ -127,4 +138,41 @@ fn read_shard(path: &std::path::Path) -> Result<(ShardInput, VerifyingKey), Merg
         verify::fingerprint(&signer)
     );
     Ok((ShardInput { name, file }, signer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::readable_by_verify;
+
+    #[test]
+    fn a_merged_file_whose_head_verify_would_refuse_is_refused_before_it_is_written() {
+        // A nemesis file's members besides its trials past the head's budget, as the heads of
+        // a few hundred shards would be.
+        let note = "x".repeat(60_000);
+        let notes: Vec<String> = (0..80).map(|_| format!("\"{note}\"")).collect();
+        let text = format!(
+            "{{\"format\":\"interlock-nemesis/3\",\"plan\":{{\"merged\":[{}]}},\"trials\":[]}}",
+            notes.join(",")
+        );
+        let e = readable_by_verify(text.as_bytes(), 180).unwrap_err();
+        let shown = e.to_string();
+        assert!(shown.contains("of 180 shards"), "{shown}");
+        assert!(shown.contains("fewer shards"), "{shown}");
+        assert!(
+            shown.contains(&verify::load::HEAD_BYTES.to_string()),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn the_committed_campaign_is_read() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../results/nemesis/billing_credit.json.gz");
+        let bytes = verify::input::read_file(&path).unwrap();
+        let shards = match verify::load::load_nemesis(&bytes).unwrap().plan.merged {
+            Some(m) => m.parts.len(),
+            None => 1,
+        };
+        readable_by_verify(&bytes, shards).unwrap();
+    }
 }

@@ -103,6 +103,18 @@ pub enum MergeShardsError {
         /// How many findings.
         count: usize,
     },
+    /// The merged file would be refused by `verify` (a campaign of more shards than a file's
+    /// head may hold): nothing is written.
+    #[error(
+        "the merged file of {shards} shards would not be read by `verify`: {error}; nothing was \
+         written: run the campaign in fewer shards"
+    )]
+    Unreadable {
+        /// How many shards were merged.
+        shards: usize,
+        /// What `verify` refuses.
+        error: verify::load::LoadError,
+    },
     /// A shard's signer is not an ed25519 public key.
     #[error("{name}: its signer is not a usable key")]
     Signer {
