@@ -363,18 +363,25 @@ fn raw_insert_rate(url: &str, sessions: usize, seconds: f64) -> f64 {
     rate
 }
 
+/// The URL of a fresh schema on `url` holding a journal a gate made (its tables, indexes and
+/// triggers), with no entry yet.
+fn gate_schema(url: &str) -> String {
+    let at = fresh_schema(url);
+    drop(open(&at));
+    match at {
+        Location::Postgres(schema_url) => schema_url,
+        Location::File(_) => unreachable!("fresh_schema gives a PostgreSQL location"),
+    }
+}
+
 /// What the server commits of the gate's own rows, with nothing else: `sessions` connections to
 /// a fresh journal (its schema made by a gate: the tables, indexes and triggers every append
 /// meets), each committing the store's append statement one row at a time, with a line of the
 /// size of a real entry, each session extending a chain of its own. No effect lock, no catch-up,
 /// no signing: the ceiling the gate's appends are measured against besides the raw INSERT.
 fn gate_row_insert_rate(url: &str, sessions: usize, seconds: f64) -> f64 {
-    let at = fresh_schema(url);
-    drop(open(&at));
-    let Location::Postgres(schema_url) = &at else {
-        unreachable!("fresh_schema gives a PostgreSQL location")
-    };
-    session_rate(schema_url, sessions, seconds, |s, c, stop| {
+    let schema_url = gate_schema(url);
+    session_rate(&schema_url, sessions, seconds, |s, c, stop| {
         let append = c.prepare(interlock::testing::PG_APPEND_SQL).unwrap();
         let effect_id = format!("{s:064x}");
         let mut prev: Option<String> = None;
@@ -549,30 +556,8 @@ fn postgres_rows(url: &str, seconds: f64) {
     });
     // The protocol of one round trip per append, on the server alone (no gate): its ceiling,
     // with the claim's record apart (as the store writes it) and within DISPATCHED.
-    let ceiling = |claim: ceiling::Claim, bench: &str| -> Vec<f64> {
-        WRITERS
-            .iter()
-            .map(|&sessions| {
-                let at = fresh_schema(url);
-                drop(open(&at));
-                let Location::Postgres(schema_url) = &at else {
-                    unreachable!("fresh_schema gives a PostgreSQL location")
-                };
-                let r = ceiling::one_shot_rate(schema_url, sessions, seconds, claim);
-                println!(
-                    "{}",
-                    json!({"bench": bench, "sessions": sessions, "appends_per_s": r.round(),
-                           "vs_raw": round2(r / raw[WRITERS.iter().position(|w| *w == sessions).unwrap_or(0)].max(1.0))})
-                );
-                r
-            })
-            .collect()
-    };
-    let one_shot = ceiling(ceiling::Claim::RecordApart, "pg_one_shot_ceiling");
-    let one_shot_four = ceiling(
-        ceiling::Claim::RecordInDispatch,
-        "pg_one_shot_ceiling_record_in_dispatch",
-    );
+    let one_shot = ceiling::rows(url, seconds, &raw, ceiling::Claim::RecordApart);
+    let one_shot_four = ceiling::rows(url, seconds, &raw, ceiling::Claim::RecordInDispatch);
     let mut rows = Vec::new();
     for mode in MODES {
         for writers in WRITERS {

@@ -179,9 +179,16 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000);
     let threads = rayon::current_num_threads();
-    let flags = cpu_flags();
+    let (reference, batch, own) = library_rows(threads);
+    results_file_rows(&reference, target, threads, (batch, own));
+    cells_without_receipts();
+}
 
-    // Receipts straight through the library, interleaved with the reference rates.
+/// The reference rates and receipts straight through the library, interleaved (each the best of
+/// [`ROUNDS`]), and a bad signature named; the reference and its best batch rates (ed25519-dalek's
+/// and our own).
+fn library_rows(threads: usize) -> (Reference, f64, f64) {
+    let flags = cpu_flags();
     let spec = Spec {
         seed: 3,
         repeats: 4_200,
@@ -250,35 +257,21 @@ fn main() {
         json!({"bench": "receipts_one_bad_signature", "receipts": bundles.len(),
                "sigs_per_s": (sigs as f64 / secs).round(), "named": {"receipt": victim, "entry": 2}})
     );
-    drop(bundles);
+    (reference, batch, own)
+}
 
-    // A whole results file with `target` receipts, verified in a child process.
-    let spec = Spec {
-        seed: 4,
-        repeats: target.div_ceil(6),
-        columns: vec!["interlock".into()],
-    };
-    let t = Instant::now();
-    let file = generate(&spec);
-    let sigs: usize = file
-        .cells
-        .iter()
-        .filter_map(|c| c.receipt.as_ref())
-        .map(|r| r.entries.len())
-        .sum();
+/// A whole results file with `target` receipts, verified by the binary in a child process
+/// between batch-rate measurements, and its phases; `batch` and `own` are the best batch rates
+/// so far, raised by those measured here.
+fn results_file_rows(
+    reference: &Reference,
+    target: u32,
+    threads: usize,
+    (mut batch, mut own): (f64, f64),
+) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("results.json");
-    let bytes = serde_json::to_vec(&file).unwrap();
-    drop(file);
-    std::fs::write(&path, &bytes).unwrap();
-    // Written back to the disk before anything is timed, so that the kernel's writeback of the
-    // file does not share the CPU with what is measured.
-    std::fs::File::open(&path).unwrap().sync_all().unwrap();
-    if let Some(keep) = std::env::var_os("VERIFY_BENCH_KEEP") {
-        // For profiling the binary on the same file (see the README's Speed section).
-        std::fs::copy(&path, &keep).unwrap();
-    }
-    let gen_s = t.elapsed().as_secs_f64();
+    let (sigs, file_bytes, gen_s) = write_results_file(target, &path);
     // The binary end to end, twice, each between two batch-rate measurements (the machine is
     // shared: a run is compared with the batch rate of the same minutes, the higher of the
     // two); the better round. Each round is printed (`rounds`).
@@ -310,7 +303,7 @@ fn main() {
         "{}",
         json!({"bench": "results_file", "receipts": phases["receipts"], "cells": phases["cells"],
                "signatures": sigs, "head_signatures": phases["receipts"],
-               "file_bytes": bytes.len(), "generate_s": gen_s,
+               "file_bytes": file_bytes, "generate_s": gen_s,
                "how": "the verify binary, end to end (read, strict load, every check), default threads",
                "threads": threads, "total_s": total_s, "sigs_per_s": rate.round(),
                "batch_sigs_per_s": batch_then.round(), "batch_threads": threads,
@@ -326,7 +319,7 @@ fn main() {
                "own_batch_best_in_run": own.round(),
                "vs_own_batch_best_in_run": (rate / own * 1000.0).round() / 1000.0,
                "vs_batch_best_in_run": (rate / batch * 1000.0).round() / 1000.0,
-               "peak_rss_mb": run["peak_rss_mb"], "rss_over_file": rss_over(&run, bytes.len()),
+               "peak_rss_mb": run["peak_rss_mb"], "rss_over_file": rss_over(&run, file_bytes),
                "targets": {"vs_batch": 0.75, "rss_over_file": 1.5}})
     );
     let verify_s = phases["verify_s"].as_f64().unwrap_or(f64::NAN);
@@ -336,10 +329,38 @@ fn main() {
                "verify_s": verify_s, "total_s": phases["total_s"],
                "sigs_per_s_verify": (sigs / verify_s).round(),
                "vs_batch_verify": ((sigs / verify_s) / batch_then * 1000.0).round() / 1000.0,
-               "peak_rss_mb": phases["peak_rss_mb"], "rss_over_file": rss_over(&phases, bytes.len())})
+               "peak_rss_mb": phases["peak_rss_mb"], "rss_over_file": rss_over(&phases, file_bytes)})
     );
-    drop(bytes);
-    cells_without_receipts();
+}
+
+/// A synthetic results file of `target` receipts written to `path` and synced: its entries'
+/// signatures, its size in bytes and the seconds it took.
+fn write_results_file(target: u32, path: &std::path::Path) -> (usize, usize, f64) {
+    let spec = Spec {
+        seed: 4,
+        repeats: target.div_ceil(6),
+        columns: vec!["interlock".into()],
+    };
+    let t = Instant::now();
+    let file = generate(&spec);
+    let sigs: usize = file
+        .cells
+        .iter()
+        .filter_map(|c| c.receipt.as_ref())
+        .map(|r| r.entries.len())
+        .sum();
+    let bytes = serde_json::to_vec(&file).unwrap();
+    drop(file);
+    std::fs::write(path, &bytes).unwrap();
+    // Written back to the disk before anything is timed, so that the kernel's writeback of the
+    // file does not share the CPU with what is measured.
+    std::fs::File::open(path).unwrap().sync_all().unwrap();
+    if let Some(keep) = std::env::var_os("VERIFY_BENCH_KEEP") {
+        // For profiling the binary on the same file (see the README's Speed section).
+        std::fs::copy(path, &keep).unwrap();
+    }
+    let gen_s = t.elapsed().as_secs_f64();
+    (sigs, bytes.len(), gen_s)
 }
 
 /// Peak RSS of a child run over the size of the file it read.

@@ -11,7 +11,8 @@
 //! (five commits a submit), or within DISPATCHED's call (four: the fewest a submit of four
 //! entries can commit one at a time).
 
-use super::session_rate;
+use super::{gate_schema, round2, session_rate, WRITERS};
+use serde_json::json;
 use std::sync::atomic::Ordering;
 
 /// The one-round-trip append, created in the bench's schema (the journal's own tables). With a
@@ -40,6 +41,28 @@ BEGIN
 END $$;
 ";
 
+/// The ceiling at each writer count of [`WRITERS`], each on a fresh journal, printed as a row
+/// with its ratio to `raw` (the raw commit rates at the same counts); appends per second.
+pub(crate) fn rows(url: &str, seconds: f64, raw: &[f64], claim: Claim) -> Vec<f64> {
+    let bench = match claim {
+        Claim::RecordApart => "pg_one_shot_ceiling",
+        Claim::RecordInDispatch => "pg_one_shot_ceiling_record_in_dispatch",
+    };
+    WRITERS
+        .iter()
+        .zip(raw)
+        .map(|(&sessions, &raw)| {
+            let r = one_shot_rate(&gate_schema(url), sessions, seconds, claim);
+            println!(
+                "{}",
+                json!({"bench": bench, "sessions": sessions, "appends_per_s": r.round(),
+                       "vs_raw": round2(r / raw.max(1.0))})
+            );
+            r
+        })
+        .collect()
+}
+
 /// Where a submit's claim record is written.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Claim {
@@ -51,7 +74,7 @@ pub(crate) enum Claim {
 
 /// Appends per second of `sessions` writers over the one-round-trip protocol (see the module
 /// docs), on the journal whose schema `url` names (made by a gate).
-pub(crate) fn one_shot_rate(url: &str, sessions: usize, seconds: f64, claim: Claim) -> f64 {
+fn one_shot_rate(url: &str, sessions: usize, seconds: f64, claim: Claim) -> f64 {
     let mut admin = postgres::Client::connect(url, postgres::NoTls).unwrap();
     admin.batch_execute(ONE_SHOT_FN).unwrap();
     session_rate(url, sessions, seconds, |s, c, stop| {
